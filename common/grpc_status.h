@@ -1,0 +1,19 @@
+// The one place that converts between absl::Status and grpc::Status.
+// Codes map one to one (both follow google.rpc.Code), so a caller reads the
+// same code the logic chose: Unavailable to retry the call, Aborted to retry
+// at a higher level, FailedPrecondition to fix state first.
+#ifndef PARAMD_COMMON_GRPC_STATUS_H_
+#define PARAMD_COMMON_GRPC_STATUS_H_
+
+#include <grpcpp/support/status.h>
+
+#include "absl/status/status.h"
+
+namespace paramd {
+
+grpc::Status ToGrpcStatus(const absl::Status& status);
+absl::Status FromGrpcStatus(const grpc::Status& status);
+
+}  // namespace paramd
+
+#endif  // PARAMD_COMMON_GRPC_STATUS_H_

@@ -1,0 +1,93 @@
+// The job file: one YAML document read into one typed, validated struct.
+//
+// This is the only place in paramd that parses YAML. Every error names the
+// file, the line and the dotted field, as "FILE:LINE: FIELD: what is wrong",
+// and unknown keys are errors. docs/job-file.md documents every key.
+#ifndef PARAMD_COMMON_JOB_CONFIG_H_
+#define PARAMD_COMMON_JOB_CONFIG_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+
+namespace paramd {
+
+enum class PolicyType { kSync };
+
+const char* PolicyName(PolicyType type);
+
+struct ModelConfig {
+  std::string type = "mlp";
+  std::vector<int> layers;  // Widths, input first, classes last.
+};
+
+struct DataConfig {
+  // Absolute paths after loading (relative ones resolve against the job
+  // file's folder).
+  std::string train_images;
+  std::string train_labels;
+  std::string test_images;
+  std::string test_labels;
+  int64_t train_limit = 0;  // Use only the first N training samples; 0: all.
+  int64_t test_limit = 0;   // Use only the first N test samples; 0: all.
+};
+
+struct TrainingConfig {
+  int epochs = 0;
+  int batch_size = 0;
+  bool shuffle = true;
+};
+
+struct OptimizerConfig {
+  std::string type = "sgd";
+  double learning_rate = 0;
+  double momentum = 0;
+  double weight_decay = 0;
+  bool nesterov = false;
+};
+
+struct PolicyConfig {
+  PolicyType type = PolicyType::kSync;
+};
+
+struct WorkerConfig {
+  std::string device = "cpu";
+  int threads = 1;  // Compute threads per worker process.
+};
+
+struct JobConfig {
+  std::string path;  // The file this was read from.
+  std::string job_id;
+  uint64_t seed = 1;
+  std::vector<std::string> servers;  // "host:port", one per shard.
+  int num_workers = 0;
+  ModelConfig model;
+  DataConfig data;
+  TrainingConfig training;
+  OptimizerConfig optimizer;
+  PolicyConfig policy;
+  int64_t chunk_bytes = 1 << 20;
+  WorkerConfig worker;
+
+  int num_shards() const { return static_cast<int>(servers.size()); }
+};
+
+// Reads and validates the job file at `path`, including that every data
+// file it names can be opened for reading. On failure the status message is
+// one line naming file, line and field.
+absl::StatusOr<JobConfig> LoadJobConfig(const std::string& path);
+
+// As LoadJobConfig, for YAML text already in memory. `path` is used in
+// messages and to resolve relative data paths.
+absl::StatusOr<JobConfig> ParseJobConfig(const std::string& yaml_text,
+                                         const std::string& path);
+
+// Splits "host:port"; the port must be in [0, 65535].
+absl::Status ParseHostPort(const std::string& address, std::string* host,
+                           int* port);
+
+}  // namespace paramd
+
+#endif  // PARAMD_COMMON_JOB_CONFIG_H_

@@ -1,0 +1,42 @@
+// The model's named dense tensors, their shapes and their deterministic
+// initial values.
+//
+// Servers and workers both derive the spec from the job file. Initial values
+// are a pure function of (seed, tensor, element index), so a server can
+// initialise any chunk of a tensor on its own and every process agrees.
+#ifndef PARAMD_COMMON_MODEL_SPEC_H_
+#define PARAMD_COMMON_MODEL_SPEC_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/types/span.h"
+#include "common/job_config.h"
+
+namespace paramd {
+
+struct TensorSpec {
+  std::string name;             // e.g. "fc1.weight"
+  std::vector<int64_t> shape;   // e.g. {784, 256}: [inputs, outputs]
+  int64_t num_elements = 0;
+  float init_bound = 0;         // Initial values are uniform in ±bound.
+};
+
+struct ModelSpec {
+  std::vector<TensorSpec> tensors;
+  int64_t total_elements = 0;
+};
+
+// The MLP of `config`: for each layer l (1-based) "fcl.weight" [in, out]
+// then "fcl.bias" [out]. Both are initialised uniform in ±1/sqrt(in).
+ModelSpec BuildModelSpec(const ModelConfig& config);
+
+// Writes the initial values of elements [begin, begin + out.size()) of
+// tensor `tensor_id` into `out`.
+void InitTensorRange(const TensorSpec& tensor, uint64_t seed, int tensor_id,
+                     int64_t begin, absl::Span<float> out);
+
+}  // namespace paramd
+
+#endif  // PARAMD_COMMON_MODEL_SPEC_H_

@@ -1,0 +1,58 @@
+#include "server/parameter_server.h"
+
+#include <grpcpp/server_builder.h>
+
+#include <chrono>
+
+#include "absl/strings/str_cat.h"
+
+namespace paramd {
+
+absl::StatusOr<std::unique_ptr<ParameterServer>> ParameterServer::Create(
+    const JobConfig& config, int shard_id) {
+  absl::StatusOr<std::unique_ptr<Shard>> shard = Shard::Create(config, shard_id);
+  if (!shard.ok()) return shard.status();
+  return std::unique_ptr<ParameterServer>(
+      new ParameterServer(*std::move(shard)));
+}
+
+ParameterServer::ParameterServer(std::unique_ptr<Shard> shard)
+    : shard_(std::move(shard)),
+      parameter_service_(shard_.get()),
+      status_service_(shard_.get()) {}
+
+ParameterServer::~ParameterServer() { Shutdown(); }
+
+absl::StatusOr<int> ParameterServer::Start(const std::string& address) {
+  grpc::ServerBuilder builder;
+  int port = 0;
+  builder.AddListeningPort(address, grpc::InsecureServerCredentials(), &port);
+  const int limit = static_cast<int>(
+      std::min<int64_t>(shard_->max_message_bytes(), INT32_MAX));
+  builder.SetMaxReceiveMessageSize(limit);
+  builder.SetMaxSendMessageSize(limit);
+  builder.RegisterService(&parameter_service_);
+  builder.RegisterService(&status_service_);
+  server_ = builder.BuildAndStart();
+  if (server_ == nullptr || port == 0) {
+    server_.reset();
+    return absl::UnavailableError(
+        absl::StrCat("cannot listen on ", address,
+                     " (address in use or not local?)"));
+  }
+  port_ = port;
+  return port;
+}
+
+void ParameterServer::Shutdown() {
+  if (server_ == nullptr) return;
+  shard_->Shutdown();
+  server_->Shutdown(std::chrono::system_clock::now() +
+                    std::chrono::seconds(2));
+}
+
+void ParameterServer::Wait() {
+  if (server_ != nullptr) server_->Wait();
+}
+
+}  // namespace paramd

@@ -1,0 +1,46 @@
+// ParameterServer: one shard served over gRPC on a listening socket.
+//
+// Lifecycle: Create, Start (binds; port 0 picks a free port, read back with
+// port()), then Shutdown (wakes blocked pulls, stops accepting, waits for
+// handlers) from any thread; Wait blocks until Shutdown completes.
+#ifndef PARAMD_SERVER_PARAMETER_SERVER_H_
+#define PARAMD_SERVER_PARAMETER_SERVER_H_
+
+#include <grpcpp/server.h>
+
+#include <memory>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "server/rpc/grpc_services.h"
+#include "server/shard.h"
+
+namespace paramd {
+
+class ParameterServer {
+ public:
+  static absl::StatusOr<std::unique_ptr<ParameterServer>> Create(
+      const JobConfig& config, int shard_id);
+  ~ParameterServer();
+
+  // Listens on `address` ("host:port"). Returns the bound port.
+  absl::StatusOr<int> Start(const std::string& address);
+  void Shutdown();
+  void Wait();
+
+  int port() const { return port_; }
+  Shard* shard() { return shard_.get(); }
+
+ private:
+  explicit ParameterServer(std::unique_ptr<Shard> shard);
+
+  std::unique_ptr<Shard> shard_;
+  GrpcParameterService parameter_service_;
+  GrpcStatusService status_service_;
+  std::unique_ptr<grpc::Server> server_;
+  int port_ = 0;
+};
+
+}  // namespace paramd
+
+#endif  // PARAMD_SERVER_PARAMETER_SERVER_H_

@@ -1,0 +1,76 @@
+// Shard: the logic of one parameter-server shard, behind the RPC layer.
+//
+// It validates requests (job id, rank, plan, chunk set, sizes, dtype,
+// finiteness) before anything changes, then hands gradients to the job's
+// UpdatePolicy, serves parameters from the ShardStore, and keeps per-worker
+// counters and the job's epoch metrics. It speaks protobuf messages but
+// knows nothing of gRPC; rpc adapters call it. Thread-safe.
+#ifndef PARAMD_SERVER_SHARD_H_
+#define PARAMD_SERVER_SHARD_H_
+
+#include <memory>
+
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "common/job_config.h"
+#include "common/model_spec.h"
+#include "common/partitioner.h"
+#include "proto/paramd.pb.h"
+#include "server/job_metrics.h"
+#include "server/shard_store.h"
+#include "server/update_policy.h"
+#include "server/worker_registry.h"
+
+namespace paramd {
+
+class Shard {
+ public:
+  // Builds shard `shard_id` of the job: its plan, initial parameters,
+  // optimizer and policy.
+  static absl::StatusOr<std::unique_ptr<Shard>> Create(const JobConfig& config,
+                                                       int shard_id);
+
+  absl::Status Register(const proto::RegisterRequest& request,
+                        proto::RegisterResponse* response);
+  // On error the shard's state is exactly as before.
+  absl::Status Push(const proto::PushRequest& request,
+                    proto::PushResponse* response);
+  // Waits until the policy lets the pull proceed; DeadlineExceeded at
+  // `deadline` (the caller may call again), Unavailable after Shutdown.
+  absl::Status Pull(const proto::PullRequest& request, absl::Time deadline,
+                    proto::PullResponse* response);
+  absl::Status Heartbeat(const proto::HeartbeatRequest& request,
+                         proto::HeartbeatResponse* response);
+  absl::Status ReportEpoch(const proto::ReportEpochRequest& request);
+  void GetStatus(proto::ShardStatus* status) const;
+
+  // Wakes every waiting pull with Unavailable.
+  void Shutdown();
+
+  const PartitionPlan& plan() const { return plan_; }
+  int64_t max_message_bytes() const;
+
+ private:
+  Shard(const JobConfig& config, int shard_id, ModelSpec spec,
+        PartitionPlan plan, std::unique_ptr<Optimizer> optimizer);
+
+  absl::Status CheckWorker(const char* rpc, const std::string& job_id,
+                           uint32_t rank) const;
+
+  // Constant after construction.
+  const JobConfig config_;
+  const int shard_id_;
+  const ModelSpec spec_;
+  const PartitionPlan plan_;
+  const absl::Time started_;
+
+  // Each internally synchronised.
+  ShardStore store_;
+  std::unique_ptr<UpdatePolicy> policy_;
+  WorkerRegistry workers_;
+  JobMetrics metrics_;
+};
+
+}  // namespace paramd
+
+#endif  // PARAMD_SERVER_SHARD_H_

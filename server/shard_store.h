@@ -1,0 +1,72 @@
+// ShardStore: the parameter chunks one shard owns, their optimizer slots,
+// and the version (number of optimizer steps applied).
+//
+// Thread-safe: steps take the lock exclusively, reads share it, so a reader
+// always sees every chunk at one version. The store decides nothing about
+// when a step happens; an UpdatePolicy calls ApplyStep.
+#ifndef PARAMD_SERVER_SHARD_STORE_H_
+#define PARAMD_SERVER_SHARD_STORE_H_
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/types/span.h"
+#include "common/model_spec.h"
+#include "common/partitioner.h"
+#include "server/optimizer.h"
+
+namespace paramd {
+
+class ShardStore {
+ public:
+  // Initialises every chunk `shard` owns in `plan` from the model's
+  // deterministic initialiser with `seed`.
+  ShardStore(const ModelSpec& spec, const PartitionPlan& plan, int shard,
+             uint64_t seed, std::unique_ptr<Optimizer> optimizer);
+
+  ShardStore(const ShardStore&) = delete;
+  ShardStore& operator=(const ShardStore&) = delete;
+
+  // Chunks are addressed by local index [0, num_chunks()), in the order of
+  // plan.ChunksOfShard(shard).
+  int num_chunks() const { return static_cast<int>(specs_.size()); }
+  const ChunkSpec& chunk_spec(int local) const { return specs_[local]; }
+  // Local index of the plan's chunk `global`, or -1 when another shard owns
+  // it.
+  int LocalIndex(int global) const;
+  int64_t bytes() const { return bytes_; }
+
+  // One optimizer step on every chunk with gradient grads[local] * scale
+  // (grads[local] has the chunk's length); the version goes up by one.
+  void ApplyStep(absl::Span<const std::vector<float>> grads, float scale)
+      ABSL_LOCKS_EXCLUDED(mu_);
+
+  uint64_t version() const ABSL_LOCKS_EXCLUDED(mu_);
+
+  // Calls `read(version, params)` with every chunk's parameters, by local
+  // index, under a shared lock: no step runs meanwhile.
+  void Read(const std::function<void(uint64_t, absl::Span<const std::vector<
+                                                   float>>)>& read) const
+      ABSL_LOCKS_EXCLUDED(mu_);
+
+ private:
+  // Constant after construction.
+  std::unique_ptr<Optimizer> optimizer_;
+  std::vector<ChunkSpec> specs_;
+  std::vector<int> local_of_global_;
+  int64_t bytes_ = 0;
+
+  mutable absl::Mutex mu_;
+  std::vector<std::vector<float>> params_ ABSL_GUARDED_BY(mu_);
+  // slots_[local] holds optimizer_->num_slots() buffers.
+  std::vector<std::vector<std::vector<float>>> slots_ ABSL_GUARDED_BY(mu_);
+  uint64_t version_ ABSL_GUARDED_BY(mu_) = 0;
+};
+
+}  // namespace paramd
+
+#endif  // PARAMD_SERVER_SHARD_STORE_H_

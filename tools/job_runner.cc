@@ -1,0 +1,297 @@
+#include "tools/job_runner.h"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <set>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "absl/time/clock.h"
+#include "common/job_config.h"
+#include "tools/status_client.h"
+#include "tools/supervisor.h"
+
+namespace paramd {
+namespace {
+
+constexpr absl::Duration kStartupTimeout = absl::Seconds(60);
+constexpr absl::Duration kStopGrace = absl::Seconds(5);
+constexpr absl::Duration kProgressEvery = absl::Seconds(1);
+
+int signal_pipe[2] = {-1, -1};
+
+void OnSignal(int signo) {
+  const char c = static_cast<char>(signo);
+  (void)!write(signal_pipe[1], &c, 1);
+}
+
+// Reads the signal that woke us, if any; 0 when none.
+int TakeSignal() {
+  char c = 0;
+  return read(signal_pipe[0], &c, 1) == 1 ? c : 0;
+}
+
+void InstallSignalHandlers() {
+  if (pipe2(signal_pipe, O_CLOEXEC | O_NONBLOCK) != 0) return;
+  struct sigaction sa = {};
+  sa.sa_handler = OnSignal;
+  sigemptyset(&sa.sa_mask);
+  sigaction(SIGINT, &sa, nullptr);
+  sigaction(SIGTERM, &sa, nullptr);
+}
+
+void Say(const std::string& line) {
+  std::printf("paramctl: %s\n", line.c_str());
+  std::fflush(stdout);
+}
+
+std::string FormatDuration(double seconds) {
+  const int s = static_cast<int>(seconds + 0.5);
+  return s >= 60 ? absl::StrFormat("%dm%02ds", s / 60, s % 60)
+                 : absl::StrFormat("%ds", s);
+}
+
+class JobRun {
+ public:
+  JobRun(const RunOptions& options, JobConfig config)
+      : options_(options), config_(std::move(config)), started_(absl::Now()) {}
+
+  int Run() {
+    char tmpl[] = "/tmp/paramd-run-XXXXXX";
+    const char* dir = mkdtemp(tmpl);
+    if (dir == nullptr) {
+      Say("cannot create a temporary folder for port files");
+      return 1;
+    }
+    run_dir_ = dir;
+    const int code = RunInDir();
+    std::error_code ignored;
+    std::filesystem::remove_all(run_dir_, ignored);
+    return code;
+  }
+
+ private:
+  int RunInDir() {
+    Say(absl::StrFormat("job '%s': %d server(s), %d worker(s), policy %s, %d epoch(s)",
+                        config_.job_id, config_.num_shards(), config_.num_workers,
+                        PolicyName(config_.policy.type), config_.training.epochs));
+    for (int k = 0; k < config_.num_shards(); ++k) {
+      auto index = sup_.Spawn(
+          absl::StrCat("server ", k),
+          {options_.server_binary, "--job", options_.job_path, "--shard",
+           absl::StrCat(k), "--listen", config_.servers[k], "--port_file",
+           PortFile(k), "--log_level", options_.log_level});
+      if (!index.ok()) return Fail(std::string(index.status().message()));
+      servers_.push_back(*index);
+    }
+    if (int code = AwaitPorts(); code >= 0) return code;
+    for (int r = 0; r < config_.num_workers; ++r) {
+      auto index = sup_.Spawn(
+          absl::StrCat("worker ", r),
+          {options_.worker_binary, "--job", options_.job_path, "--rank",
+           absl::StrCat(r), "--servers", absl::StrJoin(addresses_, ","),
+           "--log_level", options_.log_level});
+      if (!index.ok()) return Fail(std::string(index.status().message()));
+      workers_.push_back(*index);
+    }
+    workers_started_ = absl::Now();
+    return Supervise();
+  }
+
+  std::string PortFile(int shard) const {
+    return absl::StrCat(run_dir_, "/shard-", shard, ".port");
+  }
+
+  // Waits until every server wrote its port file; fills addresses_.
+  // Returns -1 when all are up, else the exit code.
+  int AwaitPorts() {
+    const absl::Time deadline = absl::Now() + kStartupTimeout;
+    addresses_.assign(config_.num_shards(), "");
+    int ready = 0;
+    while (ready < config_.num_shards()) {
+      if (int code = HandleExits(sup_.Poll(absl::Milliseconds(20), signal_pipe[0]));
+          code >= 0) {
+        return code;
+      }
+      if (int signo = TakeSignal(); signo != 0) return Interrupted(signo);
+      for (int k = 0; k < config_.num_shards(); ++k) {
+        if (!addresses_[k].empty()) continue;
+        std::ifstream in(PortFile(k));
+        int port = 0;
+        if (in >> port && port > 0) {
+          std::string host;
+          int ignored = 0;
+          (void)ParseHostPort(config_.servers[k], &host, &ignored);
+          addresses_[k] = absl::StrCat(host, ":", port);
+          ++ready;
+        }
+      }
+      if (absl::Now() > deadline) {
+        return Fail(absl::StrCat("servers did not start listening within ",
+                                 FormatDuration(absl::ToDoubleSeconds(kStartupTimeout))));
+      }
+    }
+    Say(absl::StrCat("servers up at ", absl::StrJoin(addresses_, ", ")));
+    return -1;
+  }
+
+  // Returns -1 to go on, else the exit code.
+  int HandleExits(const std::vector<int>& exited) {
+    for (int i : exited) {
+      const ChildInfo& c = sup_.child(i);
+      const bool is_worker =
+          std::find(workers_.begin(), workers_.end(), i) != workers_.end();
+      const bool clean = WIFEXITED(c.wait_status) && WEXITSTATUS(c.wait_status) == 0;
+      if (is_worker && clean) {
+        ++workers_done_;
+        continue;
+      }
+      return Fail(absl::StrCat(
+          c.name, " (pid ", c.pid, ") ", Supervisor::DescribeExit(c.wait_status),
+          c.last_line.empty() ? "" : absl::StrCat("; its last line: ", c.last_line)));
+    }
+    return -1;
+  }
+
+  int Supervise() {
+    absl::Time next_progress = absl::Now() + kProgressEvery;
+    while (workers_done_ < config_.num_workers) {
+      if (int code = HandleExits(sup_.Poll(absl::Milliseconds(200), signal_pipe[0]));
+          code >= 0) {
+        return code;
+      }
+      if (int signo = TakeSignal(); signo != 0) return Interrupted(signo);
+      if (absl::Now() >= next_progress) {
+        ReportProgress();
+        next_progress = absl::Now() + kProgressEvery;
+      }
+    }
+    ReportProgress();
+    const bool complete = static_cast<int>(epochs_.size()) == config_.training.epochs &&
+                          epochs_.back().complete();
+    sup_.Stop(servers_, kStopGrace);
+    const double wall = absl::ToDoubleSeconds(absl::Now() - started_);
+    if (!complete) {
+      Say("the workers finished but shard 0 does not hold every epoch's metrics");
+      return 1;
+    }
+    const proto::EpochMetrics& last = epochs_.back();
+    Say(absl::StrFormat(
+        "done: %d epoch(s) in %s, final test accuracy %.4f, %.0f samples/s "
+        "(median epoch)",
+        config_.training.epochs, FormatDuration(wall), last.test_accuracy(),
+        MedianSamplesPerSecond()));
+    if (!options_.summary_path.empty()) {
+      if (!WriteSummary(wall)) return 1;
+      Say(absl::StrCat("summary written to ", options_.summary_path));
+    }
+    return 0;
+  }
+
+  // Prints every newly completed epoch from shard 0's status.
+  void ReportProgress() {
+    auto status = QueryShardStatus(addresses_[0], absl::Seconds(2));
+    if (!status.ok()) return;
+    for (const proto::EpochMetrics& e : status->epochs()) {
+      if (!e.complete() || static_cast<int>(e.epoch()) <= static_cast<int>(epochs_.size())) {
+        continue;
+      }
+      epochs_.push_back(e);
+      const double elapsed = absl::ToDoubleSeconds(absl::Now() - workers_started_);
+      const double eta = elapsed / e.epoch() * (config_.training.epochs - e.epoch());
+      Say(absl::StrFormat(
+          "epoch %d/%d  train loss %.4f  test accuracy %.4f  %.0f samples/s  "
+          "elapsed %s  ETA %s",
+          e.epoch(), config_.training.epochs, e.train_loss(), e.test_accuracy(),
+          e.samples_per_second(), FormatDuration(elapsed), FormatDuration(eta)));
+    }
+  }
+
+  double MedianSamplesPerSecond() const {
+    std::vector<double> v;
+    for (const auto& e : epochs_) v.push_back(e.samples_per_second());
+    if (v.empty()) return 0;
+    std::sort(v.begin(), v.end());
+    return v.size() % 2 ? v[v.size() / 2] : (v[v.size() / 2 - 1] + v[v.size() / 2]) / 2;
+  }
+
+  bool WriteSummary(double wall) {
+    std::string epochs;
+    for (const auto& e : epochs_) {
+      absl::StrAppendFormat(
+          &epochs, "%s\n    {\"epoch\": %d, \"train_loss\": %.6f, \"test_accuracy\": %.6f, "
+                   "\"samples_per_second\": %.1f}",
+          epochs.empty() ? "" : ",", e.epoch(), e.train_loss(), e.test_accuracy(),
+          e.samples_per_second());
+    }
+    const std::string json = absl::StrFormat(
+        "{\n  \"job_id\": \"%s\",\n  \"policy\": \"%s\",\n  \"servers\": %d,\n"
+        "  \"workers\": %d,\n  \"epochs\": %d,\n  \"final_test_accuracy\": %.6f,\n"
+        "  \"wall_seconds\": %.3f,\n  \"samples_per_second\": %.1f,\n"
+        "  \"epoch_metrics\": [%s\n  ]\n}\n",
+        config_.job_id, PolicyName(config_.policy.type), config_.num_shards(),
+        config_.num_workers, config_.training.epochs, epochs_.back().test_accuracy(),
+        wall, MedianSamplesPerSecond(), epochs);
+    std::ofstream out(options_.summary_path, std::ios::trunc);
+    out << json;
+    if (!out.good()) {
+      Say(absl::StrCat("--summary: cannot write ", options_.summary_path));
+      return false;
+    }
+    return true;
+  }
+
+  int Fail(const std::string& why) {
+    Say(absl::StrCat("FAILED: ", why, "; stopping every other process"));
+    sup_.StopAll(kStopGrace);
+    return 1;
+  }
+
+  int Interrupted(int signo) {
+    Say(absl::StrCat("interrupted by ", strsignal(signo), "; stopping every process"));
+    sup_.StopAll(kStopGrace);
+    return 130;
+  }
+
+  const RunOptions& options_;
+  const JobConfig config_;
+  const absl::Time started_;
+  absl::Time workers_started_;
+  std::string run_dir_;
+  Supervisor sup_;
+  std::vector<int> servers_;
+  std::vector<int> workers_;
+  std::vector<std::string> addresses_;
+  int workers_done_ = 0;
+  std::vector<proto::EpochMetrics> epochs_;
+};
+
+}  // namespace
+
+int RunJob(const RunOptions& options) {
+  absl::StatusOr<JobConfig> config = LoadJobConfig(options.job_path);
+  if (!config.ok()) {
+    std::fprintf(stderr, "paramctl: %s\n", std::string(config.status().message()).c_str());
+    return 1;
+  }
+  for (const std::string& binary : {options.server_binary, options.worker_binary}) {
+    if (access(binary.c_str(), X_OK) != 0) {
+      std::fprintf(stderr, "paramctl: cannot execute %s (build it with bazel build //...)\n",
+                   binary.c_str());
+      return 1;
+    }
+  }
+  InstallSignalHandlers();
+  return JobRun(options, *std::move(config)).Run();
+}
+
+}  // namespace paramd

@@ -1,0 +1,26 @@
+// `paramctl run`: starts every server and worker of a job on this machine
+// as child processes, streams their logs with a prefix, prints per-epoch
+// progress from shard 0's status, and stops everything when the job ends,
+// when a child fails (naming it and why) or on Ctrl-C.
+#ifndef PARAMD_TOOLS_JOB_RUNNER_H_
+#define PARAMD_TOOLS_JOB_RUNNER_H_
+
+#include <string>
+
+namespace paramd {
+
+struct RunOptions {
+  std::string job_path;
+  std::string summary_path;   // Empty: no summary file.
+  std::string server_binary;
+  std::string worker_binary;
+  std::string log_level = "info";
+};
+
+// Returns the process exit code: 0 when every worker finished, 1 on a
+// failure, 130 when interrupted.
+int RunJob(const RunOptions& options);
+
+}  // namespace paramd
+
+#endif  // PARAMD_TOOLS_JOB_RUNNER_H_

@@ -1,0 +1,52 @@
+// CpuMlp: the MLP on the CPU, its matrix products in OpenBLAS's SGEMM.
+//
+// Why OpenBLAS: the CPU GEMM decides training speed, and Debian's OpenBLAS
+// runs the MLP's products about 14x faster than the reference BLAS on this
+// machine class (see docs/performance.md). Its thread count is set per
+// process (worker.threads) so that several workers do not oversubscribe
+// the cores.
+#ifndef PARAMD_WORKER_CPU_MLP_H_
+#define PARAMD_WORKER_CPU_MLP_H_
+
+#include <vector>
+
+#include "worker/model.h"
+
+namespace paramd {
+
+class CpuMlp : public Model {
+ public:
+  // `layers`: widths, inputs first, classes last. Batches of up to
+  // `max_batch` samples; larger evaluation calls are split.
+  CpuMlp(std::vector<int> layers, int max_batch, int threads);
+
+  std::string Describe() const override;
+  absl::StatusOr<double> ComputeGradients(absl::Span<const float> params,
+                                          const float* x, const int32_t* y,
+                                          int n,
+                                          absl::Span<float> grads) override;
+  absl::StatusOr<int64_t> CountCorrect(absl::Span<const float> params,
+                                       const float* x, const int32_t* y,
+                                       int n) override;
+
+ private:
+  // Runs the layers on x [n × inputs]; activations land in act_.
+  void Forward(absl::Span<const float> params, const float* x, int n);
+  const float* Weight(absl::Span<const float> params, int layer) const;
+  const float* Bias(absl::Span<const float> params, int layer) const;
+
+  const std::vector<int> layers_;
+  const int max_batch_;
+  const int threads_;
+  std::vector<int64_t> weight_offset_;
+  std::vector<int64_t> bias_offset_;
+  int64_t num_params_ = 0;
+  // act_[l]: layer l's output [max_batch × layers_[l+1]], post-ReLU except
+  // the last (logits). delta_[l]: the loss gradient at layer l's output.
+  std::vector<std::vector<float>> act_;
+  std::vector<std::vector<float>> delta_;
+};
+
+}  // namespace paramd
+
+#endif  // PARAMD_WORKER_CPU_MLP_H_

@@ -1,0 +1,183 @@
+#include "worker/parameter_client.h"
+
+#include <grpcpp/create_channel.h>
+
+#include <algorithm>
+#include <cstring>
+#include <functional>
+
+#include "absl/strings/str_cat.h"
+#include "absl/synchronization/blocking_counter.h"
+#include "common/grpc_status.h"
+
+namespace paramd {
+namespace {
+
+std::chrono::system_clock::time_point DeadlineIn(absl::Duration d) {
+  return absl::ToChronoTime(absl::Now() + d);
+}
+
+// Runs `call(shard, done)` for every shard at once and waits for all; each
+// call reports its grpc::Status through `done`. Returns the first failure,
+// naming the shard and the RPC.
+absl::Status ForAllShards(
+    int num_shards, const char* rpc,
+    const std::function<void(int, std::function<void(grpc::Status)>)>& call) {
+  std::vector<grpc::Status> results(num_shards);
+  absl::BlockingCounter pending(num_shards);
+  for (int s = 0; s < num_shards; ++s) {
+    call(s, [&results, &pending, s](grpc::Status status) {
+      results[s] = std::move(status);
+      pending.DecrementCount();
+    });
+  }
+  pending.Wait();
+  for (int s = 0; s < num_shards; ++s) {
+    if (!results[s].ok()) {
+      absl::Status st = FromGrpcStatus(results[s]);
+      return absl::Status(st.code(), absl::StrCat(rpc, " to shard ", s, ": ",
+                                                  st.message()));
+    }
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+ParameterClient::ParameterClient(const JobConfig& config,
+                                 const PartitionPlan* plan,
+                                 const FlatLayout* layout, int rank,
+                                 std::vector<std::string> addresses,
+                                 ClientOptions options)
+    : config_(config),
+      plan_(plan),
+      layout_(layout),
+      rank_(rank),
+      options_(options) {
+  for (int s = 0; s < static_cast<int>(addresses.size()); ++s) {
+    grpc::ChannelArguments args;
+    const int64_t bytes = plan_->BytesOnShard(s);
+    const int limit = static_cast<int>(
+        std::min<int64_t>(INT32_MAX, std::max<int64_t>(4 << 20, bytes * 2 + (1 << 20))));
+    args.SetMaxReceiveMessageSize(limit);
+    args.SetMaxSendMessageSize(limit);
+    // One connection per shard even when two shards share an address.
+    args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
+    ShardConn conn;
+    conn.channel = grpc::CreateCustomChannel(
+        addresses[s], grpc::InsecureChannelCredentials(), args);
+    conn.stub = proto::ParameterService::NewStub(conn.channel);
+    conn.push.set_job_id(config_.job_id);
+    conn.push.set_rank(rank_);
+    for (int global : plan_->ChunksOfShard(s)) {
+      const ChunkSpec& c = plan_->chunks()[global];
+      proto::TensorChunk* chunk = conn.push.add_chunks();
+      chunk->set_tensor_id(c.tensor_id);
+      chunk->set_chunk_index(c.chunk_index);
+      chunk->set_dtype(proto::DTYPE_FLOAT32);
+      chunk->mutable_data()->resize(c.length * kElementBytes);
+    }
+    shards_.push_back(std::move(conn));
+  }
+}
+
+absl::StatusOr<uint64_t> ParameterClient::Register() {
+  const int n = static_cast<int>(shards_.size());
+  std::vector<grpc::ClientContext> contexts(n);
+  std::vector<proto::RegisterRequest> requests(n);
+  std::vector<proto::RegisterResponse> responses(n);
+  absl::Status s = ForAllShards(n, "Register", [&](int i, auto done) {
+    contexts[i].set_wait_for_ready(true);
+    contexts[i].set_deadline(DeadlineIn(options_.connect_timeout));
+    requests[i].set_job_id(config_.job_id);
+    requests[i].set_rank(rank_);
+    requests[i].set_plan_fingerprint(plan_->fingerprint());
+    shards_[i].stub->async()->Register(&contexts[i], &requests[i],
+                                       &responses[i], std::move(done));
+  });
+  if (!s.ok()) return s;
+  uint64_t clock = UINT64_MAX;
+  for (const auto& r : responses) clock = std::min<uint64_t>(clock, r.clock());
+  return clock;
+}
+
+absl::StatusOr<uint64_t> ParameterClient::Pull(uint64_t clock,
+                                               absl::Span<float> params) {
+  const int n = static_cast<int>(shards_.size());
+  std::vector<grpc::ClientContext> contexts(n);
+  std::vector<proto::PullRequest> requests(n);
+  std::vector<proto::PullResponse> responses(n);
+  absl::Status s = ForAllShards(n, "Pull", [&](int i, auto done) {
+    contexts[i].set_deadline(DeadlineIn(options_.pull_timeout));
+    requests[i].set_job_id(config_.job_id);
+    requests[i].set_rank(rank_);
+    requests[i].set_clock(clock);
+    shards_[i].stub->async()->Pull(&contexts[i], &requests[i], &responses[i],
+                                   std::move(done));
+  });
+  if (!s.ok()) return s;
+  uint64_t version = UINT64_MAX;
+  for (int i = 0; i < n; ++i) {
+    const proto::PullResponse& r = responses[i];
+    version = std::min<uint64_t>(version, r.version());
+    if (r.chunks_size() != static_cast<int>(plan_->ChunksOfShard(i).size())) {
+      return absl::DataLossError(
+          absl::StrCat("Pull from shard ", i, ": ", r.chunks_size(),
+                       " chunks; the plan gives it ",
+                       plan_->ChunksOfShard(i).size()));
+    }
+    for (const proto::TensorChunk& chunk : r.chunks()) {
+      const int global = plan_->Find(chunk.tensor_id(), chunk.chunk_index());
+      if (global < 0 || plan_->chunks()[global].shard != i ||
+          static_cast<int64_t>(chunk.data().size()) !=
+              plan_->chunks()[global].length * kElementBytes) {
+        return absl::DataLossError(absl::StrCat(
+            "Pull from shard ", i, ": chunk ", chunk.chunk_index(),
+            " of tensor ", chunk.tensor_id(), " does not match the plan"));
+      }
+      const ChunkSpec& c = plan_->chunks()[global];
+      std::memcpy(params.data() + layout_->offset[c.tensor_id] + c.offset,
+                  chunk.data().data(), chunk.data().size());
+    }
+  }
+  return version;
+}
+
+absl::Status ParameterClient::Push(uint64_t clock,
+                                   absl::Span<const float> grads) {
+  const int n = static_cast<int>(shards_.size());
+  std::vector<grpc::ClientContext> contexts(n);
+  std::vector<proto::PushResponse> responses(n);
+  for (int i = 0; i < n; ++i) {
+    proto::PushRequest& req = shards_[i].push;
+    req.set_clock(clock);
+    const std::vector<int>& owned = plan_->ChunksOfShard(i);
+    for (size_t k = 0; k < owned.size(); ++k) {
+      const ChunkSpec& c = plan_->chunks()[owned[k]];
+      std::memcpy(req.mutable_chunks(static_cast<int>(k))->mutable_data()->data(),
+                  grads.data() + layout_->offset[c.tensor_id] + c.offset,
+                  c.length * kElementBytes);
+    }
+  }
+  return ForAllShards(n, "Push", [&](int i, auto done) {
+    contexts[i].set_deadline(DeadlineIn(options_.push_timeout));
+    shards_[i].stub->async()->Push(&contexts[i], &shards_[i].push,
+                                   &responses[i], std::move(done));
+  });
+}
+
+absl::Status ParameterClient::ReportEpoch(
+    const proto::ReportEpochRequest& report) {
+  grpc::ClientContext context;
+  context.set_deadline(DeadlineIn(options_.push_timeout));
+  proto::ReportEpochResponse response;
+  grpc::Status s = shards_[0].stub->ReportEpoch(&context, report, &response);
+  if (!s.ok()) {
+    absl::Status st = FromGrpcStatus(s);
+    return absl::Status(st.code(),
+                        absl::StrCat("ReportEpoch to shard 0: ", st.message()));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace paramd

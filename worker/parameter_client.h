@@ -1,0 +1,73 @@
+// ParameterClient: a worker's view of all shards. It splits the flat
+// gradient buffer into each shard's chunks and joins pulled chunks back
+// into the flat parameter buffer, talking to every shard concurrently.
+//
+// Thread-compatible: one training loop uses it at a time.
+#ifndef PARAMD_WORKER_PARAMETER_CLIENT_H_
+#define PARAMD_WORKER_PARAMETER_CLIENT_H_
+
+#include <grpcpp/channel.h>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "absl/types/span.h"
+#include "common/job_config.h"
+#include "common/partitioner.h"
+#include "proto/paramd.grpc.pb.h"
+#include "worker/model.h"
+
+namespace paramd {
+
+struct ClientOptions {
+  // How long Register waits for every server to come up.
+  absl::Duration connect_timeout = absl::Seconds(60);
+  // Longest wait for one pull: under sync it spans the slowest worker's
+  // step.
+  absl::Duration pull_timeout = absl::Minutes(10);
+  absl::Duration push_timeout = absl::Minutes(1);
+};
+
+class ParameterClient {
+ public:
+  // `addresses`: one "host:port" per shard, in shard order.
+  ParameterClient(const JobConfig& config, const PartitionPlan* plan,
+                  const FlatLayout* layout, int rank,
+                  std::vector<std::string> addresses, ClientOptions options);
+
+  // Registers with every shard; returns the clock to continue from (the
+  // smallest any shard reports).
+  absl::StatusOr<uint64_t> Register();
+
+  // Fills `params` (flat) with every shard's chunks for a worker at
+  // `clock`; returns the version served (the smallest across shards).
+  absl::StatusOr<uint64_t> Pull(uint64_t clock, absl::Span<float> params);
+
+  // Sends `grads` (flat) computed at `clock` to every shard.
+  absl::Status Push(uint64_t clock, absl::Span<const float> grads);
+
+  // Reports one finished epoch to shard 0, which keeps the job's metrics.
+  absl::Status ReportEpoch(const proto::ReportEpochRequest& report);
+
+ private:
+  struct ShardConn {
+    std::shared_ptr<grpc::Channel> channel;
+    std::unique_ptr<proto::ParameterService::Stub> stub;
+    // Requests reused across steps so their buffers are not reallocated.
+    proto::PushRequest push;
+  };
+
+  const JobConfig& config_;
+  const PartitionPlan* plan_;
+  const FlatLayout* layout_;
+  const int rank_;
+  const ClientOptions options_;
+  std::vector<ShardConn> shards_;
+};
+
+}  // namespace paramd
+
+#endif  // PARAMD_WORKER_PARAMETER_CLIENT_H_

@@ -1,0 +1,173 @@
+#include "worker/trainer.h"
+
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "spdlog/spdlog.h"
+
+namespace paramd {
+
+absl::StatusOr<std::unique_ptr<Trainer>> Trainer::Create(
+    const JobConfig& config, int rank, TrainerOptions options) {
+  if (rank < 0 || rank >= config.num_workers) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--rank: ", rank, " is outside [0, ", config.num_workers,
+                     ") for the job's cluster.workers"));
+  }
+  if (options.servers.empty()) options.servers = config.servers;
+  if (static_cast<int>(options.servers.size()) != config.num_shards()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--servers: ", options.servers.size(),
+                     " addresses for the job's ", config.num_shards(),
+                     " shards"));
+  }
+  ModelSpec spec = BuildModelSpec(config.model);
+  absl::StatusOr<PartitionPlan> plan =
+      PartitionPlan::Build(spec, config.chunk_bytes, config.num_shards());
+  if (!plan.ok()) return plan.status();
+  absl::StatusOr<Dataset> train =
+      LoadDataset(config.data.train_images, config.data.train_labels,
+                  config.data.train_limit);
+  if (!train.ok()) return train.status();
+  absl::StatusOr<Dataset> test = LoadDataset(
+      config.data.test_images, config.data.test_labels, config.data.test_limit);
+  if (!test.ok()) return test.status();
+  const int inputs = config.model.layers.front();
+  const int classes = config.model.layers.back();
+  for (const Dataset* d : {&*train, &*test}) {
+    if (d->dim != inputs) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          config.path, ": model.layers: the input width is ", inputs,
+          " but the data has ", d->dim, " pixels per image"));
+    }
+    if (d->num_classes > classes) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          config.path, ": model.layers: ", classes,
+          " outputs but the data has ", d->num_classes, " classes"));
+    }
+  }
+  return std::unique_ptr<Trainer>(new Trainer(
+      config, rank, std::move(options), std::move(spec), *std::move(plan),
+      *std::move(train), *std::move(test)));
+}
+
+Trainer::Trainer(const JobConfig& config, int rank, TrainerOptions options,
+                 ModelSpec spec, PartitionPlan plan, Dataset train,
+                 Dataset test)
+    : config_(config),
+      rank_(rank),
+      options_(std::move(options)),
+      spec_(std::move(spec)),
+      plan_(std::move(plan)),
+      layout_(spec_),
+      train_(std::move(train)),
+      test_(std::move(test)) {
+  params_.resize(layout_.total);
+  grads_.resize(layout_.total);
+  // Test share: samples i with i % workers == rank.
+  std::vector<int64_t> idx;
+  for (int64_t i = rank_; i < test_.size; i += config_.num_workers) {
+    idx.push_back(i);
+  }
+  test_x_.resize(idx.size() * test_.dim);
+  test_y_.resize(idx.size());
+  test_.Gather(idx.data(), static_cast<int>(idx.size()), test_x_.data(),
+               test_y_.data());
+}
+
+absl::Status Trainer::PullAt(uint64_t clock) {
+  if (pulled_clock_ == static_cast<int64_t>(clock)) return absl::OkStatus();
+  absl::StatusOr<uint64_t> version =
+      client_->Pull(clock, absl::MakeSpan(params_));
+  if (!version.ok()) return version.status();
+  pulled_clock_ = static_cast<int64_t>(clock);
+  if (options_.on_pull) options_.on_pull(*version, params_);
+  return absl::OkStatus();
+}
+
+absl::Status Trainer::Run() {
+  absl::StatusOr<DataShard> shard = DataShard::Create(
+      &train_, rank_, config_.num_workers, config_.training.batch_size);
+  if (!shard.ok()) return shard.status();
+  shard_ = std::make_unique<DataShard>(*std::move(shard));
+  absl::StatusOr<std::unique_ptr<Model>> model =
+      MakeModel(config_, std::max(shard_->max_batch(), 1024));
+  if (!model.ok()) return model.status();
+  model_ = *std::move(model);
+  client_ = std::make_unique<ParameterClient>(config_, &plan_, &layout_, rank_,
+                                              options_.servers,
+                                              options_.client);
+  absl::StatusOr<uint64_t> start = client_->Register();
+  if (!start.ok()) return start.status();
+  uint64_t clock = *start;
+  const int64_t steps = shard_->steps_per_epoch();
+  spdlog::info(
+      "rank {}: {} training samples, {} steps per epoch of batch {}, {} test "
+      "samples; compute on {}; starting at clock {}",
+      rank_, shard_->size(), steps, config_.training.batch_size,
+      test_y_.size(), model_->Describe(), clock);
+
+  std::vector<float> x(static_cast<size_t>(shard_->max_batch()) * train_.dim);
+  std::vector<int32_t> y(shard_->max_batch());
+  int64_t done_steps = 0;
+  for (int epoch = static_cast<int>(clock / steps);
+       epoch < config_.training.epochs; ++epoch) {
+    shard_->StartEpoch(config_.seed, epoch, config_.training.shuffle);
+    const absl::Time t0 = absl::Now();
+    double loss_sum = 0;
+    int64_t samples = 0;
+    for (int64_t step = static_cast<int64_t>(clock % steps); step < steps;
+         ++step) {
+      if (options_.max_steps >= 0 && done_steps >= options_.max_steps) {
+        return PullAt(clock);
+      }
+      if (absl::Status s = PullAt(clock); !s.ok()) return s;
+      const int n = shard_->Batch(step, x.data(), y.data());
+      absl::StatusOr<double> loss = model_->ComputeGradients(
+          params_, x.data(), y.data(), n, absl::MakeSpan(grads_));
+      if (!loss.ok()) return loss.status();
+      if (absl::Status s = client_->Push(clock, grads_); !s.ok()) return s;
+      if (options_.on_step) options_.on_step(clock, *loss);
+      ++clock;
+      ++done_steps;
+      loss_sum += *loss * n;
+      samples += n;
+    }
+    const double seconds = absl::ToDoubleSeconds(absl::Now() - t0);
+    if (absl::Status s = EndEpoch(epoch + 1, loss_sum, samples, seconds);
+        !s.ok()) {
+      return s;
+    }
+  }
+  return PullAt(clock);
+}
+
+absl::Status Trainer::EndEpoch(int epoch, double loss_sum, int64_t samples,
+                               double seconds) {
+  // Evaluate the parameters every worker's last push of the epoch made.
+  const uint64_t clock = static_cast<uint64_t>(epoch) * shard_->steps_per_epoch();
+  if (absl::Status s = PullAt(clock); !s.ok()) return s;
+  absl::StatusOr<int64_t> correct =
+      model_->CountCorrect(params_, test_x_.data(), test_y_.data(),
+                           static_cast<int>(test_y_.size()));
+  if (!correct.ok()) return correct.status();
+  proto::ReportEpochRequest report;
+  report.set_job_id(config_.job_id);
+  report.set_rank(rank_);
+  report.set_epoch(epoch);
+  report.set_train_loss_sum(loss_sum);
+  report.set_train_samples(samples);
+  report.set_train_seconds(seconds);
+  report.set_test_correct(*correct);
+  report.set_test_total(test_y_.size());
+  const double accuracy =
+      test_y_.empty() ? 0.0 : static_cast<double>(*correct) / test_y_.size();
+  spdlog::info(
+      "rank {}: epoch {}/{}: train loss {:.4f}, test accuracy {:.4f} on this "
+      "rank's {} samples, {:.0f} samples/s",
+      rank_, epoch, config_.training.epochs,
+      samples > 0 ? loss_sum / samples : 0.0, accuracy, test_y_.size(),
+      seconds > 0 ? samples / seconds : 0.0);
+  return client_->ReportEpoch(report);
+}
+
+}  // namespace paramd
