@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <fstream>
+#include <map>
 #include <set>
 #include <sstream>
 
@@ -32,7 +33,19 @@ class Reader {
   absl::Status ErrorAtLine(int line, const std::string& field,
                            const std::string& message) const {
     return absl::InvalidArgumentError(
-        absl::StrFormat("%s:%d: %s: %s", file_, line, field, message));
+        absl::StrFormat("%s:%d: %s: %s", file_, line,
+                        field.empty() ? "(document)" : field, message));
+  }
+
+  // A required `field` is absent from the mapping `parent` (named
+  // `parent_field`): point at the parent's own key when it has one.
+  absl::Status MissingError(const YAML::Node& parent,
+                            const std::string& parent_field,
+                            const std::string& field,
+                            const std::string& message) const {
+    auto it = key_lines_.find(parent_field);
+    return ErrorAtLine(it != key_lines_.end() ? it->second : LineOf(parent),
+                       field, message);
   }
 
   static int LineOf(const YAML::Node& node) {
@@ -42,11 +55,13 @@ class Reader {
   }
 
   // `node` must be a mapping whose keys are all in `allowed`.
+  // Records the line of each key, for MissingError.
   absl::Status CheckMapping(const YAML::Node& node, const std::string& field,
-                            const std::set<std::string>& allowed) const {
+                            const std::set<std::string>& allowed) {
     if (!node.IsMap()) return Error(node, field, "expected a mapping");
     for (auto it = node.begin(); it != node.end(); ++it) {
       const std::string key = it->first.Scalar();
+      key_lines_[Join(field, key)] = LineOf(it->first);
       if (allowed.count(key) == 0) {
         return Error(it->first, Join(field, key),
                      absl::StrCat("unknown key (allowed here: ",
@@ -64,7 +79,10 @@ class Reader {
     const std::string field = Join(parent_field, key);
     const YAML::Node node = parent[key];
     if (!node.IsDefined() || node.IsNull()) {
-      if (required) return Error(parent, field, "missing required field");
+      if (required) {
+        return MissingError(parent, parent_field, field,
+                            "missing required field");
+      }
       return absl::OkStatus();
     }
     if (!node.IsScalar()) {
@@ -121,6 +139,7 @@ class Reader {
   }
 
   std::string file_;
+  std::map<std::string, int> key_lines_;  // Dotted field → line of its key.
 };
 
 std::string DirName(const std::string& path) {
@@ -145,7 +164,7 @@ class JobParser {
     if (!root.IsDefined() || root.IsNull()) {
       return r_.ErrorAtLine(1, "(document)", "the job file is empty");
     }
-    if (auto s = r_.CheckMapping(root, "(document)",
+    if (auto s = r_.CheckMapping(root, "",
                                  {"job", "cluster", "model", "data",
                                   "training", "optimizer", "policy",
                                   "partition", "worker"});
@@ -170,7 +189,9 @@ class JobParser {
                                      const std::set<std::string>& keys) {
     YAML::Node node = root[name];
     if (!node.IsDefined() || node.IsNull()) {
-      if (required) return r_.Error(root, name, "missing required section");
+      if (required) {
+        return r_.MissingError(root, "", name, "missing required section");
+      }
       return YAML::Node(YAML::NodeType::Map);
     }
     if (absl::Status s = r_.CheckMapping(node, name, keys); !s.ok()) return s;
@@ -194,7 +215,8 @@ class JobParser {
     if (!cluster.ok()) return cluster.status();
     const YAML::Node servers = (*cluster)["servers"];
     if (!servers.IsDefined() || servers.IsNull()) {
-      return r_.Error(*cluster, "cluster.servers", "missing required field");
+      return r_.MissingError(*cluster, "cluster", "cluster.servers",
+                             "missing required field");
     }
     if (!servers.IsSequence() || servers.size() == 0) {
       return r_.Error(servers, "cluster.servers",
@@ -243,7 +265,8 @@ class JobParser {
     }
     const YAML::Node layers = (*model)["layers"];
     if (!layers.IsDefined() || layers.IsNull()) {
-      return r_.Error(*model, "model.layers", "missing required field");
+      return r_.MissingError(*model, "model", "model.layers",
+                             "missing required field");
     }
     if (!layers.IsSequence() || layers.size() < 2) {
       return r_.Error(layers, "model.layers",

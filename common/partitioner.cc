@@ -9,6 +9,10 @@
 namespace paramd {
 namespace {
 
+// See the header: how finely tensors are cut for balance.
+constexpr int64_t kPiecesPerShare = 8;
+constexpr int64_t kMinSplitBytes = 16 << 10;
+
 uint64_t Fnv1a(uint64_t h, const void* data, size_t n) {
   const auto* p = static_cast<const unsigned char*>(data);
   for (size_t i = 0; i < n; ++i) {
@@ -31,11 +35,18 @@ absl::StatusOr<PartitionPlan> PartitionPlan::Build(const ModelSpec& spec,
   if (num_shards < 1) {
     return absl::InvalidArgumentError("partition needs at least one shard");
   }
-  const int64_t chunk_elems = chunk_bytes / kElementBytes;
-  if (chunk_elems < 1) {
+  if (chunk_bytes < kElementBytes) {
     return absl::InvalidArgumentError(
         absl::StrCat("chunk_bytes ", chunk_bytes, " holds no element"));
   }
+  int64_t effective_bytes = chunk_bytes;
+  if (num_shards > 1) {
+    const int64_t fair_share =
+        spec.total_elements * kElementBytes / num_shards;
+    effective_bytes = std::min(
+        chunk_bytes, std::max(kMinSplitBytes, fair_share / kPiecesPerShare));
+  }
+  const int64_t chunk_elems = effective_bytes / kElementBytes;
   PartitionPlan plan;
   uint64_t h = 0xCBF29CE484222325ULL;
   for (int t = 0; t < static_cast<int>(spec.tensors.size()); ++t) {

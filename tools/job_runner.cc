@@ -92,6 +92,7 @@ class JobRun {
            PortFile(k), "--log_level", options_.log_level});
       if (!index.ok()) return Fail(std::string(index.status().message()));
       servers_.push_back(*index);
+      Say(absl::StrCat("started server ", k, " (pid ", sup_.child(*index).pid, ")"));
     }
     if (int code = AwaitPorts(); code >= 0) return code;
     for (int r = 0; r < config_.num_workers; ++r) {
@@ -102,6 +103,7 @@ class JobRun {
            "--log_level", options_.log_level});
       if (!index.ok()) return Fail(std::string(index.status().message()));
       workers_.push_back(*index);
+      Say(absl::StrCat("started worker ", r, " (pid ", sup_.child(*index).pid, ")"));
     }
     workers_started_ = absl::Now();
     return Supervise();

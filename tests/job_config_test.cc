@@ -1,0 +1,185 @@
+// The job file: good files load into the typed config; each kind of bad
+// file is refused with one line naming file, line and field.
+#include <catch2/catch.hpp>
+#include <string>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_replace.h"
+#include "common/job_config.h"
+#include "tests/test_util.h"
+
+namespace paramd {
+namespace {
+
+using testing::JobOptions;
+using testing::JobYaml;
+using testing::NewTempDir;
+using testing::WriteFile;
+
+// Loads `yaml` from a real file and returns the error message ("" if ok).
+std::string ErrorOf(const std::string& yaml, std::string* path_out = nullptr) {
+  const std::string path = WriteFile(NewTempDir() + "/job.yaml", yaml);
+  if (path_out != nullptr) *path_out = path;
+  absl::StatusOr<JobConfig> c = LoadJobConfig(path);
+  return c.ok() ? "" : std::string(c.status().message());
+}
+
+// The line (1-based) of the first line of `yaml` containing `needle`.
+int LineOf(const std::string& yaml, const std::string& needle) {
+  int line = 1;
+  const size_t at = yaml.find(needle);
+  REQUIRE(at != std::string::npos);
+  for (size_t i = 0; i < at; ++i) line += yaml[i] == '\n';
+  return line;
+}
+
+TEST_CASE("a good job file loads with every field typed", "[config]") {
+  JobOptions o;
+  o.servers = {"127.0.0.1:7001", "127.0.0.1:7002"};
+  const std::string path = WriteFile(NewTempDir() + "/job.yaml", JobYaml(o));
+  absl::StatusOr<JobConfig> c = LoadJobConfig(path);
+  INFO(c.status().ToString());
+  REQUIRE(c.ok());
+  CHECK(c->job_id == "test-job");
+  CHECK(c->seed == 7);
+  CHECK(c->servers == std::vector<std::string>{"127.0.0.1:7001", "127.0.0.1:7002"});
+  CHECK(c->num_shards() == 2);
+  CHECK(c->num_workers == 2);
+  CHECK(c->model.layers == std::vector<int>{784, 64, 10});
+  CHECK(c->training.epochs == 2);
+  CHECK(c->training.batch_size == 32);
+  CHECK(c->training.shuffle);
+  CHECK(c->optimizer.type == "sgd");
+  CHECK(c->optimizer.learning_rate == Approx(0.05));
+  CHECK(c->optimizer.momentum == Approx(0.9));
+  CHECK(c->policy.type == PolicyType::kSync);
+  CHECK(c->chunk_bytes == 16384);
+  CHECK(c->data.train_limit == 2048);
+  CHECK(c->data.train_images ==
+        std::string(testing::kFashionMnistDir) + "/train-images-idx3-ubyte.gz");
+  CHECK(c->worker.device == "cpu");
+  CHECK(c->worker.threads == 1);
+}
+
+TEST_CASE("the shipped main job validates", "[config]") {
+  absl::StatusOr<JobConfig> c = LoadJobConfig("configs/fashion_mnist_mlp.yaml");
+  INFO(c.status().ToString());
+  REQUIRE(c.ok());
+  CHECK(c->policy.type == PolicyType::kSync);
+  CHECK(c->num_shards() == 2);
+  CHECK(c->num_workers == 2);
+  CHECK(c->model.layers == std::vector<int>{784, 256, 128, 10});
+}
+
+TEST_CASE("relative data paths resolve against the job file's folder",
+          "[config]") {
+  const std::string dir = NewTempDir();
+  std::string yaml = absl::StrReplaceAll(
+      JobYaml(JobOptions{}),
+      {{std::string("dir: ") + testing::kFashionMnistDir, "dir: data"}});
+  REQUIRE(system(absl::StrCat("mkdir -p ", dir, "/data && cp ",
+                              testing::kFashionMnistDir, "/*labels* ", dir,
+                              "/data/ && touch ", dir,
+                              "/data/train-images-idx3-ubyte.gz ", dir,
+                              "/data/t10k-images-idx3-ubyte.gz")
+                     .c_str()) == 0);
+  const std::string path = WriteFile(dir + "/job.yaml", yaml);
+  absl::StatusOr<JobConfig> c = LoadJobConfig(path);
+  INFO(c.status().ToString());
+  REQUIRE(c.ok());
+  CHECK(c->data.test_labels == dir + "/data/t10k-labels-idx1-ubyte.gz");
+}
+
+TEST_CASE("each bad job file names file, line and field", "[config]") {
+  const std::string good = JobYaml(JobOptions{});
+  struct Case {
+    const char* what;
+    std::string yaml;
+    std::string field;
+    std::string line_of;   // Text on the line the error must point at.
+    std::string message;
+  };
+  const std::vector<Case> cases = {
+      {"missing field",
+       absl::StrReplaceAll(good, {{"  batch_size: 32\n", ""}}),
+       "training.batch_size", "training:", "missing required field"},
+      {"missing section",
+       absl::StrReplaceAll(good, {{"policy:\n  type: sync\n", ""}}),
+       "policy", "job:", "missing required section"},
+      {"wrong type (string for integer)",
+       absl::StrReplaceAll(good, {{"epochs: 2", "epochs: two"}}),
+       "training.epochs", "epochs: two", "expected an integer, got 'two'"},
+      {"wrong type (mapping for number)",
+       absl::StrReplaceAll(good, {{"learning_rate: 0.05", "learning_rate: {a: 1}"}}),
+       "optimizer.learning_rate", "learning_rate:", "expected a number"},
+      {"wrong type (list for servers)",
+       absl::StrReplaceAll(good, {{"servers: [\"127.0.0.1:0\", \"127.0.0.1:0\"]",
+                                   "servers: 127.0.0.1"}}),
+       "cluster.servers", "servers:", "expected a non-empty list"},
+      {"unknown policy",
+       absl::StrReplaceAll(good, {{"type: sync", "type: bsp"}}),
+       "policy.type", "type: bsp", "unknown policy 'bsp'"},
+      {"unknown key at the top",
+       good + "colour: blue\n", "colour", "colour: blue", "unknown key"},
+      {"unknown key in a section",
+       absl::StrReplaceAll(good, {{"  shuffle: true\n", "  shuffle: true\n  shufle: false\n"}}),
+       "training.shufle", "shufle: false", "unknown key"},
+      {"unreadable data path",
+       absl::StrReplaceAll(good, {{std::string("dir: ") + testing::kFashionMnistDir,
+                                   "dir: /nonexistent/fashion"}}),
+       "data.train_images", "dir: /nonexistent", "cannot read '/nonexistent/fashion/"},
+      {"out-of-range value",
+       absl::StrReplaceAll(good, {{"momentum: 0.9", "momentum: 1.5"}}),
+       "optimizer.momentum", "momentum: 1.5", "must be in [0, 1)"},
+      {"bad server address",
+       absl::StrReplaceAll(good, {{"\"127.0.0.1:0\", \"127.0.0.1:0\"",
+                                   "\"127.0.0.1:0\", \"localhost\""}}),
+       "cluster.servers[1]", "servers:", "expected \"host:port\""},
+      {"bad chunk size",
+       absl::StrReplaceAll(good, {{"chunk_bytes: 16384", "chunk_bytes: 6"}}),
+       "partition.chunk_bytes", "chunk_bytes: 6", "multiple of 4"},
+  };
+  for (const Case& c : cases) {
+    SECTION(c.what) {
+      std::string path;
+      const std::string error = ErrorOf(c.yaml, &path);
+      INFO("error: " << error);
+      const std::string prefix =
+          absl::StrCat(path, ":", LineOf(c.yaml, c.line_of), ": ", c.field, ": ");
+      CHECK(error.rfind(prefix, 0) == 0);
+      CHECK(error.find(c.message) != std::string::npos);
+      CHECK(error.find('\n') == std::string::npos);
+    }
+  }
+}
+
+TEST_CASE("syntax errors and missing files are clear", "[config]") {
+  std::string path;
+  const std::string error = ErrorOf("job:\n  id: [unclosed\n", &path);
+  CHECK(error.rfind(path + ":", 0) == 0);
+  CHECK(error.find("(syntax)") != std::string::npos);
+
+  absl::StatusOr<JobConfig> missing = LoadJobConfig("/nonexistent/job.yaml");
+  REQUIRE_FALSE(missing.ok());
+  CHECK(std::string(missing.status().message()) ==
+        "/nonexistent/job.yaml:0: (file): cannot open the job file");
+
+  CHECK(ErrorOf("").find("the job file is empty") != std::string::npos);
+}
+
+TEST_CASE("host:port parsing", "[config]") {
+  std::string host;
+  int port = -1;
+  REQUIRE(ParseHostPort("127.0.0.1:0", &host, &port).ok());
+  CHECK(host == "127.0.0.1");
+  CHECK(port == 0);
+  REQUIRE(ParseHostPort("[::1]:9000", &host, &port).ok());
+  CHECK(host == "[::1]");
+  CHECK(port == 9000);
+  CHECK_FALSE(ParseHostPort("host:70000", &host, &port).ok());
+  CHECK_FALSE(ParseHostPort(":80", &host, &port).ok());
+  CHECK_FALSE(ParseHostPort("host:", &host, &port).ok());
+}
+
+}  // namespace
+}  // namespace paramd

@@ -1,0 +1,102 @@
+// The CPU MLP: gradients against central finite differences, loss and
+// accuracy on known inputs, and refusal of bad shapes.
+#include <catch2/catch.hpp>
+#include <cmath>
+#include <random>
+
+#include "common/model_spec.h"
+#include "worker/cpu_mlp.h"
+
+namespace paramd {
+namespace {
+
+struct Net {
+  std::vector<int> layers{7, 5, 4, 3};
+  ModelSpec spec;
+  std::vector<float> params;
+  std::vector<float> x;
+  std::vector<int32_t> y;
+  int n = 6;
+
+  Net() {
+    ModelConfig mc;
+    mc.layers = layers;
+    spec = BuildModelSpec(mc);
+    params.resize(spec.total_elements);
+    std::mt19937 gen(3);
+    std::uniform_real_distribution<float> u(-0.8f, 0.8f);
+    for (float& p : params) p = u(gen);
+    x.resize(n * layers[0]);
+    for (float& v : x) v = u(gen);
+    for (int i = 0; i < n; ++i) y.push_back(i % layers.back());
+  }
+};
+
+TEST_CASE("MLP gradients match central finite differences", "[model]") {
+  Net net;
+  CpuMlp mlp(net.layers, 8, 1);
+  std::vector<float> grads(net.params.size());
+  auto loss = mlp.ComputeGradients(net.params, net.x.data(), net.y.data(), net.n,
+                                   absl::MakeSpan(grads));
+  REQUIRE(loss.ok());
+  CHECK(*loss > 0);
+  std::vector<float> scratch(net.params.size());
+  // Small enough that no ReLU input crosses zero between the two probes.
+  const float eps = 1e-3f;
+  int checked = 0;
+  for (size_t i = 0; i < net.params.size(); ++i) {
+    std::vector<float> p = net.params;
+    p[i] += eps;
+    const double up = *mlp.ComputeGradients(p, net.x.data(), net.y.data(), net.n,
+                                            absl::MakeSpan(scratch));
+    p[i] -= 2 * eps;
+    const double down = *mlp.ComputeGradients(p, net.x.data(), net.y.data(), net.n,
+                                              absl::MakeSpan(scratch));
+    const double numeric = (up - down) / (2 * eps);
+    INFO("parameter " << i << ": analytic " << grads[i] << ", numeric " << numeric);
+    CHECK(grads[i] == Approx(numeric).margin(2e-3).epsilon(2e-2));
+    ++checked;
+  }
+  CHECK(checked == 7 * 5 + 5 + 5 * 4 + 4 + 4 * 3 + 3);
+}
+
+TEST_CASE("softmax cross-entropy of zero logits is log(classes)", "[model]") {
+  Net net;
+  std::fill(net.params.begin(), net.params.end(), 0.0f);
+  CpuMlp mlp(net.layers, 8, 1);
+  std::vector<float> grads(net.params.size());
+  auto loss = mlp.ComputeGradients(net.params, net.x.data(), net.y.data(), net.n,
+                                   absl::MakeSpan(grads));
+  REQUIRE(loss.ok());
+  CHECK(*loss == Approx(std::log(3.0)));
+}
+
+TEST_CASE("CountCorrect follows the largest logit, in blocks", "[model]") {
+  // One layer 2 → 2 with identity weights: the class is the larger input.
+  CpuMlp mlp({2, 2}, 2, 1);
+  const std::vector<float> params = {1, 0, 0, 1, 0, 0};
+  const std::vector<float> x = {3, 1, 0, 2, 5, 4, 1, 9, 7, 0};
+  const std::vector<int32_t> y = {0, 1, 0, 0, 0};  // the 4th is wrong
+  auto correct = mlp.CountCorrect(params, x.data(), y.data(), 5);
+  REQUIRE(correct.ok());
+  CHECK(*correct == 4);
+}
+
+TEST_CASE("bad shapes and labels are refused", "[model]") {
+  Net net;
+  CpuMlp mlp(net.layers, 4, 1);
+  std::vector<float> grads(net.params.size());
+  CHECK_FALSE(mlp.ComputeGradients(net.params, net.x.data(), net.y.data(), 6,
+                                   absl::MakeSpan(grads)).ok());  // batch > max
+  std::vector<float> short_params(net.params.size() - 1);
+  CHECK_FALSE(mlp.ComputeGradients(short_params, net.x.data(), net.y.data(), 2,
+                                   absl::MakeSpan(grads)).ok());
+  std::vector<int32_t> bad_labels = {0, 7};
+  auto s = mlp.ComputeGradients(net.params, net.x.data(), bad_labels.data(), 2,
+                                absl::MakeSpan(grads));
+  REQUIRE_FALSE(s.ok());
+  CHECK(std::string(s.status().message()).find("label 7") != std::string::npos);
+}
+
+}  // namespace
+}  // namespace paramd

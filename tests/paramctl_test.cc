@@ -1,0 +1,205 @@
+// paramctl end to end, with the real binaries as child processes: bad job
+// files fail with one line and start nothing; a small job runs to its
+// summary; a failing worker and Ctrl-C stop every process.
+#include <signal.h>
+
+#include <catch2/catch.hpp>
+#include <fstream>
+#include <regex>
+#include <sstream>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_replace.h"
+#include "absl/strings/str_split.h"
+#include "tests/subprocess.h"
+#include "tests/test_util.h"
+
+namespace paramd {
+namespace {
+
+using testing::JobOptions;
+using testing::JobYaml;
+using testing::NewTempDir;
+using testing::ProcessGone;
+using testing::RunCommand;
+using testing::Subprocess;
+using testing::WriteFile;
+
+const std::string kParamctl = "tools/paramctl";
+
+std::vector<std::string> RunArgs(const std::string& job,
+                                  std::vector<std::string> extra = {}) {
+  std::vector<std::string> args = {kParamctl, "run", job,
+                                   "--server_binary", "server/paramd-server",
+                                   "--worker_binary", "worker/paramd-worker"};
+  args.insert(args.end(), extra.begin(), extra.end());
+  return args;
+}
+
+// Every pid paramctl reported starting.
+std::vector<pid_t> StartedPids(const std::string& output) {
+  std::vector<pid_t> pids;
+  static const std::regex started(R"(started \w+ \d+ \(pid (\d+)\))");
+  for (std::sregex_iterator it(output.begin(), output.end(), started), end;
+       it != end; ++it) {
+    pids.push_back(std::stoi((*it)[1]));
+  }
+  return pids;
+}
+
+std::string ReadAll(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+TEST_CASE("validate accepts the main job", "[paramctl]") {
+  std::string out;
+  CHECK(RunCommand({kParamctl, "validate", "configs/fashion_mnist_mlp.yaml"},
+                   &out) == 0);
+  CHECK(out.find("configs/fashion_mnist_mlp.yaml: ok") != std::string::npos);
+  CHECK(out.find("235146 parameters") != std::string::npos);
+}
+
+TEST_CASE("each bad job file exits non-zero with one line naming file, line "
+          "and field, and starts nothing",
+          "[paramctl]") {
+  const std::string good = JobYaml(JobOptions{});
+  const std::vector<std::pair<std::string, std::string>> bad = {
+      {absl::StrReplaceAll(good, {{"  workers: 2\n", ""}}), "cluster.workers"},
+      {absl::StrReplaceAll(good, {{"batch_size: 32", "batch_size: big"}}),
+       "training.batch_size"},
+      {absl::StrReplaceAll(good, {{"type: sync", "type: gossip"}}),
+       "policy.type"},
+      {good + "extra_key: 1\n", "extra_key"},
+      {absl::StrReplaceAll(good, {{std::string("dir: ") + testing::kFashionMnistDir,
+                                   "dir: /no/such/folder"}}),
+       "data.train_images"},
+  };
+  for (const auto& [yaml, field] : bad) {
+    const std::string path = WriteFile(NewTempDir() + "/bad.yaml", yaml);
+    for (const std::string command : {"run", "validate"}) {
+      std::string out;
+      const int code = command == std::string("run")
+                           ? RunCommand(RunArgs(path), &out)
+                           : RunCommand({kParamctl, "validate", path}, &out);
+      INFO(command << " " << field << ": " << out);
+      CHECK(code == 1);
+      const std::vector<std::string> lines =
+          absl::StrSplit(out, '\n', absl::SkipEmpty());
+      REQUIRE(lines.size() == 1);
+      CHECK(std::regex_search(
+          lines[0], std::regex("^paramctl: " + path + ":[0-9]+: " +
+                               std::regex_replace(field, std::regex(R"(\.)"), R"(\.)") +
+                               ": ")));
+      CHECK(StartedPids(out).empty());
+    }
+  }
+}
+
+TEST_CASE("run trains a small job and writes the summary", "[paramctl][e2e]") {
+  const std::string dir = NewTempDir();
+  JobOptions o;
+  o.epochs = 2;
+  o.train_limit = 2048;
+  o.test_limit = 500;
+  const std::string job = WriteFile(dir + "/job.yaml", JobYaml(o));
+  const std::string summary = dir + "/summary.json";
+  std::string out;
+  const int code = RunCommand(RunArgs(job, {"--summary", summary}), &out);
+  INFO(out);
+  REQUIRE(code == 0);
+  CHECK(out.find("[server 0]") != std::string::npos);
+  CHECK(out.find("[worker 1]") != std::string::npos);
+  CHECK(out.find("paramctl: epoch 1/2") != std::string::npos);
+  CHECK(out.find("paramctl: epoch 2/2") != std::string::npos);
+  const std::vector<pid_t> pids = StartedPids(out);
+  CHECK(pids.size() == 4);
+  for (pid_t pid : pids) CHECK(ProcessGone(pid));
+
+  const std::string json = ReadAll(summary);
+  INFO(json);
+  CHECK(json.find("\"policy\": \"sync\"") != std::string::npos);
+  CHECK(json.find("\"servers\": 2") != std::string::npos);
+  CHECK(json.find("\"workers\": 2") != std::string::npos);
+  CHECK(json.find("\"epochs\": 2") != std::string::npos);
+  std::smatch m;
+  REQUIRE(std::regex_search(json, m, std::regex(R"("final_test_accuracy": ([0-9.]+))")));
+  CHECK(std::stod(m[1]) > 0.5);
+  REQUIRE(std::regex_search(json, m, std::regex(R"("wall_seconds": ([0-9.]+))")));
+  CHECK(std::stod(m[1]) > 0);
+  REQUIRE(std::regex_search(json, m, std::regex(R"("samples_per_second": ([0-9.]+))")));
+  CHECK(std::stod(m[1]) > 0);
+}
+
+TEST_CASE("a failing worker is named with its reason and everything stops",
+          "[paramctl][e2e]") {
+  // The label file is readable (validation passes) but truncated: the
+  // workers fail while loading it.
+  const std::string dir = NewTempDir();
+  REQUIRE(system(absl::StrCat("cp ", testing::kFashionMnistDir, "/* ", dir).c_str()) == 0);
+  testing::WriteIdx(dir + "/train-labels-idx1-ubyte.gz", {60000},
+                    std::vector<uint8_t>(100, 1), true);
+  const std::string yaml = absl::StrReplaceAll(
+      JobYaml(JobOptions{}),
+      {{std::string("dir: ") + testing::kFashionMnistDir, "dir: " + dir}});
+  const std::string job = WriteFile(dir + "/job.yaml", yaml);
+  std::string out;
+  const int code = RunCommand(RunArgs(job), &out);
+  INFO(out);
+  CHECK(code == 1);
+  CHECK(std::regex_search(
+      out, std::regex(R"(paramctl: FAILED: worker [01] \(pid \d+\) exited with status 1; its last line: .*train-labels-idx1-ubyte\.gz: truncated)")));
+  const std::vector<pid_t> pids = StartedPids(out);
+  CHECK(pids.size() >= 3);
+  for (pid_t pid : pids) CHECK(ProcessGone(pid));
+}
+
+TEST_CASE("Ctrl-C stops every process and exits 130", "[paramctl][e2e]") {
+  JobOptions o;
+  o.epochs = 50;  // long enough to be interrupted
+  o.train_limit = 0;
+  const std::string job = WriteFile(NewTempDir() + "/job.yaml", JobYaml(o));
+  Subprocess run(RunArgs(job));
+  REQUIRE(run.ReadUntil("started worker 1", absl::Seconds(30)));
+  run.Signal(SIGINT);
+  const int code = run.Wait(absl::Seconds(30));
+  INFO(run.output());
+  CHECK(code == 130);
+  CHECK(run.output().find("paramctl: interrupted by Interrupt") != std::string::npos);
+  const std::vector<pid_t> pids = StartedPids(run.output());
+  CHECK(pids.size() == 4);
+  for (pid_t pid : pids) CHECK(ProcessGone(pid));
+}
+
+TEST_CASE("status prints every server, and says which is down", "[paramctl]") {
+  JobOptions o;
+  o.servers = {"127.0.0.1:0"};
+  const JobConfig config = testing::MakeJob(o, NewTempDir());
+  testing::LocalCluster cluster(config);
+  const std::string job = config.path;
+  std::string out;
+  CHECK(RunCommand({kParamctl, "status", "--job", job, "--servers",
+                    cluster.addresses()[0]},
+                   &out) == 0);
+  INFO(out);
+  CHECK(out.find("job test-job   policy sync") != std::string::npos);
+  CHECK(out.find(cluster.addresses()[0]) != std::string::npos);
+  CHECK(out.find("RANK") != std::string::npos);
+
+  CHECK(RunCommand({kParamctl, "status", "--job", job, "--servers",
+                    cluster.addresses()[0], "--json"},
+                   &out) == 0);
+  CHECK(out.find("\"ok\": true") != std::string::npos);
+  CHECK(out.find("\"policy\":\"sync\"") != std::string::npos);
+
+  // Port 1 on loopback has no server.
+  CHECK(RunCommand({kParamctl, "status", "--job", job, "--servers",
+                    cluster.addresses()[0] + ",127.0.0.1:1"},
+                   &out) == 1);
+  CHECK(out.find("DOWN") != std::string::npos);
+}
+
+}  // namespace
+}  // namespace paramd

@@ -1,0 +1,207 @@
+// The shard's request checks, as plain C++: every bad request is refused
+// with an error naming it, and the shard's state stays exactly as it was.
+#include <catch2/catch.hpp>
+#include <cmath>
+#include <cstring>
+
+#include "server/shard.h"
+#include "tests/test_util.h"
+
+namespace paramd {
+namespace {
+
+using testing::JobOptions;
+
+struct Fixture {
+  Fixture() {
+    JobOptions o;
+    o.servers = {"127.0.0.1:0"};
+    o.layers = "[784, 16, 10]";
+    o.chunk_bytes = 8192;
+    config = testing::MakeJob(o, testing::NewTempDir());
+    shard = *Shard::Create(config, 0);
+  }
+
+  proto::PushRequest GoodPush(uint32_t rank, uint64_t clock, float value) {
+    proto::PushRequest r;
+    r.set_job_id(config.job_id);
+    r.set_rank(rank);
+    r.set_clock(clock);
+    for (int global : shard->plan().ChunksOfShard(0)) {
+      const ChunkSpec& c = shard->plan().chunks()[global];
+      proto::TensorChunk* chunk = r.add_chunks();
+      chunk->set_tensor_id(c.tensor_id);
+      chunk->set_chunk_index(c.chunk_index);
+      chunk->set_dtype(proto::DTYPE_FLOAT32);
+      std::vector<float> values(c.length, value);
+      chunk->set_data(values.data(), values.size() * sizeof(float));
+    }
+    return r;
+  }
+
+  proto::PullResponse Snapshot() {
+    proto::PullRequest req;
+    req.set_job_id(config.job_id);
+    req.set_rank(0);
+    req.set_clock(0);
+    proto::PullResponse resp;
+    REQUIRE(shard->Pull(req, absl::InfiniteFuture(), &resp).ok());
+    return resp;
+  }
+
+  JobConfig config;
+  std::unique_ptr<Shard> shard;
+};
+
+bool SameState(const proto::PullResponse& a, const proto::PullResponse& b) {
+  return a.SerializeAsString() == b.SerializeAsString();
+}
+
+TEST_CASE("bad pushes are refused, named, and change nothing", "[shard]") {
+  Fixture f;
+  const proto::PullResponse before = f.Snapshot();
+  REQUIRE(before.chunks_size() > 2);
+
+  struct Case {
+    const char* what;
+    std::function<void(proto::PushRequest&)> corrupt;
+    absl::StatusCode code;
+    std::string says;
+  };
+  const std::vector<Case> cases = {
+      {"wrong job id", [](auto& r) { r.set_job_id("other-job"); },
+       absl::StatusCode::kFailedPrecondition, "job_id 'other-job'"},
+      {"rank out of range", [](auto& r) { r.set_rank(9); },
+       absl::StatusCode::kInvalidArgument, "rank 9"},
+      {"missing chunk", [](auto& r) { r.mutable_chunks()->RemoveLast(); },
+       absl::StatusCode::kInvalidArgument, "chunks; shard 0 owns"},
+      {"wrong tensor size",
+       [](auto& r) { r.mutable_chunks(1)->mutable_data()->append("abcd"); },
+       absl::StatusCode::kInvalidArgument, "bytes; expected"},
+      {"unknown tensor", [](auto& r) { r.mutable_chunks(0)->set_tensor_id(77); },
+       absl::StatusCode::kInvalidArgument, "of tensor 77 is not owned"},
+      {"duplicate chunk",
+       [](auto& r) { *r.mutable_chunks(1) = r.chunks(0); },
+       absl::StatusCode::kInvalidArgument, "appears twice"},
+      {"wrong dtype",
+       [](auto& r) { r.mutable_chunks(0)->set_dtype(proto::DTYPE_UNSPECIFIED); },
+       absl::StatusCode::kInvalidArgument, "expected DTYPE_FLOAT32"},
+      {"NaN gradient",
+       [](auto& r) {
+         const float nan = std::nanf("");
+         std::memcpy(r.mutable_chunks(2)->mutable_data()->data() + 8, &nan, 4);
+       },
+       absl::StatusCode::kInvalidArgument, "is not finite"},
+      {"Inf gradient",
+       [](auto& r) {
+         const float inf = INFINITY;
+         std::memcpy(r.mutable_chunks(0)->mutable_data()->data(), &inf, 4);
+       },
+       absl::StatusCode::kInvalidArgument, "is not finite"},
+      {"future clock", [](auto& r) { r.set_clock(3); },
+       absl::StatusCode::kFailedPrecondition, "clock 3"},
+  };
+  for (const Case& c : cases) {
+    SECTION(c.what) {
+      proto::PushRequest bad = f.GoodPush(0, 0, 0.5f);
+      c.corrupt(bad);
+      proto::PushResponse resp;
+      absl::Status s = f.shard->Push(bad, &resp);
+      INFO(s.ToString());
+      CHECK(s.code() == c.code);
+      CHECK(std::string(s.message()).find(c.says) != std::string::npos);
+      CHECK(SameState(f.Snapshot(), before));
+      // The round is not poisoned: a good push from each rank still works.
+      proto::PushResponse ok;
+      REQUIRE(f.shard->Push(f.GoodPush(0, 0, 0.5f), &ok).ok());
+      REQUIRE(f.shard->Push(f.GoodPush(1, 0, 0.5f), &ok).ok());
+      CHECK(ok.version() == 1);
+    }
+  }
+}
+
+TEST_CASE("register checks job, rank and plan; reports the clock", "[shard]") {
+  Fixture f;
+  proto::RegisterRequest req;
+  req.set_job_id(f.config.job_id);
+  req.set_rank(1);
+  req.set_plan_fingerprint(f.shard->plan().fingerprint());
+  proto::RegisterResponse resp;
+  REQUIRE(f.shard->Register(req, &resp).ok());
+  CHECK(resp.clock() == 0);
+  CHECK(resp.shard() == 0);
+
+  req.set_plan_fingerprint(f.shard->plan().fingerprint() + 1);
+  absl::Status s = f.shard->Register(req, &resp);
+  CHECK(absl::IsFailedPrecondition(s));
+  CHECK(std::string(s.message()).find("different job files") != std::string::npos);
+
+  proto::PushResponse pr;
+  REQUIRE(f.shard->Push(f.GoodPush(0, 0, 1.0f), &pr).ok());
+  REQUIRE(f.shard->Push(f.GoodPush(1, 0, 1.0f), &pr).ok());
+  req.set_plan_fingerprint(f.shard->plan().fingerprint());
+  REQUIRE(f.shard->Register(req, &resp).ok());
+  CHECK(resp.clock() == 1);  // a re-registering worker continues here
+}
+
+TEST_CASE("pulls wait for the version their clock needs", "[shard]") {
+  Fixture f;
+  proto::PullRequest req;
+  req.set_job_id(f.config.job_id);
+  req.set_rank(0);
+  req.set_clock(1);
+  proto::PullResponse resp;
+  CHECK(absl::IsDeadlineExceeded(f.shard->Pull(req, absl::InfinitePast(), &resp)));
+  proto::PushResponse pr;
+  REQUIRE(f.shard->Push(f.GoodPush(0, 0, 1.0f), &pr).ok());
+  REQUIRE(f.shard->Push(f.GoodPush(1, 0, 1.0f), &pr).ok());
+  REQUIRE(f.shard->Pull(req, absl::InfinitePast(), &resp).ok());
+  CHECK(resp.version() == 1);
+  CHECK(resp.chunks_size() ==
+        static_cast<int>(f.shard->plan().ChunksOfShard(0).size()));
+}
+
+TEST_CASE("status reports the shard, its workers and the job's epochs",
+          "[shard]") {
+  Fixture f;
+  proto::PushResponse pr;
+  REQUIRE(f.shard->Push(f.GoodPush(0, 0, 1.0f), &pr).ok());
+  proto::ReportEpochRequest rep;
+  rep.set_job_id(f.config.job_id);
+  rep.set_epoch(1);
+  for (uint32_t rank : {0u, 1u}) {
+    rep.set_rank(rank);
+    rep.set_train_loss_sum(rank == 0 ? 10.0 : 30.0);
+    rep.set_train_samples(10);
+    rep.set_train_seconds(rank == 0 ? 1.0 : 2.0);
+    rep.set_test_correct(rank == 0 ? 40 : 50);
+    rep.set_test_total(50);
+    REQUIRE(f.shard->ReportEpoch(rep).ok());
+  }
+  rep.set_epoch(99);
+  CHECK(absl::IsInvalidArgument(f.shard->ReportEpoch(rep)));
+
+  proto::ShardStatus st;
+  f.shard->GetStatus(&st);
+  CHECK(st.job_id() == "test-job");
+  CHECK(st.policy() == "sync");
+  CHECK(st.num_shards() == 1);
+  CHECK(st.chunks() == static_cast<uint32_t>(f.shard->plan().ChunksOfShard(0).size()));
+  CHECK(st.bytes() == static_cast<uint64_t>(f.shard->plan().BytesOnShard(0)));
+  CHECK(st.version() == 0);
+  REQUIRE(st.workers_size() == 2);
+  CHECK(st.workers(0).pushes() == 1);
+  CHECK(st.workers(0).clock() == 1);
+  CHECK(st.workers(0).bytes_in() == st.bytes());
+  CHECK(st.workers(1).pushes() == 0);
+  CHECK(st.pushes() == 1);
+  REQUIRE(st.epochs_size() == 1);
+  const proto::EpochMetrics& e = st.epochs(0);
+  CHECK(e.complete());
+  CHECK(e.train_loss() == Approx(2.0));        // (10 + 30) / 20
+  CHECK(e.test_accuracy() == Approx(0.9));     // 90 / 100
+  CHECK(e.samples_per_second() == Approx(10.0));  // 20 samples / 2 s
+}
+
+}  // namespace
+}  // namespace paramd

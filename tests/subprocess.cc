@@ -1,0 +1,93 @@
+#include "tests/subprocess.h"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+
+#include "absl/time/clock.h"
+
+namespace paramd::testing {
+
+Subprocess::Subprocess(const std::vector<std::string>& argv) {
+  int fds[2];
+  if (pipe2(fds, O_CLOEXEC) != 0) return;
+  std::vector<char*> args;
+  for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+  args.push_back(nullptr);
+  pid_ = fork();
+  if (pid_ == 0) {
+    dup2(fds[1], STDOUT_FILENO);
+    dup2(fds[1], STDERR_FILENO);
+    execv(args[0], args.data());
+    _exit(127);
+  }
+  close(fds[1]);
+  fd_ = fds[0];
+}
+
+Subprocess::~Subprocess() {
+  if (pid_ > 0 && !reaped_) {
+    kill(pid_, SIGKILL);
+    waitpid(pid_, nullptr, 0);
+  }
+  if (fd_ >= 0) close(fd_);
+}
+
+bool Subprocess::ReadSome(absl::Duration timeout) {
+  pollfd p = {fd_, POLLIN, 0};
+  if (poll(&p, 1, static_cast<int>(absl::ToInt64Milliseconds(timeout))) <= 0) {
+    return true;
+  }
+  char buf[4096];
+  const ssize_t n = read(fd_, buf, sizeof(buf));
+  if (n <= 0) return false;
+  output_.append(buf, static_cast<size_t>(n));
+  return true;
+}
+
+bool Subprocess::ReadUntil(const std::string& marker, absl::Duration timeout) {
+  const absl::Time deadline = absl::Now() + timeout;
+  while (output_.find(marker) == std::string::npos) {
+    const absl::Duration left = deadline - absl::Now();
+    if (left <= absl::ZeroDuration()) return false;
+    if (!ReadSome(std::min(left, absl::Milliseconds(100)))) {
+      return output_.find(marker) != std::string::npos;
+    }
+  }
+  return true;
+}
+
+int Subprocess::Wait(absl::Duration timeout) {
+  if (reaped_) return exit_code_;
+  const absl::Time deadline = absl::Now() + timeout;
+  while (absl::Now() < deadline && ReadSome(absl::Milliseconds(100))) {
+  }
+  int status = 0;
+  if (waitpid(pid_, &status, WNOHANG) != pid_) {
+    kill(pid_, SIGKILL);  // Past the deadline: the test fails on the code.
+    waitpid(pid_, &status, 0);
+  }
+  reaped_ = true;
+  exit_code_ = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  return exit_code_;
+}
+
+void Subprocess::Signal(int signo) {
+  if (!reaped_) kill(pid_, signo);
+}
+
+int RunCommand(const std::vector<std::string>& argv, std::string* output,
+               absl::Duration timeout) {
+  Subprocess p(argv);
+  const int code = p.Wait(timeout);
+  *output = p.output();
+  return code;
+}
+
+bool ProcessGone(pid_t pid) { return kill(pid, 0) != 0 && errno == ESRCH; }
+
+}  // namespace paramd::testing

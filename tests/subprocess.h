@@ -1,0 +1,52 @@
+// A child process for end-to-end tests: started with a pipe on its stdout
+// and stderr, read until a marker appears or it exits, always bounded by a
+// deadline. The destructor kills and reaps it if it still runs.
+#ifndef PARAMD_TESTS_SUBPROCESS_H_
+#define PARAMD_TESTS_SUBPROCESS_H_
+
+#include <sys/types.h>
+
+#include <string>
+#include <vector>
+
+#include "absl/time/time.h"
+
+namespace paramd::testing {
+
+class Subprocess {
+ public:
+  explicit Subprocess(const std::vector<std::string>& argv);
+  ~Subprocess();
+
+  // Reads output until it contains `marker`; false at EOF or `timeout`.
+  bool ReadUntil(const std::string& marker, absl::Duration timeout);
+  // Reads everything until the process exits (or `timeout`, then kills it)
+  // and returns its exit code (128 + signal when killed by one).
+  int Wait(absl::Duration timeout);
+
+  void Signal(int signo);
+  const std::string& output() const { return output_; }
+  pid_t pid() const { return pid_; }
+
+ private:
+  // Reads what is available within `timeout`; false at EOF.
+  bool ReadSome(absl::Duration timeout);
+
+  pid_t pid_ = -1;
+  int fd_ = -1;
+  bool reaped_ = false;
+  int exit_code_ = -1;
+  std::string output_;
+};
+
+// Runs argv to completion (bounded by `timeout`); returns the exit code and
+// fills `output` with stdout and stderr.
+int RunCommand(const std::vector<std::string>& argv, std::string* output,
+               absl::Duration timeout = absl::Minutes(2));
+
+// True when no process with this pid exists any more.
+bool ProcessGone(pid_t pid);
+
+}  // namespace paramd::testing
+
+#endif  // PARAMD_TESTS_SUBPROCESS_H_

@@ -1,0 +1,156 @@
+// The sync (BSP) policy as plain C++, without sockets: a pull for version
+// t+1 waits until every worker pushed its clock-t gradient; the mean is
+// applied in one step; wrong pushes change nothing.
+#include <catch2/catch.hpp>
+#include <future>
+#include <thread>
+
+#include "common/partitioner.h"
+#include "server/sync_policy.h"
+
+namespace paramd {
+namespace {
+
+// A one-shard store over two small tensors, plain SGD with lr 1 so that
+// p_new = p - mean(g) exactly.
+struct Fixture {
+  explicit Fixture(int workers) : num_workers(workers) {
+    spec.tensors.push_back({"a", {3}, 3, 0.5f});
+    spec.tensors.push_back({"b", {2}, 2, 0.5f});
+    spec.total_elements = 5;
+    plan = std::make_unique<PartitionPlan>(*PartitionPlan::Build(spec, 8, 1));
+    store = std::make_unique<ShardStore>(
+        spec, *plan, 0, 1, std::make_unique<SgdOptimizer>(1.0f, 0.0f, 0.0f, false));
+    policy = std::make_unique<SyncPolicy>(workers, store.get());
+    initial = Params();
+  }
+
+  // Every chunk's values, concatenated in local order.
+  std::vector<float> Params() const {
+    std::vector<float> out;
+    store->Read([&](uint64_t, absl::Span<const std::vector<float>> chunks) {
+      for (const auto& c : chunks) out.insert(out.end(), c.begin(), c.end());
+    });
+    return out;
+  }
+
+  // A gradient whose every element is `value`, shaped like the store.
+  absl::Status Push(int rank, uint64_t clock, float value) {
+    grads.clear();
+    for (int i = 0; i < store->num_chunks(); ++i) {
+      grads.emplace_back(store->chunk_spec(i).length, value);
+    }
+    std::vector<absl::Span<const float>> views(grads.begin(), grads.end());
+    return policy->Push(rank, clock, views);
+  }
+
+  absl::Status TryRead(uint64_t clock) {
+    return policy->WaitReadable(0, clock, absl::InfinitePast());
+  }
+
+  int num_workers;
+  ModelSpec spec;
+  std::unique_ptr<PartitionPlan> plan;
+  std::unique_ptr<ShardStore> store;
+  std::unique_ptr<SyncPolicy> policy;
+  std::vector<float> initial;
+  std::vector<std::vector<float>> grads;
+};
+
+TEST_CASE("a pull for version t+1 waits until every worker pushed clock t",
+          "[policy][sync]") {
+  Fixture f(3);
+  CHECK(f.TryRead(0).ok());  // version 0 exists from the start
+  CHECK(absl::IsDeadlineExceeded(f.TryRead(1)));
+  REQUIRE(f.Push(0, 0, 1.0f).ok());
+  CHECK(absl::IsDeadlineExceeded(f.TryRead(1)));
+  REQUIRE(f.Push(2, 0, 2.0f).ok());
+  CHECK(absl::IsDeadlineExceeded(f.TryRead(1)));
+  CHECK(f.store->version() == 0);
+  CHECK(f.Params() == f.initial);  // nothing applied before the round is full
+  REQUIRE(f.Push(1, 0, 6.0f).ok());
+  CHECK(f.TryRead(1).ok());
+  CHECK(f.store->version() == 1);
+  CHECK(absl::IsDeadlineExceeded(f.TryRead(2)));
+  // Mean of 1, 2, 6 is 3.
+  const std::vector<float> p = f.Params();
+  for (size_t i = 0; i < p.size(); ++i) CHECK(p[i] == Approx(f.initial[i] - 3.0f));
+}
+
+TEST_CASE("a blocked pull is released by the last push of the round",
+          "[policy][sync]") {
+  Fixture f(2);
+  std::promise<absl::Status> result;
+  std::future<absl::Status> done = result.get_future();
+  std::thread waiter([&] {
+    result.set_value(f.policy->WaitReadable(1, 1, absl::InfiniteFuture()));
+  });
+  REQUIRE(f.Push(0, 0, 1.0f).ok());
+  // Version 1 cannot exist yet, so the waiter cannot have returned.
+  CHECK(done.wait_for(std::chrono::seconds(0)) == std::future_status::timeout);
+  REQUIRE(f.Push(1, 0, 1.0f).ok());
+  CHECK(done.get().ok());
+  waiter.join();
+}
+
+TEST_CASE("workers move in lock-step over many rounds", "[policy][sync]") {
+  Fixture f(2);
+  std::vector<float> expected = f.initial;
+  for (uint64_t t = 0; t < 5; ++t) {
+    CHECK(f.TryRead(t).ok());
+    CHECK(absl::IsDeadlineExceeded(f.TryRead(t + 1)));
+    REQUIRE(f.Push(1, t, static_cast<float>(t)).ok());
+    // Rank 1 is a clock ahead of rank 0 now; it may not push again.
+    CHECK(absl::IsFailedPrecondition(f.Push(1, t + 1, 0.0f)));
+    REQUIRE(f.Push(0, t, static_cast<float>(t) + 2.0f).ok());
+    for (float& e : expected) e -= static_cast<float>(t) + 1.0f;
+    CHECK(f.store->version() == t + 1);
+  }
+  const std::vector<float> p = f.Params();
+  for (size_t i = 0; i < p.size(); ++i) CHECK(p[i] == Approx(expected[i]));
+  CHECK(f.policy->OnRegister(0) == 5);
+}
+
+TEST_CASE("duplicate, stale and future pushes are refused and change nothing",
+          "[policy][sync]") {
+  Fixture f(2);
+  REQUIRE(f.Push(0, 0, 1.0f).ok());
+  absl::Status dup = f.Push(0, 0, 100.0f);
+  CHECK(absl::IsAlreadyExists(dup));
+  CHECK(std::string(dup.message()).find("rank 0") != std::string::npos);
+  CHECK(absl::IsFailedPrecondition(f.Push(1, 1, 100.0f)));  // future
+  CHECK(absl::IsInvalidArgument(f.Push(2, 0, 100.0f)));     // no such rank
+  REQUIRE(f.Push(1, 0, 3.0f).ok());
+  // The refused pushes left no trace: the mean is (1 + 3) / 2.
+  const std::vector<float> p = f.Params();
+  for (size_t i = 0; i < p.size(); ++i) CHECK(p[i] == Approx(f.initial[i] - 2.0f));
+  absl::Status stale = f.Push(0, 0, 1.0f);
+  CHECK(absl::IsFailedPrecondition(stale));
+  CHECK(std::string(stale.message()).find("already applied") != std::string::npos);
+  CHECK(f.store->version() == 1);
+}
+
+TEST_CASE("shutdown wakes a waiting pull with Unavailable", "[policy][sync]") {
+  Fixture f(2);
+  std::promise<absl::Status> result;
+  std::future<absl::Status> done = result.get_future();
+  std::thread waiter([&] {
+    result.set_value(f.policy->WaitReadable(0, 1, absl::InfiniteFuture()));
+  });
+  f.policy->Shutdown();
+  CHECK(absl::IsUnavailable(done.get()));
+  waiter.join();
+  CHECK(absl::IsUnavailable(f.Push(0, 0, 1.0f)));
+}
+
+TEST_CASE("the deadline error says what the pull waits for", "[policy][sync]") {
+  Fixture f(3);
+  REQUIRE(f.Push(0, 0, 1.0f).ok());
+  absl::Status s = f.TryRead(1);
+  REQUIRE(absl::IsDeadlineExceeded(s));
+  CHECK(std::string(s.message()).find("2 more worker(s) to push clock 0") !=
+        std::string::npos);
+}
+
+}  // namespace
+}  // namespace paramd

@@ -1,0 +1,93 @@
+#include "tests/test_util.h"
+
+#include <stdlib.h>
+#include <zlib.h>
+
+#include <catch2/catch.hpp>
+#include <fstream>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+
+namespace paramd::testing {
+
+std::string NewTempDir() {
+  const char* base = getenv("TEST_TMPDIR");
+  std::string tmpl = absl::StrCat(base != nullptr ? base : "/tmp", "/paramd-test-XXXXXX");
+  REQUIRE(mkdtemp(tmpl.data()) != nullptr);
+  return tmpl;
+}
+
+std::string WriteFile(const std::string& path, const std::string& content) {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  out << content;
+  REQUIRE(out.good());
+  return path;
+}
+
+void WriteIdx(const std::string& path, const std::vector<int64_t>& dims,
+              const std::vector<uint8_t>& data, bool gzip) {
+  std::string bytes = {0, 0, 0x08, static_cast<char>(dims.size())};
+  for (int64_t d : dims) {
+    for (int shift = 24; shift >= 0; shift -= 8) {
+      bytes.push_back(static_cast<char>((d >> shift) & 0xFF));
+    }
+  }
+  bytes.append(data.begin(), data.end());
+  if (!gzip) {
+    WriteFile(path, bytes);
+    return;
+  }
+  gzFile f = gzopen(path.c_str(), "wb");
+  REQUIRE(f != nullptr);
+  REQUIRE(gzwrite(f, bytes.data(), static_cast<unsigned>(bytes.size())) ==
+          static_cast<int>(bytes.size()));
+  REQUIRE(gzclose(f) == Z_OK);
+}
+
+std::string JobYaml(const JobOptions& o) {
+  std::vector<std::string> quoted;
+  for (const auto& s : o.servers) quoted.push_back(absl::StrCat("\"", s, "\""));
+  return absl::StrCat(
+      "job:\n  id: test-job\n  seed: ", o.seed, "\n",
+      "cluster:\n  servers: [", absl::StrJoin(quoted, ", "), "]\n  workers: ",
+      o.workers, "\n",
+      "model:\n  type: mlp\n  layers: ", o.layers, "\n",
+      "data:\n  dir: ", kFashionMnistDir, "\n  train_limit: ", o.train_limit,
+      "\n  test_limit: ", o.test_limit, "\n",
+      "training:\n  epochs: ", o.epochs, "\n  batch_size: ", o.batch_size,
+      "\n  shuffle: ", o.shuffle ? "true" : "false", "\n",
+      "optimizer:\n  type: sgd\n  learning_rate: ", o.learning_rate,
+      "\n  momentum: ", o.momentum, "\n",
+      "policy:\n  type: sync\n",
+      "partition:\n  chunk_bytes: ", o.chunk_bytes, "\n");
+}
+
+JobConfig MakeJob(const JobOptions& options, const std::string& dir) {
+  const std::string path =
+      WriteFile(absl::StrCat(dir, "/job.yaml"), JobYaml(options));
+  absl::StatusOr<JobConfig> config = LoadJobConfig(path);
+  INFO(config.status().ToString());
+  REQUIRE(config.ok());
+  return *config;
+}
+
+LocalCluster::LocalCluster(const JobConfig& config) {
+  for (int k = 0; k < config.num_shards(); ++k) {
+    auto server = ParameterServer::Create(config, k);
+    INFO(server.status().ToString());
+    REQUIRE(server.ok());
+    absl::StatusOr<int> port = (*server)->Start("127.0.0.1:0");
+    INFO(port.status().ToString());
+    REQUIRE(port.ok());
+    addresses_.push_back(absl::StrCat("127.0.0.1:", *port));
+    servers_.push_back(*std::move(server));
+  }
+}
+
+LocalCluster::~LocalCluster() {
+  for (auto& s : servers_) s->Shutdown();
+  for (auto& s : servers_) s->Wait();
+}
+
+}  // namespace paramd::testing

@@ -1,0 +1,65 @@
+// Test helpers: scratch files, IDX files, job files and an in-process
+// cluster of servers on loopback ports chosen by the OS.
+#ifndef PARAMD_TESTS_TEST_UTIL_H_
+#define PARAMD_TESTS_TEST_UTIL_H_
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "common/job_config.h"
+#include "server/parameter_server.h"
+
+namespace paramd::testing {
+
+// A fresh folder under the test's scratch space.
+std::string NewTempDir();
+
+// Writes `content` to `path`, failing the test on error; returns path.
+std::string WriteFile(const std::string& path, const std::string& content);
+
+// Writes an unsigned-byte IDX file, gzip-compressed when `gzip`.
+void WriteIdx(const std::string& path, const std::vector<int64_t>& dims,
+              const std::vector<uint8_t>& data, bool gzip);
+
+// Where Debian's dataset-fashion-mnist puts the data.
+constexpr char kFashionMnistDir[] = "/usr/share/datasets/fashion-mnist";
+
+struct JobOptions {
+  std::vector<std::string> servers = {"127.0.0.1:0", "127.0.0.1:0"};
+  int workers = 2;
+  std::string layers = "[784, 64, 10]";
+  int epochs = 2;
+  int batch_size = 32;
+  bool shuffle = true;
+  int64_t train_limit = 2048;
+  int64_t test_limit = 512;
+  double learning_rate = 0.05;
+  double momentum = 0.9;
+  int64_t chunk_bytes = 16384;
+  uint64_t seed = 7;
+};
+
+// The YAML text of a job on real Fashion-MNIST with these options.
+std::string JobYaml(const JobOptions& options);
+
+// Parses JobYaml(options) written to a file in `dir`; fails the test on error.
+JobConfig MakeJob(const JobOptions& options, const std::string& dir);
+
+// Every shard of `config` served in this process on 127.0.0.1:0.
+class LocalCluster {
+ public:
+  explicit LocalCluster(const JobConfig& config);
+  ~LocalCluster();
+  std::vector<std::string> addresses() const { return addresses_; }
+  ParameterServer& server(int shard) { return *servers_[shard]; }
+
+ private:
+  std::vector<std::unique_ptr<ParameterServer>> servers_;
+  std::vector<std::string> addresses_;
+};
+
+}  // namespace paramd::testing
+
+#endif  // PARAMD_TESTS_TEST_UTIL_H_
