@@ -2,6 +2,7 @@
 
 #include <yaml-cpp/yaml.h>
 
+#include <cctype>
 #include <cmath>
 #include <fstream>
 #include <map>
@@ -440,7 +441,7 @@ class JobParser {
   }
 
   absl::Status ParseWorker(const YAML::Node& root, JobConfig* c) {
-    auto w = Section(root, "worker", false, {"device", "threads"});
+    auto w = Section(root, "worker", false, {"device", "threads", "blas_core"});
     if (!w.ok()) return w.status();
     if (auto s = r_.Get(*w, "worker", "device", false, &c->worker.device);
         !s.ok()) {
@@ -458,6 +459,18 @@ class JobParser {
     if (c->worker.threads < 1 || c->worker.threads > 256) {
       return r_.Error((*w)["threads"], "worker.threads",
                       "must be between 1 and 256");
+    }
+    if (auto s = r_.Get(*w, "worker", "blas_core", false,
+                        &c->worker.blas_core);
+        !s.ok()) {
+      return s;
+    }
+    for (char ch : c->worker.blas_core) {
+      if (!std::isalnum(static_cast<unsigned char>(ch))) {
+        return r_.Error((*w)["blas_core"], "worker.blas_core",
+                        "expected auto, library or an OpenBLAS core name "
+                        "such as Haswell");
+      }
     }
     return absl::OkStatus();
   }

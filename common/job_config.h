@@ -55,6 +55,9 @@ struct PolicyConfig {
 struct WorkerConfig {
   std::string device = "cpu";
   int threads = 1;  // Compute threads per worker process.
+  // OpenBLAS kernel: "auto", "library" or an OpenBLAS core name
+  // (worker/blas.h).
+  std::string blas_core = "auto";
 };
 
 struct JobConfig {

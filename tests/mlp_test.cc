@@ -5,10 +5,18 @@
 #include <random>
 
 #include "common/model_spec.h"
+#include "worker/blas.h"
 #include "worker/cpu_mlp.h"
 
 namespace paramd {
 namespace {
+
+// The same OpenBLAS kernel a worker would load on this machine.
+const Blas* TheBlas() {
+  absl::StatusOr<const Blas*> blas = LoadBlas("auto");
+  REQUIRE(blas.ok());
+  return *blas;
+}
 
 struct Net {
   std::vector<int> layers{7, 5, 4, 3};
@@ -34,7 +42,7 @@ struct Net {
 
 TEST_CASE("MLP gradients match central finite differences", "[model]") {
   Net net;
-  CpuMlp mlp(net.layers, 8, 1);
+  CpuMlp mlp(net.layers, 8, 1, TheBlas());
   std::vector<float> grads(net.params.size());
   auto loss = mlp.ComputeGradients(net.params, net.x.data(), net.y.data(), net.n,
                                    absl::MakeSpan(grads));
@@ -63,7 +71,7 @@ TEST_CASE("MLP gradients match central finite differences", "[model]") {
 TEST_CASE("softmax cross-entropy of zero logits is log(classes)", "[model]") {
   Net net;
   std::fill(net.params.begin(), net.params.end(), 0.0f);
-  CpuMlp mlp(net.layers, 8, 1);
+  CpuMlp mlp(net.layers, 8, 1, TheBlas());
   std::vector<float> grads(net.params.size());
   auto loss = mlp.ComputeGradients(net.params, net.x.data(), net.y.data(), net.n,
                                    absl::MakeSpan(grads));
@@ -73,7 +81,7 @@ TEST_CASE("softmax cross-entropy of zero logits is log(classes)", "[model]") {
 
 TEST_CASE("CountCorrect follows the largest logit, in blocks", "[model]") {
   // One layer 2 → 2 with identity weights: the class is the larger input.
-  CpuMlp mlp({2, 2}, 2, 1);
+  CpuMlp mlp({2, 2}, 2, 1, TheBlas());
   const std::vector<float> params = {1, 0, 0, 1, 0, 0};
   const std::vector<float> x = {3, 1, 0, 2, 5, 4, 1, 9, 7, 0};
   const std::vector<int32_t> y = {0, 1, 0, 0, 0};  // the 4th is wrong
@@ -84,7 +92,7 @@ TEST_CASE("CountCorrect follows the largest logit, in blocks", "[model]") {
 
 TEST_CASE("bad shapes and labels are refused", "[model]") {
   Net net;
-  CpuMlp mlp(net.layers, 4, 1);
+  CpuMlp mlp(net.layers, 4, 1, TheBlas());
   std::vector<float> grads(net.params.size());
   CHECK_FALSE(mlp.ComputeGradients(net.params, net.x.data(), net.y.data(), 6,
                                    absl::MakeSpan(grads)).ok());  // batch > max

@@ -7,6 +7,7 @@
 
 #include "common/model_spec.h"
 #include "tests/test_util.h"
+#include "worker/blas.h"
 #include "worker/cpu_mlp.h"
 #include "worker/dataset.h"
 #include "worker/trainer.h"
@@ -58,7 +59,7 @@ TEST_CASE("one sync worker equals single-process SGD", "[integration][sync]") {
   REQUIRE(data.ok());
   auto shard = DataShard::Create(&*data, 0, 1, config.training.batch_size);
   REQUIRE(shard.ok());
-  CpuMlp mlp(config.model.layers, 1024, 1);
+  CpuMlp mlp(config.model.layers, 1024, 1, *LoadBlas(config.worker.blas_core));
   std::vector<float> x(shard->max_batch() * data->dim);
   std::vector<int32_t> y(shard->max_batch());
   const float lr = 0.05f, mu = 0.9f;

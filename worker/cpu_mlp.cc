@@ -1,7 +1,5 @@
 #include "worker/cpu_mlp.h"
 
-#include <cblas.h>
-
 #include <algorithm>
 #include <cmath>
 
@@ -10,9 +8,13 @@
 
 namespace paramd {
 
-CpuMlp::CpuMlp(std::vector<int> layers, int max_batch, int threads)
-    : layers_(std::move(layers)), max_batch_(max_batch), threads_(threads) {
-  openblas_set_num_threads(threads_);
+CpuMlp::CpuMlp(std::vector<int> layers, int max_batch, int threads,
+               const Blas* blas)
+    : layers_(std::move(layers)),
+      max_batch_(max_batch),
+      threads_(threads),
+      blas_(blas) {
+  blas_->SetThreads(threads_);
   for (size_t l = 0; l + 1 < layers_.size(); ++l) {
     weight_offset_.push_back(num_params_);
     num_params_ += int64_t{layers_[l]} * layers_[l + 1];
@@ -24,8 +26,8 @@ CpuMlp::CpuMlp(std::vector<int> layers, int max_batch, int threads)
 }
 
 std::string CpuMlp::Describe() const {
-  return absl::StrCat("cpu (OpenBLAS sgemm, ", threads_, " thread",
-                      threads_ == 1 ? "" : "s", ")");
+  return absl::StrCat("cpu, ", threads_, " thread", threads_ == 1 ? "" : "s",
+                      ", ", blas_->description());
 }
 
 const float* CpuMlp::Weight(absl::Span<const float> params, int layer) const {
@@ -47,9 +49,8 @@ void CpuMlp::Forward(absl::Span<const float> params, const float* x, int n) {
     for (int i = 0; i < n; ++i) {
       std::copy(b, b + fan_out, out + static_cast<int64_t>(i) * fan_out);
     }
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, fan_out, fan_in,
-                1.0f, in, fan_in, Weight(params, l), fan_out, 1.0f, out,
-                fan_out);
+    blas_->Sgemm(false, false, n, fan_out, fan_in, 1.0f, in, fan_in,
+                 Weight(params, l), fan_out, 1.0f, out, fan_out);
     if (l + 1 < num_layers) {
       const int64_t count = int64_t{n} * fan_out;
       for (int64_t i = 0; i < count; ++i) out[i] = std::max(out[i], 0.0f);
@@ -103,9 +104,8 @@ absl::StatusOr<double> CpuMlp::ComputeGradients(absl::Span<const float> params,
     const float* in = l == 0 ? x : act_[l - 1].data();
     const float* dl = delta_[l].data();
     // dW = inᵀ · delta
-    cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, fan_in, fan_out, n,
-                1.0f, in, fan_in, dl, fan_out, 0.0f,
-                grads.data() + weight_offset_[l], fan_out);
+    blas_->Sgemm(true, false, fan_in, fan_out, n, 1.0f, in, fan_in, dl,
+                 fan_out, 0.0f, grads.data() + weight_offset_[l], fan_out);
     // db = column sums of delta
     float* db = grads.data() + bias_offset_[l];
     std::fill(db, db + fan_out, 0.0f);
@@ -116,9 +116,8 @@ absl::StatusOr<double> CpuMlp::ComputeGradients(absl::Span<const float> params,
     if (l == 0) break;
     // delta_{l-1} = (delta · Wᵀ) ⊙ relu'(act_{l-1})
     float* prev = delta_[l - 1].data();
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, n, fan_in, fan_out,
-                1.0f, dl, fan_out, Weight(params, l), fan_out, 0.0f, prev,
-                fan_in);
+    blas_->Sgemm(false, true, n, fan_in, fan_out, 1.0f, dl, fan_out,
+                 Weight(params, l), fan_out, 0.0f, prev, fan_in);
     const float* a = act_[l - 1].data();
     const int64_t count = int64_t{n} * fan_in;
     for (int64_t i = 0; i < count; ++i) {

@@ -1,15 +1,17 @@
 // CpuMlp: the MLP on the CPU, its matrix products in OpenBLAS's SGEMM.
 //
-// Why OpenBLAS: the CPU GEMM decides training speed, and Debian's OpenBLAS
-// runs the MLP's products about 14x faster than the reference BLAS on this
-// machine class (see docs/performance.md). Its thread count is set per
-// process (worker.threads) so that several workers do not oversubscribe
-// the cores.
+// Why OpenBLAS: the CPU GEMM decides training speed. Debian's OpenBLAS with
+// its AVX-512 kernel runs the MLP's products at 80-110 GFLOP/s on one core
+// of this machine class, against 17 for its SSE3 fallback and far less for
+// the reference BLAS (docs/performance.md); a hand-written kernel would not
+// beat it. Its thread count is set per process (worker.threads) so that
+// several workers do not oversubscribe the cores.
 #ifndef PARAMD_WORKER_CPU_MLP_H_
 #define PARAMD_WORKER_CPU_MLP_H_
 
 #include <vector>
 
+#include "worker/blas.h"
 #include "worker/model.h"
 
 namespace paramd {
@@ -18,7 +20,9 @@ class CpuMlp : public Model {
  public:
   // `layers`: widths, inputs first, classes last. Batches of up to
   // `max_batch` samples; larger evaluation calls are split.
-  CpuMlp(std::vector<int> layers, int max_batch, int threads);
+  // `blas` must outlive the model.
+  CpuMlp(std::vector<int> layers, int max_batch, int threads,
+         const Blas* blas);
 
   std::string Describe() const override;
   absl::StatusOr<double> ComputeGradients(absl::Span<const float> params,
@@ -38,6 +42,7 @@ class CpuMlp : public Model {
   const std::vector<int> layers_;
   const int max_batch_;
   const int threads_;
+  const Blas* const blas_;
   std::vector<int64_t> weight_offset_;
   std::vector<int64_t> bias_offset_;
   int64_t num_params_ = 0;

@@ -20,8 +20,10 @@ absl::StatusOr<std::unique_ptr<Model>> MakeModel(const JobConfig& config,
         absl::StrCat("model.type: unknown model '", config.model.type, "'"));
   }
   if (config.worker.device == "cpu") {
+    absl::StatusOr<const Blas*> blas = LoadBlas(config.worker.blas_core);
+    if (!blas.ok()) return blas.status();
     return std::make_unique<CpuMlp>(config.model.layers, max_batch,
-                                    config.worker.threads);
+                                    config.worker.threads, *blas);
   }
   // The seam for the CUDA backend: it will be chosen here.
   return absl::UnimplementedError(

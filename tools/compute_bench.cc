@@ -1,0 +1,106 @@
+// paramd-compute-bench: the CPU side of a worker step, without servers.
+//
+// Prints OpenBLAS SGEMM throughput for the MLP's matrix shapes and the
+// forward+backward time of the main job's MLP per batch size, so that a
+// training run's samples/s can be read against what compute alone allows.
+//
+//   bazel run //tools:compute_bench -- [--threads N] [--seconds S]
+//                                       [--blas_core auto|library|NAME]
+#include <chrono>
+#include <cstdio>
+#include <random>
+#include <vector>
+
+#include "common/flags.h"
+#include "common/model_spec.h"
+#include "worker/blas.h"
+#include "worker/cpu_mlp.h"
+
+namespace paramd {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// Runs `fn` repeatedly for about `seconds`; returns seconds per call.
+template <typename Fn>
+double TimePerCall(double seconds, Fn fn) {
+  fn();  // warm up
+  int64_t calls = 0;
+  const auto start = Clock::now();
+  double elapsed = 0;
+  while (elapsed < seconds) {
+    fn();
+    ++calls;
+    elapsed = std::chrono::duration<double>(Clock::now() - start).count();
+  }
+  return elapsed / calls;
+}
+
+int Main(int argc, char** argv) {
+  auto flags = ParseFlags(argc, argv, {"threads", "seconds", "blas_core"}, {});
+  if (!flags.ok()) {
+    std::fprintf(stderr, "%s\n", std::string(flags.status().message()).c_str());
+    return 2;
+  }
+  const int threads = *flags->GetInt("threads", 1);
+  const double seconds = std::stod(flags->Get("seconds", "0.5"));
+  absl::StatusOr<const Blas*> blas = LoadBlas(flags->Get("blas_core", "auto"));
+  if (!blas.ok()) {
+    std::fprintf(stderr, "%s\n", std::string(blas.status().message()).c_str());
+    return 1;
+  }
+  (*blas)->SetThreads(threads);
+  std::mt19937 gen(1);
+  std::uniform_real_distribution<float> u(-1, 1);
+
+  std::printf("SGEMM, %d thread(s): %s\n", threads, (*blas)->description().c_str());
+  std::printf("%-34s %12s %10s\n", "shape (M x N x K)", "us/call", "GFLOP/s");
+  struct Shape { const char* what; int m, n, k; bool ta, tb; };
+  const Shape shapes[] = {
+      {"fc1 forward  64x256x784", 64, 256, 784, false, false},
+      {"fc1 dW      784x256x64", 784, 256, 64, true, false},
+      {"fc2 forward  64x128x256", 64, 128, 256, false, false},
+      {"fc2 dX       64x256x128", 64, 256, 128, false, true},
+      {"square     1024x1024x1024", 1024, 1024, 1024, false, false},
+  };
+  for (const Shape& s : shapes) {
+    std::vector<float> a(size_t(s.m) * s.k), b(size_t(s.k) * s.n), c(size_t(s.m) * s.n);
+    for (float& v : a) v = u(gen);
+    for (float& v : b) v = u(gen);
+    const double t = TimePerCall(seconds, [&] {
+      (*blas)->Sgemm(s.ta, s.tb, s.m, s.n, s.k, 1.0f, a.data(), s.ta ? s.m : s.k,
+                     b.data(), s.tb ? s.k : s.n, 0.0f, c.data(), s.n);
+    });
+    std::printf("%-34s %12.1f %10.1f\n", s.what, t * 1e6,
+                2.0 * s.m * s.n * s.k / t / 1e9);
+  }
+
+  ModelConfig mc;
+  mc.layers = {784, 256, 128, 10};
+  const ModelSpec spec = BuildModelSpec(mc);
+  std::vector<float> params(spec.total_elements), grads(spec.total_elements);
+  for (float& p : params) p = u(gen) * 0.05f;
+  std::printf("\nMLP 784-256-128-10 forward+backward, %d thread(s)\n", threads);
+  std::printf("%-8s %12s %14s %10s\n", "batch", "us/step", "samples/s", "GFLOP/s");
+  for (int batch : {64, 128, 256, 1024}) {
+    CpuMlp mlp(mc.layers, batch, threads, *blas);
+    std::vector<float> x(size_t(batch) * 784);
+    std::vector<int32_t> y(batch);
+    for (float& v : x) v = (u(gen) + 1) / 2;
+    for (int i = 0; i < batch; ++i) y[i] = i % 10;
+    const double t = TimePerCall(seconds, [&] {
+      (void)mlp.ComputeGradients(params, x.data(), y.data(), batch,
+                                 absl::MakeSpan(grads));
+    });
+    // Forward 2·B·P, backward about twice that.
+    const double flops = 6.0 * batch * (784 * 256 + 256 * 128 + 128 * 10);
+    std::printf("%-8d %12.1f %14.0f %10.1f\n", batch, t * 1e6, batch / t,
+                flops / t / 1e9);
+  }
+  return 0;
+}
+
+}  // namespace
+}  // namespace paramd
+
+int main(int argc, char** argv) { return paramd::Main(argc, argv); }
