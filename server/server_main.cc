@@ -15,6 +15,7 @@
 #include "common/flags.h"
 #include "common/job_config.h"
 #include "common/logging.h"
+#include "common/process_setup.h"
 #include "server/parameter_server.h"
 #include "spdlog/spdlog.h"
 
@@ -41,6 +42,7 @@ absl::Status WritePortFile(const std::string& path, int port) {
 }
 
 int Run(int argc, char** argv) {
+  SetUpProcess();
   absl::StatusOr<ParsedFlags> flags = ParseFlags(
       argc, argv, {"job", "shard", "listen", "port_file", "log_level"}, {});
   if (!flags.ok()) {

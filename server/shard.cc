@@ -10,10 +10,17 @@ namespace {
 
 // Checks every element is finite; returns the first bad index or -1.
 int64_t FirstNonFinite(absl::Span<const float> values) {
-  // Summing is branch-free and vectorises; only on a bad sum look closer.
-  float acc = 0;
-  for (float v : values) acc += v * 0.0f;
-  if (acc == 0) return -1;
+  // A float is NaN or infinite exactly when its exponent bits are all
+  // ones. The integer test vectorises (a float compare would not, under
+  // strict floating point); only when it fires is the index looked up.
+  constexpr uint32_t kExponent = 0x7F800000u;
+  uint32_t any = 0;
+  for (float v : values) {
+    uint32_t bits;
+    std::memcpy(&bits, &v, sizeof(bits));
+    any |= static_cast<uint32_t>((bits & kExponent) == kExponent);
+  }
+  if (any == 0) return -1;
   for (size_t i = 0; i < values.size(); ++i) {
     if (!std::isfinite(values[i])) return static_cast<int64_t>(i);
   }

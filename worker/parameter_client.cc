@@ -116,8 +116,14 @@ absl::StatusOr<uint64_t> ParameterClient::Pull(uint64_t clock,
                                    std::move(done));
   });
   if (!s.ok()) return s;
+  return JoinPull(responses, params);
+}
+
+absl::StatusOr<uint64_t> ParameterClient::JoinPull(
+    const std::vector<proto::PullResponse>& responses,
+    absl::Span<float> params) const {
   uint64_t version = UINT64_MAX;
-  for (int i = 0; i < n; ++i) {
+  for (int i = 0; i < static_cast<int>(responses.size()); ++i) {
     const proto::PullResponse& r = responses[i];
     version = std::min<uint64_t>(version, r.version());
     if (r.chunks_size() != static_cast<int>(plan_->ChunksOfShard(i).size())) {
@@ -143,12 +149,8 @@ absl::StatusOr<uint64_t> ParameterClient::Pull(uint64_t clock,
   return version;
 }
 
-absl::Status ParameterClient::Push(uint64_t clock,
-                                   absl::Span<const float> grads) {
-  const int n = static_cast<int>(shards_.size());
-  std::vector<grpc::ClientContext> contexts(n);
-  std::vector<proto::PushResponse> responses(n);
-  for (int i = 0; i < n; ++i) {
+void ParameterClient::FillPush(uint64_t clock, absl::Span<const float> grads) {
+  for (int i = 0; i < static_cast<int>(shards_.size()); ++i) {
     proto::PushRequest& req = shards_[i].push;
     req.set_clock(clock);
     const std::vector<int>& owned = plan_->ChunksOfShard(i);
@@ -159,11 +161,68 @@ absl::Status ParameterClient::Push(uint64_t clock,
                   c.length * kElementBytes);
     }
   }
+}
+
+absl::Status ParameterClient::Push(uint64_t clock,
+                                   absl::Span<const float> grads) {
+  const int n = static_cast<int>(shards_.size());
+  std::vector<grpc::ClientContext> contexts(n);
+  std::vector<proto::PushResponse> responses(n);
+  FillPush(clock, grads);
   return ForAllShards(n, "Push", [&](int i, auto done) {
     contexts[i].set_deadline(DeadlineIn(options_.push_timeout));
     shards_[i].stub->async()->Push(&contexts[i], &shards_[i].push,
                                    &responses[i], std::move(done));
   });
+}
+
+absl::StatusOr<uint64_t> ParameterClient::PushPull(
+    uint64_t clock, absl::Span<const float> grads, absl::Span<float> params) {
+  const int n = static_cast<int>(shards_.size());
+  FillPush(clock, grads);
+  std::vector<grpc::ClientContext> push_contexts(n), pull_contexts(n);
+  std::vector<proto::PushResponse> push_responses(n);
+  std::vector<proto::PullRequest> pull_requests(n);
+  std::vector<proto::PullResponse> pull_responses(n);
+  std::vector<grpc::Status> push_status(n), pull_status(n);
+  absl::BlockingCounter pending(2 * n);
+  for (int i = 0; i < n; ++i) {
+    pull_contexts[i].set_deadline(DeadlineIn(options_.pull_timeout));
+    pull_requests[i].set_job_id(config_.job_id);
+    pull_requests[i].set_rank(rank_);
+    pull_requests[i].set_clock(clock + 1);
+    shards_[i].stub->async()->Pull(
+        &pull_contexts[i], &pull_requests[i], &pull_responses[i],
+        [&, i](grpc::Status s) {
+          pull_status[i] = std::move(s);
+          pending.DecrementCount();
+        });
+  }
+  for (int i = 0; i < n; ++i) {
+    push_contexts[i].set_deadline(DeadlineIn(options_.push_timeout));
+    shards_[i].stub->async()->Push(
+        &push_contexts[i], &shards_[i].push, &push_responses[i],
+        [&, i](grpc::Status s) {
+          // A refused push means the pulls would wait in vain.
+          if (!s.ok()) {
+            for (auto& c : pull_contexts) c.TryCancel();
+          }
+          push_status[i] = std::move(s);
+          pending.DecrementCount();
+        });
+  }
+  pending.Wait();
+  for (auto [statuses, rpc] : {std::pair{&push_status, "Push"},
+                               std::pair{&pull_status, "Pull"}}) {
+    for (int i = 0; i < n; ++i) {
+      if (!(*statuses)[i].ok()) {
+        absl::Status st = FromGrpcStatus((*statuses)[i]);
+        return absl::Status(st.code(), absl::StrCat(rpc, " to shard ", i, ": ",
+                                                    st.message()));
+      }
+    }
+  }
+  return JoinPull(pull_responses, params);
 }
 
 absl::Status ParameterClient::ReportEpoch(

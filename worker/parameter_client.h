@@ -49,10 +49,26 @@ class ParameterClient {
   // Sends `grads` (flat) computed at `clock` to every shard.
   absl::Status Push(uint64_t clock, absl::Span<const float> grads);
 
+  // Push(clock, grads) and Pull(clock + 1, params) at once on every shard:
+  // each pull waits on its server for the version the push helps complete,
+  // so a step costs one round trip instead of two. If a push fails, the
+  // pulls are cancelled and the push's error is returned.
+  absl::StatusOr<uint64_t> PushPull(uint64_t clock,
+                                    absl::Span<const float> grads,
+                                    absl::Span<float> params);
+
   // Reports one finished epoch to shard 0, which keeps the job's metrics.
   absl::Status ReportEpoch(const proto::ReportEpochRequest& report);
 
  private:
+  // Copies `grads` into every shard's reusable push request.
+  void FillPush(uint64_t clock, absl::Span<const float> grads);
+  // Copies every shard's pulled chunks into `params`; returns the version
+  // served (the smallest across shards).
+  absl::StatusOr<uint64_t> JoinPull(
+      const std::vector<proto::PullResponse>& responses,
+      absl::Span<float> params) const;
+
   struct ShardConn {
     std::shared_ptr<grpc::Channel> channel;
     std::unique_ptr<proto::ParameterService::Stub> stub;

@@ -125,9 +125,14 @@ absl::Status Trainer::Run() {
       absl::StatusOr<double> loss = model_->ComputeGradients(
           params_, x.data(), y.data(), n, absl::MakeSpan(grads_));
       if (!loss.ok()) return loss.status();
-      if (absl::Status s = client_->Push(clock, grads_); !s.ok()) return s;
+      // Push this step's gradient and fetch the next version in one go.
+      absl::StatusOr<uint64_t> version =
+          client_->PushPull(clock, grads_, absl::MakeSpan(params_));
+      if (!version.ok()) return version.status();
       if (options_.on_step) options_.on_step(clock, *loss);
       ++clock;
+      pulled_clock_ = static_cast<int64_t>(clock);
+      if (options_.on_pull) options_.on_pull(*version, params_);
       ++done_steps;
       loss_sum += *loss * n;
       samples += n;

@@ -9,6 +9,7 @@
 #include "common/flags.h"
 #include "common/job_config.h"
 #include "common/logging.h"
+#include "common/process_setup.h"
 #include "spdlog/spdlog.h"
 #include "worker/trainer.h"
 
@@ -20,6 +21,7 @@ constexpr char kUsage[] =
     "[--log_level LEVEL]";
 
 int Run(int argc, char** argv) {
+  SetUpProcess();
   absl::StatusOr<ParsedFlags> flags =
       ParseFlags(argc, argv, {"job", "rank", "servers", "log_level"}, {});
   if (!flags.ok()) {

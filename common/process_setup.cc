@@ -1,0 +1,17 @@
+#include "common/process_setup.h"
+
+#include <malloc.h>
+
+#include "absl/synchronization/mutex.h"
+
+namespace paramd {
+
+void SetUpProcess() {
+  // Blocks up to 1 GiB come from the heap and freed memory up to 1 GiB
+  // stays with the process for reuse.
+  mallopt(M_MMAP_THRESHOLD, 1 << 30);
+  mallopt(M_TRIM_THRESHOLD, 1 << 30);
+  absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore);
+}
+
+}  // namespace paramd
