@@ -168,15 +168,17 @@ class JobParser {
     if (auto s = r_.CheckMapping(root, "",
                                  {"job", "cluster", "model", "data",
                                   "training", "optimizer", "policy",
-                                  "partition", "worker"});
+                                  "liveness", "partition", "worker",
+                                  "testing"});
         !s.ok()) {
       return s;
     }
     for (auto step : {&JobParser::ParseJob, &JobParser::ParseCluster,
                        &JobParser::ParseModel, &JobParser::ParseData,
                        &JobParser::ParseTraining, &JobParser::ParseOptimizer,
-                       &JobParser::ParsePolicy, &JobParser::ParsePartition,
-                       &JobParser::ParseWorker}) {
+                       &JobParser::ParsePolicy, &JobParser::ParseLiveness,
+                       &JobParser::ParsePartition, &JobParser::ParseWorker,
+                       &JobParser::ParseTesting}) {
       if (absl::Status s = (this->*step)(root, &c); !s.ok()) return s;
     }
     return c;
@@ -411,17 +413,88 @@ class JobParser {
   }
 
   absl::Status ParsePolicy(const YAML::Node& root, JobConfig* c) {
-    auto p = Section(root, "policy", true, {"type"});
+    auto p = Section(root, "policy", true, {"type", "staleness"});
     if (!p.ok()) return p.status();
     std::string type;
     if (auto s = r_.Get(*p, "policy", "type", true, &type); !s.ok()) return s;
     if (type == "sync") {
       c->policy.type = PolicyType::kSync;
-      return absl::OkStatus();
+    } else if (type == "async") {
+      c->policy.type = PolicyType::kAsync;
+    } else if (type == "ssp") {
+      c->policy.type = PolicyType::kSsp;
+    } else {
+      return r_.Error((*p)["type"], "policy.type",
+                      absl::StrCat("unknown policy '", type,
+                                   "' (expected: sync, async or ssp)"));
     }
-    return r_.Error((*p)["type"], "policy.type",
-                    absl::StrCat("unknown policy '", type,
-                                 "' (expected: sync)"));
+    const bool has_staleness = (*p)["staleness"].IsDefined();
+    if (c->policy.type == PolicyType::kSsp) {
+      if (auto s = r_.Get(*p, "policy", "staleness", true,
+                          &c->policy.staleness);
+          !s.ok()) {
+        return s;
+      }
+      if (c->policy.staleness < 0 || c->policy.staleness > 1000000) {
+        return r_.Error((*p)["staleness"], "policy.staleness",
+                        "must be between 0 and 1000000");
+      }
+    } else if (has_staleness) {
+      return r_.Error((*p)["staleness"], "policy.staleness",
+                      "only applies to policy.type ssp");
+    }
+    return absl::OkStatus();
+  }
+
+  absl::Status ParseLiveness(const YAML::Node& root, JobConfig* c) {
+    auto l = Section(root, "liveness", false,
+                     {"lease_seconds", "heartbeat_seconds",
+                      "warn_after_seconds"});
+    if (!l.ok()) return l.status();
+    LivenessConfig& lc = c->liveness;
+    for (auto [key, out] : {std::pair{"lease_seconds", &lc.lease_seconds},
+                            std::pair{"heartbeat_seconds", &lc.heartbeat_seconds},
+                            std::pair{"warn_after_seconds",
+                                      &lc.warn_after_seconds}}) {
+      if (auto s = r_.Get(*l, "liveness", key, false, out); !s.ok()) return s;
+      if (!(*out > 0) || *out > 86400) {
+        return r_.Error((*l)[key], absl::StrCat("liveness.", key),
+                        "must be > 0 and at most 86400 seconds");
+      }
+    }
+    if (lc.heartbeat_seconds * 2 > lc.lease_seconds) {
+      const YAML::Node at = (*l)["heartbeat_seconds"].IsDefined()
+                                ? (*l)["heartbeat_seconds"]
+                                : (*l)["lease_seconds"];
+      return r_.Error(at, "liveness.heartbeat_seconds",
+                      "must be at most half of liveness.lease_seconds, or "
+                      "live workers would lose their lease");
+    }
+    return absl::OkStatus();
+  }
+
+  absl::Status ParseTesting(const YAML::Node& root, JobConfig* c) {
+    auto t = Section(root, "testing", false, {"slow_rank", "slow_step_ms"});
+    if (!t.ok()) return t.status();
+    if (auto s = r_.Get(*t, "testing", "slow_rank", false, &c->testing.slow_rank);
+        !s.ok()) {
+      return s;
+    }
+    if (c->testing.slow_rank < -1 || c->testing.slow_rank >= c->num_workers) {
+      return r_.Error((*t)["slow_rank"], "testing.slow_rank",
+                      absl::StrCat("must be a rank in [0, ", c->num_workers,
+                                   ") or -1 for none"));
+    }
+    if (auto s = r_.Get(*t, "testing", "slow_step_ms", false,
+                        &c->testing.slow_step_ms);
+        !s.ok()) {
+      return s;
+    }
+    if (c->testing.slow_step_ms < 0 || c->testing.slow_step_ms > 60000) {
+      return r_.Error((*t)["slow_step_ms"], "testing.slow_step_ms",
+                      "must be between 0 and 60000");
+    }
+    return absl::OkStatus();
   }
 
   absl::Status ParsePartition(const YAML::Node& root, JobConfig* c) {
@@ -485,6 +558,10 @@ const char* PolicyName(PolicyType type) {
   switch (type) {
     case PolicyType::kSync:
       return "sync";
+    case PolicyType::kAsync:
+      return "async";
+    case PolicyType::kSsp:
+      return "ssp";
   }
   return "unknown";
 }

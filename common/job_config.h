@@ -14,7 +14,7 @@
 
 namespace paramd {
 
-enum class PolicyType { kSync };
+enum class PolicyType { kSync, kAsync, kSsp };
 
 const char* PolicyName(PolicyType type);
 
@@ -50,6 +50,24 @@ struct OptimizerConfig {
 
 struct PolicyConfig {
   PolicyType type = PolicyType::kSync;
+  // ssp only: how many clocks a worker may run ahead of the slowest live
+  // worker.
+  int staleness = 0;
+};
+
+struct LivenessConfig {
+  // A worker not heard from for this long is dropped from the live set.
+  double lease_seconds = 10;
+  // How often workers send heartbeats.
+  double heartbeat_seconds = 1;
+  // A pull waiting longer than this is logged once with what it waits on.
+  double warn_after_seconds = 30;
+};
+
+// Testing aids, documented as such: they make a run slower on purpose.
+struct TestingConfig {
+  int slow_rank = -1;      // This rank sleeps slow_step_ms per step.
+  int slow_step_ms = 0;
 };
 
 struct WorkerConfig {
@@ -71,8 +89,10 @@ struct JobConfig {
   TrainingConfig training;
   OptimizerConfig optimizer;
   PolicyConfig policy;
+  LivenessConfig liveness;
   int64_t chunk_bytes = 1 << 20;
   WorkerConfig worker;
+  TestingConfig testing;
 
   int num_shards() const { return static_cast<int>(servers.size()); }
 };

@@ -9,14 +9,19 @@ void JobMetrics::Report(int epoch, int rank, const EpochReport& report) {
   reports_[epoch][rank] = report;
 }
 
-std::vector<EpochSummary> JobMetrics::Summaries() const {
+std::vector<EpochSummary> JobMetrics::Summaries(
+    const std::vector<bool>& counted) const {
   absl::MutexLock lock(&mu_);
   std::vector<EpochSummary> out;
   for (const auto& [epoch, by_rank] : reports_) {
     EpochSummary s;
     s.epoch = epoch;
     s.workers_reported = static_cast<int>(by_rank.size());
-    s.complete = s.workers_reported >= num_workers_;
+    s.complete = true;
+    for (int r = 0; r < num_workers_; ++r) {
+      const bool counts = counted.empty() || counted[r];
+      if (counts && by_rank.count(r) == 0) s.complete = false;
+    }
     double loss_sum = 0, slowest = 0;
     uint64_t correct = 0;
     for (const auto& [rank, r] : by_rank) {

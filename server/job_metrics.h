@@ -25,7 +25,7 @@ struct EpochReport {
 struct EpochSummary {
   int epoch = 0;
   int workers_reported = 0;
-  bool complete = false;
+  bool complete = false;  // Every counted rank reported.
   double train_loss = 0;       // Mean per-sample loss.
   double test_accuracy = 0;
   uint64_t test_total = 0;
@@ -38,8 +38,10 @@ class JobMetrics {
   explicit JobMetrics(int num_workers) : num_workers_(num_workers) {}
 
   void Report(int epoch, int rank, const EpochReport& report);
-  // Every epoch with at least one report, in order.
-  std::vector<EpochSummary> Summaries() const;
+  // Every epoch with at least one report, in order. An epoch is complete
+  // when every rank with counted[rank] reported (ranks dropped from the
+  // job do not hold it back); all ranks count when `counted` is empty.
+  std::vector<EpochSummary> Summaries(const std::vector<bool>& counted = {}) const;
 
  private:
   const int num_workers_;

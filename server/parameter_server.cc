@@ -2,6 +2,7 @@
 
 #include <grpcpp/server_builder.h>
 
+#include <algorithm>
 #include <chrono>
 
 #include "absl/strings/str_cat.h"
@@ -9,11 +10,17 @@
 namespace paramd {
 
 absl::StatusOr<std::unique_ptr<ParameterServer>> ParameterServer::Create(
-    const JobConfig& config, int shard_id) {
-  absl::StatusOr<std::unique_ptr<Shard>> shard = Shard::Create(config, shard_id);
+    const JobConfig& config, int shard_id, Clock* clock) {
+  absl::StatusOr<std::unique_ptr<Shard>> shard =
+      Shard::Create(config, shard_id, clock);
   if (!shard.ok()) return shard.status();
-  return std::unique_ptr<ParameterServer>(
-      new ParameterServer(*std::move(shard)));
+  auto server =
+      std::unique_ptr<ParameterServer>(new ParameterServer(*std::move(shard)));
+  // Leases are checked several times per lease, at most every 100 ms.
+  server->tick_every_ = std::min(
+      absl::Milliseconds(100),
+      absl::Seconds(config.liveness.lease_seconds) / 10);
+  return server;
 }
 
 ParameterServer::ParameterServer(std::unique_ptr<Shard> shard)
@@ -41,11 +48,28 @@ absl::StatusOr<int> ParameterServer::Start(const std::string& address) {
                      " (address in use or not local?)"));
   }
   port_ = port;
+  ticker_ = std::thread([this] { TickLoop(); });
   return port;
+}
+
+void ParameterServer::TickLoop() {
+  absl::MutexLock lock(&mu_);
+  while (!stopping_) {
+    mu_.AwaitWithTimeout(absl::Condition(&stopping_), tick_every_);
+    if (stopping_) break;
+    mu_.Unlock();
+    shard_->Tick();
+    mu_.Lock();
+  }
 }
 
 void ParameterServer::Shutdown() {
   if (server_ == nullptr) return;
+  {
+    absl::MutexLock lock(&mu_);
+    stopping_ = true;
+  }
+  if (ticker_.joinable()) ticker_.join();
   shard_->Shutdown();
   server_->Shutdown(std::chrono::system_clock::now() +
                     std::chrono::seconds(2));

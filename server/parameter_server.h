@@ -1,8 +1,9 @@
 // ParameterServer: one shard served over gRPC on a listening socket.
 //
 // Lifecycle: Create, Start (binds; port 0 picks a free port, read back with
-// port()), then Shutdown (wakes blocked pulls, stops accepting, waits for
-// handlers) from any thread; Wait blocks until Shutdown completes.
+// port(); starts the thread that ticks the shard's leases), then Shutdown
+// (wakes blocked pulls, stops accepting, waits for handlers) from any
+// thread; Wait blocks until Shutdown completes.
 #ifndef PARAMD_SERVER_PARAMETER_SERVER_H_
 #define PARAMD_SERVER_PARAMETER_SERVER_H_
 
@@ -10,8 +11,10 @@
 
 #include <memory>
 #include <string>
+#include <thread>
 
 #include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
 #include "server/rpc/grpc_services.h"
 #include "server/shard.h"
 
@@ -19,8 +22,9 @@ namespace paramd {
 
 class ParameterServer {
  public:
+  // `clock` as for Shard::Create.
   static absl::StatusOr<std::unique_ptr<ParameterServer>> Create(
-      const JobConfig& config, int shard_id);
+      const JobConfig& config, int shard_id, Clock* clock = nullptr);
   ~ParameterServer();
 
   // Listens on `address` ("host:port"). Returns the bound port.
@@ -37,8 +41,15 @@ class ParameterServer {
   std::unique_ptr<Shard> shard_;
   GrpcParameterService parameter_service_;
   GrpcStatusService status_service_;
+  void TickLoop();
+
   std::unique_ptr<grpc::Server> server_;
   int port_ = 0;
+  absl::Duration tick_every_;
+
+  absl::Mutex mu_;
+  bool stopping_ ABSL_GUARDED_BY(mu_) = false;
+  std::thread ticker_;
 };
 
 }  // namespace paramd

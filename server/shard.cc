@@ -1,9 +1,11 @@
 #include "server/shard.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
+#include "spdlog/spdlog.h"
 
 namespace paramd {
 namespace {
@@ -30,7 +32,8 @@ int64_t FirstNonFinite(absl::Span<const float> values) {
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<Shard>> Shard::Create(const JobConfig& config,
-                                                     int shard_id) {
+                                                     int shard_id,
+                                                     Clock* clock) {
   if (shard_id < 0 || shard_id >= config.num_shards()) {
     return absl::InvalidArgumentError(
         absl::StrCat("--shard: ", shard_id, " is outside [0, ",
@@ -44,18 +47,20 @@ absl::StatusOr<std::unique_ptr<Shard>> Shard::Create(const JobConfig& config,
   absl::StatusOr<std::unique_ptr<Optimizer>> optimizer =
       MakeOptimizer(config.optimizer);
   if (!optimizer.ok()) return optimizer.status();
-  return std::unique_ptr<Shard>(new Shard(config, shard_id, std::move(spec),
-                                          *std::move(plan),
-                                          *std::move(optimizer)));
+  return std::unique_ptr<Shard>(new Shard(
+      config, shard_id, std::move(spec), *std::move(plan),
+      *std::move(optimizer), clock != nullptr ? clock : RealClock()));
 }
 
 Shard::Shard(const JobConfig& config, int shard_id, ModelSpec spec,
-             PartitionPlan plan, std::unique_ptr<Optimizer> optimizer)
+             PartitionPlan plan, std::unique_ptr<Optimizer> optimizer,
+             Clock* clock)
     : config_(config),
       shard_id_(shard_id),
       spec_(std::move(spec)),
       plan_(std::move(plan)),
-      started_(absl::Now()),
+      clock_(clock),
+      started_(clock->Now()),
       store_(spec_, plan_, shard_id, config.seed, std::move(optimizer)),
       policy_(MakeUpdatePolicy(config.policy, config.num_workers, &store_)),
       workers_(config.num_workers),
@@ -95,11 +100,20 @@ absl::Status Shard::Register(const proto::RegisterRequest& request,
         request.plan_fingerprint(), ", shard has ", plan_.fingerprint(),
         "): the worker and server read different job files"));
   }
-  const uint64_t clock = policy_->OnRegister(static_cast<int>(request.rank()));
-  workers_.OnRegister(static_cast<int>(request.rank()), clock, absl::Now());
+  const int rank = static_cast<int>(request.rank());
   response->set_shard(shard_id_);
+  if (!request.join()) {
+    workers_.OnSeen(rank, clock_->Now());
+    response->set_version(store_.version());
+    response->set_clock(policy_->ProposeClock(rank));
+    return absl::OkStatus();
+  }
+  if (absl::Status s = policy_->Join(rank, request.clock()); !s.ok()) return s;
+  workers_.OnRegister(rank, request.incarnation(), clock_->Now());
+  spdlog::info("shard {}: rank {} registered; it continues from clock {}",
+               shard_id_, rank, request.clock());
   response->set_version(store_.version());
-  response->set_clock(clock);
+  response->set_clock(request.clock());
   return absl::OkStatus();
 }
 
@@ -159,27 +173,57 @@ absl::Status Shard::Push(const proto::PushRequest& request,
     }
     bytes += data.size();
   }
+  const absl::Time now = clock_->Now();
+  workers_.OnSeen(static_cast<int>(request.rank()), now);
   if (auto s = policy_->Push(static_cast<int>(request.rank()),
                              request.clock(), grads);
       !s.ok()) {
     return s;
   }
-  workers_.OnPush(static_cast<int>(request.rank()), request.clock() + 1, bytes,
-                  absl::Now());
+  workers_.OnPush(static_cast<int>(request.rank()), bytes, request.loss(), now);
+  stats_.RecordPush(now);
   response->set_version(store_.version());
   return absl::OkStatus();
 }
 
 absl::Status Shard::Pull(const proto::PullRequest& request,
-                         absl::Time deadline, proto::PullResponse* response) {
+                         absl::Time deadline,
+                         const std::function<bool()>& cancelled,
+                         proto::PullResponse* response) {
   if (auto s = CheckWorker("Pull", request.job_id(), request.rank()); !s.ok()) {
     return s;
   }
-  if (auto s = policy_->WaitReadable(static_cast<int>(request.rank()),
-                                     request.clock(), deadline);
-      !s.ok()) {
-    return s;
+  const int rank = static_cast<int>(request.rank());
+  const absl::Time start = clock_->Now();
+  workers_.OnSeen(rank, start);
+  absl::Status s = policy_->WaitReadable(rank, request.clock(),
+                                         absl::InfinitePast());
+  if (absl::IsDeadlineExceeded(s)) {
+    // Wait, visible to Tick and the status RPC meanwhile, in slices so that
+    // a caller who gave up frees this thread.
+    uint64_t id;
+    {
+      absl::MutexLock lock(&waiters_mu_);
+      id = next_waiter_++;
+      waiters_[id] = Waiter{rank, request.clock(), start};
+    }
+    while (true) {
+      const absl::Time slice =
+          std::min(deadline, absl::Now() + absl::Milliseconds(200));
+      s = policy_->WaitReadable(rank, request.clock(), slice);
+      if (!absl::IsDeadlineExceeded(s)) break;
+      if (absl::Now() >= deadline) break;
+      if (cancelled && cancelled()) {
+        s = absl::CancelledError("Pull: the caller cancelled");
+        break;
+      }
+    }
+    absl::MutexLock lock(&waiters_mu_);
+    waiters_.erase(id);
   }
+  if (!s.ok()) return s;
+  const absl::Time now = clock_->Now();
+  stats_.RecordPullWait(now - start);
   uint64_t bytes = 0;
   store_.Read([&](uint64_t version,
                   absl::Span<const std::vector<float>> params) {
@@ -196,7 +240,7 @@ absl::Status Shard::Pull(const proto::PullRequest& request,
       bytes += params[i].size() * sizeof(float);
     }
   });
-  workers_.OnPull(static_cast<int>(request.rank()), bytes, absl::Now());
+  workers_.OnPull(rank, bytes, now);
   return absl::OkStatus();
 }
 
@@ -206,7 +250,15 @@ absl::Status Shard::Heartbeat(const proto::HeartbeatRequest& request,
       !s.ok()) {
     return s;
   }
-  workers_.OnHeartbeat(static_cast<int>(request.rank()), absl::Now());
+  const int rank = static_cast<int>(request.rank());
+  if (request.finished()) {
+    workers_.OnFinished(rank, clock_->Now());
+    policy_->Leave(rank);
+    spdlog::info("shard {}: rank {} finished at clock {}", shard_id_, rank,
+                 request.clock());
+  } else {
+    workers_.OnSeen(rank, clock_->Now());
+  }
   response->set_version(store_.version());
   return absl::OkStatus();
 }
@@ -235,34 +287,95 @@ absl::Status Shard::ReportEpoch(const proto::ReportEpochRequest& request) {
   r.train_seconds = request.train_seconds();
   r.test_correct = request.test_correct();
   r.test_total = request.test_total();
+  workers_.OnSeen(static_cast<int>(request.rank()), clock_->Now());
   metrics_.Report(static_cast<int>(request.epoch()),
                   static_cast<int>(request.rank()), r);
   return absl::OkStatus();
 }
 
+void Shard::Tick() {
+  const absl::Time now = clock_->Now();
+  const absl::Time job_start = workers_.job_start();
+  if (now >= job_start) {
+    const absl::Duration lease = absl::Seconds(config_.liveness.lease_seconds);
+    const std::vector<WorkerInfo> info = workers_.Snapshot();
+    const std::vector<PolicyWorker> live = policy_->Workers();
+    for (int r = 0; r < static_cast<int>(info.size()); ++r) {
+      // A rank never heard from counts from the job's start.
+      const absl::Time seen = std::max(info[r].last_seen, job_start);
+      if (live[r].live && now - seen > lease) {
+        policy_->Leave(r);
+        spdlog::warn(
+            "shard {}: rank {} silent for {:.1f}s (lease {}s): dropped from "
+            "the live set at clock {}",
+            shard_id_, r, absl::ToDoubleSeconds(now - seen),
+            config_.liveness.lease_seconds, live[r].clock);
+      }
+    }
+  }
+  const absl::Duration warn_after =
+      absl::Seconds(config_.liveness.warn_after_seconds);
+  std::vector<Waiter> to_warn;
+  {
+    absl::MutexLock lock(&waiters_mu_);
+    for (auto& [id, w] : waiters_) {
+      if (!w.warned && now - w.since > warn_after) {
+        w.warned = true;
+        to_warn.push_back(w);
+      }
+    }
+  }
+  for (const Waiter& w : to_warn) {
+    spdlog::warn("shard {}: a pull of rank {} at clock {} has waited {:.1f}s "
+                 "for {}",
+                 shard_id_, w.rank, w.clock,
+                 absl::ToDoubleSeconds(now - w.since),
+                 policy_->WaitingOn(w.rank, w.clock));
+  }
+}
+
 void Shard::GetStatus(proto::ShardStatus* status) const {
-  const absl::Time now = absl::Now();
+  const absl::Time now = clock_->Now();
   status->set_job_id(config_.job_id);
   status->set_shard(shard_id_);
   status->set_num_shards(config_.num_shards());
   status->set_policy(policy_->name());
+  status->set_staleness_bound(config_.policy.type == PolicyType::kSsp
+                                  ? config_.policy.staleness
+                                  : -1);
+  status->set_lease_seconds(config_.liveness.lease_seconds);
   status->set_chunks(store_.num_chunks());
   status->set_bytes(store_.bytes());
   status->set_version(store_.version());
   status->set_uptime_seconds(absl::ToDoubleSeconds(now - started_));
   status->set_total_epochs(config_.training.epochs);
+  status->set_pushes_per_second(stats_.PushesPerSecond(now));
+  status->set_pull_wait_p50_ms(stats_.PullWaitMs(50));
+  status->set_pull_wait_p99_ms(stats_.PullWaitMs(99));
   const std::vector<WorkerInfo> workers = workers_.Snapshot();
+  const std::vector<PolicyWorker> clocks = policy_->Workers();
+  uint64_t fastest = 0;
+  for (const PolicyWorker& w : clocks) fastest = std::max(fastest, w.clock);
   uint64_t pushes = 0, pulls = 0, bytes_in = 0, bytes_out = 0;
+  std::vector<bool> live(workers.size());
   for (size_t rank = 0; rank < workers.size(); ++rank) {
     const WorkerInfo& w = workers[rank];
     proto::WorkerStatus* ws = status->add_workers();
     ws->set_rank(static_cast<uint32_t>(rank));
     ws->set_registered(w.registered);
-    ws->set_clock(w.clock);
+    ws->set_state(w.finished          ? "finished"
+                  : !clocks[rank].live ? "dead"
+                  : w.registered       ? "live"
+                                       : "waiting");
+    live[rank] = clocks[rank].live || w.finished;
+    ws->set_clock(clocks[rank].clock);
+    ws->set_staleness(fastest - clocks[rank].clock);
     ws->set_pushes(w.pushes);
     ws->set_pulls(w.pulls);
     ws->set_bytes_in(w.bytes_in);
     ws->set_bytes_out(w.bytes_out);
+    ws->set_last_loss(w.last_loss);
+    ws->set_registrations(w.registrations);
     ws->set_last_seen_seconds_ago(
         w.registered ? absl::ToDoubleSeconds(now - w.last_seen) : -1);
     pushes += w.pushes;
@@ -274,7 +387,19 @@ void Shard::GetStatus(proto::ShardStatus* status) const {
   status->set_pulls(pulls);
   status->set_bytes_in(bytes_in);
   status->set_bytes_out(bytes_out);
-  for (const EpochSummary& e : metrics_.Summaries()) {
+  {
+    absl::MutexLock lock(&waiters_mu_);
+    for (const auto& [id, w] : waiters_) {
+      proto::WaitingPull* p = status->add_waiting();
+      p->set_rank(w.rank);
+      p->set_clock(w.clock);
+      p->set_waited_seconds(absl::ToDoubleSeconds(now - w.since));
+    }
+  }
+  for (proto::WaitingPull& p : *status->mutable_waiting()) {
+    p.set_waiting_on(policy_->WaitingOn(static_cast<int>(p.rank()), p.clock()));
+  }
+  for (const EpochSummary& e : metrics_.Summaries(live)) {
     proto::EpochMetrics* m = status->add_epochs();
     m->set_epoch(e.epoch);
     m->set_workers_reported(e.workers_reported);
@@ -288,5 +413,13 @@ void Shard::GetStatus(proto::ShardStatus* status) const {
 }
 
 void Shard::Shutdown() { policy_->Shutdown(); }
+
+bool Shard::TEST_AwaitWaitingPulls(size_t n, absl::Duration timeout) {
+  absl::MutexLock lock(&waiters_mu_);
+  auto reached = [this, n]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(waiters_mu_) {
+    return waiters_.size() == n;
+  };
+  return waiters_mu_.AwaitWithTimeout(absl::Condition(&reached), timeout);
+}
 
 }  // namespace paramd

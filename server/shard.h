@@ -3,20 +3,27 @@
 // It validates requests (job id, rank, plan, chunk set, sizes, dtype,
 // finiteness) before anything changes, then hands gradients to the job's
 // UpdatePolicy, serves parameters from the ShardStore, and keeps per-worker
-// counters and the job's epoch metrics. It speaks protobuf messages but
-// knows nothing of gRPC; rpc adapters call it. Thread-safe.
+// counters and the job's epoch metrics. Tick(), called periodically, drops
+// workers whose lease expired and logs pulls that wait too long, once
+// each, with what they wait on. Time comes from a Clock, so tests drive
+// leases with a FakeClock. It speaks protobuf messages but knows nothing
+// of gRPC; rpc adapters call it. Thread-safe.
 #ifndef PARAMD_SERVER_SHARD_H_
 #define PARAMD_SERVER_SHARD_H_
 
+#include <functional>
+#include <map>
 #include <memory>
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "common/clock.h"
 #include "common/job_config.h"
 #include "common/model_spec.h"
 #include "common/partitioner.h"
 #include "proto/paramd.pb.h"
 #include "server/job_metrics.h"
+#include "server/shard_stats.h"
 #include "server/shard_store.h"
 #include "server/update_policy.h"
 #include "server/worker_registry.h"
@@ -27,8 +34,10 @@ class Shard {
  public:
   // Builds shard `shard_id` of the job: its plan, initial parameters,
   // optimizer and policy.
+  // `clock` (RealClock() when null) must outlive the shard.
   static absl::StatusOr<std::unique_ptr<Shard>> Create(const JobConfig& config,
-                                                       int shard_id);
+                                                       int shard_id,
+                                                       Clock* clock = nullptr);
 
   absl::Status Register(const proto::RegisterRequest& request,
                         proto::RegisterResponse* response);
@@ -36,32 +45,52 @@ class Shard {
   absl::Status Push(const proto::PushRequest& request,
                     proto::PushResponse* response);
   // Waits until the policy lets the pull proceed; DeadlineExceeded at
-  // `deadline` (the caller may call again), Unavailable after Shutdown.
+  // `deadline` (real time; the caller may call again), Cancelled once
+  // `cancelled` (checked a few times a second) says the caller gave up,
+  // Unavailable after Shutdown.
   absl::Status Pull(const proto::PullRequest& request, absl::Time deadline,
+                    const std::function<bool()>& cancelled,
                     proto::PullResponse* response);
   absl::Status Heartbeat(const proto::HeartbeatRequest& request,
                          proto::HeartbeatResponse* response);
   absl::Status ReportEpoch(const proto::ReportEpochRequest& request);
   void GetStatus(proto::ShardStatus* status) const;
 
+  // Drops workers silent for longer than their lease from the live set and
+  // logs pulls waiting longer than warn_after_seconds (once each).
+  void Tick();
+
   // Wakes every waiting pull with Unavailable.
   void Shutdown();
 
   const PartitionPlan& plan() const { return plan_; }
+  UpdatePolicy& policy() { return *policy_; }
+
+  // For tests: waits up to `timeout` until `n` pulls are waiting.
+  bool TEST_AwaitWaitingPulls(size_t n, absl::Duration timeout);
   int64_t max_message_bytes() const;
 
  private:
   Shard(const JobConfig& config, int shard_id, ModelSpec spec,
-        PartitionPlan plan, std::unique_ptr<Optimizer> optimizer);
+        PartitionPlan plan, std::unique_ptr<Optimizer> optimizer,
+        Clock* clock);
 
   absl::Status CheckWorker(const char* rpc, const std::string& job_id,
                            uint32_t rank) const;
+
+  struct Waiter {
+    int rank;
+    uint64_t clock;
+    absl::Time since;
+    bool warned = false;
+  };
 
   // Constant after construction.
   const JobConfig config_;
   const int shard_id_;
   const ModelSpec spec_;
   const PartitionPlan plan_;
+  Clock* const clock_;
   const absl::Time started_;
 
   // Each internally synchronised.
@@ -69,6 +98,12 @@ class Shard {
   std::unique_ptr<UpdatePolicy> policy_;
   WorkerRegistry workers_;
   JobMetrics metrics_;
+  ShardStats stats_;
+
+  // Pulls waiting now, by id.
+  mutable absl::Mutex waiters_mu_;
+  std::map<uint64_t, Waiter> waiters_ ABSL_GUARDED_BY(waiters_mu_);
+  uint64_t next_waiter_ ABSL_GUARDED_BY(waiters_mu_) = 0;
 };
 
 }  // namespace paramd

@@ -29,7 +29,7 @@ int ShardStore::LocalIndex(int global) const {
   return local_of_global_[global];
 }
 
-void ShardStore::ApplyStep(absl::Span<const std::vector<float>> grads,
+void ShardStore::ApplyStep(absl::Span<const absl::Span<const float>> grads,
                            float scale) {
   absl::MutexLock lock(&mu_);
   const int64_t step = static_cast<int64_t>(version_) + 1;

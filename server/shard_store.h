@@ -42,7 +42,7 @@ class ShardStore {
 
   // One optimizer step on every chunk with gradient grads[local] * scale
   // (grads[local] has the chunk's length); the version goes up by one.
-  void ApplyStep(absl::Span<const std::vector<float>> grads, float scale)
+  void ApplyStep(absl::Span<const absl::Span<const float>> grads, float scale)
       ABSL_LOCKS_EXCLUDED(mu_);
 
   uint64_t version() const ABSL_LOCKS_EXCLUDED(mu_);

@@ -7,31 +7,40 @@
 namespace paramd {
 
 SyncPolicy::SyncPolicy(int num_workers, ShardStore* store)
-    : num_workers_(num_workers), store_(store) {
+    : UpdatePolicy(num_workers, store) {
   absl::MutexLock lock(&mu_);
   round_ = store_->version();
   pushed_.assign(num_workers_, false);
+  expected_from_.assign(num_workers_, round_);
   for (int i = 0; i < store_->num_chunks(); ++i) {
     sum_.emplace_back(store_->chunk_spec(i).length, 0.0f);
   }
 }
 
-uint64_t SyncPolicy::OnRegister(int /*rank*/) {
-  absl::MutexLock lock(&mu_);
-  return round_;
+uint64_t SyncPolicy::JoinClock(int rank) const {
+  return pushed_[rank] ? round_ + 1 : round_;
 }
 
-absl::Status SyncPolicy::Push(
+absl::Status SyncPolicy::CanJoinAt(int rank, uint64_t clock) {
+  if (clock < JoinClock(rank)) {
+    return absl::AbortedError(absl::StrCat(
+        "Register: rank ", rank, " cannot join at clock ", clock,
+        "; the sync round moved on to ", round_, " (register again)"));
+  }
+  expected_from_[rank] = clock;
+  return absl::OkStatus();
+}
+
+void SyncPolicy::OnLeave(int /*rank*/) { MaybeFinishRound(); }
+
+// A rank joining at a later round than one it was expected in (a retried
+// registration) no longer holds the current round.
+void SyncPolicy::OnJoin(int /*rank*/) { MaybeFinishRound(); }
+
+absl::Status SyncPolicy::Accept(
     int rank, uint64_t clock,
     absl::Span<const absl::Span<const float>> grads) {
-  absl::MutexLock lock(&mu_);
-  if (shutdown_) return absl::UnavailableError("the shard is shutting down");
-  if (rank < 0 || rank >= num_workers_) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("Push: rank ", rank, " is outside [0, ", num_workers_,
-                     ")"));
-  }
-  if (clock != round_) {
+  if (clock != round_ || clock < expected_from_[rank]) {
     return absl::FailedPreconditionError(absl::StrCat(
         "Push: rank ", rank, " sent a gradient for clock ", clock,
         " but the sync round is ", round_,
@@ -56,45 +65,36 @@ absl::Status SyncPolicy::Push(
     }
   }
   pushed_[rank] = true;
-  if (++num_pushed_ == num_workers_) {
-    store_->ApplyStep(sum_, 1.0f / static_cast<float>(num_workers_));
-    ++round_;
-    num_pushed_ = 0;
-    std::fill(pushed_.begin(), pushed_.end(), false);
-  }
+  ++num_pushed_;
+  workers_[rank].clock = clock + 1;
+  MaybeFinishRound();
   return absl::OkStatus();
 }
 
-absl::Status SyncPolicy::WaitReadable(int /*rank*/, uint64_t clock,
-                                      absl::Time deadline) {
-  absl::MutexLock lock(&mu_);
-  auto ready = [this, clock]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-    return shutdown_ || round_ >= clock;
-  };
-  mu_.AwaitWithDeadline(absl::Condition(&ready), deadline);
-  if (shutdown_) return absl::UnavailableError("the shard is shutting down");
-  if (round_ < clock) {
-    return absl::DeadlineExceededError(absl::StrCat(
-        "Pull: version ", clock, " is not ready; the shard is at ", round_,
-        " and waits for ", num_workers_ - num_pushed_,
-        " more worker(s) to push clock ", round_));
+void SyncPolicy::MaybeFinishRound() {
+  if (num_pushed_ == 0) return;
+  for (int r = 0; r < num_workers_; ++r) {
+    if (Expected(r)) return;
   }
-  return absl::OkStatus();
+  std::vector<absl::Span<const float>> views(sum_.begin(), sum_.end());
+  store_->ApplyStep(views, 1.0f / static_cast<float>(num_pushed_));
+  ++round_;
+  num_pushed_ = 0;
+  std::fill(pushed_.begin(), pushed_.end(), false);
 }
 
-void SyncPolicy::Shutdown() {
-  absl::MutexLock lock(&mu_);
-  shutdown_ = true;
+bool SyncPolicy::Readable(int /*rank*/, uint64_t clock) const {
+  return round_ >= clock;
 }
 
-std::unique_ptr<UpdatePolicy> MakeUpdatePolicy(const PolicyConfig& config,
-                                               int num_workers,
-                                               ShardStore* store) {
-  switch (config.type) {
-    case PolicyType::kSync:
-      return std::make_unique<SyncPolicy>(num_workers, store);
-  }
-  return nullptr;
+std::string SyncPolicy::Describe(int /*rank*/, uint64_t clock) const {
+  const std::string missing =
+      LiveRanks([this](int r) ABSL_NO_THREAD_SAFETY_ANALYSIS {
+        return Expected(r);
+      });
+  return absl::StrCat("version ", clock, ": round ", round_,
+                      " waits for rank(s) ", missing.empty() ? "-" : missing,
+                      " to push clock ", round_);
 }
 
 }  // namespace paramd

@@ -1,20 +1,19 @@
-// SyncPolicy: bulk-synchronous parallel (BSP).
+// SyncPolicy: bulk-synchronous parallel (BSP) over the live workers.
 //
-// Round t collects exactly one clock-t gradient from each of the job's
-// workers; when the last arrives, their mean is applied in one optimizer
-// step and version t+1 is published. A worker at clock c may read once the
-// version is at least c, so a pull for version t+1 waits for every worker's
-// clock-t push. Pushes for a past or future round, or a second push of a
-// rank in the same round, are refused and change nothing.
-//
-// Thread-safe.
+// Round t collects one clock-t gradient from each live worker; when every
+// live worker has pushed (a worker leaving mid-round stops being waited
+// for; a gradient it already pushed still counts), their mean is applied in
+// one optimizer step and version t+1 is published. A worker at clock c may
+// read once the version is at least c. Pushes for another round, or a
+// second push of a rank in one round, are refused and change nothing. A
+// rank (re)joins at the current round (the next one if its gradient for
+// the current round is already in) or a later one: rounds before that do
+// not wait for it.
 #ifndef PARAMD_SERVER_SYNC_POLICY_H_
 #define PARAMD_SERVER_SYNC_POLICY_H_
 
 #include <vector>
 
-#include "absl/base/thread_annotations.h"
-#include "absl/synchronization/mutex.h"
 #include "server/update_policy.h"
 
 namespace paramd {
@@ -25,25 +24,38 @@ class SyncPolicy : public UpdatePolicy {
   SyncPolicy(int num_workers, ShardStore* store);
 
   const char* name() const override { return "sync"; }
-  uint64_t OnRegister(int rank) override;
-  absl::Status Push(int rank, uint64_t clock,
-                    absl::Span<const absl::Span<const float>> grads) override;
-  absl::Status WaitReadable(int rank, uint64_t clock,
-                            absl::Time deadline) override;
-  void Shutdown() override;
+
+ protected:
+  uint64_t JoinClock(int rank) const override
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  absl::Status CanJoinAt(int rank, uint64_t clock) override
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void OnLeave(int rank) override ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void OnJoin(int rank) override ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  absl::Status Accept(int rank, uint64_t clock,
+                      absl::Span<const absl::Span<const float>> grads) override
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  bool Readable(int rank, uint64_t clock) const override
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  std::string Describe(int rank, uint64_t clock) const override
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
  private:
-  // Constant after construction.
-  const int num_workers_;
-  ShardStore* const store_;
+  // Whether round_ waits for `rank`.
+  bool Expected(int rank) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    return workers_[rank].live && !pushed_[rank] &&
+           expected_from_[rank] <= round_;
+  }
+  // Applies the round once every expected rank has pushed.
+  void MaybeFinishRound() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
-  absl::Mutex mu_;
   uint64_t round_ ABSL_GUARDED_BY(mu_) = 0;  // == store_->version()
   std::vector<bool> pushed_ ABSL_GUARDED_BY(mu_);
+  // The first round each rank takes part in (after it joined).
+  std::vector<uint64_t> expected_from_ ABSL_GUARDED_BY(mu_);
   int num_pushed_ ABSL_GUARDED_BY(mu_) = 0;
   // Sum of this round's gradients, by local chunk.
   std::vector<std::vector<float>> sum_ ABSL_GUARDED_BY(mu_);
-  bool shutdown_ ABSL_GUARDED_BY(mu_) = false;
 };
 
 }  // namespace paramd

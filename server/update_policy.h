@@ -1,13 +1,22 @@
 // UpdatePolicy: a shard's consistency rule — when pushed gradients reach
-// the store and when a pull may be served. Implementations are thread-safe
-// plain C++ (no gRPC) and are tested without sockets.
+// the store and when a pull may be served — over a live set of workers.
+//
+// Every rank starts live (expected). A rank leaves the live set when its
+// lease expires or it says it finished; waits stop counting on it, and a
+// push from it is refused with Aborted ("register again") until it joins
+// again. Implementations are thread-safe plain C++ (no gRPC), tested
+// without sockets.
 #ifndef PARAMD_SERVER_UPDATE_POLICY_H_
 #define PARAMD_SERVER_UPDATE_POLICY_H_
 
 #include <cstdint>
 #include <memory>
+#include <string>
+#include <vector>
 
+#include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
+#include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "absl/types/span.h"
 #include "common/job_config.h"
@@ -15,30 +24,98 @@
 
 namespace paramd {
 
+struct PolicyWorker {
+  bool live = true;
+  uint64_t clock = 0;  // Pushes of this rank the policy has accepted.
+};
+
 class UpdatePolicy {
  public:
   virtual ~UpdatePolicy() = default;
 
   virtual const char* name() const = 0;
 
-  // A worker (re)registers; returns the clock it continues from.
-  virtual uint64_t OnRegister(int rank) = 0;
+  // The clock `rank` could (re)join at now; changes nothing.
+  uint64_t ProposeClock(int rank) ABSL_LOCKS_EXCLUDED(mu_);
+  // (Re)joins `rank` to the live set at `clock` (a ProposeClock answer, or
+  // larger). Aborted when the policy has moved past `clock` meanwhile.
+  absl::Status Join(int rank, uint64_t clock) ABSL_LOCKS_EXCLUDED(mu_);
+  // Drops `rank` from the live set; waits no longer count on it.
+  void Leave(int rank) ABSL_LOCKS_EXCLUDED(mu_);
 
   // Accepts `rank`'s gradient computed at `clock`. grads[local] is the
   // gradient of the store's chunk `local`, already checked for size and
   // finiteness. On error nothing is applied or kept.
-  virtual absl::Status Push(int rank, uint64_t clock,
-                            absl::Span<const absl::Span<const float>> grads) = 0;
+  absl::Status Push(int rank, uint64_t clock,
+                    absl::Span<const absl::Span<const float>> grads)
+      ABSL_LOCKS_EXCLUDED(mu_);
 
   // Blocks until a worker `rank` at `clock` may read the store. Returns
   // DeadlineExceeded at `deadline` (nothing changed; the caller may wait
-  // again) and Unavailable once Shutdown was called.
-  virtual absl::Status WaitReadable(int rank, uint64_t clock,
-                                    absl::Time deadline) = 0;
+  // again; the message says what the pull waits for) and Unavailable once
+  // Shutdown was called.
+  absl::Status WaitReadable(int rank, uint64_t clock, absl::Time deadline)
+      ABSL_LOCKS_EXCLUDED(mu_);
 
-  // Wakes every waiter with Unavailable; later waits fail at once.
-  virtual void Shutdown() = 0;
+  // What a pull by `rank` at `clock` waits for now, e.g. "ranks 1, 3 to
+  // push clock 7"; empty when it may proceed.
+  std::string WaitingOn(int rank, uint64_t clock) ABSL_LOCKS_EXCLUDED(mu_);
+
+  std::vector<PolicyWorker> Workers() ABSL_LOCKS_EXCLUDED(mu_);
+
+  // Wakes every waiter with Unavailable; later calls fail at once.
+  void Shutdown() ABSL_LOCKS_EXCLUDED(mu_);
+
+  // For tests: waits up to `timeout` until `rank` has reached `clock` and
+  // its liveness is `live`; false on timeout.
+  bool TEST_AwaitWorker(int rank, uint64_t clock, bool live,
+                        absl::Duration timeout) ABSL_LOCKS_EXCLUDED(mu_);
+
+ protected:
+  UpdatePolicy(int num_workers, ShardStore* store);
+
+  // Hooks for the policies, called with mu_ held.
+  virtual uint64_t JoinClock(int rank) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) = 0;
+  // Whether `rank` may join at `clock`; the base then marks it live there.
+  virtual absl::Status CanJoinAt(int rank, uint64_t clock)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    return absl::OkStatus();
+  }
+  virtual void OnLeave(int rank) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {}
+  // After `rank` joined (it may have been live and expected before).
+  virtual void OnJoin(int rank) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {}
+  virtual absl::Status Accept(int rank, uint64_t clock,
+                              absl::Span<const absl::Span<const float>> grads)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) = 0;
+  virtual bool Readable(int rank, uint64_t clock) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) = 0;
+  virtual std::string Describe(int rank, uint64_t clock) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) = 0;
+
+  // "1, 3" for the live ranks r with pred(r).
+  template <typename Pred>
+  std::string LiveRanks(Pred pred) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+
+  const int num_workers_;
+  ShardStore* const store_;
+
+  absl::Mutex mu_;
+  std::vector<PolicyWorker> workers_ ABSL_GUARDED_BY(mu_);
+  bool shutdown_ ABSL_GUARDED_BY(mu_) = false;
 };
+
+template <typename Pred>
+std::string UpdatePolicy::LiveRanks(Pred pred) const {
+  std::string out;
+  for (int r = 0; r < num_workers_; ++r) {
+    if (workers_[r].live && pred(r)) {
+      if (!out.empty()) out += ", ";
+      out += std::to_string(r);
+    }
+  }
+  return out;
+}
 
 // The policy `config` names, over `store`, which must outlive it.
 std::unique_ptr<UpdatePolicy> MakeUpdatePolicy(const PolicyConfig& config,

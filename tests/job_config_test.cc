@@ -119,6 +119,19 @@ TEST_CASE("each bad job file names file, line and field", "[config]") {
       {"unknown policy",
        absl::StrReplaceAll(good, {{"type: sync", "type: bsp"}}),
        "policy.type", "type: bsp", "unknown policy 'bsp'"},
+      {"ssp without staleness",
+       absl::StrReplaceAll(good, {{"type: sync", "type: ssp"}}),
+       "policy.staleness", "policy:", "missing required field"},
+      {"staleness for sync",
+       absl::StrReplaceAll(good, {{"type: sync", "type: sync\n  staleness: 2"}}),
+       "policy.staleness", "staleness: 2", "only applies to policy.type ssp"},
+      {"lease shorter than two heartbeats",
+       absl::StrReplaceAll(good, {{"lease_seconds: 10", "lease_seconds: 1"},
+                                  {"heartbeat_seconds: 1", "heartbeat_seconds: 0.8"}}),
+       "liveness.heartbeat_seconds", "heartbeat_seconds: 0.8", "at most half"},
+      {"slow rank outside the cluster",
+       good + "testing:\n  slow_rank: 2\n  slow_step_ms: 5\n",
+       "testing.slow_rank", "slow_rank: 2", "must be a rank in [0, 2)"},
       {"unknown key at the top",
        good + "colour: blue\n", "colour", "colour: blue", "unknown key"},
       {"unknown key in a section",
@@ -151,6 +164,38 @@ TEST_CASE("each bad job file names file, line and field", "[config]") {
       CHECK(error.find('\n') == std::string::npos);
     }
   }
+}
+
+TEST_CASE("policies, liveness and testing aids parse", "[config]") {
+  const std::string good = JobYaml(JobOptions{});
+  JobOptions o;
+  o.policy = "ssp";
+  o.staleness = 3;
+  o.lease_seconds = 4;
+  o.heartbeat_seconds = 0.5;
+  o.warn_after_seconds = 2;
+  const std::string yaml =
+      JobYaml(o) + "testing:\n  slow_rank: 1\n  slow_step_ms: 20\n";
+  const std::string path = WriteFile(NewTempDir() + "/job.yaml", yaml);
+  absl::StatusOr<JobConfig> c = LoadJobConfig(path);
+  INFO(c.status().ToString());
+  REQUIRE(c.ok());
+  CHECK(c->policy.type == PolicyType::kSsp);
+  CHECK(c->policy.staleness == 3);
+  CHECK(c->liveness.lease_seconds == 4);
+  CHECK(c->liveness.heartbeat_seconds == 0.5);
+  CHECK(c->liveness.warn_after_seconds == 2);
+  CHECK(c->testing.slow_rank == 1);
+  CHECK(c->testing.slow_step_ms == 20);
+
+  const std::string async = WriteFile(
+      NewTempDir() + "/job.yaml",
+      absl::StrReplaceAll(good, {{"type: sync", "type: async"}}));
+  absl::StatusOr<JobConfig> a = LoadJobConfig(async);
+  REQUIRE(a.ok());
+  CHECK(a->policy.type == PolicyType::kAsync);
+  CHECK(a->liveness.lease_seconds == 10);  // defaults
+  CHECK(a->testing.slow_rank == -1);
 }
 
 TEST_CASE("syntax errors and missing files are clear", "[config]") {

@@ -3,6 +3,7 @@
 #include <catch2/catch.hpp>
 #include <cmath>
 #include <cstring>
+#include <thread>
 
 #include "server/shard.h"
 #include "tests/test_util.h"
@@ -45,7 +46,7 @@ struct Fixture {
     req.set_rank(0);
     req.set_clock(0);
     proto::PullResponse resp;
-    REQUIRE(shard->Pull(req, absl::InfiniteFuture(), &resp).ok());
+    REQUIRE(shard->Pull(req, absl::InfiniteFuture(), nullptr, &resp).ok());
     return resp;
   }
 
@@ -141,7 +142,13 @@ TEST_CASE("register checks job, rank and plan; reports the clock", "[shard]") {
   REQUIRE(f.shard->Push(f.GoodPush(1, 0, 1.0f), &pr).ok());
   req.set_plan_fingerprint(f.shard->plan().fingerprint());
   REQUIRE(f.shard->Register(req, &resp).ok());
-  CHECK(resp.clock() == 1);  // a re-registering worker continues here
+  CHECK(resp.clock() == 1);  // a re-registering worker is proposed this
+  req.set_join(true);
+  req.set_clock(0);  // the round moved past 0
+  CHECK(absl::IsAborted(f.shard->Register(req, &resp)));
+  req.set_clock(1);
+  REQUIRE(f.shard->Register(req, &resp).ok());
+  CHECK(resp.clock() == 1);
 }
 
 TEST_CASE("pulls wait for the version their clock needs", "[shard]") {
@@ -151,11 +158,11 @@ TEST_CASE("pulls wait for the version their clock needs", "[shard]") {
   req.set_rank(0);
   req.set_clock(1);
   proto::PullResponse resp;
-  CHECK(absl::IsDeadlineExceeded(f.shard->Pull(req, absl::InfinitePast(), &resp)));
+  CHECK(absl::IsDeadlineExceeded(f.shard->Pull(req, absl::InfinitePast(), nullptr, &resp)));
   proto::PushResponse pr;
   REQUIRE(f.shard->Push(f.GoodPush(0, 0, 1.0f), &pr).ok());
   REQUIRE(f.shard->Push(f.GoodPush(1, 0, 1.0f), &pr).ok());
-  REQUIRE(f.shard->Pull(req, absl::InfinitePast(), &resp).ok());
+  REQUIRE(f.shard->Pull(req, absl::InfinitePast(), nullptr, &resp).ok());
   CHECK(resp.version() == 1);
   CHECK(resp.chunks_size() ==
         static_cast<int>(f.shard->plan().ChunksOfShard(0).size()));
@@ -201,6 +208,184 @@ TEST_CASE("status reports the shard, its workers and the job's epochs",
   CHECK(e.train_loss() == Approx(2.0));        // (10 + 30) / 20
   CHECK(e.test_accuracy() == Approx(0.9));     // 90 / 100
   CHECK(e.samples_per_second() == Approx(10.0));  // 20 samples / 2 s
+}
+
+}  // namespace
+}  // namespace paramd
+
+namespace paramd {
+namespace {
+
+// Leases on a fake clock: no test here sleeps.
+struct LeaseFixture {
+  explicit LeaseFixture(const std::string& policy) {
+    JobOptions o;
+    o.servers = {"127.0.0.1:0"};
+    o.layers = "[784, 8, 10]";
+    o.policy = policy;
+    o.staleness = 1;
+    o.lease_seconds = 4;
+    o.warn_after_seconds = 2;
+    config = testing::MakeJob(o, testing::NewTempDir());
+    shard = *Shard::Create(config, 0, &clock);
+  }
+
+  // Both phases, as a worker does.
+  void Register(uint32_t rank, uint64_t expect_clock) {
+    proto::RegisterRequest req;
+    req.set_job_id(config.job_id);
+    req.set_rank(rank);
+    req.set_plan_fingerprint(shard->plan().fingerprint());
+    req.set_incarnation(++incarnation);
+    proto::RegisterResponse resp;
+    REQUIRE(shard->Register(req, &resp).ok());
+    CHECK(resp.clock() == expect_clock);
+    req.set_join(true);
+    req.set_clock(resp.clock());
+    REQUIRE(shard->Register(req, &resp).ok());
+    CHECK(resp.clock() == expect_clock);
+  }
+
+  void Heartbeat(uint32_t rank, bool finished = false) {
+    proto::HeartbeatRequest req;
+    req.set_job_id(config.job_id);
+    req.set_rank(rank);
+    req.set_finished(finished);
+    proto::HeartbeatResponse resp;
+    REQUIRE(shard->Heartbeat(req, &resp).ok());
+  }
+
+  absl::Status Push(uint32_t rank, uint64_t clock) {
+    proto::PushRequest r;
+    r.set_job_id(config.job_id);
+    r.set_rank(rank);
+    r.set_clock(clock);
+    r.set_loss(0.25f);
+    for (int global : shard->plan().ChunksOfShard(0)) {
+      const ChunkSpec& c = shard->plan().chunks()[global];
+      proto::TensorChunk* chunk = r.add_chunks();
+      chunk->set_tensor_id(c.tensor_id);
+      chunk->set_chunk_index(c.chunk_index);
+      chunk->set_dtype(proto::DTYPE_FLOAT32);
+      chunk->mutable_data()->assign(c.length * sizeof(float), '\0');
+    }
+    proto::PushResponse resp;
+    return shard->Push(r, &resp);
+  }
+
+  absl::Status TryPull(uint32_t rank, uint64_t clock) {
+    proto::PullRequest req;
+    req.set_job_id(config.job_id);
+    req.set_rank(rank);
+    req.set_clock(clock);
+    proto::PullResponse resp;
+    return shard->Pull(req, absl::InfinitePast(), nullptr, &resp);
+  }
+
+  proto::ShardStatus Status() {
+    proto::ShardStatus st;
+    shard->GetStatus(&st);
+    return st;
+  }
+
+  FakeClock clock;
+  JobConfig config;
+  std::unique_ptr<Shard> shard;
+  uint64_t incarnation = 0;
+};
+
+TEST_CASE("a silent worker is dropped after its lease and sync goes on",
+          "[shard][liveness]") {
+  LeaseFixture f("sync");
+  f.Register(0, 0);
+  f.Register(1, 0);
+  REQUIRE(f.Push(0, 0).ok());
+  CHECK(absl::IsDeadlineExceeded(f.TryPull(0, 1)));
+  f.clock.Advance(absl::Seconds(3));
+  f.Heartbeat(0);
+  f.shard->Tick();
+  CHECK(f.Status().workers(1).state() == "live");  // 3 s < 4 s lease
+  f.clock.Advance(absl::Seconds(2));
+  f.shard->Tick();  // rank 1: 5 s silent
+  proto::ShardStatus st = f.Status();
+  CHECK(st.workers(0).state() == "live");
+  CHECK(st.workers(1).state() == "dead");
+  CHECK(st.workers(0).last_loss() == Approx(0.25f));
+  CHECK(st.version() == 1);          // the round completed without rank 1
+  CHECK(f.TryPull(0, 1).ok());
+  CHECK(absl::IsAborted(f.Push(1, 0)));  // "register again"
+  // It registers again and rejoins at the current round.
+  f.Register(1, 1);
+  st = f.Status();
+  CHECK(st.workers(1).state() == "live");
+  CHECK(st.workers(1).registrations() == 2);
+  REQUIRE(f.Push(1, 1).ok());
+  REQUIRE(f.Push(0, 1).ok());
+  CHECK(f.Status().version() == 2);
+}
+
+TEST_CASE("a worker that never registers is dropped a lease after the job "
+          "starts",
+          "[shard][liveness]") {
+  LeaseFixture f("ssp");
+  f.clock.Advance(absl::Seconds(60));  // before the job: no lease runs
+  f.shard->Tick();
+  CHECK(f.Status().workers(1).state() == "waiting");
+  f.Register(0, 0);
+  REQUIRE(f.Push(0, 0).ok());
+  REQUIRE(f.Push(0, 1).ok());
+  CHECK(absl::IsDeadlineExceeded(f.TryPull(0, 2)));  // 2 ahead of rank 1
+  f.clock.Advance(absl::Seconds(4.5));
+  f.Heartbeat(0);
+  f.shard->Tick();
+  CHECK(f.Status().workers(1).state() == "dead");
+  CHECK(f.TryPull(0, 2).ok());
+}
+
+TEST_CASE("a finished worker leaves without waiting for its lease",
+          "[shard][liveness]") {
+  LeaseFixture f("ssp");
+  f.Register(0, 0);
+  f.Register(1, 0);
+  REQUIRE(f.Push(0, 0).ok());
+  REQUIRE(f.Push(0, 1).ok());
+  CHECK(absl::IsDeadlineExceeded(f.TryPull(0, 2)));
+  f.Heartbeat(1, /*finished=*/true);
+  CHECK(f.Status().workers(1).state() == "finished");
+  CHECK(f.TryPull(0, 2).ok());
+}
+
+TEST_CASE("a long pull is shown in status with what it waits on",
+          "[shard][diagnostics]") {
+  LeaseFixture f("sync");
+  f.Register(0, 0);
+  f.Register(1, 0);
+  REQUIRE(f.Push(0, 0).ok());
+  std::thread pull([&] {
+    proto::PullRequest req;
+    req.set_job_id(f.config.job_id);
+    req.set_rank(0);
+    req.set_clock(1);
+    proto::PullResponse resp;
+    CHECK(f.shard->Pull(req, absl::InfiniteFuture(), nullptr, &resp).ok());
+  });
+  REQUIRE(f.shard->TEST_AwaitWaitingPulls(1, absl::Seconds(30)));
+  f.clock.Advance(absl::Seconds(3));  // past warn_after_seconds (2)
+  f.shard->Tick();                    // logs it once
+  proto::ShardStatus st = f.Status();
+  REQUIRE(st.waiting_size() == 1);
+  CHECK(st.waiting(0).rank() == 0);
+  CHECK(st.waiting(0).clock() == 1);
+  CHECK(st.waiting(0).waited_seconds() == Approx(3.0));
+  CHECK(st.waiting(0).waiting_on() ==
+        "version 1: round 0 waits for rank(s) 1 to push clock 0");
+  REQUIRE(f.Push(1, 0).ok());
+  pull.join();
+  CHECK(f.shard->TEST_AwaitWaitingPulls(0, absl::Seconds(30)));
+  st = f.Status();
+  CHECK(st.waiting_size() == 0);
+  CHECK(st.pull_wait_p99_ms() == Approx(3000.0));
+  CHECK(st.pushes_per_second() == Approx(2 / 5.0));
 }
 
 }  // namespace

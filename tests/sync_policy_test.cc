@@ -7,6 +7,7 @@
 
 #include "common/partitioner.h"
 #include "server/sync_policy.h"
+#include "server/optimizer.h"
 
 namespace paramd {
 namespace {
@@ -108,7 +109,7 @@ TEST_CASE("workers move in lock-step over many rounds", "[policy][sync]") {
   }
   const std::vector<float> p = f.Params();
   for (size_t i = 0; i < p.size(); ++i) CHECK(p[i] == Approx(expected[i]));
-  CHECK(f.policy->OnRegister(0) == 5);
+  CHECK(f.policy->ProposeClock(0) == 5);
 }
 
 TEST_CASE("duplicate, stale and future pushes are refused and change nothing",
@@ -148,7 +149,8 @@ TEST_CASE("the deadline error says what the pull waits for", "[policy][sync]") {
   REQUIRE(f.Push(0, 0, 1.0f).ok());
   absl::Status s = f.TryRead(1);
   REQUIRE(absl::IsDeadlineExceeded(s));
-  CHECK(std::string(s.message()).find("2 more worker(s) to push clock 0") !=
+  CHECK(std::string(s.message()).find(
+            "round 0 waits for rank(s) 1, 2 to push clock 0") !=
         std::string::npos);
 }
 

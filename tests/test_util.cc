@@ -59,7 +59,11 @@ std::string JobYaml(const JobOptions& o) {
       "\n  shuffle: ", o.shuffle ? "true" : "false", "\n",
       "optimizer:\n  type: sgd\n  learning_rate: ", o.learning_rate,
       "\n  momentum: ", o.momentum, "\n",
-      "policy:\n  type: sync\n",
+      "policy:\n  type: ", o.policy, "\n",
+      o.policy == "ssp" ? absl::StrCat("  staleness: ", o.staleness, "\n") : "",
+      "liveness:\n  lease_seconds: ", o.lease_seconds,
+      "\n  heartbeat_seconds: ", o.heartbeat_seconds,
+      "\n  warn_after_seconds: ", o.warn_after_seconds, "\n",
       "partition:\n  chunk_bytes: ", o.chunk_bytes, "\n");
 }
 
@@ -72,9 +76,9 @@ JobConfig MakeJob(const JobOptions& options, const std::string& dir) {
   return *config;
 }
 
-LocalCluster::LocalCluster(const JobConfig& config) {
+LocalCluster::LocalCluster(const JobConfig& config, Clock* clock) {
   for (int k = 0; k < config.num_shards(); ++k) {
-    auto server = ParameterServer::Create(config, k);
+    auto server = ParameterServer::Create(config, k, clock);
     INFO(server.status().ToString());
     REQUIRE(server.ok());
     absl::StatusOr<int> port = (*server)->Start("127.0.0.1:0");

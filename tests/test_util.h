@@ -39,6 +39,11 @@ struct JobOptions {
   double momentum = 0.9;
   int64_t chunk_bytes = 16384;
   uint64_t seed = 7;
+  std::string policy = "sync";  // or "async", "ssp"
+  int staleness = 2;            // ssp only
+  double lease_seconds = 10;
+  double heartbeat_seconds = 1;
+  double warn_after_seconds = 30;
 };
 
 // The YAML text of a job on real Fashion-MNIST with these options.
@@ -50,7 +55,8 @@ JobConfig MakeJob(const JobOptions& options, const std::string& dir);
 // Every shard of `config` served in this process on 127.0.0.1:0.
 class LocalCluster {
  public:
-  explicit LocalCluster(const JobConfig& config);
+  // `clock` as for Shard::Create.
+  explicit LocalCluster(const JobConfig& config, Clock* clock = nullptr);
   ~LocalCluster();
   std::vector<std::string> addresses() const { return addresses_; }
   ParameterServer& server(int shard) { return *servers_[shard]; }

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstring>
 #include <functional>
+#include <random>
 
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/blocking_counter.h"
@@ -53,7 +54,9 @@ ParameterClient::ParameterClient(const JobConfig& config,
       plan_(plan),
       layout_(layout),
       rank_(rank),
-      options_(options) {
+      options_(options),
+      incarnation_((uint64_t{std::random_device{}()} << 32) ^
+                   static_cast<uint64_t>(absl::ToUnixNanos(absl::Now()))) {
   for (int s = 0; s < static_cast<int>(addresses.size()); ++s) {
     grpc::ChannelArguments args;
     const int64_t bytes = plan_->BytesOnShard(s);
@@ -81,7 +84,8 @@ ParameterClient::ParameterClient(const JobConfig& config,
   }
 }
 
-absl::StatusOr<uint64_t> ParameterClient::Register() {
+absl::StatusOr<uint64_t> ParameterClient::RegisterPhase(bool join,
+                                                        uint64_t clock) {
   const int n = static_cast<int>(shards_.size());
   std::vector<grpc::ClientContext> contexts(n);
   std::vector<proto::RegisterRequest> requests(n);
@@ -92,13 +96,30 @@ absl::StatusOr<uint64_t> ParameterClient::Register() {
     requests[i].set_job_id(config_.job_id);
     requests[i].set_rank(rank_);
     requests[i].set_plan_fingerprint(plan_->fingerprint());
+    requests[i].set_join(join);
+    requests[i].set_clock(clock);
+    requests[i].set_incarnation(incarnation_);
     shards_[i].stub->async()->Register(&contexts[i], &requests[i],
                                        &responses[i], std::move(done));
   });
   if (!s.ok()) return s;
-  uint64_t clock = UINT64_MAX;
-  for (const auto& r : responses) clock = std::min<uint64_t>(clock, r.clock());
-  return clock;
+  uint64_t largest = 0;
+  for (const auto& r : responses) largest = std::max<uint64_t>(largest, r.clock());
+  return largest;
+}
+
+absl::StatusOr<uint64_t> ParameterClient::Register() {
+  // Each shard may move on between the phases; a few tries always settle.
+  constexpr int kAttempts = 20;
+  absl::Status last;
+  for (int attempt = 0; attempt < kAttempts; ++attempt) {
+    absl::StatusOr<uint64_t> proposed = RegisterPhase(false, 0);
+    if (!proposed.ok()) return proposed.status();
+    absl::StatusOr<uint64_t> joined = RegisterPhase(true, *proposed);
+    if (joined.ok() || !absl::IsAborted(joined.status())) return joined;
+    last = joined.status();
+  }
+  return last;
 }
 
 absl::StatusOr<uint64_t> ParameterClient::Pull(uint64_t clock,
@@ -223,6 +244,29 @@ absl::StatusOr<uint64_t> ParameterClient::PushPull(
     }
   }
   return JoinPull(pull_responses, params);
+}
+
+void ParameterClient::set_loss(float loss) {
+  for (ShardConn& conn : shards_) conn.push.set_loss(loss);
+}
+
+void ParameterClient::Heartbeat(uint64_t clock, bool finished,
+                                absl::Duration timeout) {
+  const int n = static_cast<int>(shards_.size());
+  std::vector<grpc::ClientContext> contexts(n);
+  std::vector<proto::HeartbeatRequest> requests(n);
+  std::vector<proto::HeartbeatResponse> responses(n);
+  // Best effort: a shard that does not answer in time is retried by the
+  // next heartbeat, and its lease tells the rest.
+  (void)ForAllShards(n, "Heartbeat", [&](int i, auto done) {
+    contexts[i].set_deadline(DeadlineIn(timeout));
+    requests[i].set_job_id(config_.job_id);
+    requests[i].set_rank(rank_);
+    requests[i].set_clock(clock);
+    requests[i].set_finished(finished);
+    shards_[i].stub->async()->Heartbeat(&contexts[i], &requests[i],
+                                        &responses[i], std::move(done));
+  });
 }
 
 absl::Status ParameterClient::ReportEpoch(

@@ -38,8 +38,8 @@ class ParameterClient {
                   const FlatLayout* layout, int rank,
                   std::vector<std::string> addresses, ClientOptions options);
 
-  // Registers with every shard; returns the clock to continue from (the
-  // smallest any shard reports).
+  // Registers with every shard, two-phase (see RegisterRequest), so that
+  // all shards agree; returns the clock to continue from.
   absl::StatusOr<uint64_t> Register();
 
   // Fills `params` (flat) with every shard's chunks for a worker at
@@ -48,6 +48,13 @@ class ParameterClient {
 
   // Sends `grads` (flat) computed at `clock` to every shard.
   absl::Status Push(uint64_t clock, absl::Span<const float> grads);
+
+  // Sends a heartbeat to every shard (best effort, bounded by `timeout`);
+  // `finished` tells the shards this rank is done.
+  void Heartbeat(uint64_t clock, bool finished, absl::Duration timeout);
+
+  // Sets the loss the next pushes report.
+  void set_loss(float loss);
 
   // Push(clock, grads) and Pull(clock + 1, params) at once on every shard:
   // each pull waits on its server for the version the push helps complete,
@@ -61,6 +68,8 @@ class ParameterClient {
   absl::Status ReportEpoch(const proto::ReportEpochRequest& report);
 
  private:
+  // One phase of Register on every shard; returns the largest clock.
+  absl::StatusOr<uint64_t> RegisterPhase(bool join, uint64_t clock);
   // Copies `grads` into every shard's reusable push request.
   void FillPush(uint64_t clock, absl::Span<const float> grads);
   // Copies every shard's pulled chunks into `params`; returns the version
@@ -81,6 +90,7 @@ class ParameterClient {
   const FlatLayout* layout_;
   const int rank_;
   const ClientOptions options_;
+  const uint64_t incarnation_;  // Random, for this process.
   std::vector<ShardConn> shards_;
 };
 

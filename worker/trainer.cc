@@ -1,5 +1,8 @@
 #include "worker/trainer.h"
 
+#include <chrono>
+#include <thread>
+
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "spdlog/spdlog.h"
@@ -96,51 +99,116 @@ absl::Status Trainer::Run() {
   client_ = std::make_unique<ParameterClient>(config_, &plan_, &layout_, rank_,
                                               options_.servers,
                                               options_.client);
-  absl::StatusOr<uint64_t> start = client_->Register();
+  std::thread heartbeats([this] { HeartbeatLoop(); });
+  absl::Status result = Train();
+  uint64_t clock;
+  {
+    absl::MutexLock lock(&mu_);
+    stopping_ = true;
+    clock = clock_;
+  }
+  heartbeats.join();
+  if (result.ok()) {
+    client_->Heartbeat(clock, /*finished=*/true, absl::Seconds(5));
+  }
+  return result;
+}
+
+void Trainer::HeartbeatLoop() {
+  const absl::Duration every = absl::Seconds(config_.liveness.heartbeat_seconds);
+  absl::MutexLock lock(&mu_);
+  while (!stopping_) {
+    mu_.AwaitWithTimeout(absl::Condition(&stopping_), every);
+    if (stopping_) break;
+    const uint64_t clock = clock_;
+    mu_.Unlock();
+    client_->Heartbeat(clock, /*finished=*/false, every);
+    mu_.Lock();
+  }
+}
+
+absl::StatusOr<uint64_t> Trainer::Join() {
+  absl::StatusOr<uint64_t> clock = client_->Register();
+  if (!clock.ok()) return clock.status();
+  pulled_clock_ = -1;
+  absl::MutexLock lock(&mu_);
+  clock_ = *clock;
+  return clock;
+}
+
+absl::Status Trainer::Train() {
+  absl::StatusOr<uint64_t> start = Join();
   if (!start.ok()) return start.status();
   uint64_t clock = *start;
   const int64_t steps = shard_->steps_per_epoch();
+  const uint64_t total = static_cast<uint64_t>(steps) * config_.training.epochs;
+  const bool slow = rank_ == config_.testing.slow_rank &&
+                    config_.testing.slow_step_ms > 0;
   spdlog::info(
       "rank {}: {} training samples, {} steps per epoch of batch {}, {} test "
-      "samples; compute on {}; starting at clock {}",
+      "samples; compute on {}; starting at clock {}{}",
       rank_, shard_->size(), steps, config_.training.batch_size,
-      test_y_.size(), model_->Describe(), clock);
+      test_y_.size(), model_->Describe(), clock,
+      slow ? absl::StrCat("; slowed by ", config_.testing.slow_step_ms,
+                          " ms per step (testing.slow_rank)")
+           : "");
 
   std::vector<float> x(static_cast<size_t>(shard_->max_batch()) * train_.dim);
   std::vector<int32_t> y(shard_->max_batch());
   int64_t done_steps = 0;
-  for (int epoch = static_cast<int>(clock / steps);
-       epoch < config_.training.epochs; ++epoch) {
-    shard_->StartEpoch(config_.seed, epoch, config_.training.shuffle);
-    const absl::Time t0 = absl::Now();
-    double loss_sum = 0;
-    int64_t samples = 0;
-    for (int64_t step = static_cast<int64_t>(clock % steps); step < steps;
-         ++step) {
-      if (options_.max_steps >= 0 && done_steps >= options_.max_steps) {
-        return PullAt(clock);
-      }
-      if (absl::Status s = PullAt(clock); !s.ok()) return s;
-      const int n = shard_->Batch(step, x.data(), y.data());
-      absl::StatusOr<double> loss = model_->ComputeGradients(
-          params_, x.data(), y.data(), n, absl::MakeSpan(grads_));
-      if (!loss.ok()) return loss.status();
-      // Push this step's gradient and fetch the next version in one go.
-      absl::StatusOr<uint64_t> version =
-          client_->PushPull(clock, grads_, absl::MakeSpan(params_));
-      if (!version.ok()) return version.status();
-      if (options_.on_step) options_.on_step(clock, *loss);
-      ++clock;
-      pulled_clock_ = static_cast<int64_t>(clock);
-      if (options_.on_pull) options_.on_pull(*version, params_);
-      ++done_steps;
-      loss_sum += *loss * n;
-      samples += n;
+  int epoch = -1;  // The epoch whose order the shard holds.
+  absl::Time epoch_start;
+  double loss_sum = 0;
+  int64_t samples = 0;
+  while (clock < total) {
+    if (options_.max_steps >= 0 && done_steps >= options_.max_steps) break;
+    const int64_t step = static_cast<int64_t>(clock % steps);
+    if (epoch != static_cast<int>(clock / steps)) {
+      epoch = static_cast<int>(clock / steps);
+      shard_->StartEpoch(config_.seed, epoch, config_.training.shuffle);
+      epoch_start = absl::Now();
+      loss_sum = 0;
+      samples = 0;
     }
-    const double seconds = absl::ToDoubleSeconds(absl::Now() - t0);
-    if (absl::Status s = EndEpoch(epoch + 1, loss_sum, samples, seconds);
-        !s.ok()) {
-      return s;
+    if (absl::Status s = PullAt(clock); !s.ok()) return s;
+    const int n = shard_->Batch(step, x.data(), y.data());
+    absl::StatusOr<double> loss = model_->ComputeGradients(
+        params_, x.data(), y.data(), n, absl::MakeSpan(grads_));
+    if (!loss.ok()) return loss.status();
+    if (slow) {
+      std::this_thread::sleep_for(
+          std::chrono::milliseconds(config_.testing.slow_step_ms));
+    }
+    // Push this step's gradient and fetch the next version in one go.
+    client_->set_loss(static_cast<float>(*loss));
+    absl::StatusOr<uint64_t> version =
+        client_->PushPull(clock, grads_, absl::MakeSpan(params_));
+    if (absl::IsAborted(version.status())) {
+      spdlog::warn("rank {}: {}; registering again", rank_,
+                   std::string(version.status().message()));
+      absl::StatusOr<uint64_t> rejoined = Join();
+      if (!rejoined.ok()) return rejoined.status();
+      clock = *rejoined;
+      continue;
+    }
+    if (!version.ok()) return version.status();
+    if (options_.on_step) options_.on_step(clock, *loss);
+    ++clock;
+    ++done_steps;
+    {
+      absl::MutexLock lock(&mu_);
+      clock_ = clock;
+    }
+    pulled_clock_ = static_cast<int64_t>(clock);
+    if (options_.on_pull) options_.on_pull(*version, params_);
+    loss_sum += *loss * n;
+    samples += n;
+    if (clock % steps == 0) {
+      const double seconds = absl::ToDoubleSeconds(absl::Now() - epoch_start);
+      if (absl::Status s = EndEpoch(epoch + 1, loss_sum, samples, seconds);
+          !s.ok()) {
+        return s;
+      }
     }
   }
   return PullAt(clock);
@@ -148,9 +216,8 @@ absl::Status Trainer::Run() {
 
 absl::Status Trainer::EndEpoch(int epoch, double loss_sum, int64_t samples,
                                double seconds) {
-  // Evaluate the parameters every worker's last push of the epoch made.
-  const uint64_t clock = static_cast<uint64_t>(epoch) * shard_->steps_per_epoch();
-  if (absl::Status s = PullAt(clock); !s.ok()) return s;
+  // Evaluate the parameters pulled after the epoch's last push (under sync:
+  // the ones every worker's last push of the epoch made).
   absl::StatusOr<int64_t> correct =
       model_->CountCorrect(params_, test_x_.data(), test_y_.data(),
                            static_cast<int>(test_y_.size()));

@@ -1,9 +1,12 @@
 // Trainer: one worker's training loop — register, then per step pull →
 // compute → push → tick the clock; at each epoch end evaluate this rank's
-// share of the test set and report the epoch to shard 0.
+// share of the test set and report the epoch to shard 0. A background
+// thread sends heartbeats; at the end the worker tells the shards it
+// finished.
 //
 // The worker keeps no state that must survive: a restarted worker
-// registers again and continues from the clock the servers give it.
+// registers again and continues from the clock the servers give it, and a
+// worker the servers dropped (its push answered Aborted) does the same.
 #ifndef PARAMD_WORKER_TRAINER_H_
 #define PARAMD_WORKER_TRAINER_H_
 
@@ -13,6 +16,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
 #include "common/job_config.h"
 #include "common/model_spec.h"
 #include "common/partitioner.h"
@@ -51,6 +55,10 @@ class Trainer {
           ModelSpec spec, PartitionPlan plan, Dataset train, Dataset test);
 
   absl::Status PullAt(uint64_t clock);
+  absl::Status Train();
+  // Registers (again) and returns the clock to continue from.
+  absl::StatusOr<uint64_t> Join();
+  void HeartbeatLoop();
   absl::Status EndEpoch(int epoch, double loss_sum, int64_t samples,
                         double seconds);
 
@@ -72,6 +80,11 @@ class Trainer {
   std::vector<float> params_;
   std::vector<float> grads_;
   int64_t pulled_clock_ = -1;  // Clock whose parameters params_ holds.
+
+  // The heartbeat thread's state.
+  absl::Mutex mu_;
+  uint64_t clock_ ABSL_GUARDED_BY(mu_) = 0;
+  bool stopping_ ABSL_GUARDED_BY(mu_) = false;
 };
 
 }  // namespace paramd

@@ -1,18 +1,8 @@
 #include "server/rpc/grpc_services.h"
 
-#include <algorithm>
-#include <chrono>
-
-#include "absl/time/clock.h"
 #include "common/grpc_status.h"
 
 namespace paramd {
-namespace {
-
-// A blocked pull re-checks whether its caller went away this often.
-constexpr absl::Duration kCancelCheck = absl::Milliseconds(200);
-
-}  // namespace
 
 grpc::Status GrpcParameterService::Register(
     grpc::ServerContext*, const proto::RegisterRequest* request,
@@ -29,16 +19,10 @@ grpc::Status GrpcParameterService::Push(grpc::ServerContext*,
 grpc::Status GrpcParameterService::Pull(grpc::ServerContext* context,
                                         const proto::PullRequest* request,
                                         proto::PullResponse* response) {
-  const absl::Time deadline = absl::FromChrono(context->deadline());
-  while (true) {
-    // Wait in slices so that a caller who gave up frees this thread.
-    const absl::Time slice = std::min(deadline, absl::Now() + kCancelCheck);
-    absl::Status s = shard_->Pull(*request, slice, response);
-    if (!absl::IsDeadlineExceeded(s)) return ToGrpcStatus(s);
-    if (context->IsCancelled() || absl::Now() >= deadline) {
-      return ToGrpcStatus(s);
-    }
-  }
+  return ToGrpcStatus(shard_->Pull(*request,
+                                   absl::FromChrono(context->deadline()),
+                                   [context] { return context->IsCancelled(); },
+                                   response));
 }
 
 grpc::Status GrpcParameterService::Heartbeat(

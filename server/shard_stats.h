@@ -1,0 +1,39 @@
+// Small running statistics for a shard's status: pull-wait percentiles
+// over recent pulls, and pushes per second over a recent window.
+// Thread-safe.
+#ifndef PARAMD_SERVER_SHARD_STATS_H_
+#define PARAMD_SERVER_SHARD_STATS_H_
+
+#include <deque>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+
+namespace paramd {
+
+class ShardStats {
+ public:
+  // How many recent pull waits the percentiles cover, and the window of
+  // the push rate.
+  static constexpr size_t kWaitSamples = 4096;
+  static constexpr absl::Duration kRateWindow = absl::Seconds(5);
+
+  void RecordPullWait(absl::Duration wait);
+  void RecordPush(absl::Time now);
+
+  // The p-th percentile (0..100) of recent pull waits, in ms; 0 if none.
+  double PullWaitMs(double p) const;
+  double PushesPerSecond(absl::Time now) const;
+
+ private:
+  mutable absl::Mutex mu_;
+  std::vector<double> waits_ms_ ABSL_GUARDED_BY(mu_);  // ring buffer
+  size_t next_ ABSL_GUARDED_BY(mu_) = 0;
+  std::deque<absl::Time> pushes_ ABSL_GUARDED_BY(mu_);
+};
+
+}  // namespace paramd
+
+#endif  // PARAMD_SERVER_SHARD_STATS_H_

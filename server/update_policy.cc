@@ -1,0 +1,107 @@
+#include "server/update_policy.h"
+
+#include "absl/strings/str_cat.h"
+#include "server/staleness_policy.h"
+#include "server/sync_policy.h"
+
+namespace paramd {
+
+UpdatePolicy::UpdatePolicy(int num_workers, ShardStore* store)
+    : num_workers_(num_workers), store_(store), workers_(num_workers) {}
+
+uint64_t UpdatePolicy::ProposeClock(int rank) {
+  absl::MutexLock lock(&mu_);
+  return JoinClock(rank);
+}
+
+absl::Status UpdatePolicy::Join(int rank, uint64_t clock) {
+  absl::MutexLock lock(&mu_);
+  if (absl::Status s = CanJoinAt(rank, clock); !s.ok()) return s;
+  workers_[rank].live = true;
+  workers_[rank].clock = clock;
+  OnJoin(rank);
+  return absl::OkStatus();
+}
+
+void UpdatePolicy::Leave(int rank) {
+  absl::MutexLock lock(&mu_);
+  if (!workers_[rank].live) return;
+  workers_[rank].live = false;
+  OnLeave(rank);
+}
+
+absl::Status UpdatePolicy::Push(
+    int rank, uint64_t clock,
+    absl::Span<const absl::Span<const float>> grads) {
+  absl::MutexLock lock(&mu_);
+  if (shutdown_) return absl::UnavailableError("the shard is shutting down");
+  if (rank < 0 || rank >= num_workers_) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "Push: rank ", rank, " is outside [0, ", num_workers_, ")"));
+  }
+  if (!workers_[rank].live) {
+    return absl::AbortedError(absl::StrCat(
+        "Push: rank ", rank,
+        " was dropped from the live set (lease expired or finished); "
+        "register again"));
+  }
+  return Accept(rank, clock, grads);
+}
+
+absl::Status UpdatePolicy::WaitReadable(int rank, uint64_t clock,
+                                        absl::Time deadline) {
+  absl::MutexLock lock(&mu_);
+  auto ready = [this, rank, clock]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    return shutdown_ || Readable(rank, clock);
+  };
+  mu_.AwaitWithDeadline(absl::Condition(&ready), deadline);
+  if (shutdown_) return absl::UnavailableError("the shard is shutting down");
+  if (!Readable(rank, clock)) {
+    return absl::DeadlineExceededError(
+        absl::StrCat("Pull: rank ", rank, " at clock ", clock, " waits for ",
+                     Describe(rank, clock)));
+  }
+  return absl::OkStatus();
+}
+
+std::string UpdatePolicy::WaitingOn(int rank, uint64_t clock) {
+  absl::MutexLock lock(&mu_);
+  return Readable(rank, clock) ? "" : Describe(rank, clock);
+}
+
+std::vector<PolicyWorker> UpdatePolicy::Workers() {
+  absl::MutexLock lock(&mu_);
+  return workers_;
+}
+
+bool UpdatePolicy::TEST_AwaitWorker(int rank, uint64_t clock, bool live,
+                                    absl::Duration timeout) {
+  absl::MutexLock lock(&mu_);
+  auto reached = [this, rank, clock, live]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    return workers_[rank].clock >= clock && workers_[rank].live == live;
+  };
+  return mu_.AwaitWithTimeout(absl::Condition(&reached), timeout);
+}
+
+void UpdatePolicy::Shutdown() {
+  absl::MutexLock lock(&mu_);
+  shutdown_ = true;
+}
+
+std::unique_ptr<UpdatePolicy> MakeUpdatePolicy(const PolicyConfig& config,
+                                               int num_workers,
+                                               ShardStore* store) {
+  switch (config.type) {
+    case PolicyType::kSync:
+      return std::make_unique<SyncPolicy>(num_workers, store);
+    case PolicyType::kAsync:
+      return std::make_unique<StalenessPolicy>(num_workers, store,
+                                               StalenessPolicy::kUnbounded);
+    case PolicyType::kSsp:
+      return std::make_unique<StalenessPolicy>(num_workers, store,
+                                               config.staleness);
+  }
+  return nullptr;
+}
+
+}  // namespace paramd

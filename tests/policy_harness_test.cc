@@ -1,0 +1,233 @@
+// Every policy under one deterministic harness, without sockets: scripted
+// interleavings of pushes, pulls, leaves and joins of several workers, and
+// for each pull exactly whether it may proceed.
+#include <catch2/catch.hpp>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "common/partitioner.h"
+#include "server/optimizer.h"
+#include "server/update_policy.h"
+
+namespace paramd {
+namespace {
+
+// One shard over a 4-element tensor, plain SGD with lr 1, so each applied
+// gradient of ones subtracts exactly 1 (or the mean, under sync).
+class Harness {
+ public:
+  Harness(PolicyType type, int workers, int staleness) : clocks_(workers, 0) {
+    spec_.tensors.push_back({"w", {4}, 4, 0.5f});
+    spec_.total_elements = 4;
+    plan_ = std::make_unique<PartitionPlan>(*PartitionPlan::Build(spec_, 16, 1));
+    store_ = std::make_unique<ShardStore>(
+        spec_, *plan_, 0, 1,
+        std::make_unique<SgdOptimizer>(1.0f, 0.0f, 0.0f, false));
+    PolicyConfig config;
+    config.type = type;
+    config.staleness = staleness;
+    policy_ = MakeUpdatePolicy(config, workers, store_.get());
+  }
+
+  // Runs a script of space-separated steps and checks each expectation:
+  //   pR    rank R pushes its next clock (a gradient of ones); must succeed
+  //   pR*K  ... a gradient whose every element is K
+  //   pR!   ... must be refused as Aborted (dropped from the live set)
+  //   rR    a pull of rank R at its clock may proceed
+  //   wR    ... must wait
+  //   lR    rank R leaves the live set (lease expired)
+  //   jR=C  rank R is proposed clock C and joins there
+  //   JR=C  rank R's join at clock C is refused (Aborted)
+  //   vN    the store is at version N
+  void Run(const std::string& script) {
+    const std::vector<std::string> steps =
+        absl::StrSplit(script, ' ', absl::SkipEmpty());
+    for (const std::string& step : steps) {
+      INFO("step '" << step << "' of: " << script);
+      const char op = step[0];
+      const int rank = step[1] - '0';
+      switch (op) {
+        case 'p': {
+          const size_t star = step.find('*');
+          const float value =
+              star == std::string::npos ? 1.0f : std::stof(step.substr(star + 1));
+          const std::vector<float> g(4, value);
+          const absl::Span<const float> grads[] = {g};
+          absl::Status s = policy_->Push(rank, clocks_[rank], grads);
+          if (step.back() == '!') {
+            CHECK(absl::IsAborted(s));
+          } else {
+            INFO(s.ToString());
+            REQUIRE(s.ok());
+            ++clocks_[rank];
+          }
+          break;
+        }
+        case 'r':
+        case 'w': {
+          absl::Status s = policy_->WaitReadable(rank, clocks_[rank],
+                                                 absl::InfinitePast());
+          const std::string why = policy_->WaitingOn(rank, clocks_[rank]);
+          INFO("rank " << rank << " at clock " << clocks_[rank] << ": "
+                       << s.ToString() << " / waiting on: " << why);
+          if (op == 'r') {
+            CHECK(s.ok());
+            CHECK(why.empty());
+          } else {
+            CHECK(absl::IsDeadlineExceeded(s));
+            CHECK_FALSE(why.empty());
+          }
+          break;
+        }
+        case 'l':
+          policy_->Leave(rank);
+          break;
+        case 'j': {
+          const uint64_t expected = std::stoull(step.substr(3));
+          CHECK(policy_->ProposeClock(rank) == expected);
+          REQUIRE(policy_->Join(rank, expected).ok());
+          clocks_[rank] = expected;
+          break;
+        }
+        case 'J':
+          CHECK(absl::IsAborted(policy_->Join(rank, std::stoull(step.substr(3)))));
+          break;
+        case 'v':
+          CHECK(store_->version() == std::stoull(step.substr(1)));
+          break;
+        default:
+          FAIL("bad script step " << step);
+      }
+    }
+  }
+
+  UpdatePolicy& policy() { return *policy_; }
+  float value() {
+    float v = 0;
+    store_->Read([&](uint64_t, absl::Span<const std::vector<float>> c) { v = c[0][0]; });
+    return v;
+  }
+
+ private:
+  ModelSpec spec_;
+  std::unique_ptr<PartitionPlan> plan_;
+  std::unique_ptr<ShardStore> store_;
+  std::unique_ptr<UpdatePolicy> policy_;
+  std::vector<uint64_t> clocks_;
+};
+
+TEST_CASE("sync is lock-step", "[policy][sync]") {
+  Harness h(PolicyType::kSync, 3, 0);
+  CHECK(std::string(h.policy().name()) == "sync");
+  h.Run("r0 r1 r2 p0 w0 p1 w0 w1 v0 p2 r0 r1 r2 v1");
+  // Rank 0 races ahead by one; its next pull waits for the others again.
+  h.Run("p0 w0 p2 w0 p1 r0 v2");
+}
+
+TEST_CASE("async never blocks on another worker", "[policy][async]") {
+  Harness h(PolicyType::kAsync, 3, 0);
+  CHECK(std::string(h.policy().name()) == "async");
+  // Rank 0 runs 5 clocks ahead, rank 2 never pushes: nobody waits, and
+  // every push is its own step.
+  h.Run("p0 r0 p0 r0 p0 r0 p0 r0 p0 r0 v5 r1 p1 r1 r2 v6");
+}
+
+TEST_CASE("ssp with staleness 1 lets a worker run one clock ahead",
+          "[policy][ssp]") {
+  Harness h(PolicyType::kSsp, 3, 1);
+  CHECK(std::string(h.policy().name()) == "ssp");
+  // Rank 0 at clock 1 may read (slowest 0 >= 1 - 1); at clock 2 it is two
+  // clocks ahead of ranks 1 and 2 and waits until both reach clock 1.
+  h.Run("p0 r0 p0 w0 v2 p1 w0 p2 r0 v4");
+  // Pushes are applied as they arrive, not averaged.
+  h.Run("p1 p2 v6");
+}
+
+TEST_CASE("ssp with staleness 0 waits like sync but applies every push",
+          "[policy][ssp]") {
+  Harness h(PolicyType::kSsp, 2, 0);
+  h.Run("p0 w0 v1 p1 r0 r1 v2 p1 w1 p0 r1 r0 v4");
+}
+
+TEST_CASE("a worker that leaves stops holding the others", "[policy][liveness]") {
+  SECTION("sync: the round completes without it") {
+    Harness h(PolicyType::kSync, 3, 0);
+    h.Run("p0 p1 w0 v0 l2 r0 r1 v1 p0 p1 r0 v2");
+    // Its pushes are refused until it joins again, at the current round.
+    h.Run("p2! j2=2 p2 w2 p0 w0 p1 r0 r2 v3");
+  }
+  SECTION("sync: a gradient pushed before leaving still counts") {
+    Harness h(PolicyType::kSync, 2, 0);
+    const float start = h.value();
+    h.Run("p1*3 l1 v0 p0 v1 r0");
+    CHECK(h.value() == Approx(start - 2.0f));  // the mean of 3 and 1
+  }
+  SECTION("ssp: the slow worker leaving unblocks the fast one") {
+    Harness h(PolicyType::kSsp, 2, 1);
+    h.Run("p0 p0 w0 l1 r0 p0 r0");
+    // It rejoins at the slowest other live clock, ahead of its own.
+    h.Run("j1=3 r1 p1 r1");
+  }
+  SECTION("async: leaving and rejoining keeps its own clock if ahead") {
+    Harness h(PolicyType::kAsync, 2, 0);
+    h.Run("p1 p1 p1 l1 p0 j1=3 r1");
+  }
+}
+
+TEST_CASE("joins at an agreed clock, later than the proposal if need be",
+          "[policy][liveness]") {
+  SECTION("sync: a rank joining at a later round is not waited for before") {
+    // Two shards may propose different rounds; the worker joins all at the
+    // larger. Here this shard is at round 0 and the rank joins at round 1.
+    Harness h(PolicyType::kSync, 2, 0);
+    h.Run("l1 p0 v1 r0");
+    CHECK(h.policy().ProposeClock(1) == 1);
+    REQUIRE(h.policy().Join(1, 2).ok());  // join at round 2
+    h.Run("p0 v2 r0 p0 w0");               // round 2 waits for rank 1 now
+    // A join at a round already applied is refused: register again.
+    h.Run("J0=0");
+  }
+  SECTION("sync: a retried join at a later round releases the current one") {
+    // Registration attempt 1 joined rank 1 here at round 0; another shard
+    // had moved on, so attempt 2 joins it at round 1 everywhere. Round 0,
+    // already pushed by rank 0, must not wait for rank 1 any more.
+    Harness h(PolicyType::kSync, 2, 0);
+    h.Run("l1 j1=0 p0 w0 v0");
+    REQUIRE(h.policy().Join(1, 1).ok());
+    h.Run("v1 r0");
+  }
+  SECTION("ssp: not below the rank's own clock") {
+    Harness h(PolicyType::kSsp, 2, 1);
+    h.Run("p1 p1 l1 J1=1 j1=2");
+  }
+}
+
+TEST_CASE("sync averages the round's gradients over the ranks that pushed",
+          "[policy][sync]") {
+  Harness h(PolicyType::kSync, 3, 0);
+  const float start = h.value();
+  h.Run("p0 p1 l2 v1");  // mean of two gradients of ones
+  CHECK(h.value() == Approx(start - 1.0f));
+}
+
+TEST_CASE("waits say which ranks and which clock", "[policy][diagnostics]") {
+  SECTION("sync") {
+    Harness h(PolicyType::kSync, 4, 0);
+    h.Run("p0 p2");
+    CHECK(h.policy().WaitingOn(0, 1) ==
+          "version 1: round 0 waits for rank(s) 1, 3 to push clock 0");
+  }
+  SECTION("ssp") {
+    Harness h(PolicyType::kSsp, 3, 2);
+    h.Run("p0 p0 p0 p1");
+    CHECK(h.policy().WaitingOn(0, 3) ==
+          "rank(s) 2 to reach clock 1 (staleness bound 2)");
+    CHECK(h.policy().WaitingOn(1, 2) == "its own push of clock 1");
+  }
+}
+
+}  // namespace
+}  // namespace paramd
