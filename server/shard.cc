@@ -376,8 +376,11 @@ void Shard::GetStatus(proto::ShardStatus* status) const {
     ws->set_bytes_out(w.bytes_out);
     ws->set_last_loss(w.last_loss);
     ws->set_registrations(w.registrations);
+    // Clamped: a request may land between reading `now` and the snapshot.
     ws->set_last_seen_seconds_ago(
-        w.registered ? absl::ToDoubleSeconds(now - w.last_seen) : -1);
+        w.registered
+            ? std::max(0.0, absl::ToDoubleSeconds(now - w.last_seen))
+            : -1);
     pushes += w.pushes;
     pulls += w.pulls;
     bytes_in += w.bytes_in;
@@ -393,7 +396,7 @@ void Shard::GetStatus(proto::ShardStatus* status) const {
       proto::WaitingPull* p = status->add_waiting();
       p->set_rank(w.rank);
       p->set_clock(w.clock);
-      p->set_waited_seconds(absl::ToDoubleSeconds(now - w.since));
+      p->set_waited_seconds(std::max(0.0, absl::ToDoubleSeconds(now - w.since)));
     }
   }
   for (proto::WaitingPull& p : *status->mutable_waiting()) {

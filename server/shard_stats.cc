@@ -18,6 +18,7 @@ void ShardStats::RecordPullWait(absl::Duration wait) {
 
 void ShardStats::RecordPush(absl::Time now) {
   absl::MutexLock lock(&mu_);
+  first_push_ = std::min(first_push_, now);
   pushes_.push_back(now);
   while (!pushes_.empty() && pushes_.front() < now - kRateWindow) {
     pushes_.pop_front();
@@ -45,7 +46,8 @@ double ShardStats::PushesPerSecond(absl::Time now) const {
        ++it) {
     ++n;
   }
-  return n / absl::ToDoubleSeconds(kRateWindow);
+  const absl::Duration span = std::min(kRateWindow, now - first_push_);
+  return span > absl::ZeroDuration() ? n / absl::ToDoubleSeconds(span) : 0.0;
 }
 
 }  // namespace paramd

@@ -25,6 +25,7 @@ class ShardStats {
 
   // The p-th percentile (0..100) of recent pull waits, in ms; 0 if none.
   double PullWaitMs(double p) const;
+  // Over the last kRateWindow, or since the first push if that is shorter.
   double PushesPerSecond(absl::Time now) const;
 
  private:
@@ -32,6 +33,7 @@ class ShardStats {
   std::vector<double> waits_ms_ ABSL_GUARDED_BY(mu_);  // ring buffer
   size_t next_ ABSL_GUARDED_BY(mu_) = 0;
   std::deque<absl::Time> pushes_ ABSL_GUARDED_BY(mu_);
+  absl::Time first_push_ ABSL_GUARDED_BY(mu_) = absl::InfiniteFuture();
 };
 
 }  // namespace paramd

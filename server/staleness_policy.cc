@@ -35,6 +35,9 @@ absl::Status StalenessPolicy::CanJoinAt(int rank, uint64_t clock) {
 }
 
 uint64_t StalenessPolicy::JoinClock(int rank) const {
+  // A rank never dropped (a first registration, or a restart within its
+  // lease) continues from its own clock: the others waited for it.
+  if (workers_[rank].live) return workers_[rank].clock;
   uint64_t others = UINT64_MAX;
   for (int r = 0; r < num_workers_; ++r) {
     if (r != rank && workers_[r].live) others = std::min(others, workers_[r].clock);

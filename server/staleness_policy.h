@@ -6,8 +6,10 @@
 // reads its writes) and the slowest live worker's clock is at least c - s.
 // s = 0 waits like sync (no worker runs ahead of the slowest); unbounded
 // never waits on another worker. A rank's pushes must come in clock order.
-// A rank (re)joins at the larger of its own clock and the slowest other
-// live worker's, so it never holds the others back for clocks it skipped.
+// A rank still live (first registration, quick restart) continues from its
+// own clock; a rank that was dropped rejoins at the larger of its own clock
+// and the slowest other live worker's, so it does not hold the others back
+// for clocks it missed.
 #ifndef PARAMD_SERVER_STALENESS_POLICY_H_
 #define PARAMD_SERVER_STALENESS_POLICY_H_
 

@@ -199,6 +199,11 @@ TEST_CASE("joins at an agreed clock, later than the proposal if need be",
     REQUIRE(h.policy().Join(1, 1).ok());
     h.Run("v1 r0");
   }
+  SECTION("ssp: a rank never dropped keeps its own clock") {
+    // Rank 1 registers late: rank 0 ran ahead as far as the bound allows.
+    Harness h(PolicyType::kSsp, 2, 2);
+    h.Run("p0 p0 p0 w0 j1=0 r1 p1 r0");
+  }
   SECTION("ssp: not below the rank's own clock") {
     Harness h(PolicyType::kSsp, 2, 1);
     h.Run("p1 p1 l1 J1=1 j1=2");

@@ -2,7 +2,7 @@
 //
 //   paramctl run J.yaml [--summary PATH] [--log_level LEVEL]
 //   paramctl validate J.yaml
-//   paramctl status --job J.yaml [--servers HOST:PORT,...] [--json]
+//   paramctl status --job J.yaml [--servers HOST:PORT,...] [--json] [--watch]
 #include <unistd.h>
 
 #include <cstdio>
@@ -10,6 +10,7 @@
 #include <string>
 
 #include "absl/strings/match.h"
+#include "absl/time/clock.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "common/flags.h"
@@ -27,7 +28,8 @@ constexpr char kUsage[] =
     "  paramctl run J.yaml [--summary PATH] [--log_level LEVEL]\n"
     "               [--server_binary PATH] [--worker_binary PATH]\n"
     "  paramctl validate J.yaml\n"
-    "  paramctl status --job J.yaml [--servers HOST:PORT,...] [--json]\n";
+    "  paramctl status --job J.yaml [--servers HOST:PORT,...] [--json] "
+    "[--watch]\n";
 
 int Usage(const std::string& problem) {
   std::fprintf(stderr, "paramctl: %s\n%s", problem.c_str(), kUsage);
@@ -101,10 +103,22 @@ int Status(const ParsedFlags& flags) {
       return 1;
     }
   }
+  const bool json = flags.Has("json");
+  if (flags.Has("watch")) {
+    // Refreshes in place every second until interrupted.
+    while (true) {
+      const std::vector<ServerStatus> servers =
+          QueryAllStatus(addresses, absl::Seconds(1));
+      std::printf("\033[H\033[2J%s", json ? FormatStatusJson(servers).c_str()
+                                          : FormatStatusTable(servers).c_str());
+      std::fflush(stdout);
+      absl::SleepFor(absl::Seconds(1));
+    }
+  }
   const std::vector<ServerStatus> servers =
       QueryAllStatus(addresses, absl::Seconds(3));
-  std::fputs(flags.Has("json") ? FormatStatusJson(servers).c_str()
-                               : FormatStatusTable(servers).c_str(),
+  std::fputs(json ? FormatStatusJson(servers).c_str()
+                  : FormatStatusTable(servers).c_str(),
              stdout);
   for (const ServerStatus& s : servers) {
     if (!s.status.ok()) return 1;
@@ -117,7 +131,7 @@ int Main(int argc, char** argv) {
       argc, argv,
       {"summary", "log_level", "job", "servers", "server_binary",
        "worker_binary"},
-      {"json"});
+      {"json", "watch"});
   if (!flags.ok()) return Usage(std::string(flags.status().message()));
   const std::vector<std::string>& args = flags->positional;
   if (args.empty()) return Usage("no command given");

@@ -4,7 +4,6 @@
 #include <grpcpp/create_channel.h>
 
 #include <future>
-#include <map>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -65,71 +64,100 @@ std::vector<ServerStatus> QueryAllStatus(
 std::string FormatStatusTable(const std::vector<ServerStatus>& servers) {
   std::string out;
   const proto::ShardStatus* first = nullptr;
+  const proto::ShardStatus* shard0 = nullptr;
   for (const ServerStatus& s : servers) {
-    if (s.status.ok()) {
-      first = &*s.status;
-      break;
-    }
+    if (!s.status.ok()) continue;
+    if (first == nullptr) first = &*s.status;
+    if (s.status->shard() == 0) shard0 = &*s.status;
   }
   if (first != nullptr) {
-    absl::StrAppendFormat(&out, "job %s   policy %s   %d shard(s)\n\n",
-                          first->job_id(), first->policy(), servers.size());
+    std::string policy = first->policy();
+    if (first->staleness_bound() >= 0) {
+      absl::StrAppend(&policy, " (staleness ", first->staleness_bound(), ")");
+    }
+    absl::StrAppendFormat(&out, "job %s   policy %s   %d shard(s)   lease %gs",
+                          first->job_id(), policy, servers.size(),
+                          first->lease_seconds());
+    if (shard0 != nullptr) {
+      int done = 0;
+      double accuracy = -1;
+      for (const proto::EpochMetrics& e : shard0->epochs()) {
+        if (e.complete()) {
+          done = static_cast<int>(e.epoch());
+          accuracy = e.test_accuracy();
+        }
+      }
+      absl::StrAppendFormat(&out, "   epoch %d/%d", done, shard0->total_epochs());
+      if (accuracy >= 0) {
+        absl::StrAppendFormat(&out, "   last test accuracy %.4f", accuracy);
+      }
+    }
+    out += "\n\n";
   }
-  absl::StrAppendFormat(&out, "%-6s %-22s %-8s %7s %11s %9s %9s %9s %11s %11s\n",
+  absl::StrAppendFormat(&out, "%-5s %-21s %-5s %6s %10s %8s %8s %9s %9s %9s %9s\n",
                         "SHARD", "ADDRESS", "STATE", "CHUNKS", "BYTES",
-                        "VERSION", "PUSHES", "PULLS", "MB_IN", "MB_OUT");
-  struct WorkerSum {
-    bool registered = false;
-    uint64_t clock = 0, pushes = 0, pulls = 0, in = 0, out = 0;
-    double seen = -1;
-  };
-  std::map<uint32_t, WorkerSum> workers;
+                        "VERSION", "PUSHES/S", "WAIT_P50", "WAIT_P99",
+                        "MB_IN", "MB_OUT");
   for (size_t i = 0; i < servers.size(); ++i) {
     const ServerStatus& s = servers[i];
     if (!s.status.ok()) {
-      absl::StrAppendFormat(&out, "%-6d %-22s %-8s %s\n", i, s.address,
-                            "DOWN", std::string(s.status.status().message()));
+      absl::StrAppendFormat(&out, "%-5d %-21s %-5s %s\n", i, s.address, "DOWN",
+                            std::string(s.status.status().message()));
       continue;
     }
     const proto::ShardStatus& st = *s.status;
-    absl::StrAppendFormat(&out, "%-6d %-22s %-8s %7d %11d %9d %9d %9d %11.1f %11.1f\n",
-                          st.shard(), s.address, "up", st.chunks(), st.bytes(),
-                          st.version(), st.pushes(), st.pulls(),
-                          st.bytes_in() / 1e6, st.bytes_out() / 1e6);
-    for (const proto::WorkerStatus& w : st.workers()) {
-      WorkerSum& sum = workers[w.rank()];
-      sum.registered |= w.registered();
-      sum.clock = std::max<uint64_t>(sum.clock, w.clock());
-      sum.pushes += w.pushes();
-      sum.pulls += w.pulls();
-      sum.in += w.bytes_in();
-      sum.out += w.bytes_out();
-      if (w.registered() &&
-          (sum.seen < 0 || w.last_seen_seconds_ago() < sum.seen)) {
-        sum.seen = w.last_seen_seconds_ago();
+    absl::StrAppendFormat(
+        &out, "%-5d %-21s %-5s %6d %10d %8d %8.1f %7.1fms %7.1fms %9.1f %9.1f\n",
+        st.shard(), s.address, "up", st.chunks(), st.bytes(), st.version(),
+        st.pushes_per_second(), st.pull_wait_p50_ms(), st.pull_wait_p99_ms(),
+        st.bytes_in() / 1e6, st.bytes_out() / 1e6);
+  }
+  // Workers as the first shard that answered sees them; traffic summed
+  // over all shards.
+  if (first != nullptr) {
+    absl::StrAppendFormat(&out, "\n%-5s %-9s %8s %7s %10s %8s %9s %9s %10s %9s\n",
+                          "RANK", "STATE", "CLOCK", "BEHIND", "LAST_SEEN",
+                          "PUSHES", "MB_SENT", "MB_RECV", "LAST_LOSS",
+                          "PROCESSES");
+    for (int r = 0; r < first->workers_size(); ++r) {
+      const proto::WorkerStatus& w = first->workers(r);
+      uint64_t in = 0, out_bytes = 0;
+      for (const ServerStatus& s : servers) {
+        if (s.status.ok() && r < s.status->workers_size()) {
+          in += s.status->workers(r).bytes_in();
+          out_bytes += s.status->workers(r).bytes_out();
+        }
       }
+      absl::StrAppendFormat(
+          &out, "%-5d %-9s %8d %7d %10s %8d %9.1f %9.1f %10.4f %9d\n", w.rank(),
+          w.state(), w.clock(), w.staleness(),
+          w.last_seen_seconds_ago() < 0
+              ? "-"
+              : absl::StrFormat("%.1fs ago", w.last_seen_seconds_ago()),
+          w.pushes(), in / 1e6, out_bytes / 1e6, w.last_loss(),
+          w.registrations());
     }
   }
-  absl::StrAppendFormat(&out, "\n%-6s %-12s %9s %9s %9s %11s %11s %10s\n",
-                        "RANK", "STATE", "CLOCK", "PUSHES", "PULLS", "MB_SENT",
-                        "MB_RECV", "LAST_SEEN");
-  for (const auto& [rank, w] : workers) {
-    absl::StrAppendFormat(
-        &out, "%-6d %-12s %9d %9d %9d %11.1f %11.1f %10s\n", rank,
-        w.registered ? "registered" : "not seen", w.clock, w.pushes, w.pulls,
-        w.in / 1e6, w.out / 1e6,
-        w.seen < 0 ? "-" : absl::StrFormat("%.1fs ago", w.seen));
-  }
+  bool any_waiting = false;
   for (const ServerStatus& s : servers) {
-    if (!s.status.ok() || s.status->shard() != 0) continue;
+    if (!s.status.ok()) continue;
+    for (const proto::WaitingPull& p : s.status->waiting()) {
+      if (!any_waiting) out += "\nWAITING PULLS\n";
+      any_waiting = true;
+      absl::StrAppendFormat(&out, "  shard %d: rank %d at clock %d, %.1fs: %s\n",
+                            s.status->shard(), p.rank(), p.clock(),
+                            p.waited_seconds(), p.waiting_on());
+    }
+  }
+  if (shard0 != nullptr && shard0->epochs_size() > 0) {
     absl::StrAppendFormat(&out, "\n%-6s %-9s %11s %10s %12s %8s\n", "EPOCH",
                           "REPORTED", "TRAIN_LOSS", "TEST_ACC", "SAMPLES/S",
                           "DONE");
-    for (const proto::EpochMetrics& e : s.status->epochs()) {
+    for (const proto::EpochMetrics& e : shard0->epochs()) {
       absl::StrAppendFormat(&out, "%-6d %-9s %11.4f %10.4f %12.0f %8s\n",
                             e.epoch(),
                             absl::StrCat(e.workers_reported(), "/",
-                                         s.status->workers_size()),
+                                         shard0->workers_size()),
                             e.train_loss(), e.test_accuracy(),
                             e.samples_per_second(), e.complete() ? "yes" : "no");
     }
