@@ -28,38 +28,39 @@ uint64_t Hash(absl::Span<const float> values) {
   return h;
 }
 
-TEST_CASE("2 servers + 2 workers train in lock-step over loopback gRPC",
-          "[integration][sync]") {
-  JobOptions o;
-  o.epochs = 3;
-  o.train_limit = 3072;
-  o.test_limit = 1000;
-  const JobConfig config = testing::MakeJob(o, testing::NewTempDir());
-  LocalCluster cluster(config);
-
+// What the workers of one run saw.
+struct Observed {
   std::mutex mu;
   std::map<int, std::map<uint64_t, uint64_t>> seen;  // rank → version → hash
   std::map<int, std::vector<double>> losses;         // rank → per-step loss
+};
+
+// Runs every worker of `config` in its own thread against `cluster`;
+// returns the trainers (for their final parameters) once all succeeded.
+std::vector<std::unique_ptr<Trainer>> TrainAll(const JobConfig& config,
+                                               LocalCluster& cluster,
+                                               Observed& observed) {
   std::vector<std::unique_ptr<Trainer>> trainers;
-  for (int rank = 0; rank < 2; ++rank) {
+  for (int rank = 0; rank < config.num_workers; ++rank) {
     TrainerOptions t;
     t.servers = cluster.addresses();
-    t.on_pull = [&, rank](uint64_t version, absl::Span<const float> params) {
-      std::lock_guard<std::mutex> lock(mu);
-      seen[rank][version] = Hash(params);
+    t.on_pull = [&observed, rank](uint64_t version,
+                                  absl::Span<const float> params) {
+      std::lock_guard<std::mutex> lock(observed.mu);
+      observed.seen[rank][version] = Hash(params);
     };
-    t.on_step = [&, rank](uint64_t, double loss) {
-      std::lock_guard<std::mutex> lock(mu);
-      losses[rank].push_back(loss);
+    t.on_step = [&observed, rank](uint64_t, double loss) {
+      std::lock_guard<std::mutex> lock(observed.mu);
+      observed.losses[rank].push_back(loss);
     };
     auto trainer = Trainer::Create(config, rank, std::move(t));
     INFO(trainer.status().ToString());
     REQUIRE(trainer.ok());
     trainers.push_back(*std::move(trainer));
   }
-  std::vector<absl::Status> results(2);
+  std::vector<absl::Status> results(trainers.size());
   std::vector<std::thread> threads;
-  for (int rank = 0; rank < 2; ++rank) {
+  for (size_t rank = 0; rank < trainers.size(); ++rank) {
     threads.emplace_back([&, rank] { results[rank] = trainers[rank]->Run(); });
   }
   for (auto& t : threads) t.join();
@@ -67,17 +68,14 @@ TEST_CASE("2 servers + 2 workers train in lock-step over loopback gRPC",
     INFO(s.ToString());
     REQUIRE(s.ok());
   }
+  return trainers;
+}
 
-  // 3072 samples / 2 ranks / batch 32 = 48 steps per epoch, 3 epochs.
-  const uint64_t steps = 3 * 48;
-  REQUIRE(seen[0].size() == steps + 1);  // versions 0 … 144
-  CHECK(seen[0].begin()->first == 0);
-  CHECK(seen[0].rbegin()->first == steps);
-  CHECK(seen[0] == seen[1]);
-  CHECK(trainers[0]->params() == trainers[1]->params());
-
-  for (int rank = 0; rank < 2; ++rank) {
-    const auto& l = losses[rank];
+// Each worker took `steps` steps, and its mean loss over the last 16 is
+// well below that over the first 16.
+void CheckLossFalls(Observed& observed, int workers, uint64_t steps) {
+  for (int rank = 0; rank < workers; ++rank) {
+    const auto& l = observed.losses[rank];
     REQUIRE(l.size() == steps);
     double first = 0, last = 0;
     for (int i = 0; i < 16; ++i) {
@@ -88,6 +86,28 @@ TEST_CASE("2 servers + 2 workers train in lock-step over loopback gRPC",
                  << ", of last 16 " << last / 16);
     CHECK(last < 0.6 * first);
   }
+}
+
+TEST_CASE("2 servers + 2 workers train in lock-step over loopback gRPC",
+          "[integration][sync]") {
+  JobOptions o;
+  o.epochs = 3;
+  o.train_limit = 3072;
+  o.test_limit = 1000;
+  const JobConfig config = testing::MakeJob(o, testing::NewTempDir());
+  LocalCluster cluster(config);
+  Observed observed;
+  const auto trainers = TrainAll(config, cluster, observed);
+
+  // 3072 samples / 2 ranks / batch 32 = 48 steps per epoch, 3 epochs.
+  const uint64_t steps = 3 * 48;
+  auto& seen = observed.seen;
+  REQUIRE(seen[0].size() == steps + 1);  // versions 0 … 144
+  CHECK(seen[0].begin()->first == 0);
+  CHECK(seen[0].rbegin()->first == steps);
+  CHECK(seen[0] == seen[1]);
+  CHECK(trainers[0]->params() == trainers[1]->params());
+  CheckLossFalls(observed, 2, steps);
 
   // The servers' status, over the wire: every worker at the final clock,
   // every epoch complete, loss falling, accuracy well above chance.
@@ -128,30 +148,8 @@ void RunStalenessPolicy(const std::string& policy) {
   o.test_limit = 1000;
   const JobConfig config = testing::MakeJob(o, testing::NewTempDir());
   LocalCluster cluster(config);
-  std::mutex mu;
-  std::map<int, std::vector<double>> losses;
-  std::vector<std::unique_ptr<Trainer>> trainers;
-  for (int rank = 0; rank < 2; ++rank) {
-    TrainerOptions t;
-    t.servers = cluster.addresses();
-    t.on_step = [&, rank](uint64_t, double loss) {
-      std::lock_guard<std::mutex> lock(mu);
-      losses[rank].push_back(loss);
-    };
-    auto trainer = Trainer::Create(config, rank, std::move(t));
-    REQUIRE(trainer.ok());
-    trainers.push_back(*std::move(trainer));
-  }
-  std::vector<absl::Status> results(2);
-  std::vector<std::thread> threads;
-  for (int rank = 0; rank < 2; ++rank) {
-    threads.emplace_back([&, rank] { results[rank] = trainers[rank]->Run(); });
-  }
-  for (auto& t : threads) t.join();
-  for (const auto& s : results) {
-    INFO(s.ToString());
-    REQUIRE(s.ok());
-  }
+  Observed observed;
+  TrainAll(config, cluster, observed);
   const uint64_t steps = 3 * 48;
   for (int shard = 0; shard < 2; ++shard) {
     proto::ShardStatus st;
@@ -168,16 +166,7 @@ void RunStalenessPolicy(const std::string& policy) {
       CHECK(st.epochs(2).test_accuracy() > 0.6);
     }
   }
-  for (int rank = 0; rank < 2; ++rank) {
-    const auto& l = losses[rank];
-    REQUIRE(l.size() == steps);
-    double first = 0, last = 0;
-    for (int i = 0; i < 16; ++i) {
-      first += l[i];
-      last += l[l.size() - 1 - i];
-    }
-    CHECK(last < 0.6 * first);
-  }
+  CheckLossFalls(observed, 2, steps);
 }
 
 TEST_CASE("2 servers + 2 workers train under async over loopback gRPC",

@@ -13,6 +13,35 @@ namespace {
 
 using testing::JobOptions;
 
+// A valid push from `rank` at `clock`: every chunk the shard owns, each
+// element `value`.
+proto::PushRequest MakePush(const Shard& shard, const std::string& job_id,
+                            uint32_t rank, uint64_t clock, float value) {
+  proto::PushRequest r;
+  r.set_job_id(job_id);
+  r.set_rank(rank);
+  r.set_clock(clock);
+  for (int global : shard.plan().ChunksOfShard(0)) {
+    const ChunkSpec& c = shard.plan().chunks()[global];
+    proto::TensorChunk* chunk = r.add_chunks();
+    chunk->set_tensor_id(c.tensor_id);
+    chunk->set_chunk_index(c.chunk_index);
+    chunk->set_dtype(proto::DTYPE_FLOAT32);
+    std::vector<float> values(c.length, value);
+    chunk->set_data(values.data(), values.size() * sizeof(float));
+  }
+  return r;
+}
+
+proto::PullRequest MakePull(const std::string& job_id, uint32_t rank,
+                            uint64_t clock) {
+  proto::PullRequest r;
+  r.set_job_id(job_id);
+  r.set_rank(rank);
+  r.set_clock(clock);
+  return r;
+}
+
 struct Fixture {
   Fixture() {
     JobOptions o;
@@ -24,29 +53,14 @@ struct Fixture {
   }
 
   proto::PushRequest GoodPush(uint32_t rank, uint64_t clock, float value) {
-    proto::PushRequest r;
-    r.set_job_id(config.job_id);
-    r.set_rank(rank);
-    r.set_clock(clock);
-    for (int global : shard->plan().ChunksOfShard(0)) {
-      const ChunkSpec& c = shard->plan().chunks()[global];
-      proto::TensorChunk* chunk = r.add_chunks();
-      chunk->set_tensor_id(c.tensor_id);
-      chunk->set_chunk_index(c.chunk_index);
-      chunk->set_dtype(proto::DTYPE_FLOAT32);
-      std::vector<float> values(c.length, value);
-      chunk->set_data(values.data(), values.size() * sizeof(float));
-    }
-    return r;
+    return MakePush(*shard, config.job_id, rank, clock, value);
   }
 
   proto::PullResponse Snapshot() {
-    proto::PullRequest req;
-    req.set_job_id(config.job_id);
-    req.set_rank(0);
-    req.set_clock(0);
     proto::PullResponse resp;
-    REQUIRE(shard->Pull(req, absl::InfiniteFuture(), nullptr, &resp).ok());
+    REQUIRE(shard->Pull(MakePull(config.job_id, 0, 0), absl::InfiniteFuture(),
+                        nullptr, &resp)
+                .ok());
     return resp;
   }
 
@@ -153,10 +167,7 @@ TEST_CASE("register checks job, rank and plan; reports the clock", "[shard]") {
 
 TEST_CASE("pulls wait for the version their clock needs", "[shard]") {
   Fixture f;
-  proto::PullRequest req;
-  req.set_job_id(f.config.job_id);
-  req.set_rank(0);
-  req.set_clock(1);
+  const proto::PullRequest req = MakePull(f.config.job_id, 0, 1);
   proto::PullResponse resp;
   CHECK(absl::IsDeadlineExceeded(f.shard->Pull(req, absl::InfinitePast(), nullptr, &resp)));
   proto::PushResponse pr;
@@ -256,30 +267,16 @@ struct LeaseFixture {
   }
 
   absl::Status Push(uint32_t rank, uint64_t clock) {
-    proto::PushRequest r;
-    r.set_job_id(config.job_id);
-    r.set_rank(rank);
-    r.set_clock(clock);
+    proto::PushRequest r = MakePush(*shard, config.job_id, rank, clock, 0.0f);
     r.set_loss(0.25f);
-    for (int global : shard->plan().ChunksOfShard(0)) {
-      const ChunkSpec& c = shard->plan().chunks()[global];
-      proto::TensorChunk* chunk = r.add_chunks();
-      chunk->set_tensor_id(c.tensor_id);
-      chunk->set_chunk_index(c.chunk_index);
-      chunk->set_dtype(proto::DTYPE_FLOAT32);
-      chunk->mutable_data()->assign(c.length * sizeof(float), '\0');
-    }
     proto::PushResponse resp;
     return shard->Push(r, &resp);
   }
 
   absl::Status TryPull(uint32_t rank, uint64_t clock) {
-    proto::PullRequest req;
-    req.set_job_id(config.job_id);
-    req.set_rank(rank);
-    req.set_clock(clock);
     proto::PullResponse resp;
-    return shard->Pull(req, absl::InfinitePast(), nullptr, &resp);
+    return shard->Pull(MakePull(config.job_id, rank, clock),
+                       absl::InfinitePast(), nullptr, &resp);
   }
 
   proto::ShardStatus Status() {
@@ -362,12 +359,10 @@ TEST_CASE("a long pull is shown in status with what it waits on",
   f.Register(1, 0);
   REQUIRE(f.Push(0, 0).ok());
   std::thread pull([&] {
-    proto::PullRequest req;
-    req.set_job_id(f.config.job_id);
-    req.set_rank(0);
-    req.set_clock(1);
     proto::PullResponse resp;
-    CHECK(f.shard->Pull(req, absl::InfiniteFuture(), nullptr, &resp).ok());
+    CHECK(f.shard->Pull(MakePull(f.config.job_id, 0, 1), absl::InfiniteFuture(),
+                        nullptr, &resp)
+              .ok());
   });
   REQUIRE(f.shard->TEST_AwaitWaitingPulls(1, absl::Seconds(30)));
   f.clock.Advance(absl::Seconds(3));  // past warn_after_seconds (2)
