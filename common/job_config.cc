@@ -514,16 +514,23 @@ class JobParser {
   }
 
   absl::Status ParseWorker(const YAML::Node& root, JobConfig* c) {
-    auto w = Section(root, "worker", false, {"device", "threads", "blas_core"});
+    auto w = Section(root, "worker", false,
+                     {"device", "threads", "blas_core", "allow_tf32"});
     if (!w.ok()) return w.status();
     if (auto s = r_.Get(*w, "worker", "device", false, &c->worker.device);
         !s.ok()) {
       return s;
     }
-    if (c->worker.device != "cpu") {
+    if (c->worker.device != "auto" && c->worker.device != "cpu" &&
+        c->worker.device != "cuda") {
       return r_.Error((*w)["device"], "worker.device",
                       absl::StrCat("unknown device '", c->worker.device,
-                                   "' (expected: cpu)"));
+                                   "' (expected: auto, cpu or cuda)"));
+    }
+    if (auto s = r_.Get(*w, "worker", "allow_tf32", false,
+                        &c->worker.allow_tf32);
+        !s.ok()) {
+      return s;
     }
     if (auto s = r_.Get(*w, "worker", "threads", false, &c->worker.threads);
         !s.ok()) {

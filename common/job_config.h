@@ -71,7 +71,8 @@ struct TestingConfig {
 };
 
 struct WorkerConfig {
-  std::string device = "cpu";
+  std::string device = "auto";  // auto, cpu or cuda
+  bool allow_tf32 = false;      // cuda: let cuBLAS use TF32 tensor cores
   int threads = 1;  // Compute threads per worker process.
   // OpenBLAS kernel: "auto", "library" or an OpenBLAS core name
   // (worker/blas.h).

@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # Command 2: builds everything and runs every test, then prints the closing
-# line "N passed, N failed" counted from the real results: Catch2's test
-# cases in each test's log, and 1 failed for a test that did not build or
-# ended without a summary (crash, timeout). Installs what is missing first.
+# line "N passed, N failed" (", N skipped" when some were) counted from the
+# real results: Catch2's test cases in each test's log, the cases a GPU
+# test reports as SKIPPED when no device exists, and 1 failed for a test
+# that did not build or ended without a summary (crash, timeout). Installs
+# what is missing first.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 
@@ -15,17 +17,23 @@ status=${PIPESTATUS[0]}
 
 passed=0
 failed=0
+skipped=0
 testlogs=$(bazel info bazel-testlogs 2>/dev/null)
 # Bazel's per-target summary: "//pkg:name   (cached) PASSED in 0.1s"
 while read -r target result; do
   file="$testlogs/$(echo "${target#//}" | tr ':' '/')/test.log"
   summary=""
-  [[ -f "$file" ]] && summary=$(grep -E "^(All tests passed|test cases:)" "$file" | tail -1)
+  [[ -f "$file" ]] && summary=$(grep -E "^(All tests passed|test cases:|SKIPPED: [0-9]+ test case)" "$file" | tail -1)
   if [[ "$result" != PASSED && "$result" != FAILED ]] || [[ -z "$summary" ]]; then
     failed=$((failed + 1))
     continue
   fi
-  if [[ "$summary" == "All tests passed"* ]]; then
+  if [[ "$summary" == SKIPPED:* && "$result" == PASSED ]]; then
+    # SKIPPED: N test cases: reason
+    n=$(echo "$summary" | sed -E 's/^SKIPPED: ([0-9]+).*/\1/')
+    skipped=$((skipped + n))
+    echo "$target: $summary"
+  elif [[ "$summary" == "All tests passed"* ]]; then
     # All tests passed (N assertions in M test cases)
     n=$(echo "$summary" | sed -E 's/.* in ([0-9]+) test case.*/\1/')
     passed=$((passed + n))
@@ -42,5 +50,9 @@ done < <(grep -E "^//[^ ]+ +(\(cached\) )?(PASSED|FAILED|FAILED TO BUILD|NO STAT
 if [[ $status -ne 0 && $failed -eq 0 ]]; then
   failed=1  # The build broke before any test ran.
 fi
-echo "$passed passed, $failed failed"
+if ((skipped > 0)); then
+  echo "$passed passed, $failed failed, $skipped skipped"
+else
+  echo "$passed passed, $failed failed"
+fi
 exit $status

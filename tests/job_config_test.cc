@@ -57,7 +57,7 @@ TEST_CASE("a good job file loads with every field typed", "[config]") {
   CHECK(c->data.train_limit == 2048);
   CHECK(c->data.train_images ==
         std::string(testing::kFashionMnistDir) + "/train-images-idx3-ubyte.gz");
-  CHECK(c->worker.device == "cpu");
+  CHECK(c->worker.device == "auto");
   CHECK(c->worker.threads == 1);
 }
 

@@ -2,16 +2,11 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "spdlog/spdlog.h"
 #include "worker/cpu_mlp.h"
+#include "worker/cuda_mlp.h"
 
 namespace paramd {
-
-FlatLayout::FlatLayout(const ModelSpec& spec) {
-  for (const TensorSpec& t : spec.tensors) {
-    offset.push_back(total);
-    total += t.num_elements;
-  }
-}
 
 absl::StatusOr<std::unique_ptr<Model>> MakeModel(const JobConfig& config,
                                                  int max_batch) {
@@ -19,16 +14,26 @@ absl::StatusOr<std::unique_ptr<Model>> MakeModel(const JobConfig& config,
     return absl::InvalidArgumentError(
         absl::StrCat("model.type: unknown model '", config.model.type, "'"));
   }
-  if (config.worker.device == "cpu") {
-    absl::StatusOr<const Blas*> blas = LoadBlas(config.worker.blas_core);
-    if (!blas.ok()) return blas.status();
-    return std::make_unique<CpuMlp>(config.model.layers, max_batch,
-                                    config.worker.threads, *blas);
+  const std::string& device = config.worker.device;
+  if (device == "cuda" || device == "auto") {
+    absl::Status usable = CudaDeviceStatus();
+    if (usable.ok()) {
+      spdlog::info("worker.device {}: using CUDA", device);
+      return MakeCudaMlp(config.model.layers, max_batch,
+                         config.worker.allow_tf32);
+    }
+    if (device == "cuda") {
+      return absl::FailedPreconditionError(
+          absl::StrCat(config.path, ": worker.device: cuda, but ",
+                       usable.message()));
+    }
+    spdlog::info("worker.device auto: {}: using CPU",
+                 std::string(usable.message()));
   }
-  // The seam for the CUDA backend: it will be chosen here.
-  return absl::UnimplementedError(
-      absl::StrCat("worker.device: '", config.worker.device,
-                   "' is not available in this build"));
+  absl::StatusOr<const Blas*> blas = LoadBlas(config.worker.blas_core);
+  if (!blas.ok()) return blas.status();
+  return std::make_unique<CpuMlp>(config.model.layers, max_batch,
+                                  config.worker.threads, *blas);
 }
 
 }  // namespace paramd

@@ -45,9 +45,11 @@ class Model {
                                                const int32_t* y, int n) = 0;
 };
 
-// The model for `config` on the device the job asks for. `max_batch` sizes
-// the scratch buffers: larger calls are split or refused as documented by
-// each backend.
+// The model for `config` on the device the job asks for (worker.device):
+// "cpu"; "cuda" (an error naming the reason when no device can be used);
+// "auto", CUDA when a device can be used and otherwise the CPU, logging one
+// line that says which and why. `max_batch` sizes the scratch buffers:
+// larger training batches are refused, larger evaluations split.
 absl::StatusOr<std::unique_ptr<Model>> MakeModel(const JobConfig& config,
                                                  int max_batch);
 

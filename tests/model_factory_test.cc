@@ -1,0 +1,46 @@
+// worker.device: auto falls back to the CPU where no CUDA device can be
+// used; cuda there is a clear error naming the field and the reason; with a
+// device, both give the CUDA backend.
+#include <catch2/catch.hpp>
+
+#include "tests/test_util.h"
+#include "worker/cuda_mlp.h"
+#include "worker/model.h"
+
+namespace paramd {
+namespace {
+
+JobConfig WithDevice(const std::string& device) {
+  testing::JobOptions o;
+  JobConfig c = testing::MakeJob(o, testing::NewTempDir());
+  c.worker.device = device;
+  return c;
+}
+
+TEST_CASE("device selection", "[model][device]") {
+  const bool have_gpu = CudaDeviceStatus().ok();
+  auto cpu = MakeModel(WithDevice("cpu"), 64);
+  REQUIRE(cpu.ok());
+  CHECK((*cpu)->Describe().rfind("cpu", 0) == 0);
+
+  auto automatic = MakeModel(WithDevice("auto"), 64);
+  INFO(automatic.status().ToString());
+  REQUIRE(automatic.ok());
+  CHECK((*automatic)->Describe().rfind(have_gpu ? "cuda" : "cpu", 0) == 0);
+
+  auto cuda = MakeModel(WithDevice("cuda"), 64);
+  if (have_gpu) {
+    REQUIRE(cuda.ok());
+    CHECK((*cuda)->Describe().rfind("cuda", 0) == 0);
+  } else {
+    REQUIRE_FALSE(cuda.ok());
+    CHECK(absl::IsFailedPrecondition(cuda.status()));
+    const std::string message(cuda.status().message());
+    CHECK(message.find("worker.device: cuda, but ") != std::string::npos);
+    CHECK(message.find(std::string(CudaDeviceStatus().message())) !=
+          std::string::npos);
+  }
+}
+
+}  // namespace
+}  // namespace paramd

@@ -1,0 +1,120 @@
+// paramd-cuda-bench: a worker's compute step on the CPU and on the GPU.
+//
+// Prints samples/s of the MLP 784-256-128-10's forward+backward per batch
+// size on both backends, and cuBLAS SGEMM TFLOP/s for the MLP's forward
+// shapes at each batch against a large square SGEMM on the same device
+// (the reference for "peak"). Without a CUDA device it prints the CPU side
+// and says why the GPU side is missing.
+//
+//   bazel run //tools:cuda_bench -- [--seconds S] [--allow_tf32]
+#include <chrono>
+#include <cstdio>
+#include <random>
+
+#include "common/flags.h"
+#include "common/model_spec.h"
+#include "common/process_setup.h"
+#include "worker/blas.h"
+#include "worker/cpu_mlp.h"
+#include "worker/cuda_mlp.h"
+
+namespace paramd {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// Seconds per call of `fn` over about `seconds`; nullopt-like -1 on error.
+template <typename Fn>
+double TimePerCall(double seconds, Fn fn) {
+  if (!fn()) return -1;  // warm up
+  int64_t calls = 0;
+  const auto start = Clock::now();
+  double elapsed = 0;
+  while (elapsed < seconds) {
+    if (!fn()) return -1;
+    ++calls;
+    elapsed = std::chrono::duration<double>(Clock::now() - start).count();
+  }
+  return elapsed / calls;
+}
+
+int Main(int argc, char** argv) {
+  SetUpProcess();
+  auto flags = ParseFlags(argc, argv, {"seconds"}, {"allow_tf32"});
+  if (!flags.ok()) {
+    std::fprintf(stderr, "%s\n", std::string(flags.status().message()).c_str());
+    return 2;
+  }
+  const double seconds = std::stod(flags->Get("seconds", "1"));
+  const bool tf32 = flags->Has("allow_tf32");
+  const std::vector<int> layers = {784, 256, 128, 10};
+  ModelConfig mc;
+  mc.layers = layers;
+  const ModelSpec spec = BuildModelSpec(mc);
+  std::mt19937 gen(1);
+  std::uniform_real_distribution<float> u(-1, 1);
+  std::vector<float> params(spec.total_elements), grads(spec.total_elements);
+  for (float& p : params) p = u(gen) * 0.05f;
+  auto blas = LoadBlas("auto");
+  if (!blas.ok()) {
+    std::fprintf(stderr, "%s\n", std::string(blas.status().message()).c_str());
+    return 1;
+  }
+  const absl::Status gpu = CudaDeviceStatus();
+  std::printf("MLP 784-256-128-10 forward+backward (TF32 %s)\n", tf32 ? "on" : "off");
+  if (!gpu.ok()) std::printf("GPU: %s\n", std::string(gpu.message()).c_str());
+  std::printf("%-7s %14s %14s %9s\n", "batch", "cpu samples/s", "gpu samples/s",
+              "gpu/cpu");
+  for (int batch : {64, 256, 1024}) {
+    std::vector<float> x(size_t(batch) * 784);
+    std::vector<int32_t> y(batch);
+    for (float& v : x) v = (u(gen) + 1) / 2;
+    for (int i = 0; i < batch; ++i) y[i] = i % 10;
+    CpuMlp cpu(layers, batch, 1, *blas);
+    const double t_cpu = TimePerCall(seconds, [&] {
+      return cpu.ComputeGradients(params, x.data(), y.data(), batch,
+                                  absl::MakeSpan(grads)).ok();
+    });
+    double t_gpu = -1;
+    if (gpu.ok()) {
+      auto model = MakeCudaMlp(layers, batch, tf32);
+      if (!model.ok()) {
+        std::printf("GPU: %s\n", std::string(model.status().message()).c_str());
+      } else {
+        t_gpu = TimePerCall(seconds, [&] {
+          return (*model)->ComputeGradients(params, x.data(), y.data(), batch,
+                                            absl::MakeSpan(grads)).ok();
+        });
+      }
+    }
+    if (t_gpu > 0) {
+      std::printf("%-7d %14.0f %14.0f %8.1fx\n", batch, batch / t_cpu,
+                  batch / t_gpu, t_cpu / t_gpu);
+    } else {
+      std::printf("%-7d %14.0f %14s %9s\n", batch, batch / t_cpu, "-", "-");
+    }
+  }
+  if (!gpu.ok()) return 0;
+  auto peak = CudaSgemmTflops(8192, 8192, 8192, tf32, 20);
+  if (!peak.ok()) {
+    std::printf("GPU: %s\n", std::string(peak.status().message()).c_str());
+    return 1;
+  }
+  std::printf("\ncuBLAS SGEMM, TF32 %s; reference 8192^3: %.1f TFLOP/s\n",
+              tf32 ? "on" : "off", *peak);
+  std::printf("%-28s %10s %12s\n", "shape (M x N x K)", "TFLOP/s", "of 8192^3");
+  for (int batch : {64, 256, 1024}) {
+    for (auto [n, k] : {std::pair{256, 784}, std::pair{128, 256}}) {
+      auto t = CudaSgemmTflops(batch, n, k, tf32, 200);
+      if (!t.ok()) continue;
+      std::printf("%5d x %4d x %4d %15s %10.2f %11.1f%%\n", batch, n, k, "",
+                  *t, 100.0 * *t / *peak);
+    }
+  }
+  return 0;
+}
+
+}  // namespace
+}  // namespace paramd
+
+int main(int argc, char** argv) { return paramd::Main(argc, argv); }
