@@ -184,19 +184,6 @@ void ParameterClient::FillPush(uint64_t clock, absl::Span<const float> grads) {
   }
 }
 
-absl::Status ParameterClient::Push(uint64_t clock,
-                                   absl::Span<const float> grads) {
-  const int n = static_cast<int>(shards_.size());
-  std::vector<grpc::ClientContext> contexts(n);
-  std::vector<proto::PushResponse> responses(n);
-  FillPush(clock, grads);
-  return ForAllShards(n, "Push", [&](int i, auto done) {
-    contexts[i].set_deadline(DeadlineIn(options_.push_timeout));
-    shards_[i].stub->async()->Push(&contexts[i], &shards_[i].push,
-                                   &responses[i], std::move(done));
-  });
-}
-
 absl::StatusOr<uint64_t> ParameterClient::PushPull(
     uint64_t clock, absl::Span<const float> grads, absl::Span<float> params) {
   const int n = static_cast<int>(shards_.size());

@@ -46,9 +46,6 @@ class ParameterClient {
   // `clock`; returns the version served (the smallest across shards).
   absl::StatusOr<uint64_t> Pull(uint64_t clock, absl::Span<float> params);
 
-  // Sends `grads` (flat) computed at `clock` to every shard.
-  absl::Status Push(uint64_t clock, absl::Span<const float> grads);
-
   // Sends a heartbeat to every shard (best effort, bounded by `timeout`);
   // `finished` tells the shards this rank is done.
   void Heartbeat(uint64_t clock, bool finished, absl::Duration timeout);
@@ -56,10 +53,11 @@ class ParameterClient {
   // Sets the loss the next pushes report.
   void set_loss(float loss);
 
-  // Push(clock, grads) and Pull(clock + 1, params) at once on every shard:
-  // each pull waits on its server for the version the push helps complete,
-  // so a step costs one round trip instead of two. If a push fails, the
-  // pulls are cancelled and the push's error is returned.
+  // Sends `grads` (flat) computed at `clock` to every shard and, at once,
+  // pulls the parameters for clock + 1 into `params` (as Pull): each pull
+  // waits on its server for the version the push helps complete, so a step
+  // costs one round trip instead of two. If a push fails, the pulls are
+  // cancelled and the push's error is returned.
   absl::StatusOr<uint64_t> PushPull(uint64_t clock,
                                     absl::Span<const float> grads,
                                     absl::Span<float> params);

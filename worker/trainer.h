@@ -48,7 +48,6 @@ class Trainer {
 
   // The parameters last pulled (flat, in model-spec order).
   const std::vector<float>& params() const { return params_; }
-  const Model& model() const { return *model_; }
 
  private:
   Trainer(const JobConfig& config, int rank, TrainerOptions options,
