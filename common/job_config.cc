@@ -362,44 +362,66 @@ class JobParser {
   }
 
   absl::Status ParseOptimizer(const YAML::Node& root, JobConfig* c) {
-    auto o = Section(root, "optimizer", true, {"type", "learning_rate",
-                                               "momentum", "weight_decay",
-                                               "nesterov"});
+    auto o = Section(root, "optimizer", true,
+                     {"type", "learning_rate", "momentum", "weight_decay",
+                      "nesterov", "beta1", "beta2", "alpha", "eps",
+                      "schedule"});
     if (!o.ok()) return o.status();
     OptimizerConfig& oc = c->optimizer;
     if (auto s = r_.Get(*o, "optimizer", "type", false, &oc.type); !s.ok()) {
       return s;
     }
-    if (oc.type != "sgd") {
+    // The keys each optimizer takes besides type, learning_rate, schedule.
+    const std::map<std::string, std::set<std::string>> keys = {
+        {"sgd", {"momentum", "weight_decay", "nesterov"}},
+        {"adam", {"weight_decay", "beta1", "beta2", "eps"}},
+        {"adamw", {"weight_decay", "beta1", "beta2", "eps"}},
+        {"rmsprop", {"momentum", "weight_decay", "alpha", "eps"}},
+        {"adagrad", {"weight_decay", "eps"}},
+    };
+    auto allowed = keys.find(oc.type);
+    if (allowed == keys.end()) {
       return r_.Error((*o)["type"], "optimizer.type",
                       absl::StrCat("unknown optimizer '", oc.type,
-                                   "' (expected: sgd)"));
+                                   "' (expected: sgd, adam, adamw, rmsprop or "
+                                   "adagrad)"));
     }
-    if (auto s = r_.Get(*o, "optimizer", "learning_rate", true,
-                        &oc.learning_rate);
-        !s.ok()) {
-      return s;
+    for (auto it = o->begin(); it != o->end(); ++it) {
+      const std::string key = it->first.Scalar();
+      if (key == "type" || key == "learning_rate" || key == "schedule") continue;
+      if (allowed->second.count(key) == 0) {
+        return r_.Error(it->first, absl::StrCat("optimizer.", key),
+                        absl::StrCat("does not apply to optimizer.type ",
+                                     oc.type));
+      }
     }
-    if (!(oc.learning_rate > 0)) {
-      return r_.Error((*o)["learning_rate"], "optimizer.learning_rate",
-                      "must be > 0");
-    }
-    if (auto s = r_.Get(*o, "optimizer", "momentum", false, &oc.momentum);
-        !s.ok()) {
-      return s;
-    }
-    if (oc.momentum < 0 || oc.momentum >= 1) {
-      return r_.Error((*o)["momentum"], "optimizer.momentum",
-                      "must be in [0, 1)");
-    }
-    if (auto s = r_.Get(*o, "optimizer", "weight_decay", false,
-                        &oc.weight_decay);
-        !s.ok()) {
-      return s;
-    }
-    if (oc.weight_decay < 0) {
-      return r_.Error((*o)["weight_decay"], "optimizer.weight_decay",
-                      "must be >= 0");
+    oc.eps = oc.type == "adagrad" ? 1e-10 : 1e-8;
+    struct Number {
+      const char* key;
+      double* out;
+      double lo, hi;  // lo < value < hi, or lo <= value when lo_inclusive
+      bool lo_inclusive;
+      const char* range;
+    };
+    const Number numbers[] = {
+        {"learning_rate", &oc.learning_rate, 0, 1e9, false, "must be > 0"},
+        {"momentum", &oc.momentum, 0, 1, true, "must be in [0, 1)"},
+        {"weight_decay", &oc.weight_decay, 0, 1e9, true, "must be >= 0"},
+        {"beta1", &oc.beta1, 0, 1, true, "must be in [0, 1)"},
+        {"beta2", &oc.beta2, 0, 1, true, "must be in [0, 1)"},
+        {"alpha", &oc.alpha, 0, 1, true, "must be in [0, 1)"},
+        {"eps", &oc.eps, 0, 1, false, "must be in (0, 1)"},
+    };
+    for (const Number& n : numbers) {
+      const bool required = std::string(n.key) == "learning_rate";
+      if (auto s = r_.Get(*o, "optimizer", n.key, required, n.out); !s.ok()) {
+        return s;
+      }
+      const double v = *n.out;
+      if (!(n.lo_inclusive ? v >= n.lo : v > n.lo) || !(v < n.hi)) {
+        return r_.Error((*o)[n.key], absl::StrCat("optimizer.", n.key),
+                        n.range);
+      }
     }
     if (auto s = r_.Get(*o, "optimizer", "nesterov", false, &oc.nesterov);
         !s.ok()) {
@@ -408,6 +430,64 @@ class JobParser {
     if (oc.nesterov && oc.momentum == 0) {
       return r_.Error((*o)["nesterov"], "optimizer.nesterov",
                       "needs optimizer.momentum > 0");
+    }
+    return ParseSchedule(*o, &oc);
+  }
+
+  absl::Status ParseSchedule(const YAML::Node& optimizer, OptimizerConfig* oc) {
+    const YAML::Node node = optimizer["schedule"];
+    if (!node.IsDefined() || node.IsNull()) return absl::OkStatus();
+    if (auto s = r_.CheckMapping(node, "optimizer.schedule",
+                                 {"type", "warmup_steps", "step_size", "gamma",
+                                  "total_steps", "min_lr"});
+        !s.ok()) {
+      return s;
+    }
+    ScheduleConfig& sc = oc->schedule;
+    const std::string f = "optimizer.schedule";
+    std::string type = "constant";
+    if (auto s = r_.Get(node, f, "type", false, &type); !s.ok()) return s;
+    if (type == "constant") {
+      sc.type = ScheduleType::kConstant;
+    } else if (type == "step") {
+      sc.type = ScheduleType::kStep;
+    } else if (type == "cosine") {
+      sc.type = ScheduleType::kCosine;
+    } else {
+      return r_.Error(node["type"], f + ".type",
+                      absl::StrCat("unknown schedule '", type,
+                                   "' (expected: constant, step or cosine)"));
+    }
+    for (auto [key, out] : {std::pair{"warmup_steps", &sc.warmup_steps},
+                            std::pair{"step_size", &sc.step_size},
+                            std::pair{"total_steps", &sc.total_steps}}) {
+      if (auto s = r_.Get(node, f, key, false, out); !s.ok()) return s;
+      if (*out < 0) return r_.Error(node[key], f + "." + key, "must be >= 0");
+    }
+    for (auto [key, out] : {std::pair{"gamma", &sc.gamma},
+                            std::pair{"min_lr", &sc.min_lr}}) {
+      if (auto s = r_.Get(node, f, key, false, out); !s.ok()) return s;
+    }
+    if (sc.type == ScheduleType::kStep) {
+      if (sc.step_size < 1) {
+        return r_.Error(node["step_size"].IsDefined() ? node["step_size"] : node,
+                        f + ".step_size", "must be >= 1 for a step schedule");
+      }
+      if (!(sc.gamma > 0 && sc.gamma <= 1)) {
+        return r_.Error(node["gamma"], f + ".gamma", "must be in (0, 1]");
+      }
+    }
+    if (sc.type == ScheduleType::kCosine) {
+      if (sc.total_steps <= sc.warmup_steps) {
+        return r_.Error(
+            node["total_steps"].IsDefined() ? node["total_steps"] : node,
+            f + ".total_steps",
+            "a cosine schedule needs total_steps > warmup_steps");
+      }
+      if (!(sc.min_lr >= 0 && sc.min_lr <= oc->learning_rate)) {
+        return r_.Error(node["min_lr"], f + ".min_lr",
+                        "must be in [0, optimizer.learning_rate]");
+      }
     }
     return absl::OkStatus();
   }

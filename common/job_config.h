@@ -40,12 +40,28 @@ struct TrainingConfig {
   bool shuffle = true;
 };
 
+enum class ScheduleType { kConstant, kStep, kCosine };
+
+struct ScheduleConfig {
+  ScheduleType type = ScheduleType::kConstant;
+  int64_t warmup_steps = 0;  // Linear warm-up from 0 over these steps.
+  int64_t step_size = 1;     // step: multiply by gamma every step_size steps.
+  double gamma = 0.1;
+  int64_t total_steps = 0;   // cosine: steps (warm-up included) to min_lr.
+  double min_lr = 0;
+};
+
 struct OptimizerConfig {
-  std::string type = "sgd";
+  std::string type = "sgd";  // sgd, adam, adamw, rmsprop or adagrad
   double learning_rate = 0;
-  double momentum = 0;
-  double weight_decay = 0;
-  bool nesterov = false;
+  double momentum = 0;       // sgd, rmsprop
+  double weight_decay = 0;   // L2 in the gradient; decoupled for adamw
+  bool nesterov = false;     // sgd
+  double beta1 = 0.9;        // adam, adamw
+  double beta2 = 0.999;      // adam, adamw
+  double alpha = 0.99;       // rmsprop: smoothing of the squared gradient
+  double eps = 0;            // adam, adamw, rmsprop 1e-8; adagrad 1e-10
+  ScheduleConfig schedule;
 };
 
 struct PolicyConfig {

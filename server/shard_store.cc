@@ -1,6 +1,41 @@
 #include "server/shard_store.h"
 
+#include <cstring>
+
+#include "absl/strings/str_cat.h"
+
 namespace paramd {
+namespace {
+
+constexpr char kMagic[4] = {'P', 'D', 'S', 'S'};
+constexpr uint32_t kFormat = 1;
+
+template <typename T>
+void Put(std::string* out, T value) {
+  out->append(reinterpret_cast<const char*>(&value), sizeof(value));
+}
+
+// Reads from a byte string front to back; every read says if it fit.
+class Cursor {
+ public:
+  explicit Cursor(absl::string_view data) : data_(data) {}
+  template <typename T>
+  bool Get(T* value) {
+    return Bytes(value, sizeof(T));
+  }
+  bool Bytes(void* out, size_t n) {
+    if (data_.size() < n) return false;
+    std::memcpy(out, data_.data(), n);
+    data_.remove_prefix(n);
+    return true;
+  }
+  bool done() const { return data_.empty(); }
+
+ private:
+  absl::string_view data_;
+};
+
+}  // namespace
 
 ShardStore::ShardStore(const ModelSpec& spec, const PartitionPlan& plan,
                        int shard, uint64_t seed,
@@ -38,6 +73,85 @@ void ShardStore::ApplyStep(absl::Span<const absl::Span<const float>> grads,
                       absl::MakeSpan(slots_[i]), step);
   }
   ++version_;
+}
+
+void ShardStore::SaveState(std::string* out) const {
+  absl::ReaderMutexLock lock(&mu_);
+  out->clear();
+  out->append(kMagic, sizeof(kMagic));
+  Put(out, kFormat);
+  Put(out, static_cast<uint32_t>(specs_.size()));
+  Put(out, static_cast<uint32_t>(optimizer_->num_slots()));
+  Put(out, version_);
+  for (size_t i = 0; i < specs_.size(); ++i) {
+    Put(out, static_cast<uint32_t>(specs_[i].tensor_id));
+    Put(out, static_cast<uint32_t>(specs_[i].chunk_index));
+    Put(out, static_cast<uint64_t>(specs_[i].length));
+    out->append(reinterpret_cast<const char*>(params_[i].data()),
+                params_[i].size() * sizeof(float));
+    for (const std::vector<float>& slot : slots_[i]) {
+      out->append(reinterpret_cast<const char*>(slot.data()),
+                  slot.size() * sizeof(float));
+    }
+  }
+}
+
+absl::Status ShardStore::RestoreState(absl::string_view state) {
+  Cursor in(state);
+  char magic[4];
+  uint32_t format = 0, chunks = 0, slots = 0;
+  uint64_t version = 0;
+  if (!in.Bytes(magic, 4) || std::memcmp(magic, kMagic, 4) != 0 ||
+      !in.Get(&format) || format != kFormat) {
+    return absl::InvalidArgumentError("RestoreState: not a shard state");
+  }
+  if (!in.Get(&chunks) || !in.Get(&slots) || !in.Get(&version)) {
+    return absl::DataLossError("RestoreState: truncated header");
+  }
+  if (chunks != specs_.size() ||
+      slots != static_cast<uint32_t>(optimizer_->num_slots())) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "RestoreState: state has ", chunks, " chunks with ", slots,
+        " optimizer slots; this shard has ", specs_.size(), " with ",
+        optimizer_->num_slots()));
+  }
+  // Read everything into new buffers first: on any error, nothing changes.
+  std::vector<std::vector<float>> params(chunks);
+  std::vector<std::vector<std::vector<float>>> slot_values(chunks);
+  for (uint32_t i = 0; i < chunks; ++i) {
+    uint32_t tensor = 0, index = 0;
+    uint64_t length = 0;
+    if (!in.Get(&tensor) || !in.Get(&index) || !in.Get(&length)) {
+      return absl::DataLossError("RestoreState: truncated chunk header");
+    }
+    const ChunkSpec& spec = specs_[i];
+    if (tensor != static_cast<uint32_t>(spec.tensor_id) ||
+        index != static_cast<uint32_t>(spec.chunk_index) ||
+        length != static_cast<uint64_t>(spec.length)) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "RestoreState: chunk ", i, " is chunk ", index, " of tensor ", tensor,
+          " (", length, " elements); expected chunk ", spec.chunk_index,
+          " of tensor ", spec.tensor_id, " (", spec.length, ")"));
+    }
+    params[i].resize(length);
+    if (!in.Bytes(params[i].data(), length * sizeof(float))) {
+      return absl::DataLossError("RestoreState: truncated parameters");
+    }
+    slot_values[i].assign(slots, std::vector<float>(length));
+    for (std::vector<float>& slot : slot_values[i]) {
+      if (!in.Bytes(slot.data(), length * sizeof(float))) {
+        return absl::DataLossError("RestoreState: truncated optimizer slots");
+      }
+    }
+  }
+  if (!in.done()) {
+    return absl::DataLossError("RestoreState: trailing bytes after the state");
+  }
+  absl::MutexLock lock(&mu_);
+  params_ = std::move(params);
+  slots_ = std::move(slot_values);
+  version_ = version;
+  return absl::OkStatus();
 }
 
 uint64_t ShardStore::version() const {

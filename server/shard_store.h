@@ -10,9 +10,12 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
+#include "absl/status/status.h"
+#include "absl/strings/string_view.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/types/span.h"
 #include "common/model_spec.h"
@@ -46,6 +49,14 @@ class ShardStore {
       ABSL_LOCKS_EXCLUDED(mu_);
 
   uint64_t version() const ABSL_LOCKS_EXCLUDED(mu_);
+
+  // Writes the version, every chunk's parameters and optimizer slots to
+  // `out` (a self-describing little-endian byte string).
+  void SaveState(std::string* out) const ABSL_LOCKS_EXCLUDED(mu_);
+  // Replaces the version, parameters and slots with a SaveState of a store
+  // with the same chunks and optimizer slot count. On error (damaged,
+  // truncated, or another shape) nothing changes.
+  absl::Status RestoreState(absl::string_view state) ABSL_LOCKS_EXCLUDED(mu_);
 
   // Calls `read(version, params)` with every chunk's parameters, by local
   // index, under a shared lock: no step runs meanwhile.

@@ -148,6 +148,18 @@ TEST_CASE("each bad job file names file, line and field", "[config]") {
        absl::StrReplaceAll(good, {{"\"127.0.0.1:0\", \"127.0.0.1:0\"",
                                    "\"127.0.0.1:0\", \"localhost\""}}),
        "cluster.servers[1]", "servers:", "expected \"host:port\""},
+      {"unknown optimizer",
+       absl::StrReplaceAll(good, {{"type: sgd", "type: lion"}}),
+       "optimizer.type", "type: lion", "unknown optimizer 'lion'"},
+      {"a key another optimizer takes",
+       absl::StrReplaceAll(good, {{"type: sgd", "type: adam"}}),
+       "optimizer.momentum", "momentum: 0.9", "does not apply to optimizer.type adam"},
+      {"unknown schedule",
+       absl::StrReplaceAll(good, {{"  momentum: 0.9\n", "  momentum: 0.9\n  schedule:\n    type: exponential\n"}}),
+       "optimizer.schedule.type", "type: exponential", "unknown schedule"},
+      {"cosine without total_steps",
+       absl::StrReplaceAll(good, {{"  momentum: 0.9\n", "  momentum: 0.9\n  schedule:\n    type: cosine\n"}}),
+       "optimizer.schedule.total_steps", "type: cosine", "needs total_steps > warmup_steps"},
       {"bad chunk size",
        absl::StrReplaceAll(good, {{"chunk_bytes: 16384", "chunk_bytes: 6"}}),
        "partition.chunk_bytes", "chunk_bytes: 6", "multiple of 4"},
@@ -196,6 +208,35 @@ TEST_CASE("policies, liveness and testing aids parse", "[config]") {
   CHECK(a->policy.type == PolicyType::kAsync);
   CHECK(a->liveness.lease_seconds == 10);  // defaults
   CHECK(a->testing.slow_rank == -1);
+}
+
+TEST_CASE("optimizers and schedules parse with their defaults", "[config]") {
+  const std::string good = JobYaml(JobOptions{});
+  const std::string yaml = absl::StrReplaceAll(
+      good, {{"  type: sgd\n  learning_rate: 0.05\n  momentum: 0.9\n",
+              "  type: adamw\n  learning_rate: 0.001\n  weight_decay: 0.01\n"
+              "  schedule:\n    type: cosine\n    warmup_steps: 100\n"
+              "    total_steps: 2000\n"}});
+  REQUIRE(yaml != good);
+  absl::StatusOr<JobConfig> c =
+      LoadJobConfig(WriteFile(NewTempDir() + "/job.yaml", yaml));
+  INFO(c.status().ToString());
+  REQUIRE(c.ok());
+  CHECK(c->optimizer.type == "adamw");
+  CHECK(c->optimizer.beta1 == 0.9);
+  CHECK(c->optimizer.beta2 == 0.999);
+  CHECK(c->optimizer.eps == 1e-8);
+  CHECK(c->optimizer.weight_decay == 0.01);
+  CHECK(c->optimizer.schedule.type == ScheduleType::kCosine);
+  CHECK(c->optimizer.schedule.warmup_steps == 100);
+  CHECK(c->optimizer.schedule.total_steps == 2000);
+  const std::string adagrad = absl::StrReplaceAll(
+      good, {{"  type: sgd\n  learning_rate: 0.05\n  momentum: 0.9\n",
+              "  type: adagrad\n  learning_rate: 0.01\n"}});
+  absl::StatusOr<JobConfig> a =
+      LoadJobConfig(WriteFile(NewTempDir() + "/job.yaml", adagrad));
+  REQUIRE(a.ok());
+  CHECK(a->optimizer.eps == 1e-10);
 }
 
 TEST_CASE("syntax errors and missing files are clear", "[config]") {

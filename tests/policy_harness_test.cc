@@ -25,7 +25,7 @@ class Harness {
     plan_ = std::make_unique<PartitionPlan>(*PartitionPlan::Build(spec_, 16, 1));
     store_ = std::make_unique<ShardStore>(
         spec_, *plan_, 0, 1,
-        std::make_unique<SgdOptimizer>(1.0f, 0.0f, 0.0f, false));
+        std::make_unique<SgdOptimizer>(LearningRateSchedule::Constant(1.0f), 0.0f, 0.0f, false));
     PolicyConfig config;
     config.type = type;
     config.staleness = staleness;

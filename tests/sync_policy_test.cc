@@ -21,7 +21,7 @@ struct Fixture {
     spec.total_elements = 5;
     plan = std::make_unique<PartitionPlan>(*PartitionPlan::Build(spec, 8, 1));
     store = std::make_unique<ShardStore>(
-        spec, *plan, 0, 1, std::make_unique<SgdOptimizer>(1.0f, 0.0f, 0.0f, false));
+        spec, *plan, 0, 1, std::make_unique<SgdOptimizer>(LearningRateSchedule::Constant(1.0f), 0.0f, 0.0f, false));
     policy = std::make_unique<SyncPolicy>(workers, store.get());
     initial = Params();
   }
