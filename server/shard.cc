@@ -357,7 +357,8 @@ void Shard::GetStatus(proto::ShardStatus* status) const {
   uint64_t fastest = 0;
   for (const PolicyWorker& w : clocks) fastest = std::max(fastest, w.clock);
   uint64_t pushes = 0, pulls = 0, bytes_in = 0, bytes_out = 0;
-  std::vector<bool> live(workers.size());
+  // Ranks whose epoch reports an epoch waits for: live or finished.
+  std::vector<bool> counted(workers.size());
   for (size_t rank = 0; rank < workers.size(); ++rank) {
     const WorkerInfo& w = workers[rank];
     proto::WorkerStatus* ws = status->add_workers();
@@ -367,7 +368,7 @@ void Shard::GetStatus(proto::ShardStatus* status) const {
                   : !clocks[rank].live ? "dead"
                   : w.registered       ? "live"
                                        : "waiting");
-    live[rank] = clocks[rank].live || w.finished;
+    counted[rank] = clocks[rank].live || w.finished;
     ws->set_clock(clocks[rank].clock);
     ws->set_staleness(fastest - clocks[rank].clock);
     ws->set_pushes(w.pushes);
@@ -402,7 +403,7 @@ void Shard::GetStatus(proto::ShardStatus* status) const {
   for (proto::WaitingPull& p : *status->mutable_waiting()) {
     p.set_waiting_on(policy_->WaitingOn(static_cast<int>(p.rank()), p.clock()));
   }
-  for (const EpochSummary& e : metrics_.Summaries(live)) {
+  for (const EpochSummary& e : metrics_.Summaries(counted)) {
     proto::EpochMetrics* m = status->add_epochs();
     m->set_epoch(e.epoch);
     m->set_workers_reported(e.workers_reported);

@@ -6,35 +6,18 @@
 //
 //   bazel run //tools:compute_bench -- [--threads N] [--seconds S]
 //                                       [--blas_core auto|library|NAME]
-#include <chrono>
 #include <cstdio>
 #include <random>
 #include <vector>
 
 #include "common/flags.h"
 #include "common/model_spec.h"
+#include "tools/bench_timing.h"
 #include "worker/blas.h"
 #include "worker/cpu_mlp.h"
 
 namespace paramd {
 namespace {
-
-using Clock = std::chrono::steady_clock;
-
-// Runs `fn` repeatedly for about `seconds`; returns seconds per call.
-template <typename Fn>
-double TimePerCall(double seconds, Fn fn) {
-  fn();  // warm up
-  int64_t calls = 0;
-  const auto start = Clock::now();
-  double elapsed = 0;
-  while (elapsed < seconds) {
-    fn();
-    ++calls;
-    elapsed = std::chrono::duration<double>(Clock::now() - start).count();
-  }
-  return elapsed / calls;
-}
 
 int Main(int argc, char** argv) {
   auto flags = ParseFlags(argc, argv, {"threads", "seconds", "blas_core"}, {});
@@ -67,9 +50,10 @@ int Main(int argc, char** argv) {
     std::vector<float> a(size_t(s.m) * s.k), b(size_t(s.k) * s.n), c(size_t(s.m) * s.n);
     for (float& v : a) v = u(gen);
     for (float& v : b) v = u(gen);
-    const double t = TimePerCall(seconds, [&] {
+    const double t = SecondsPerCall(seconds, [&] {
       (*blas)->Sgemm(s.ta, s.tb, s.m, s.n, s.k, 1.0f, a.data(), s.ta ? s.m : s.k,
                      b.data(), s.tb ? s.k : s.n, 0.0f, c.data(), s.n);
+      return true;
     });
     std::printf("%-34s %12.1f %10.1f\n", s.what, t * 1e6,
                 2.0 * s.m * s.n * s.k / t / 1e9);
@@ -88,10 +72,14 @@ int Main(int argc, char** argv) {
     std::vector<int32_t> y(batch);
     for (float& v : x) v = (u(gen) + 1) / 2;
     for (int i = 0; i < batch; ++i) y[i] = i % 10;
-    const double t = TimePerCall(seconds, [&] {
-      (void)mlp.ComputeGradients(params, x.data(), y.data(), batch,
-                                 absl::MakeSpan(grads));
+    const double t = SecondsPerCall(seconds, [&] {
+      return mlp.ComputeGradients(params, x.data(), y.data(), batch,
+                                  absl::MakeSpan(grads)).ok();
     });
+    if (t < 0) {
+      std::fprintf(stderr, "ComputeGradients failed at batch %d\n", batch);
+      return 1;
+    }
     // Forward 2·B·P, backward about twice that.
     const double flops = 6.0 * batch * (784 * 256 + 256 * 128 + 128 * 10);
     std::printf("%-8d %12.1f %14.0f %10.1f\n", batch, t * 1e6, batch / t,

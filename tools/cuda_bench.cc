@@ -7,36 +7,19 @@
 // and says why the GPU side is missing.
 //
 //   bazel run //tools:cuda_bench -- [--seconds S] [--allow_tf32]
-#include <chrono>
 #include <cstdio>
 #include <random>
 
 #include "common/flags.h"
 #include "common/model_spec.h"
 #include "common/process_setup.h"
+#include "tools/bench_timing.h"
 #include "worker/blas.h"
 #include "worker/cpu_mlp.h"
 #include "worker/cuda_mlp.h"
 
 namespace paramd {
 namespace {
-
-using Clock = std::chrono::steady_clock;
-
-// Seconds per call of `fn` over about `seconds`; nullopt-like -1 on error.
-template <typename Fn>
-double TimePerCall(double seconds, Fn fn) {
-  if (!fn()) return -1;  // warm up
-  int64_t calls = 0;
-  const auto start = Clock::now();
-  double elapsed = 0;
-  while (elapsed < seconds) {
-    if (!fn()) return -1;
-    ++calls;
-    elapsed = std::chrono::duration<double>(Clock::now() - start).count();
-  }
-  return elapsed / calls;
-}
 
 int Main(int argc, char** argv) {
   SetUpProcess();
@@ -71,7 +54,7 @@ int Main(int argc, char** argv) {
     for (float& v : x) v = (u(gen) + 1) / 2;
     for (int i = 0; i < batch; ++i) y[i] = i % 10;
     CpuMlp cpu(layers, batch, 1, *blas);
-    const double t_cpu = TimePerCall(seconds, [&] {
+    const double t_cpu = SecondsPerCall(seconds, [&] {
       return cpu.ComputeGradients(params, x.data(), y.data(), batch,
                                   absl::MakeSpan(grads)).ok();
     });
@@ -81,7 +64,7 @@ int Main(int argc, char** argv) {
       if (!model.ok()) {
         std::printf("GPU: %s\n", std::string(model.status().message()).c_str());
       } else {
-        t_gpu = TimePerCall(seconds, [&] {
+        t_gpu = SecondsPerCall(seconds, [&] {
           return (*model)->ComputeGradients(params, x.data(), y.data(), batch,
                                             absl::MakeSpan(grads)).ok();
         });
