@@ -184,6 +184,23 @@ void ParameterClient::FillPush(uint64_t clock, absl::Span<const float> grads) {
   }
 }
 
+absl::StatusOr<uint64_t> ParameterClient::Push(
+    uint64_t clock, absl::Span<const float> grads) {
+  const int n = static_cast<int>(shards_.size());
+  FillPush(clock, grads);
+  std::vector<grpc::ClientContext> contexts(n);
+  std::vector<proto::PushResponse> responses(n);
+  absl::Status s = ForAllShards(n, "Push", [&](int i, auto done) {
+    contexts[i].set_deadline(DeadlineIn(options_.push_timeout));
+    shards_[i].stub->async()->Push(&contexts[i], &shards_[i].push,
+                                   &responses[i], std::move(done));
+  });
+  if (!s.ok()) return s;
+  uint64_t version = UINT64_MAX;
+  for (const auto& r : responses) version = std::min<uint64_t>(version, r.version());
+  return version;
+}
+
 absl::StatusOr<uint64_t> ParameterClient::PushPull(
     uint64_t clock, absl::Span<const float> grads, absl::Span<float> params) {
   const int n = static_cast<int>(shards_.size());

@@ -50,6 +50,10 @@ class ParameterClient {
   // `finished` tells the shards this rank is done.
   void Heartbeat(uint64_t clock, bool finished, absl::Duration timeout);
 
+  // Sends `grads` (flat) computed at `clock` to every shard and waits until
+  // each accepted it; returns the smallest version the shards report.
+  absl::StatusOr<uint64_t> Push(uint64_t clock, absl::Span<const float> grads);
+
   // Sets the loss the next pushes report.
   void set_loss(float loss);
 
