@@ -119,25 +119,39 @@ absl::Status Shard::Register(const proto::RegisterRequest& request,
 
 absl::Status Shard::Push(const proto::PushRequest& request,
                          proto::PushResponse* response) {
-  if (auto s = CheckWorker("Push", request.job_id(), request.rank()); !s.ok()) {
+  PushView view;
+  view.job_id = request.job_id();
+  view.rank = request.rank();
+  view.clock = request.clock();
+  view.loss = request.loss();
+  for (const proto::TensorChunk& chunk : request.chunks()) {
+    view.chunks.push_back(ChunkView{chunk.tensor_id(), chunk.chunk_index(),
+                                    chunk.dtype(), chunk.data()});
+  }
+  return Push(view, response);
+}
+
+absl::Status Shard::Push(const PushView& request,
+                         proto::PushResponse* response) {
+  if (auto s = CheckWorker("Push", request.job_id, request.rank); !s.ok()) {
     return s;
   }
   const int n = store_.num_chunks();
-  if (request.chunks_size() != n) {
+  if (request.chunks.size() != static_cast<size_t>(n)) {
     return absl::InvalidArgumentError(
-        absl::StrCat("Push: rank ", request.rank(), " sent ",
-                     request.chunks_size(), " chunks; shard ", shard_id_,
+        absl::StrCat("Push: rank ", request.rank, " sent ",
+                     request.chunks.size(), " chunks; shard ", shard_id_,
                      " owns ", n));
   }
   std::vector<absl::Span<const float>> grads(n);
   std::vector<bool> seen(n, false);
   uint64_t bytes = 0;
-  for (const proto::TensorChunk& chunk : request.chunks()) {
-    const int global = plan_.Find(chunk.tensor_id(), chunk.chunk_index());
+  for (const ChunkView& chunk : request.chunks) {
+    const int global = plan_.Find(static_cast<int>(chunk.tensor_id),
+                                  static_cast<int>(chunk.chunk_index));
     const int local = global < 0 ? -1 : store_.LocalIndex(global);
-    const std::string where =
-        absl::StrCat("Push: chunk ", chunk.chunk_index(), " of tensor ",
-                     chunk.tensor_id());
+    const std::string where = absl::StrCat(
+        "Push: chunk ", chunk.chunk_index, " of tensor ", chunk.tensor_id);
     if (local < 0) {
       return absl::InvalidArgumentError(
           absl::StrCat(where, " is not owned by shard ", shard_id_));
@@ -149,18 +163,18 @@ absl::Status Shard::Push(const proto::PushRequest& request,
           absl::StrCat(where, " (", name, ") appears twice"));
     }
     seen[local] = true;
-    if (chunk.dtype() != proto::DTYPE_FLOAT32) {
+    if (chunk.dtype != proto::DTYPE_FLOAT32) {
       return absl::InvalidArgumentError(
-          absl::StrCat(where, " (", name, ") has dtype ", chunk.dtype(),
+          absl::StrCat(where, " (", name, ") has dtype ", chunk.dtype,
                        "; expected DTYPE_FLOAT32"));
     }
-    const std::string& data = chunk.data();
+    const absl::string_view data = chunk.data;
     if (static_cast<int64_t>(data.size()) != spec.length * kElementBytes) {
       return absl::InvalidArgumentError(absl::StrCat(
           where, " (", name, ") has ", data.size(), " bytes; expected ",
           spec.length * kElementBytes));
     }
-    // Protobuf keeps bytes fields in heap strings, aligned for float.
+    // Decoders hand over float-aligned data (protobuf's heap strings are).
     if (reinterpret_cast<uintptr_t>(data.data()) % alignof(float) != 0) {
       return absl::InternalError(absl::StrCat(where, " is misaligned"));
     }
@@ -174,13 +188,13 @@ absl::Status Shard::Push(const proto::PushRequest& request,
     bytes += data.size();
   }
   const absl::Time now = clock_->Now();
-  workers_.OnSeen(static_cast<int>(request.rank()), now);
-  if (auto s = policy_->Push(static_cast<int>(request.rank()),
-                             request.clock(), grads);
+  workers_.OnSeen(static_cast<int>(request.rank), now);
+  if (auto s = policy_->Push(static_cast<int>(request.rank), request.clock,
+                             grads);
       !s.ok()) {
     return s;
   }
-  workers_.OnPush(static_cast<int>(request.rank()), bytes, request.loss(), now);
+  workers_.OnPush(static_cast<int>(request.rank), bytes, request.loss, now);
   stats_.RecordPush(now);
   response->set_version(store_.version());
   return absl::OkStatus();
@@ -190,6 +204,27 @@ absl::Status Shard::Pull(const proto::PullRequest& request,
                          absl::Time deadline,
                          const std::function<bool()>& cancelled,
                          proto::PullResponse* response) {
+  std::shared_ptr<const ParamSnapshot> snapshot;
+  if (auto s = Pull(request, deadline, cancelled, &snapshot); !s.ok()) {
+    return s;
+  }
+  response->set_version(snapshot->version);
+  for (size_t i = 0; i < snapshot->params.size(); ++i) {
+    const ChunkSpec& spec = store_.chunk_spec(static_cast<int>(i));
+    proto::TensorChunk* chunk = response->add_chunks();
+    chunk->set_tensor_id(spec.tensor_id);
+    chunk->set_chunk_index(spec.chunk_index);
+    chunk->set_dtype(proto::DTYPE_FLOAT32);
+    chunk->set_data(reinterpret_cast<const char*>(snapshot->params[i].data()),
+                    snapshot->params[i].size() * sizeof(float));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Shard::Pull(const proto::PullRequest& request,
+                         absl::Time deadline,
+                         const std::function<bool()>& cancelled,
+                         std::shared_ptr<const ParamSnapshot>* snapshot) {
   if (auto s = CheckWorker("Pull", request.job_id(), request.rank()); !s.ok()) {
     return s;
   }
@@ -224,22 +259,8 @@ absl::Status Shard::Pull(const proto::PullRequest& request,
   if (!s.ok()) return s;
   const absl::Time now = clock_->Now();
   stats_.RecordPullWait(now - start);
-  uint64_t bytes = 0;
-  store_.Read([&](uint64_t version,
-                  absl::Span<const std::vector<float>> params) {
-    response->set_version(version);
-    response->mutable_chunks()->Reserve(static_cast<int>(params.size()));
-    for (size_t i = 0; i < params.size(); ++i) {
-      const ChunkSpec& spec = store_.chunk_spec(static_cast<int>(i));
-      proto::TensorChunk* chunk = response->add_chunks();
-      chunk->set_tensor_id(spec.tensor_id);
-      chunk->set_chunk_index(spec.chunk_index);
-      chunk->set_dtype(proto::DTYPE_FLOAT32);
-      chunk->set_data(reinterpret_cast<const char*>(params[i].data()),
-                      params[i].size() * sizeof(float));
-      bytes += params[i].size() * sizeof(float);
-    }
-  });
+  *snapshot = store_.Snapshot();
+  const uint64_t bytes = static_cast<uint64_t>(store_.bytes());
   workers_.OnPull(rank, bytes, now);
   return absl::OkStatus();
 }

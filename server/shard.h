@@ -21,6 +21,7 @@
 #include "common/job_config.h"
 #include "common/model_spec.h"
 #include "common/partitioner.h"
+#include "common/wire_format.h"
 #include "proto/paramd.pb.h"
 #include "server/job_metrics.h"
 #include "server/shard_stats.h"
@@ -41,13 +42,22 @@ class Shard {
 
   absl::Status Register(const proto::RegisterRequest& request,
                         proto::RegisterResponse* response);
-  // On error the shard's state is exactly as before.
+  // On error the shard's state is exactly as before. The gRPC service
+  // decodes pushes straight into a PushView (common/wire_format.h); the
+  // protobuf form is for callers that hold a message.
+  absl::Status Push(const PushView& request, proto::PushResponse* response);
   absl::Status Push(const proto::PushRequest& request,
                     proto::PushResponse* response);
   // Waits until the policy lets the pull proceed; DeadlineExceeded at
   // `deadline` (real time; the caller may call again), Cancelled once
   // `cancelled` (checked a few times a second) says the caller gave up,
   // Unavailable after Shutdown.
+  // On success `*snapshot` holds every chunk at the version served, shared
+  // with every other pull of that version and never changed.
+  absl::Status Pull(const proto::PullRequest& request, absl::Time deadline,
+                    const std::function<bool()>& cancelled,
+                    std::shared_ptr<const ParamSnapshot>* snapshot);
+  // The same, copied into a protobuf message.
   absl::Status Pull(const proto::PullRequest& request, absl::Time deadline,
                     const std::function<bool()>& cancelled,
                     proto::PullResponse* response);
@@ -64,6 +74,7 @@ class Shard {
   void Shutdown();
 
   const PartitionPlan& plan() const { return plan_; }
+  const ShardStore& store() const { return store_; }
   UpdatePolicy& policy() { return *policy_; }
 
   // For tests: waits up to `timeout` until `n` pulls are waiting.

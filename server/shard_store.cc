@@ -159,6 +159,24 @@ uint64_t ShardStore::version() const {
   return version_;
 }
 
+std::shared_ptr<const ParamSnapshot> ShardStore::Snapshot() const {
+  absl::MutexLock snapshot_lock(&snapshot_mu_);
+  absl::ReaderMutexLock lock(&mu_);
+  if (snapshot_ != nullptr && snapshot_->version == version_) return snapshot_;
+  // Only this store hands out references, under snapshot_mu_: a count of 1
+  // means no pull still sends the old snapshot, so its buffers can be
+  // overwritten.
+  if (snapshot_ == nullptr || snapshot_.use_count() > 1) {
+    snapshot_ = std::make_shared<ParamSnapshot>();
+  }
+  snapshot_->version = version_;
+  snapshot_->params.resize(params_.size());
+  for (size_t i = 0; i < params_.size(); ++i) {
+    snapshot_->params[i].assign(params_[i].begin(), params_[i].end());
+  }
+  return snapshot_;
+}
+
 void ShardStore::Read(
     const std::function<void(uint64_t,
                              absl::Span<const std::vector<float>>)>& read)

@@ -24,6 +24,13 @@
 
 namespace paramd {
 
+// Every chunk's parameters at one version, by local chunk index. Never
+// changed once handed out, so pulls can send it without holding a lock.
+struct ParamSnapshot {
+  uint64_t version = 0;
+  std::vector<std::vector<float>> params;
+};
+
 class ShardStore {
  public:
   // Initialises every chunk `shard` owns in `plan` from the model's
@@ -58,6 +65,11 @@ class ShardStore {
   // truncated, or another shape) nothing changes.
   absl::Status RestoreState(absl::string_view state) ABSL_LOCKS_EXCLUDED(mu_);
 
+  // The parameters at the current version. Every caller between two steps
+  // shares one snapshot: a version is copied once however many pull it.
+  std::shared_ptr<const ParamSnapshot> Snapshot() const
+      ABSL_LOCKS_EXCLUDED(mu_, snapshot_mu_);
+
   // Calls `read(version, params)` with every chunk's parameters, by local
   // index, under a shared lock: no step runs meanwhile.
   void Read(const std::function<void(uint64_t, absl::Span<const std::vector<
@@ -76,6 +88,12 @@ class ShardStore {
   // slots_[local] holds optimizer_->num_slots() buffers.
   std::vector<std::vector<std::vector<float>>> slots_ ABSL_GUARDED_BY(mu_);
   uint64_t version_ ABSL_GUARDED_BY(mu_) = 0;
+
+  // The latest snapshot handed out; reused for the next version once no
+  // one else holds it. Taken before mu_.
+  mutable absl::Mutex snapshot_mu_ ABSL_ACQUIRED_BEFORE(mu_);
+  mutable std::shared_ptr<ParamSnapshot> snapshot_
+      ABSL_GUARDED_BY(snapshot_mu_);
 };
 
 }  // namespace paramd

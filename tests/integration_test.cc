@@ -2,13 +2,16 @@
 // subset, under each policy: the loss falls; under sync both workers see
 // identical parameters at every version.
 #include <catch2/catch.hpp>
+#include <cstring>
 #include <map>
 #include <mutex>
 #include <thread>
 
 #include <grpcpp/create_channel.h>
+#include <grpcpp/generic/generic_stub.h>
 
 #include "absl/strings/str_cat.h"
+#include "absl/synchronization/notification.h"
 #include "proto/paramd.grpc.pb.h"
 #include "tests/test_util.h"
 #include "worker/trainer.h"
@@ -221,6 +224,104 @@ TEST_CASE("bad requests over the wire get a clear status and change nothing",
   cluster.server(0).shard()->GetStatus(&st);
   CHECK(st.version() == 0);
   CHECK(st.pushes() == 0);
+}
+
+TEST_CASE("a plain protobuf client pushes and pulls through the tensor path",
+          "[integration]") {
+  JobOptions o;
+  o.servers = {"127.0.0.1:0"};
+  o.workers = 1;
+  o.layers = "[20, 10]";
+  const JobConfig config = testing::MakeJob(o, testing::NewTempDir());
+  LocalCluster cluster(config);
+  auto channel = grpc::CreateChannel(cluster.addresses()[0],
+                                     grpc::InsecureChannelCredentials());
+  auto stub = proto::ParameterService::NewStub(channel);
+  const PartitionPlan& plan = cluster.server(0).shard()->plan();
+
+  for (bool join : {false, true}) {
+    proto::RegisterRequest reg;
+    reg.set_job_id(config.job_id);
+    reg.set_rank(0);
+    reg.set_plan_fingerprint(plan.fingerprint());
+    reg.set_join(join);
+    proto::RegisterResponse resp;
+    grpc::ClientContext c;
+    REQUIRE(stub->Register(&c, reg, &resp).ok());
+  }
+  auto pull = [&](uint64_t clock) {
+    proto::PullRequest req;
+    req.set_job_id(config.job_id);
+    req.set_rank(0);
+    req.set_clock(clock);
+    proto::PullResponse resp;
+    grpc::ClientContext c;
+    grpc::Status s = stub->Pull(&c, req, &resp);
+    INFO(s.error_message());
+    REQUIRE(s.ok());
+    return resp;
+  };
+  const proto::PullResponse before = pull(0);
+  CHECK(before.version() == 0);
+  REQUIRE(before.chunks_size() == static_cast<int>(plan.chunks().size()));
+
+  // A gradient of all ones: the first SGD step (momentum or not) moves
+  // every parameter by -learning_rate.
+  proto::PushRequest push;
+  push.set_job_id(config.job_id);
+  push.set_rank(0);
+  push.set_clock(0);
+  for (const proto::TensorChunk& c : before.chunks()) {
+    proto::TensorChunk* g = push.add_chunks();
+    g->set_tensor_id(c.tensor_id());
+    g->set_chunk_index(c.chunk_index());
+    g->set_dtype(proto::DTYPE_FLOAT32);
+    std::vector<float> ones(c.data().size() / 4, 1.0f);
+    g->set_data(std::string(reinterpret_cast<const char*>(ones.data()),
+                            c.data().size()));
+  }
+  proto::PushResponse pushed;
+  grpc::ClientContext c;
+  REQUIRE(stub->Push(&c, push, &pushed).ok());
+  CHECK(pushed.version() == 1);
+
+  const proto::PullResponse after = pull(1);
+  CHECK(after.version() == 1);
+  REQUIRE(after.chunks_size() == before.chunks_size());
+  for (int k = 0; k < after.chunks_size(); ++k) {
+    CHECK(after.chunks(k).tensor_id() == before.chunks(k).tensor_id());
+    CHECK(after.chunks(k).chunk_index() == before.chunks(k).chunk_index());
+    const std::string& b = before.chunks(k).data();
+    const std::string& a = after.chunks(k).data();
+    REQUIRE(a.size() == b.size());
+    for (size_t i = 0; i < a.size() / 4; ++i) {
+      float x, y;
+      std::memcpy(&x, b.data() + 4 * i, 4);
+      std::memcpy(&y, a.data() + 4 * i, 4);
+      CHECK(y == Approx(x - static_cast<float>(o.learning_rate)).margin(1e-6));
+    }
+  }
+
+  // Bytes that are not a PushRequest: refused, nothing applied.
+  grpc::GenericStub generic(channel);
+  const std::string junk = "\x22\x7f\x08";  // A chunk longer than the message.
+  grpc::Slice slice(junk.data(), junk.size());
+  grpc::ByteBuffer request(&slice, 1), response;
+  grpc::ClientContext c2;
+  grpc::Status status;
+  absl::Notification done;
+  generic.UnaryCall(&c2, "/paramd.proto.ParameterService/Push",
+                    grpc::StubOptions(), &request, &response,
+                    [&](grpc::Status s) {
+                      status = s;
+                      done.Notify();
+                    });
+  REQUIRE(done.WaitForNotificationWithTimeout(absl::Seconds(30)));
+  CHECK(status.error_code() == grpc::StatusCode::INVALID_ARGUMENT);
+  CHECK_THAT(status.error_message(), Catch::Contains("Push: malformed message"));
+  proto::ShardStatus st;
+  cluster.server(0).shard()->GetStatus(&st);
+  CHECK(st.version() == 1);
 }
 
 }  // namespace

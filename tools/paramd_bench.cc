@@ -332,10 +332,21 @@ absl::StatusOr<TransportResult> RunTransport(int64_t bytes, Mode mode,
       ParameterClient client(config, &*plan, &layout, rank,
                              (*cluster)->addresses(), ClientOptions());
       absl::StatusOr<uint64_t> clock = client.Register();
-      std::vector<float> grads(layout.total, 1e-3f), params(layout.total);
+      std::vector<float> params(layout.total);
+      // Gradients go where a trainer computes them: into the client's
+      // buffer, which a push sends in place.
+      const float* filled = nullptr;
+      auto gradients = [&] {
+        absl::Span<float> g = client.GradientBuffer();
+        if (g.data() != filled) {
+          std::fill(g.begin(), g.end(), 1e-3f);
+          filled = g.data();
+        }
+        return g;
+      };
       // One untimed operation of each kind warms connections and buffers.
       if (clock.ok()) {
-        absl::StatusOr<uint64_t> v = client.PushPull(*clock, grads, absl::MakeSpan(params));
+        absl::StatusOr<uint64_t> v = client.PushPull(*clock, gradients(), absl::MakeSpan(params));
         if (v.ok()) ++*clock;
         if (!v.ok()) clock = v.status();
       }
@@ -351,10 +362,10 @@ absl::StatusOr<TransportResult> RunTransport(int64_t bytes, Mode mode,
         const auto t = SteadyClock::now();
         absl::StatusOr<uint64_t> v;
         switch (mode) {
-          case Mode::kPush: v = client.Push(c, grads); break;
+          case Mode::kPush: v = client.Push(c, gradients()); break;
           case Mode::kPull: v = client.Pull(c, absl::MakeSpan(params)); break;
           case Mode::kPushPull:
-            v = client.PushPull(c, grads, absl::MakeSpan(params));
+            v = client.PushPull(c, gradients(), absl::MakeSpan(params));
             break;
         }
         if (!v.ok()) {

@@ -9,7 +9,9 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/blocking_counter.h"
+#include "common/grpc_frames.h"
 #include "common/grpc_status.h"
+#include "common/wire_format.h"
 
 namespace paramd {
 namespace {
@@ -43,6 +45,22 @@ absl::Status ForAllShards(
   return absl::OkStatus();
 }
 
+absl::Status PrefixStatus(const absl::Status& s, const char* what,
+                          int shard) {
+  return absl::Status(s.code(), absl::StrCat(what, shard, ": ", s.message()));
+}
+
+// The version in a PushResponse.
+absl::StatusOr<uint64_t> PushedVersion(const grpc::ByteBuffer& buffer) {
+  grpc::Slice whole;
+  proto::PushResponse response;
+  if (!buffer.DumpToSingleSlice(&whole).ok() ||
+      !response.ParseFromArray(whole.begin(), static_cast<int>(whole.size()))) {
+    return absl::DataLossError("malformed PushResponse");
+  }
+  return response.version();
+}
+
 }  // namespace
 
 ParameterClient::ParameterClient(const JobConfig& config,
@@ -56,7 +74,12 @@ ParameterClient::ParameterClient(const JobConfig& config,
       rank_(rank),
       options_(options),
       incarnation_((uint64_t{std::random_device{}()} << 32) ^
-                   static_cast<uint64_t>(absl::ToUnixNanos(absl::Now()))) {
+                   static_cast<uint64_t>(absl::ToUnixNanos(absl::Now()))),
+      push_method_(absl::StrCat(
+          "/", proto::ParameterService::service_full_name(), "/Push")),
+      pull_method_(absl::StrCat(
+          "/", proto::ParameterService::service_full_name(), "/Pull")),
+      gradients_(std::make_shared<std::vector<float>>(layout->total)) {
   for (int s = 0; s < static_cast<int>(addresses.size()); ++s) {
     grpc::ChannelArguments args;
     const int64_t bytes = plan_->BytesOnShard(s);
@@ -70,15 +93,13 @@ ParameterClient::ParameterClient(const JobConfig& config,
     conn.channel = grpc::CreateCustomChannel(
         addresses[s], grpc::InsecureChannelCredentials(), args);
     conn.stub = proto::ParameterService::NewStub(conn.channel);
-    conn.push.set_job_id(config_.job_id);
-    conn.push.set_rank(rank_);
+    conn.generic = std::make_unique<grpc::GenericStub>(conn.channel);
     for (int global : plan_->ChunksOfShard(s)) {
       const ChunkSpec& c = plan_->chunks()[global];
-      proto::TensorChunk* chunk = conn.push.add_chunks();
-      chunk->set_tensor_id(c.tensor_id);
-      chunk->set_chunk_index(c.chunk_index);
-      chunk->set_dtype(proto::DTYPE_FLOAT32);
-      chunk->mutable_data()->resize(c.length * kElementBytes);
+      conn.chunk_headers.push_back(EncodeChunkHeader(
+          kPushChunksField, static_cast<uint32_t>(c.tensor_id),
+          static_cast<uint32_t>(c.chunk_index), proto::DTYPE_FLOAT32,
+          static_cast<size_t>(c.length * kElementBytes)));
     }
     shards_.push_back(std::move(conn));
   }
@@ -122,112 +143,161 @@ absl::StatusOr<uint64_t> ParameterClient::Register() {
   return last;
 }
 
+grpc::ByteBuffer ParameterClient::PullFrame(uint64_t clock) const {
+  proto::PullRequest request;
+  request.set_job_id(config_.job_id);
+  request.set_rank(rank_);
+  request.set_clock(clock);
+  const std::string bytes = request.SerializeAsString();
+  grpc::Slice slice(bytes.data(), bytes.size());
+  return grpc::ByteBuffer(&slice, 1);
+}
+
 absl::StatusOr<uint64_t> ParameterClient::Pull(uint64_t clock,
                                                absl::Span<float> params) {
   const int n = static_cast<int>(shards_.size());
   std::vector<grpc::ClientContext> contexts(n);
-  std::vector<proto::PullRequest> requests(n);
-  std::vector<proto::PullResponse> responses(n);
+  std::vector<grpc::ByteBuffer> requests(n, PullFrame(clock));
+  std::vector<grpc::ByteBuffer> responses(n);
   absl::Status s = ForAllShards(n, "Pull", [&](int i, auto done) {
     contexts[i].set_deadline(DeadlineIn(options_.pull_timeout));
-    requests[i].set_job_id(config_.job_id);
-    requests[i].set_rank(rank_);
-    requests[i].set_clock(clock);
-    shards_[i].stub->async()->Pull(&contexts[i], &requests[i], &responses[i],
-                                   std::move(done));
+    shards_[i].generic->UnaryCall(&contexts[i], pull_method_,
+                                  grpc::StubOptions(), &requests[i],
+                                  &responses[i], std::move(done));
   });
   if (!s.ok()) return s;
   return JoinPull(responses, params);
 }
 
 absl::StatusOr<uint64_t> ParameterClient::JoinPull(
-    const std::vector<proto::PullResponse>& responses,
+    const std::vector<grpc::ByteBuffer>& responses,
     absl::Span<float> params) const {
   uint64_t version = UINT64_MAX;
+  std::vector<bool> seen(plan_->chunks().size(), false);
   for (int i = 0; i < static_cast<int>(responses.size()); ++i) {
-    const proto::PullResponse& r = responses[i];
-    version = std::min<uint64_t>(version, r.version());
-    if (r.chunks_size() != static_cast<int>(plan_->ChunksOfShard(i).size())) {
+    ReceivedFrame frame;
+    if (absl::Status s = frame.Take(responses[i]); !s.ok()) {
+      return PrefixStatus(s, "Pull from shard ", i);
+    }
+    size_t chunks = 0;
+    absl::StatusOr<uint64_t> v = DecodePull(
+        frame.segments(), [&](uint32_t tensor_id, uint32_t chunk_index,
+                              int dtype, uint64_t bytes) {
+          PullChunkTarget target;
+          const int global = plan_->Find(static_cast<int>(tensor_id),
+                                         static_cast<int>(chunk_index));
+          if (global < 0 || plan_->chunks()[global].shard != i ||
+              seen[global] || dtype != proto::DTYPE_FLOAT32 ||
+              static_cast<int64_t>(bytes) !=
+                  plan_->chunks()[global].length * kElementBytes) {
+            target.error = absl::StrCat(
+                "shard ", i, " sent chunk ", chunk_index, " of tensor ",
+                tensor_id, " (", bytes, " bytes, dtype ", dtype,
+                "), which does not match the plan or came twice");
+            return target;
+          }
+          seen[global] = true;
+          ++chunks;
+          const ChunkSpec& c = plan_->chunks()[global];
+          target.dest = reinterpret_cast<char*>(
+              params.data() + layout_->offset[c.tensor_id] + c.offset);
+          return target;
+        });
+    if (!v.ok()) return v.status();
+    if (chunks != plan_->ChunksOfShard(i).size()) {
       return absl::DataLossError(
-          absl::StrCat("Pull from shard ", i, ": ", r.chunks_size(),
+          absl::StrCat("Pull from shard ", i, ": ", chunks,
                        " chunks; the plan gives it ",
                        plan_->ChunksOfShard(i).size()));
     }
-    for (const proto::TensorChunk& chunk : r.chunks()) {
-      const int global = plan_->Find(chunk.tensor_id(), chunk.chunk_index());
-      if (global < 0 || plan_->chunks()[global].shard != i ||
-          static_cast<int64_t>(chunk.data().size()) !=
-              plan_->chunks()[global].length * kElementBytes) {
-        return absl::DataLossError(absl::StrCat(
-            "Pull from shard ", i, ": chunk ", chunk.chunk_index(),
-            " of tensor ", chunk.tensor_id(), " does not match the plan"));
-      }
-      const ChunkSpec& c = plan_->chunks()[global];
-      std::memcpy(params.data() + layout_->offset[c.tensor_id] + c.offset,
-                  chunk.data().data(), chunk.data().size());
-    }
+    version = std::min<uint64_t>(version, *v);
   }
   return version;
 }
 
-void ParameterClient::FillPush(uint64_t clock, absl::Span<const float> grads) {
+absl::Span<float> ParameterClient::GradientBuffer() {
+  // Only this client hands out references, so a count of 1 means gRPC has
+  // released every slice of earlier pushes.
+  if (gradients_.use_count() > 1) {
+    gradients_ = std::make_shared<std::vector<float>>(layout_->total);
+  }
+  return absl::MakeSpan(*gradients_);
+}
+
+std::vector<grpc::ByteBuffer> ParameterClient::PushFrames(
+    uint64_t clock, absl::Span<const float> grads) {
+  if (grads.data() != gradients_->data()) {
+    absl::Span<float> buffer = GradientBuffer();
+    std::memcpy(buffer.data(), grads.data(),
+                std::min(buffer.size(), grads.size()) * sizeof(float));
+  }
+  const float* flat = gradients_->data();
+  const std::string header = EncodePushHeader(
+      config_.job_id, static_cast<uint32_t>(rank_), clock, loss_);
+  std::vector<grpc::ByteBuffer> frames;
   for (int i = 0; i < static_cast<int>(shards_.size()); ++i) {
-    proto::PushRequest& req = shards_[i].push;
-    req.set_clock(clock);
+    FrameBuilder frame(gradients_);
+    frame.AddCopy(header);
     const std::vector<int>& owned = plan_->ChunksOfShard(i);
     for (size_t k = 0; k < owned.size(); ++k) {
       const ChunkSpec& c = plan_->chunks()[owned[k]];
-      std::memcpy(req.mutable_chunks(static_cast<int>(k))->mutable_data()->data(),
-                  grads.data() + layout_->offset[c.tensor_id] + c.offset,
-                  c.length * kElementBytes);
+      frame.AddCopy(shards_[i].chunk_headers[k]);
+      frame.AddReference(absl::string_view(
+          reinterpret_cast<const char*>(flat + layout_->offset[c.tensor_id] +
+                                        c.offset),
+          static_cast<size_t>(c.length * kElementBytes)));
     }
+    frames.push_back(frame.Finish());
   }
+  return frames;
 }
 
 absl::StatusOr<uint64_t> ParameterClient::Push(
     uint64_t clock, absl::Span<const float> grads) {
   const int n = static_cast<int>(shards_.size());
-  FillPush(clock, grads);
+  std::vector<grpc::ByteBuffer> requests = PushFrames(clock, grads);
   std::vector<grpc::ClientContext> contexts(n);
-  std::vector<proto::PushResponse> responses(n);
+  std::vector<grpc::ByteBuffer> responses(n);
   absl::Status s = ForAllShards(n, "Push", [&](int i, auto done) {
     contexts[i].set_deadline(DeadlineIn(options_.push_timeout));
-    shards_[i].stub->async()->Push(&contexts[i], &shards_[i].push,
-                                   &responses[i], std::move(done));
+    shards_[i].generic->UnaryCall(&contexts[i], push_method_,
+                                  grpc::StubOptions(), &requests[i],
+                                  &responses[i], std::move(done));
   });
   if (!s.ok()) return s;
   uint64_t version = UINT64_MAX;
-  for (const auto& r : responses) version = std::min<uint64_t>(version, r.version());
+  for (int i = 0; i < n; ++i) {
+    absl::StatusOr<uint64_t> v = PushedVersion(responses[i]);
+    if (!v.ok()) return PrefixStatus(v.status(), "Push to shard ", i);
+    version = std::min(version, *v);
+  }
   return version;
 }
 
 absl::StatusOr<uint64_t> ParameterClient::PushPull(
     uint64_t clock, absl::Span<const float> grads, absl::Span<float> params) {
   const int n = static_cast<int>(shards_.size());
-  FillPush(clock, grads);
+  std::vector<grpc::ByteBuffer> push_requests = PushFrames(clock, grads);
   std::vector<grpc::ClientContext> push_contexts(n), pull_contexts(n);
-  std::vector<proto::PushResponse> push_responses(n);
-  std::vector<proto::PullRequest> pull_requests(n);
-  std::vector<proto::PullResponse> pull_responses(n);
+  std::vector<grpc::ByteBuffer> push_responses(n);
+  std::vector<grpc::ByteBuffer> pull_requests(n, PullFrame(clock + 1));
+  std::vector<grpc::ByteBuffer> pull_responses(n);
   std::vector<grpc::Status> push_status(n), pull_status(n);
   absl::BlockingCounter pending(2 * n);
   for (int i = 0; i < n; ++i) {
     pull_contexts[i].set_deadline(DeadlineIn(options_.pull_timeout));
-    pull_requests[i].set_job_id(config_.job_id);
-    pull_requests[i].set_rank(rank_);
-    pull_requests[i].set_clock(clock + 1);
-    shards_[i].stub->async()->Pull(
-        &pull_contexts[i], &pull_requests[i], &pull_responses[i],
-        [&, i](grpc::Status s) {
+    shards_[i].generic->UnaryCall(
+        &pull_contexts[i], pull_method_, grpc::StubOptions(),
+        &pull_requests[i], &pull_responses[i], [&, i](grpc::Status s) {
           pull_status[i] = std::move(s);
           pending.DecrementCount();
         });
   }
   for (int i = 0; i < n; ++i) {
     push_contexts[i].set_deadline(DeadlineIn(options_.push_timeout));
-    shards_[i].stub->async()->Push(
-        &push_contexts[i], &shards_[i].push, &push_responses[i],
-        [&, i](grpc::Status s) {
+    shards_[i].generic->UnaryCall(
+        &push_contexts[i], push_method_, grpc::StubOptions(),
+        &push_requests[i], &push_responses[i], [&, i](grpc::Status s) {
           // A refused push means the pulls would wait in vain.
           if (!s.ok()) {
             for (auto& c : pull_contexts) c.TryCancel();
@@ -237,22 +307,24 @@ absl::StatusOr<uint64_t> ParameterClient::PushPull(
         });
   }
   pending.Wait();
-  for (auto [statuses, rpc] : {std::pair{&push_status, "Push"},
-                               std::pair{&pull_status, "Pull"}}) {
+  for (auto [statuses, rpc] : {std::pair{&push_status, "Push to shard "},
+                               std::pair{&pull_status, "Pull to shard "}}) {
     for (int i = 0; i < n; ++i) {
       if (!(*statuses)[i].ok()) {
-        absl::Status st = FromGrpcStatus((*statuses)[i]);
-        return absl::Status(st.code(), absl::StrCat(rpc, " to shard ", i, ": ",
-                                                    st.message()));
+        return PrefixStatus(FromGrpcStatus((*statuses)[i]), rpc, i);
       }
+    }
+  }
+  for (int i = 0; i < n; ++i) {
+    if (absl::StatusOr<uint64_t> v = PushedVersion(push_responses[i]);
+        !v.ok()) {
+      return PrefixStatus(v.status(), "Push to shard ", i);
     }
   }
   return JoinPull(pull_responses, params);
 }
 
-void ParameterClient::set_loss(float loss) {
-  for (ShardConn& conn : shards_) conn.push.set_loss(loss);
-}
+void ParameterClient::set_loss(float loss) { loss_ = loss; }
 
 void ParameterClient::Heartbeat(uint64_t clock, bool finished,
                                 absl::Duration timeout) {

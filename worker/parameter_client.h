@@ -2,11 +2,17 @@
 // gradient buffer into each shard's chunks and joins pulled chunks back
 // into the flat parameter buffer, talking to every shard concurrently.
 //
+// Tensor bytes are not copied into protobuf messages (common/wire_format.h):
+// a push sends each chunk straight from the gradient buffer, and a pull
+// copies each received chunk once, straight to its place in `params`.
+//
 // Thread-compatible: one training loop uses it at a time.
 #ifndef PARAMD_WORKER_PARAMETER_CLIENT_H_
 #define PARAMD_WORKER_PARAMETER_CLIENT_H_
 
 #include <grpcpp/channel.h>
+#include <grpcpp/generic/generic_stub.h>
+#include <grpcpp/support/byte_buffer.h>
 
 #include <memory>
 #include <string>
@@ -50,6 +56,11 @@ class ParameterClient {
   // `finished` tells the shards this rank is done.
   void Heartbeat(uint64_t clock, bool finished, absl::Duration timeout);
 
+  // A flat buffer to compute the next gradient into: pushing from it sends
+  // the bytes in place, without a copy. Call it again for every step (it
+  // moves to a new buffer while gRPC still holds the last one).
+  absl::Span<float> GradientBuffer();
+
   // Sends `grads` (flat) computed at `clock` to every shard and waits until
   // each accepted it; returns the smallest version the shards report.
   absl::StatusOr<uint64_t> Push(uint64_t clock, absl::Span<const float> grads);
@@ -72,19 +83,24 @@ class ParameterClient {
  private:
   // One phase of Register on every shard; returns the largest clock.
   absl::StatusOr<uint64_t> RegisterPhase(bool join, uint64_t clock);
-  // Copies `grads` into every shard's reusable push request.
-  void FillPush(uint64_t clock, absl::Span<const float> grads);
+  // Makes each shard's push frame for `grads` computed at `clock`,
+  // referencing the gradient buffer (copying `grads` into it first unless
+  // they are already there).
+  std::vector<grpc::ByteBuffer> PushFrames(uint64_t clock,
+                                           absl::Span<const float> grads);
+  grpc::ByteBuffer PullFrame(uint64_t clock) const;
   // Copies every shard's pulled chunks into `params`; returns the version
   // served (the smallest across shards).
   absl::StatusOr<uint64_t> JoinPull(
-      const std::vector<proto::PullResponse>& responses,
+      const std::vector<grpc::ByteBuffer>& responses,
       absl::Span<float> params) const;
 
   struct ShardConn {
     std::shared_ptr<grpc::Channel> channel;
     std::unique_ptr<proto::ParameterService::Stub> stub;
-    // Requests reused across steps so their buffers are not reallocated.
-    proto::PushRequest push;
+    std::unique_ptr<grpc::GenericStub> generic;
+    // The framing before each owned chunk in a push (never changes).
+    std::vector<std::string> chunk_headers;
   };
 
   const JobConfig& config_;
@@ -93,7 +109,11 @@ class ParameterClient {
   const int rank_;
   const ClientOptions options_;
   const uint64_t incarnation_;  // Random, for this process.
+  const std::string push_method_, pull_method_;
   std::vector<ShardConn> shards_;
+  float loss_ = 0;
+  // Gradients are sent from here; gRPC holds a reference until sent.
+  std::shared_ptr<std::vector<float>> gradients_;
 };
 
 }  // namespace paramd

@@ -65,7 +65,6 @@ Trainer::Trainer(const JobConfig& config, int rank, TrainerOptions options,
       train_(std::move(train)),
       test_(std::move(test)) {
   params_.resize(layout_.total);
-  grads_.resize(layout_.total);
   // Test share: samples i with i % workers == rank.
   std::vector<int64_t> idx;
   for (int64_t i = rank_; i < test_.size; i += config_.num_workers) {
@@ -172,8 +171,10 @@ absl::Status Trainer::Train() {
     }
     if (absl::Status s = PullAt(clock); !s.ok()) return s;
     const int n = shard_->Batch(step, x.data(), y.data());
+    // Computed straight into the buffer the push sends from.
+    const absl::Span<float> grads = client_->GradientBuffer();
     absl::StatusOr<double> loss = model_->ComputeGradients(
-        params_, x.data(), y.data(), n, absl::MakeSpan(grads_));
+        params_, x.data(), y.data(), n, grads);
     if (!loss.ok()) return loss.status();
     if (slow) {
       std::this_thread::sleep_for(
@@ -182,7 +183,7 @@ absl::Status Trainer::Train() {
     // Push this step's gradient and fetch the next version in one go.
     client_->set_loss(static_cast<float>(*loss));
     absl::StatusOr<uint64_t> version =
-        client_->PushPull(clock, grads_, absl::MakeSpan(params_));
+        client_->PushPull(clock, grads, absl::MakeSpan(params_));
     if (absl::IsAborted(version.status())) {
       spdlog::warn("rank {}: {}; registering again", rank_,
                    std::string(version.status().message()));

@@ -77,7 +77,6 @@ class Trainer {
   std::vector<int32_t> test_y_;
 
   std::vector<float> params_;
-  std::vector<float> grads_;
   int64_t pulled_clock_ = -1;  // Clock whose parameters params_ holds.
 
   // The heartbeat thread's state.

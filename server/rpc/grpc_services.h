@@ -3,33 +3,57 @@
 #ifndef PARAMD_SERVER_RPC_GRPC_SERVICES_H_
 #define PARAMD_SERVER_RPC_GRPC_SERVICES_H_
 
+#include <grpcpp/impl/service_type.h>
+#include <grpcpp/support/byte_buffer.h>
+
+#include <string>
+
 #include "proto/paramd.grpc.pb.h"
 #include "server/shard.h"
 
 namespace paramd {
 
-class GrpcParameterService final : public proto::ParameterService::Service {
+// proto::ParameterService, assembled by hand rather than from the
+// generated base class so that Push and Pull can keep tensor bytes out of
+// protobuf messages (common/wire_format.h): a push is decoded from the
+// received slices, copying each chunk at most once, and a pull's reply
+// references the shard's snapshot of the version in place, so one copy of
+// a version serves every worker that pulls it. On the wire these are
+// PushRequest/PullResponse, so any protobuf client can call them; the
+// other methods use the protobuf messages as generated.
+class GrpcParameterService final : public grpc::Service {
  public:
-  explicit GrpcParameterService(Shard* shard) : shard_(shard) {}
+  explicit GrpcParameterService(Shard* shard);
 
-  grpc::Status Register(grpc::ServerContext* context,
-                        const proto::RegisterRequest* request,
-                        proto::RegisterResponse* response) override;
-  grpc::Status Push(grpc::ServerContext* context,
-                    const proto::PushRequest* request,
-                    proto::PushResponse* response) override;
-  grpc::Status Pull(grpc::ServerContext* context,
-                    const proto::PullRequest* request,
-                    proto::PullResponse* response) override;
-  grpc::Status Heartbeat(grpc::ServerContext* context,
-                         const proto::HeartbeatRequest* request,
-                         proto::HeartbeatResponse* response) override;
-  grpc::Status ReportEpoch(grpc::ServerContext* context,
-                           const proto::ReportEpochRequest* request,
-                           proto::ReportEpochResponse* response) override;
+  // "/paramd.proto.ParameterService/<rpc>".
+  static std::string MethodName(const char* rpc);
 
  private:
+  grpc::Status Register(grpc::ServerContext* context,
+                        const proto::RegisterRequest* request,
+                        proto::RegisterResponse* response);
+  grpc::Status Push(grpc::ServerContext* context,
+                    const grpc::ByteBuffer* request,
+                    grpc::ByteBuffer* response);
+  grpc::Status Pull(grpc::ServerContext* context,
+                    const grpc::ByteBuffer* request,
+                    grpc::ByteBuffer* response);
+  grpc::Status Heartbeat(grpc::ServerContext* context,
+                         const proto::HeartbeatRequest* request,
+                         proto::HeartbeatResponse* response);
+  grpc::Status ReportEpoch(grpc::ServerContext* context,
+                           const proto::ReportEpochRequest* request,
+                           proto::ReportEpochResponse* response);
+
+  // Adds one unary method served by `handler`.
+  template <typename Request, typename Response>
+  void AddUnary(const char* rpc,
+                grpc::Status (GrpcParameterService::*handler)(
+                    grpc::ServerContext*, const Request*, Response*));
+
   Shard* const shard_;
+  // gRPC keeps pointers to the method names.
+  std::vector<std::unique_ptr<std::string>> names_;
 };
 
 class GrpcStatusService final : public proto::StatusService::Service {

@@ -1,0 +1,339 @@
+#include "common/wire_format.h"
+
+#include <cstring>
+
+#include "absl/strings/str_cat.h"
+
+namespace paramd {
+namespace {
+
+enum WireType { kVarint = 0, kFixed64 = 1, kLengthDelimited = 2, kFixed32 = 5 };
+
+void PutVarint(std::string* out, uint64_t v) {
+  while (v >= 0x80) {
+    out->push_back(static_cast<char>(v | 0x80));
+    v >>= 7;
+  }
+  out->push_back(static_cast<char>(v));
+}
+
+void PutTag(std::string* out, int field, WireType type) {
+  PutVarint(out, (static_cast<uint64_t>(field) << 3) | type);
+}
+
+size_t VarintSize(uint64_t v) {
+  size_t n = 1;
+  while (v >= 0x80) {
+    v >>= 7;
+    ++n;
+  }
+  return n;
+}
+
+// proto3 leaves fields at their default out; so do we.
+void PutVarintField(std::string* out, int field, uint64_t v) {
+  if (v == 0) return;
+  PutTag(out, field, kVarint);
+  PutVarint(out, v);
+}
+
+absl::Status Malformed(const char* message, const char* what) {
+  return absl::InvalidArgumentError(
+      absl::StrCat(message, ": malformed message: ", what));
+}
+
+// Field numbers (proto/paramd.proto).
+constexpr int kPushJobId = 1, kPushRank = 2, kPushClock = 3,
+              kPushChunks = kPushChunksField, kPushLoss = 5;
+constexpr int kPullVersion = 1, kPullChunks = kPullChunksField;
+constexpr int kChunkTensor = 1, kChunkIndex = 2, kChunkDtype = 3,
+              kChunkData = 4;
+
+struct ChunkFields {
+  uint32_t tensor_id = 0, chunk_index = 0;
+  int dtype = 0;
+  uint64_t data_bytes = 0;
+  bool has_data = false;
+};
+
+// Reads a TensorChunk of `length` bytes up to (not including) its data,
+// which must come last, as every encoder here and protobuf's own write it
+// (fields in number order). Leaves the reader at the data.
+const char* ReadChunkFields(WireReader* in, uint64_t length,
+                            ChunkFields* out) {
+  const uint64_t end = in->position() + length;
+  if (end > in->size()) return "a chunk runs past the message's end";
+  while (in->position() < end) {
+    uint64_t tag = 0;
+    if (!in->ReadVarint(&tag)) return "truncated chunk field";
+    const int field = static_cast<int>(tag >> 3);
+    const int type = static_cast<int>(tag & 7);
+    if (field == kChunkData && type == kLengthDelimited) {
+      if (!in->ReadVarint(&out->data_bytes)) return "truncated data length";
+      if (in->position() + out->data_bytes != end) {
+        return "chunk data is not the chunk's last field or overruns it";
+      }
+      out->has_data = true;
+      return nullptr;
+    }
+    uint64_t v = 0;
+    if ((field == kChunkTensor || field == kChunkIndex ||
+         field == kChunkDtype) && type == kVarint) {
+      if (!in->ReadVarint(&v)) return "truncated chunk field";
+      if (field == kChunkTensor) out->tensor_id = static_cast<uint32_t>(v);
+      if (field == kChunkIndex) out->chunk_index = static_cast<uint32_t>(v);
+      if (field == kChunkDtype) out->dtype = static_cast<int>(v);
+    } else if (!in->SkipField(type)) {
+      return "undecodable chunk field";
+    }
+  }
+  if (in->position() != end) return "a chunk's fields overrun it";
+  return nullptr;  // A chunk without data: zero bytes.
+}
+
+}  // namespace
+
+std::string EncodePushHeader(absl::string_view job_id, uint32_t rank,
+                             uint64_t clock, float loss) {
+  std::string out;
+  if (!job_id.empty()) {
+    PutTag(&out, kPushJobId, kLengthDelimited);
+    PutVarint(&out, job_id.size());
+    out.append(job_id.data(), job_id.size());
+  }
+  PutVarintField(&out, kPushRank, rank);
+  PutVarintField(&out, kPushClock, clock);
+  if (loss != 0) {
+    PutTag(&out, kPushLoss, kFixed32);
+    uint32_t bits;
+    std::memcpy(&bits, &loss, 4);
+    for (int i = 0; i < 4; ++i) out.push_back(static_cast<char>(bits >> (8 * i)));
+  }
+  return out;
+}
+
+std::string EncodeChunkHeader(int field, uint32_t tensor_id,
+                              uint32_t chunk_index, int dtype,
+                              size_t data_bytes) {
+  std::string inner;
+  PutVarintField(&inner, kChunkTensor, tensor_id);
+  PutVarintField(&inner, kChunkIndex, chunk_index);
+  PutVarintField(&inner, kChunkDtype, static_cast<uint64_t>(dtype));
+  const bool has_data = data_bytes > 0;
+  size_t length = inner.size();
+  if (has_data) {
+    length += 1 + VarintSize(data_bytes) + data_bytes;
+  }
+  std::string out;
+  PutTag(&out, field, kLengthDelimited);
+  PutVarint(&out, length);
+  out += inner;
+  if (has_data) {
+    PutTag(&out, kChunkData, kLengthDelimited);
+    PutVarint(&out, data_bytes);
+  }
+  return out;
+}
+
+std::string EncodePullHeader(uint64_t version) {
+  std::string out;
+  PutVarintField(&out, kPullVersion, version);
+  return out;
+}
+
+WireReader::WireReader(absl::Span<const absl::string_view> segments)
+    : segments_(segments) {
+  for (absl::string_view s : segments_) size_ += s.size();
+  Settle();
+}
+
+void WireReader::Settle() {
+  while (segment_ < segments_.size() &&
+         offset_ == segments_[segment_].size()) {
+    ++segment_;
+    offset_ = 0;
+  }
+}
+
+bool WireReader::ReadVarint(uint64_t* value) {
+  uint64_t v = 0;
+  for (int shift = 0; shift < 64; shift += 7) {
+    if (segment_ >= segments_.size()) return false;
+    const uint8_t byte =
+        static_cast<uint8_t>(segments_[segment_][offset_]);
+    ++offset_;
+    ++position_;
+    Settle();
+    v |= static_cast<uint64_t>(byte & 0x7f) << shift;
+    if ((byte & 0x80) == 0) {
+      *value = v;
+      return true;
+    }
+  }
+  return false;  // More than 10 bytes.
+}
+
+bool WireReader::ReadFixed32(uint32_t* value) {
+  unsigned char b[4];
+  if (!CopyTo(reinterpret_cast<char*>(b), 4)) return false;
+  *value = static_cast<uint32_t>(b[0]) | (static_cast<uint32_t>(b[1]) << 8) |
+           (static_cast<uint32_t>(b[2]) << 16) |
+           (static_cast<uint32_t>(b[3]) << 24);
+  return true;
+}
+
+bool WireReader::Skip(uint64_t n) {
+  if (n > size_ - position_) return false;
+  while (n > 0) {
+    const size_t take = std::min<uint64_t>(n, segments_[segment_].size() - offset_);
+    offset_ += take;
+    position_ += take;
+    n -= take;
+    Settle();
+  }
+  return true;
+}
+
+bool WireReader::CopyTo(char* out, uint64_t n) {
+  if (n > size_ - position_) return false;
+  while (n > 0) {
+    const size_t take = std::min<uint64_t>(n, segments_[segment_].size() - offset_);
+    std::memcpy(out, segments_[segment_].data() + offset_, take);
+    out += take;
+    offset_ += take;
+    position_ += take;
+    n -= take;
+    Settle();
+  }
+  return true;
+}
+
+absl::string_view WireReader::Contiguous(uint64_t n) {
+  if (n == 0 || segment_ >= segments_.size() ||
+      segments_[segment_].size() - offset_ < n) {
+    return absl::string_view();
+  }
+  absl::string_view out = segments_[segment_].substr(offset_, n);
+  offset_ += n;
+  position_ += n;
+  Settle();
+  return out;
+}
+
+bool WireReader::SkipField(int wire_type) {
+  uint64_t v = 0;
+  switch (wire_type) {
+    case kVarint: return ReadVarint(&v);
+    case kFixed64: return Skip(8);
+    case kLengthDelimited: return ReadVarint(&v) && Skip(v);
+    case kFixed32: return Skip(4);
+    default: return false;  // Groups (3, 4) are not used by proto3.
+  }
+}
+
+absl::Status DecodePush(absl::Span<const absl::string_view> segments,
+                        PushView* out, std::unique_ptr<float[]>* storage) {
+  constexpr char kWhat[] = "Push";
+  WireReader in(segments);
+  *out = PushView();
+  // Chunk data not referenced in place goes to `storage`, allocated on
+  // first need; the message's size bounds it.
+  char* free_space = nullptr;
+  while (in.position() < in.size()) {
+    uint64_t tag = 0;
+    if (!in.ReadVarint(&tag)) return Malformed(kWhat, "truncated field tag");
+    const int field = static_cast<int>(tag >> 3);
+    const int type = static_cast<int>(tag & 7);
+    uint64_t v = 0;
+    if (field == kPushJobId && type == kLengthDelimited) {
+      if (!in.ReadVarint(&v) || v > in.size() - in.position()) {
+        return Malformed(kWhat, "truncated job_id");
+      }
+      out->job_id.resize(v);
+      in.CopyTo(out->job_id.data(), v);
+    } else if ((field == kPushRank || field == kPushClock) && type == kVarint) {
+      if (!in.ReadVarint(&v)) return Malformed(kWhat, "truncated varint");
+      if (field == kPushRank) out->rank = static_cast<uint32_t>(v);
+      if (field == kPushClock) out->clock = v;
+    } else if (field == kPushLoss && type == kFixed32) {
+      uint32_t bits = 0;
+      if (!in.ReadFixed32(&bits)) return Malformed(kWhat, "truncated loss");
+      std::memcpy(&out->loss, &bits, 4);
+    } else if (field == kPushChunks && type == kLengthDelimited) {
+      uint64_t length = 0;
+      if (!in.ReadVarint(&length)) {
+        return Malformed(kWhat, "truncated chunk length");
+      }
+      ChunkFields f;
+      if (const char* error = ReadChunkFields(&in, length, &f)) {
+        return Malformed(kWhat, error);
+      }
+      ChunkView chunk;
+      chunk.tensor_id = f.tensor_id;
+      chunk.chunk_index = f.chunk_index;
+      chunk.dtype = f.dtype;
+      if (f.data_bytes > 0) {
+        absl::string_view whole = in.Contiguous(f.data_bytes);
+        if (!whole.empty() &&
+            reinterpret_cast<uintptr_t>(whole.data()) % alignof(float) == 0) {
+          chunk.data = whole;
+        } else {
+          if (free_space == nullptr) {
+            storage->reset(new float[in.size() / sizeof(float) + 1]);
+            free_space = reinterpret_cast<char*>(storage->get());
+          }
+          if (whole.empty()) {
+            in.CopyTo(free_space, f.data_bytes);
+          } else {
+            std::memcpy(free_space, whole.data(), whole.size());
+          }
+          chunk.data = absl::string_view(free_space, f.data_bytes);
+          // Keep the next chunk float-aligned.
+          free_space += (f.data_bytes + 3) / 4 * 4;
+        }
+      }
+      out->chunks.push_back(chunk);
+    } else if (!in.SkipField(type)) {
+      return Malformed(kWhat, "undecodable field");
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<uint64_t> DecodePull(
+    absl::Span<const absl::string_view> segments,
+    const std::function<PullChunkTarget(uint32_t, uint32_t, int, uint64_t)>&
+        place) {
+  constexpr char kWhat[] = "Pull";
+  WireReader in(segments);
+  uint64_t version = 0;
+  while (in.position() < in.size()) {
+    uint64_t tag = 0;
+    if (!in.ReadVarint(&tag)) return Malformed(kWhat, "truncated field tag");
+    const int field = static_cast<int>(tag >> 3);
+    const int type = static_cast<int>(tag & 7);
+    if (field == kPullVersion && type == kVarint) {
+      if (!in.ReadVarint(&version)) return Malformed(kWhat, "truncated version");
+    } else if (field == kPullChunks && type == kLengthDelimited) {
+      uint64_t length = 0;
+      if (!in.ReadVarint(&length)) {
+        return Malformed(kWhat, "truncated chunk length");
+      }
+      ChunkFields f;
+      if (const char* error = ReadChunkFields(&in, length, &f)) {
+        return Malformed(kWhat, error);
+      }
+      PullChunkTarget target =
+          place(f.tensor_id, f.chunk_index, f.dtype, f.data_bytes);
+      if (target.dest == nullptr) {
+        return absl::DataLossError(absl::StrCat("Pull: ", target.error));
+      }
+      in.CopyTo(target.dest, f.data_bytes);
+    } else if (!in.SkipField(type)) {
+      return Malformed(kWhat, "undecodable field");
+    }
+  }
+  return version;
+}
+
+}  // namespace paramd

@@ -1,0 +1,258 @@
+// The hand-written wire format of Push and Pull: what it writes is the
+// protobuf message, what protobuf writes decodes here, however the bytes
+// are split into segments, and damaged messages are refused, not misread.
+#include "common/wire_format.h"
+
+#include <catch2/catch.hpp>
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "proto/paramd.pb.h"
+
+namespace paramd {
+namespace {
+
+std::string Floats(std::vector<float> v) {
+  return std::string(reinterpret_cast<const char*>(v.data()),
+                     v.size() * sizeof(float));
+}
+
+proto::PushRequest SamplePush() {
+  proto::PushRequest r;
+  r.set_job_id("job-7");
+  r.set_rank(3);
+  r.set_clock(300);  // Two-byte varint.
+  r.set_loss(0.25f);
+  for (int c = 0; c < 3; ++c) {
+    proto::TensorChunk* chunk = r.add_chunks();
+    chunk->set_tensor_id(c == 2 ? 1 : 0);
+    chunk->set_chunk_index(c == 2 ? 0 : c);
+    chunk->set_dtype(proto::DTYPE_FLOAT32);
+    std::vector<float> v(100 + 37 * c);
+    for (size_t i = 0; i < v.size(); ++i) v[i] = 0.5f * i - c;
+    chunk->set_data(Floats(v));
+  }
+  return r;
+}
+
+// `bytes` cut at the given offsets, each piece copied to its own buffer
+// starting at `misalign` bytes into it (as received slices may lie).
+struct Segmented {
+  Segmented(const std::string& bytes, std::vector<size_t> cuts, int misalign) {
+    cuts.push_back(bytes.size());
+    size_t from = 0;
+    for (size_t to : cuts) {
+      if (to < from) continue;
+      storage.push_back(std::string(misalign, 'x') +
+                        bytes.substr(from, to - from));
+      from = to;
+    }
+    for (const std::string& s : storage) {
+      views.push_back(absl::string_view(s).substr(misalign));
+    }
+  }
+  std::vector<std::string> storage;
+  std::vector<absl::string_view> views;
+};
+
+void CheckSame(const PushView& view, const proto::PushRequest& want) {
+  CHECK(view.job_id == want.job_id());
+  CHECK(view.rank == want.rank());
+  CHECK(view.clock == want.clock());
+  CHECK(view.loss == want.loss());
+  REQUIRE(view.chunks.size() == static_cast<size_t>(want.chunks_size()));
+  for (size_t c = 0; c < view.chunks.size(); ++c) {
+    CHECK(view.chunks[c].tensor_id == want.chunks(c).tensor_id());
+    CHECK(view.chunks[c].chunk_index == want.chunks(c).chunk_index());
+    CHECK(view.chunks[c].dtype == want.chunks(c).dtype());
+    CHECK(std::string(view.chunks[c].data) == want.chunks(c).data());
+    CHECK(reinterpret_cast<uintptr_t>(view.chunks[c].data.data()) %
+              alignof(float) == 0);
+  }
+}
+
+TEST_CASE("protobuf's PushRequest decodes however it is segmented", "[wire]") {
+  const proto::PushRequest want = SamplePush();
+  const std::string bytes = want.SerializeAsString();
+  std::mt19937 gen(5);
+  for (int trial = 0; trial < 200; ++trial) {
+    std::vector<size_t> cuts;
+    const int pieces = trial == 0 ? 0 : 1 + trial % 7;
+    for (int k = 0; k < pieces; ++k) {
+      cuts.push_back(std::uniform_int_distribution<size_t>(0, bytes.size())(gen));
+    }
+    std::sort(cuts.begin(), cuts.end());
+    Segmented seg(bytes, cuts, trial % 4);
+    PushView view;
+    std::unique_ptr<float[]> storage;
+    INFO("trial " << trial);
+    REQUIRE(DecodePush(seg.views, &view, &storage).ok());
+    CheckSame(view, want);
+  }
+}
+
+TEST_CASE("a chunk lying whole and aligned in one segment is not copied",
+          "[wire]") {
+  const std::string bytes = SamplePush().SerializeAsString();
+  // One aligned segment: every chunk whose data starts 4-aligned within it
+  // is referenced in place.
+  std::vector<float> aligned_buffer(bytes.size() / 4 + 1);
+  std::memcpy(aligned_buffer.data(), bytes.data(), bytes.size());
+  const absl::string_view whole(
+      reinterpret_cast<const char*>(aligned_buffer.data()), bytes.size());
+  PushView view;
+  std::unique_ptr<float[]> storage;
+  REQUIRE(DecodePush({whole}, &view, &storage).ok());
+  int in_place = 0;
+  for (const ChunkView& c : view.chunks) {
+    const bool inside = c.data.data() >= whole.data() &&
+                        c.data.data() + c.data.size() <= whole.data() + whole.size();
+    const bool aligned =
+        reinterpret_cast<uintptr_t>(c.data.data()) % alignof(float) == 0;
+    CHECK(aligned);
+    if (inside) ++in_place;
+  }
+  // The chunks' offsets in the message differ by their framing; at least
+  // one lands aligned, and those are used where they lie.
+  CHECK(in_place >= 1);
+  CheckSame(view, SamplePush());
+}
+
+TEST_CASE("what the encoder writes parses as protobuf's PushRequest",
+          "[wire]") {
+  const proto::PushRequest want = SamplePush();
+  std::string bytes = EncodePushHeader(want.job_id(), want.rank(),
+                                       want.clock(), want.loss());
+  for (const proto::TensorChunk& c : want.chunks()) {
+    bytes += EncodeChunkHeader(kPushChunksField, c.tensor_id(),
+                               c.chunk_index(), c.dtype(), c.data().size());
+    bytes += c.data();
+  }
+  proto::PushRequest got;
+  REQUIRE(got.ParseFromString(bytes));
+  CHECK(got.SerializeAsString() == want.SerializeAsString());
+}
+
+TEST_CASE("PullResponse: encoder and decoder agree with protobuf", "[wire]") {
+  proto::PullResponse want;
+  want.set_version(1234567);
+  std::vector<std::vector<float>> data = {{1, 2, 3}, {}, {4.5f, -6}};
+  for (size_t c = 0; c < data.size(); ++c) {
+    proto::TensorChunk* chunk = want.add_chunks();
+    chunk->set_tensor_id(static_cast<uint32_t>(c));
+    chunk->set_chunk_index(7);
+    chunk->set_dtype(proto::DTYPE_FLOAT32);
+    chunk->set_data(Floats(data[c]));
+  }
+  std::string ours = EncodePullHeader(want.version());
+  for (size_t c = 0; c < data.size(); ++c) {
+    ours += EncodeChunkHeader(kPullChunksField, static_cast<uint32_t>(c), 7,
+                              proto::DTYPE_FLOAT32, data[c].size() * 4);
+    ours += Floats(data[c]);
+  }
+  proto::PullResponse parsed;
+  REQUIRE(parsed.ParseFromString(ours));
+  CHECK(parsed.SerializeAsString() == want.SerializeAsString());
+
+  const std::string bytes = want.SerializeAsString();
+  for (size_t cut = 0; cut <= bytes.size(); ++cut) {
+    Segmented seg(bytes, {cut}, static_cast<int>(cut % 3));
+    std::vector<std::vector<float>> got(data.size());
+    absl::StatusOr<uint64_t> version = DecodePull(
+        seg.views, [&](uint32_t tensor, uint32_t index, int dtype,
+                       uint64_t n) {
+          CHECK(index == 7);
+          CHECK(dtype == proto::DTYPE_FLOAT32);
+          got[tensor].resize(n / 4);
+          PullChunkTarget t;
+          t.dest = reinterpret_cast<char*>(got[tensor].data());
+          if (n == 0) t.dest = reinterpret_cast<char*>(&got);  // Anywhere.
+          return t;
+        });
+    INFO("cut at " << cut);
+    REQUIRE(version.ok());
+    CHECK(*version == want.version());
+    CHECK(got == data);
+  }
+}
+
+TEST_CASE("fields the decoder does not know are skipped", "[wire]") {
+  // Field 15 of each wire type, as a newer sender might add.
+  std::string extra;
+  extra += static_cast<char>((15 << 3) | 0);  // varint
+  extra += "\x96\x01";
+  extra += static_cast<char>((15 << 3) | 1);  // fixed64
+  extra += std::string(8, '\x01');
+  extra += static_cast<char>((15 << 3) | 2);  // length-delimited
+  extra += "\x03" "abc";
+  extra += static_cast<char>((15 << 3) | 5);  // fixed32
+  extra += std::string(4, '\x02');
+  const proto::PushRequest want = SamplePush();
+  const std::string bytes = extra + want.SerializeAsString() + extra;
+  PushView view;
+  std::unique_ptr<float[]> storage;
+  REQUIRE(DecodePush({absl::string_view(bytes)}, &view, &storage).ok());
+  CheckSame(view, want);
+}
+
+TEST_CASE("damaged messages are refused with a reason, never misread",
+          "[wire]") {
+  const std::string push = SamplePush().SerializeAsString();
+  // Every strict prefix that ends inside a field is malformed; a prefix
+  // ending exactly between top-level fields is a shorter valid message.
+  int refused = 0;
+  for (size_t n = 0; n < push.size(); ++n) {
+    PushView view;
+    std::unique_ptr<float[]> storage;
+    const absl::Status s =
+        DecodePush({absl::string_view(push).substr(0, n)}, &view, &storage);
+    if (!s.ok()) {
+      ++refused;
+      CHECK(s.code() == absl::StatusCode::kInvalidArgument);
+      CHECK_THAT(std::string(s.message()),
+                 Catch::Contains("Push: malformed message"));
+    } else {
+      // Only whole chunks were taken.
+      for (const ChunkView& c : view.chunks) CHECK(c.data.size() % 4 == 0);
+    }
+  }
+  CHECK(refused > static_cast<int>(push.size()) - 10);
+
+  // Data that is not the chunk's last field: refused, not misplaced.
+  proto::PushRequest r;
+  r.set_rank(1);
+  std::string chunk;
+  chunk += static_cast<char>((4 << 3) | 2);
+  chunk += '\x04';
+  chunk += "abcd";
+  chunk += static_cast<char>((1 << 3) | 0);
+  chunk += '\x02';
+  std::string bytes = r.SerializeAsString();
+  bytes += static_cast<char>((4 << 3) | 2);
+  bytes += static_cast<char>(chunk.size());
+  bytes += chunk;
+  PushView view;
+  std::unique_ptr<float[]> storage;
+  const absl::Status s = DecodePush({absl::string_view(bytes)}, &view, &storage);
+  CHECK_THAT(std::string(s.message()),
+             Catch::Contains("not the chunk's last field"));
+
+  // A chunk the receiver refuses stops the decode with its reason.
+  proto::PullResponse pull;
+  pull.add_chunks()->set_data("abcd");
+  const std::string pbytes = pull.SerializeAsString();
+  absl::StatusOr<uint64_t> v = DecodePull(
+      {absl::string_view(pbytes)}, [](uint32_t, uint32_t, int, uint64_t) {
+        PullChunkTarget t;
+        t.error = "not in the plan";
+        return t;
+      });
+  CHECK(v.status().code() == absl::StatusCode::kDataLoss);
+  CHECK_THAT(std::string(v.status().message()),
+             Catch::Contains("not in the plan"));
+}
+
+}  // namespace
+}  // namespace paramd
