@@ -27,7 +27,9 @@ class FrameBuilder {
   explicit FrameBuilder(std::shared_ptr<const void> owner)
       : owner_(std::move(owner)) {}
 
-  void AddCopy(absl::string_view bytes) { pending_.append(bytes.data(), bytes.size()); }
+  void AddCopy(absl::string_view bytes) {
+    pending_.append(bytes.data(), bytes.size());
+  }
   // `data` must lie in memory `owner` keeps alive and unchanged until the
   // frame's slices are released.
   void AddReference(absl::string_view data);

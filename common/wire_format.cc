@@ -59,8 +59,7 @@ struct ChunkFields {
 // Reads a TensorChunk of `length` bytes up to (not including) its data,
 // which must come last, as every encoder here and protobuf's own write it
 // (fields in number order). Leaves the reader at the data.
-const char* ReadChunkFields(WireReader* in, uint64_t length,
-                            ChunkFields* out) {
+const char* ReadChunkFields(WireReader* in, uint64_t length, ChunkFields* out) {
   const uint64_t end = in->position() + length;
   if (end > in->size()) return "a chunk runs past the message's end";
   while (in->position() < end) {
@@ -78,7 +77,8 @@ const char* ReadChunkFields(WireReader* in, uint64_t length,
     }
     uint64_t v = 0;
     if ((field == kChunkTensor || field == kChunkIndex ||
-         field == kChunkDtype) && type == kVarint) {
+         field == kChunkDtype) &&
+        type == kVarint) {
       if (!in->ReadVarint(&v)) return "truncated chunk field";
       if (field == kChunkTensor) out->tensor_id = static_cast<uint32_t>(v);
       if (field == kChunkIndex) out->chunk_index = static_cast<uint32_t>(v);
@@ -107,7 +107,8 @@ std::string EncodePushHeader(absl::string_view job_id, uint32_t rank,
     PutTag(&out, kPushLoss, kFixed32);
     uint32_t bits;
     std::memcpy(&bits, &loss, 4);
-    for (int i = 0; i < 4; ++i) out.push_back(static_cast<char>(bits >> (8 * i)));
+    for (int i = 0; i < 4; ++i)
+      out.push_back(static_cast<char>(bits >> (8 * i)));
   }
   return out;
 }
@@ -148,8 +149,7 @@ WireReader::WireReader(absl::Span<const absl::string_view> segments)
 }
 
 void WireReader::Settle() {
-  while (segment_ < segments_.size() &&
-         offset_ == segments_[segment_].size()) {
+  while (segment_ < segments_.size() && offset_ == segments_[segment_].size()) {
     ++segment_;
     offset_ = 0;
   }
@@ -159,8 +159,7 @@ bool WireReader::ReadVarint(uint64_t* value) {
   uint64_t v = 0;
   for (int shift = 0; shift < 64; shift += 7) {
     if (segment_ >= segments_.size()) return false;
-    const uint8_t byte =
-        static_cast<uint8_t>(segments_[segment_][offset_]);
+    const uint8_t byte = static_cast<uint8_t>(segments_[segment_][offset_]);
     ++offset_;
     ++position_;
     Settle();
@@ -185,7 +184,8 @@ bool WireReader::ReadFixed32(uint32_t* value) {
 bool WireReader::Skip(uint64_t n) {
   if (n > size_ - position_) return false;
   while (n > 0) {
-    const size_t take = std::min<uint64_t>(n, segments_[segment_].size() - offset_);
+    const size_t take =
+        std::min<uint64_t>(n, segments_[segment_].size() - offset_);
     offset_ += take;
     position_ += take;
     n -= take;
@@ -197,7 +197,8 @@ bool WireReader::Skip(uint64_t n) {
 bool WireReader::CopyTo(char* out, uint64_t n) {
   if (n > size_ - position_) return false;
   while (n > 0) {
-    const size_t take = std::min<uint64_t>(n, segments_[segment_].size() - offset_);
+    const size_t take =
+        std::min<uint64_t>(n, segments_[segment_].size() - offset_);
     std::memcpy(out, segments_[segment_].data() + offset_, take);
     out += take;
     offset_ += take;
@@ -223,11 +224,16 @@ absl::string_view WireReader::Contiguous(uint64_t n) {
 bool WireReader::SkipField(int wire_type) {
   uint64_t v = 0;
   switch (wire_type) {
-    case kVarint: return ReadVarint(&v);
-    case kFixed64: return Skip(8);
-    case kLengthDelimited: return ReadVarint(&v) && Skip(v);
-    case kFixed32: return Skip(4);
-    default: return false;  // Groups (3, 4) are not used by proto3.
+    case kVarint:
+      return ReadVarint(&v);
+    case kFixed64:
+      return Skip(8);
+    case kLengthDelimited:
+      return ReadVarint(&v) && Skip(v);
+    case kFixed32:
+      return Skip(4);
+    default:
+      return false;  // Groups (3, 4) are not used by proto3.
   }
 }
 
@@ -313,7 +319,8 @@ absl::StatusOr<uint64_t> DecodePull(
     const int field = static_cast<int>(tag >> 3);
     const int type = static_cast<int>(tag & 7);
     if (field == kPullVersion && type == kVarint) {
-      if (!in.ReadVarint(&version)) return Malformed(kWhat, "truncated version");
+      if (!in.ReadVarint(&version))
+        return Malformed(kWhat, "truncated version");
     } else if (field == kPullChunks && type == kLengthDelimited) {
       uint64_t length = 0;
       if (!in.ReadVarint(&length)) {

@@ -1,5 +1,9 @@
 // Optimizers: the update rule a shard applies to one chunk of parameters.
 //
+// The update loops are element-wise and built for several instruction sets
+// (chosen when the process loads) without fused multiply-add, so every
+// machine computes bit-identical results.
+//
 // An Optimizer is stateless and thread-compatible; the per-chunk state it
 // needs ("slots", e.g. SGD's momentum buffer) lives with the chunk and is
 // passed in. No gRPC here: this is plain C++, unit-tested directly.

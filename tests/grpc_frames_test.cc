@@ -28,7 +28,8 @@ TEST_CASE("a frame keeps its owner alive until the last slice is released",
     frame.AddCopy("head");
     frame.AddReference(absl::string_view(data->data(), 100));
     frame.AddCopy("mid");
-    frame.AddReference(absl::string_view(data->data() + 100, data->size() - 100));
+    frame.AddReference(
+        absl::string_view(data->data() + 100, data->size() - 100));
     grpc::ByteBuffer buffer = frame.Finish();
     data.reset();
     CHECK_FALSE(watch.expired());  // The frame holds it.

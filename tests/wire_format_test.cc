@@ -69,7 +69,8 @@ void CheckSame(const PushView& view, const proto::PushRequest& want) {
     CHECK(view.chunks[c].dtype == want.chunks(c).dtype());
     CHECK(std::string(view.chunks[c].data) == want.chunks(c).data());
     CHECK(reinterpret_cast<uintptr_t>(view.chunks[c].data.data()) %
-              alignof(float) == 0);
+              alignof(float) ==
+          0);
   }
 }
 
@@ -81,7 +82,8 @@ TEST_CASE("protobuf's PushRequest decodes however it is segmented", "[wire]") {
     std::vector<size_t> cuts;
     const int pieces = trial == 0 ? 0 : 1 + trial % 7;
     for (int k = 0; k < pieces; ++k) {
-      cuts.push_back(std::uniform_int_distribution<size_t>(0, bytes.size())(gen));
+      cuts.push_back(
+          std::uniform_int_distribution<size_t>(0, bytes.size())(gen));
     }
     std::sort(cuts.begin(), cuts.end());
     Segmented seg(bytes, cuts, trial % 4);
@@ -107,8 +109,9 @@ TEST_CASE("a chunk lying whole and aligned in one segment is not copied",
   REQUIRE(DecodePush({whole}, &view, &storage).ok());
   int in_place = 0;
   for (const ChunkView& c : view.chunks) {
-    const bool inside = c.data.data() >= whole.data() &&
-                        c.data.data() + c.data.size() <= whole.data() + whole.size();
+    const bool inside =
+        c.data.data() >= whole.data() &&
+        c.data.data() + c.data.size() <= whole.data() + whole.size();
     const bool aligned =
         reinterpret_cast<uintptr_t>(c.data.data()) % alignof(float) == 0;
     CHECK(aligned);
@@ -123,11 +126,11 @@ TEST_CASE("a chunk lying whole and aligned in one segment is not copied",
 TEST_CASE("what the encoder writes parses as protobuf's PushRequest",
           "[wire]") {
   const proto::PushRequest want = SamplePush();
-  std::string bytes = EncodePushHeader(want.job_id(), want.rank(),
-                                       want.clock(), want.loss());
+  std::string bytes =
+      EncodePushHeader(want.job_id(), want.rank(), want.clock(), want.loss());
   for (const proto::TensorChunk& c : want.chunks()) {
-    bytes += EncodeChunkHeader(kPushChunksField, c.tensor_id(),
-                               c.chunk_index(), c.dtype(), c.data().size());
+    bytes += EncodeChunkHeader(kPushChunksField, c.tensor_id(), c.chunk_index(),
+                               c.dtype(), c.data().size());
     bytes += c.data();
   }
   proto::PushRequest got;
@@ -161,8 +164,7 @@ TEST_CASE("PullResponse: encoder and decoder agree with protobuf", "[wire]") {
     Segmented seg(bytes, {cut}, static_cast<int>(cut % 3));
     std::vector<std::vector<float>> got(data.size());
     absl::StatusOr<uint64_t> version = DecodePull(
-        seg.views, [&](uint32_t tensor, uint32_t index, int dtype,
-                       uint64_t n) {
+        seg.views, [&](uint32_t tensor, uint32_t index, int dtype, uint64_t n) {
           CHECK(index == 7);
           CHECK(dtype == proto::DTYPE_FLOAT32);
           got[tensor].resize(n / 4);
@@ -186,7 +188,9 @@ TEST_CASE("fields the decoder does not know are skipped", "[wire]") {
   extra += static_cast<char>((15 << 3) | 1);  // fixed64
   extra += std::string(8, '\x01');
   extra += static_cast<char>((15 << 3) | 2);  // length-delimited
-  extra += "\x03" "abc";
+  extra +=
+      "\x03"
+      "abc";
   extra += static_cast<char>((15 << 3) | 5);  // fixed32
   extra += std::string(4, '\x02');
   const proto::PushRequest want = SamplePush();
@@ -235,7 +239,8 @@ TEST_CASE("damaged messages are refused with a reason, never misread",
   bytes += chunk;
   PushView view;
   std::unique_ptr<float[]> storage;
-  const absl::Status s = DecodePush({absl::string_view(bytes)}, &view, &storage);
+  const absl::Status s =
+      DecodePush({absl::string_view(bytes)}, &view, &storage);
   CHECK_THAT(std::string(s.message()),
              Catch::Contains("not the chunk's last field"));
 

@@ -2,8 +2,9 @@
 // this machine allows.
 //
 // In one run it measures
-//  - two ceilings: memcpy bandwidth, and raw TCP throughput over loopback
-//    (one plain socket pair, plus a 4 KB ping-pong round trip);
+//  - the ceilings: memcpy bandwidth, an in-place axpy's memory traffic,
+//    and raw TCP throughput over loopback (one plain socket pair, plus a
+//    4 KB ping-pong round trip);
 //  - push, pull and push+pull through real paramd servers and clients over
 //    gRPC on loopback (N worker threads, M servers in this process), for
 //    payloads of 4 KB ... 64 MB per worker: aggregate GB/s, as a fraction
@@ -66,10 +67,20 @@ absl::StatusOr<std::vector<int64_t>> ParseSizes(const std::string& flag,
     int64_t unit = 1;
     if (!part.empty()) {
       switch (part.back()) {
-        case 'K': case 'k': unit = int64_t{1} << 10; break;
-        case 'M': case 'm': unit = int64_t{1} << 20; break;
-        case 'G': case 'g': unit = int64_t{1} << 30; break;
-        default: break;
+        case 'K':
+        case 'k':
+          unit = int64_t{1} << 10;
+          break;
+        case 'M':
+        case 'm':
+          unit = int64_t{1} << 20;
+          break;
+        case 'G':
+        case 'g':
+          unit = int64_t{1} << 30;
+          break;
+        default:
+          break;
       }
       if (unit != 1) part.remove_suffix(1);
     }
@@ -96,8 +107,9 @@ std::string SizeName(int64_t n) {
 double Percentile(std::vector<double> v, double p) {
   if (v.empty()) return 0;
   std::sort(v.begin(), v.end());
-  const size_t i = std::min(
-      v.size() - 1, static_cast<size_t>(p / 100.0 * static_cast<double>(v.size())));
+  const size_t i =
+      std::min(v.size() - 1,
+               static_cast<size_t>(p / 100.0 * static_cast<double>(v.size())));
   return v[i];
 }
 
@@ -116,6 +128,28 @@ double MemcpyBytesPerSecond(double seconds) {
     return true;
   });
   return static_cast<double>(n) / t;
+}
+
+// Memory traffic per second of an in-place axpy, y[i] += s * x[i], over
+// two 64 MiB arrays: the access pattern of an optimizer step (read the
+// parameter and the gradient, write the parameter back), counted the same
+// way: 12 bytes per element.
+// Built for the same instruction sets as the optimizers' loops.
+__attribute__((target_clones("avx512f", "avx2", "default"))) void Axpy(
+    float* __restrict y, const float* __restrict x, size_t n, float s) {
+  for (size_t i = 0; i < n; ++i) y[i] += s * x[i];
+}
+
+double AxpyBytesPerSecond(double seconds) {
+  const size_t n = size_t{16} << 20;
+  std::vector<float> x(n, 1.0f), y(n, 0.0f);
+  float scale = 1e-3f;
+  const double t = SecondsPerCall(seconds, [&] {
+    Axpy(y.data(), x.data(), n, scale);
+    scale = y[n / 2] * 1e-30f + 1e-3f;  // Keep the loop from being elided.
+    return true;
+  });
+  return 12.0 * static_cast<double>(n) / t;
 }
 
 struct SocketPair {
@@ -233,9 +267,12 @@ enum class Mode { kPush, kPull, kPushPull };
 
 const char* ModeName(Mode m) {
   switch (m) {
-    case Mode::kPush: return "push";
-    case Mode::kPull: return "pull";
-    case Mode::kPushPull: return "push+pull";
+    case Mode::kPush:
+      return "push";
+    case Mode::kPull:
+      return "pull";
+    case Mode::kPushPull:
+      return "push+pull";
   }
   return "?";
 }
@@ -346,7 +383,8 @@ absl::StatusOr<TransportResult> RunTransport(int64_t bytes, Mode mode,
       };
       // One untimed operation of each kind warms connections and buffers.
       if (clock.ok()) {
-        absl::StatusOr<uint64_t> v = client.PushPull(*clock, gradients(), absl::MakeSpan(params));
+        absl::StatusOr<uint64_t> v =
+            client.PushPull(*clock, gradients(), absl::MakeSpan(params));
         if (v.ok()) ++*clock;
         if (!v.ok()) clock = v.status();
       }
@@ -362,8 +400,12 @@ absl::StatusOr<TransportResult> RunTransport(int64_t bytes, Mode mode,
         const auto t = SteadyClock::now();
         absl::StatusOr<uint64_t> v;
         switch (mode) {
-          case Mode::kPush: v = client.Push(c, gradients()); break;
-          case Mode::kPull: v = client.Pull(c, absl::MakeSpan(params)); break;
+          case Mode::kPush:
+            v = client.Push(c, gradients());
+            break;
+          case Mode::kPull:
+            v = client.Pull(c, absl::MakeSpan(params));
+            break;
           case Mode::kPushPull:
             v = client.PushPull(c, gradients(), absl::MakeSpan(params));
             break;
@@ -438,13 +480,14 @@ int64_t BytesTouchedPerParam(int slots) {
 
 int Main(int argc, char** argv) {
   SetUpProcess();
-  auto flags = ParseFlags(
-      argc, argv,
-      {"workers", "servers", "sizes", "modes", "seconds", "chunk_bytes",
-       "policy", "optimizer_sizes", "log_level"},
-      {"skip_transport", "skip_optimizers"});
+  auto flags =
+      ParseFlags(argc, argv,
+                 {"workers", "servers", "sizes", "modes", "seconds",
+                  "chunk_bytes", "policy", "optimizer_sizes", "log_level"},
+                 {"skip_transport", "skip_optimizers"});
   auto fail = [](const absl::Status& s) {
-    std::fprintf(stderr, "paramd-bench: %s\n", std::string(s.message()).c_str());
+    std::fprintf(stderr, "paramd-bench: %s\n",
+                 std::string(s.message()).c_str());
     return 2;
   };
   if (!flags.ok()) return fail(flags.status());
@@ -477,16 +520,19 @@ int Main(int argc, char** argv) {
   }
   auto sizes = ParseSizes("sizes", flags->Get("sizes", "4K,64K,1M,16M,64M"));
   if (!sizes.ok()) return fail(sizes.status());
-  auto opt_sizes =
-      ParseSizes("optimizer_sizes", flags->Get("optimizer_sizes", "1M,16M,64M"));
+  auto opt_sizes = ParseSizes("optimizer_sizes",
+                              flags->Get("optimizer_sizes", "1M,16M,64M"));
   if (!opt_sizes.ok()) return fail(opt_sizes.status());
   std::vector<Mode> modes;
   for (absl::string_view m :
        absl::StrSplit(flags->Get("modes", "push,pull,push+pull"), ',',
                       absl::SkipEmpty())) {
-    if (m == "push") modes.push_back(Mode::kPush);
-    else if (m == "pull") modes.push_back(Mode::kPull);
-    else if (m == "push+pull") modes.push_back(Mode::kPushPull);
+    if (m == "push")
+      modes.push_back(Mode::kPush);
+    else if (m == "pull")
+      modes.push_back(Mode::kPull);
+    else if (m == "push+pull")
+      modes.push_back(Mode::kPushPull);
     else {
       return fail(absl::InvalidArgumentError(absl::StrCat(
           "--modes: '", std::string(m), "' is not push, pull or push+pull")));
@@ -496,33 +542,38 @@ int Main(int argc, char** argv) {
 
   // Ceilings.
   const double memcpy_bps = MemcpyBytesPerSecond(0.5);
+  const double axpy_bps = AxpyBytesPerSecond(0.5);
   absl::StatusOr<double> tcp_bps = TcpBytesPerSecond(1.0);
   if (!tcp_bps.ok()) return fail(tcp_bps.status());
   absl::StatusOr<double> tcp_rtt = TcpPingPongP50(4096, 0.3);
   if (!tcp_rtt.ok()) return fail(tcp_rtt.status());
   std::printf("Ceilings\n");
-  std::printf("  memcpy 64 MiB                 %7.2f GB/s copied (%.2f GB/s of "
-              "memory traffic)\n",
-              memcpy_bps / 1e9, 2 * memcpy_bps / 1e9);
+  std::printf(
+      "  memcpy 64 MiB                 %7.2f GB/s copied (%.2f GB/s of "
+      "memory traffic)\n",
+      memcpy_bps / 1e9, 2 * memcpy_bps / 1e9);
+  std::printf("  axpy in place 2 x 64 MiB       %6.2f GB/s of memory traffic\n",
+              axpy_bps / 1e9);
   std::printf("  raw TCP loopback, 1 MiB writes %6.2f GB/s\n", *tcp_bps / 1e9);
   std::printf("  raw TCP 4 KiB ping-pong p50    %6.1f us\n\n", *tcp_rtt * 1e6);
 
   double goal_pushpull_fraction = -1, goal_4k_p50 = -1;
   if (!flags->Has("skip_transport")) {
-    std::printf("Transport: %d worker(s) x %d server(s), gRPC over loopback, "
-                "policy %s, chunk_bytes %s\n",
-                topt.workers, topt.servers, topt.policy.c_str(),
-                SizeName(topt.chunk_bytes).c_str());
+    std::printf(
+        "Transport: %d worker(s) x %d server(s), gRPC over loopback, "
+        "policy %s, chunk_bytes %s\n",
+        topt.workers, topt.servers, topt.policy.c_str(),
+        SizeName(topt.chunk_bytes).c_str());
     std::printf("  %-10s %8s %7s %9s %8s %10s %10s\n", "mode", "size", "ops",
                 "GB/s", "of TCP", "p50 ms", "p99 ms");
     for (int64_t size : *sizes) {
       for (Mode mode : modes) {
         absl::StatusOr<TransportResult> r = RunTransport(size, mode, topt);
         if (!r.ok()) {
-          return fail(absl::Status(
-              r.status().code(),
-              absl::StrCat(ModeName(mode), " ", SizeName(size), ": ",
-                           r.status().message())));
+          return fail(
+              absl::Status(r.status().code(),
+                           absl::StrCat(ModeName(mode), " ", SizeName(size),
+                                        ": ", r.status().message())));
         }
         const double of_tcp = r->bytes_per_second / *tcp_bps;
         std::printf("  %-10s %8s %7lld %9.3f %7.1f%% %10.3f %10.3f\n",
@@ -536,16 +587,19 @@ int Main(int argc, char** argv) {
         }
       }
     }
-    std::printf("  (GB/s counts the bytes of every worker; push+pull moves "
-                "the payload both ways)\n\n");
+    std::printf(
+        "  (GB/s counts the bytes of every worker; push+pull moves "
+        "the payload both ways)\n\n");
   }
 
   std::vector<std::pair<std::string, double>> goal_optimizers;
   if (!flags->Has("skip_optimizers")) {
-    const double bandwidth = 2 * memcpy_bps;  // Read + write traffic.
-    std::printf("Optimizer apply, one thread (bound: bytes touched / %.2f GB/s "
-                "of memory traffic)\n",
-                bandwidth / 1e9);
+    // The higher of the two measured memory-traffic rates.
+    const double bandwidth = std::max(2 * memcpy_bps, axpy_bps);
+    std::printf(
+        "Optimizer apply, one thread (bound: bytes touched / %.2f GB/s "
+        "of memory traffic, the faster of memcpy and axpy)\n",
+        bandwidth / 1e9);
     std::printf("  %-14s %6s %8s %10s %10s %9s %8s\n", "optimizer", "params",
                 "B/param", "ms/step", "Mparam/s", "GB/s", "of bound");
     int64_t most = 0;

@@ -38,15 +38,14 @@ absl::Status ForAllShards(
   for (int s = 0; s < num_shards; ++s) {
     if (!results[s].ok()) {
       absl::Status st = FromGrpcStatus(results[s]);
-      return absl::Status(st.code(), absl::StrCat(rpc, " to shard ", s, ": ",
-                                                  st.message()));
+      return absl::Status(
+          st.code(), absl::StrCat(rpc, " to shard ", s, ": ", st.message()));
     }
   }
   return absl::OkStatus();
 }
 
-absl::Status PrefixStatus(const absl::Status& s, const char* what,
-                          int shard) {
+absl::Status PrefixStatus(const absl::Status& s, const char* what, int shard) {
   return absl::Status(s.code(), absl::StrCat(what, shard, ": ", s.message()));
 }
 
@@ -83,8 +82,8 @@ ParameterClient::ParameterClient(const JobConfig& config,
   for (int s = 0; s < static_cast<int>(addresses.size()); ++s) {
     grpc::ChannelArguments args;
     const int64_t bytes = plan_->BytesOnShard(s);
-    const int limit = static_cast<int>(
-        std::min<int64_t>(INT32_MAX, std::max<int64_t>(4 << 20, bytes * 2 + (1 << 20))));
+    const int limit = static_cast<int>(std::min<int64_t>(
+        INT32_MAX, std::max<int64_t>(4 << 20, bytes * 2 + (1 << 20))));
     args.SetMaxReceiveMessageSize(limit);
     args.SetMaxSendMessageSize(limit);
     // One connection per shard even when two shards share an address.
@@ -125,7 +124,8 @@ absl::StatusOr<uint64_t> ParameterClient::RegisterPhase(bool join,
   });
   if (!s.ok()) return s;
   uint64_t largest = 0;
-  for (const auto& r : responses) largest = std::max<uint64_t>(largest, r.clock());
+  for (const auto& r : responses)
+    largest = std::max<uint64_t>(largest, r.clock());
   return largest;
 }
 
@@ -205,10 +205,9 @@ absl::StatusOr<uint64_t> ParameterClient::JoinPull(
         });
     if (!v.ok()) return v.status();
     if (chunks != plan_->ChunksOfShard(i).size()) {
-      return absl::DataLossError(
-          absl::StrCat("Pull from shard ", i, ": ", chunks,
-                       " chunks; the plan gives it ",
-                       plan_->ChunksOfShard(i).size()));
+      return absl::DataLossError(absl::StrCat(
+          "Pull from shard ", i, ": ", chunks, " chunks; the plan gives it ",
+          plan_->ChunksOfShard(i).size()));
     }
     version = std::min<uint64_t>(version, *v);
   }
@@ -252,8 +251,8 @@ std::vector<grpc::ByteBuffer> ParameterClient::PushFrames(
   return frames;
 }
 
-absl::StatusOr<uint64_t> ParameterClient::Push(
-    uint64_t clock, absl::Span<const float> grads) {
+absl::StatusOr<uint64_t> ParameterClient::Push(uint64_t clock,
+                                               absl::Span<const float> grads) {
   const int n = static_cast<int>(shards_.size());
   std::vector<grpc::ByteBuffer> requests = PushFrames(clock, grads);
   std::vector<grpc::ClientContext> contexts(n);
@@ -286,25 +285,27 @@ absl::StatusOr<uint64_t> ParameterClient::PushPull(
   absl::BlockingCounter pending(2 * n);
   for (int i = 0; i < n; ++i) {
     pull_contexts[i].set_deadline(DeadlineIn(options_.pull_timeout));
-    shards_[i].generic->UnaryCall(
-        &pull_contexts[i], pull_method_, grpc::StubOptions(),
-        &pull_requests[i], &pull_responses[i], [&, i](grpc::Status s) {
-          pull_status[i] = std::move(s);
-          pending.DecrementCount();
-        });
+    shards_[i].generic->UnaryCall(&pull_contexts[i], pull_method_,
+                                  grpc::StubOptions(), &pull_requests[i],
+                                  &pull_responses[i], [&, i](grpc::Status s) {
+                                    pull_status[i] = std::move(s);
+                                    pending.DecrementCount();
+                                  });
   }
   for (int i = 0; i < n; ++i) {
     push_contexts[i].set_deadline(DeadlineIn(options_.push_timeout));
-    shards_[i].generic->UnaryCall(
-        &push_contexts[i], push_method_, grpc::StubOptions(),
-        &push_requests[i], &push_responses[i], [&, i](grpc::Status s) {
-          // A refused push means the pulls would wait in vain.
-          if (!s.ok()) {
-            for (auto& c : pull_contexts) c.TryCancel();
-          }
-          push_status[i] = std::move(s);
-          pending.DecrementCount();
-        });
+    shards_[i].generic->UnaryCall(&push_contexts[i], push_method_,
+                                  grpc::StubOptions(), &push_requests[i],
+                                  &push_responses[i], [&, i](grpc::Status s) {
+                                    // A refused push means the pulls would wait
+                                    // in vain.
+                                    if (!s.ok()) {
+                                      for (auto& c : pull_contexts)
+                                        c.TryCancel();
+                                    }
+                                    push_status[i] = std::move(s);
+                                    pending.DecrementCount();
+                                  });
   }
   pending.Wait();
   for (auto [statuses, rpc] : {std::pair{&push_status, "Push to shard "},

@@ -26,16 +26,16 @@ std::string GrpcParameterService::MethodName(const char* rpc) {
 
 template <typename Request, typename Response>
 void GrpcParameterService::AddUnary(
-    const char* rpc, grpc::Status (GrpcParameterService::*handler)(
-                         grpc::ServerContext*, const Request*, Response*)) {
+    const char* rpc,
+    grpc::Status (GrpcParameterService::*handler)(grpc::ServerContext*,
+                                                  const Request*, Response*)) {
   names_.push_back(std::make_unique<std::string>(MethodName(rpc)));
   AddMethod(new grpc::internal::RpcServiceMethod(
       names_.back()->c_str(), grpc::internal::RpcMethod::NORMAL_RPC,
       new grpc::internal::RpcMethodHandler<GrpcParameterService, Request,
                                            Response>(
-          [handler](GrpcParameterService* service,
-                    grpc::ServerContext* context, const Request* request,
-                    Response* response) {
+          [handler](GrpcParameterService* service, grpc::ServerContext* context,
+                    const Request* request, Response* response) {
             return (service->*handler)(context, request, response);
           },
           this)));
@@ -56,8 +56,8 @@ grpc::Status GrpcParameterService::Register(
 }
 
 grpc::Status GrpcParameterService::Push(grpc::ServerContext*,
-                                     const grpc::ByteBuffer* request,
-                                     grpc::ByteBuffer* response) {
+                                        const grpc::ByteBuffer* request,
+                                        grpc::ByteBuffer* response) {
   ReceivedFrame frame;
   PushView view;
   std::unique_ptr<float[]> storage;
@@ -71,8 +71,8 @@ grpc::Status GrpcParameterService::Push(grpc::ServerContext*,
 }
 
 grpc::Status GrpcParameterService::Pull(grpc::ServerContext* context,
-                                     const grpc::ByteBuffer* request,
-                                     grpc::ByteBuffer* response) {
+                                        const grpc::ByteBuffer* request,
+                                        grpc::ByteBuffer* response) {
   proto::PullRequest pull;
   grpc::Slice whole;
   if (!request->DumpToSingleSlice(&whole).ok() ||
@@ -92,8 +92,9 @@ grpc::Status GrpcParameterService::Pull(grpc::ServerContext* context,
     const absl::string_view data(
         reinterpret_cast<const char*>(snapshot->params[i].data()),
         snapshot->params[i].size() * sizeof(float));
-    frame.AddCopy(EncodeChunkHeader(kPullChunksField, spec.tensor_id, spec.chunk_index,
-                                    proto::DTYPE_FLOAT32, data.size()));
+    frame.AddCopy(EncodeChunkHeader(kPullChunksField, spec.tensor_id,
+                                    spec.chunk_index, proto::DTYPE_FLOAT32,
+                                    data.size()));
     frame.AddReference(data);
   }
   *response = frame.Finish();
