@@ -93,6 +93,25 @@ const char* ReadChunkFields(WireReader* in, uint64_t length, ChunkFields* out) {
 
 }  // namespace
 
+std::vector<std::pair<size_t, size_t>> GroupChunks(
+    absl::Span<const int64_t> chunk_bytes) {
+  std::vector<std::pair<size_t, size_t>> groups;
+  size_t begin = 0;
+  int64_t bytes = 0;
+  for (size_t i = 0; i < chunk_bytes.size(); ++i) {
+    bytes += chunk_bytes[i];
+    if (bytes >= kStreamMessageBytes) {
+      groups.emplace_back(begin, i + 1);
+      begin = i + 1;
+      bytes = 0;
+    }
+  }
+  if (begin < chunk_bytes.size() || groups.empty()) {
+    groups.emplace_back(begin, chunk_bytes.size());
+  }
+  return groups;
+}
+
 std::string EncodePushHeader(absl::string_view job_id, uint32_t rank,
                              uint64_t clock, float loss) {
   std::string out;

@@ -19,6 +19,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -48,6 +49,17 @@ struct PushView {
 // Field numbers of the repeated TensorChunk in each message.
 constexpr int kPushChunksField = 4;  // PushRequest.chunks
 constexpr int kPullChunksField = 2;  // PullResponse.chunks
+
+// PushStream and PullStream carry consecutive chunks in messages of at
+// least this many data bytes (the last may be smaller): large enough that
+// per-message costs stay small, small enough that one end works on one
+// message while the next is on the wire.
+constexpr int64_t kStreamMessageBytes = 1 << 20;
+
+// Splits chunks of the given sizes, in order, into [begin, end) ranges of
+// consecutive chunks, each closed once it holds kStreamMessageBytes.
+std::vector<std::pair<size_t, size_t>> GroupChunks(
+    absl::Span<const int64_t> chunk_bytes);
 
 // The framing before a PushRequest's chunks (job id, rank, clock, loss).
 std::string EncodePushHeader(absl::string_view job_id, uint32_t rank,

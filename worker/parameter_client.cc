@@ -12,6 +12,7 @@
 #include "common/grpc_frames.h"
 #include "common/grpc_status.h"
 #include "common/wire_format.h"
+#include "worker/stream_call.h"
 
 namespace paramd {
 namespace {
@@ -49,6 +50,11 @@ absl::Status PrefixStatus(const absl::Status& s, const char* what, int shard) {
   return absl::Status(s.code(), absl::StrCat(what, shard, ": ", s.message()));
 }
 
+std::string MethodName(const char* rpc) {
+  return absl::StrCat("/", proto::ParameterService::service_full_name(), "/",
+                      rpc);
+}
+
 // The version in a PushResponse.
 absl::StatusOr<uint64_t> PushedVersion(const grpc::ByteBuffer& buffer) {
   grpc::Slice whole;
@@ -74,10 +80,10 @@ ParameterClient::ParameterClient(const JobConfig& config,
       options_(options),
       incarnation_((uint64_t{std::random_device{}()} << 32) ^
                    static_cast<uint64_t>(absl::ToUnixNanos(absl::Now()))),
-      push_method_(absl::StrCat(
-          "/", proto::ParameterService::service_full_name(), "/Push")),
-      pull_method_(absl::StrCat(
-          "/", proto::ParameterService::service_full_name(), "/Pull")),
+      push_method_(MethodName("Push")),
+      pull_method_(MethodName("Pull")),
+      push_stream_method_(MethodName("PushStream")),
+      pull_stream_method_(MethodName("PullStream")),
       gradients_(std::make_shared<std::vector<float>>(layout->total)) {
   for (int s = 0; s < static_cast<int>(addresses.size()); ++s) {
     grpc::ChannelArguments args;
@@ -93,13 +99,16 @@ ParameterClient::ParameterClient(const JobConfig& config,
         addresses[s], grpc::InsecureChannelCredentials(), args);
     conn.stub = proto::ParameterService::NewStub(conn.channel);
     conn.generic = std::make_unique<grpc::GenericStub>(conn.channel);
+    std::vector<int64_t> chunk_bytes;
     for (int global : plan_->ChunksOfShard(s)) {
       const ChunkSpec& c = plan_->chunks()[global];
       conn.chunk_headers.push_back(EncodeChunkHeader(
           kPushChunksField, static_cast<uint32_t>(c.tensor_id),
           static_cast<uint32_t>(c.chunk_index), proto::DTYPE_FLOAT32,
           static_cast<size_t>(c.length * kElementBytes)));
+      chunk_bytes.push_back(c.length * kElementBytes);
     }
+    conn.groups = GroupChunks(chunk_bytes);
     shards_.push_back(std::move(conn));
   }
 }
@@ -153,63 +162,131 @@ grpc::ByteBuffer ParameterClient::PullFrame(uint64_t clock) const {
   return grpc::ByteBuffer(&slice, 1);
 }
 
+ParameterClient::PullSink::PullSink(const ParameterClient* client, int shard,
+                                    absl::Span<float> params)
+    : client_(client),
+      shard_(shard),
+      params_(params),
+      seen_(client->plan_->chunks().size(), 0) {}
+
+absl::Status ParameterClient::PullSink::Consume(
+    const grpc::ByteBuffer& message) {
+  const PartitionPlan& plan = *client_->plan_;
+  ReceivedFrame frame;
+  if (absl::Status s = frame.Take(message); !s.ok()) return s;
+  absl::StatusOr<uint64_t> version = DecodePull(
+      frame.segments(),
+      [&](uint32_t tensor_id, uint32_t chunk_index, int dtype, uint64_t bytes) {
+        PullChunkTarget target;
+        const int global = plan.Find(static_cast<int>(tensor_id),
+                                     static_cast<int>(chunk_index));
+        if (global < 0 || plan.chunks()[global].shard != shard_ ||
+            seen_[global] || dtype != proto::DTYPE_FLOAT32 ||
+            static_cast<int64_t>(bytes) !=
+                plan.chunks()[global].length * kElementBytes) {
+          target.error = absl::StrCat(
+              "shard ", shard_, " sent chunk ", chunk_index, " of tensor ",
+              tensor_id, " (", bytes, " bytes, dtype ", dtype,
+              "), which does not match the plan or came twice");
+          return target;
+        }
+        seen_[global] = 1;
+        ++chunks_;
+        const ChunkSpec& c = plan.chunks()[global];
+        target.dest = reinterpret_cast<char*>(
+            params_.data() + client_->layout_->offset[c.tensor_id] + c.offset);
+        return target;
+      });
+  if (!version.ok()) return version.status();
+  if (messages_++ > 0 && *version != version_) {
+    return absl::DataLossError(absl::StrCat("shard ", shard_, " sent versions ",
+                                            version_, " and ", *version,
+                                            " in one pull"));
+  }
+  version_ = *version;
+  return absl::OkStatus();
+}
+
+absl::StatusOr<uint64_t> ParameterClient::PullSink::Finish() const {
+  const size_t owned = client_->plan_->ChunksOfShard(shard_).size();
+  if (chunks_ != owned) {
+    return absl::DataLossError(
+        absl::StrCat("Pull from shard ", shard_, ": ", chunks_,
+                     " chunks; the plan gives it ", owned));
+  }
+  return version_;
+}
+
+void ParameterClient::StartPull(int shard, uint64_t clock,
+                                grpc::ClientContext* context, PullSink* sink,
+                                std::function<void(absl::Status)> done) {
+  context->set_deadline(DeadlineIn(options_.pull_timeout));
+  ShardConn& conn = shards_[shard];
+  if (conn.groups.size() > 1) {
+    StreamCall::Start(
+        conn.generic.get(), context, pull_stream_method_, {PullFrame(clock)},
+        [sink](const grpc::ByteBuffer& m) { return sink->Consume(m); },
+        std::move(done));
+    return;
+  }
+  // One message's worth: a unary call has less overhead than a stream.
+  auto request = std::make_shared<grpc::ByteBuffer>(PullFrame(clock));
+  auto response = std::make_shared<grpc::ByteBuffer>();
+  conn.generic->UnaryCall(
+      context, pull_method_, grpc::StubOptions(), request.get(), response.get(),
+      [request, response, sink, done = std::move(done)](grpc::Status s) {
+        absl::Status status = FromGrpcStatus(s);
+        if (status.ok()) status = sink->Consume(*response);
+        done(std::move(status));
+      });
+}
+
+void ParameterClient::StartPush(int shard,
+                                std::vector<grpc::ByteBuffer> messages,
+                                grpc::ClientContext* context,
+                                grpc::ByteBuffer* response,
+                                std::function<void(absl::Status)> done) {
+  context->set_deadline(DeadlineIn(options_.push_timeout));
+  ShardConn& conn = shards_[shard];
+  if (messages.size() > 1) {
+    StreamCall::Start(
+        conn.generic.get(), context, push_stream_method_, std::move(messages),
+        [response](const grpc::ByteBuffer& m) {
+          *response = m;
+          return absl::OkStatus();
+        },
+        std::move(done));
+    return;
+  }
+  auto request = std::make_shared<grpc::ByteBuffer>(std::move(messages[0]));
+  conn.generic->UnaryCall(context, push_method_, grpc::StubOptions(),
+                          request.get(), response,
+                          [request, done = std::move(done)](grpc::Status s) {
+                            done(FromGrpcStatus(s));
+                          });
+}
+
 absl::StatusOr<uint64_t> ParameterClient::Pull(uint64_t clock,
                                                absl::Span<float> params) {
   const int n = static_cast<int>(shards_.size());
   std::vector<grpc::ClientContext> contexts(n);
-  std::vector<grpc::ByteBuffer> requests(n, PullFrame(clock));
-  std::vector<grpc::ByteBuffer> responses(n);
+  std::vector<PullSink> sinks;
+  for (int i = 0; i < n; ++i) sinks.emplace_back(this, i, params);
   absl::Status s = ForAllShards(n, "Pull", [&](int i, auto done) {
-    contexts[i].set_deadline(DeadlineIn(options_.pull_timeout));
-    shards_[i].generic->UnaryCall(&contexts[i], pull_method_,
-                                  grpc::StubOptions(), &requests[i],
-                                  &responses[i], std::move(done));
+    StartPull(i, clock, &contexts[i], &sinks[i],
+              [done](absl::Status s) { done(ToGrpcStatus(s)); });
   });
   if (!s.ok()) return s;
-  return JoinPull(responses, params);
+  return PulledVersion(sinks);
 }
 
-absl::StatusOr<uint64_t> ParameterClient::JoinPull(
-    const std::vector<grpc::ByteBuffer>& responses,
-    absl::Span<float> params) const {
+absl::StatusOr<uint64_t> ParameterClient::PulledVersion(
+    const std::vector<PullSink>& sinks) {
   uint64_t version = UINT64_MAX;
-  std::vector<bool> seen(plan_->chunks().size(), false);
-  for (int i = 0; i < static_cast<int>(responses.size()); ++i) {
-    ReceivedFrame frame;
-    if (absl::Status s = frame.Take(responses[i]); !s.ok()) {
-      return PrefixStatus(s, "Pull from shard ", i);
-    }
-    size_t chunks = 0;
-    absl::StatusOr<uint64_t> v = DecodePull(
-        frame.segments(), [&](uint32_t tensor_id, uint32_t chunk_index,
-                              int dtype, uint64_t bytes) {
-          PullChunkTarget target;
-          const int global = plan_->Find(static_cast<int>(tensor_id),
-                                         static_cast<int>(chunk_index));
-          if (global < 0 || plan_->chunks()[global].shard != i ||
-              seen[global] || dtype != proto::DTYPE_FLOAT32 ||
-              static_cast<int64_t>(bytes) !=
-                  plan_->chunks()[global].length * kElementBytes) {
-            target.error = absl::StrCat(
-                "shard ", i, " sent chunk ", chunk_index, " of tensor ",
-                tensor_id, " (", bytes, " bytes, dtype ", dtype,
-                "), which does not match the plan or came twice");
-            return target;
-          }
-          seen[global] = true;
-          ++chunks;
-          const ChunkSpec& c = plan_->chunks()[global];
-          target.dest = reinterpret_cast<char*>(
-              params.data() + layout_->offset[c.tensor_id] + c.offset);
-          return target;
-        });
+  for (const PullSink& sink : sinks) {
+    absl::StatusOr<uint64_t> v = sink.Finish();
     if (!v.ok()) return v.status();
-    if (chunks != plan_->ChunksOfShard(i).size()) {
-      return absl::DataLossError(absl::StrCat(
-          "Pull from shard ", i, ": ", chunks, " chunks; the plan gives it ",
-          plan_->ChunksOfShard(i).size()));
-    }
-    version = std::min<uint64_t>(version, *v);
+    version = std::min(version, *v);
   }
   return version;
 }
@@ -223,7 +300,7 @@ absl::Span<float> ParameterClient::GradientBuffer() {
   return absl::MakeSpan(*gradients_);
 }
 
-std::vector<grpc::ByteBuffer> ParameterClient::PushFrames(
+std::vector<std::vector<grpc::ByteBuffer>> ParameterClient::PushMessages(
     uint64_t clock, absl::Span<const float> grads) {
   if (grads.data() != gradients_->data()) {
     absl::Span<float> buffer = GradientBuffer();
@@ -233,35 +310,36 @@ std::vector<grpc::ByteBuffer> ParameterClient::PushFrames(
   const float* flat = gradients_->data();
   const std::string header = EncodePushHeader(
       config_.job_id, static_cast<uint32_t>(rank_), clock, loss_);
-  std::vector<grpc::ByteBuffer> frames;
+  std::vector<std::vector<grpc::ByteBuffer>> messages(shards_.size());
   for (int i = 0; i < static_cast<int>(shards_.size()); ++i) {
-    FrameBuilder frame(gradients_);
-    frame.AddCopy(header);
     const std::vector<int>& owned = plan_->ChunksOfShard(i);
-    for (size_t k = 0; k < owned.size(); ++k) {
-      const ChunkSpec& c = plan_->chunks()[owned[k]];
-      frame.AddCopy(shards_[i].chunk_headers[k]);
-      frame.AddReference(absl::string_view(
-          reinterpret_cast<const char*>(flat + layout_->offset[c.tensor_id] +
-                                        c.offset),
-          static_cast<size_t>(c.length * kElementBytes)));
+    for (const auto& [begin, end] : shards_[i].groups) {
+      FrameBuilder frame(gradients_);
+      if (begin == 0) frame.AddCopy(header);
+      for (size_t k = begin; k < end; ++k) {
+        const ChunkSpec& c = plan_->chunks()[owned[k]];
+        frame.AddCopy(shards_[i].chunk_headers[k]);
+        frame.AddReference(absl::string_view(
+            reinterpret_cast<const char*>(flat + layout_->offset[c.tensor_id] +
+                                          c.offset),
+            static_cast<size_t>(c.length * kElementBytes)));
+      }
+      messages[i].push_back(frame.Finish());
     }
-    frames.push_back(frame.Finish());
   }
-  return frames;
+  return messages;
 }
 
 absl::StatusOr<uint64_t> ParameterClient::Push(uint64_t clock,
                                                absl::Span<const float> grads) {
   const int n = static_cast<int>(shards_.size());
-  std::vector<grpc::ByteBuffer> requests = PushFrames(clock, grads);
+  std::vector<std::vector<grpc::ByteBuffer>> messages =
+      PushMessages(clock, grads);
   std::vector<grpc::ClientContext> contexts(n);
   std::vector<grpc::ByteBuffer> responses(n);
   absl::Status s = ForAllShards(n, "Push", [&](int i, auto done) {
-    contexts[i].set_deadline(DeadlineIn(options_.push_timeout));
-    shards_[i].generic->UnaryCall(&contexts[i], push_method_,
-                                  grpc::StubOptions(), &requests[i],
-                                  &responses[i], std::move(done));
+    StartPush(i, std::move(messages[i]), &contexts[i], &responses[i],
+              [done](absl::Status s) { done(ToGrpcStatus(s)); });
   });
   if (!s.ok()) return s;
   uint64_t version = UINT64_MAX;
@@ -276,44 +354,37 @@ absl::StatusOr<uint64_t> ParameterClient::Push(uint64_t clock,
 absl::StatusOr<uint64_t> ParameterClient::PushPull(
     uint64_t clock, absl::Span<const float> grads, absl::Span<float> params) {
   const int n = static_cast<int>(shards_.size());
-  std::vector<grpc::ByteBuffer> push_requests = PushFrames(clock, grads);
+  std::vector<std::vector<grpc::ByteBuffer>> messages =
+      PushMessages(clock, grads);
   std::vector<grpc::ClientContext> push_contexts(n), pull_contexts(n);
   std::vector<grpc::ByteBuffer> push_responses(n);
-  std::vector<grpc::ByteBuffer> pull_requests(n, PullFrame(clock + 1));
-  std::vector<grpc::ByteBuffer> pull_responses(n);
-  std::vector<grpc::Status> push_status(n), pull_status(n);
+  std::vector<PullSink> sinks;
+  for (int i = 0; i < n; ++i) sinks.emplace_back(this, i, params);
+  std::vector<absl::Status> push_status(n), pull_status(n);
   absl::BlockingCounter pending(2 * n);
   for (int i = 0; i < n; ++i) {
-    pull_contexts[i].set_deadline(DeadlineIn(options_.pull_timeout));
-    shards_[i].generic->UnaryCall(&pull_contexts[i], pull_method_,
-                                  grpc::StubOptions(), &pull_requests[i],
-                                  &pull_responses[i], [&, i](grpc::Status s) {
-                                    pull_status[i] = std::move(s);
-                                    pending.DecrementCount();
-                                  });
+    StartPull(i, clock + 1, &pull_contexts[i], &sinks[i],
+              [&, i](absl::Status s) {
+                pull_status[i] = std::move(s);
+                pending.DecrementCount();
+              });
   }
   for (int i = 0; i < n; ++i) {
-    push_contexts[i].set_deadline(DeadlineIn(options_.push_timeout));
-    shards_[i].generic->UnaryCall(&push_contexts[i], push_method_,
-                                  grpc::StubOptions(), &push_requests[i],
-                                  &push_responses[i], [&, i](grpc::Status s) {
-                                    // A refused push means the pulls would wait
-                                    // in vain.
-                                    if (!s.ok()) {
-                                      for (auto& c : pull_contexts)
-                                        c.TryCancel();
-                                    }
-                                    push_status[i] = std::move(s);
-                                    pending.DecrementCount();
-                                  });
+    StartPush(i, std::move(messages[i]), &push_contexts[i], &push_responses[i],
+              [&, i](absl::Status s) {
+                // A refused push means the pulls would wait in vain.
+                if (!s.ok()) {
+                  for (auto& c : pull_contexts) c.TryCancel();
+                }
+                push_status[i] = std::move(s);
+                pending.DecrementCount();
+              });
   }
   pending.Wait();
   for (auto [statuses, rpc] : {std::pair{&push_status, "Push to shard "},
-                               std::pair{&pull_status, "Pull to shard "}}) {
+                               std::pair{&pull_status, "Pull from shard "}}) {
     for (int i = 0; i < n; ++i) {
-      if (!(*statuses)[i].ok()) {
-        return PrefixStatus(FromGrpcStatus((*statuses)[i]), rpc, i);
-      }
+      if (!(*statuses)[i].ok()) return PrefixStatus((*statuses)[i], rpc, i);
     }
   }
   for (int i = 0; i < n; ++i) {
@@ -322,7 +393,7 @@ absl::StatusOr<uint64_t> ParameterClient::PushPull(
       return PrefixStatus(v.status(), "Push to shard ", i);
     }
   }
-  return JoinPull(pull_responses, params);
+  return PulledVersion(sinks);
 }
 
 void ParameterClient::set_loss(float loss) { loss_ = loss; }

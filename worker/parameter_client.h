@@ -2,9 +2,13 @@
 // gradient buffer into each shard's chunks and joins pulled chunks back
 // into the flat parameter buffer, talking to every shard concurrently.
 //
-// Tensor bytes are not copied into protobuf messages (common/wire_format.h):
-// a push sends each chunk straight from the gradient buffer, and a pull
-// copies each received chunk once, straight to its place in `params`.
+// Tensor bytes stay out of protobuf messages (common/wire_format.h): a push
+// sends each chunk straight from the gradient buffer, and a pull copies
+// each received chunk once, straight to its place in `params`. A shard
+// whose chunks fill several messages (kStreamMessageBytes) is pushed and
+// pulled through PushStream and PullStream (proto/paramd.proto), so each
+// end works on one message while the next is on the wire; a smaller one
+// through unary Push and Pull, which cost less per call.
 //
 // Thread-compatible: one training loop uses it at a time.
 #ifndef PARAMD_WORKER_PARAMETER_CLIENT_H_
@@ -14,6 +18,7 @@
 #include <grpcpp/generic/generic_stub.h>
 #include <grpcpp/support/byte_buffer.h>
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -83,17 +88,42 @@ class ParameterClient {
  private:
   // One phase of Register on every shard; returns the largest clock.
   absl::StatusOr<uint64_t> RegisterPhase(bool join, uint64_t clock);
-  // Makes each shard's push frame for `grads` computed at `clock`,
+  // Collects one shard's pulled chunks into the flat parameters, message
+  // by message, as they arrive.
+  class PullSink {
+   public:
+    PullSink(const ParameterClient* client, int shard,
+             absl::Span<float> params);
+    absl::Status Consume(const grpc::ByteBuffer& message);
+    // The version served, once every chunk the shard owns arrived.
+    absl::StatusOr<uint64_t> Finish() const;
+
+   private:
+    const ParameterClient* client_;
+    int shard_;
+    absl::Span<float> params_;
+    std::vector<char> seen_;  // By global chunk index.
+    size_t chunks_ = 0;
+    size_t messages_ = 0;
+    uint64_t version_ = 0;
+  };
+
+  // Each shard's PushStream messages for `grads` computed at `clock`,
   // referencing the gradient buffer (copying `grads` into it first unless
   // they are already there).
-  std::vector<grpc::ByteBuffer> PushFrames(uint64_t clock,
-                                           absl::Span<const float> grads);
+  std::vector<std::vector<grpc::ByteBuffer>> PushMessages(
+      uint64_t clock, absl::Span<const float> grads);
   grpc::ByteBuffer PullFrame(uint64_t clock) const;
-  // Copies every shard's pulled chunks into `params`; returns the version
-  // served (the smallest across shards).
-  absl::StatusOr<uint64_t> JoinPull(
-      const std::vector<grpc::ByteBuffer>& responses,
-      absl::Span<float> params) const;
+  // Starts one shard's PullStream / PushStream; `done` runs on a gRPC
+  // thread when it ends.
+  void StartPull(int shard, uint64_t clock, grpc::ClientContext* context,
+                 PullSink* sink, std::function<void(absl::Status)> done);
+  void StartPush(int shard, std::vector<grpc::ByteBuffer> messages,
+                 grpc::ClientContext* context, grpc::ByteBuffer* response,
+                 std::function<void(absl::Status)> done);
+  // The version served: the smallest across shards.
+  static absl::StatusOr<uint64_t> PulledVersion(
+      const std::vector<PullSink>& sinks);
 
   struct ShardConn {
     std::shared_ptr<grpc::Channel> channel;
@@ -101,6 +131,8 @@ class ParameterClient {
     std::unique_ptr<grpc::GenericStub> generic;
     // The framing before each owned chunk in a push (never changes).
     std::vector<std::string> chunk_headers;
+    // Owned chunks [begin, end) sent together in one stream message.
+    std::vector<std::pair<size_t, size_t>> groups;
   };
 
   const JobConfig& config_;
@@ -109,7 +141,9 @@ class ParameterClient {
   const int rank_;
   const ClientOptions options_;
   const uint64_t incarnation_;  // Random, for this process.
-  const std::string push_method_, pull_method_;
+  // Full method names, as gRPC calls them.
+  const std::string push_method_, pull_method_, push_stream_method_,
+      pull_stream_method_;
   std::vector<ShardConn> shards_;
   float loss_ = 0;
   // Gradients are sent from here; gRPC holds a reference until sent.

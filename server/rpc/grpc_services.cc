@@ -3,6 +3,8 @@
 #include <grpcpp/impl/rpc_service_method.h>
 #include <grpcpp/support/method_handler.h>
 
+#include <deque>
+
 #include "absl/strings/str_cat.h"
 #include "common/grpc_frames.h"
 #include "common/grpc_status.h"
@@ -46,6 +48,28 @@ GrpcParameterService::GrpcParameterService(Shard* shard) : shard_(shard) {
   AddUnary("Push", &GrpcParameterService::Push);
   AddUnary("Pull", &GrpcParameterService::Pull);
   AddUnary("Heartbeat", &GrpcParameterService::Heartbeat);
+  names_.push_back(std::make_unique<std::string>(MethodName("PushStream")));
+  AddMethod(new grpc::internal::RpcServiceMethod(
+      names_.back()->c_str(), grpc::internal::RpcMethod::CLIENT_STREAMING,
+      new grpc::internal::ClientStreamingHandler<
+          GrpcParameterService, grpc::ByteBuffer, grpc::ByteBuffer>(
+          [](GrpcParameterService* service, grpc::ServerContext* context,
+             grpc::ServerReader<grpc::ByteBuffer>* reader,
+             grpc::ByteBuffer* response) {
+            return service->PushStream(context, reader, response);
+          },
+          this)));
+  names_.push_back(std::make_unique<std::string>(MethodName("PullStream")));
+  AddMethod(new grpc::internal::RpcServiceMethod(
+      names_.back()->c_str(), grpc::internal::RpcMethod::SERVER_STREAMING,
+      new grpc::internal::ServerStreamingHandler<
+          GrpcParameterService, grpc::ByteBuffer, grpc::ByteBuffer>(
+          [](GrpcParameterService* service, grpc::ServerContext* context,
+             const grpc::ByteBuffer* request,
+             grpc::ServerWriter<grpc::ByteBuffer>* writer) {
+            return service->PullStream(context, request, writer);
+          },
+          this)));
   AddUnary("ReportEpoch", &GrpcParameterService::ReportEpoch);
 }
 
@@ -70,24 +94,29 @@ grpc::Status GrpcParameterService::Push(grpc::ServerContext*,
   return grpc::Status::OK;
 }
 
-grpc::Status GrpcParameterService::Pull(grpc::ServerContext* context,
-                                        const grpc::ByteBuffer* request,
-                                        grpc::ByteBuffer* response) {
+// Waits for the pull's version; the snapshot holds it.
+absl::Status GrpcParameterService::WaitPull(
+    grpc::ServerContext* context, const char* rpc,
+    const grpc::ByteBuffer& request,
+    std::shared_ptr<const ParamSnapshot>* snapshot) {
   proto::PullRequest pull;
   grpc::Slice whole;
-  if (!request->DumpToSingleSlice(&whole).ok() ||
+  if (!request.DumpToSingleSlice(&whole).ok() ||
       !pull.ParseFromArray(whole.begin(), static_cast<int>(whole.size()))) {
-    return ToGrpcStatus(
-        absl::InvalidArgumentError("Pull: malformed PullRequest"));
+    return absl::InvalidArgumentError(
+        absl::StrCat(rpc, ": malformed PullRequest"));
   }
-  std::shared_ptr<const ParamSnapshot> snapshot;
-  absl::Status s = shard_->Pull(
+  return shard_->Pull(
       pull, absl::FromChrono(context->deadline()),
-      [context] { return context->IsCancelled(); }, &snapshot);
-  if (!s.ok()) return ToGrpcStatus(s);
+      [context] { return context->IsCancelled(); }, snapshot);
+}
+
+grpc::ByteBuffer GrpcParameterService::PullFrame(
+    const std::shared_ptr<const ParamSnapshot>& snapshot, size_t begin,
+    size_t end) const {
   FrameBuilder frame(snapshot);
   frame.AddCopy(EncodePullHeader(snapshot->version));
-  for (size_t i = 0; i < snapshot->params.size(); ++i) {
+  for (size_t i = begin; i < end; ++i) {
     const ChunkSpec& spec = shard_->store().chunk_spec(static_cast<int>(i));
     const absl::string_view data(
         reinterpret_cast<const char*>(snapshot->params[i].data()),
@@ -97,7 +126,80 @@ grpc::Status GrpcParameterService::Pull(grpc::ServerContext* context,
                                     data.size()));
     frame.AddReference(data);
   }
-  *response = frame.Finish();
+  return frame.Finish();
+}
+
+grpc::Status GrpcParameterService::Pull(grpc::ServerContext* context,
+                                        const grpc::ByteBuffer* request,
+                                        grpc::ByteBuffer* response) {
+  std::shared_ptr<const ParamSnapshot> snapshot;
+  if (absl::Status s = WaitPull(context, "Pull", *request, &snapshot);
+      !s.ok()) {
+    return ToGrpcStatus(s);
+  }
+  *response = PullFrame(snapshot, 0, snapshot->params.size());
+  return grpc::Status::OK;
+}
+
+grpc::Status GrpcParameterService::PushStream(
+    grpc::ServerContext*, grpc::ServerReader<grpc::ByteBuffer>* reader,
+    grpc::ByteBuffer* response) {
+  // Chunk data is used where it was received or copied to: keep both.
+  std::deque<ReceivedFrame> frames;
+  std::deque<std::unique_ptr<float[]>> storage;
+  PushView push;
+  grpc::ByteBuffer message;
+  bool first = true;
+  while (reader->Read(&message)) {
+    frames.emplace_back();
+    storage.emplace_back();
+    PushView part;
+    absl::Status s = frames.back().Take(message);
+    if (s.ok())
+      s = DecodePush(frames.back().segments(), &part, &storage.back());
+    if (!s.ok()) {
+      return ToGrpcStatus(absl::Status(
+          s.code(), absl::StrCat("PushStream message ", frames.size(), ": ",
+                                 s.message())));
+    }
+    if (first) {
+      push = std::move(part);
+      first = false;
+    } else {
+      push.chunks.insert(push.chunks.end(), part.chunks.begin(),
+                         part.chunks.end());
+    }
+  }
+  if (first) {
+    return ToGrpcStatus(
+        absl::InvalidArgumentError("PushStream: no message arrived"));
+  }
+  proto::PushResponse reply;
+  if (absl::Status s = shard_->Push(push, &reply); !s.ok()) {
+    return ToGrpcStatus(s);
+  }
+  *response = SerializeSmall(reply);
+  return grpc::Status::OK;
+}
+
+grpc::Status GrpcParameterService::PullStream(
+    grpc::ServerContext* context, const grpc::ByteBuffer* request,
+    grpc::ServerWriter<grpc::ByteBuffer>* writer) {
+  std::shared_ptr<const ParamSnapshot> snapshot;
+  if (absl::Status s = WaitPull(context, "PullStream", *request, &snapshot);
+      !s.ok()) {
+    return ToGrpcStatus(s);
+  }
+  std::vector<int64_t> bytes;
+  for (const std::vector<float>& p : snapshot->params) {
+    bytes.push_back(static_cast<int64_t>(p.size() * sizeof(float)));
+  }
+  for (const auto& [begin, end] : GroupChunks(bytes)) {
+    if (!writer->Write(PullFrame(snapshot, begin, end))) {
+      return ToGrpcStatus(
+          absl::CancelledError("PullStream: the worker went away"));
+    }
+  }
   return grpc::Status::OK;
 }
 

@@ -5,6 +5,7 @@
 
 #include <grpcpp/impl/service_type.h>
 #include <grpcpp/support/byte_buffer.h>
+#include <grpcpp/support/sync_stream.h>
 
 #include <string>
 
@@ -38,12 +39,28 @@ class GrpcParameterService final : public grpc::Service {
   grpc::Status Pull(grpc::ServerContext* context,
                     const grpc::ByteBuffer* request,
                     grpc::ByteBuffer* response);
+  grpc::Status PushStream(grpc::ServerContext* context,
+                          grpc::ServerReader<grpc::ByteBuffer>* reader,
+                          grpc::ByteBuffer* response);
+  grpc::Status PullStream(grpc::ServerContext* context,
+                          const grpc::ByteBuffer* request,
+                          grpc::ServerWriter<grpc::ByteBuffer>* writer);
   grpc::Status Heartbeat(grpc::ServerContext* context,
                          const proto::HeartbeatRequest* request,
                          proto::HeartbeatResponse* response);
   grpc::Status ReportEpoch(grpc::ServerContext* context,
                            const proto::ReportEpochRequest* request,
                            proto::ReportEpochResponse* response);
+
+  // Parses a PullRequest and waits until the shard serves it.
+  absl::Status WaitPull(grpc::ServerContext* context, const char* rpc,
+                        const grpc::ByteBuffer& request,
+                        std::shared_ptr<const ParamSnapshot>* snapshot);
+  // A PullResponse with the snapshot's chunks [begin, end), referenced in
+  // place.
+  grpc::ByteBuffer PullFrame(
+      const std::shared_ptr<const ParamSnapshot>& snapshot, size_t begin,
+      size_t end) const;
 
   // Adds one unary method served by `handler`.
   template <typename Request, typename Response>
