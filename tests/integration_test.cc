@@ -2,6 +2,7 @@
 // subset, under each policy: the loss falls; under sync both workers see
 // identical parameters at every version.
 #include <catch2/catch.hpp>
+#include <cmath>
 #include <cstring>
 #include <map>
 #include <mutex>
@@ -12,6 +13,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/notification.h"
+#include "common/wire_format.h"
 #include "proto/paramd.grpc.pb.h"
 #include "tests/test_util.h"
 #include "worker/trainer.h"
@@ -135,6 +137,34 @@ TEST_CASE("2 servers + 2 workers train in lock-step over loopback gRPC",
       CHECK(st.epochs(2).test_accuracy() > 0.6);
       CHECK(st.epochs(2).test_total() == 1000);
     }
+  }
+}
+
+TEST_CASE("shards of several messages push and pull as streams, in lock-step",
+          "[integration][sync][stream]") {
+  JobOptions o;
+  o.layers = "[784, 1024, 10]";  // 3.3 MB: over 1.6 MB per shard
+  o.epochs = 1;
+  o.train_limit = 3072;
+  const JobConfig config = testing::MakeJob(o, testing::NewTempDir());
+  LocalCluster cluster(config);
+  for (int shard = 0; shard < 2; ++shard) {
+    // Precondition: each shard's chunks fill more than one stream message,
+    // so the client uses PushStream/PullStream.
+    REQUIRE(cluster.server(shard).shard()->plan().BytesOnShard(shard) >
+            kStreamMessageBytes);
+  }
+  Observed observed;
+  const auto trainers = TrainAll(config, cluster, observed);
+  const uint64_t steps = 48;
+  REQUIRE(observed.seen[0].size() == steps + 1);
+  CHECK(observed.seen[0] == observed.seen[1]);
+  CHECK(trainers[0]->params() == trainers[1]->params());
+  CheckLossFalls(observed, 2, steps);
+  for (int shard = 0; shard < 2; ++shard) {
+    proto::ShardStatus st;
+    cluster.server(shard).shard()->GetStatus(&st);
+    CHECK(st.version() == steps);
   }
 }
 
@@ -322,6 +352,103 @@ TEST_CASE("a plain protobuf client pushes and pulls through the tensor path",
   proto::ShardStatus st;
   cluster.server(0).shard()->GetStatus(&st);
   CHECK(st.version() == 1);
+}
+
+TEST_CASE("PushStream checks every message before applying any",
+          "[integration][stream]") {
+  JobOptions o;
+  o.servers = {"127.0.0.1:0"};
+  o.workers = 1;
+  o.layers = "[20, 10]";
+  o.chunk_bytes = 16384;
+  const JobConfig config = testing::MakeJob(o, testing::NewTempDir());
+  LocalCluster cluster(config);
+  auto stub = proto::ParameterService::NewStub(grpc::CreateChannel(
+      cluster.addresses()[0], grpc::InsecureChannelCredentials()));
+  const PartitionPlan& plan = cluster.server(0).shard()->plan();
+  for (bool join : {false, true}) {
+    proto::RegisterRequest reg;
+    reg.set_job_id(config.job_id);
+    reg.set_rank(0);
+    reg.set_plan_fingerprint(plan.fingerprint());
+    reg.set_join(join);
+    proto::RegisterResponse resp;
+    grpc::ClientContext c;
+    REQUIRE(stub->Register(&c, reg, &resp).ok());
+  }
+  // One message per chunk; the last chunk's gradient holds a NaN.
+  auto push_all = [&](bool poison) {
+    proto::PushResponse resp;
+    grpc::ClientContext c;
+    auto writer = stub->PushStream(&c, &resp);
+    for (size_t k = 0; k < plan.chunks().size(); ++k) {
+      const ChunkSpec& spec = plan.chunks()[k];
+      proto::PushRequest m;
+      if (k == 0) {
+        m.set_job_id(config.job_id);
+        m.set_rank(0);
+        m.set_clock(0);
+      }
+      proto::TensorChunk* chunk = m.add_chunks();
+      chunk->set_tensor_id(spec.tensor_id);
+      chunk->set_chunk_index(spec.chunk_index);
+      chunk->set_dtype(proto::DTYPE_FLOAT32);
+      std::vector<float> g(spec.length, 0.5f);
+      if (poison && k + 1 == plan.chunks().size()) g.back() = NAN;
+      chunk->set_data(std::string(reinterpret_cast<const char*>(g.data()),
+                                  g.size() * sizeof(float)));
+      REQUIRE(writer->Write(m));
+    }
+    writer->WritesDone();
+    return writer->Finish();
+  };
+  REQUIRE(plan.chunks().size() >= 2);
+  grpc::Status s = push_all(/*poison=*/true);
+  CHECK(s.error_code() == grpc::StatusCode::INVALID_ARGUMENT);
+  CHECK_THAT(s.error_message(), Catch::Contains("is not finite"));
+  proto::ShardStatus st;
+  cluster.server(0).shard()->GetStatus(&st);
+  CHECK(st.version() == 0);
+
+  // The same stream without the NaN is applied whole.
+  s = push_all(/*poison=*/false);
+  INFO(s.error_message());
+  CHECK(s.ok());
+  cluster.server(0).shard()->GetStatus(&st);
+  CHECK(st.version() == 1);
+
+  // A stream with no message at all.
+  {
+    proto::PushResponse resp;
+    grpc::ClientContext c;
+    auto writer = stub->PushStream(&c, &resp);
+    writer->WritesDone();
+    s = writer->Finish();
+    CHECK(s.error_code() == grpc::StatusCode::INVALID_ARGUMENT);
+    CHECK_THAT(s.error_message(), Catch::Contains("no message arrived"));
+  }
+
+  // PullStream serves the same chunks as Pull, over one or more messages,
+  // each naming the version.
+  proto::PullRequest req;
+  req.set_job_id(config.job_id);
+  req.set_rank(0);
+  req.set_clock(1);
+  proto::PullResponse whole;
+  {
+    grpc::ClientContext c;
+    REQUIRE(stub->Pull(&c, req, &whole).ok());
+  }
+  grpc::ClientContext c;
+  auto reader = stub->PullStream(&c, req);
+  proto::PullResponse part, joined;
+  while (reader->Read(&part)) {
+    CHECK(part.version() == 1);
+    for (const auto& chunk : part.chunks()) *joined.add_chunks() = chunk;
+  }
+  REQUIRE(reader->Finish().ok());
+  joined.set_version(1);
+  CHECK(joined.SerializeAsString() == whole.SerializeAsString());
 }
 
 }  // namespace
