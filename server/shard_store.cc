@@ -1,6 +1,7 @@
 #include "server/shard_store.h"
 
 #include <cstring>
+#include <utility>
 
 #include "absl/strings/str_cat.h"
 
@@ -43,6 +44,7 @@ ShardStore::ShardStore(const ModelSpec& spec, const PartitionPlan& plan,
     : optimizer_(std::move(optimizer)),
       local_of_global_(plan.chunks().size(), -1) {
   absl::MutexLock lock(&mu_);
+  params_ = std::make_shared<ParamSnapshot>();
   for (int global : plan.ChunksOfShard(shard)) {
     const ChunkSpec& c = plan.chunks()[global];
     local_of_global_[global] = static_cast<int>(specs_.size());
@@ -50,7 +52,7 @@ ShardStore::ShardStore(const ModelSpec& spec, const PartitionPlan& plan,
     std::vector<float> values(c.length);
     InitTensorRange(spec.tensors[c.tensor_id], seed, c.tensor_id, c.offset,
                     absl::MakeSpan(values));
-    params_.push_back(std::move(values));
+    params_->params.push_back(std::move(values));
     slots_.emplace_back(optimizer_->num_slots(),
                         std::vector<float>(c.length, 0.0f));
     bytes_ += c.length * kElementBytes;
@@ -67,12 +69,29 @@ int ShardStore::LocalIndex(int global) const {
 void ShardStore::ApplyStep(absl::Span<const absl::Span<const float>> grads,
                            float scale) {
   absl::MutexLock lock(&mu_);
+  // Snapshots are handed out only under mu_, so a count of 1 means no pull
+  // still sends this version: step it in place. Otherwise step a copy
+  // (into the previous buffer when no pull holds that one any more).
+  if (params_.use_count() > 1) {
+    std::shared_ptr<ParamSnapshot> next =
+        spare_ != nullptr && spare_.use_count() == 1
+            ? std::move(spare_)
+            : std::make_shared<ParamSnapshot>();
+    next->params.resize(params_->params.size());
+    for (size_t i = 0; i < params_->params.size(); ++i) {
+      next->params[i].assign(params_->params[i].begin(),
+                             params_->params[i].end());
+    }
+    spare_ = std::exchange(params_, std::move(next));
+  }
   const int64_t step = static_cast<int64_t>(version_) + 1;
-  for (size_t i = 0; i < params_.size(); ++i) {
-    optimizer_->Apply(absl::MakeSpan(params_[i]), grads[i], scale,
+  std::vector<std::vector<float>>& params = params_->params;
+  for (size_t i = 0; i < params.size(); ++i) {
+    optimizer_->Apply(absl::MakeSpan(params[i]), grads[i], scale,
                       absl::MakeSpan(slots_[i]), step);
   }
   ++version_;
+  params_->version = version_;
 }
 
 void ShardStore::SaveState(std::string* out) const {
@@ -87,8 +106,8 @@ void ShardStore::SaveState(std::string* out) const {
     Put(out, static_cast<uint32_t>(specs_[i].tensor_id));
     Put(out, static_cast<uint32_t>(specs_[i].chunk_index));
     Put(out, static_cast<uint64_t>(specs_[i].length));
-    out->append(reinterpret_cast<const char*>(params_[i].data()),
-                params_[i].size() * sizeof(float));
+    out->append(reinterpret_cast<const char*>(params_->params[i].data()),
+                params_->params[i].size() * sizeof(float));
     for (const std::vector<float>& slot : slots_[i]) {
       out->append(reinterpret_cast<const char*>(slot.data()),
                   slot.size() * sizeof(float));
@@ -110,10 +129,10 @@ absl::Status ShardStore::RestoreState(absl::string_view state) {
   }
   if (chunks != specs_.size() ||
       slots != static_cast<uint32_t>(optimizer_->num_slots())) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        "RestoreState: state has ", chunks, " chunks with ", slots,
-        " optimizer slots; this shard has ", specs_.size(), " with ",
-        optimizer_->num_slots()));
+    return absl::FailedPreconditionError(
+        absl::StrCat("RestoreState: state has ", chunks, " chunks with ", slots,
+                     " optimizer slots; this shard has ", specs_.size(),
+                     " with ", optimizer_->num_slots()));
   }
   // Read everything into new buffers first: on any error, nothing changes.
   std::vector<std::vector<float>> params(chunks);
@@ -148,7 +167,11 @@ absl::Status ShardStore::RestoreState(absl::string_view state) {
     return absl::DataLossError("RestoreState: trailing bytes after the state");
   }
   absl::MutexLock lock(&mu_);
-  params_ = std::move(params);
+  // Pulls may still send the old snapshot: restore into a new one.
+  params_ = std::make_shared<ParamSnapshot>();
+  params_->params = std::move(params);
+  params_->version = version;
+  spare_.reset();
   slots_ = std::move(slot_values);
   version_ = version;
   return absl::OkStatus();
@@ -160,29 +183,15 @@ uint64_t ShardStore::version() const {
 }
 
 std::shared_ptr<const ParamSnapshot> ShardStore::Snapshot() const {
-  absl::MutexLock snapshot_lock(&snapshot_mu_);
   absl::ReaderMutexLock lock(&mu_);
-  if (snapshot_ != nullptr && snapshot_->version == version_) return snapshot_;
-  // Only this store hands out references, under snapshot_mu_: a count of 1
-  // means no pull still sends the old snapshot, so its buffers can be
-  // overwritten.
-  if (snapshot_ == nullptr || snapshot_.use_count() > 1) {
-    snapshot_ = std::make_shared<ParamSnapshot>();
-  }
-  snapshot_->version = version_;
-  snapshot_->params.resize(params_.size());
-  for (size_t i = 0; i < params_.size(); ++i) {
-    snapshot_->params[i].assign(params_[i].begin(), params_[i].end());
-  }
-  return snapshot_;
+  return params_;
 }
 
 void ShardStore::Read(
-    const std::function<void(uint64_t,
-                             absl::Span<const std::vector<float>>)>& read)
-    const {
+    const std::function<void(uint64_t, absl::Span<const std::vector<float>>)>&
+        read) const {
   absl::ReaderMutexLock lock(&mu_);
-  read(version_, params_);
+  read(version_, params_->params);
 }
 
 }  // namespace paramd

@@ -65,16 +65,17 @@ class ShardStore {
   // truncated, or another shape) nothing changes.
   absl::Status RestoreState(absl::string_view state) ABSL_LOCKS_EXCLUDED(mu_);
 
-  // The parameters at the current version. Every caller between two steps
-  // shares one snapshot: a version is copied once however many pull it.
+  // The parameters at the current version, without a copy: every caller
+  // between two steps shares them, and they never change while anyone
+  // holds them (the next step then works on a copy).
   std::shared_ptr<const ParamSnapshot> Snapshot() const
-      ABSL_LOCKS_EXCLUDED(mu_, snapshot_mu_);
+      ABSL_LOCKS_EXCLUDED(mu_);
 
   // Calls `read(version, params)` with every chunk's parameters, by local
   // index, under a shared lock: no step runs meanwhile.
-  void Read(const std::function<void(uint64_t, absl::Span<const std::vector<
-                                                   float>>)>& read) const
-      ABSL_LOCKS_EXCLUDED(mu_);
+  void Read(
+      const std::function<void(uint64_t, absl::Span<const std::vector<float>>)>&
+          read) const ABSL_LOCKS_EXCLUDED(mu_);
 
  private:
   // Constant after construction.
@@ -84,16 +85,14 @@ class ShardStore {
   int64_t bytes_ = 0;
 
   mutable absl::Mutex mu_;
-  std::vector<std::vector<float>> params_ ABSL_GUARDED_BY(mu_);
+  // The parameters at version_. Pulls hold it (Snapshot) while they send
+  // it; a step changes it in place only when none does.
+  std::shared_ptr<ParamSnapshot> params_ ABSL_GUARDED_BY(mu_);
+  // The buffer of an earlier version, reused once no pull holds it.
+  std::shared_ptr<ParamSnapshot> spare_ ABSL_GUARDED_BY(mu_);
   // slots_[local] holds optimizer_->num_slots() buffers.
   std::vector<std::vector<std::vector<float>>> slots_ ABSL_GUARDED_BY(mu_);
   uint64_t version_ ABSL_GUARDED_BY(mu_) = 0;
-
-  // The latest snapshot handed out; reused for the next version once no
-  // one else holds it. Taken before mu_.
-  mutable absl::Mutex snapshot_mu_ ABSL_ACQUIRED_BEFORE(mu_);
-  mutable std::shared_ptr<ParamSnapshot> snapshot_
-      ABSL_GUARDED_BY(snapshot_mu_);
 };
 
 }  // namespace paramd

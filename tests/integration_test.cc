@@ -1,15 +1,15 @@
 // Two servers and two workers over real loopback gRPC on a Fashion-MNIST
 // subset, under each policy: the loss falls; under sync both workers see
 // identical parameters at every version.
+#include <grpcpp/create_channel.h>
+#include <grpcpp/generic/generic_stub.h>
+
 #include <catch2/catch.hpp>
 #include <cmath>
 #include <cstring>
 #include <map>
 #include <mutex>
 #include <thread>
-
-#include <grpcpp/create_channel.h>
-#include <grpcpp/generic/generic_stub.h>
 
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/notification.h"
@@ -228,7 +228,8 @@ TEST_CASE("bad requests over the wire get a clear status and change nothing",
   grpc::ClientContext c1;
   grpc::Status s = stub->Register(&c1, reg, &reg_resp);
   CHECK(s.error_code() == grpc::StatusCode::FAILED_PRECONDITION);
-  CHECK(s.error_message().find("job_id 'someone-elses-job'") != std::string::npos);
+  CHECK(s.error_message().find("job_id 'someone-elses-job'") !=
+        std::string::npos);
 
   proto::PushRequest push;
   push.set_job_id(config.job_id);
@@ -237,7 +238,8 @@ TEST_CASE("bad requests over the wire get a clear status and change nothing",
   grpc::ClientContext c2;
   s = stub->Push(&c2, push, &push_resp);
   CHECK(s.error_code() == grpc::StatusCode::INVALID_ARGUMENT);
-  CHECK(s.error_message().find("Push: rank 0 sent 0 chunks") != std::string::npos);
+  CHECK(s.error_message().find("Push: rank 0 sent 0 chunks") !=
+        std::string::npos);
 
   // A pull for a version that cannot exist yet ends at the caller's deadline.
   proto::PullRequest pull;
@@ -246,7 +248,8 @@ TEST_CASE("bad requests over the wire get a clear status and change nothing",
   pull.set_clock(1);
   proto::PullResponse pull_resp;
   grpc::ClientContext c3;
-  c3.set_deadline(std::chrono::system_clock::now() + std::chrono::milliseconds(300));
+  c3.set_deadline(std::chrono::system_clock::now() +
+                  std::chrono::milliseconds(300));
   s = stub->Pull(&c3, pull, &pull_resp);
   CHECK(s.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED);
   CHECK(cluster.server(0).shard()->plan().num_shards() == 1);
@@ -348,7 +351,8 @@ TEST_CASE("a plain protobuf client pushes and pulls through the tensor path",
                     });
   REQUIRE(done.WaitForNotificationWithTimeout(absl::Seconds(30)));
   CHECK(status.error_code() == grpc::StatusCode::INVALID_ARGUMENT);
-  CHECK_THAT(status.error_message(), Catch::Contains("Push: malformed message"));
+  CHECK_THAT(status.error_message(),
+             Catch::Contains("Push: malformed message"));
   proto::ShardStatus st;
   cluster.server(0).shard()->GetStatus(&st);
   CHECK(st.version() == 1);

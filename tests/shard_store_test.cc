@@ -1,11 +1,12 @@
 // The shard store: optimizer state lives with each chunk, and a saved state
 // restored into a fresh store continues exactly as the original would.
+#include "server/shard_store.h"
+
 #include <catch2/catch.hpp>
 #include <string>
 
 #include "common/partitioner.h"
 #include "server/optimizer.h"
-#include "server/shard_store.h"
 
 namespace paramd {
 namespace {
@@ -82,17 +83,49 @@ TEST_CASE("a damaged or foreign state is refused and changes nothing",
   auto target = s.NewStore("adam");
   const std::string before = Setup::Params(*target);
 
-  CHECK(absl::IsDataLoss(target->RestoreState(saved.substr(0, saved.size() - 5))));
+  CHECK(absl::IsDataLoss(
+      target->RestoreState(saved.substr(0, saved.size() - 5))));
   CHECK(absl::IsDataLoss(target->RestoreState(saved + "x")));
-  CHECK(absl::IsInvalidArgument(target->RestoreState("PDSX" + saved.substr(4))));
+  CHECK(
+      absl::IsInvalidArgument(target->RestoreState("PDSX" + saved.substr(4))));
   auto sgd = s.NewStore("adagrad");  // one slot, not two
   std::string one_slot;
   sgd->SaveState(&one_slot);
   absl::Status other = target->RestoreState(one_slot);
   CHECK(absl::IsFailedPrecondition(other));
-  CHECK(std::string(other.message()).find("optimizer slots") != std::string::npos);
+  CHECK(std::string(other.message()).find("optimizer slots") !=
+        std::string::npos);
   CHECK(Setup::Params(*target) == before);
   CHECK(target->version() == 0);
+}
+
+TEST_CASE("a pulled snapshot never changes; steps copy only while one is held",
+          "[store]") {
+  Setup s;
+  auto store = s.NewStore("sgd");
+  auto plain = s.NewStore("sgd");  // Stepped with no snapshot held.
+
+  std::shared_ptr<const ParamSnapshot> v0 = store->Snapshot();
+  const std::vector<std::vector<float>> before = v0->params;
+  const float* buffer0 = v0->params[0].data();
+  Setup::Step(*store, 1);
+  Setup::Step(*plain, 1);
+  // The held version is untouched; the step went to another buffer.
+  CHECK(v0->version == 0);
+  CHECK(v0->params == before);
+  std::shared_ptr<const ParamSnapshot> v1 = store->Snapshot();
+  CHECK(v1->version == 1);
+  CHECK(v1->params != before);
+  CHECK(v1->params[0].data() != buffer0);
+
+  // With nothing held, the next step works in place, without a copy.
+  const float* buffer1 = v1->params[0].data();
+  v0.reset();
+  v1.reset();
+  Setup::Step(*store, 2);
+  Setup::Step(*plain, 2);
+  CHECK(store->Snapshot()->params[0].data() == buffer1);
+  CHECK(Setup::Params(*store) == Setup::Params(*plain));
 }
 
 }  // namespace
