@@ -35,6 +35,9 @@ struct ChunkView {
   uint32_t chunk_index = 0;
   int dtype = 0;  // proto::DType value.
   absl::string_view data;
+  // Set by the receiver once the chunk passed its checks (decoders leave
+  // it false).
+  bool checked = false;
 };
 
 // A PushRequest whose chunk data lives elsewhere.

@@ -35,10 +35,9 @@ absl::StatusOr<std::unique_ptr<Shard>> Shard::Create(const JobConfig& config,
                                                      int shard_id,
                                                      Clock* clock) {
   if (shard_id < 0 || shard_id >= config.num_shards()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("--shard: ", shard_id, " is outside [0, ",
-                     config.num_shards(), ") for the ", config.num_shards(),
-                     " servers in ", config.path));
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--shard: ", shard_id, " is outside [0, ", config.num_shards(),
+        ") for the ", config.num_shards(), " servers in ", config.path));
   }
   ModelSpec spec = BuildModelSpec(config.model);
   absl::StatusOr<PartitionPlan> plan =
@@ -47,9 +46,9 @@ absl::StatusOr<std::unique_ptr<Shard>> Shard::Create(const JobConfig& config,
   absl::StatusOr<std::unique_ptr<Optimizer>> optimizer =
       MakeOptimizer(config.optimizer);
   if (!optimizer.ok()) return optimizer.status();
-  return std::unique_ptr<Shard>(new Shard(
-      config, shard_id, std::move(spec), *std::move(plan),
-      *std::move(optimizer), clock != nullptr ? clock : RealClock()));
+  return std::unique_ptr<Shard>(
+      new Shard(config, shard_id, std::move(spec), *std::move(plan),
+                *std::move(optimizer), clock != nullptr ? clock : RealClock()));
 }
 
 Shard::Shard(const JobConfig& config, int shard_id, ModelSpec spec,
@@ -68,21 +67,20 @@ Shard::Shard(const JobConfig& config, int shard_id, ModelSpec spec,
 
 int64_t Shard::max_message_bytes() const {
   // Every chunk plus generous framing; at least 4 MiB.
-  return std::max<int64_t>(4 << 20, store_.bytes() + 64 * store_.num_chunks() +
-                                        (1 << 20));
+  return std::max<int64_t>(
+      4 << 20, store_.bytes() + 64 * store_.num_chunks() + (1 << 20));
 }
 
 absl::Status Shard::CheckWorker(const char* rpc, const std::string& job_id,
                                 uint32_t rank) const {
   if (job_id != config_.job_id) {
-    return absl::FailedPreconditionError(
-        absl::StrCat(rpc, ": job_id '", job_id, "' does not match this shard's job '",
-                     config_.job_id, "'"));
+    return absl::FailedPreconditionError(absl::StrCat(
+        rpc, ": job_id '", job_id, "' does not match this shard's job '",
+        config_.job_id, "'"));
   }
   if (rank >= static_cast<uint32_t>(config_.num_workers)) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(rpc, ": rank ", rank, " is outside [0, ",
-                     config_.num_workers, ")"));
+    return absl::InvalidArgumentError(absl::StrCat(
+        rpc, ": rank ", rank, " is outside [0, ", config_.num_workers, ")"));
   }
   return absl::OkStatus();
 }
@@ -131,6 +129,52 @@ absl::Status Shard::Push(const proto::PushRequest& request,
   return Push(view, response);
 }
 
+absl::Status Shard::CheckChunk(const ChunkView& chunk, int* local) const {
+  const int global = plan_.Find(static_cast<int>(chunk.tensor_id),
+                                static_cast<int>(chunk.chunk_index));
+  *local = global < 0 ? -1 : store_.LocalIndex(global);
+  const std::string where = absl::StrCat("Push: chunk ", chunk.chunk_index,
+                                         " of tensor ", chunk.tensor_id);
+  if (*local < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(where, " is not owned by shard ", shard_id_));
+  }
+  const ChunkSpec& spec = store_.chunk_spec(*local);
+  const std::string& name = spec_.tensors[spec.tensor_id].name;
+  if (chunk.dtype != proto::DTYPE_FLOAT32) {
+    return absl::InvalidArgumentError(absl::StrCat(where, " (", name,
+                                                   ") has dtype ", chunk.dtype,
+                                                   "; expected DTYPE_FLOAT32"));
+  }
+  const absl::string_view data = chunk.data;
+  if (static_cast<int64_t>(data.size()) != spec.length * kElementBytes) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(where, " (", name, ") has ", data.size(),
+                     " bytes; expected ", spec.length * kElementBytes));
+  }
+  // Decoders hand over float-aligned data (protobuf's heap strings are).
+  if (reinterpret_cast<uintptr_t>(data.data()) % alignof(float) != 0) {
+    return absl::InternalError(absl::StrCat(where, " is misaligned"));
+  }
+  const absl::Span<const float> values(
+      reinterpret_cast<const float*>(data.data()), spec.length);
+  if (int64_t bad = FirstNonFinite(values); bad >= 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(where, " (", name, ") element ", spec.offset + bad,
+                     " is not finite (", values[bad], ")"));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Shard::CheckChunks(absl::Span<ChunkView> chunks) const {
+  for (ChunkView& chunk : chunks) {
+    int local;
+    if (absl::Status s = CheckChunk(chunk, &local); !s.ok()) return s;
+    chunk.checked = true;
+  }
+  return absl::OkStatus();
+}
+
 absl::Status Shard::Push(const PushView& request,
                          proto::PushResponse* response) {
   if (auto s = CheckWorker("Push", request.job_id, request.rank); !s.ok()) {
@@ -138,59 +182,40 @@ absl::Status Shard::Push(const PushView& request,
   }
   const int n = store_.num_chunks();
   if (request.chunks.size() != static_cast<size_t>(n)) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("Push: rank ", request.rank, " sent ",
-                     request.chunks.size(), " chunks; shard ", shard_id_,
-                     " owns ", n));
+    return absl::InvalidArgumentError(absl::StrCat(
+        "Push: rank ", request.rank, " sent ", request.chunks.size(),
+        " chunks; shard ", shard_id_, " owns ", n));
   }
   std::vector<absl::Span<const float>> grads(n);
   std::vector<bool> seen(n, false);
   uint64_t bytes = 0;
   for (const ChunkView& chunk : request.chunks) {
-    const int global = plan_.Find(static_cast<int>(chunk.tensor_id),
-                                  static_cast<int>(chunk.chunk_index));
-    const int local = global < 0 ? -1 : store_.LocalIndex(global);
-    const std::string where = absl::StrCat(
-        "Push: chunk ", chunk.chunk_index, " of tensor ", chunk.tensor_id);
-    if (local < 0) {
-      return absl::InvalidArgumentError(
-          absl::StrCat(where, " is not owned by shard ", shard_id_));
+    int local = -1;
+    if (chunk.checked) {
+      local =
+          store_.LocalIndex(plan_.Find(static_cast<int>(chunk.tensor_id),
+                                       static_cast<int>(chunk.chunk_index)));
+    } else if (absl::Status s = CheckChunk(chunk, &local); !s.ok()) {
+      return s;
     }
-    const ChunkSpec& spec = store_.chunk_spec(local);
-    const std::string& name = spec_.tensors[spec.tensor_id].name;
+    if (local < 0) {
+      return absl::InternalError("Push: a checked chunk is not owned here");
+    }
     if (seen[local]) {
-      return absl::InvalidArgumentError(
-          absl::StrCat(where, " (", name, ") appears twice"));
+      return absl::InvalidArgumentError(absl::StrCat(
+          "Push: chunk ", chunk.chunk_index, " of tensor ", chunk.tensor_id,
+          " (", spec_.tensors[chunk.tensor_id].name, ") appears twice"));
     }
     seen[local] = true;
-    if (chunk.dtype != proto::DTYPE_FLOAT32) {
-      return absl::InvalidArgumentError(
-          absl::StrCat(where, " (", name, ") has dtype ", chunk.dtype,
-                       "; expected DTYPE_FLOAT32"));
-    }
-    const absl::string_view data = chunk.data;
-    if (static_cast<int64_t>(data.size()) != spec.length * kElementBytes) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          where, " (", name, ") has ", data.size(), " bytes; expected ",
-          spec.length * kElementBytes));
-    }
-    // Decoders hand over float-aligned data (protobuf's heap strings are).
-    if (reinterpret_cast<uintptr_t>(data.data()) % alignof(float) != 0) {
-      return absl::InternalError(absl::StrCat(where, " is misaligned"));
-    }
-    grads[local] = absl::MakeConstSpan(
-        reinterpret_cast<const float*>(data.data()), spec.length);
-    if (int64_t bad = FirstNonFinite(grads[local]); bad >= 0) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          where, " (", name, ") element ", spec.offset + bad,
-          " is not finite (", grads[local][bad], ")"));
-    }
-    bytes += data.size();
+    grads[local] =
+        absl::MakeConstSpan(reinterpret_cast<const float*>(chunk.data.data()),
+                            store_.chunk_spec(local).length);
+    bytes += chunk.data.size();
   }
   const absl::Time now = clock_->Now();
   workers_.OnSeen(static_cast<int>(request.rank), now);
-  if (auto s = policy_->Push(static_cast<int>(request.rank), request.clock,
-                             grads);
+  if (auto s =
+          policy_->Push(static_cast<int>(request.rank), request.clock, grads);
       !s.ok()) {
     return s;
   }
@@ -200,8 +225,7 @@ absl::Status Shard::Push(const PushView& request,
   return absl::OkStatus();
 }
 
-absl::Status Shard::Pull(const proto::PullRequest& request,
-                         absl::Time deadline,
+absl::Status Shard::Pull(const proto::PullRequest& request, absl::Time deadline,
                          const std::function<bool()>& cancelled,
                          proto::PullResponse* response) {
   std::shared_ptr<const ParamSnapshot> snapshot;
@@ -221,8 +245,7 @@ absl::Status Shard::Pull(const proto::PullRequest& request,
   return absl::OkStatus();
 }
 
-absl::Status Shard::Pull(const proto::PullRequest& request,
-                         absl::Time deadline,
+absl::Status Shard::Pull(const proto::PullRequest& request, absl::Time deadline,
                          const std::function<bool()>& cancelled,
                          std::shared_ptr<const ParamSnapshot>* snapshot) {
   if (auto s = CheckWorker("Pull", request.job_id(), request.rank()); !s.ok()) {
@@ -231,8 +254,8 @@ absl::Status Shard::Pull(const proto::PullRequest& request,
   const int rank = static_cast<int>(request.rank());
   const absl::Time start = clock_->Now();
   workers_.OnSeen(rank, start);
-  absl::Status s = policy_->WaitReadable(rank, request.clock(),
-                                         absl::InfinitePast());
+  absl::Status s =
+      policy_->WaitReadable(rank, request.clock(), absl::InfinitePast());
   if (absl::IsDeadlineExceeded(s)) {
     // Wait, visible to Tick and the status RPC meanwhile, in slices so that
     // a caller who gave up frees this thread.
@@ -347,11 +370,11 @@ void Shard::Tick() {
     }
   }
   for (const Waiter& w : to_warn) {
-    spdlog::warn("shard {}: a pull of rank {} at clock {} has waited {:.1f}s "
-                 "for {}",
-                 shard_id_, w.rank, w.clock,
-                 absl::ToDoubleSeconds(now - w.since),
-                 policy_->WaitingOn(w.rank, w.clock));
+    spdlog::warn(
+        "shard {}: a pull of rank {} at clock {} has waited {:.1f}s "
+        "for {}",
+        shard_id_, w.rank, w.clock, absl::ToDoubleSeconds(now - w.since),
+        policy_->WaitingOn(w.rank, w.clock));
   }
 }
 
@@ -361,9 +384,8 @@ void Shard::GetStatus(proto::ShardStatus* status) const {
   status->set_shard(shard_id_);
   status->set_num_shards(config_.num_shards());
   status->set_policy(policy_->name());
-  status->set_staleness_bound(config_.policy.type == PolicyType::kSsp
-                                  ? config_.policy.staleness
-                                  : -1);
+  status->set_staleness_bound(
+      config_.policy.type == PolicyType::kSsp ? config_.policy.staleness : -1);
   status->set_lease_seconds(config_.liveness.lease_seconds);
   status->set_chunks(store_.num_chunks());
   status->set_bytes(store_.bytes());
@@ -385,7 +407,7 @@ void Shard::GetStatus(proto::ShardStatus* status) const {
     proto::WorkerStatus* ws = status->add_workers();
     ws->set_rank(static_cast<uint32_t>(rank));
     ws->set_registered(w.registered);
-    ws->set_state(w.finished          ? "finished"
+    ws->set_state(w.finished           ? "finished"
                   : !clocks[rank].live ? "dead"
                   : w.registered       ? "live"
                                        : "waiting");
@@ -400,9 +422,8 @@ void Shard::GetStatus(proto::ShardStatus* status) const {
     ws->set_registrations(w.registrations);
     // Clamped: a request may land between reading `now` and the snapshot.
     ws->set_last_seen_seconds_ago(
-        w.registered
-            ? std::max(0.0, absl::ToDoubleSeconds(now - w.last_seen))
-            : -1);
+        w.registered ? std::max(0.0, absl::ToDoubleSeconds(now - w.last_seen))
+                     : -1);
     pushes += w.pushes;
     pulls += w.pulls;
     bytes_in += w.bytes_in;
@@ -418,7 +439,8 @@ void Shard::GetStatus(proto::ShardStatus* status) const {
       proto::WaitingPull* p = status->add_waiting();
       p->set_rank(w.rank);
       p->set_clock(w.clock);
-      p->set_waited_seconds(std::max(0.0, absl::ToDoubleSeconds(now - w.since)));
+      p->set_waited_seconds(
+          std::max(0.0, absl::ToDoubleSeconds(now - w.since)));
     }
   }
   for (proto::WaitingPull& p : *status->mutable_waiting()) {

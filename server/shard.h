@@ -46,6 +46,12 @@ class Shard {
   // decodes pushes straight into a PushView (common/wire_format.h); the
   // protobuf form is for callers that hold a message.
   absl::Status Push(const PushView& request, proto::PushResponse* response);
+  // Checks chunks of a push that is still arriving (ownership, dtype,
+  // size, finiteness) and marks them checked, so that Push does not read
+  // them again: a streamed push is checked message by message while the
+  // next is on the wire. Push still checks the set is complete, without
+  // duplicates.
+  absl::Status CheckChunks(absl::Span<ChunkView> chunks) const;
   absl::Status Push(const proto::PushRequest& request,
                     proto::PushResponse* response);
   // Waits until the policy lets the pull proceed; DeadlineExceeded at
@@ -83,11 +89,13 @@ class Shard {
 
  private:
   Shard(const JobConfig& config, int shard_id, ModelSpec spec,
-        PartitionPlan plan, std::unique_ptr<Optimizer> optimizer,
-        Clock* clock);
+        PartitionPlan plan, std::unique_ptr<Optimizer> optimizer, Clock* clock);
 
   absl::Status CheckWorker(const char* rpc, const std::string& job_id,
                            uint32_t rank) const;
+  // Everything Push requires of one chunk but its uniqueness; `*local` is
+  // its local index (-1 if another shard owns it).
+  absl::Status CheckChunk(const ChunkView& chunk, int* local) const;
 
   struct Waiter {
     int rank;

@@ -6,14 +6,15 @@
 //    and raw TCP throughput over loopback (one plain socket pair, plus a
 //    4 KB ping-pong round trip);
 //  - push, pull and push+pull through real paramd servers and clients over
-//    gRPC on loopback (N worker threads, M servers in this process), for
+//    gRPC on loopback (N worker threads x M servers in this process, for
+//    each cluster shape asked for),
 //    payloads of 4 KB ... 64 MB per worker: aggregate GB/s, as a fraction
 //    of raw TCP, and the latency of one operation (p50, p99);
 //  - every optimizer's apply throughput at 1M, 16M and 64M parameters, as a
 //    fraction of the memory-bandwidth bound for the bytes it must touch;
 // and ends with the goals, each met or missed by how much.
 //
-//   bazel run //tools:paramd-bench -- [--workers N] [--servers M]
+//   bazel run //tools:paramd-bench -- [--clusters 1x1,2x2]
 //       [--sizes 4K,64K,1M,16M,64M] [--modes push,pull,push+pull]
 //       [--seconds S] [--chunk_bytes B] [--policy async|sync]
 //       [--optimizer_sizes 1M,16M,64M] [--skip_transport] [--skip_optimizers]
@@ -482,8 +483,8 @@ int Main(int argc, char** argv) {
   SetUpProcess();
   auto flags =
       ParseFlags(argc, argv,
-                 {"workers", "servers", "sizes", "modes", "seconds",
-                  "chunk_bytes", "policy", "optimizer_sizes", "log_level"},
+                 {"clusters", "sizes", "modes", "seconds", "chunk_bytes",
+                  "policy", "optimizer_sizes", "log_level"},
                  {"skip_transport", "skip_optimizers"});
   auto fail = [](const absl::Status& s) {
     std::fprintf(stderr, "paramd-bench: %s\n",
@@ -496,19 +497,26 @@ int Main(int argc, char** argv) {
     return fail(s);
   }
   TransportOptions topt;
-  auto workers = flags->GetInt("workers", 1);
-  auto servers = flags->GetInt("servers", 1);
   auto chunk = flags->GetInt("chunk_bytes", 1 << 20);
-  if (!workers.ok()) return fail(workers.status());
-  if (!servers.ok()) return fail(servers.status());
   if (!chunk.ok()) return fail(chunk.status());
-  if (*workers < 1 || *servers < 1 || *chunk < 4096) {
-    return fail(absl::InvalidArgumentError(
-        "--workers and --servers must be ≥ 1, --chunk_bytes ≥ 4096"));
+  if (*chunk < 4096) {
+    return fail(absl::InvalidArgumentError("--chunk_bytes: must be >= 4096"));
   }
-  topt.workers = *workers;
-  topt.servers = *servers;
   topt.chunk_bytes = *chunk;
+  // "NxM": N workers, M servers.
+  std::vector<std::pair<int, int>> clusters;
+  for (absl::string_view c : absl::StrSplit(flags->Get("clusters", "1x1,2x2"),
+                                            ',', absl::SkipEmpty())) {
+    std::vector<absl::string_view> nm = absl::StrSplit(c, 'x');
+    int n = 0, m = 0;
+    if (nm.size() != 2 || !absl::SimpleAtoi(nm[0], &n) ||
+        !absl::SimpleAtoi(nm[1], &m) || n < 1 || m < 1 || n > 64 || m > 64) {
+      return fail(absl::InvalidArgumentError(
+          absl::StrCat("--clusters: '", std::string(c),
+                       "' is not WORKERSxSERVERS (e.g. 2x2, each 1-64)")));
+    }
+    clusters.emplace_back(n, m);
+  }
   topt.policy = flags->Get("policy", "async");
   if (topt.policy != "async" && topt.policy != "sync") {
     return fail(absl::InvalidArgumentError(
@@ -558,7 +566,10 @@ int Main(int argc, char** argv) {
   std::printf("  raw TCP 4 KiB ping-pong p50    %6.1f us\n\n", *tcp_rtt * 1e6);
 
   double goal_pushpull_fraction = -1, goal_4k_p50 = -1;
-  if (!flags->Has("skip_transport")) {
+  for (const auto& [workers, servers] : clusters) {
+    if (flags->Has("skip_transport")) break;
+    topt.workers = workers;
+    topt.servers = servers;
     std::printf(
         "Transport: %d worker(s) x %d server(s), gRPC over loopback, "
         "policy %s, chunk_bytes %s\n",
@@ -581,7 +592,7 @@ int Main(int argc, char** argv) {
                     static_cast<long long>(r->ops), r->bytes_per_second / 1e9,
                     100 * of_tcp, r->p50 * 1e3, r->p99 * 1e3);
         std::fflush(stdout);
-        if (mode == Mode::kPushPull && topt.workers == 1 && topt.servers == 1) {
+        if (mode == Mode::kPushPull && workers == 1 && servers == 1) {
           if (size == (16 << 20)) goal_pushpull_fraction = of_tcp;
           if (size == 4096) goal_4k_p50 = r->p50;
         }

@@ -157,6 +157,9 @@ grpc::Status GrpcParameterService::PushStream(
     absl::Status s = frames.back().Take(message);
     if (s.ok())
       s = DecodePush(frames.back().segments(), &part, &storage.back());
+    // Checked now, while the next message is on the wire and this one's
+    // bytes are still in cache.
+    if (s.ok()) s = shard_->CheckChunks(absl::MakeSpan(part.chunks));
     if (!s.ok()) {
       return ToGrpcStatus(absl::Status(
           s.code(), absl::StrCat("PushStream message ", frames.size(), ": ",
