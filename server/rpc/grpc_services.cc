@@ -142,7 +142,7 @@ grpc::Status GrpcParameterService::Pull(grpc::ServerContext* context,
 }
 
 grpc::Status GrpcParameterService::PushStream(
-    grpc::ServerContext*, grpc::ServerReader<grpc::ByteBuffer>* reader,
+    grpc::ServerContext* context, grpc::ServerReader<grpc::ByteBuffer>* reader,
     grpc::ByteBuffer* response) {
   // Chunk data is used where it was received or copied to: keep both.
   std::deque<ReceivedFrame> frames;
@@ -176,6 +176,12 @@ grpc::Status GrpcParameterService::PushStream(
   if (first) {
     return ToGrpcStatus(
         absl::InvalidArgumentError("PushStream: no message arrived"));
+  }
+  // A stream that broke off reads as ended: only a worker that is still
+  // there gets its push applied (a partial one is refused by Push anyway).
+  if (context->IsCancelled()) {
+    return ToGrpcStatus(absl::CancelledError(
+        "PushStream: the worker cancelled the push; nothing applied"));
   }
   proto::PushResponse reply;
   if (absl::Status s = shard_->Push(push, &reply); !s.ok()) {
