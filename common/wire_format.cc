@@ -91,6 +91,18 @@ const char* ReadChunkFields(WireReader* in, uint64_t length, ChunkFields* out) {
   return nullptr;  // A chunk without data: zero bytes.
 }
 
+// Reads a length-delimited TensorChunk's length and fields, up to its data.
+absl::Status ReadChunk(WireReader* in, const char* what, ChunkFields* out) {
+  uint64_t length = 0;
+  if (!in->ReadVarint(&length)) {
+    return Malformed(what, "truncated chunk length");
+  }
+  if (const char* error = ReadChunkFields(in, length, out)) {
+    return Malformed(what, error);
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 std::vector<std::pair<size_t, size_t>> GroupChunks(
@@ -285,14 +297,8 @@ absl::Status DecodePush(absl::Span<const absl::string_view> segments,
       if (!in.ReadFixed32(&bits)) return Malformed(kWhat, "truncated loss");
       std::memcpy(&out->loss, &bits, 4);
     } else if (field == kPushChunks && type == kLengthDelimited) {
-      uint64_t length = 0;
-      if (!in.ReadVarint(&length)) {
-        return Malformed(kWhat, "truncated chunk length");
-      }
       ChunkFields f;
-      if (const char* error = ReadChunkFields(&in, length, &f)) {
-        return Malformed(kWhat, error);
-      }
+      if (absl::Status s = ReadChunk(&in, kWhat, &f); !s.ok()) return s;
       ChunkView chunk;
       chunk.tensor_id = f.tensor_id;
       chunk.chunk_index = f.chunk_index;
@@ -341,14 +347,8 @@ absl::StatusOr<uint64_t> DecodePull(
       if (!in.ReadVarint(&version))
         return Malformed(kWhat, "truncated version");
     } else if (field == kPullChunks && type == kLengthDelimited) {
-      uint64_t length = 0;
-      if (!in.ReadVarint(&length)) {
-        return Malformed(kWhat, "truncated chunk length");
-      }
       ChunkFields f;
-      if (const char* error = ReadChunkFields(&in, length, &f)) {
-        return Malformed(kWhat, error);
-      }
+      if (absl::Status s = ReadChunk(&in, kWhat, &f); !s.ok()) return s;
       PullChunkTarget target =
           place(f.tensor_id, f.chunk_index, f.dtype, f.data_bytes);
       if (target.dest == nullptr) {

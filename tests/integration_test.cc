@@ -259,6 +259,21 @@ TEST_CASE("bad requests over the wire get a clear status and change nothing",
   CHECK(st.pushes() == 0);
 }
 
+// Registers rank 0 through a generated stub, both phases.
+void RegisterRank0(proto::ParameterService::Stub& stub, const JobConfig& config,
+                   const PartitionPlan& plan) {
+  for (bool join : {false, true}) {
+    proto::RegisterRequest reg;
+    reg.set_job_id(config.job_id);
+    reg.set_rank(0);
+    reg.set_plan_fingerprint(plan.fingerprint());
+    reg.set_join(join);
+    proto::RegisterResponse resp;
+    grpc::ClientContext c;
+    REQUIRE(stub.Register(&c, reg, &resp).ok());
+  }
+}
+
 TEST_CASE("a plain protobuf client pushes and pulls through the tensor path",
           "[integration]") {
   JobOptions o;
@@ -272,16 +287,7 @@ TEST_CASE("a plain protobuf client pushes and pulls through the tensor path",
   auto stub = proto::ParameterService::NewStub(channel);
   const PartitionPlan& plan = cluster.server(0).shard()->plan();
 
-  for (bool join : {false, true}) {
-    proto::RegisterRequest reg;
-    reg.set_job_id(config.job_id);
-    reg.set_rank(0);
-    reg.set_plan_fingerprint(plan.fingerprint());
-    reg.set_join(join);
-    proto::RegisterResponse resp;
-    grpc::ClientContext c;
-    REQUIRE(stub->Register(&c, reg, &resp).ok());
-  }
+  RegisterRank0(*stub, config, plan);
   auto pull = [&](uint64_t clock) {
     proto::PullRequest req;
     req.set_job_id(config.job_id);
@@ -370,16 +376,7 @@ TEST_CASE("PushStream checks every message before applying any",
   auto stub = proto::ParameterService::NewStub(grpc::CreateChannel(
       cluster.addresses()[0], grpc::InsecureChannelCredentials()));
   const PartitionPlan& plan = cluster.server(0).shard()->plan();
-  for (bool join : {false, true}) {
-    proto::RegisterRequest reg;
-    reg.set_job_id(config.job_id);
-    reg.set_rank(0);
-    reg.set_plan_fingerprint(plan.fingerprint());
-    reg.set_join(join);
-    proto::RegisterResponse resp;
-    grpc::ClientContext c;
-    REQUIRE(stub->Register(&c, reg, &resp).ok());
-  }
+  RegisterRank0(*stub, config, plan);
   // One message per chunk; the last chunk's gradient holds a NaN.
   auto push_all = [&](bool poison) {
     proto::PushResponse resp;
