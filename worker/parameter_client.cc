@@ -21,33 +21,36 @@ std::chrono::system_clock::time_point DeadlineIn(absl::Duration d) {
   return absl::ToChronoTime(absl::Now() + d);
 }
 
+absl::Status PrefixStatus(const absl::Status& s, const char* what, int shard) {
+  return absl::Status(s.code(), absl::StrCat(what, shard, ": ", s.message()));
+}
+
 // Runs `call(shard, done)` for every shard at once and waits for all; each
-// call reports its grpc::Status through `done`. Returns the first failure,
-// naming the shard and the RPC.
+// call reports how it ended through `done`. Returns the first failure,
+// naming the RPC and the shard.
 absl::Status ForAllShards(
     int num_shards, const char* rpc,
-    const std::function<void(int, std::function<void(grpc::Status)>)>& call) {
-  std::vector<grpc::Status> results(num_shards);
+    const std::function<void(int, std::function<void(absl::Status)>)>& call) {
+  std::vector<absl::Status> results(num_shards);
   absl::BlockingCounter pending(num_shards);
   for (int s = 0; s < num_shards; ++s) {
-    call(s, [&results, &pending, s](grpc::Status status) {
+    call(s, [&results, &pending, s](absl::Status status) {
       results[s] = std::move(status);
       pending.DecrementCount();
     });
   }
   pending.Wait();
+  const std::string what = absl::StrCat(rpc, " to shard ");
   for (int s = 0; s < num_shards; ++s) {
-    if (!results[s].ok()) {
-      absl::Status st = FromGrpcStatus(results[s]);
-      return absl::Status(
-          st.code(), absl::StrCat(rpc, " to shard ", s, ": ", st.message()));
-    }
+    if (!results[s].ok()) return PrefixStatus(results[s], what.c_str(), s);
   }
   return absl::OkStatus();
 }
 
-absl::Status PrefixStatus(const absl::Status& s, const char* what, int shard) {
-  return absl::Status(s.code(), absl::StrCat(what, shard, ": ", s.message()));
+// A generated stub's completion callback that reports to `done`.
+std::function<void(grpc::Status)> Reporting(
+    std::function<void(absl::Status)> done) {
+  return [done = std::move(done)](grpc::Status s) { done(FromGrpcStatus(s)); };
 }
 
 std::string MethodName(const char* rpc) {
@@ -128,8 +131,8 @@ absl::StatusOr<uint64_t> ParameterClient::RegisterPhase(bool join,
     requests[i].set_join(join);
     requests[i].set_clock(clock);
     requests[i].set_incarnation(incarnation_);
-    shards_[i].stub->async()->Register(&contexts[i], &requests[i],
-                                       &responses[i], std::move(done));
+    shards_[i].stub->async()->Register(
+        &contexts[i], &requests[i], &responses[i], Reporting(std::move(done)));
   });
   if (!s.ok()) return s;
   uint64_t largest = 0;
@@ -273,8 +276,7 @@ absl::StatusOr<uint64_t> ParameterClient::Pull(uint64_t clock,
   std::vector<PullSink> sinks;
   for (int i = 0; i < n; ++i) sinks.emplace_back(this, i, params);
   absl::Status s = ForAllShards(n, "Pull", [&](int i, auto done) {
-    StartPull(i, clock, &contexts[i], &sinks[i],
-              [done](absl::Status s) { done(ToGrpcStatus(s)); });
+    StartPull(i, clock, &contexts[i], &sinks[i], std::move(done));
   });
   if (!s.ok()) return s;
   return PulledVersion(sinks);
@@ -339,7 +341,7 @@ absl::StatusOr<uint64_t> ParameterClient::Push(uint64_t clock,
   std::vector<grpc::ByteBuffer> responses(n);
   absl::Status s = ForAllShards(n, "Push", [&](int i, auto done) {
     StartPush(i, std::move(messages[i]), &contexts[i], &responses[i],
-              [done](absl::Status s) { done(ToGrpcStatus(s)); });
+              std::move(done));
   });
   if (!s.ok()) return s;
   uint64_t version = UINT64_MAX;
@@ -412,8 +414,8 @@ void ParameterClient::Heartbeat(uint64_t clock, bool finished,
     requests[i].set_rank(rank_);
     requests[i].set_clock(clock);
     requests[i].set_finished(finished);
-    shards_[i].stub->async()->Heartbeat(&contexts[i], &requests[i],
-                                        &responses[i], std::move(done));
+    shards_[i].stub->async()->Heartbeat(
+        &contexts[i], &requests[i], &responses[i], Reporting(std::move(done)));
   });
 }
 

@@ -165,12 +165,25 @@ grpc::Status GrpcParameterService::PushStream(
           s.code(), absl::StrCat("PushStream message ", frames.size(), ": ",
                                  s.message())));
     }
+    if (!first && (!part.job_id.empty() || part.rank != 0 || part.clock != 0 ||
+                   part.loss != 0)) {
+      return ToGrpcStatus(absl::InvalidArgumentError(absl::StrCat(
+          "PushStream message ", frames.size(),
+          ": only the first message names job_id, rank, clock and loss")));
+    }
     if (first) {
       push = std::move(part);
       first = false;
     } else {
       push.chunks.insert(push.chunks.end(), part.chunks.begin(),
                          part.chunks.end());
+    }
+    // Bounded by what one push can hold, however long the stream.
+    if (push.chunks.size() >
+        static_cast<size_t>(shard_->store().num_chunks())) {
+      return ToGrpcStatus(absl::InvalidArgumentError(absl::StrCat(
+          "PushStream: more than the ", shard_->store().num_chunks(),
+          " chunks this shard owns")));
     }
   }
   if (first) {
