@@ -4,6 +4,7 @@
 #include <grpcpp/create_channel.h>
 #include <grpcpp/generic/generic_stub.h>
 
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <cmath>
 #include <cstring>
@@ -76,19 +77,25 @@ std::vector<std::unique_ptr<Trainer>> TrainAll(const JobConfig& config,
   return trainers;
 }
 
-// Each worker took `steps` steps, and its mean loss over the last 16 is
+// The median of 16 per-batch losses: under async, a burst of stale
+// updates can throw a few batches' loss far up for a moment, which a mean
+// over 16 steps then reflects though training goes on (seen once in ~30
+// loaded runs: last-16 mean 0.94 against 0.73 for the whole last epoch).
+double Median16(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return 0.5 * (v[7] + v[8]);
+}
+
+// Each worker took `steps` steps, and its median loss over the last 16 is
 // well below that over the first 16.
 void CheckLossFalls(Observed& observed, int workers, uint64_t steps) {
   for (int rank = 0; rank < workers; ++rank) {
     const auto& l = observed.losses[rank];
     REQUIRE(l.size() == steps);
-    double first = 0, last = 0;
-    for (int i = 0; i < 16; ++i) {
-      first += l[i];
-      last += l[l.size() - 1 - i];
-    }
-    INFO("rank " << rank << ": mean loss of first 16 steps " << first / 16
-                 << ", of last 16 " << last / 16);
+    const double first = Median16({l.begin(), l.begin() + 16});
+    const double last = Median16({l.end() - 16, l.end()});
+    INFO("rank " << rank << ": median loss of first 16 steps " << first
+                 << ", of last 16 " << last);
     CHECK(last < 0.6 * first);
   }
 }
