@@ -384,7 +384,7 @@ absl::StatusOr<uint64_t> ParameterClient::PushPull(
   }
   pending.Wait();
   for (auto [statuses, rpc] : {std::pair{&push_status, "Push to shard "},
-                               std::pair{&pull_status, "Pull from shard "}}) {
+                               std::pair{&pull_status, "Pull to shard "}}) {
     for (int i = 0; i < n; ++i) {
       if (!(*statuses)[i].ok()) return PrefixStatus((*statuses)[i], rpc, i);
     }
