@@ -35,9 +35,9 @@ struct ChunkView {
   uint32_t chunk_index = 0;
   int dtype = 0;  // proto::DType value.
   absl::string_view data;
-  // Set by the receiver once the chunk passed its checks (decoders leave
-  // it false).
-  bool checked = false;
+  // The receiver's own index for the chunk, set once the chunk passed the
+  // receiver's checks (decoders leave it at -1).
+  int checked_local = -1;
 };
 
 // A PushRequest whose chunk data lives elsewhere.

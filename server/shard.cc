@@ -170,7 +170,7 @@ absl::Status Shard::CheckChunks(absl::Span<ChunkView> chunks) const {
   for (ChunkView& chunk : chunks) {
     int local;
     if (absl::Status s = CheckChunk(chunk, &local); !s.ok()) return s;
-    chunk.checked = true;
+    chunk.checked_local = local;
   }
   return absl::OkStatus();
 }
@@ -190,16 +190,9 @@ absl::Status Shard::Push(const PushView& request,
   std::vector<bool> seen(n, false);
   uint64_t bytes = 0;
   for (const ChunkView& chunk : request.chunks) {
-    int local = -1;
-    if (chunk.checked) {
-      local =
-          store_.LocalIndex(plan_.Find(static_cast<int>(chunk.tensor_id),
-                                       static_cast<int>(chunk.chunk_index)));
-    } else if (absl::Status s = CheckChunk(chunk, &local); !s.ok()) {
-      return s;
-    }
+    int local = chunk.checked_local;
     if (local < 0) {
-      return absl::InternalError("Push: a checked chunk is not owned here");
+      if (absl::Status s = CheckChunk(chunk, &local); !s.ok()) return s;
     }
     if (seen[local]) {
       return absl::InvalidArgumentError(absl::StrCat(

@@ -46,14 +46,14 @@ class Shard {
   // decodes pushes straight into a PushView (common/wire_format.h); the
   // protobuf form is for callers that hold a message.
   absl::Status Push(const PushView& request, proto::PushResponse* response);
-  // Checks chunks of a push that is still arriving (ownership, dtype,
-  // size, finiteness) and marks them checked, so that Push does not read
-  // them again: a streamed push is checked message by message while the
-  // next is on the wire. Push still checks the set is complete, without
-  // duplicates.
-  absl::Status CheckChunks(absl::Span<ChunkView> chunks) const;
   absl::Status Push(const proto::PushRequest& request,
                     proto::PushResponse* response);
+  // Checks chunks of a push that is still arriving (ownership, dtype,
+  // size, finiteness) and records each one's local index, so that Push
+  // does not read them again: a streamed push is checked message by message
+  // while the next is on the wire. Push still checks the set is complete,
+  // without duplicates.
+  absl::Status CheckChunks(absl::Span<ChunkView> chunks) const;
   // Waits until the policy lets the pull proceed; DeadlineExceeded at
   // `deadline` (real time; the caller may call again), Cancelled once
   // `cancelled` (checked a few times a second) says the caller gave up,

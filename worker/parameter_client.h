@@ -108,14 +108,15 @@ class ParameterClient {
     uint64_t version_ = 0;
   };
 
-  // Each shard's PushStream messages for `grads` computed at `clock`,
-  // referencing the gradient buffer (copying `grads` into it first unless
-  // they are already there).
+  // Each shard's push messages for `grads` computed at `clock` (one: a
+  // unary Push; several: a PushStream), referencing the gradient buffer
+  // (copying `grads` into it first unless they are already there).
   std::vector<std::vector<grpc::ByteBuffer>> PushMessages(
       uint64_t clock, absl::Span<const float> grads);
   grpc::ByteBuffer PullFrame(uint64_t clock) const;
-  // Starts one shard's PullStream / PushStream; `done` runs on a gRPC
-  // thread when it ends.
+  // Starts one shard's pull or push: a stream when the shard's chunks fill
+  // several messages, else a unary call. `done` runs on a gRPC thread when
+  // it ends.
   void StartPull(int shard, uint64_t clock, grpc::ClientContext* context,
                  PullSink* sink, std::function<void(absl::Status)> done);
   void StartPush(int shard, std::vector<grpc::ByteBuffer> messages,
