@@ -57,8 +57,7 @@ absl::StatusOr<ParsedFlags> ParseFlags(int argc, char** argv,
       }
       out.values[name] = value;
     } else {
-      return absl::InvalidArgumentError(
-          absl::StrCat("unknown flag --", name));
+      return absl::InvalidArgumentError(absl::StrCat("unknown flag --", name));
     }
   }
   return out;

@@ -1,8 +1,6 @@
-// The job file: one YAML document read into one typed, validated struct.
-//
-// This is the only place in paramd that parses YAML. Every error names the
-// file, the line and the dotted field, as "FILE:LINE: FIELD: what is wrong",
-// and unknown keys are errors. docs/job-file.md documents every key.
+// The job's typed configuration: what the job file (common/job_file.h)
+// reads into, and what every module takes. Plain structs, no YAML: code
+// that only reads a configuration does not link the parser.
 #ifndef PARAMD_COMMON_JOB_CONFIG_H_
 #define PARAMD_COMMON_JOB_CONFIG_H_
 
@@ -47,20 +45,20 @@ struct ScheduleConfig {
   int64_t warmup_steps = 0;  // Linear warm-up from 0 over these steps.
   int64_t step_size = 1;     // step: multiply by gamma every step_size steps.
   double gamma = 0.1;
-  int64_t total_steps = 0;   // cosine: steps (warm-up included) to min_lr.
+  int64_t total_steps = 0;  // cosine: steps (warm-up included) to min_lr.
   double min_lr = 0;
 };
 
 struct OptimizerConfig {
   std::string type = "sgd";  // sgd, adam, adamw, rmsprop or adagrad
   double learning_rate = 0;
-  double momentum = 0;       // sgd, rmsprop
-  double weight_decay = 0;   // L2 in the gradient; decoupled for adamw
-  bool nesterov = false;     // sgd
-  double beta1 = 0.9;        // adam, adamw
-  double beta2 = 0.999;      // adam, adamw
-  double alpha = 0.99;       // rmsprop: smoothing of the squared gradient
-  double eps = 0;            // adam, adamw, rmsprop 1e-8; adagrad 1e-10
+  double momentum = 0;      // sgd, rmsprop
+  double weight_decay = 0;  // L2 in the gradient; decoupled for adamw
+  bool nesterov = false;    // sgd
+  double beta1 = 0.9;       // adam, adamw
+  double beta2 = 0.999;     // adam, adamw
+  double alpha = 0.99;      // rmsprop: smoothing of the squared gradient
+  double eps = 0;           // adam, adamw, rmsprop 1e-8; adagrad 1e-10
   ScheduleConfig schedule;
 };
 
@@ -82,14 +80,14 @@ struct LivenessConfig {
 
 // Testing aids, documented as such: they make a run slower on purpose.
 struct TestingConfig {
-  int slow_rank = -1;      // This rank sleeps slow_step_ms per step.
+  int slow_rank = -1;  // This rank sleeps slow_step_ms per step.
   int slow_step_ms = 0;
 };
 
 struct WorkerConfig {
   std::string device = "auto";  // auto, cpu or cuda
   bool allow_tf32 = false;      // cuda: let cuBLAS use TF32 tensor cores
-  int threads = 1;  // Compute threads per worker process.
+  int threads = 1;              // Compute threads per worker process.
   // OpenBLAS kernel: "auto", "library" or an OpenBLAS core name
   // (worker/blas.h).
   std::string blas_core = "auto";
@@ -113,16 +111,6 @@ struct JobConfig {
 
   int num_shards() const { return static_cast<int>(servers.size()); }
 };
-
-// Reads and validates the job file at `path`, including that every data
-// file it names can be opened for reading. On failure the status message is
-// one line naming file, line and field.
-absl::StatusOr<JobConfig> LoadJobConfig(const std::string& path);
-
-// As LoadJobConfig, for YAML text already in memory. `path` is used in
-// messages and to resolve relative data paths.
-absl::StatusOr<JobConfig> ParseJobConfig(const std::string& yaml_text,
-                                         const std::string& path);
 
 // Splits "host:port"; the port must be in [0, 65535].
 absl::Status ParseHostPort(const std::string& address, std::string* host,

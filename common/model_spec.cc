@@ -29,7 +29,8 @@ ModelSpec BuildModelSpec(const ModelConfig& config) {
     spec.tensors.push_back(
         {absl::StrCat("fc", l + 1, ".bias"), {out}, out, bound});
   }
-  for (const TensorSpec& t : spec.tensors) spec.total_elements += t.num_elements;
+  for (const TensorSpec& t : spec.tensors)
+    spec.total_elements += t.num_elements;
   return spec;
 }
 

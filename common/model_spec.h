@@ -17,10 +17,10 @@
 namespace paramd {
 
 struct TensorSpec {
-  std::string name;             // e.g. "fc1.weight"
-  std::vector<int64_t> shape;   // e.g. {784, 256}: [inputs, outputs]
+  std::string name;            // e.g. "fc1.weight"
+  std::vector<int64_t> shape;  // e.g. {784, 256}: [inputs, outputs]
   int64_t num_elements = 0;
-  float init_bound = 0;         // Initial values are uniform in ±bound.
+  float init_bound = 0;  // Initial values are uniform in ±bound.
 };
 
 struct ModelSpec {

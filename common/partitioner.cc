@@ -41,8 +41,7 @@ absl::StatusOr<PartitionPlan> PartitionPlan::Build(const ModelSpec& spec,
   }
   int64_t effective_bytes = chunk_bytes;
   if (num_shards > 1) {
-    const int64_t fair_share =
-        spec.total_elements * kElementBytes / num_shards;
+    const int64_t fair_share = spec.total_elements * kElementBytes / num_shards;
     effective_bytes = std::min(
         chunk_bytes, std::max(kMinSplitBytes, fair_share / kPiecesPerShare));
   }
@@ -58,7 +57,8 @@ absl::StatusOr<PartitionPlan> PartitionPlan::Build(const ModelSpec& spec,
     plan.first_chunk_of_tensor_.push_back(
         static_cast<int>(plan.chunks_.size()));
     // Equal chunks (the last may be shorter), none over chunk_bytes.
-    const int64_t n_chunks = (tensor.num_elements + chunk_elems - 1) / chunk_elems;
+    const int64_t n_chunks =
+        (tensor.num_elements + chunk_elems - 1) / chunk_elems;
     const int64_t per_chunk = (tensor.num_elements + n_chunks - 1) / n_chunks;
     for (int64_t c = 0, off = 0; off < tensor.num_elements; ++c) {
       const int64_t len = std::min(per_chunk, tensor.num_elements - off);

@@ -3,6 +3,7 @@
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
+#include "common/status_macros.h"
 
 namespace paramd {
 namespace {
@@ -298,7 +299,7 @@ absl::Status DecodePush(absl::Span<const absl::string_view> segments,
       std::memcpy(&out->loss, &bits, 4);
     } else if (field == kPushChunks && type == kLengthDelimited) {
       ChunkFields f;
-      if (absl::Status s = ReadChunk(&in, kWhat, &f); !s.ok()) return s;
+      RETURN_IF_ERROR(ReadChunk(&in, kWhat, &f));
       ChunkView chunk;
       chunk.tensor_id = f.tensor_id;
       chunk.chunk_index = f.chunk_index;
@@ -348,7 +349,7 @@ absl::StatusOr<uint64_t> DecodePull(
         return Malformed(kWhat, "truncated version");
     } else if (field == kPullChunks && type == kLengthDelimited) {
       ChunkFields f;
-      if (absl::Status s = ReadChunk(&in, kWhat, &f); !s.ok()) return s;
+      RETURN_IF_ERROR(ReadChunk(&in, kWhat, &f));
       PullChunkTarget target =
           place(f.tensor_id, f.chunk_index, f.dtype, f.data_bytes);
       if (target.dest == nullptr) {

@@ -11,7 +11,7 @@
 // segment. What it writes parses as the protobuf message and what protobuf
 // writes decodes here, so the .proto file stays the contract.
 //
-// No gRPC here; common/grpc_frames.h joins this to grpc::ByteBuffer.
+// No gRPC here; common/rpc/grpc_frames.h joins this to grpc::ByteBuffer.
 #ifndef PARAMD_COMMON_WIRE_FORMAT_H_
 #define PARAMD_COMMON_WIRE_FORMAT_H_
 

@@ -6,20 +6,20 @@
 #include <chrono>
 
 #include "absl/strings/str_cat.h"
+#include "common/status_macros.h"
 
 namespace paramd {
 
 absl::StatusOr<std::unique_ptr<ParameterServer>> ParameterServer::Create(
     const JobConfig& config, int shard_id, Clock* clock) {
-  absl::StatusOr<std::unique_ptr<Shard>> shard =
-      Shard::Create(config, shard_id, clock);
-  if (!shard.ok()) return shard.status();
+  ASSIGN_OR_RETURN(std::unique_ptr<Shard> shard,
+                   Shard::Create(config, shard_id, clock));
   auto server =
-      std::unique_ptr<ParameterServer>(new ParameterServer(*std::move(shard)));
+      std::unique_ptr<ParameterServer>(new ParameterServer(std::move(shard)));
   // Leases are checked several times per lease, at most every 100 ms.
-  server->tick_every_ = std::min(
-      absl::Milliseconds(100),
-      absl::Seconds(config.liveness.lease_seconds) / 10);
+  server->tick_every_ =
+      std::min(absl::Milliseconds(100),
+               absl::Seconds(config.liveness.lease_seconds) / 10);
   return server;
 }
 
@@ -43,9 +43,8 @@ absl::StatusOr<int> ParameterServer::Start(const std::string& address) {
   server_ = builder.BuildAndStart();
   if (server_ == nullptr || port == 0) {
     server_.reset();
-    return absl::UnavailableError(
-        absl::StrCat("cannot listen on ", address,
-                     " (address in use or not local?)"));
+    return absl::UnavailableError(absl::StrCat(
+        "cannot listen on ", address, " (address in use or not local?)"));
   }
   port_ = port;
   ticker_ = std::thread([this] { TickLoop(); });
@@ -71,8 +70,7 @@ void ParameterServer::Shutdown() {
   }
   if (ticker_.joinable()) ticker_.join();
   shard_->Shutdown();
-  server_->Shutdown(std::chrono::system_clock::now() +
-                    std::chrono::seconds(2));
+  server_->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(2));
 }
 
 void ParameterServer::Wait() {

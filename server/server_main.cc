@@ -14,6 +14,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/flags.h"
 #include "common/job_config.h"
+#include "common/job_file.h"
 #include "common/logging.h"
 #include "common/process_setup.h"
 #include "server/parameter_server.h"
@@ -32,11 +33,13 @@ absl::Status WritePortFile(const std::string& path, int port) {
     std::ofstream out(tmp, std::ios::trunc);
     out << port << "\n";
     if (!out.good()) {
-      return absl::UnavailableError(absl::StrCat("--port_file: cannot write ", tmp));
+      return absl::UnavailableError(
+          absl::StrCat("--port_file: cannot write ", tmp));
     }
   }
   if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-    return absl::UnavailableError(absl::StrCat("--port_file: cannot rename to ", path));
+    return absl::UnavailableError(
+        absl::StrCat("--port_file: cannot rename to ", path));
   }
   return absl::OkStatus();
 }
@@ -59,10 +62,10 @@ int Run(int argc, char** argv) {
   absl::Status log_status =
       InitLogging("paramd-server", flags->Get("log_level", "info"));
   if (!shard_id.ok() || !log_status.ok()) {
-    std::fprintf(stderr, "paramd-server: %s\n",
-                 std::string((shard_id.ok() ? log_status : shard_id.status())
-                                 .message())
-                     .c_str());
+    std::fprintf(
+        stderr, "paramd-server: %s\n",
+        std::string((shard_id.ok() ? log_status : shard_id.status()).message())
+            .c_str());
     return 2;
   }
   absl::StatusOr<JobConfig> config = LoadJobConfig(flags->Get("job", ""));
@@ -87,20 +90,20 @@ int Run(int argc, char** argv) {
   sigaddset(&signals, SIGTERM);
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
 
-  const std::string address =
-      flags->Get("listen", config->servers[*shard_id]);
+  const std::string address = flags->Get("listen", config->servers[*shard_id]);
   absl::StatusOr<int> port = (*server)->Start(address);
   if (!port.ok()) {
-    spdlog::error("shard {}: {}", *shard_id, std::string(port.status().message()));
+    spdlog::error("shard {}: {}", *shard_id,
+                  std::string(port.status().message()));
     return 1;
   }
   const Shard& shard = *(*server)->shard();
-  spdlog::info("shard {}/{} of job '{}' listening on port {}: {} chunks, {} "
-               "bytes, policy {}",
-               *shard_id, config->num_shards(), config->job_id, *port,
-               shard.plan().ChunksOfShard(*shard_id).size(),
-               shard.plan().BytesOnShard(*shard_id),
-               PolicyName(config->policy.type));
+  spdlog::info(
+      "shard {}/{} of job '{}' listening on port {}: {} chunks, {} "
+      "bytes, policy {}",
+      *shard_id, config->num_shards(), config->job_id, *port,
+      shard.plan().ChunksOfShard(*shard_id).size(),
+      shard.plan().BytesOnShard(*shard_id), PolicyName(config->policy.type));
   if (flags->Has("port_file")) {
     if (absl::Status s = WritePortFile(flags->Get("port_file", ""), *port);
         !s.ok()) {

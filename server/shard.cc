@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
+#include "common/status_macros.h"
 #include "spdlog/spdlog.h"
 
 namespace paramd {
@@ -40,15 +41,14 @@ absl::StatusOr<std::unique_ptr<Shard>> Shard::Create(const JobConfig& config,
         ") for the ", config.num_shards(), " servers in ", config.path));
   }
   ModelSpec spec = BuildModelSpec(config.model);
-  absl::StatusOr<PartitionPlan> plan =
-      PartitionPlan::Build(spec, config.chunk_bytes, config.num_shards());
-  if (!plan.ok()) return plan.status();
-  absl::StatusOr<std::unique_ptr<Optimizer>> optimizer =
-      MakeOptimizer(config.optimizer);
-  if (!optimizer.ok()) return optimizer.status();
+  ASSIGN_OR_RETURN(
+      PartitionPlan plan,
+      PartitionPlan::Build(spec, config.chunk_bytes, config.num_shards()));
+  ASSIGN_OR_RETURN(std::unique_ptr<Optimizer> optimizer,
+                   MakeOptimizer(config.optimizer));
   return std::unique_ptr<Shard>(
-      new Shard(config, shard_id, std::move(spec), *std::move(plan),
-                *std::move(optimizer), clock != nullptr ? clock : RealClock()));
+      new Shard(config, shard_id, std::move(spec), std::move(plan),
+                std::move(optimizer), clock != nullptr ? clock : RealClock()));
 }
 
 Shard::Shard(const JobConfig& config, int shard_id, ModelSpec spec,
@@ -87,10 +87,7 @@ absl::Status Shard::CheckWorker(const char* rpc, const std::string& job_id,
 
 absl::Status Shard::Register(const proto::RegisterRequest& request,
                              proto::RegisterResponse* response) {
-  if (auto s = CheckWorker("Register", request.job_id(), request.rank());
-      !s.ok()) {
-    return s;
-  }
+  RETURN_IF_ERROR(CheckWorker("Register", request.job_id(), request.rank()));
   if (request.plan_fingerprint() != plan_.fingerprint()) {
     return absl::FailedPreconditionError(absl::StrCat(
         "Register: rank ", request.rank(),
@@ -106,7 +103,7 @@ absl::Status Shard::Register(const proto::RegisterRequest& request,
     response->set_clock(policy_->ProposeClock(rank));
     return absl::OkStatus();
   }
-  if (absl::Status s = policy_->Join(rank, request.clock()); !s.ok()) return s;
+  RETURN_IF_ERROR(policy_->Join(rank, request.clock()));
   workers_.OnRegister(rank, request.incarnation(), clock_->Now());
   spdlog::info("shard {}: rank {} registered; it continues from clock {}",
                shard_id_, rank, request.clock());
@@ -169,7 +166,7 @@ absl::Status Shard::CheckChunk(const ChunkView& chunk, int* local) const {
 absl::Status Shard::CheckChunks(absl::Span<ChunkView> chunks) const {
   for (ChunkView& chunk : chunks) {
     int local;
-    if (absl::Status s = CheckChunk(chunk, &local); !s.ok()) return s;
+    RETURN_IF_ERROR(CheckChunk(chunk, &local));
     chunk.checked_local = local;
   }
   return absl::OkStatus();
@@ -177,9 +174,7 @@ absl::Status Shard::CheckChunks(absl::Span<ChunkView> chunks) const {
 
 absl::Status Shard::Push(const PushView& request,
                          proto::PushResponse* response) {
-  if (auto s = CheckWorker("Push", request.job_id, request.rank); !s.ok()) {
-    return s;
-  }
+  RETURN_IF_ERROR(CheckWorker("Push", request.job_id, request.rank));
   const int n = store_.num_chunks();
   if (request.chunks.size() != static_cast<size_t>(n)) {
     return absl::InvalidArgumentError(absl::StrCat(
@@ -192,7 +187,7 @@ absl::Status Shard::Push(const PushView& request,
   for (const ChunkView& chunk : request.chunks) {
     int local = chunk.checked_local;
     if (local < 0) {
-      if (absl::Status s = CheckChunk(chunk, &local); !s.ok()) return s;
+      RETURN_IF_ERROR(CheckChunk(chunk, &local));
     }
     if (seen[local]) {
       return absl::InvalidArgumentError(absl::StrCat(
@@ -207,11 +202,8 @@ absl::Status Shard::Push(const PushView& request,
   }
   const absl::Time now = clock_->Now();
   workers_.OnSeen(static_cast<int>(request.rank), now);
-  if (auto s =
-          policy_->Push(static_cast<int>(request.rank), request.clock, grads);
-      !s.ok()) {
-    return s;
-  }
+  RETURN_IF_ERROR(
+      policy_->Push(static_cast<int>(request.rank), request.clock, grads));
   workers_.OnPush(static_cast<int>(request.rank), bytes, request.loss, now);
   stats_.RecordPush(now);
   response->set_version(store_.version());
@@ -222,9 +214,7 @@ absl::Status Shard::Pull(const proto::PullRequest& request, absl::Time deadline,
                          const std::function<bool()>& cancelled,
                          proto::PullResponse* response) {
   std::shared_ptr<const ParamSnapshot> snapshot;
-  if (auto s = Pull(request, deadline, cancelled, &snapshot); !s.ok()) {
-    return s;
-  }
+  RETURN_IF_ERROR(Pull(request, deadline, cancelled, &snapshot));
   response->set_version(snapshot->version);
   for (size_t i = 0; i < snapshot->params.size(); ++i) {
     const ChunkSpec& spec = store_.chunk_spec(static_cast<int>(i));
@@ -241,9 +231,7 @@ absl::Status Shard::Pull(const proto::PullRequest& request, absl::Time deadline,
 absl::Status Shard::Pull(const proto::PullRequest& request, absl::Time deadline,
                          const std::function<bool()>& cancelled,
                          std::shared_ptr<const ParamSnapshot>* snapshot) {
-  if (auto s = CheckWorker("Pull", request.job_id(), request.rank()); !s.ok()) {
-    return s;
-  }
+  RETURN_IF_ERROR(CheckWorker("Pull", request.job_id(), request.rank()));
   const int rank = static_cast<int>(request.rank());
   const absl::Time start = clock_->Now();
   workers_.OnSeen(rank, start);
@@ -283,10 +271,7 @@ absl::Status Shard::Pull(const proto::PullRequest& request, absl::Time deadline,
 
 absl::Status Shard::Heartbeat(const proto::HeartbeatRequest& request,
                               proto::HeartbeatResponse* response) {
-  if (auto s = CheckWorker("Heartbeat", request.job_id(), request.rank());
-      !s.ok()) {
-    return s;
-  }
+  RETURN_IF_ERROR(CheckWorker("Heartbeat", request.job_id(), request.rank()));
   const int rank = static_cast<int>(request.rank());
   if (request.finished()) {
     workers_.OnFinished(rank, clock_->Now());
@@ -301,10 +286,7 @@ absl::Status Shard::Heartbeat(const proto::HeartbeatRequest& request,
 }
 
 absl::Status Shard::ReportEpoch(const proto::ReportEpochRequest& request) {
-  if (auto s = CheckWorker("ReportEpoch", request.job_id(), request.rank());
-      !s.ok()) {
-    return s;
-  }
+  RETURN_IF_ERROR(CheckWorker("ReportEpoch", request.job_id(), request.rank()));
   if (request.epoch() < 1 ||
       request.epoch() > static_cast<uint32_t>(config_.training.epochs)) {
     return absl::InvalidArgumentError(

@@ -1,6 +1,7 @@
 #include "server/update_policy.h"
 
 #include "absl/strings/str_cat.h"
+#include "common/status_macros.h"
 #include "server/staleness_policy.h"
 #include "server/sync_policy.h"
 
@@ -16,7 +17,7 @@ uint64_t UpdatePolicy::ProposeClock(int rank) {
 
 absl::Status UpdatePolicy::Join(int rank, uint64_t clock) {
   absl::MutexLock lock(&mu_);
-  if (absl::Status s = CanJoinAt(rank, clock); !s.ok()) return s;
+  RETURN_IF_ERROR(CanJoinAt(rank, clock));
   workers_[rank].live = true;
   workers_[rank].clock = clock;
   OnJoin(rank);
@@ -31,8 +32,7 @@ void UpdatePolicy::Leave(int rank) {
 }
 
 absl::Status UpdatePolicy::Push(
-    int rank, uint64_t clock,
-    absl::Span<const absl::Span<const float>> grads) {
+    int rank, uint64_t clock, absl::Span<const absl::Span<const float>> grads) {
   absl::MutexLock lock(&mu_);
   if (shutdown_) return absl::UnavailableError("the shard is shutting down");
   if (rank < 0 || rank >= num_workers_) {
@@ -77,7 +77,8 @@ std::vector<PolicyWorker> UpdatePolicy::Workers() {
 bool UpdatePolicy::TEST_AwaitWorker(int rank, uint64_t clock, bool live,
                                     absl::Duration timeout) {
   absl::MutexLock lock(&mu_);
-  auto reached = [this, rank, clock, live]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+  auto reached = [this, rank, clock,
+                  live]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     return workers_[rank].clock >= clock && workers_[rank].live == live;
   };
   return mu_.AwaitWithTimeout(absl::Condition(&reached), timeout);

@@ -1,6 +1,6 @@
 // Frames handed to gRPC: referenced data stays alive exactly as long as
 // any slice of it does, and received slices are viewed without copies.
-#include "common/grpc_frames.h"
+#include "common/rpc/grpc_frames.h"
 
 #include <catch2/catch.hpp>
 #include <memory>

@@ -1,11 +1,13 @@
 // The job file: good files load into the typed config; each kind of bad
 // file is refused with one line naming file, line and field.
+#include "common/job_config.h"
+
 #include <catch2/catch.hpp>
 #include <string>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
-#include "common/job_config.h"
+#include "common/job_file.h"
 #include "tests/test_util.h"
 
 namespace paramd {
@@ -42,7 +44,8 @@ TEST_CASE("a good job file loads with every field typed", "[config]") {
   REQUIRE(c.ok());
   CHECK(c->job_id == "test-job");
   CHECK(c->seed == 7);
-  CHECK(c->servers == std::vector<std::string>{"127.0.0.1:7001", "127.0.0.1:7002"});
+  CHECK(c->servers ==
+        std::vector<std::string>{"127.0.0.1:7001", "127.0.0.1:7002"});
   CHECK(c->num_shards() == 2);
   CHECK(c->num_workers == 2);
   CHECK(c->model.layers == std::vector<int>{784, 64, 10});
@@ -96,51 +99,57 @@ TEST_CASE("each bad job file names file, line and field", "[config]") {
     const char* what;
     std::string yaml;
     std::string field;
-    std::string line_of;   // Text on the line the error must point at.
+    std::string line_of;  // Text on the line the error must point at.
     std::string message;
   };
   const std::vector<Case> cases = {
-      {"missing field",
-       absl::StrReplaceAll(good, {{"  batch_size: 32\n", ""}}),
+      {"missing field", absl::StrReplaceAll(good, {{"  batch_size: 32\n", ""}}),
        "training.batch_size", "training:", "missing required field"},
       {"missing section",
-       absl::StrReplaceAll(good, {{"policy:\n  type: sync\n", ""}}),
-       "policy", "job:", "missing required section"},
+       absl::StrReplaceAll(good, {{"policy:\n  type: sync\n", ""}}), "policy",
+       "job:", "missing required section"},
       {"wrong type (string for integer)",
        absl::StrReplaceAll(good, {{"epochs: 2", "epochs: two"}}),
        "training.epochs", "epochs: two", "expected an integer, got 'two'"},
       {"wrong type (mapping for number)",
-       absl::StrReplaceAll(good, {{"learning_rate: 0.05", "learning_rate: {a: 1}"}}),
+       absl::StrReplaceAll(good,
+                           {{"learning_rate: 0.05", "learning_rate: {a: 1}"}}),
        "optimizer.learning_rate", "learning_rate:", "expected a number"},
       {"wrong type (list for servers)",
-       absl::StrReplaceAll(good, {{"servers: [\"127.0.0.1:0\", \"127.0.0.1:0\"]",
-                                   "servers: 127.0.0.1"}}),
+       absl::StrReplaceAll(good,
+                           {{"servers: [\"127.0.0.1:0\", \"127.0.0.1:0\"]",
+                             "servers: 127.0.0.1"}}),
        "cluster.servers", "servers:", "expected a non-empty list"},
       {"unknown policy",
-       absl::StrReplaceAll(good, {{"type: sync", "type: bsp"}}),
-       "policy.type", "type: bsp", "unknown policy 'bsp'"},
+       absl::StrReplaceAll(good, {{"type: sync", "type: bsp"}}), "policy.type",
+       "type: bsp", "unknown policy 'bsp'"},
       {"ssp without staleness",
        absl::StrReplaceAll(good, {{"type: sync", "type: ssp"}}),
        "policy.staleness", "policy:", "missing required field"},
       {"staleness for sync",
-       absl::StrReplaceAll(good, {{"type: sync", "type: sync\n  staleness: 2"}}),
+       absl::StrReplaceAll(good,
+                           {{"type: sync", "type: sync\n  staleness: 2"}}),
        "policy.staleness", "staleness: 2", "only applies to policy.type ssp"},
       {"lease shorter than two heartbeats",
-       absl::StrReplaceAll(good, {{"lease_seconds: 10", "lease_seconds: 1"},
-                                  {"heartbeat_seconds: 1", "heartbeat_seconds: 0.8"}}),
+       absl::StrReplaceAll(
+           good, {{"lease_seconds: 10", "lease_seconds: 1"},
+                  {"heartbeat_seconds: 1", "heartbeat_seconds: 0.8"}}),
        "liveness.heartbeat_seconds", "heartbeat_seconds: 0.8", "at most half"},
       {"slow rank outside the cluster",
        good + "testing:\n  slow_rank: 2\n  slow_step_ms: 5\n",
        "testing.slow_rank", "slow_rank: 2", "must be a rank in [0, 2)"},
-      {"unknown key at the top",
-       good + "colour: blue\n", "colour", "colour: blue", "unknown key"},
+      {"unknown key at the top", good + "colour: blue\n", "colour",
+       "colour: blue", "unknown key"},
       {"unknown key in a section",
-       absl::StrReplaceAll(good, {{"  shuffle: true\n", "  shuffle: true\n  shufle: false\n"}}),
+       absl::StrReplaceAll(
+           good, {{"  shuffle: true\n", "  shuffle: true\n  shufle: false\n"}}),
        "training.shufle", "shufle: false", "unknown key"},
       {"unreadable data path",
-       absl::StrReplaceAll(good, {{std::string("dir: ") + testing::kFashionMnistDir,
-                                   "dir: /nonexistent/fashion"}}),
-       "data.train_images", "dir: /nonexistent", "cannot read '/nonexistent/fashion/"},
+       absl::StrReplaceAll(good,
+                           {{std::string("dir: ") + testing::kFashionMnistDir,
+                             "dir: /nonexistent/fashion"}}),
+       "data.train_images", "dir: /nonexistent",
+       "cannot read '/nonexistent/fashion/"},
       {"out-of-range value",
        absl::StrReplaceAll(good, {{"momentum: 0.9", "momentum: 1.5"}}),
        "optimizer.momentum", "momentum: 1.5", "must be in [0, 1)"},
@@ -153,13 +162,19 @@ TEST_CASE("each bad job file names file, line and field", "[config]") {
        "optimizer.type", "type: lion", "unknown optimizer 'lion'"},
       {"a key another optimizer takes",
        absl::StrReplaceAll(good, {{"type: sgd", "type: adam"}}),
-       "optimizer.momentum", "momentum: 0.9", "does not apply to optimizer.type adam"},
+       "optimizer.momentum", "momentum: 0.9",
+       "does not apply to optimizer.type adam"},
       {"unknown schedule",
-       absl::StrReplaceAll(good, {{"  momentum: 0.9\n", "  momentum: 0.9\n  schedule:\n    type: exponential\n"}}),
+       absl::StrReplaceAll(
+           good, {{"  momentum: 0.9\n",
+                   "  momentum: 0.9\n  schedule:\n    type: exponential\n"}}),
        "optimizer.schedule.type", "type: exponential", "unknown schedule"},
       {"cosine without total_steps",
-       absl::StrReplaceAll(good, {{"  momentum: 0.9\n", "  momentum: 0.9\n  schedule:\n    type: cosine\n"}}),
-       "optimizer.schedule.total_steps", "type: cosine", "needs total_steps > warmup_steps"},
+       absl::StrReplaceAll(
+           good, {{"  momentum: 0.9\n",
+                   "  momentum: 0.9\n  schedule:\n    type: cosine\n"}}),
+       "optimizer.schedule.total_steps", "type: cosine",
+       "needs total_steps > warmup_steps"},
       {"bad chunk size",
        absl::StrReplaceAll(good, {{"chunk_bytes: 16384", "chunk_bytes: 6"}}),
        "partition.chunk_bytes", "chunk_bytes: 6", "multiple of 4"},
@@ -169,8 +184,8 @@ TEST_CASE("each bad job file names file, line and field", "[config]") {
       std::string path;
       const std::string error = ErrorOf(c.yaml, &path);
       INFO("error: " << error);
-      const std::string prefix =
-          absl::StrCat(path, ":", LineOf(c.yaml, c.line_of), ": ", c.field, ": ");
+      const std::string prefix = absl::StrCat(
+          path, ":", LineOf(c.yaml, c.line_of), ": ", c.field, ": ");
       CHECK(error.rfind(prefix, 0) == 0);
       CHECK(error.find(c.message) != std::string::npos);
       CHECK(error.find('\n') == std::string::npos);
@@ -200,9 +215,9 @@ TEST_CASE("policies, liveness and testing aids parse", "[config]") {
   CHECK(c->testing.slow_rank == 1);
   CHECK(c->testing.slow_step_ms == 20);
 
-  const std::string async = WriteFile(
-      NewTempDir() + "/job.yaml",
-      absl::StrReplaceAll(good, {{"type: sync", "type: async"}}));
+  const std::string async =
+      WriteFile(NewTempDir() + "/job.yaml",
+                absl::StrReplaceAll(good, {{"type: sync", "type: async"}}));
   absl::StatusOr<JobConfig> a = LoadJobConfig(async);
   REQUIRE(a.ok());
   CHECK(a->policy.type == PolicyType::kAsync);

@@ -8,12 +8,14 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "common/job_file.h"
 
 namespace paramd::testing {
 
 std::string NewTempDir() {
   const char* base = getenv("TEST_TMPDIR");
-  std::string tmpl = absl::StrCat(base != nullptr ? base : "/tmp", "/paramd-test-XXXXXX");
+  std::string tmpl =
+      absl::StrCat(base != nullptr ? base : "/tmp", "/paramd-test-XXXXXX");
   REQUIRE(mkdtemp(tmpl.data()) != nullptr);
   return tmpl;
 }
@@ -49,17 +51,15 @@ std::string JobYaml(const JobOptions& o) {
   std::vector<std::string> quoted;
   for (const auto& s : o.servers) quoted.push_back(absl::StrCat("\"", s, "\""));
   return absl::StrCat(
-      "job:\n  id: test-job\n  seed: ", o.seed, "\n",
-      "cluster:\n  servers: [", absl::StrJoin(quoted, ", "), "]\n  workers: ",
-      o.workers, "\n",
+      "job:\n  id: test-job\n  seed: ", o.seed, "\n", "cluster:\n  servers: [",
+      absl::StrJoin(quoted, ", "), "]\n  workers: ", o.workers, "\n",
       "model:\n  type: mlp\n  layers: ", o.layers, "\n",
       "data:\n  dir: ", kFashionMnistDir, "\n  train_limit: ", o.train_limit,
-      "\n  test_limit: ", o.test_limit, "\n",
-      "training:\n  epochs: ", o.epochs, "\n  batch_size: ", o.batch_size,
+      "\n  test_limit: ", o.test_limit, "\n", "training:\n  epochs: ", o.epochs,
+      "\n  batch_size: ", o.batch_size,
       "\n  shuffle: ", o.shuffle ? "true" : "false", "\n",
       "optimizer:\n  type: sgd\n  learning_rate: ", o.learning_rate,
-      "\n  momentum: ", o.momentum, "\n",
-      "policy:\n  type: ", o.policy, "\n",
+      "\n  momentum: ", o.momentum, "\n", "policy:\n  type: ", o.policy, "\n",
       o.policy == "ssp" ? absl::StrCat("  staleness: ", o.staleness, "\n") : "",
       "liveness:\n  lease_seconds: ", o.lease_seconds,
       "\n  heartbeat_seconds: ", o.heartbeat_seconds,

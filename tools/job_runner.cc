@@ -17,6 +17,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/time/clock.h"
 #include "common/job_config.h"
+#include "common/job_file.h"
 #include "tools/status_client.h"
 #include "tools/supervisor.h"
 
@@ -81,9 +82,10 @@ class JobRun {
 
  private:
   int RunInDir() {
-    Say(absl::StrFormat("job '%s': %d server(s), %d worker(s), policy %s, %d epoch(s)",
-                        config_.job_id, config_.num_shards(), config_.num_workers,
-                        PolicyName(config_.policy.type), config_.training.epochs));
+    Say(absl::StrFormat(
+        "job '%s': %d server(s), %d worker(s), policy %s, %d epoch(s)",
+        config_.job_id, config_.num_shards(), config_.num_workers,
+        PolicyName(config_.policy.type), config_.training.epochs));
     for (int k = 0; k < config_.num_shards(); ++k) {
       auto index = sup_.Spawn(
           absl::StrCat("server ", k),
@@ -92,7 +94,8 @@ class JobRun {
            PortFile(k), "--log_level", options_.log_level});
       if (!index.ok()) return Fail(std::string(index.status().message()));
       servers_.push_back(*index);
-      Say(absl::StrCat("started server ", k, " (pid ", sup_.child(*index).pid, ")"));
+      Say(absl::StrCat("started server ", k, " (pid ", sup_.child(*index).pid,
+                       ")"));
     }
     if (int code = AwaitPorts(); code >= 0) return code;
     for (int r = 0; r < config_.num_workers; ++r) {
@@ -103,7 +106,8 @@ class JobRun {
            "--log_level", options_.log_level});
       if (!index.ok()) return Fail(std::string(index.status().message()));
       workers_.push_back(*index);
-      Say(absl::StrCat("started worker ", r, " (pid ", sup_.child(*index).pid, ")"));
+      Say(absl::StrCat("started worker ", r, " (pid ", sup_.child(*index).pid,
+                       ")"));
     }
     workers_started_ = absl::Now();
     return Supervise();
@@ -120,7 +124,8 @@ class JobRun {
     addresses_.assign(config_.num_shards(), "");
     int ready = 0;
     while (ready < config_.num_shards()) {
-      if (int code = HandleExits(sup_.Poll(absl::Milliseconds(20), signal_pipe[0]));
+      if (int code =
+              HandleExits(sup_.Poll(absl::Milliseconds(20), signal_pipe[0]));
           code >= 0) {
         return code;
       }
@@ -138,8 +143,9 @@ class JobRun {
         }
       }
       if (absl::Now() > deadline) {
-        return Fail(absl::StrCat("servers did not start listening within ",
-                                 FormatDuration(absl::ToDoubleSeconds(kStartupTimeout))));
+        return Fail(absl::StrCat(
+            "servers did not start listening within ",
+            FormatDuration(absl::ToDoubleSeconds(kStartupTimeout))));
       }
     }
     Say(absl::StrCat("servers up at ", absl::StrJoin(addresses_, ", ")));
@@ -152,14 +158,18 @@ class JobRun {
       const ChildInfo& c = sup_.child(i);
       const bool is_worker =
           std::find(workers_.begin(), workers_.end(), i) != workers_.end();
-      const bool clean = WIFEXITED(c.wait_status) && WEXITSTATUS(c.wait_status) == 0;
+      const bool clean =
+          WIFEXITED(c.wait_status) && WEXITSTATUS(c.wait_status) == 0;
       if (is_worker && clean) {
         ++workers_done_;
         continue;
       }
-      return Fail(absl::StrCat(
-          c.name, " (pid ", c.pid, ") ", Supervisor::DescribeExit(c.wait_status),
-          c.last_line.empty() ? "" : absl::StrCat("; its last line: ", c.last_line)));
+      return Fail(
+          absl::StrCat(c.name, " (pid ", c.pid, ") ",
+                       Supervisor::DescribeExit(c.wait_status),
+                       c.last_line.empty()
+                           ? ""
+                           : absl::StrCat("; its last line: ", c.last_line)));
     }
     return -1;
   }
@@ -167,7 +177,8 @@ class JobRun {
   int Supervise() {
     absl::Time next_progress = absl::Now() + kProgressEvery;
     while (workers_done_ < config_.num_workers) {
-      if (int code = HandleExits(sup_.Poll(absl::Milliseconds(200), signal_pipe[0]));
+      if (int code =
+              HandleExits(sup_.Poll(absl::Milliseconds(200), signal_pipe[0]));
           code >= 0) {
         return code;
       }
@@ -178,12 +189,14 @@ class JobRun {
       }
     }
     ReportProgress();
-    const bool complete = static_cast<int>(epochs_.size()) == config_.training.epochs &&
-                          epochs_.back().complete();
+    const bool complete =
+        static_cast<int>(epochs_.size()) == config_.training.epochs &&
+        epochs_.back().complete();
     sup_.Stop(servers_, kStopGrace);
     const double wall = absl::ToDoubleSeconds(absl::Now() - started_);
     if (!complete) {
-      Say("the workers finished but shard 0 does not hold every epoch's metrics");
+      Say("the workers finished but shard 0 does not hold every epoch's "
+          "metrics");
       return 1;
     }
     const proto::EpochMetrics& last = epochs_.back();
@@ -204,17 +217,21 @@ class JobRun {
     auto status = QueryShardStatus(addresses_[0], absl::Seconds(2));
     if (!status.ok()) return;
     for (const proto::EpochMetrics& e : status->epochs()) {
-      if (!e.complete() || static_cast<int>(e.epoch()) <= static_cast<int>(epochs_.size())) {
+      if (!e.complete() ||
+          static_cast<int>(e.epoch()) <= static_cast<int>(epochs_.size())) {
         continue;
       }
       epochs_.push_back(e);
-      const double elapsed = absl::ToDoubleSeconds(absl::Now() - workers_started_);
-      const double eta = elapsed / e.epoch() * (config_.training.epochs - e.epoch());
+      const double elapsed =
+          absl::ToDoubleSeconds(absl::Now() - workers_started_);
+      const double eta =
+          elapsed / e.epoch() * (config_.training.epochs - e.epoch());
       Say(absl::StrFormat(
           "epoch %d/%d  train loss %.4f  test accuracy %.4f  %.0f samples/s  "
           "elapsed %s  ETA %s",
           e.epoch(), config_.training.epochs, e.train_loss(), e.test_accuracy(),
-          e.samples_per_second(), FormatDuration(elapsed), FormatDuration(eta)));
+          e.samples_per_second(), FormatDuration(elapsed),
+          FormatDuration(eta)));
     }
   }
 
@@ -223,26 +240,30 @@ class JobRun {
     for (const auto& e : epochs_) v.push_back(e.samples_per_second());
     if (v.empty()) return 0;
     std::sort(v.begin(), v.end());
-    return v.size() % 2 ? v[v.size() / 2] : (v[v.size() / 2 - 1] + v[v.size() / 2]) / 2;
+    return v.size() % 2 ? v[v.size() / 2]
+                        : (v[v.size() / 2 - 1] + v[v.size() / 2]) / 2;
   }
 
   bool WriteSummary(double wall) {
     std::string epochs;
     for (const auto& e : epochs_) {
-      absl::StrAppendFormat(
-          &epochs, "%s\n    {\"epoch\": %d, \"train_loss\": %.6f, \"test_accuracy\": %.6f, "
-                   "\"samples_per_second\": %.1f}",
-          epochs.empty() ? "" : ",", e.epoch(), e.train_loss(), e.test_accuracy(),
-          e.samples_per_second());
+      absl::StrAppendFormat(&epochs,
+                            "%s\n    {\"epoch\": %d, \"train_loss\": %.6f, "
+                            "\"test_accuracy\": %.6f, "
+                            "\"samples_per_second\": %.1f}",
+                            epochs.empty() ? "" : ",", e.epoch(),
+                            e.train_loss(), e.test_accuracy(),
+                            e.samples_per_second());
     }
     const std::string json = absl::StrFormat(
         "{\n  \"job_id\": \"%s\",\n  \"policy\": \"%s\",\n  \"servers\": %d,\n"
-        "  \"workers\": %d,\n  \"epochs\": %d,\n  \"final_test_accuracy\": %.6f,\n"
+        "  \"workers\": %d,\n  \"epochs\": %d,\n  \"final_test_accuracy\": "
+        "%.6f,\n"
         "  \"wall_seconds\": %.3f,\n  \"samples_per_second\": %.1f,\n"
         "  \"epoch_metrics\": [%s\n  ]\n}\n",
         config_.job_id, PolicyName(config_.policy.type), config_.num_shards(),
-        config_.num_workers, config_.training.epochs, epochs_.back().test_accuracy(),
-        wall, MedianSamplesPerSecond(), epochs);
+        config_.num_workers, config_.training.epochs,
+        epochs_.back().test_accuracy(), wall, MedianSamplesPerSecond(), epochs);
     std::ofstream out(options_.summary_path, std::ios::trunc);
     out << json;
     if (!out.good()) {
@@ -259,7 +280,8 @@ class JobRun {
   }
 
   int Interrupted(int signo) {
-    Say(absl::StrCat("interrupted by ", strsignal(signo), "; stopping every process"));
+    Say(absl::StrCat("interrupted by ", strsignal(signo),
+                     "; stopping every process"));
     sup_.StopAll(kStopGrace);
     return 130;
   }
@@ -282,13 +304,17 @@ class JobRun {
 int RunJob(const RunOptions& options) {
   absl::StatusOr<JobConfig> config = LoadJobConfig(options.job_path);
   if (!config.ok()) {
-    std::fprintf(stderr, "paramctl: %s\n", std::string(config.status().message()).c_str());
+    std::fprintf(stderr, "paramctl: %s\n",
+                 std::string(config.status().message()).c_str());
     return 1;
   }
-  for (const std::string& binary : {options.server_binary, options.worker_binary}) {
+  for (const std::string& binary :
+       {options.server_binary, options.worker_binary}) {
     if (access(binary.c_str(), X_OK) != 0) {
-      std::fprintf(stderr, "paramctl: cannot execute %s (build it with bazel build //...)\n",
-                   binary.c_str());
+      std::fprintf(
+          stderr,
+          "paramctl: cannot execute %s (build it with bazel build //...)\n",
+          binary.c_str());
       return 1;
     }
   }

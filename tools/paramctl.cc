@@ -10,11 +10,12 @@
 #include <string>
 
 #include "absl/strings/match.h"
-#include "absl/time/clock.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "absl/time/clock.h"
 #include "common/flags.h"
 #include "common/job_config.h"
+#include "common/job_file.h"
 #include "common/model_spec.h"
 #include "common/partitioner.h"
 #include "tools/job_runner.h"
@@ -92,7 +93,8 @@ int Status(const ParsedFlags& flags) {
   }
   std::vector<std::string> addresses = config->servers;
   if (flags.Has("servers")) {
-    addresses = absl::StrSplit(flags.Get("servers", ""), ',', absl::SkipEmpty());
+    addresses =
+        absl::StrSplit(flags.Get("servers", ""), ',', absl::SkipEmpty());
   }
   for (const std::string& a : addresses) {
     if (absl::EndsWith(a, ":0")) {
@@ -127,11 +129,11 @@ int Status(const ParsedFlags& flags) {
 }
 
 int Main(int argc, char** argv) {
-  absl::StatusOr<ParsedFlags> flags = ParseFlags(
-      argc, argv,
-      {"summary", "log_level", "job", "servers", "server_binary",
-       "worker_binary"},
-      {"json", "watch"});
+  absl::StatusOr<ParsedFlags> flags =
+      ParseFlags(argc, argv,
+                 {"summary", "log_level", "job", "servers", "server_binary",
+                  "worker_binary"},
+                 {"json", "watch"});
   if (!flags.ok()) return Usage(std::string(flags.status().message()));
   const std::vector<std::string>& args = flags->positional;
   if (args.empty()) return Usage("no command given");
@@ -143,10 +145,10 @@ int Main(int argc, char** argv) {
     options.job_path = args[1];
     options.summary_path = flags->Get("summary", "");
     options.log_level = flags->Get("log_level", "info");
-    options.server_binary = flags->Get(
-        "server_binary", FindBinary("paramd-server", "server"));
-    options.worker_binary = flags->Get(
-        "worker_binary", FindBinary("paramd-worker", "worker"));
+    options.server_binary =
+        flags->Get("server_binary", FindBinary("paramd-server", "server"));
+    options.worker_binary =
+        flags->Get("worker_binary", FindBinary("paramd-worker", "worker"));
     return RunJob(options);
   }
   if (command == "status") return Status(*flags);

@@ -45,6 +45,7 @@
 #include "common/model_spec.h"
 #include "common/partitioner.h"
 #include "common/process_setup.h"
+#include "common/status_macros.h"
 #include "server/optimizer.h"
 #include "server/parameter_server.h"
 #include "tools/bench_timing.h"
@@ -214,7 +215,7 @@ bool ReadAll(int fd, char* p, size_t n) {
 // them. Bytes received per second.
 absl::StatusOr<double> TcpBytesPerSecond(double seconds) {
   SocketPair pair;
-  if (auto s = Connect(&pair); !s.ok()) return s;
+  RETURN_IF_ERROR(Connect(&pair));
   const size_t block = size_t{1} << 20;
   std::atomic<int64_t> received{0};
   std::thread reader([&] {
@@ -238,7 +239,7 @@ absl::StatusOr<double> TcpBytesPerSecond(double seconds) {
 // Round trips of `bytes` each way; p50 in seconds.
 absl::StatusOr<double> TcpPingPongP50(int64_t bytes, double seconds) {
   SocketPair pair;
-  if (auto s = Connect(&pair); !s.ok()) return s;
+  RETURN_IF_ERROR(Connect(&pair));
   std::thread echo([&] {
     std::vector<char> buf(bytes);
     while (ReadAll(pair.server, buf.data(), buf.size()) &&
@@ -322,9 +323,8 @@ class BenchCluster {
     for (int k = 0; k < config.num_shards(); ++k) {
       auto server = ParameterServer::Create(config, k);
       if (!server.ok()) return server.status();
-      absl::StatusOr<int> port = (*server)->Start("127.0.0.1:0");
-      if (!port.ok()) return port.status();
-      cluster->addresses_.push_back(absl::StrCat("127.0.0.1:", *port));
+      ASSIGN_OR_RETURN(int port, (*server)->Start("127.0.0.1:0"));
+      cluster->addresses_.push_back(absl::StrCat("127.0.0.1:", port));
       cluster->servers_.push_back(*std::move(server));
     }
     return cluster;
@@ -347,13 +347,12 @@ absl::StatusOr<TransportResult> RunTransport(int64_t bytes, Mode mode,
                                              const TransportOptions& o) {
   const JobConfig config = BenchJob(bytes, o);
   const ModelSpec spec = BuildModelSpec(config.model);
-  absl::StatusOr<PartitionPlan> plan =
-      PartitionPlan::Build(spec, config.chunk_bytes, config.num_shards());
-  if (!plan.ok()) return plan.status();
+  ASSIGN_OR_RETURN(
+      PartitionPlan plan,
+      PartitionPlan::Build(spec, config.chunk_bytes, config.num_shards()));
   const FlatLayout layout(spec);
-  absl::StatusOr<std::unique_ptr<BenchCluster>> cluster =
-      BenchCluster::Start(config);
-  if (!cluster.ok()) return cluster.status();
+  ASSIGN_OR_RETURN(std::unique_ptr<BenchCluster> cluster,
+                   BenchCluster::Start(config));
 
   struct WorkerRun {
     absl::Status status;
@@ -367,8 +366,8 @@ absl::StatusOr<TransportResult> RunTransport(int64_t bytes, Mode mode,
   for (int rank = 0; rank < o.workers; ++rank) {
     threads.emplace_back([&, rank] {
       WorkerRun& run = runs[rank];
-      ParameterClient client(config, &*plan, &layout, rank,
-                             (*cluster)->addresses(), ClientOptions());
+      ParameterClient client(config, &plan, &layout, rank, cluster->addresses(),
+                             ClientOptions());
       absl::StatusOr<uint64_t> clock = client.Register();
       std::vector<float> params(layout.total);
       // Gradients go where a trainer computes them: into the client's

@@ -7,7 +7,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
-#include "common/grpc_status.h"
+#include "common/rpc/grpc_status.h"
 #include "proto/paramd.grpc.pb.h"
 
 namespace paramd {
@@ -42,8 +42,8 @@ absl::StatusOr<proto::ShardStatus> QueryShardStatus(const std::string& address,
   grpc::Status s = stub->GetStatus(&context, request, &response);
   if (!s.ok()) {
     absl::Status st = FromGrpcStatus(s);
-    return absl::Status(st.code(),
-                        absl::StrCat("GetStatus to ", address, ": ", st.message()));
+    return absl::Status(
+        st.code(), absl::StrCat("GetStatus to ", address, ": ", st.message()));
   }
   return response;
 }
@@ -52,7 +52,8 @@ std::vector<ServerStatus> QueryAllStatus(
     const std::vector<std::string>& addresses, absl::Duration timeout) {
   std::vector<std::future<absl::StatusOr<proto::ShardStatus>>> pending;
   for (const std::string& a : addresses) {
-    pending.push_back(std::async(std::launch::async, QueryShardStatus, a, timeout));
+    pending.push_back(
+        std::async(std::launch::async, QueryShardStatus, a, timeout));
   }
   std::vector<ServerStatus> out;
   for (size_t i = 0; i < addresses.size(); ++i) {
@@ -87,17 +88,18 @@ std::string FormatStatusTable(const std::vector<ServerStatus>& servers) {
           accuracy = e.test_accuracy();
         }
       }
-      absl::StrAppendFormat(&out, "   epoch %d/%d", done, shard0->total_epochs());
+      absl::StrAppendFormat(&out, "   epoch %d/%d", done,
+                            shard0->total_epochs());
       if (accuracy >= 0) {
         absl::StrAppendFormat(&out, "   last test accuracy %.4f", accuracy);
       }
     }
     out += "\n\n";
   }
-  absl::StrAppendFormat(&out, "%-5s %-21s %-5s %6s %10s %8s %8s %9s %9s %9s %9s\n",
-                        "SHARD", "ADDRESS", "STATE", "CHUNKS", "BYTES",
-                        "VERSION", "PUSHES/S", "WAIT_P50", "WAIT_P99",
-                        "MB_IN", "MB_OUT");
+  absl::StrAppendFormat(
+      &out, "%-5s %-21s %-5s %6s %10s %8s %8s %9s %9s %9s %9s\n", "SHARD",
+      "ADDRESS", "STATE", "CHUNKS", "BYTES", "VERSION", "PUSHES/S", "WAIT_P50",
+      "WAIT_P99", "MB_IN", "MB_OUT");
   for (size_t i = 0; i < servers.size(); ++i) {
     const ServerStatus& s = servers[i];
     if (!s.status.ok()) {
@@ -107,7 +109,8 @@ std::string FormatStatusTable(const std::vector<ServerStatus>& servers) {
     }
     const proto::ShardStatus& st = *s.status;
     absl::StrAppendFormat(
-        &out, "%-5d %-21s %-5s %6d %10d %8d %8.1f %7.1fms %7.1fms %9.1f %9.1f\n",
+        &out,
+        "%-5d %-21s %-5s %6d %10d %8d %8.1f %7.1fms %7.1fms %9.1f %9.1f\n",
         st.shard(), s.address, "up", st.chunks(), st.bytes(), st.version(),
         st.pushes_per_second(), st.pull_wait_p50_ms(), st.pull_wait_p99_ms(),
         st.bytes_in() / 1e6, st.bytes_out() / 1e6);
@@ -115,10 +118,10 @@ std::string FormatStatusTable(const std::vector<ServerStatus>& servers) {
   // Workers as the first shard that answered sees them; traffic summed
   // over all shards.
   if (first != nullptr) {
-    absl::StrAppendFormat(&out, "\n%-5s %-9s %8s %7s %10s %8s %9s %9s %10s %9s\n",
-                          "RANK", "STATE", "CLOCK", "BEHIND", "LAST_SEEN",
-                          "PUSHES", "MB_SENT", "MB_RECV", "LAST_LOSS",
-                          "PROCESSES");
+    absl::StrAppendFormat(
+        &out, "\n%-5s %-9s %8s %7s %10s %8s %9s %9s %10s %9s\n", "RANK",
+        "STATE", "CLOCK", "BEHIND", "LAST_SEEN", "PUSHES", "MB_SENT", "MB_RECV",
+        "LAST_LOSS", "PROCESSES");
     for (int r = 0; r < first->workers_size(); ++r) {
       const proto::WorkerStatus& w = first->workers(r);
       uint64_t in = 0, out_bytes = 0;
@@ -144,7 +147,8 @@ std::string FormatStatusTable(const std::vector<ServerStatus>& servers) {
     for (const proto::WaitingPull& p : s.status->waiting()) {
       if (!any_waiting) out += "\nWAITING PULLS\n";
       any_waiting = true;
-      absl::StrAppendFormat(&out, "  shard %d: rank %d at clock %d, %.1fs: %s\n",
+      absl::StrAppendFormat(&out,
+                            "  shard %d: rank %d at clock %d, %.1fs: %s\n",
                             s.status->shard(), p.rank(), p.clock(),
                             p.waited_seconds(), p.waiting_on());
     }
@@ -154,12 +158,11 @@ std::string FormatStatusTable(const std::vector<ServerStatus>& servers) {
                           "REPORTED", "TRAIN_LOSS", "TEST_ACC", "SAMPLES/S",
                           "DONE");
     for (const proto::EpochMetrics& e : shard0->epochs()) {
-      absl::StrAppendFormat(&out, "%-6d %-9s %11.4f %10.4f %12.0f %8s\n",
-                            e.epoch(),
-                            absl::StrCat(e.workers_reported(), "/",
-                                         shard0->workers_size()),
-                            e.train_loss(), e.test_accuracy(),
-                            e.samples_per_second(), e.complete() ? "yes" : "no");
+      absl::StrAppendFormat(
+          &out, "%-6d %-9s %11.4f %10.4f %12.0f %8s\n", e.epoch(),
+          absl::StrCat(e.workers_reported(), "/", shard0->workers_size()),
+          e.train_loss(), e.test_accuracy(), e.samples_per_second(),
+          e.complete() ? "yes" : "no");
     }
   }
   return out;

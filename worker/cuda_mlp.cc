@@ -9,6 +9,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "common/status_macros.h"
 #include "worker/cuda_kernels.h"
 
 namespace paramd {
@@ -32,17 +33,17 @@ absl::Status BlasCheck(cublasStatus_t s, const char* call) {
 
 // Returns from the calling function when a CUDA, kernel or cuBLAS call
 // fails, with a status naming the call.
-#define PARAMD_CUDA(call) \
-  do {                                                               \
-    if (absl::Status s_ = CudaCheck((call), #call); !s_.ok()) return s_; \
+#define PARAMD_CUDA(call)                      \
+  do {                                         \
+    RETURN_IF_ERROR(CudaCheck((call), #call)); \
   } while (0)
-#define PARAMD_KERNEL(call) \
-  do {                                                                 \
-    if (absl::Status s_ = KernelCheck((call), #call); !s_.ok()) return s_; \
+#define PARAMD_KERNEL(call)                      \
+  do {                                           \
+    RETURN_IF_ERROR(KernelCheck((call), #call)); \
   } while (0)
-#define PARAMD_CUBLAS(call) \
-  do {                                                               \
-    if (absl::Status s_ = BlasCheck((call), #call); !s_.ok()) return s_; \
+#define PARAMD_CUBLAS(call)                    \
+  do {                                         \
+    RETURN_IF_ERROR(BlasCheck((call), #call)); \
   } while (0)
 
 // Row-major C[m×n] = op(A)·op(B) + beta·C through column-major cuBLAS:
@@ -82,8 +83,8 @@ class OwnedBuffer {
 template <typename T>
 struct DeviceBuffer : OwnedBuffer<T, cudaFree> {
   absl::Status Allocate(size_t count) {
-    PARAMD_CUDA(cudaMalloc(reinterpret_cast<void**>(&this->ptr),
-                           count * sizeof(T)));
+    PARAMD_CUDA(
+        cudaMalloc(reinterpret_cast<void**>(&this->ptr), count * sizeof(T)));
     return absl::OkStatus();
   }
 };
@@ -121,8 +122,9 @@ class CudaMlp : public Model {
     PARAMD_CUDA(cudaStreamCreateWithFlags(&copy_, cudaStreamNonBlocking));
     PARAMD_CUBLAS(cublasCreate(&handle_));
     PARAMD_CUBLAS(cublasSetStream(handle_, compute_));
-    PARAMD_CUBLAS(cublasSetMathMode(
-        handle_, allow_tf32_ ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_PEDANTIC_MATH));
+    PARAMD_CUBLAS(cublasSetMathMode(handle_, allow_tf32_
+                                                 ? CUBLAS_TF32_TENSOR_OP_MATH
+                                                 : CUBLAS_PEDANTIC_MATH));
     const int num_layers = static_cast<int>(layers_.size()) - 1;
     act_.reserve(num_layers);
     delta_.reserve(num_layers);
@@ -133,12 +135,16 @@ class CudaMlp : public Model {
       total_ += layers_[l + 1];
       act_.emplace_back();
       delta_.emplace_back();
-      if (auto s = act_.back().Allocate(size_t(max_batch_) * layers_[l + 1]); !s.ok()) return s;
-      if (auto s = delta_.back().Allocate(size_t(max_batch_) * layers_[l + 1]); !s.ok()) return s;
+      RETURN_IF_ERROR(
+          act_.back().Allocate(size_t(max_batch_) * layers_[l + 1]));
+      RETURN_IF_ERROR(
+          delta_.back().Allocate(size_t(max_batch_) * layers_[l + 1]));
       uploaded_.push_back(nullptr);
       computed_.push_back(nullptr);
-      PARAMD_CUDA(cudaEventCreateWithFlags(&uploaded_.back(), cudaEventDisableTiming));
-      PARAMD_CUDA(cudaEventCreateWithFlags(&computed_.back(), cudaEventDisableTiming));
+      PARAMD_CUDA(
+          cudaEventCreateWithFlags(&uploaded_.back(), cudaEventDisableTiming));
+      PARAMD_CUDA(
+          cudaEventCreateWithFlags(&computed_.back(), cudaEventDisableTiming));
     }
     for (auto s : {d_params_.Allocate(total_), d_grads_.Allocate(total_),
                    d_x_.Allocate(size_t(max_batch_) * layers_[0]),
@@ -151,8 +157,8 @@ class CudaMlp : public Model {
     for (auto s : {d_y_.Allocate(max_batch_), h_y_.Allocate(max_batch_)}) {
       if (!s.ok()) return s;
     }
-    if (auto s = d_correct_.Allocate(1); !s.ok()) return s;
-    if (auto s = h_correct_.Allocate(1); !s.ok()) return s;
+    RETURN_IF_ERROR(d_correct_.Allocate(1));
+    RETURN_IF_ERROR(h_correct_.Allocate(1));
     return absl::OkStatus();
   }
 
@@ -169,10 +175,11 @@ class CudaMlp : public Model {
       return absl::InvalidArgumentError(absl::StrCat(
           "ComputeGradients: batch of ", n, " outside [1, ", max_batch_, "]"));
     }
-    if (static_cast<int64_t>(params.size()) != total_ || grads.size() != params.size()) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "ComputeGradients: ", params.size(), " parameters and ", grads.size(),
-          " gradients; the model has ", total_));
+    if (static_cast<int64_t>(params.size()) != total_ ||
+        grads.size() != params.size()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("ComputeGradients: ", params.size(), " parameters and ",
+                       grads.size(), " gradients; the model has ", total_));
     }
     const int classes = layers_.back();
     for (int i = 0; i < n; ++i) {
@@ -181,8 +188,8 @@ class CudaMlp : public Model {
             "ComputeGradients: label ", y[i], " outside [0, ", classes, ")"));
       }
     }
-    if (auto s = Upload(params, x, y, n); !s.ok()) return s;
-    if (auto s = Forward(n); !s.ok()) return s;
+    RETURN_IF_ERROR(Upload(params, x, y, n));
+    RETURN_IF_ERROR(Forward(n));
     const int num_layers = static_cast<int>(act_.size());
     PARAMD_KERNEL(cuda::SoftmaxXent(act_.back().ptr, d_y_.ptr, n, classes,
                                     delta_.back().ptr, d_loss_.ptr, compute_));
@@ -225,28 +232,29 @@ class CudaMlp : public Model {
                                        const float* x, const int32_t* y,
                                        int n) override {
     if (static_cast<int64_t>(params.size()) != total_) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "CountCorrect: ", params.size(), " parameters; the model has ", total_));
+      return absl::InvalidArgumentError(
+          absl::StrCat("CountCorrect: ", params.size(),
+                       " parameters; the model has ", total_));
     }
     *h_correct_.ptr = 0;
-    PARAMD_CUDA(cudaMemcpyAsync(d_correct_.ptr, h_correct_.ptr, sizeof(unsigned),
-                                cudaMemcpyHostToDevice, compute_));
+    PARAMD_CUDA(cudaMemcpyAsync(d_correct_.ptr, h_correct_.ptr,
+                                sizeof(unsigned), cudaMemcpyHostToDevice,
+                                compute_));
     for (int begin = 0; begin < n; begin += max_batch_) {
       const int m = std::min(max_batch_, n - begin);
       // Parameters go up with the first block only.
-      if (auto s = Upload(begin == 0 ? params : absl::Span<const float>(),
-                          x + int64_t{begin} * layers_[0], y + begin, m);
-          !s.ok()) {
-        return s;
-      }
-      if (auto s = Forward(m); !s.ok()) return s;
+      RETURN_IF_ERROR(Upload(begin == 0 ? params : absl::Span<const float>(),
+                             x + int64_t{begin} * layers_[0], y + begin, m));
+      RETURN_IF_ERROR(Forward(m));
       PARAMD_KERNEL(cuda::CountCorrect(act_.back().ptr, d_y_.ptr, m,
-                                       layers_.back(), d_correct_.ptr, compute_));
+                                       layers_.back(), d_correct_.ptr,
+                                       compute_));
       // The next block's inputs overwrite this one's: finish it first.
       PARAMD_CUDA(cudaStreamSynchronize(compute_));
     }
-    PARAMD_CUDA(cudaMemcpyAsync(h_correct_.ptr, d_correct_.ptr, sizeof(unsigned),
-                                cudaMemcpyDeviceToHost, compute_));
+    PARAMD_CUDA(cudaMemcpyAsync(h_correct_.ptr, d_correct_.ptr,
+                                sizeof(unsigned), cudaMemcpyDeviceToHost,
+                                compute_));
     PARAMD_CUDA(cudaStreamSynchronize(compute_));
     return static_cast<int64_t>(*h_correct_.ptr);
   }
@@ -258,7 +266,8 @@ class CudaMlp : public Model {
                       const int32_t* y, int n) {
     std::memcpy(h_x_.ptr, x, size_t(n) * layers_[0] * sizeof(float));
     std::memcpy(h_y_.ptr, y, size_t(n) * sizeof(int32_t));
-    PARAMD_CUDA(cudaMemcpyAsync(d_x_.ptr, h_x_.ptr, size_t(n) * layers_[0] * sizeof(float),
+    PARAMD_CUDA(cudaMemcpyAsync(d_x_.ptr, h_x_.ptr,
+                                size_t(n) * layers_[0] * sizeof(float),
                                 cudaMemcpyHostToDevice, compute_));
     PARAMD_CUDA(cudaMemcpyAsync(d_y_.ptr, h_y_.ptr, size_t(n) * sizeof(int32_t),
                                 cudaMemcpyHostToDevice, compute_));
@@ -328,23 +337,22 @@ absl::Status CudaDeviceStatus() {
         " (cudaGetDeviceCount: ", cudaGetErrorName(e), ": ",
         cudaGetErrorString(e), ")"));
   }
-  if (auto s = CudaCheck(e, "cudaGetDeviceCount"); !s.ok()) return s;
+  RETURN_IF_ERROR(CudaCheck(e, "cudaGetDeviceCount"));
   if (count < 1) return absl::UnavailableError("no CUDA device");
   return absl::OkStatus();
 }
 
-absl::StatusOr<std::unique_ptr<Model>> MakeCudaMlp(const std::vector<int>& layers,
-                                                   int max_batch,
-                                                   bool allow_tf32) {
-  if (auto s = CudaDeviceStatus(); !s.ok()) return s;
+absl::StatusOr<std::unique_ptr<Model>> MakeCudaMlp(
+    const std::vector<int>& layers, int max_batch, bool allow_tf32) {
+  RETURN_IF_ERROR(CudaDeviceStatus());
   auto mlp = std::make_unique<CudaMlp>(layers, max_batch, allow_tf32);
-  if (auto s = mlp->Init(); !s.ok()) return s;
+  RETURN_IF_ERROR(mlp->Init());
   return std::unique_ptr<Model>(std::move(mlp));
 }
 
 absl::StatusOr<double> CudaSgemmTflops(int m, int n, int k, bool allow_tf32,
                                        int iterations) {
-  if (auto s = CudaDeviceStatus(); !s.ok()) return s;
+  RETURN_IF_ERROR(CudaDeviceStatus());
   DeviceBuffer<float> a, b, c;
   for (auto s : {a.Allocate(size_t(m) * k), b.Allocate(size_t(k) * n),
                  c.Allocate(size_t(m) * n)}) {
@@ -354,7 +362,8 @@ absl::StatusOr<double> CudaSgemmTflops(int m, int n, int k, bool allow_tf32,
   PARAMD_CUDA(cudaMemset(b.ptr, 0, size_t(k) * n * sizeof(float)));
   cublasHandle_t h;
   PARAMD_CUBLAS(cublasCreate(&h));
-  std::unique_ptr<cublasContext, decltype(&cublasDestroy)> owner(h, &cublasDestroy);
+  std::unique_ptr<cublasContext, decltype(&cublasDestroy)> owner(
+      h, &cublasDestroy);
   PARAMD_CUBLAS(cublasSetMathMode(
       h, allow_tf32 ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_PEDANTIC_MATH));
   PARAMD_CUBLAS(RowMajorSgemm(h, false, false, m, n, k, a.ptr, k, b.ptr, n,

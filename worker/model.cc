@@ -2,6 +2,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "common/status_macros.h"
 #include "spdlog/spdlog.h"
 #include "worker/cpu_mlp.h"
 #include "worker/cuda_mlp.h"
@@ -23,17 +24,15 @@ absl::StatusOr<std::unique_ptr<Model>> MakeModel(const JobConfig& config,
                          config.worker.allow_tf32);
     }
     if (device == "cuda") {
-      return absl::FailedPreconditionError(
-          absl::StrCat(config.path, ": worker.device: cuda, but ",
-                       usable.message()));
+      return absl::FailedPreconditionError(absl::StrCat(
+          config.path, ": worker.device: cuda, but ", usable.message()));
     }
     spdlog::info("worker.device auto: {}: using CPU",
                  std::string(usable.message()));
   }
-  absl::StatusOr<const Blas*> blas = LoadBlas(config.worker.blas_core);
-  if (!blas.ok()) return blas.status();
+  ASSIGN_OR_RETURN(const Blas* blas, LoadBlas(config.worker.blas_core));
   return std::make_unique<CpuMlp>(config.model.layers, max_batch,
-                                  config.worker.threads, *blas);
+                                  config.worker.threads, blas);
 }
 
 }  // namespace paramd

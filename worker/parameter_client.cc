@@ -9,8 +9,9 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/blocking_counter.h"
-#include "common/grpc_frames.h"
-#include "common/grpc_status.h"
+#include "common/rpc/grpc_frames.h"
+#include "common/rpc/grpc_status.h"
+#include "common/status_macros.h"
 #include "common/wire_format.h"
 #include "worker/stream_call.h"
 
@@ -146,9 +147,8 @@ absl::StatusOr<uint64_t> ParameterClient::Register() {
   constexpr int kAttempts = 20;
   absl::Status last;
   for (int attempt = 0; attempt < kAttempts; ++attempt) {
-    absl::StatusOr<uint64_t> proposed = RegisterPhase(false, 0);
-    if (!proposed.ok()) return proposed.status();
-    absl::StatusOr<uint64_t> joined = RegisterPhase(true, *proposed);
+    ASSIGN_OR_RETURN(uint64_t proposed, RegisterPhase(false, 0));
+    absl::StatusOr<uint64_t> joined = RegisterPhase(true, proposed);
     if (joined.ok() || !absl::IsAborted(joined.status())) return joined;
     last = joined.status();
   }
@@ -176,7 +176,7 @@ absl::Status ParameterClient::PullSink::Consume(
     const grpc::ByteBuffer& message) {
   const PartitionPlan& plan = *client_->plan_;
   ReceivedFrame frame;
-  if (absl::Status s = frame.Take(message); !s.ok()) return s;
+  RETURN_IF_ERROR(frame.Take(message));
   absl::StatusOr<uint64_t> version = DecodePull(
       frame.segments(),
       [&](uint32_t tensor_id, uint32_t chunk_index, int dtype, uint64_t bytes) {
@@ -286,9 +286,8 @@ absl::StatusOr<uint64_t> ParameterClient::PulledVersion(
     const std::vector<PullSink>& sinks) {
   uint64_t version = UINT64_MAX;
   for (const PullSink& sink : sinks) {
-    absl::StatusOr<uint64_t> v = sink.Finish();
-    if (!v.ok()) return v.status();
-    version = std::min(version, *v);
+    ASSIGN_OR_RETURN(uint64_t v, sink.Finish());
+    version = std::min(version, v);
   }
   return version;
 }

@@ -1,6 +1,6 @@
 #include "worker/stream_call.h"
 
-#include "common/grpc_status.h"
+#include "common/rpc/grpc_status.h"
 
 namespace paramd {
 

@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "common/status_macros.h"
 #include "spdlog/spdlog.h"
 
 namespace paramd {
@@ -18,25 +19,23 @@ absl::StatusOr<std::unique_ptr<Trainer>> Trainer::Create(
   }
   if (options.servers.empty()) options.servers = config.servers;
   if (static_cast<int>(options.servers.size()) != config.num_shards()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("--servers: ", options.servers.size(),
-                     " addresses for the job's ", config.num_shards(),
-                     " shards"));
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--servers: ", options.servers.size(), " addresses for the job's ",
+        config.num_shards(), " shards"));
   }
   ModelSpec spec = BuildModelSpec(config.model);
-  absl::StatusOr<PartitionPlan> plan =
-      PartitionPlan::Build(spec, config.chunk_bytes, config.num_shards());
-  if (!plan.ok()) return plan.status();
-  absl::StatusOr<Dataset> train =
-      LoadDataset(config.data.train_images, config.data.train_labels,
-                  config.data.train_limit);
-  if (!train.ok()) return train.status();
-  absl::StatusOr<Dataset> test = LoadDataset(
-      config.data.test_images, config.data.test_labels, config.data.test_limit);
-  if (!test.ok()) return test.status();
+  ASSIGN_OR_RETURN(
+      PartitionPlan plan,
+      PartitionPlan::Build(spec, config.chunk_bytes, config.num_shards()));
+  ASSIGN_OR_RETURN(Dataset train, LoadDataset(config.data.train_images,
+                                              config.data.train_labels,
+                                              config.data.train_limit));
+  ASSIGN_OR_RETURN(Dataset test,
+                   LoadDataset(config.data.test_images, config.data.test_labels,
+                               config.data.test_limit));
   const int inputs = config.model.layers.front();
   const int classes = config.model.layers.back();
-  for (const Dataset* d : {&*train, &*test}) {
+  for (const Dataset* d : {&train, &test}) {
     if (d->dim != inputs) {
       return absl::InvalidArgumentError(absl::StrCat(
           config.path, ": model.layers: the input width is ", inputs,
@@ -48,9 +47,9 @@ absl::StatusOr<std::unique_ptr<Trainer>> Trainer::Create(
           " outputs but the data has ", d->num_classes, " classes"));
     }
   }
-  return std::unique_ptr<Trainer>(new Trainer(
-      config, rank, std::move(options), std::move(spec), *std::move(plan),
-      *std::move(train), *std::move(test)));
+  return std::unique_ptr<Trainer>(
+      new Trainer(config, rank, std::move(options), std::move(spec),
+                  std::move(plan), std::move(train), std::move(test)));
 }
 
 Trainer::Trainer(const JobConfig& config, int rank, TrainerOptions options,
@@ -78,26 +77,23 @@ Trainer::Trainer(const JobConfig& config, int rank, TrainerOptions options,
 
 absl::Status Trainer::PullAt(uint64_t clock) {
   if (pulled_clock_ == static_cast<int64_t>(clock)) return absl::OkStatus();
-  absl::StatusOr<uint64_t> version =
-      client_->Pull(clock, absl::MakeSpan(params_));
-  if (!version.ok()) return version.status();
+  ASSIGN_OR_RETURN(uint64_t version,
+                   client_->Pull(clock, absl::MakeSpan(params_)));
   pulled_clock_ = static_cast<int64_t>(clock);
-  if (options_.on_pull) options_.on_pull(*version, params_);
+  if (options_.on_pull) options_.on_pull(version, params_);
   return absl::OkStatus();
 }
 
 absl::Status Trainer::Run() {
-  absl::StatusOr<DataShard> shard = DataShard::Create(
-      &train_, rank_, config_.num_workers, config_.training.batch_size);
-  if (!shard.ok()) return shard.status();
-  shard_ = std::make_unique<DataShard>(*std::move(shard));
-  absl::StatusOr<std::unique_ptr<Model>> model =
-      MakeModel(config_, std::max(shard_->max_batch(), 1024));
-  if (!model.ok()) return model.status();
-  model_ = *std::move(model);
-  client_ = std::make_unique<ParameterClient>(config_, &plan_, &layout_, rank_,
-                                              options_.servers,
-                                              options_.client);
+  ASSIGN_OR_RETURN(DataShard shard,
+                   DataShard::Create(&train_, rank_, config_.num_workers,
+                                     config_.training.batch_size));
+  shard_ = std::make_unique<DataShard>(std::move(shard));
+  ASSIGN_OR_RETURN(std::unique_ptr<Model> model,
+                   MakeModel(config_, std::max(shard_->max_batch(), 1024)));
+  model_ = std::move(model);
+  client_ = std::make_unique<ParameterClient>(
+      config_, &plan_, &layout_, rank_, options_.servers, options_.client);
   std::thread heartbeats([this] { HeartbeatLoop(); });
   absl::Status result = Train();
   uint64_t clock;
@@ -114,7 +110,8 @@ absl::Status Trainer::Run() {
 }
 
 void Trainer::HeartbeatLoop() {
-  const absl::Duration every = absl::Seconds(config_.liveness.heartbeat_seconds);
+  const absl::Duration every =
+      absl::Seconds(config_.liveness.heartbeat_seconds);
   absl::MutexLock lock(&mu_);
   while (!stopping_) {
     mu_.AwaitWithTimeout(absl::Condition(&stopping_), every);
@@ -127,27 +124,25 @@ void Trainer::HeartbeatLoop() {
 }
 
 absl::StatusOr<uint64_t> Trainer::Join() {
-  absl::StatusOr<uint64_t> clock = client_->Register();
-  if (!clock.ok()) return clock.status();
+  ASSIGN_OR_RETURN(uint64_t clock, client_->Register());
   pulled_clock_ = -1;
   absl::MutexLock lock(&mu_);
-  clock_ = *clock;
+  clock_ = clock;
   return clock;
 }
 
 absl::Status Trainer::Train() {
-  absl::StatusOr<uint64_t> start = Join();
-  if (!start.ok()) return start.status();
-  uint64_t clock = *start;
+  ASSIGN_OR_RETURN(uint64_t start, Join());
+  uint64_t clock = start;
   const int64_t steps = shard_->steps_per_epoch();
   const uint64_t total = static_cast<uint64_t>(steps) * config_.training.epochs;
-  const bool slow = rank_ == config_.testing.slow_rank &&
-                    config_.testing.slow_step_ms > 0;
+  const bool slow =
+      rank_ == config_.testing.slow_rank && config_.testing.slow_step_ms > 0;
   spdlog::info(
       "rank {}: {} training samples, {} steps per epoch of batch {}, {} test "
       "samples; compute on {}; starting at clock {}{}",
-      rank_, shard_->size(), steps, config_.training.batch_size,
-      test_y_.size(), model_->Describe(), clock,
+      rank_, shard_->size(), steps, config_.training.batch_size, test_y_.size(),
+      model_->Describe(), clock,
       slow ? absl::StrCat("; slowed by ", config_.testing.slow_step_ms,
                           " ms per step (testing.slow_rank)")
            : "");
@@ -169,31 +164,29 @@ absl::Status Trainer::Train() {
       loss_sum = 0;
       samples = 0;
     }
-    if (absl::Status s = PullAt(clock); !s.ok()) return s;
+    RETURN_IF_ERROR(PullAt(clock));
     const int n = shard_->Batch(step, x.data(), y.data());
     // Computed straight into the buffer the push sends from.
     const absl::Span<float> grads = client_->GradientBuffer();
-    absl::StatusOr<double> loss = model_->ComputeGradients(
-        params_, x.data(), y.data(), n, grads);
-    if (!loss.ok()) return loss.status();
+    ASSIGN_OR_RETURN(double loss, model_->ComputeGradients(params_, x.data(),
+                                                           y.data(), n, grads));
     if (slow) {
       std::this_thread::sleep_for(
           std::chrono::milliseconds(config_.testing.slow_step_ms));
     }
     // Push this step's gradient and fetch the next version in one go.
-    client_->set_loss(static_cast<float>(*loss));
+    client_->set_loss(static_cast<float>(loss));
     absl::StatusOr<uint64_t> version =
         client_->PushPull(clock, grads, absl::MakeSpan(params_));
     if (absl::IsAborted(version.status())) {
       spdlog::warn("rank {}: {}; registering again", rank_,
                    std::string(version.status().message()));
-      absl::StatusOr<uint64_t> rejoined = Join();
-      if (!rejoined.ok()) return rejoined.status();
-      clock = *rejoined;
+      ASSIGN_OR_RETURN(uint64_t rejoined, Join());
+      clock = rejoined;
       continue;
     }
     if (!version.ok()) return version.status();
-    if (options_.on_step) options_.on_step(clock, *loss);
+    if (options_.on_step) options_.on_step(clock, loss);
     ++clock;
     ++done_steps;
     {
@@ -202,14 +195,11 @@ absl::Status Trainer::Train() {
     }
     pulled_clock_ = static_cast<int64_t>(clock);
     if (options_.on_pull) options_.on_pull(*version, params_);
-    loss_sum += *loss * n;
+    loss_sum += loss * n;
     samples += n;
     if (clock % steps == 0) {
       const double seconds = absl::ToDoubleSeconds(absl::Now() - epoch_start);
-      if (absl::Status s = EndEpoch(epoch + 1, loss_sum, samples, seconds);
-          !s.ok()) {
-        return s;
-      }
+      RETURN_IF_ERROR(EndEpoch(epoch + 1, loss_sum, samples, seconds));
     }
   }
   return PullAt(clock);
@@ -219,10 +209,9 @@ absl::Status Trainer::EndEpoch(int epoch, double loss_sum, int64_t samples,
                                double seconds) {
   // Evaluate the parameters pulled after the epoch's last push (under sync:
   // the ones every worker's last push of the epoch made).
-  absl::StatusOr<int64_t> correct =
-      model_->CountCorrect(params_, test_x_.data(), test_y_.data(),
-                           static_cast<int>(test_y_.size()));
-  if (!correct.ok()) return correct.status();
+  ASSIGN_OR_RETURN(int64_t correct,
+                   model_->CountCorrect(params_, test_x_.data(), test_y_.data(),
+                                        static_cast<int>(test_y_.size())));
   proto::ReportEpochRequest report;
   report.set_job_id(config_.job_id);
   report.set_rank(rank_);
@@ -230,10 +219,10 @@ absl::Status Trainer::EndEpoch(int epoch, double loss_sum, int64_t samples,
   report.set_train_loss_sum(loss_sum);
   report.set_train_samples(samples);
   report.set_train_seconds(seconds);
-  report.set_test_correct(*correct);
+  report.set_test_correct(correct);
   report.set_test_total(test_y_.size());
   const double accuracy =
-      test_y_.empty() ? 0.0 : static_cast<double>(*correct) / test_y_.size();
+      test_y_.empty() ? 0.0 : static_cast<double>(correct) / test_y_.size();
   spdlog::info(
       "rank {}: epoch {}/{}: train loss {:.4f}, test accuracy {:.4f} on this "
       "rank's {} samples, {:.0f} samples/s",

@@ -8,6 +8,7 @@
 #include "absl/strings/str_split.h"
 #include "common/flags.h"
 #include "common/job_config.h"
+#include "common/job_file.h"
 #include "common/logging.h"
 #include "common/process_setup.h"
 #include "spdlog/spdlog.h"
@@ -38,9 +39,9 @@ int Run(int argc, char** argv) {
   absl::Status log_status =
       InitLogging("paramd-worker", flags->Get("log_level", "info"));
   if (!rank.ok() || !log_status.ok()) {
-    std::fprintf(
-        stderr, "paramd-worker: %s\n",
-        std::string((rank.ok() ? log_status : rank.status()).message()).c_str());
+    std::fprintf(stderr, "paramd-worker: %s\n",
+                 std::string((rank.ok() ? log_status : rank.status()).message())
+                     .c_str());
     return 2;
   }
   absl::StatusOr<JobConfig> config = LoadJobConfig(flags->Get("job", ""));
@@ -51,8 +52,8 @@ int Run(int argc, char** argv) {
   }
   TrainerOptions options;
   if (flags->Has("servers")) {
-    options.servers = absl::StrSplit(flags->Get("servers", ""), ',',
-                                     absl::SkipEmpty());
+    options.servers =
+        absl::StrSplit(flags->Get("servers", ""), ',', absl::SkipEmpty());
   }
   absl::StatusOr<std::unique_ptr<Trainer>> trainer =
       Trainer::Create(*config, *rank, std::move(options));

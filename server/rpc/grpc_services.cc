@@ -6,8 +6,8 @@
 #include <deque>
 
 #include "absl/strings/str_cat.h"
-#include "common/grpc_frames.h"
-#include "common/grpc_status.h"
+#include "common/rpc/grpc_frames.h"
+#include "common/rpc/grpc_status.h"
 #include "common/wire_format.h"
 
 namespace paramd {

@@ -1,4 +1,4 @@
-#include "common/grpc_frames.h"
+#include "common/rpc/grpc_frames.h"
 
 #include "absl/strings/str_cat.h"
 

@@ -5,8 +5,8 @@
 // owner object, so the data lives until gRPC has sent it and released the
 // last slice, however the call ends. A ReceivedFrame holds a received
 // message's slices (no copy) and views of them.
-#ifndef PARAMD_COMMON_GRPC_FRAMES_H_
-#define PARAMD_COMMON_GRPC_FRAMES_H_
+#ifndef PARAMD_COMMON_RPC_GRPC_FRAMES_H_
+#define PARAMD_COMMON_RPC_GRPC_FRAMES_H_
 
 #include <grpcpp/support/byte_buffer.h>
 #include <grpcpp/support/slice.h>
@@ -56,4 +56,4 @@ class ReceivedFrame {
 
 }  // namespace paramd
 
-#endif  // PARAMD_COMMON_GRPC_FRAMES_H_
+#endif  // PARAMD_COMMON_RPC_GRPC_FRAMES_H_

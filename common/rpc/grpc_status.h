@@ -2,8 +2,8 @@
 // Codes map one to one (both follow google.rpc.Code), so a caller reads the
 // same code the logic chose: Unavailable to retry the call, Aborted to retry
 // at a higher level, FailedPrecondition to fix state first.
-#ifndef PARAMD_COMMON_GRPC_STATUS_H_
-#define PARAMD_COMMON_GRPC_STATUS_H_
+#ifndef PARAMD_COMMON_RPC_GRPC_STATUS_H_
+#define PARAMD_COMMON_RPC_GRPC_STATUS_H_
 
 #include <grpcpp/support/status.h>
 
@@ -16,4 +16,4 @@ absl::Status FromGrpcStatus(const grpc::Status& status);
 
 }  // namespace paramd
 
-#endif  // PARAMD_COMMON_GRPC_STATUS_H_
+#endif  // PARAMD_COMMON_RPC_GRPC_STATUS_H_

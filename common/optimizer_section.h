@@ -1,0 +1,28 @@
+// The job file's `optimizer` section (with its `schedule`), read into an
+// OptimizerConfig. Part of the job-file parser (common/job_file.h).
+#ifndef PARAMD_COMMON_OPTIMIZER_SECTION_H_
+#define PARAMD_COMMON_OPTIMIZER_SECTION_H_
+
+#include <yaml-cpp/yaml.h>
+
+#include <set>
+#include <string>
+
+#include "absl/status/status.h"
+#include "common/job_config.h"
+#include "common/yaml_reader.h"
+
+namespace paramd {
+
+// Reads the mapping `node` (the `optimizer` section, its keys already
+// checked against every optimizer's) into `out`: the keys the chosen type
+// takes, their ranges, and the schedule.
+absl::Status ParseOptimizerSection(YamlReader& reader, const YAML::Node& node,
+                                   OptimizerConfig* out);
+
+// The keys the `optimizer` section may hold, across every type.
+const std::set<std::string>& OptimizerSectionKeys();
+
+}  // namespace paramd
+
+#endif  // PARAMD_COMMON_OPTIMIZER_SECTION_H_
