@@ -45,4 +45,11 @@ void InitTensorRange(const TensorSpec& tensor, uint64_t seed, int tensor_id,
   }
 }
 
+FlatLayout::FlatLayout(const ModelSpec& spec) {
+  for (const TensorSpec& t : spec.tensors) {
+    offset.push_back(total);
+    total += t.num_elements;
+  }
+}
+
 }  // namespace paramd

@@ -37,6 +37,14 @@ ModelSpec BuildModelSpec(const ModelConfig& config);
 void InitTensorRange(const TensorSpec& tensor, uint64_t seed, int tensor_id,
                      int64_t begin, absl::Span<float> out);
 
+// Where each tensor lies in a flat buffer of all of them, concatenated in
+// spec order: how workers hold parameters and gradients.
+struct FlatLayout {
+  explicit FlatLayout(const ModelSpec& spec);
+  std::vector<int64_t> offset;  // By tensor id.
+  int64_t total = 0;
+};
+
 }  // namespace paramd
 
 #endif  // PARAMD_COMMON_MODEL_SPEC_H_

@@ -11,22 +11,15 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/synchronization/mutex.h"
+#include "common/epoch_report.h"
 
 namespace paramd {
-
-struct EpochReport {
-  double train_loss_sum = 0;
-  uint64_t train_samples = 0;
-  double train_seconds = 0;
-  uint64_t test_correct = 0;
-  uint64_t test_total = 0;
-};
 
 struct EpochSummary {
   int epoch = 0;
   int workers_reported = 0;
   bool complete = false;  // Every counted rank reported.
-  double train_loss = 0;       // Mean per-sample loss.
+  double train_loss = 0;  // Mean per-sample loss.
   double test_accuracy = 0;
   uint64_t test_total = 0;
   uint64_t train_samples = 0;
@@ -41,7 +34,8 @@ class JobMetrics {
   // Every epoch with at least one report, in order. An epoch is complete
   // when every rank with counted[rank] reported (ranks dropped from the
   // job do not hold it back); all ranks count when `counted` is empty.
-  std::vector<EpochSummary> Summaries(const std::vector<bool>& counted = {}) const;
+  std::vector<EpochSummary> Summaries(
+      const std::vector<bool>& counted = {}) const;
 
  private:
   const int num_workers_;

@@ -12,12 +12,9 @@
 #include <string>
 
 #include "absl/strings/str_cat.h"
-#include "common/flags.h"
+#include "common/daemon_start.h"
 #include "common/job_config.h"
-#include "common/job_file.h"
-#include "common/logging.h"
-#include "common/process_setup.h"
-#include "server/parameter_server.h"
+#include "server/rpc/parameter_server.h"
 #include "spdlog/spdlog.h"
 
 namespace paramd {
@@ -44,81 +41,68 @@ absl::Status WritePortFile(const std::string& path, int port) {
   return absl::OkStatus();
 }
 
-int Run(int argc, char** argv) {
-  SetUpProcess();
-  absl::StatusOr<ParsedFlags> flags = ParseFlags(
-      argc, argv, {"job", "shard", "listen", "port_file", "log_level"}, {});
-  if (!flags.ok()) {
-    std::fprintf(stderr, "paramd-server: %s\n%s\n",
-                 std::string(flags.status().message()).c_str(), kUsage);
-    return 2;
-  }
-  if (!flags->Has("job") || !flags->Has("shard")) {
-    std::fprintf(stderr, "paramd-server: --job and --shard are required\n%s\n",
-                 kUsage);
-    return 2;
-  }
-  absl::StatusOr<int> shard_id = flags->GetInt("shard", -1);
-  absl::Status log_status =
-      InitLogging("paramd-server", flags->Get("log_level", "info"));
-  if (!shard_id.ok() || !log_status.ok()) {
-    std::fprintf(
-        stderr, "paramd-server: %s\n",
-        std::string((shard_id.ok() ? log_status : shard_id.status()).message())
-            .c_str());
-    return 2;
-  }
-  absl::StatusOr<JobConfig> config = LoadJobConfig(flags->Get("job", ""));
-  if (!config.ok()) {
-    std::fprintf(stderr, "paramd-server: %s\n",
-                 std::string(config.status().message()).c_str());
-    return 1;
-  }
-  absl::StatusOr<std::unique_ptr<ParameterServer>> server =
-      ParameterServer::Create(*config, *shard_id);
-  if (!server.ok()) {
-    std::fprintf(stderr, "paramd-server: %s\n",
-                 std::string(server.status().message()).c_str());
-    return 1;
-  }
-
-  // Signals are taken by sigwait below; block them before gRPC starts its
-  // threads so that every thread inherits the mask.
+// Blocks SIGINT and SIGTERM in this thread and every thread started after
+// it (gRPC's), so that only WaitForSignal takes them.
+sigset_t BlockStopSignals() {
   sigset_t signals;
   sigemptyset(&signals);
   sigaddset(&signals, SIGINT);
   sigaddset(&signals, SIGTERM);
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+  return signals;
+}
 
-  const std::string address = flags->Get("listen", config->servers[*shard_id]);
-  absl::StatusOr<int> port = (*server)->Start(address);
+// Serves until SIGINT or SIGTERM; returns the exit status.
+int Serve(const DaemonStart& start, ParameterServer& server) {
+  const JobConfig& config = start.config;
+  const int shard_id = start.id;
+  // Before gRPC starts its threads, so that every thread inherits the mask.
+  sigset_t signals = BlockStopSignals();
+  absl::StatusOr<int> port =
+      server.Start(start.flags.Get("listen", config.servers[shard_id]));
   if (!port.ok()) {
-    spdlog::error("shard {}: {}", *shard_id,
+    spdlog::error("shard {}: {}", shard_id,
                   std::string(port.status().message()));
     return 1;
   }
-  const Shard& shard = *(*server)->shard();
+  const Shard& shard = *server.shard();
   spdlog::info(
-      "shard {}/{} of job '{}' listening on port {}: {} chunks, {} "
-      "bytes, policy {}",
-      *shard_id, config->num_shards(), config->job_id, *port,
-      shard.plan().ChunksOfShard(*shard_id).size(),
-      shard.plan().BytesOnShard(*shard_id), PolicyName(config->policy.type));
-  if (flags->Has("port_file")) {
-    if (absl::Status s = WritePortFile(flags->Get("port_file", ""), *port);
+      "shard {}/{} of job '{}' listening on port {}: {} chunks, {} bytes, "
+      "policy {}",
+      shard_id, config.num_shards(), config.job_id, *port,
+      shard.plan().ChunksOfShard(shard_id).size(),
+      shard.plan().BytesOnShard(shard_id), PolicyName(config.policy.type));
+  if (start.flags.Has("port_file")) {
+    if (absl::Status s = WritePortFile(start.flags.Get("port_file", ""), *port);
         !s.ok()) {
       spdlog::error("{}", std::string(s.message()));
-      (*server)->Shutdown();
+      server.Shutdown();
       return 1;
     }
   }
   int signal_number = 0;
   sigwait(&signals, &signal_number);
-  spdlog::info("shard {}: signal {} received, shutting down", *shard_id,
+  spdlog::info("shard {}: signal {} received, shutting down", shard_id,
                signal_number);
-  (*server)->Shutdown();
-  (*server)->Wait();
+  server.Shutdown();
+  server.Wait();
   return 0;
+}
+
+int Run(int argc, char** argv) {
+  int exit_code = 0;
+  std::optional<DaemonStart> start =
+      StartDaemon({"paramd-server", kUsage, "shard", {"listen", "port_file"}},
+                  argc, argv, &exit_code);
+  if (!start) return exit_code;
+  absl::StatusOr<std::unique_ptr<ParameterServer>> server =
+      ParameterServer::Create(start->config, start->id);
+  if (!server.ok()) {
+    std::fprintf(stderr, "paramd-server: %s\n",
+                 std::string(server.status().message()).c_str());
+    return 1;
+  }
+  return Serve(*start, **server);
 }
 
 }  // namespace

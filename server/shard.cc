@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
+#include "server/proto_convert.h"
 #include "spdlog/spdlog.h"
 
 namespace paramd {
@@ -235,38 +236,37 @@ absl::Status Shard::Pull(const proto::PullRequest& request, absl::Time deadline,
   const int rank = static_cast<int>(request.rank());
   const absl::Time start = clock_->Now();
   workers_.OnSeen(rank, start);
-  absl::Status s =
-      policy_->WaitReadable(rank, request.clock(), absl::InfinitePast());
-  if (absl::IsDeadlineExceeded(s)) {
-    // Wait, visible to Tick and the status RPC meanwhile, in slices so that
-    // a caller who gave up frees this thread.
-    uint64_t id;
-    {
-      absl::MutexLock lock(&waiters_mu_);
-      id = next_waiter_++;
-      waiters_[id] = Waiter{rank, request.clock(), start};
-    }
-    while (true) {
-      const absl::Time slice =
-          std::min(deadline, absl::Now() + absl::Milliseconds(200));
-      s = policy_->WaitReadable(rank, request.clock(), slice);
-      if (!absl::IsDeadlineExceeded(s)) break;
-      if (absl::Now() >= deadline) break;
-      if (cancelled && cancelled()) {
-        s = absl::CancelledError("Pull: the caller cancelled");
-        break;
-      }
-    }
-    absl::MutexLock lock(&waiters_mu_);
-    waiters_.erase(id);
-  }
-  if (!s.ok()) return s;
+  RETURN_IF_ERROR(
+      AwaitReadable(rank, request.clock(), start, deadline, cancelled));
   const absl::Time now = clock_->Now();
   stats_.RecordPullWait(now - start);
   *snapshot = store_.Snapshot();
   const uint64_t bytes = static_cast<uint64_t>(store_.bytes());
   workers_.OnPull(rank, bytes, now);
   return absl::OkStatus();
+}
+
+absl::Status Shard::AwaitReadable(int rank, uint64_t clock, absl::Time start,
+                                  absl::Time deadline,
+                                  const std::function<bool()>& cancelled) {
+  absl::Status s = policy_->WaitReadable(rank, clock, absl::InfinitePast());
+  if (!absl::IsDeadlineExceeded(s)) return s;
+  // Wait, visible to Tick and the status RPC meanwhile, in slices so that
+  // a caller who gave up frees this thread.
+  const uint64_t id = waiters_.Add(rank, clock, start);
+  while (true) {
+    const absl::Time slice =
+        std::min(deadline, absl::Now() + absl::Milliseconds(200));
+    s = policy_->WaitReadable(rank, clock, slice);
+    if (!absl::IsDeadlineExceeded(s)) break;
+    if (absl::Now() >= deadline) break;
+    if (cancelled && cancelled()) {
+      s = absl::CancelledError("Pull: the caller cancelled");
+      break;
+    }
+  }
+  waiters_.Remove(id);
+  return s;
 }
 
 absl::Status Shard::Heartbeat(const proto::HeartbeatRequest& request,
@@ -300,51 +300,17 @@ absl::Status Shard::ReportEpoch(const proto::ReportEpochRequest& request) {
         "ReportEpoch: figures are inconsistent (test_correct > test_total, "
         "or a non-finite loss or time)");
   }
-  EpochReport r;
-  r.train_loss_sum = request.train_loss_sum();
-  r.train_samples = request.train_samples();
-  r.train_seconds = request.train_seconds();
-  r.test_correct = request.test_correct();
-  r.test_total = request.test_total();
   workers_.OnSeen(static_cast<int>(request.rank()), clock_->Now());
   metrics_.Report(static_cast<int>(request.epoch()),
-                  static_cast<int>(request.rank()), r);
+                  static_cast<int>(request.rank()), ToEpochReport(request));
   return absl::OkStatus();
 }
 
 void Shard::Tick() {
   const absl::Time now = clock_->Now();
-  const absl::Time job_start = workers_.job_start();
-  if (now >= job_start) {
-    const absl::Duration lease = absl::Seconds(config_.liveness.lease_seconds);
-    const std::vector<WorkerInfo> info = workers_.Snapshot();
-    const std::vector<PolicyWorker> live = policy_->Workers();
-    for (int r = 0; r < static_cast<int>(info.size()); ++r) {
-      // A rank never heard from counts from the job's start.
-      const absl::Time seen = std::max(info[r].last_seen, job_start);
-      if (live[r].live && now - seen > lease) {
-        policy_->Leave(r);
-        spdlog::warn(
-            "shard {}: rank {} silent for {:.1f}s (lease {}s): dropped from "
-            "the live set at clock {}",
-            shard_id_, r, absl::ToDoubleSeconds(now - seen),
-            config_.liveness.lease_seconds, live[r].clock);
-      }
-    }
-  }
-  const absl::Duration warn_after =
-      absl::Seconds(config_.liveness.warn_after_seconds);
-  std::vector<Waiter> to_warn;
-  {
-    absl::MutexLock lock(&waiters_mu_);
-    for (auto& [id, w] : waiters_) {
-      if (!w.warned && now - w.since > warn_after) {
-        w.warned = true;
-        to_warn.push_back(w);
-      }
-    }
-  }
-  for (const Waiter& w : to_warn) {
+  ExpireLeases(now);
+  for (const PullWaiters::Waiter& w : waiters_.TakeOverdue(
+           now, absl::Seconds(config_.liveness.warn_after_seconds))) {
     spdlog::warn(
         "shard {}: a pull of rank {} at clock {} has waited {:.1f}s "
         "for {}",
@@ -353,95 +319,30 @@ void Shard::Tick() {
   }
 }
 
-void Shard::GetStatus(proto::ShardStatus* status) const {
-  const absl::Time now = clock_->Now();
-  status->set_job_id(config_.job_id);
-  status->set_shard(shard_id_);
-  status->set_num_shards(config_.num_shards());
-  status->set_policy(policy_->name());
-  status->set_staleness_bound(
-      config_.policy.type == PolicyType::kSsp ? config_.policy.staleness : -1);
-  status->set_lease_seconds(config_.liveness.lease_seconds);
-  status->set_chunks(store_.num_chunks());
-  status->set_bytes(store_.bytes());
-  status->set_version(store_.version());
-  status->set_uptime_seconds(absl::ToDoubleSeconds(now - started_));
-  status->set_total_epochs(config_.training.epochs);
-  status->set_pushes_per_second(stats_.PushesPerSecond(now));
-  status->set_pull_wait_p50_ms(stats_.PullWaitMs(50));
-  status->set_pull_wait_p99_ms(stats_.PullWaitMs(99));
-  const std::vector<WorkerInfo> workers = workers_.Snapshot();
-  const std::vector<PolicyWorker> clocks = policy_->Workers();
-  uint64_t fastest = 0;
-  for (const PolicyWorker& w : clocks) fastest = std::max(fastest, w.clock);
-  uint64_t pushes = 0, pulls = 0, bytes_in = 0, bytes_out = 0;
-  // Ranks whose epoch reports an epoch waits for: live or finished.
-  std::vector<bool> counted(workers.size());
-  for (size_t rank = 0; rank < workers.size(); ++rank) {
-    const WorkerInfo& w = workers[rank];
-    proto::WorkerStatus* ws = status->add_workers();
-    ws->set_rank(static_cast<uint32_t>(rank));
-    ws->set_registered(w.registered);
-    ws->set_state(w.finished           ? "finished"
-                  : !clocks[rank].live ? "dead"
-                  : w.registered       ? "live"
-                                       : "waiting");
-    counted[rank] = clocks[rank].live || w.finished;
-    ws->set_clock(clocks[rank].clock);
-    ws->set_staleness(fastest - clocks[rank].clock);
-    ws->set_pushes(w.pushes);
-    ws->set_pulls(w.pulls);
-    ws->set_bytes_in(w.bytes_in);
-    ws->set_bytes_out(w.bytes_out);
-    ws->set_last_loss(w.last_loss);
-    ws->set_registrations(w.registrations);
-    // Clamped: a request may land between reading `now` and the snapshot.
-    ws->set_last_seen_seconds_ago(
-        w.registered ? std::max(0.0, absl::ToDoubleSeconds(now - w.last_seen))
-                     : -1);
-    pushes += w.pushes;
-    pulls += w.pulls;
-    bytes_in += w.bytes_in;
-    bytes_out += w.bytes_out;
-  }
-  status->set_pushes(pushes);
-  status->set_pulls(pulls);
-  status->set_bytes_in(bytes_in);
-  status->set_bytes_out(bytes_out);
-  {
-    absl::MutexLock lock(&waiters_mu_);
-    for (const auto& [id, w] : waiters_) {
-      proto::WaitingPull* p = status->add_waiting();
-      p->set_rank(w.rank);
-      p->set_clock(w.clock);
-      p->set_waited_seconds(
-          std::max(0.0, absl::ToDoubleSeconds(now - w.since)));
+void Shard::ExpireLeases(absl::Time now) {
+  const absl::Time job_start = workers_.job_start();
+  if (now < job_start) return;
+  const absl::Duration lease = absl::Seconds(config_.liveness.lease_seconds);
+  const std::vector<WorkerInfo> info = workers_.Snapshot();
+  const std::vector<PolicyWorker> live = policy_->Workers();
+  for (int r = 0; r < static_cast<int>(info.size()); ++r) {
+    // A rank never heard from counts from the job's start.
+    const absl::Time seen = std::max(info[r].last_seen, job_start);
+    if (live[r].live && now - seen > lease) {
+      policy_->Leave(r);
+      spdlog::warn(
+          "shard {}: rank {} silent for {:.1f}s (lease {}s): dropped from "
+          "the live set at clock {}",
+          shard_id_, r, absl::ToDoubleSeconds(now - seen),
+          config_.liveness.lease_seconds, live[r].clock);
     }
-  }
-  for (proto::WaitingPull& p : *status->mutable_waiting()) {
-    p.set_waiting_on(policy_->WaitingOn(static_cast<int>(p.rank()), p.clock()));
-  }
-  for (const EpochSummary& e : metrics_.Summaries(counted)) {
-    proto::EpochMetrics* m = status->add_epochs();
-    m->set_epoch(e.epoch);
-    m->set_workers_reported(e.workers_reported);
-    m->set_complete(e.complete);
-    m->set_train_loss(e.train_loss);
-    m->set_test_accuracy(e.test_accuracy);
-    m->set_test_total(e.test_total);
-    m->set_train_samples(e.train_samples);
-    m->set_samples_per_second(e.samples_per_second);
   }
 }
 
 void Shard::Shutdown() { policy_->Shutdown(); }
 
 bool Shard::TEST_AwaitWaitingPulls(size_t n, absl::Duration timeout) {
-  absl::MutexLock lock(&waiters_mu_);
-  auto reached = [this, n]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(waiters_mu_) {
-    return waiters_.size() == n;
-  };
-  return waiters_mu_.AwaitWithTimeout(absl::Condition(&reached), timeout);
+  return waiters_.TEST_AwaitCount(n, timeout);
 }
 
 }  // namespace paramd

@@ -12,7 +12,6 @@
 #define PARAMD_SERVER_SHARD_H_
 
 #include <functional>
-#include <map>
 #include <memory>
 
 #include "absl/status/statusor.h"
@@ -24,6 +23,7 @@
 #include "common/wire_format.h"
 #include "proto/paramd.pb.h"
 #include "server/job_metrics.h"
+#include "server/pull_waiters.h"
 #include "server/shard_stats.h"
 #include "server/shard_store.h"
 #include "server/update_policy.h"
@@ -97,12 +97,16 @@ class Shard {
   // its local index (-1 if another shard owns it).
   absl::Status CheckChunk(const ChunkView& chunk, int* local) const;
 
-  struct Waiter {
-    int rank;
-    uint64_t clock;
-    absl::Time since;
-    bool warned = false;
-  };
+  // Waits until a pull of `rank` at `clock` may be served, visible to Tick
+  // and the status RPC meanwhile; as Pull.
+  absl::Status AwaitReadable(int rank, uint64_t clock, absl::Time start,
+                             absl::Time deadline,
+                             const std::function<bool()>& cancelled);
+  // Drops ranks whose lease expired from the live set.
+  void ExpireLeases(absl::Time now);
+  // GetStatus's parts.
+  void FillWorkers(absl::Time now, proto::ShardStatus* status) const;
+  void FillWaiting(absl::Time now, proto::ShardStatus* status) const;
 
   // Constant after construction.
   const JobConfig config_;
@@ -118,11 +122,7 @@ class Shard {
   WorkerRegistry workers_;
   JobMetrics metrics_;
   ShardStats stats_;
-
-  // Pulls waiting now, by id.
-  mutable absl::Mutex waiters_mu_;
-  std::map<uint64_t, Waiter> waiters_ ABSL_GUARDED_BY(waiters_mu_);
-  uint64_t next_waiter_ ABSL_GUARDED_BY(waiters_mu_) = 0;
+  PullWaiters waiters_;
 };
 
 }  // namespace paramd

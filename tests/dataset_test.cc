@@ -1,12 +1,13 @@
 // IDX files written by the test, read back (gzip and plain); damaged files
 // refused; rank shards disjoint, covering, equal in steps, reshuffled per
 // epoch reproducibly.
+#include "worker/dataset.h"
+
 #include <algorithm>
 #include <catch2/catch.hpp>
 #include <set>
 
-#include "tests/test_util.h"
-#include "worker/dataset.h"
+#include "tests/test_files.h"
 #include "worker/idx_reader.h"
 
 namespace paramd {
@@ -46,9 +47,11 @@ TEST_CASE("damaged IDX files are refused with the file named", "[data][idx]") {
   const std::string dir = NewTempDir();
   auto missing = ReadIdxFile(dir + "/none.gz");
   CHECK(absl::IsNotFound(missing.status()));
-  CHECK(std::string(missing.status().message()).find("none.gz") != std::string::npos);
+  CHECK(std::string(missing.status().message()).find("none.gz") !=
+        std::string::npos);
 
-  testing::WriteFile(dir + "/magic", std::string("\x01\x02\x08\x01\0\0\0\x01x", 9));
+  testing::WriteFile(dir + "/magic",
+                     std::string("\x01\x02\x08\x01\0\0\0\x01x", 9));
   CHECK(std::string(ReadIdxFile(dir + "/magic").status().message())
             .find("bad magic") != std::string::npos);
 
@@ -59,7 +62,8 @@ TEST_CASE("damaged IDX files are refused with the file named", "[data][idx]") {
   WriteIdx(dir + "/short", {10, 2}, std::vector<uint8_t>(15, 1), true);
   auto truncated = ReadIdxFile(dir + "/short");
   CHECK(absl::IsDataLoss(truncated.status()));
-  CHECK(std::string(truncated.status().message()).find("truncated") != std::string::npos);
+  CHECK(std::string(truncated.status().message()).find("truncated") !=
+        std::string::npos);
 }
 
 TEST_CASE("a dataset pairs images with labels and honours the limit",
@@ -94,7 +98,7 @@ TEST_CASE("rank shards are disjoint, cover the data and take equal steps",
   REQUIRE(d.ok());
   std::multiset<int> seen;
   for (int rank = 0; rank < 3; ++rank) {
-    auto shard = DataShard::Create(&*d, rank, 3, 4);
+    auto shard = DataPartition::Create(&*d, rank, 3, 4);
     REQUIRE(shard.ok());
     CHECK(shard->steps_per_epoch() == 2);  // 23 / 3 = 7 samples → 2 batches
     shard->StartEpoch(1, 0, false);
@@ -114,7 +118,7 @@ TEST_CASE("rank shards are disjoint, cover the data and take equal steps",
   }
   CHECK(seen.size() == 23);
   CHECK(std::set<int>(seen.begin(), seen.end()).size() == 23);
-  CHECK_FALSE(DataShard::Create(&*d, 0, 24, 4).ok());
+  CHECK_FALSE(DataPartition::Create(&*d, 0, 24, 4).ok());
 }
 
 TEST_CASE("each epoch reshuffles reproducibly from the seed", "[data][shard]") {
@@ -123,7 +127,7 @@ TEST_CASE("each epoch reshuffles reproducibly from the seed", "[data][shard]") {
   auto d = LoadDataset(dir + "/images", dir + "/labels", 0);
   REQUIRE(d.ok());
   auto order = [&](uint64_t seed, int epoch, bool shuffle) {
-    auto shard = DataShard::Create(&*d, 1, 2, 100);
+    auto shard = DataPartition::Create(&*d, 1, 2, 100);
     shard->StartEpoch(seed, epoch, shuffle);
     std::vector<float> x(100 * 6);
     std::vector<int32_t> y(100);

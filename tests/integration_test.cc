@@ -16,7 +16,9 @@
 #include "absl/synchronization/notification.h"
 #include "common/wire_format.h"
 #include "proto/paramd.grpc.pb.h"
-#include "tests/test_util.h"
+#include "tests/local_cluster.h"
+#include "tests/test_files.h"
+#include "worker/rpc/grpc_parameter_client.h"
 #include "worker/trainer.h"
 
 namespace paramd {
@@ -49,7 +51,6 @@ std::vector<std::unique_ptr<Trainer>> TrainAll(const JobConfig& config,
   std::vector<std::unique_ptr<Trainer>> trainers;
   for (int rank = 0; rank < config.num_workers; ++rank) {
     TrainerOptions t;
-    t.servers = cluster.addresses();
     t.on_pull = [&observed, rank](uint64_t version,
                                   absl::Span<const float> params) {
       std::lock_guard<std::mutex> lock(observed.mu);
@@ -59,7 +60,9 @@ std::vector<std::unique_ptr<Trainer>> TrainAll(const JobConfig& config,
       std::lock_guard<std::mutex> lock(observed.mu);
       observed.losses[rank].push_back(loss);
     };
-    auto trainer = Trainer::Create(config, rank, std::move(t));
+    auto trainer =
+        Trainer::Create(config, rank, std::move(t),
+                        GrpcParameterClientFactory(cluster.addresses()));
     INFO(trainer.status().ToString());
     REQUIRE(trainer.ok());
     trainers.push_back(*std::move(trainer));

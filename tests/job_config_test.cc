@@ -8,7 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
 #include "common/job_file.h"
-#include "tests/test_util.h"
+#include "tests/test_files.h"
 
 namespace paramd {
 namespace {

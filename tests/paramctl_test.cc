@@ -11,8 +11,9 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
 #include "absl/strings/str_split.h"
+#include "tests/local_cluster.h"
 #include "tests/subprocess.h"
-#include "tests/test_util.h"
+#include "tests/test_files.h"
 
 namespace paramd {
 namespace {
@@ -28,10 +29,14 @@ using testing::WriteFile;
 const std::string kParamctl = "tools/paramctl";
 
 std::vector<std::string> RunArgs(const std::string& job,
-                                  std::vector<std::string> extra = {}) {
-  std::vector<std::string> args = {kParamctl, "run", job,
-                                   "--server_binary", "server/paramd-server",
-                                   "--worker_binary", "worker/paramd-worker"};
+                                 std::vector<std::string> extra = {}) {
+  std::vector<std::string> args = {kParamctl,
+                                   "run",
+                                   job,
+                                   "--server_binary",
+                                   "server/paramd-server",
+                                   "--worker_binary",
+                                   "worker/paramd-worker"};
   args.insert(args.end(), extra.begin(), extra.end());
   return args;
 }
@@ -62,9 +67,10 @@ TEST_CASE("validate accepts the main job", "[paramctl]") {
   CHECK(out.find("235146 parameters") != std::string::npos);
 }
 
-TEST_CASE("each bad job file exits non-zero with one line naming file, line "
-          "and field, and starts nothing",
-          "[paramctl]") {
+TEST_CASE(
+    "each bad job file exits non-zero with one line naming file, line "
+    "and field, and starts nothing",
+    "[paramctl]") {
   const std::string good = JobYaml(JobOptions{});
   const std::vector<std::pair<std::string, std::string>> bad = {
       {absl::StrReplaceAll(good, {{"  workers: 2\n", ""}}), "cluster.workers"},
@@ -73,8 +79,9 @@ TEST_CASE("each bad job file exits non-zero with one line naming file, line "
       {absl::StrReplaceAll(good, {{"type: sync", "type: gossip"}}),
        "policy.type"},
       {good + "extra_key: 1\n", "extra_key"},
-      {absl::StrReplaceAll(good, {{std::string("dir: ") + testing::kFashionMnistDir,
-                                   "dir: /no/such/folder"}}),
+      {absl::StrReplaceAll(good,
+                           {{std::string("dir: ") + testing::kFashionMnistDir,
+                             "dir: /no/such/folder"}}),
        "data.train_images"},
   };
   for (const auto& [yaml, field] : bad) {
@@ -90,9 +97,10 @@ TEST_CASE("each bad job file exits non-zero with one line naming file, line "
           absl::StrSplit(out, '\n', absl::SkipEmpty());
       REQUIRE(lines.size() == 1);
       CHECK(std::regex_search(
-          lines[0], std::regex("^paramctl: " + path + ":[0-9]+: " +
-                               std::regex_replace(field, std::regex(R"(\.)"), R"(\.)") +
-                               ": ")));
+          lines[0],
+          std::regex("^paramctl: " + path + ":[0-9]+: " +
+                     std::regex_replace(field, std::regex(R"(\.)"), R"(\.)") +
+                     ": ")));
       CHECK(StartedPids(out).empty());
     }
   }
@@ -125,11 +133,14 @@ TEST_CASE("run trains a small job and writes the summary", "[paramctl][e2e]") {
   CHECK(json.find("\"workers\": 2") != std::string::npos);
   CHECK(json.find("\"epochs\": 2") != std::string::npos);
   std::smatch m;
-  REQUIRE(std::regex_search(json, m, std::regex(R"("final_test_accuracy": ([0-9.]+))")));
+  REQUIRE(std::regex_search(json, m,
+                            std::regex(R"("final_test_accuracy": ([0-9.]+))")));
   CHECK(std::stod(m[1]) > 0.5);
-  REQUIRE(std::regex_search(json, m, std::regex(R"("wall_seconds": ([0-9.]+))")));
+  REQUIRE(
+      std::regex_search(json, m, std::regex(R"("wall_seconds": ([0-9.]+))")));
   CHECK(std::stod(m[1]) > 0);
-  REQUIRE(std::regex_search(json, m, std::regex(R"("samples_per_second": ([0-9.]+))")));
+  REQUIRE(std::regex_search(json, m,
+                            std::regex(R"("samples_per_second": ([0-9.]+))")));
   CHECK(std::stod(m[1]) > 0);
 }
 
@@ -138,7 +149,8 @@ TEST_CASE("a failing worker is named with its reason and everything stops",
   // The label file is readable (validation passes) but truncated: the
   // workers fail while loading it.
   const std::string dir = NewTempDir();
-  REQUIRE(system(absl::StrCat("cp ", testing::kFashionMnistDir, "/* ", dir).c_str()) == 0);
+  REQUIRE(system(absl::StrCat("cp ", testing::kFashionMnistDir, "/* ", dir)
+                     .c_str()) == 0);
   testing::WriteIdx(dir + "/train-labels-idx1-ubyte.gz", {60000},
                     std::vector<uint8_t>(100, 1), true);
   const std::string yaml = absl::StrReplaceAll(
@@ -150,7 +162,9 @@ TEST_CASE("a failing worker is named with its reason and everything stops",
   INFO(out);
   CHECK(code == 1);
   CHECK(std::regex_search(
-      out, std::regex(R"(paramctl: FAILED: worker [01] \(pid \d+\) exited with status 1; its last line: .*train-labels-idx1-ubyte\.gz: truncated)")));
+      out,
+      std::regex(
+          R"(paramctl: FAILED: worker [01] \(pid \d+\) exited with status 1; its last line: .*train-labels-idx1-ubyte\.gz: truncated)")));
   const std::vector<pid_t> pids = StartedPids(out);
   CHECK(pids.size() >= 3);
   for (pid_t pid : pids) CHECK(ProcessGone(pid));
@@ -167,7 +181,8 @@ TEST_CASE("Ctrl-C stops every process and exits 130", "[paramctl][e2e]") {
   const int code = run.Wait(absl::Seconds(30));
   INFO(run.output());
   CHECK(code == 130);
-  CHECK(run.output().find("paramctl: interrupted by Interrupt") != std::string::npos);
+  CHECK(run.output().find("paramctl: interrupted by Interrupt") !=
+        std::string::npos);
   const std::vector<pid_t> pids = StartedPids(run.output());
   CHECK(pids.size() == 4);
   for (pid_t pid : pids) CHECK(ProcessGone(pid));

@@ -1,12 +1,13 @@
 // The shard's request checks, as plain C++: every bad request is refused
 // with an error naming it, and the shard's state stays exactly as it was.
+#include "server/shard.h"
+
 #include <catch2/catch.hpp>
 #include <cmath>
 #include <cstring>
 #include <thread>
 
-#include "server/shard.h"
-#include "tests/test_util.h"
+#include "tests/test_files.h"
 
 namespace paramd {
 namespace {
@@ -58,8 +59,9 @@ struct Fixture {
 
   proto::PullResponse Snapshot() {
     proto::PullResponse resp;
-    REQUIRE(shard->Pull(MakePull(config.job_id, 0, 0), absl::InfiniteFuture(),
-                        nullptr, &resp)
+    REQUIRE(shard
+                ->Pull(MakePull(config.job_id, 0, 0), absl::InfiniteFuture(),
+                       nullptr, &resp)
                 .ok());
     return resp;
   }
@@ -93,13 +95,15 @@ TEST_CASE("bad pushes are refused, named, and change nothing", "[shard]") {
       {"wrong tensor size",
        [](auto& r) { r.mutable_chunks(1)->mutable_data()->append("abcd"); },
        absl::StatusCode::kInvalidArgument, "bytes; expected"},
-      {"unknown tensor", [](auto& r) { r.mutable_chunks(0)->set_tensor_id(77); },
+      {"unknown tensor",
+       [](auto& r) { r.mutable_chunks(0)->set_tensor_id(77); },
        absl::StatusCode::kInvalidArgument, "of tensor 77 is not owned"},
-      {"duplicate chunk",
-       [](auto& r) { *r.mutable_chunks(1) = r.chunks(0); },
+      {"duplicate chunk", [](auto& r) { *r.mutable_chunks(1) = r.chunks(0); },
        absl::StatusCode::kInvalidArgument, "appears twice"},
       {"wrong dtype",
-       [](auto& r) { r.mutable_chunks(0)->set_dtype(proto::DTYPE_UNSPECIFIED); },
+       [](auto& r) {
+         r.mutable_chunks(0)->set_dtype(proto::DTYPE_UNSPECIFIED);
+       },
        absl::StatusCode::kInvalidArgument, "expected DTYPE_FLOAT32"},
       {"NaN gradient",
        [](auto& r) {
@@ -149,7 +153,8 @@ TEST_CASE("register checks job, rank and plan; reports the clock", "[shard]") {
   req.set_plan_fingerprint(f.shard->plan().fingerprint() + 1);
   absl::Status s = f.shard->Register(req, &resp);
   CHECK(absl::IsFailedPrecondition(s));
-  CHECK(std::string(s.message()).find("different job files") != std::string::npos);
+  CHECK(std::string(s.message()).find("different job files") !=
+        std::string::npos);
 
   proto::PushResponse pr;
   REQUIRE(f.shard->Push(f.GoodPush(0, 0, 1.0f), &pr).ok());
@@ -169,7 +174,8 @@ TEST_CASE("pulls wait for the version their clock needs", "[shard]") {
   Fixture f;
   const proto::PullRequest req = MakePull(f.config.job_id, 0, 1);
   proto::PullResponse resp;
-  CHECK(absl::IsDeadlineExceeded(f.shard->Pull(req, absl::InfinitePast(), nullptr, &resp)));
+  CHECK(absl::IsDeadlineExceeded(
+      f.shard->Pull(req, absl::InfinitePast(), nullptr, &resp)));
   proto::PushResponse pr;
   REQUIRE(f.shard->Push(f.GoodPush(0, 0, 1.0f), &pr).ok());
   REQUIRE(f.shard->Push(f.GoodPush(1, 0, 1.0f), &pr).ok());
@@ -204,7 +210,8 @@ TEST_CASE("status reports the shard, its workers and the job's epochs",
   CHECK(st.job_id() == "test-job");
   CHECK(st.policy() == "sync");
   CHECK(st.num_shards() == 1);
-  CHECK(st.chunks() == static_cast<uint32_t>(f.shard->plan().ChunksOfShard(0).size()));
+  CHECK(st.chunks() ==
+        static_cast<uint32_t>(f.shard->plan().ChunksOfShard(0).size()));
   CHECK(st.bytes() == static_cast<uint64_t>(f.shard->plan().BytesOnShard(0)));
   CHECK(st.version() == 0);
   REQUIRE(st.workers_size() == 2);
@@ -216,8 +223,8 @@ TEST_CASE("status reports the shard, its workers and the job's epochs",
   REQUIRE(st.epochs_size() == 1);
   const proto::EpochMetrics& e = st.epochs(0);
   CHECK(e.complete());
-  CHECK(e.train_loss() == Approx(2.0));        // (10 + 30) / 20
-  CHECK(e.test_accuracy() == Approx(0.9));     // 90 / 100
+  CHECK(e.train_loss() == Approx(2.0));           // (10 + 30) / 20
+  CHECK(e.test_accuracy() == Approx(0.9));        // 90 / 100
   CHECK(e.samples_per_second() == Approx(10.0));  // 20 samples / 2 s
 }
 
@@ -308,7 +315,7 @@ TEST_CASE("a silent worker is dropped after its lease and sync goes on",
   CHECK(st.workers(0).state() == "live");
   CHECK(st.workers(1).state() == "dead");
   CHECK(st.workers(0).last_loss() == Approx(0.25f));
-  CHECK(st.version() == 1);          // the round completed without rank 1
+  CHECK(st.version() == 1);  // the round completed without rank 1
   CHECK(f.TryPull(0, 1).ok());
   CHECK(absl::IsAborted(f.Push(1, 0)));  // "register again"
   // It registers again and rejoins at the current round.
@@ -321,9 +328,10 @@ TEST_CASE("a silent worker is dropped after its lease and sync goes on",
   CHECK(f.Status().version() == 2);
 }
 
-TEST_CASE("a worker that never registers is dropped a lease after the job "
-          "starts",
-          "[shard][liveness]") {
+TEST_CASE(
+    "a worker that never registers is dropped a lease after the job "
+    "starts",
+    "[shard][liveness]") {
   LeaseFixture f("ssp");
   f.clock.Advance(absl::Seconds(60));  // before the job: no lease runs
   f.shard->Tick();
@@ -360,8 +368,9 @@ TEST_CASE("a long pull is shown in status with what it waits on",
   REQUIRE(f.Push(0, 0).ok());
   std::thread pull([&] {
     proto::PullResponse resp;
-    CHECK(f.shard->Pull(MakePull(f.config.job_id, 0, 1), absl::InfiniteFuture(),
-                        nullptr, &resp)
+    CHECK(f.shard
+              ->Pull(MakePull(f.config.job_id, 0, 1), absl::InfiniteFuture(),
+                     nullptr, &resp)
               .ok());
   });
   REQUIRE(f.shard->TEST_AwaitWaitingPulls(1, absl::Seconds(30)));

@@ -6,10 +6,12 @@
 #include <cstdio>
 
 #include "common/model_spec.h"
-#include "tests/test_util.h"
+#include "tests/local_cluster.h"
+#include "tests/test_files.h"
 #include "worker/blas.h"
 #include "worker/cpu_mlp.h"
 #include "worker/dataset.h"
+#include "worker/rpc/grpc_parameter_client.h"
 #include "worker/trainer.h"
 
 namespace paramd {
@@ -33,9 +35,9 @@ TEST_CASE("one sync worker equals single-process SGD", "[integration][sync]") {
   // Distributed: 2 servers, 1 worker.
   testing::LocalCluster cluster(config);
   TrainerOptions t;
-  t.servers = cluster.addresses();
   t.max_steps = k;
-  auto trainer = Trainer::Create(config, 0, std::move(t));
+  auto trainer = Trainer::Create(
+      config, 0, std::move(t), GrpcParameterClientFactory(cluster.addresses()));
   REQUIRE(trainer.ok());
   absl::Status run = (*trainer)->Run();
   INFO(run.ToString());
@@ -57,7 +59,7 @@ TEST_CASE("one sync worker equals single-process SGD", "[integration][sync]") {
   auto data = LoadDataset(config.data.train_images, config.data.train_labels,
                           config.data.train_limit);
   REQUIRE(data.ok());
-  auto shard = DataShard::Create(&*data, 0, 1, config.training.batch_size);
+  auto shard = DataPartition::Create(&*data, 0, 1, config.training.batch_size);
   REQUIRE(shard.ok());
   CpuMlp mlp(config.model.layers, 1024, 1, *LoadBlas(config.worker.blas_core));
   std::vector<float> x(shard->max_batch() * data->dim);
@@ -67,7 +69,8 @@ TEST_CASE("one sync worker equals single-process SGD", "[integration][sync]") {
     const int64_t in_epoch = step % shard->steps_per_epoch();
     if (in_epoch == 0) shard->StartEpoch(config.seed, step / 20, false);
     const int n = shard->Batch(in_epoch, x.data(), y.data());
-    REQUIRE(mlp.ComputeGradients(p, x.data(), y.data(), n, absl::MakeSpan(g)).ok());
+    REQUIRE(
+        mlp.ComputeGradients(p, x.data(), y.data(), n, absl::MakeSpan(g)).ok());
     for (size_t i = 0; i < p.size(); ++i) {
       v[i] = mu * v[i] + g[i];
       p[i] -= lr * v[i];
@@ -82,7 +85,8 @@ TEST_CASE("one sync worker equals single-process SGD", "[integration][sync]") {
   }
   // The run really trained: the parameters moved well away from their start.
   for (size_t i = 0; i < p.size(); ++i) {
-    moved += (distributed[i] - initial[i]) * double(distributed[i] - initial[i]);
+    moved +=
+        (distributed[i] - initial[i]) * double(distributed[i] - initial[i]);
     start += initial[i] * double(initial[i]);
   }
   CHECK(std::sqrt(moved / start) > 0.05);

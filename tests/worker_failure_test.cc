@@ -10,8 +10,9 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "tests/local_cluster.h"
 #include "tests/subprocess.h"
-#include "tests/test_util.h"
+#include "tests/test_files.h"
 
 namespace paramd {
 namespace {
@@ -20,8 +21,9 @@ using testing::Subprocess;
 
 constexpr absl::Duration kTimeout = absl::Seconds(60);
 
-std::unique_ptr<Subprocess> StartWorker(const JobConfig& config, int rank,
-                                        const std::vector<std::string>& servers) {
+std::unique_ptr<Subprocess> StartWorker(
+    const JobConfig& config, int rank,
+    const std::vector<std::string>& servers) {
   return std::make_unique<Subprocess>(std::vector<std::string>{
       "worker/paramd-worker", "--job", config.path, "--rank",
       absl::StrCat(rank), "--servers", absl::StrJoin(servers, ",")});
@@ -42,7 +44,8 @@ std::string Describe(testing::LocalCluster& cluster, int shards) {
     absl::StrAppend(&out, "shard ", k, ": version ", st.version(), "\n");
     for (const auto& w : st.workers()) {
       absl::StrAppend(&out, "  rank ", w.rank(), " ", w.state(), " clock ",
-                      w.clock(), " seen ", w.last_seen_seconds_ago(), "s ago\n");
+                      w.clock(), " seen ", w.last_seen_seconds_ago(),
+                      "s ago\n");
     }
     for (const auto& p : st.waiting()) {
       absl::StrAppend(&out, "  pull of rank ", p.rank(), " at ", p.clock(),
@@ -99,17 +102,20 @@ void KillAndMaybeRestart(const std::string& policy, bool restart) {
   if (!restart) CHECK(StatusOf(cluster, 1).state() == "dead");
 }
 
-TEST_CASE("sync: a killed worker does not hang the job", "[liveness][e2e][sync]") {
+TEST_CASE("sync: a killed worker does not hang the job",
+          "[liveness][e2e][sync]") {
   SECTION("it stays dead") { KillAndMaybeRestart("sync", false); }
   SECTION("it is restarted and rejoins") { KillAndMaybeRestart("sync", true); }
 }
 
-TEST_CASE("ssp: a killed worker does not hang the job", "[liveness][e2e][ssp]") {
+TEST_CASE("ssp: a killed worker does not hang the job",
+          "[liveness][e2e][ssp]") {
   SECTION("it stays dead") { KillAndMaybeRestart("ssp", false); }
   SECTION("it is restarted and rejoins") { KillAndMaybeRestart("ssp", true); }
 }
 
-TEST_CASE("async: a killed worker does not hang the job", "[liveness][e2e][async]") {
+TEST_CASE("async: a killed worker does not hang the job",
+          "[liveness][e2e][async]") {
   SECTION("it stays dead") { KillAndMaybeRestart("async", false); }
   SECTION("it is restarted and rejoins") { KillAndMaybeRestart("async", true); }
 }

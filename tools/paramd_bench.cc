@@ -47,10 +47,9 @@
 #include "common/process_setup.h"
 #include "common/status_macros.h"
 #include "server/optimizer.h"
-#include "server/parameter_server.h"
+#include "server/rpc/parameter_server.h"
 #include "tools/bench_timing.h"
-#include "worker/model.h"
-#include "worker/parameter_client.h"
+#include "worker/rpc/grpc_parameter_client.h"
 
 namespace paramd {
 namespace {
@@ -366,8 +365,8 @@ absl::StatusOr<TransportResult> RunTransport(int64_t bytes, Mode mode,
   for (int rank = 0; rank < o.workers; ++rank) {
     threads.emplace_back([&, rank] {
       WorkerRun& run = runs[rank];
-      ParameterClient client(config, &plan, &layout, rank, cluster->addresses(),
-                             ClientOptions());
+      GrpcParameterClient client(ClientSetup{&config, &plan, &layout, rank},
+                                 cluster->addresses(), GrpcClientOptions());
       absl::StatusOr<uint64_t> clock = client.Register();
       std::vector<float> params(layout.total);
       // Gradients go where a trainer computes them: into the client's
@@ -384,7 +383,7 @@ absl::StatusOr<TransportResult> RunTransport(int64_t bytes, Mode mode,
       // One untimed operation of each kind warms connections and buffers.
       if (clock.ok()) {
         absl::StatusOr<uint64_t> v =
-            client.PushPull(*clock, gradients(), absl::MakeSpan(params));
+            client.PushPull(*clock, gradients(), 0, absl::MakeSpan(params));
         if (v.ok()) ++*clock;
         if (!v.ok()) clock = v.status();
       }
@@ -401,13 +400,13 @@ absl::StatusOr<TransportResult> RunTransport(int64_t bytes, Mode mode,
         absl::StatusOr<uint64_t> v;
         switch (mode) {
           case Mode::kPush:
-            v = client.Push(c, gradients());
+            v = client.Push(c, gradients(), 0);
             break;
           case Mode::kPull:
             v = client.Pull(c, absl::MakeSpan(params));
             break;
           case Mode::kPushPull:
-            v = client.PushPull(c, gradients(), absl::MakeSpan(params));
+            v = client.PushPull(c, gradients(), 0, absl::MakeSpan(params));
             break;
         }
         if (!v.ok()) {

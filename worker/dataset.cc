@@ -52,8 +52,9 @@ absl::StatusOr<Dataset> LoadDataset(const std::string& images_path,
   return d;
 }
 
-absl::StatusOr<DataShard> DataShard::Create(const Dataset* data, int rank,
-                                            int world, int batch_size) {
+absl::StatusOr<DataPartition> DataPartition::Create(const Dataset* data,
+                                                    int rank, int world,
+                                                    int batch_size) {
   const int64_t smallest = data->size / world;
   if (smallest < 1) {
     return absl::InvalidArgumentError(absl::StrCat("the dataset's ", data->size,
@@ -63,11 +64,12 @@ absl::StatusOr<DataShard> DataShard::Create(const Dataset* data, int rank,
   std::vector<int64_t> order;
   for (int64_t i = rank; i < data->size; i += world) order.push_back(i);
   const int64_t steps = (smallest + batch_size - 1) / batch_size;
-  return DataShard(data, rank, std::move(order), batch_size, steps);
+  return DataPartition(data, rank, std::move(order), batch_size, steps);
 }
 
-DataShard::DataShard(const Dataset* data, int rank, std::vector<int64_t> order,
-                     int batch_size, int64_t steps)
+DataPartition::DataPartition(const Dataset* data, int rank,
+                             std::vector<int64_t> order, int batch_size,
+                             int64_t steps)
     : data_(data),
       rank_(rank),
       natural_(order),
@@ -78,7 +80,7 @@ DataShard::DataShard(const Dataset* data, int rank, std::vector<int64_t> order,
       batch_size_, size() - (steps_per_epoch_ - 1) * batch_size_));
 }
 
-void DataShard::StartEpoch(uint64_t seed, int epoch, bool shuffle) {
+void DataPartition::StartEpoch(uint64_t seed, int epoch, bool shuffle) {
   order_ = natural_;
   if (!shuffle) return;
   std::seed_seq seq{static_cast<uint32_t>(seed),
@@ -94,7 +96,7 @@ void DataShard::StartEpoch(uint64_t seed, int epoch, bool shuffle) {
   }
 }
 
-int DataShard::Batch(int64_t step, float* x, int32_t* y) const {
+int DataPartition::Batch(int64_t step, float* x, int32_t* y) const {
   const int64_t begin = step * batch_size_;
   const int64_t end = step + 1 == steps_per_epoch_
                           ? size()

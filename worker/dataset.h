@@ -1,4 +1,4 @@
-// Dataset: images and labels of one split, and DataShard: one rank's share
+// Dataset: images and labels of one split, and DataPartition: one rank's share
 // of it, shuffled per epoch and cut into batches.
 #ifndef PARAMD_WORKER_DATASET_H_
 #define PARAMD_WORKER_DATASET_H_
@@ -15,8 +15,8 @@ namespace paramd {
 // float size) and are scaled to [0, 1] floats per batch.
 struct Dataset {
   int64_t size = 0;
-  int64_t dim = 0;  // Pixels per image.
-  int num_classes = 0;  // 1 + the largest label.
+  int64_t dim = 0;              // Pixels per image.
+  int num_classes = 0;          // 1 + the largest label.
   std::vector<uint8_t> pixels;  // size × dim
   std::vector<uint8_t> labels;  // size
 
@@ -35,11 +35,11 @@ absl::StatusOr<Dataset> LoadDataset(const std::string& images_path,
 // Every rank has the same number of steps per epoch (from the smallest
 // share), so synchronous training never waits on a rank that ran out; the
 // last batch of an epoch takes whatever the share has left.
-class DataShard {
+class DataPartition {
  public:
   // Fails when the dataset has fewer samples than ranks.
-  static absl::StatusOr<DataShard> Create(const Dataset* data, int rank,
-                                          int world, int batch_size);
+  static absl::StatusOr<DataPartition> Create(const Dataset* data, int rank,
+                                              int world, int batch_size);
 
   int64_t steps_per_epoch() const { return steps_per_epoch_; }
   int64_t size() const { return static_cast<int64_t>(order_.size()); }
@@ -53,8 +53,8 @@ class DataShard {
   int max_batch() const { return max_batch_; }
 
  private:
-  DataShard(const Dataset* data, int rank, std::vector<int64_t> order,
-            int batch_size, int64_t steps);
+  DataPartition(const Dataset* data, int rank, std::vector<int64_t> order,
+                int batch_size, int64_t steps);
 
   const Dataset* data_;
   int rank_;

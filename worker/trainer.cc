@@ -7,21 +7,17 @@
 #include "absl/time/clock.h"
 #include "common/status_macros.h"
 #include "spdlog/spdlog.h"
+#include "worker/model_factory.h"
 
 namespace paramd {
 
 absl::StatusOr<std::unique_ptr<Trainer>> Trainer::Create(
-    const JobConfig& config, int rank, TrainerOptions options) {
+    const JobConfig& config, int rank, TrainerOptions options,
+    ParameterClientFactory make_client) {
   if (rank < 0 || rank >= config.num_workers) {
     return absl::InvalidArgumentError(
         absl::StrCat("--rank: ", rank, " is outside [0, ", config.num_workers,
                      ") for the job's cluster.workers"));
-  }
-  if (options.servers.empty()) options.servers = config.servers;
-  if (static_cast<int>(options.servers.size()) != config.num_shards()) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "--servers: ", options.servers.size(), " addresses for the job's ",
-        config.num_shards(), " shards"));
   }
   ModelSpec spec = BuildModelSpec(config.model);
   ASSIGN_OR_RETURN(
@@ -47,17 +43,18 @@ absl::StatusOr<std::unique_ptr<Trainer>> Trainer::Create(
           " outputs but the data has ", d->num_classes, " classes"));
     }
   }
-  return std::unique_ptr<Trainer>(
-      new Trainer(config, rank, std::move(options), std::move(spec),
-                  std::move(plan), std::move(train), std::move(test)));
+  return std::unique_ptr<Trainer>(new Trainer(
+      config, rank, std::move(options), std::move(make_client), std::move(spec),
+      std::move(plan), std::move(train), std::move(test)));
 }
 
 Trainer::Trainer(const JobConfig& config, int rank, TrainerOptions options,
-                 ModelSpec spec, PartitionPlan plan, Dataset train,
-                 Dataset test)
+                 ParameterClientFactory make_client, ModelSpec spec,
+                 PartitionPlan plan, Dataset train, Dataset test)
     : config_(config),
       rank_(rank),
       options_(std::move(options)),
+      make_client_(std::move(make_client)),
       spec_(std::move(spec)),
       plan_(std::move(plan)),
       layout_(spec_),
@@ -85,15 +82,15 @@ absl::Status Trainer::PullAt(uint64_t clock) {
 }
 
 absl::Status Trainer::Run() {
-  ASSIGN_OR_RETURN(DataShard shard,
-                   DataShard::Create(&train_, rank_, config_.num_workers,
-                                     config_.training.batch_size));
-  shard_ = std::make_unique<DataShard>(std::move(shard));
+  ASSIGN_OR_RETURN(DataPartition part,
+                   DataPartition::Create(&train_, rank_, config_.num_workers,
+                                         config_.training.batch_size));
+  data_part_ = std::make_unique<DataPartition>(std::move(part));
   ASSIGN_OR_RETURN(std::unique_ptr<Model> model,
-                   MakeModel(config_, std::max(shard_->max_batch(), 1024)));
+                   MakeModel(config_, std::max(data_part_->max_batch(), 1024)));
   model_ = std::move(model);
-  client_ = std::make_unique<ParameterClient>(
-      config_, &plan_, &layout_, rank_, options_.servers, options_.client);
+  ASSIGN_OR_RETURN(
+      client_, make_client_(ClientSetup{&config_, &plan_, &layout_, rank_}));
   std::thread heartbeats([this] { HeartbeatLoop(); });
   absl::Status result = Train();
   uint64_t clock;
@@ -132,103 +129,109 @@ absl::StatusOr<uint64_t> Trainer::Join() {
 }
 
 absl::Status Trainer::Train() {
-  ASSIGN_OR_RETURN(uint64_t start, Join());
-  uint64_t clock = start;
-  const int64_t steps = shard_->steps_per_epoch();
+  ASSIGN_OR_RETURN(uint64_t clock, Join());
+  const int64_t steps = data_part_->steps_per_epoch();
   const uint64_t total = static_cast<uint64_t>(steps) * config_.training.epochs;
-  const bool slow =
-      rank_ == config_.testing.slow_rank && config_.testing.slow_step_ms > 0;
-  spdlog::info(
-      "rank {}: {} training samples, {} steps per epoch of batch {}, {} test "
-      "samples; compute on {}; starting at clock {}{}",
-      rank_, shard_->size(), steps, config_.training.batch_size, test_y_.size(),
-      model_->Describe(), clock,
-      slow ? absl::StrCat("; slowed by ", config_.testing.slow_step_ms,
-                          " ms per step (testing.slow_rank)")
-           : "");
-
-  std::vector<float> x(static_cast<size_t>(shard_->max_batch()) * train_.dim);
-  std::vector<int32_t> y(shard_->max_batch());
+  LogStart(clock, IsSlow());
+  Batch batch;
+  batch.x.resize(static_cast<size_t>(data_part_->max_batch()) * train_.dim);
+  batch.y.resize(data_part_->max_batch());
+  EpochState epoch;
   int64_t done_steps = 0;
-  int epoch = -1;  // The epoch whose order the shard holds.
-  absl::Time epoch_start;
-  double loss_sum = 0;
-  int64_t samples = 0;
   while (clock < total) {
     if (options_.max_steps >= 0 && done_steps >= options_.max_steps) break;
-    const int64_t step = static_cast<int64_t>(clock % steps);
-    if (epoch != static_cast<int>(clock / steps)) {
-      epoch = static_cast<int>(clock / steps);
-      shard_->StartEpoch(config_.seed, epoch, config_.training.shuffle);
-      epoch_start = absl::Now();
-      loss_sum = 0;
-      samples = 0;
+    if (epoch.epoch != static_cast<int>(clock / steps)) {
+      epoch = EpochState{static_cast<int>(clock / steps), absl::Now()};
+      data_part_->StartEpoch(config_.seed, epoch.epoch,
+                             config_.training.shuffle);
     }
-    RETURN_IF_ERROR(PullAt(clock));
-    const int n = shard_->Batch(step, x.data(), y.data());
-    // Computed straight into the buffer the push sends from.
-    const absl::Span<float> grads = client_->GradientBuffer();
-    ASSIGN_OR_RETURN(double loss, model_->ComputeGradients(params_, x.data(),
-                                                           y.data(), n, grads));
-    if (slow) {
-      std::this_thread::sleep_for(
-          std::chrono::milliseconds(config_.testing.slow_step_ms));
-    }
-    // Push this step's gradient and fetch the next version in one go.
-    client_->set_loss(static_cast<float>(loss));
-    absl::StatusOr<uint64_t> version =
-        client_->PushPull(clock, grads, absl::MakeSpan(params_));
-    if (absl::IsAborted(version.status())) {
-      spdlog::warn("rank {}: {}; registering again", rank_,
-                   std::string(version.status().message()));
-      ASSIGN_OR_RETURN(uint64_t rejoined, Join());
-      clock = rejoined;
-      continue;
-    }
-    if (!version.ok()) return version.status();
-    if (options_.on_step) options_.on_step(clock, loss);
-    ++clock;
+    bool stepped = false;
+    RETURN_IF_ERROR(Step(&clock, &batch, &epoch, &stepped));
+    if (!stepped) continue;
     ++done_steps;
-    {
-      absl::MutexLock lock(&mu_);
-      clock_ = clock;
-    }
-    pulled_clock_ = static_cast<int64_t>(clock);
-    if (options_.on_pull) options_.on_pull(*version, params_);
-    loss_sum += loss * n;
-    samples += n;
     if (clock % steps == 0) {
-      const double seconds = absl::ToDoubleSeconds(absl::Now() - epoch_start);
-      RETURN_IF_ERROR(EndEpoch(epoch + 1, loss_sum, samples, seconds));
+      RETURN_IF_ERROR(
+          EndEpoch(epoch, absl::ToDoubleSeconds(absl::Now() - epoch.start)));
     }
   }
   return PullAt(clock);
 }
 
-absl::Status Trainer::EndEpoch(int epoch, double loss_sum, int64_t samples,
-                               double seconds) {
+bool Trainer::IsSlow() const {
+  return rank_ == config_.testing.slow_rank && config_.testing.slow_step_ms > 0;
+}
+
+void Trainer::LogStart(uint64_t clock, bool slow) const {
+  spdlog::info(
+      "rank {}: {} training samples, {} steps per epoch of batch {}, {} test "
+      "samples; compute on {}; starting at clock {}{}",
+      rank_, data_part_->size(), data_part_->steps_per_epoch(),
+      config_.training.batch_size, test_y_.size(), model_->Describe(), clock,
+      slow ? absl::StrCat("; slowed by ", config_.testing.slow_step_ms,
+                          " ms per step (testing.slow_rank)")
+           : "");
+}
+
+absl::Status Trainer::Step(uint64_t* clock, Batch* batch, EpochState* epoch,
+                           bool* stepped) {
+  RETURN_IF_ERROR(PullAt(*clock));
+  const int64_t step =
+      static_cast<int64_t>(*clock % data_part_->steps_per_epoch());
+  const int n = data_part_->Batch(step, batch->x.data(), batch->y.data());
+  // Computed straight into the buffer the push sends from.
+  const absl::Span<float> grads = client_->GradientBuffer();
+  ASSIGN_OR_RETURN(double loss,
+                   model_->ComputeGradients(params_, batch->x.data(),
+                                            batch->y.data(), n, grads));
+  if (IsSlow()) {
+    std::this_thread::sleep_for(
+        std::chrono::milliseconds(config_.testing.slow_step_ms));
+  }
+  // Push this step's gradient and fetch the next version in one go.
+  absl::StatusOr<uint64_t> version = client_->PushPull(
+      *clock, grads, static_cast<float>(loss), absl::MakeSpan(params_));
+  if (absl::IsAborted(version.status())) {
+    spdlog::warn("rank {}: {}; registering again", rank_,
+                 std::string(version.status().message()));
+    ASSIGN_OR_RETURN(*clock, Join());
+    return absl::OkStatus();
+  }
+  RETURN_IF_ERROR(version.status());
+  if (options_.on_step) options_.on_step(*clock, loss);
+  ++*clock;
+  {
+    absl::MutexLock lock(&mu_);
+    clock_ = *clock;
+  }
+  pulled_clock_ = static_cast<int64_t>(*clock);
+  if (options_.on_pull) options_.on_pull(*version, params_);
+  epoch->loss_sum += loss * n;
+  epoch->samples += n;
+  *stepped = true;
+  return absl::OkStatus();
+}
+
+absl::Status Trainer::EndEpoch(const EpochState& state, double seconds) {
   // Evaluate the parameters pulled after the epoch's last push (under sync:
   // the ones every worker's last push of the epoch made).
   ASSIGN_OR_RETURN(int64_t correct,
                    model_->CountCorrect(params_, test_x_.data(), test_y_.data(),
                                         static_cast<int>(test_y_.size())));
-  proto::ReportEpochRequest report;
-  report.set_job_id(config_.job_id);
-  report.set_rank(rank_);
-  report.set_epoch(epoch);
-  report.set_train_loss_sum(loss_sum);
-  report.set_train_samples(samples);
-  report.set_train_seconds(seconds);
-  report.set_test_correct(correct);
-  report.set_test_total(test_y_.size());
+  EpochReport report;
+  report.epoch = state.epoch + 1;
+  report.train_loss_sum = state.loss_sum;
+  report.train_samples = static_cast<uint64_t>(state.samples);
+  report.train_seconds = seconds;
+  report.test_correct = static_cast<uint64_t>(correct);
+  report.test_total = test_y_.size();
   const double accuracy =
       test_y_.empty() ? 0.0 : static_cast<double>(correct) / test_y_.size();
   spdlog::info(
       "rank {}: epoch {}/{}: train loss {:.4f}, test accuracy {:.4f} on this "
       "rank's {} samples, {:.0f} samples/s",
-      rank_, epoch, config_.training.epochs,
-      samples > 0 ? loss_sum / samples : 0.0, accuracy, test_y_.size(),
-      seconds > 0 ? samples / seconds : 0.0);
+      rank_, report.epoch, config_.training.epochs,
+      state.samples > 0 ? state.loss_sum / state.samples : 0.0, accuracy,
+      test_y_.size(), seconds > 0 ? state.samples / seconds : 0.0);
   return client_->ReportEpoch(report);
 }
 

@@ -7,6 +7,9 @@
 // The worker keeps no state that must survive: a restarted worker
 // registers again and continues from the clock the servers give it, and a
 // worker the servers dropped (its push answered Aborted) does the same.
+//
+// It talks to the shards through a ParameterClient made by the factory it
+// is given: over gRPC in paramd-worker, in process in tests.
 #ifndef PARAMD_WORKER_TRAINER_H_
 #define PARAMD_WORKER_TRAINER_H_
 
@@ -17,6 +20,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
 #include "common/job_config.h"
 #include "common/model_spec.h"
 #include "common/partitioner.h"
@@ -27,8 +31,6 @@
 namespace paramd {
 
 struct TrainerOptions {
-  // One "host:port" per shard; empty means the job file's cluster.servers.
-  std::vector<std::string> servers;
   // Stop after this many steps in total (then pull once more); < 0: run
   // every epoch of the job.
   int64_t max_steps = -1;
@@ -36,13 +38,15 @@ struct TrainerOptions {
   std::function<void(uint64_t, absl::Span<const float>)> on_pull;
   // Called after every step with (clock before the step, batch loss).
   std::function<void(uint64_t, double)> on_step;
-  ClientOptions client;
 };
 
 class Trainer {
  public:
+  // Loads the data and checks it fits the model; the client is made by
+  // `make_client` when Run starts.
   static absl::StatusOr<std::unique_ptr<Trainer>> Create(
-      const JobConfig& config, int rank, TrainerOptions options);
+      const JobConfig& config, int rank, TrainerOptions options,
+      ParameterClientFactory make_client);
 
   absl::Status Run();
 
@@ -51,25 +55,48 @@ class Trainer {
 
  private:
   Trainer(const JobConfig& config, int rank, TrainerOptions options,
-          ModelSpec spec, PartitionPlan plan, Dataset train, Dataset test);
+          ParameterClientFactory make_client, ModelSpec spec,
+          PartitionPlan plan, Dataset train, Dataset test);
+
+  // The running epoch's figures.
+  struct EpochState {
+    int epoch = -1;  // The epoch whose order data_part_ holds.
+    absl::Time start;
+    double loss_sum = 0;
+    int64_t samples = 0;
+  };
+  // Batch buffers.
+  struct Batch {
+    std::vector<float> x;
+    std::vector<int32_t> y;
+  };
 
   absl::Status PullAt(uint64_t clock);
   absl::Status Train();
+  // Pulls, computes and pushes the step at `*clock`, advancing it (or, when
+  // a shard dropped this rank, registering again and moving it to the clock
+  // the shards give). Adds the batch to `epoch`.
+  absl::Status Step(uint64_t* clock, Batch* batch, EpochState* epoch,
+                    bool* stepped);
+  bool IsSlow() const;
   // Registers (again) and returns the clock to continue from.
   absl::StatusOr<uint64_t> Join();
   void HeartbeatLoop();
-  absl::Status EndEpoch(int epoch, double loss_sum, int64_t samples,
-                        double seconds);
+  void LogStart(uint64_t clock, bool slow) const;
+  // Evaluates and reports the epoch `state` ran, whose steps took
+  // `seconds`.
+  absl::Status EndEpoch(const EpochState& state, double seconds);
 
   const JobConfig config_;
   const int rank_;
   TrainerOptions options_;
+  ParameterClientFactory make_client_;
   const ModelSpec spec_;
   const PartitionPlan plan_;
   const FlatLayout layout_;
   const Dataset train_;
   const Dataset test_;
-  std::unique_ptr<DataShard> shard_;
+  std::unique_ptr<DataPartition> data_part_;
   std::unique_ptr<Model> model_;
   std::unique_ptr<ParameterClient> client_;
   // This rank's share of the test set, as floats.

@@ -4,14 +4,12 @@
 // passes the ports servers bound when the job asks for port 0).
 #include <cstdio>
 #include <string>
+#include <vector>
 
 #include "absl/strings/str_split.h"
-#include "common/flags.h"
-#include "common/job_config.h"
-#include "common/job_file.h"
-#include "common/logging.h"
-#include "common/process_setup.h"
+#include "common/daemon_start.h"
 #include "spdlog/spdlog.h"
+#include "worker/rpc/grpc_parameter_client.h"
 #include "worker/trainer.h"
 
 namespace paramd {
@@ -22,51 +20,30 @@ constexpr char kUsage[] =
     "[--log_level LEVEL]";
 
 int Run(int argc, char** argv) {
-  SetUpProcess();
-  absl::StatusOr<ParsedFlags> flags =
-      ParseFlags(argc, argv, {"job", "rank", "servers", "log_level"}, {});
-  if (!flags.ok()) {
-    std::fprintf(stderr, "paramd-worker: %s\n%s\n",
-                 std::string(flags.status().message()).c_str(), kUsage);
-    return 2;
-  }
-  if (!flags->Has("job") || !flags->Has("rank")) {
-    std::fprintf(stderr, "paramd-worker: --job and --rank are required\n%s\n",
-                 kUsage);
-    return 2;
-  }
-  absl::StatusOr<int> rank = flags->GetInt("rank", -1);
-  absl::Status log_status =
-      InitLogging("paramd-worker", flags->Get("log_level", "info"));
-  if (!rank.ok() || !log_status.ok()) {
-    std::fprintf(stderr, "paramd-worker: %s\n",
-                 std::string((rank.ok() ? log_status : rank.status()).message())
-                     .c_str());
-    return 2;
-  }
-  absl::StatusOr<JobConfig> config = LoadJobConfig(flags->Get("job", ""));
-  if (!config.ok()) {
-    std::fprintf(stderr, "paramd-worker: %s\n",
-                 std::string(config.status().message()).c_str());
-    return 1;
-  }
-  TrainerOptions options;
-  if (flags->Has("servers")) {
-    options.servers =
-        absl::StrSplit(flags->Get("servers", ""), ',', absl::SkipEmpty());
+  int exit_code = 0;
+  std::optional<DaemonStart> start = StartDaemon(
+      {"paramd-worker", kUsage, "rank", {"servers"}}, argc, argv, &exit_code);
+  if (!start) return exit_code;
+  const int rank = start->id;
+  std::vector<std::string> servers;
+  if (start->flags.Has("servers")) {
+    servers =
+        absl::StrSplit(start->flags.Get("servers", ""), ',', absl::SkipEmpty());
   }
   absl::StatusOr<std::unique_ptr<Trainer>> trainer =
-      Trainer::Create(*config, *rank, std::move(options));
+      Trainer::Create(start->config, rank, TrainerOptions(),
+                      GrpcParameterClientFactory(std::move(servers)));
   if (!trainer.ok()) {
-    std::fprintf(stderr, "paramd-worker: rank %d: %s\n", *rank,
+    std::fprintf(stderr, "paramd-worker: rank %d: %s\n", rank,
                  std::string(trainer.status().message()).c_str());
     return 1;
   }
   if (absl::Status s = (*trainer)->Run(); !s.ok()) {
-    spdlog::error("rank {}: {}", *rank, s.ToString());
+    spdlog::error("rank {}: {}", rank, s.ToString());
     return 1;
   }
-  spdlog::info("rank {}: finished {} epochs", *rank, config->training.epochs);
+  spdlog::info("rank {}: finished {} epochs", rank,
+               start->config.training.epochs);
   return 0;
 }
 

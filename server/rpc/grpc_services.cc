@@ -9,6 +9,7 @@
 #include "common/rpc/grpc_frames.h"
 #include "common/rpc/grpc_status.h"
 #include "common/wire_format.h"
+#include "server/push_assembler.h"
 
 namespace paramd {
 namespace {
@@ -144,60 +145,25 @@ grpc::Status GrpcParameterService::Pull(grpc::ServerContext* context,
 grpc::Status GrpcParameterService::PushStream(
     grpc::ServerContext* context, grpc::ServerReader<grpc::ByteBuffer>* reader,
     grpc::ByteBuffer* response) {
-  // Chunk data is used where it was received or copied to: keep both.
+  // Chunk data is used where it was received: keep every message's slices
+  // until the push is applied.
   std::deque<ReceivedFrame> frames;
-  std::deque<std::unique_ptr<float[]>> storage;
-  PushView push;
+  PushAssembler push(shard_);
   grpc::ByteBuffer message;
-  bool first = true;
   while (reader->Read(&message)) {
     frames.emplace_back();
-    storage.emplace_back();
-    PushView part;
     absl::Status s = frames.back().Take(message);
-    if (s.ok())
-      s = DecodePush(frames.back().segments(), &part, &storage.back());
-    // Checked now, while the next message is on the wire and this one's
-    // bytes are still in cache.
-    if (s.ok()) s = shard_->CheckChunks(absl::MakeSpan(part.chunks));
     if (!s.ok()) {
       return ToGrpcStatus(absl::Status(
           s.code(), absl::StrCat("PushStream message ", frames.size(), ": ",
                                  s.message())));
     }
-    if (!first && (!part.job_id.empty() || part.rank != 0 || part.clock != 0 ||
-                   part.loss != 0)) {
-      return ToGrpcStatus(absl::InvalidArgumentError(absl::StrCat(
-          "PushStream message ", frames.size(),
-          ": only the first message names job_id, rank, clock and loss")));
+    if (s = push.Add(frames.back().segments()); !s.ok()) {
+      return ToGrpcStatus(s);
     }
-    if (first) {
-      push = std::move(part);
-      first = false;
-    } else {
-      push.chunks.insert(push.chunks.end(), part.chunks.begin(),
-                         part.chunks.end());
-    }
-    // Bounded by what one push can hold, however long the stream.
-    if (push.chunks.size() >
-        static_cast<size_t>(shard_->store().num_chunks())) {
-      return ToGrpcStatus(absl::InvalidArgumentError(absl::StrCat(
-          "PushStream: more than the ", shard_->store().num_chunks(),
-          " chunks this shard owns")));
-    }
-  }
-  if (first) {
-    return ToGrpcStatus(
-        absl::InvalidArgumentError("PushStream: no message arrived"));
-  }
-  // A stream that broke off reads as ended: only a worker that is still
-  // there gets its push applied (a partial one is refused by Push anyway).
-  if (context->IsCancelled()) {
-    return ToGrpcStatus(absl::CancelledError(
-        "PushStream: the worker cancelled the push; nothing applied"));
   }
   proto::PushResponse reply;
-  if (absl::Status s = shard_->Push(push, &reply); !s.ok()) {
+  if (absl::Status s = push.Finish(context->IsCancelled(), &reply); !s.ok()) {
     return ToGrpcStatus(s);
   }
   *response = SerializeSmall(reply);

@@ -1,4 +1,4 @@
-#include "server/parameter_server.h"
+#include "server/rpc/parameter_server.h"
 
 #include <grpcpp/server_builder.h>
 

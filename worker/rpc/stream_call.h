@@ -4,8 +4,8 @@
 // thread, while later messages are still on the wire), and reports how the
 // call ended. Works for client-, server- and bidirectional-streaming
 // methods alike: on the wire they are the same.
-#ifndef PARAMD_WORKER_STREAM_CALL_H_
-#define PARAMD_WORKER_STREAM_CALL_H_
+#ifndef PARAMD_WORKER_RPC_STREAM_CALL_H_
+#define PARAMD_WORKER_RPC_STREAM_CALL_H_
 
 #include <grpcpp/client_context.h>
 #include <grpcpp/generic/generic_stub.h>
@@ -55,4 +55,4 @@ class StreamCall final
 
 }  // namespace paramd
 
-#endif  // PARAMD_WORKER_STREAM_CALL_H_
+#endif  // PARAMD_WORKER_RPC_STREAM_CALL_H_

@@ -1,4 +1,4 @@
-#include "worker/model.h"
+#include "worker/model_factory.h"
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"

@@ -4,8 +4,8 @@
 // port(); starts the thread that ticks the shard's leases), then Shutdown
 // (wakes blocked pulls, stops accepting, waits for handlers) from any
 // thread; Wait blocks until Shutdown completes.
-#ifndef PARAMD_SERVER_PARAMETER_SERVER_H_
-#define PARAMD_SERVER_PARAMETER_SERVER_H_
+#ifndef PARAMD_SERVER_RPC_PARAMETER_SERVER_H_
+#define PARAMD_SERVER_RPC_PARAMETER_SERVER_H_
 
 #include <grpcpp/server.h>
 
@@ -54,4 +54,4 @@ class ParameterServer {
 
 }  // namespace paramd
 
-#endif  // PARAMD_SERVER_PARAMETER_SERVER_H_
+#endif  // PARAMD_SERVER_RPC_PARAMETER_SERVER_H_

@@ -1,4 +1,4 @@
-#include "worker/parameter_client.h"
+#include "worker/rpc/grpc_parameter_client.h"
 
 #include <grpcpp/create_channel.h>
 
@@ -13,7 +13,8 @@
 #include "common/rpc/grpc_status.h"
 #include "common/status_macros.h"
 #include "common/wire_format.h"
-#include "worker/stream_call.h"
+#include "worker/rpc/proto_convert.h"
+#include "worker/rpc/stream_call.h"
 
 namespace paramd {
 namespace {
@@ -72,15 +73,13 @@ absl::StatusOr<uint64_t> PushedVersion(const grpc::ByteBuffer& buffer) {
 
 }  // namespace
 
-ParameterClient::ParameterClient(const JobConfig& config,
-                                 const PartitionPlan* plan,
-                                 const FlatLayout* layout, int rank,
-                                 std::vector<std::string> addresses,
-                                 ClientOptions options)
-    : config_(config),
-      plan_(plan),
-      layout_(layout),
-      rank_(rank),
+GrpcParameterClient::GrpcParameterClient(const ClientSetup& setup,
+                                         std::vector<std::string> addresses,
+                                         GrpcClientOptions options)
+    : config_(*setup.config),
+      plan_(setup.plan),
+      layout_(setup.layout),
+      rank_(setup.rank),
       options_(options),
       incarnation_((uint64_t{std::random_device{}()} << 32) ^
                    static_cast<uint64_t>(absl::ToUnixNanos(absl::Now()))),
@@ -88,7 +87,7 @@ ParameterClient::ParameterClient(const JobConfig& config,
       pull_method_(MethodName("Pull")),
       push_stream_method_(MethodName("PushStream")),
       pull_stream_method_(MethodName("PullStream")),
-      gradients_(std::make_shared<std::vector<float>>(layout->total)) {
+      gradients_(std::make_shared<std::vector<float>>(setup.layout->total)) {
   for (int s = 0; s < static_cast<int>(addresses.size()); ++s) {
     grpc::ChannelArguments args;
     const int64_t bytes = plan_->BytesOnShard(s);
@@ -117,8 +116,8 @@ ParameterClient::ParameterClient(const JobConfig& config,
   }
 }
 
-absl::StatusOr<uint64_t> ParameterClient::RegisterPhase(bool join,
-                                                        uint64_t clock) {
+absl::StatusOr<uint64_t> GrpcParameterClient::RegisterPhase(bool join,
+                                                            uint64_t clock) {
   const int n = static_cast<int>(shards_.size());
   std::vector<grpc::ClientContext> contexts(n);
   std::vector<proto::RegisterRequest> requests(n);
@@ -142,7 +141,7 @@ absl::StatusOr<uint64_t> ParameterClient::RegisterPhase(bool join,
   return largest;
 }
 
-absl::StatusOr<uint64_t> ParameterClient::Register() {
+absl::StatusOr<uint64_t> GrpcParameterClient::Register() {
   // Each shard may move on between the phases; a few tries always settle.
   constexpr int kAttempts = 20;
   absl::Status last;
@@ -155,7 +154,7 @@ absl::StatusOr<uint64_t> ParameterClient::Register() {
   return last;
 }
 
-grpc::ByteBuffer ParameterClient::PullFrame(uint64_t clock) const {
+grpc::ByteBuffer GrpcParameterClient::PullFrame(uint64_t clock) const {
   proto::PullRequest request;
   request.set_job_id(config_.job_id);
   request.set_rank(rank_);
@@ -165,14 +164,14 @@ grpc::ByteBuffer ParameterClient::PullFrame(uint64_t clock) const {
   return grpc::ByteBuffer(&slice, 1);
 }
 
-ParameterClient::PullSink::PullSink(const ParameterClient* client, int shard,
-                                    absl::Span<float> params)
+GrpcParameterClient::PullSink::PullSink(const GrpcParameterClient* client,
+                                        int shard, absl::Span<float> params)
     : client_(client),
       shard_(shard),
       params_(params),
       seen_(client->plan_->chunks().size(), 0) {}
 
-absl::Status ParameterClient::PullSink::Consume(
+absl::Status GrpcParameterClient::PullSink::Consume(
     const grpc::ByteBuffer& message) {
   const PartitionPlan& plan = *client_->plan_;
   ReceivedFrame frame;
@@ -210,7 +209,7 @@ absl::Status ParameterClient::PullSink::Consume(
   return absl::OkStatus();
 }
 
-absl::StatusOr<uint64_t> ParameterClient::PullSink::Finish() const {
+absl::StatusOr<uint64_t> GrpcParameterClient::PullSink::Finish() const {
   const size_t owned = client_->plan_->ChunksOfShard(shard_).size();
   if (chunks_ != owned) {
     return absl::DataLossError(
@@ -220,9 +219,10 @@ absl::StatusOr<uint64_t> ParameterClient::PullSink::Finish() const {
   return version_;
 }
 
-void ParameterClient::StartPull(int shard, uint64_t clock,
-                                grpc::ClientContext* context, PullSink* sink,
-                                std::function<void(absl::Status)> done) {
+void GrpcParameterClient::StartPull(int shard, uint64_t clock,
+                                    grpc::ClientContext* context,
+                                    PullSink* sink,
+                                    std::function<void(absl::Status)> done) {
   context->set_deadline(DeadlineIn(options_.pull_timeout));
   ShardConn& conn = shards_[shard];
   if (conn.groups.size() > 1) {
@@ -244,11 +244,11 @@ void ParameterClient::StartPull(int shard, uint64_t clock,
       });
 }
 
-void ParameterClient::StartPush(int shard,
-                                std::vector<grpc::ByteBuffer> messages,
-                                grpc::ClientContext* context,
-                                grpc::ByteBuffer* response,
-                                std::function<void(absl::Status)> done) {
+void GrpcParameterClient::StartPush(int shard,
+                                    std::vector<grpc::ByteBuffer> messages,
+                                    grpc::ClientContext* context,
+                                    grpc::ByteBuffer* response,
+                                    std::function<void(absl::Status)> done) {
   context->set_deadline(DeadlineIn(options_.push_timeout));
   ShardConn& conn = shards_[shard];
   if (messages.size() > 1) {
@@ -269,8 +269,8 @@ void ParameterClient::StartPush(int shard,
                           });
 }
 
-absl::StatusOr<uint64_t> ParameterClient::Pull(uint64_t clock,
-                                               absl::Span<float> params) {
+absl::StatusOr<uint64_t> GrpcParameterClient::Pull(uint64_t clock,
+                                                   absl::Span<float> params) {
   const int n = static_cast<int>(shards_.size());
   std::vector<grpc::ClientContext> contexts(n);
   std::vector<PullSink> sinks;
@@ -282,7 +282,7 @@ absl::StatusOr<uint64_t> ParameterClient::Pull(uint64_t clock,
   return PulledVersion(sinks);
 }
 
-absl::StatusOr<uint64_t> ParameterClient::PulledVersion(
+absl::StatusOr<uint64_t> GrpcParameterClient::PulledVersion(
     const std::vector<PullSink>& sinks) {
   uint64_t version = UINT64_MAX;
   for (const PullSink& sink : sinks) {
@@ -292,7 +292,7 @@ absl::StatusOr<uint64_t> ParameterClient::PulledVersion(
   return version;
 }
 
-absl::Span<float> ParameterClient::GradientBuffer() {
+absl::Span<float> GrpcParameterClient::GradientBuffer() {
   // Only this client hands out references, so a count of 1 means gRPC has
   // released every slice of earlier pushes.
   if (gradients_.use_count() > 1) {
@@ -301,8 +301,8 @@ absl::Span<float> ParameterClient::GradientBuffer() {
   return absl::MakeSpan(*gradients_);
 }
 
-std::vector<std::vector<grpc::ByteBuffer>> ParameterClient::PushMessages(
-    uint64_t clock, absl::Span<const float> grads) {
+std::vector<std::vector<grpc::ByteBuffer>> GrpcParameterClient::PushMessages(
+    uint64_t clock, absl::Span<const float> grads, float loss) {
   if (grads.data() != gradients_->data()) {
     absl::Span<float> buffer = GradientBuffer();
     std::memcpy(buffer.data(), grads.data(),
@@ -310,7 +310,7 @@ std::vector<std::vector<grpc::ByteBuffer>> ParameterClient::PushMessages(
   }
   const float* flat = gradients_->data();
   const std::string header = EncodePushHeader(
-      config_.job_id, static_cast<uint32_t>(rank_), clock, loss_);
+      config_.job_id, static_cast<uint32_t>(rank_), clock, loss);
   std::vector<std::vector<grpc::ByteBuffer>> messages(shards_.size());
   for (int i = 0; i < static_cast<int>(shards_.size()); ++i) {
     const std::vector<int>& owned = plan_->ChunksOfShard(i);
@@ -331,11 +331,11 @@ std::vector<std::vector<grpc::ByteBuffer>> ParameterClient::PushMessages(
   return messages;
 }
 
-absl::StatusOr<uint64_t> ParameterClient::Push(uint64_t clock,
-                                               absl::Span<const float> grads) {
+absl::StatusOr<uint64_t> GrpcParameterClient::Push(
+    uint64_t clock, absl::Span<const float> grads, float loss) {
   const int n = static_cast<int>(shards_.size());
   std::vector<std::vector<grpc::ByteBuffer>> messages =
-      PushMessages(clock, grads);
+      PushMessages(clock, grads, loss);
   std::vector<grpc::ClientContext> contexts(n);
   std::vector<grpc::ByteBuffer> responses(n);
   absl::Status s = ForAllShards(n, "Push", [&](int i, auto done) {
@@ -352,11 +352,12 @@ absl::StatusOr<uint64_t> ParameterClient::Push(uint64_t clock,
   return version;
 }
 
-absl::StatusOr<uint64_t> ParameterClient::PushPull(
-    uint64_t clock, absl::Span<const float> grads, absl::Span<float> params) {
+absl::StatusOr<uint64_t> GrpcParameterClient::PushPull(
+    uint64_t clock, absl::Span<const float> grads, float loss,
+    absl::Span<float> params) {
   const int n = static_cast<int>(shards_.size());
   std::vector<std::vector<grpc::ByteBuffer>> messages =
-      PushMessages(clock, grads);
+      PushMessages(clock, grads, loss);
   std::vector<grpc::ClientContext> push_contexts(n), pull_contexts(n);
   std::vector<grpc::ByteBuffer> push_responses(n);
   std::vector<PullSink> sinks;
@@ -397,10 +398,8 @@ absl::StatusOr<uint64_t> ParameterClient::PushPull(
   return PulledVersion(sinks);
 }
 
-void ParameterClient::set_loss(float loss) { loss_ = loss; }
-
-void ParameterClient::Heartbeat(uint64_t clock, bool finished,
-                                absl::Duration timeout) {
+void GrpcParameterClient::Heartbeat(uint64_t clock, bool finished,
+                                    absl::Duration timeout) {
   const int n = static_cast<int>(shards_.size());
   std::vector<grpc::ClientContext> contexts(n);
   std::vector<proto::HeartbeatRequest> requests(n);
@@ -418,8 +417,9 @@ void ParameterClient::Heartbeat(uint64_t clock, bool finished,
   });
 }
 
-absl::Status ParameterClient::ReportEpoch(
-    const proto::ReportEpochRequest& report) {
+absl::Status GrpcParameterClient::ReportEpoch(const EpochReport& epoch) {
+  const proto::ReportEpochRequest report =
+      ToReportEpochRequest(epoch, config_.job_id, rank_);
   grpc::ClientContext context;
   context.set_deadline(DeadlineIn(options_.push_timeout));
   proto::ReportEpochResponse response;
@@ -430,6 +430,23 @@ absl::Status ParameterClient::ReportEpoch(
                         absl::StrCat("ReportEpoch to shard 0: ", st.message()));
   }
   return absl::OkStatus();
+}
+
+ParameterClientFactory GrpcParameterClientFactory(
+    std::vector<std::string> servers, GrpcClientOptions options) {
+  return [servers = std::move(servers), options](const ClientSetup& setup)
+             -> absl::StatusOr<std::unique_ptr<ParameterClient>> {
+    const JobConfig& config = *setup.config;
+    std::vector<std::string> addresses =
+        servers.empty() ? config.servers : servers;
+    if (static_cast<int>(addresses.size()) != config.num_shards()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "--servers: ", addresses.size(), " addresses for the job's ",
+          config.num_shards(), " shards"));
+    }
+    return std::make_unique<GrpcParameterClient>(setup, std::move(addresses),
+                                                 options);
+  };
 }
 
 }  // namespace paramd

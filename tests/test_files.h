@@ -1,15 +1,12 @@
-// Test helpers: scratch files, IDX files, job files and an in-process
-// cluster of servers on loopback ports chosen by the OS.
-#ifndef PARAMD_TESTS_TEST_UTIL_H_
-#define PARAMD_TESTS_TEST_UTIL_H_
+// Test helpers without gRPC: scratch files, IDX files and job files.
+#ifndef PARAMD_TESTS_TEST_FILES_H_
+#define PARAMD_TESTS_TEST_FILES_H_
 
 #include <cstdint>
-#include <memory>
 #include <string>
 #include <vector>
 
 #include "common/job_config.h"
-#include "server/parameter_server.h"
 
 namespace paramd::testing {
 
@@ -52,20 +49,6 @@ std::string JobYaml(const JobOptions& options);
 // Parses JobYaml(options) written to a file in `dir`; fails the test on error.
 JobConfig MakeJob(const JobOptions& options, const std::string& dir);
 
-// Every shard of `config` served in this process on 127.0.0.1:0.
-class LocalCluster {
- public:
-  // `clock` as for Shard::Create.
-  explicit LocalCluster(const JobConfig& config, Clock* clock = nullptr);
-  ~LocalCluster();
-  std::vector<std::string> addresses() const { return addresses_; }
-  ParameterServer& server(int shard) { return *servers_[shard]; }
-
- private:
-  std::vector<std::unique_ptr<ParameterServer>> servers_;
-  std::vector<std::string> addresses_;
-};
-
 }  // namespace paramd::testing
 
-#endif  // PARAMD_TESTS_TEST_UTIL_H_
+#endif  // PARAMD_TESTS_TEST_FILES_H_

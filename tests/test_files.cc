@@ -1,4 +1,4 @@
-#include "tests/test_util.h"
+#include "tests/test_files.h"
 
 #include <stdlib.h>
 #include <zlib.h>
@@ -74,24 +74,6 @@ JobConfig MakeJob(const JobOptions& options, const std::string& dir) {
   INFO(config.status().ToString());
   REQUIRE(config.ok());
   return *config;
-}
-
-LocalCluster::LocalCluster(const JobConfig& config, Clock* clock) {
-  for (int k = 0; k < config.num_shards(); ++k) {
-    auto server = ParameterServer::Create(config, k, clock);
-    INFO(server.status().ToString());
-    REQUIRE(server.ok());
-    absl::StatusOr<int> port = (*server)->Start("127.0.0.1:0");
-    INFO(port.status().ToString());
-    REQUIRE(port.ok());
-    addresses_.push_back(absl::StrCat("127.0.0.1:", *port));
-    servers_.push_back(*std::move(server));
-  }
-}
-
-LocalCluster::~LocalCluster() {
-  for (auto& s : servers_) s->Shutdown();
-  for (auto& s : servers_) s->Wait();
 }
 
 }  // namespace paramd::testing

@@ -1,4 +1,4 @@
-#include "worker/stream_call.h"
+#include "worker/rpc/stream_call.h"
 
 #include "common/rpc/grpc_status.h"
 

@@ -1,0 +1,138 @@
+// GrpcParameterClient: the ParameterClient (worker/parameter_client.h)
+// that talks to every shard over gRPC, concurrently.
+//
+// Tensor bytes stay out of protobuf messages (common/wire_format.h): a push
+// sends each chunk straight from the gradient buffer, and a pull copies
+// each received chunk once, straight to its place in `params`. A shard
+// whose chunks fill several messages (kStreamMessageBytes) is pushed and
+// pulled through PushStream and PullStream (proto/paramd.proto), so each
+// end works on one message while the next is on the wire; a smaller one
+// through unary Push and Pull, which cost less per call.
+//
+// Thread-compatible: one training loop uses it at a time.
+#ifndef PARAMD_WORKER_RPC_GRPC_PARAMETER_CLIENT_H_
+#define PARAMD_WORKER_RPC_GRPC_PARAMETER_CLIENT_H_
+
+#include <grpcpp/channel.h>
+#include <grpcpp/generic/generic_stub.h>
+#include <grpcpp/support/byte_buffer.h>
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "absl/types/span.h"
+#include "common/job_config.h"
+#include "common/model_spec.h"
+#include "common/partitioner.h"
+#include "proto/paramd.grpc.pb.h"
+#include "worker/parameter_client.h"
+
+namespace paramd {
+
+struct GrpcClientOptions {
+  // How long Register waits for every server to come up.
+  absl::Duration connect_timeout = absl::Seconds(60);
+  // Longest wait for one pull: under sync it spans the slowest worker's
+  // step.
+  absl::Duration pull_timeout = absl::Minutes(10);
+  absl::Duration push_timeout = absl::Minutes(1);
+};
+
+class GrpcParameterClient final : public ParameterClient {
+ public:
+  // `addresses`: one "host:port" per shard, in shard order.
+  GrpcParameterClient(const ClientSetup& setup,
+                      std::vector<std::string> addresses,
+                      GrpcClientOptions options);
+
+  absl::StatusOr<uint64_t> Register() override;
+  absl::StatusOr<uint64_t> Pull(uint64_t clock,
+                                absl::Span<float> params) override;
+  // Moves to a new buffer while gRPC still holds the last one.
+  absl::Span<float> GradientBuffer() override;
+  absl::StatusOr<uint64_t> Push(uint64_t clock, absl::Span<const float> grads,
+                                float loss) override;
+  absl::StatusOr<uint64_t> PushPull(uint64_t clock,
+                                    absl::Span<const float> grads, float loss,
+                                    absl::Span<float> params) override;
+  void Heartbeat(uint64_t clock, bool finished,
+                 absl::Duration timeout) override;
+  absl::Status ReportEpoch(const EpochReport& report) override;
+
+ private:
+  // One phase of Register on every shard; returns the largest clock.
+  absl::StatusOr<uint64_t> RegisterPhase(bool join, uint64_t clock);
+  // Collects one shard's pulled chunks into the flat parameters, message
+  // by message, as they arrive.
+  class PullSink {
+   public:
+    PullSink(const GrpcParameterClient* client, int shard,
+             absl::Span<float> params);
+    absl::Status Consume(const grpc::ByteBuffer& message);
+    // The version served, once every chunk the shard owns arrived.
+    absl::StatusOr<uint64_t> Finish() const;
+
+   private:
+    const GrpcParameterClient* client_;
+    int shard_;
+    absl::Span<float> params_;
+    std::vector<char> seen_;  // By global chunk index.
+    size_t chunks_ = 0;
+    size_t messages_ = 0;
+    uint64_t version_ = 0;
+  };
+
+  // Each shard's push messages for `grads` computed at `clock` (one: a
+  // unary Push; several: a PushStream), referencing the gradient buffer
+  // (copying `grads` into it first unless they are already there).
+  std::vector<std::vector<grpc::ByteBuffer>> PushMessages(
+      uint64_t clock, absl::Span<const float> grads, float loss);
+  grpc::ByteBuffer PullFrame(uint64_t clock) const;
+  // Starts one shard's pull or push: a stream when the shard's chunks fill
+  // several messages, else a unary call. `done` runs on a gRPC thread when
+  // it ends.
+  void StartPull(int shard, uint64_t clock, grpc::ClientContext* context,
+                 PullSink* sink, std::function<void(absl::Status)> done);
+  void StartPush(int shard, std::vector<grpc::ByteBuffer> messages,
+                 grpc::ClientContext* context, grpc::ByteBuffer* response,
+                 std::function<void(absl::Status)> done);
+  // The version served: the smallest across shards.
+  static absl::StatusOr<uint64_t> PulledVersion(
+      const std::vector<PullSink>& sinks);
+
+  struct ShardConn {
+    std::shared_ptr<grpc::Channel> channel;
+    std::unique_ptr<proto::ParameterService::Stub> stub;
+    std::unique_ptr<grpc::GenericStub> generic;
+    // The framing before each owned chunk in a push (never changes).
+    std::vector<std::string> chunk_headers;
+    // Owned chunks [begin, end) sent together in one stream message.
+    std::vector<std::pair<size_t, size_t>> groups;
+  };
+
+  const JobConfig& config_;
+  const PartitionPlan* plan_;
+  const FlatLayout* layout_;
+  const int rank_;
+  const GrpcClientOptions options_;
+  const uint64_t incarnation_;  // Random, for this process.
+  // Full method names, as gRPC calls them.
+  const std::string push_method_, pull_method_, push_stream_method_,
+      pull_stream_method_;
+  std::vector<ShardConn> shards_;
+  // Gradients are sent from here; gRPC holds a reference until sent.
+  std::shared_ptr<std::vector<float>> gradients_;
+};
+
+// Makes GrpcParameterClients for the shards at `servers` (one "host:port"
+// per shard; empty: the job's cluster.servers).
+ParameterClientFactory GrpcParameterClientFactory(
+    std::vector<std::string> servers, GrpcClientOptions options = {});
+
+}  // namespace paramd
+
+#endif  // PARAMD_WORKER_RPC_GRPC_PARAMETER_CLIENT_H_

@@ -1,0 +1,20 @@
+#include "worker/rpc/proto_convert.h"
+
+namespace paramd {
+
+proto::ReportEpochRequest ToReportEpochRequest(const EpochReport& report,
+                                               const std::string& job_id,
+                                               int rank) {
+  proto::ReportEpochRequest r;
+  r.set_job_id(job_id);
+  r.set_rank(static_cast<uint32_t>(rank));
+  r.set_epoch(static_cast<uint32_t>(report.epoch));
+  r.set_train_loss_sum(report.train_loss_sum);
+  r.set_train_samples(report.train_samples);
+  r.set_train_seconds(report.train_seconds);
+  r.set_test_correct(report.test_correct);
+  r.set_test_total(report.test_total);
+  return r;
+}
+
+}  // namespace paramd
