@@ -54,7 +54,11 @@ absl::Status UpdatePolicy::WaitReadable(int rank, uint64_t clock,
   auto ready = [this, rank, clock]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     return shutdown_ || Readable(rank, clock);
   };
-  mu_.AwaitWithDeadline(absl::Condition(&ready), deadline);
+  if (!ready()) {
+    ++blocked_;
+    mu_.AwaitWithDeadline(absl::Condition(&ready), deadline);
+    --blocked_;
+  }
   if (shutdown_) return absl::UnavailableError("the shard is shutting down");
   if (!Readable(rank, clock)) {
     return absl::DeadlineExceededError(
@@ -80,6 +84,14 @@ bool UpdatePolicy::TEST_AwaitWorker(int rank, uint64_t clock, bool live,
   auto reached = [this, rank, clock,
                   live]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     return workers_[rank].clock >= clock && workers_[rank].live == live;
+  };
+  return mu_.AwaitWithTimeout(absl::Condition(&reached), timeout);
+}
+
+bool UpdatePolicy::TEST_AwaitBlocked(int n, absl::Duration timeout) {
+  absl::MutexLock lock(&mu_);
+  auto reached = [this, n]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    return blocked_ >= n;
   };
   return mu_.AwaitWithTimeout(absl::Condition(&reached), timeout);
 }

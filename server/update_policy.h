@@ -70,6 +70,10 @@ class UpdatePolicy {
   // its liveness is `live`; false on timeout.
   bool TEST_AwaitWorker(int rank, uint64_t clock, bool live,
                         absl::Duration timeout) ABSL_LOCKS_EXCLUDED(mu_);
+  // For tests: waits up to `timeout` until `n` WaitReadable calls are
+  // blocked (found the store not yet readable and wait); false on timeout.
+  bool TEST_AwaitBlocked(int n, absl::Duration timeout)
+      ABSL_LOCKS_EXCLUDED(mu_);
 
  protected:
   UpdatePolicy(int num_workers, ShardStore* store);
@@ -103,6 +107,7 @@ class UpdatePolicy {
   absl::Mutex mu_;
   std::vector<PolicyWorker> workers_ ABSL_GUARDED_BY(mu_);
   bool shutdown_ ABSL_GUARDED_BY(mu_) = false;
+  int blocked_ ABSL_GUARDED_BY(mu_) = 0;  // WaitReadable calls waiting now.
 };
 
 template <typename Pred>

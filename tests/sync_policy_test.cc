@@ -1,12 +1,13 @@
 // The sync (BSP) policy as plain C++, without sockets: a pull for version
 // t+1 waits until every worker pushed its clock-t gradient; the mean is
 // applied in one step; wrong pushes change nothing.
+#include "server/sync_policy.h"
+
 #include <catch2/catch.hpp>
 #include <future>
 #include <thread>
 
 #include "common/partitioner.h"
-#include "server/sync_policy.h"
 #include "server/optimizer.h"
 
 namespace paramd {
@@ -21,7 +22,9 @@ struct Fixture {
     spec.total_elements = 5;
     plan = std::make_unique<PartitionPlan>(*PartitionPlan::Build(spec, 8, 1));
     store = std::make_unique<ShardStore>(
-        spec, *plan, 0, 1, std::make_unique<SgdOptimizer>(LearningRateSchedule::Constant(1.0f), 0.0f, 0.0f, false));
+        spec, *plan, 0, 1,
+        std::make_unique<SgdOptimizer>(LearningRateSchedule::Constant(1.0f),
+                                       0.0f, 0.0f, false));
     policy = std::make_unique<SyncPolicy>(workers, store.get());
     initial = Params();
   }
@@ -75,7 +78,8 @@ TEST_CASE("a pull for version t+1 waits until every worker pushed clock t",
   CHECK(absl::IsDeadlineExceeded(f.TryRead(2)));
   // Mean of 1, 2, 6 is 3.
   const std::vector<float> p = f.Params();
-  for (size_t i = 0; i < p.size(); ++i) CHECK(p[i] == Approx(f.initial[i] - 3.0f));
+  for (size_t i = 0; i < p.size(); ++i)
+    CHECK(p[i] == Approx(f.initial[i] - 3.0f));
 }
 
 TEST_CASE("a blocked pull is released by the last push of the round",
@@ -87,7 +91,8 @@ TEST_CASE("a blocked pull is released by the last push of the round",
     result.set_value(f.policy->WaitReadable(1, 1, absl::InfiniteFuture()));
   });
   REQUIRE(f.Push(0, 0, 1.0f).ok());
-  // Version 1 cannot exist yet, so the waiter cannot have returned.
+  // The waiter found version 1 missing and waits (rather than returning).
+  REQUIRE(f.policy->TEST_AwaitBlocked(1, absl::Seconds(30)));
   CHECK(done.wait_for(std::chrono::seconds(0)) == std::future_status::timeout);
   REQUIRE(f.Push(1, 0, 1.0f).ok());
   CHECK(done.get().ok());
@@ -124,10 +129,12 @@ TEST_CASE("duplicate, stale and future pushes are refused and change nothing",
   REQUIRE(f.Push(1, 0, 3.0f).ok());
   // The refused pushes left no trace: the mean is (1 + 3) / 2.
   const std::vector<float> p = f.Params();
-  for (size_t i = 0; i < p.size(); ++i) CHECK(p[i] == Approx(f.initial[i] - 2.0f));
+  for (size_t i = 0; i < p.size(); ++i)
+    CHECK(p[i] == Approx(f.initial[i] - 2.0f));
   absl::Status stale = f.Push(0, 0, 1.0f);
   CHECK(absl::IsFailedPrecondition(stale));
-  CHECK(std::string(stale.message()).find("already applied") != std::string::npos);
+  CHECK(std::string(stale.message()).find("already applied") !=
+        std::string::npos);
   CHECK(f.store->version() == 1);
 }
 
@@ -149,8 +156,8 @@ TEST_CASE("the deadline error says what the pull waits for", "[policy][sync]") {
   REQUIRE(f.Push(0, 0, 1.0f).ok());
   absl::Status s = f.TryRead(1);
   REQUIRE(absl::IsDeadlineExceeded(s));
-  CHECK(std::string(s.message()).find(
-            "round 0 waits for rank(s) 1, 2 to push clock 0") !=
+  CHECK(std::string(s.message())
+            .find("round 0 waits for rank(s) 1, 2 to push clock 0") !=
         std::string::npos);
 }
 

@@ -1,0 +1,185 @@
+#include "tests/in_process_client.h"
+
+#include <algorithm>
+#include <catch2/catch.hpp>
+#include <cstring>
+
+#include "absl/strings/str_cat.h"
+#include "common/status_macros.h"
+#include "common/wire_format.h"
+
+namespace paramd::testing {
+namespace {
+
+absl::Status Prefixed(const absl::Status& s, const char* rpc, int shard) {
+  return absl::Status(
+      s.code(), absl::StrCat(rpc, " to shard ", shard, ": ", s.message()));
+}
+
+class InProcessClient final : public ParameterClient {
+ public:
+  InProcessClient(const ClientSetup& setup, std::vector<Shard*> shards,
+                  InProcessCluster::Calls* calls)
+      : config_(*setup.config),
+        plan_(*setup.plan),
+        layout_(*setup.layout),
+        rank_(setup.rank),
+        shards_(std::move(shards)),
+        calls_(calls),
+        gradients_(setup.layout->total) {}
+
+  absl::StatusOr<uint64_t> Register() override {
+    // Two-phase, as the gRPC client: propose, then join at the largest.
+    for (int attempt = 0; attempt < 20; ++attempt) {
+      ASSIGN_OR_RETURN(uint64_t proposed, RegisterPhase(false, 0));
+      absl::StatusOr<uint64_t> joined = RegisterPhase(true, proposed);
+      if (absl::IsAborted(joined.status())) continue;
+      if (joined.ok()) ++calls_->registrations;
+      return joined;
+    }
+    return absl::AbortedError("Register: the shards never agreed");
+  }
+
+  absl::StatusOr<uint64_t> Pull(uint64_t clock,
+                                absl::Span<float> params) override {
+    uint64_t version = UINT64_MAX;
+    for (int k = 0; k < static_cast<int>(shards_.size()); ++k) {
+      proto::PullRequest request;
+      request.set_job_id(config_.job_id);
+      request.set_rank(rank_);
+      request.set_clock(clock);
+      std::shared_ptr<const ParamSnapshot> snapshot;
+      absl::Status s = shards_[k]->Pull(
+          request, absl::Now() + absl::Seconds(60), nullptr, &snapshot);
+      if (!s.ok()) return Prefixed(s, "Pull", k);
+      for (size_t i = 0; i < snapshot->params.size(); ++i) {
+        const ChunkSpec& c =
+            shards_[k]->store().chunk_spec(static_cast<int>(i));
+        std::memcpy(params.data() + layout_.offset[c.tensor_id] + c.offset,
+                    snapshot->params[i].data(), c.length * sizeof(float));
+      }
+      version = std::min(version, snapshot->version);
+    }
+    return version;
+  }
+
+  absl::Span<float> GradientBuffer() override {
+    return absl::MakeSpan(gradients_);
+  }
+
+  absl::StatusOr<uint64_t> Push(uint64_t clock, absl::Span<const float> grads,
+                                float loss) override {
+    uint64_t version = UINT64_MAX;
+    for (int k = 0; k < static_cast<int>(shards_.size()); ++k) {
+      PushView push;
+      push.job_id = config_.job_id;
+      push.rank = static_cast<uint32_t>(rank_);
+      push.clock = clock;
+      push.loss = loss;
+      for (int global : plan_.ChunksOfShard(k)) {
+        const ChunkSpec& c = plan_.chunks()[global];
+        const float* data =
+            grads.data() + layout_.offset[c.tensor_id] + c.offset;
+        push.chunks.push_back(ChunkView{
+            static_cast<uint32_t>(c.tensor_id),
+            static_cast<uint32_t>(c.chunk_index), proto::DTYPE_FLOAT32,
+            absl::string_view(reinterpret_cast<const char*>(data),
+                              c.length * sizeof(float))});
+      }
+      proto::PushResponse response;
+      absl::Status s = shards_[k]->Push(push, &response);
+      if (absl::IsAborted(s)) ++calls_->aborted;
+      if (!s.ok()) return Prefixed(s, "Push", k);
+      version = std::min(version, response.version());
+    }
+    ++calls_->pushes;
+    return version;
+  }
+
+  absl::StatusOr<uint64_t> PushPull(uint64_t clock,
+                                    absl::Span<const float> grads, float loss,
+                                    absl::Span<float> params) override {
+    RETURN_IF_ERROR(Push(clock, grads, loss).status());
+    return Pull(clock + 1, params);
+  }
+
+  void Heartbeat(uint64_t clock, bool finished, absl::Duration) override {
+    for (Shard* shard : shards_) {
+      proto::HeartbeatRequest request;
+      request.set_job_id(config_.job_id);
+      request.set_rank(rank_);
+      request.set_clock(clock);
+      request.set_finished(finished);
+      proto::HeartbeatResponse response;
+      (void)shard->Heartbeat(request, &response);
+    }
+  }
+
+  absl::Status ReportEpoch(const EpochReport& report) override {
+    proto::ReportEpochRequest r;
+    r.set_job_id(config_.job_id);
+    r.set_rank(rank_);
+    r.set_epoch(report.epoch);
+    r.set_train_loss_sum(report.train_loss_sum);
+    r.set_train_samples(report.train_samples);
+    r.set_train_seconds(report.train_seconds);
+    r.set_test_correct(report.test_correct);
+    r.set_test_total(report.test_total);
+    RETURN_IF_ERROR(shards_[0]->ReportEpoch(r));
+    ++calls_->epoch_reports;
+    return absl::OkStatus();
+  }
+
+ private:
+  absl::StatusOr<uint64_t> RegisterPhase(bool join, uint64_t clock) {
+    uint64_t largest = 0;
+    for (int k = 0; k < static_cast<int>(shards_.size()); ++k) {
+      proto::RegisterRequest request;
+      request.set_job_id(config_.job_id);
+      request.set_rank(rank_);
+      request.set_plan_fingerprint(plan_.fingerprint());
+      request.set_join(join);
+      request.set_clock(clock);
+      request.set_incarnation(1000 + rank_);
+      proto::RegisterResponse response;
+      absl::Status s = shards_[k]->Register(request, &response);
+      if (!s.ok()) return Prefixed(s, "Register", k);
+      largest = std::max<uint64_t>(largest, response.clock());
+    }
+    return largest;
+  }
+
+  const JobConfig& config_;
+  const PartitionPlan& plan_;
+  const FlatLayout& layout_;
+  const int rank_;
+  std::vector<Shard*> shards_;
+  InProcessCluster::Calls* calls_;
+  std::vector<float> gradients_;
+};
+
+}  // namespace
+
+InProcessCluster::InProcessCluster(const JobConfig& config) {
+  for (int k = 0; k < config.num_shards(); ++k) {
+    absl::StatusOr<std::unique_ptr<Shard>> shard = Shard::Create(config, k);
+    INFO(shard.status().ToString());
+    REQUIRE(shard.ok());
+    shards_.push_back(*std::move(shard));
+  }
+}
+
+InProcessCluster::~InProcessCluster() {
+  for (auto& shard : shards_) shard->Shutdown();
+}
+
+ParameterClientFactory InProcessCluster::ClientFactory() {
+  return [this](const ClientSetup& setup)
+             -> absl::StatusOr<std::unique_ptr<ParameterClient>> {
+    std::vector<Shard*> shards;
+    for (auto& shard : shards_) shards.push_back(shard.get());
+    return std::make_unique<InProcessClient>(setup, std::move(shards), &calls_);
+  };
+}
+
+}  // namespace paramd::testing

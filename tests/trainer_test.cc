@@ -1,0 +1,168 @@
+// The training loop through an in-process cluster (no sockets): one clock
+// per step, every epoch evaluated and reported, a dropped rank registering
+// again, errors from the client surfacing whole.
+#include "worker/trainer.h"
+
+#include <catch2/catch.hpp>
+#include <map>
+#include <vector>
+
+#include "tests/in_process_client.h"
+#include "tests/test_files.h"
+#include "worker/model_factory.h"
+
+namespace paramd {
+namespace {
+
+using testing::InProcessCluster;
+using testing::JobOptions;
+
+// One worker, two shards, sync: 256 samples in batches of 32 make 8 steps
+// per epoch.
+JobConfig SmallJob(int epochs) {
+  JobOptions o;
+  o.workers = 1;
+  o.layers = "[784, 16, 10]";
+  o.epochs = epochs;
+  o.batch_size = 32;
+  o.train_limit = 256;
+  o.test_limit = 200;
+  o.chunk_bytes = 4096;
+  return testing::MakeJob(o, testing::NewTempDir());
+}
+
+std::unique_ptr<Trainer> MakeTrainer(const JobConfig& config,
+                                     InProcessCluster& cluster,
+                                     TrainerOptions options) {
+  auto trainer =
+      Trainer::Create(config, 0, std::move(options), cluster.ClientFactory());
+  INFO(trainer.status().ToString());
+  REQUIRE(trainer.ok());
+  return *std::move(trainer);
+}
+
+TEST_CASE("each step pulls, pushes and moves the clock by one", "[trainer]") {
+  const JobConfig config = SmallJob(2);
+  InProcessCluster cluster(config);
+  std::vector<uint64_t> stepped;
+  std::map<uint64_t, int> pulled;  // version → times
+  TrainerOptions options;
+  options.max_steps = 5;
+  options.on_step = [&](uint64_t clock, double loss) {
+    CHECK(loss > 0);
+    stepped.push_back(clock);
+  };
+  options.on_pull = [&](uint64_t version, absl::Span<const float>) {
+    ++pulled[version];
+  };
+  auto trainer = MakeTrainer(config, cluster, options);
+  REQUIRE(trainer->Run().ok());
+
+  CHECK(stepped == std::vector<uint64_t>{0, 1, 2, 3, 4});
+  // The first pull, then one per step; the last is not pulled again.
+  CHECK(pulled == std::map<uint64_t, int>{
+                      {0, 1}, {1, 1}, {2, 1}, {3, 1}, {4, 1}, {5, 1}});
+  CHECK(cluster.calls().pushes == 5);
+  CHECK(cluster.calls().registrations == 1);
+  CHECK(cluster.calls().epoch_reports == 0);  // 5 of 8 steps: no epoch end
+  for (int k = 0; k < cluster.num_shards(); ++k) {
+    CHECK(cluster.shard(k).store().version() == 5);
+  }
+}
+
+TEST_CASE("every epoch is evaluated on the final parameters and reported",
+          "[trainer]") {
+  const JobConfig config = SmallJob(2);
+  InProcessCluster cluster(config);
+  auto trainer = MakeTrainer(config, cluster, TrainerOptions());
+  REQUIRE(trainer->Run().ok());
+  CHECK(cluster.calls().epoch_reports == 2);
+
+  proto::ShardStatus status;
+  cluster.shard(0).GetStatus(&status);
+  REQUIRE(status.epochs_size() == 2);
+  for (const proto::EpochMetrics& e : status.epochs()) {
+    CHECK(e.complete());
+    CHECK(e.train_samples() == 256);
+    CHECK(e.test_total() == 200);
+    CHECK(e.train_loss() > 0);
+  }
+  CHECK(status.epochs(1).train_loss() < status.epochs(0).train_loss());
+
+  // The last epoch's accuracy is that of the parameters the worker ended
+  // with, counted here on the same 200 test samples.
+  absl::StatusOr<Dataset> test = LoadDataset(
+      config.data.test_images, config.data.test_labels, config.data.test_limit);
+  REQUIRE(test.ok());
+  std::vector<int64_t> all(test->size);
+  for (int64_t i = 0; i < test->size; ++i) all[i] = i;
+  std::vector<float> x(test->size * test->dim);
+  std::vector<int32_t> y(test->size);
+  test->Gather(all.data(), static_cast<int>(test->size), x.data(), y.data());
+  JobConfig cpu = config;
+  cpu.worker.device = "cpu";
+  auto model = MakeModel(cpu, 1024);
+  REQUIRE(model.ok());
+  absl::StatusOr<int64_t> correct = (*model)->CountCorrect(
+      trainer->params(), x.data(), y.data(), static_cast<int>(test->size));
+  REQUIRE(correct.ok());
+  CHECK(status.epochs(1).test_accuracy() ==
+        Approx(static_cast<double>(*correct) / 200).margin(1e-12));
+  CHECK(*correct > 40);  // well above chance (20 of 200)
+}
+
+TEST_CASE("a rank the shards dropped registers again and carries on",
+          "[trainer]") {
+  const JobConfig config = SmallJob(1);
+  InProcessCluster cluster(config);
+  std::vector<uint64_t> stepped;
+  TrainerOptions options;
+  options.on_step = [&](uint64_t clock, double) {
+    stepped.push_back(clock);
+    // As if its lease had expired on shard 0 after its push of clock 2.
+    if (clock == 2) cluster.shard(0).policy().Leave(0);
+  };
+  auto trainer = MakeTrainer(config, cluster, options);
+  absl::Status run = trainer->Run();
+  INFO(run.ToString());
+  REQUIRE(run.ok());
+
+  // The push of clock 3 was refused with Aborted; the worker registered
+  // again at clock 3 and took every step of the epoch once.
+  CHECK(cluster.calls().aborted == 1);
+  CHECK(cluster.calls().registrations == 2);
+  CHECK(stepped == std::vector<uint64_t>{0, 1, 2, 3, 4, 5, 6, 7});
+  for (int k = 0; k < cluster.num_shards(); ++k) {
+    CHECK(cluster.shard(k).store().version() == 8);
+  }
+  CHECK(cluster.calls().epoch_reports == 1);
+}
+
+TEST_CASE("a client that cannot be made stops the run with its error",
+          "[trainer]") {
+  const JobConfig config = SmallJob(1);
+  auto trainer =
+      Trainer::Create(config, 0, TrainerOptions(),
+                      [](const ClientSetup&)
+                          -> absl::StatusOr<std::unique_ptr<ParameterClient>> {
+                        return absl::InvalidArgumentError(
+                            "--servers: 1 addresses for 2 shards");
+                      });
+  REQUIRE(trainer.ok());
+  const absl::Status run = (*trainer)->Run();
+  CHECK(absl::IsInvalidArgument(run));
+  CHECK(run.message() == "--servers: 1 addresses for 2 shards");
+}
+
+TEST_CASE("a rank outside the job is refused up front", "[trainer]") {
+  const JobConfig config = SmallJob(1);
+  InProcessCluster cluster(config);
+  auto trainer =
+      Trainer::Create(config, 1, TrainerOptions(), cluster.ClientFactory());
+  CHECK(absl::IsInvalidArgument(trainer.status()));
+  CHECK(trainer.status().message() ==
+        "--rank: 1 is outside [0, 1) for the job's cluster.workers");
+}
+
+}  // namespace
+}  // namespace paramd
