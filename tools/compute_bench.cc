@@ -36,9 +36,14 @@ int Main(int argc, char** argv) {
   std::mt19937 gen(1);
   std::uniform_real_distribution<float> u(-1, 1);
 
-  std::printf("SGEMM, %d thread(s): %s\n", threads, (*blas)->description().c_str());
+  std::printf("SGEMM, %d thread(s): %s\n", threads,
+              (*blas)->description().c_str());
   std::printf("%-34s %12s %10s\n", "shape (M x N x K)", "us/call", "GFLOP/s");
-  struct Shape { const char* what; int m, n, k; bool ta, tb; };
+  struct Shape {
+    const char* what;
+    int m, n, k;
+    bool ta, tb;
+  };
   const Shape shapes[] = {
       {"fc1 forward  64x256x784", 64, 256, 784, false, false},
       {"fc1 dW      784x256x64", 784, 256, 64, true, false},
@@ -47,12 +52,14 @@ int Main(int argc, char** argv) {
       {"square     1024x1024x1024", 1024, 1024, 1024, false, false},
   };
   for (const Shape& s : shapes) {
-    std::vector<float> a(size_t(s.m) * s.k), b(size_t(s.k) * s.n), c(size_t(s.m) * s.n);
+    std::vector<float> a(size_t(s.m) * s.k), b(size_t(s.k) * s.n),
+        c(size_t(s.m) * s.n);
     for (float& v : a) v = u(gen);
     for (float& v : b) v = u(gen);
     const double t = SecondsPerCall(seconds, [&] {
-      (*blas)->Sgemm(s.ta, s.tb, s.m, s.n, s.k, 1.0f, a.data(), s.ta ? s.m : s.k,
-                     b.data(), s.tb ? s.k : s.n, 0.0f, c.data(), s.n);
+      (*blas)->Sgemm(s.ta, s.tb, s.m, s.n, s.k, 1.0f, a.data(),
+                     s.ta ? s.m : s.k, b.data(), s.tb ? s.k : s.n, 0.0f,
+                     c.data(), s.n);
       return true;
     });
     std::printf("%-34s %12.1f %10.1f\n", s.what, t * 1e6,
@@ -65,7 +72,8 @@ int Main(int argc, char** argv) {
   std::vector<float> params(spec.total_elements), grads(spec.total_elements);
   for (float& p : params) p = u(gen) * 0.05f;
   std::printf("\nMLP 784-256-128-10 forward+backward, %d thread(s)\n", threads);
-  std::printf("%-8s %12s %14s %10s\n", "batch", "us/step", "samples/s", "GFLOP/s");
+  std::printf("%-8s %12s %14s %10s\n", "batch", "us/step", "samples/s",
+              "GFLOP/s");
   for (int batch : {64, 128, 256, 1024}) {
     CpuMlp mlp(mc.layers, batch, threads, *blas);
     std::vector<float> x(size_t(batch) * 784);
@@ -73,8 +81,10 @@ int Main(int argc, char** argv) {
     for (float& v : x) v = (u(gen) + 1) / 2;
     for (int i = 0; i < batch; ++i) y[i] = i % 10;
     const double t = SecondsPerCall(seconds, [&] {
-      return mlp.ComputeGradients(params, x.data(), y.data(), batch,
-                                  absl::MakeSpan(grads)).ok();
+      return mlp
+          .ComputeGradients(params, x.data(), y.data(), batch,
+                            absl::MakeSpan(grads))
+          .ok();
     });
     if (t < 0) {
       std::fprintf(stderr, "ComputeGradients failed at batch %d\n", batch);

@@ -44,7 +44,8 @@ int Main(int argc, char** argv) {
     return 1;
   }
   const absl::Status gpu = CudaDeviceStatus();
-  std::printf("MLP 784-256-128-10 forward+backward (TF32 %s)\n", tf32 ? "on" : "off");
+  std::printf("MLP 784-256-128-10 forward+backward (TF32 %s)\n",
+              tf32 ? "on" : "off");
   if (!gpu.ok()) std::printf("GPU: %s\n", std::string(gpu.message()).c_str());
   std::printf("%-7s %14s %14s %9s\n", "batch", "cpu samples/s", "gpu samples/s",
               "gpu/cpu");
@@ -55,8 +56,10 @@ int Main(int argc, char** argv) {
     for (int i = 0; i < batch; ++i) y[i] = i % 10;
     CpuMlp cpu(layers, batch, 1, *blas);
     const double t_cpu = SecondsPerCall(seconds, [&] {
-      return cpu.ComputeGradients(params, x.data(), y.data(), batch,
-                                  absl::MakeSpan(grads)).ok();
+      return cpu
+          .ComputeGradients(params, x.data(), y.data(), batch,
+                            absl::MakeSpan(grads))
+          .ok();
     });
     double t_gpu = -1;
     if (gpu.ok()) {
@@ -65,8 +68,10 @@ int Main(int argc, char** argv) {
         std::printf("GPU: %s\n", std::string(model.status().message()).c_str());
       } else {
         t_gpu = SecondsPerCall(seconds, [&] {
-          return (*model)->ComputeGradients(params, x.data(), y.data(), batch,
-                                            absl::MakeSpan(grads)).ok();
+          return (*model)
+              ->ComputeGradients(params, x.data(), y.data(), batch,
+                                 absl::MakeSpan(grads))
+              .ok();
         });
       }
     }
@@ -90,8 +95,8 @@ int Main(int argc, char** argv) {
     for (auto [n, k] : {std::pair{256, 784}, std::pair{128, 256}}) {
       auto t = CudaSgemmTflops(batch, n, k, tf32, 200);
       if (!t.ok()) continue;
-      std::printf("%5d x %4d x %4d %15s %10.2f %11.1f%%\n", batch, n, k, "",
-                  *t, 100.0 * *t / *peak);
+      std::printf("%5d x %4d x %4d %15s %10.2f %11.1f%%\n", batch, n, k, "", *t,
+                  100.0 * *t / *peak);
     }
   }
   return 0;

@@ -11,7 +11,7 @@ namespace paramd {
 
 struct RunOptions {
   std::string job_path;
-  std::string summary_path;   // Empty: no summary file.
+  std::string summary_path;  // Empty: no summary file.
   std::string server_binary;
   std::string worker_binary;
   std::string log_level = "info";

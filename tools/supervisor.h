@@ -21,8 +21,8 @@ struct ChildInfo {
   std::string name;  // e.g. "server 0"
   pid_t pid = -1;
   bool running = false;
-  int wait_status = 0;      // As from waitpid, once exited.
-  std::string last_line;    // The last line it printed.
+  int wait_status = 0;    // As from waitpid, once exited.
+  std::string last_line;  // The last line it printed.
 };
 
 class Supervisor {
@@ -54,7 +54,7 @@ class Supervisor {
  private:
   struct Child {
     ChildInfo info;
-    int fd = -1;         // Read end of its stdout+stderr pipe.
+    int fd = -1;          // Read end of its stdout+stderr pipe.
     std::string partial;  // Output not yet ended by a newline.
   };
   void Drain(Child& c, bool flush);

@@ -1,0 +1,136 @@
+// The status table and JSON that paramctl prints, from fixed ShardStatus
+// messages: no servers, no gRPC.
+#include "tools/status_format.h"
+
+#include <catch2/catch.hpp>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_split.h"
+
+namespace paramd {
+namespace {
+
+proto::ShardStatus Shard0() {
+  proto::ShardStatus st;
+  st.set_job_id("fmnist");
+  st.set_shard(0);
+  st.set_num_shards(2);
+  st.set_policy("ssp");
+  st.set_staleness_bound(2);
+  st.set_lease_seconds(10);
+  st.set_chunks(3);
+  st.set_bytes(1048576);
+  st.set_version(42);
+  st.set_pushes_per_second(12.5);
+  st.set_pull_wait_p50_ms(1.25);
+  st.set_pull_wait_p99_ms(9.5);
+  st.set_bytes_in(3000000);
+  st.set_bytes_out(4000000);
+  st.set_total_epochs(5);
+  for (int r = 0; r < 2; ++r) {
+    proto::WorkerStatus* w = st.add_workers();
+    w->set_rank(r);
+    w->set_state(r == 0 ? "live" : "dead");
+    w->set_clock(r == 0 ? 42 : 40);
+    w->set_staleness(r == 0 ? 0 : 2);
+    w->set_last_seen_seconds_ago(r == 0 ? 0.25 : -1);
+    w->set_pushes(42);
+    w->set_bytes_in(1000000);
+    w->set_bytes_out(2000000);
+    w->set_last_loss(0.5);
+    w->set_registrations(1);
+  }
+  proto::EpochMetrics* e = st.add_epochs();
+  e->set_epoch(1);
+  e->set_workers_reported(2);
+  e->set_complete(true);
+  e->set_train_loss(0.6);
+  e->set_test_accuracy(0.8125);
+  e->set_samples_per_second(25000);
+  e = st.add_epochs();
+  e->set_epoch(2);
+  e->set_workers_reported(1);
+  e->set_train_loss(0.4);
+  e->set_test_accuracy(0.84);
+  e->set_samples_per_second(24000);
+  proto::WaitingPull* p = st.add_waiting();
+  p->set_rank(0);
+  p->set_clock(43);
+  p->set_waited_seconds(31.5);
+  p->set_waiting_on("rank 1 to push clock 40");
+  return st;
+}
+
+std::vector<ServerStatus> TwoServers() {
+  return {{"127.0.0.1:5000", Shard0()},
+          {"127.0.0.1:5001",
+           absl::UnavailableError("GetStatus to 127.0.0.1:5001: refused")}};
+}
+
+std::vector<std::string> Lines(const std::string& text) {
+  return absl::StrSplit(text, '\n');
+}
+
+TEST_CASE("the table has the job line, shards, workers, waits and epochs",
+          "[status_format]") {
+  const std::vector<std::string> lines =
+      Lines(FormatStatusTable(TwoServers()));
+  REQUIRE(lines.size() > 12);
+  // The last complete epoch counts; epoch 2 has one report of two.
+  CHECK(lines[0] ==
+        "job fmnist   policy ssp (staleness 2)   2 shard(s)   lease 10s   "
+        "epoch 1/5   last test accuracy 0.8125");
+  CHECK(lines[1].empty());
+  CHECK(lines[3] ==
+        "0     127.0.0.1:5000        up         3    1048576       42     "
+        "12.5     1.2ms     9.5ms       3.0       4.0");
+  CHECK(lines[4] ==
+        "1     127.0.0.1:5001        DOWN  GetStatus to 127.0.0.1:5001: "
+        "refused");
+  CHECK(lines[7] ==
+        "0     live            42       0   0.2s ago       42       1.0       "
+        "2.0     0.5000         1");
+  CHECK(lines[8] ==
+        "1     dead            40       2          -       42       1.0       "
+        "2.0     0.5000         1");
+  CHECK(lines[10] == "WAITING PULLS");
+  CHECK(lines[11] ==
+        "  shard 0: rank 0 at clock 43, 31.5s: rank 1 to push clock 40");
+  CHECK(lines[14] ==
+        "1      2/2            0.6000     0.8125        25000      yes");
+  CHECK(lines[15] ==
+        "2      1/2            0.4000     0.8400        24000       no");
+}
+
+TEST_CASE("with every server down the table still lists them",
+          "[status_format]") {
+  std::vector<ServerStatus> down = {
+      {"127.0.0.1:1", absl::UnavailableError("refused")}};
+  const std::string table = FormatStatusTable(down);
+  CHECK(table.rfind("SHARD", 0) == 0);  // no job line without an answer
+  CHECK(table.find("DOWN  refused") != std::string::npos);
+  CHECK(table.find("RANK") == std::string::npos);
+  CHECK(table.find("EPOCH") == std::string::npos);
+}
+
+TEST_CASE("the JSON form carries each status or its error",
+          "[status_format]") {
+  const std::string json = FormatStatusJson(TwoServers());
+  CHECK(json.rfind("{\"servers\": [{\"address\": \"127.0.0.1:5000\", "
+                   "\"ok\": true, \"status\": {",
+                   0) == 0);
+  CHECK(json.find("\"job_id\":\"fmnist\"") != std::string::npos);
+  CHECK(json.find("{\"address\": \"127.0.0.1:5001\", \"ok\": false, "
+                  "\"error\": \"GetStatus to 127.0.0.1:5001: refused\"}") !=
+        std::string::npos);
+  // Control bytes and quotes in an error are escaped.
+  const std::string escaped = FormatStatusJson(
+      {{"a", absl::UnavailableError(std::string("q\"\n\x01", 4))}});
+  CHECK(escaped.find("\"error\": \"q\\\"\\u000a\\u0001\"") !=
+        std::string::npos);
+}
+
+}  // namespace
+}  // namespace paramd
