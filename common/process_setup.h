@@ -16,9 +16,9 @@ void SetUpProcess();
 // Treats denormal floats as zero in this thread and the threads it starts
 // from now on. Momentum buffers of parameters whose gradient stays zero
 // (dead ReLU units) decay into the denormal range after ~800 steps, and
-// every operation on a denormal costs ~100 cycles: async training ran at
-// half speed from its second epoch on. Values below 1.2e-38 carry nothing
-// for training.
+// every operation on a denormal costs ~100 cycles: async training fell from
+// ~25k to ~10k samples/s after its first epoch (docs/performance.md).
+// Values below 1.2e-38 carry nothing for training.
 void EnableFlushToZero();
 
 }  // namespace paramd

@@ -19,25 +19,11 @@
 namespace paramd {
 namespace {
 
-int Main(int argc, char** argv) {
-  auto flags = ParseFlags(argc, argv, {"threads", "seconds", "blas_core"}, {});
-  if (!flags.ok()) {
-    std::fprintf(stderr, "%s\n", std::string(flags.status().message()).c_str());
-    return 2;
-  }
-  const int threads = *flags->GetInt("threads", 1);
-  const double seconds = std::stod(flags->Get("seconds", "0.5"));
-  absl::StatusOr<const Blas*> blas = LoadBlas(flags->Get("blas_core", "auto"));
-  if (!blas.ok()) {
-    std::fprintf(stderr, "%s\n", std::string(blas.status().message()).c_str());
-    return 1;
-  }
-  (*blas)->SetThreads(threads);
-  std::mt19937 gen(1);
+// OpenBLAS SGEMM for the MLP's shapes and a large square one.
+void SgemmSection(const Blas& blas, int threads, double seconds,
+                  std::mt19937& gen) {
   std::uniform_real_distribution<float> u(-1, 1);
-
-  std::printf("SGEMM, %d thread(s): %s\n", threads,
-              (*blas)->description().c_str());
+  std::printf("SGEMM, %d thread(s): %s\n", threads, blas.description().c_str());
   std::printf("%-34s %12s %10s\n", "shape (M x N x K)", "us/call", "GFLOP/s");
   struct Shape {
     const char* what;
@@ -57,15 +43,19 @@ int Main(int argc, char** argv) {
     for (float& v : a) v = u(gen);
     for (float& v : b) v = u(gen);
     const double t = SecondsPerCall(seconds, [&] {
-      (*blas)->Sgemm(s.ta, s.tb, s.m, s.n, s.k, 1.0f, a.data(),
-                     s.ta ? s.m : s.k, b.data(), s.tb ? s.k : s.n, 0.0f,
-                     c.data(), s.n);
+      blas.Sgemm(s.ta, s.tb, s.m, s.n, s.k, 1.0f, a.data(), s.ta ? s.m : s.k,
+                 b.data(), s.tb ? s.k : s.n, 0.0f, c.data(), s.n);
       return true;
     });
     std::printf("%-34s %12.1f %10.1f\n", s.what, t * 1e6,
                 2.0 * s.m * s.n * s.k / t / 1e9);
   }
+}
 
+// The main job's MLP, forward and backward, per batch size; 1 on failure.
+int MlpSection(const Blas& blas, int threads, double seconds,
+               std::mt19937& gen) {
+  std::uniform_real_distribution<float> u(-1, 1);
   ModelConfig mc;
   mc.layers = {784, 256, 128, 10};
   const ModelSpec spec = BuildModelSpec(mc);
@@ -75,7 +65,7 @@ int Main(int argc, char** argv) {
   std::printf("%-8s %12s %14s %10s\n", "batch", "us/step", "samples/s",
               "GFLOP/s");
   for (int batch : {64, 128, 256, 1024}) {
-    CpuMlp mlp(mc.layers, batch, threads, *blas);
+    CpuMlp mlp(mc.layers, batch, threads, &blas);
     std::vector<float> x(size_t(batch) * 784);
     std::vector<int32_t> y(batch);
     for (float& v : x) v = (u(gen) + 1) / 2;
@@ -96,6 +86,25 @@ int Main(int argc, char** argv) {
                 flops / t / 1e9);
   }
   return 0;
+}
+
+int Main(int argc, char** argv) {
+  auto flags = ParseFlags(argc, argv, {"threads", "seconds", "blas_core"}, {});
+  if (!flags.ok()) {
+    std::fprintf(stderr, "%s\n", std::string(flags.status().message()).c_str());
+    return 2;
+  }
+  const int threads = *flags->GetInt("threads", 1);
+  const double seconds = std::stod(flags->Get("seconds", "0.5"));
+  absl::StatusOr<const Blas*> blas = LoadBlas(flags->Get("blas_core", "auto"));
+  if (!blas.ok()) {
+    std::fprintf(stderr, "%s\n", std::string(blas.status().message()).c_str());
+    return 1;
+  }
+  (*blas)->SetThreads(threads);
+  std::mt19937 gen(1);
+  SgemmSection(**blas, threads, seconds, gen);
+  return MlpSection(**blas, threads, seconds, gen);
 }
 
 }  // namespace

@@ -21,15 +21,10 @@
 namespace paramd {
 namespace {
 
-int Main(int argc, char** argv) {
-  SetUpProcess();
-  auto flags = ParseFlags(argc, argv, {"seconds"}, {"allow_tf32"});
-  if (!flags.ok()) {
-    std::fprintf(stderr, "%s\n", std::string(flags.status().message()).c_str());
-    return 2;
-  }
-  const double seconds = std::stod(flags->Get("seconds", "1"));
-  const bool tf32 = flags->Has("allow_tf32");
+// MLP 784-256-128-10 forward+backward per batch on the CPU and, when
+// `gpu` is OK, on the GPU.
+void MlpSection(const Blas* blas, const absl::Status& gpu, bool tf32,
+                double seconds) {
   const std::vector<int> layers = {784, 256, 128, 10};
   ModelConfig mc;
   mc.layers = layers;
@@ -38,12 +33,6 @@ int Main(int argc, char** argv) {
   std::uniform_real_distribution<float> u(-1, 1);
   std::vector<float> params(spec.total_elements), grads(spec.total_elements);
   for (float& p : params) p = u(gen) * 0.05f;
-  auto blas = LoadBlas("auto");
-  if (!blas.ok()) {
-    std::fprintf(stderr, "%s\n", std::string(blas.status().message()).c_str());
-    return 1;
-  }
-  const absl::Status gpu = CudaDeviceStatus();
   std::printf("MLP 784-256-128-10 forward+backward (TF32 %s)\n",
               tf32 ? "on" : "off");
   if (!gpu.ok()) std::printf("GPU: %s\n", std::string(gpu.message()).c_str());
@@ -54,25 +43,23 @@ int Main(int argc, char** argv) {
     std::vector<int32_t> y(batch);
     for (float& v : x) v = (u(gen) + 1) / 2;
     for (int i = 0; i < batch; ++i) y[i] = i % 10;
-    CpuMlp cpu(layers, batch, 1, *blas);
-    const double t_cpu = SecondsPerCall(seconds, [&] {
-      return cpu
-          .ComputeGradients(params, x.data(), y.data(), batch,
-                            absl::MakeSpan(grads))
-          .ok();
-    });
+    auto step = [&](Model& model) {
+      return SecondsPerCall(seconds, [&] {
+        return model
+            .ComputeGradients(params, x.data(), y.data(), batch,
+                              absl::MakeSpan(grads))
+            .ok();
+      });
+    };
+    CpuMlp cpu(layers, batch, 1, blas);
+    const double t_cpu = step(cpu);
     double t_gpu = -1;
     if (gpu.ok()) {
       auto model = MakeCudaMlp(layers, batch, tf32);
       if (!model.ok()) {
         std::printf("GPU: %s\n", std::string(model.status().message()).c_str());
       } else {
-        t_gpu = SecondsPerCall(seconds, [&] {
-          return (*model)
-              ->ComputeGradients(params, x.data(), y.data(), batch,
-                                 absl::MakeSpan(grads))
-              .ok();
-        });
+        t_gpu = step(**model);
       }
     }
     if (t_gpu > 0) {
@@ -82,7 +69,10 @@ int Main(int argc, char** argv) {
       std::printf("%-7d %14.0f %14s %9s\n", batch, batch / t_cpu, "-", "-");
     }
   }
-  if (!gpu.ok()) return 0;
+}
+
+// cuBLAS SGEMM for the MLP's forward shapes against 8192^3; 1 on failure.
+int SgemmSection(bool tf32) {
   auto peak = CudaSgemmTflops(8192, 8192, 8192, tf32, 20);
   if (!peak.ok()) {
     std::printf("GPU: %s\n", std::string(peak.status().message()).c_str());
@@ -100,6 +90,26 @@ int Main(int argc, char** argv) {
     }
   }
   return 0;
+}
+
+int Main(int argc, char** argv) {
+  SetUpProcess();
+  auto flags = ParseFlags(argc, argv, {"seconds"}, {"allow_tf32"});
+  if (!flags.ok()) {
+    std::fprintf(stderr, "%s\n", std::string(flags.status().message()).c_str());
+    return 2;
+  }
+  const double seconds = std::stod(flags->Get("seconds", "1"));
+  const bool tf32 = flags->Has("allow_tf32");
+  auto blas = LoadBlas("auto");
+  if (!blas.ok()) {
+    std::fprintf(stderr, "%s\n", std::string(blas.status().message()).c_str());
+    return 1;
+  }
+  const absl::Status gpu = CudaDeviceStatus();
+  MlpSection(*blas, gpu, tf32, seconds);
+  if (!gpu.ok()) return 0;
+  return SgemmSection(tf32);
 }
 
 }  // namespace
