@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
 #include "common/wire_format.h"
+#include "worker/rpc/proto_convert.h"
 
 namespace paramd::testing {
 namespace {
@@ -116,16 +117,8 @@ class InProcessClient final : public ParameterClient {
   }
 
   absl::Status ReportEpoch(const EpochReport& report) override {
-    proto::ReportEpochRequest r;
-    r.set_job_id(config_.job_id);
-    r.set_rank(rank_);
-    r.set_epoch(report.epoch);
-    r.set_train_loss_sum(report.train_loss_sum);
-    r.set_train_samples(report.train_samples);
-    r.set_train_seconds(report.train_seconds);
-    r.set_test_correct(report.test_correct);
-    r.set_test_total(report.test_total);
-    RETURN_IF_ERROR(shards_[0]->ReportEpoch(r));
+    RETURN_IF_ERROR(shards_[0]->ReportEpoch(
+        ToReportEpochRequest(report, config_.job_id, rank_)));
     ++calls_->epoch_reports;
     return absl::OkStatus();
   }
