@@ -1,5 +1,5 @@
 // IDX files written by the test, read back (gzip and plain); damaged files
-// refused; rank shards disjoint, covering, equal in steps, reshuffled per
+// refused; rank partitions disjoint, covering, equal in steps, reshuffled per
 // epoch reproducibly.
 #include "worker/dataset.h"
 
@@ -90,23 +90,23 @@ TEST_CASE("a dataset pairs images with labels and honours the limit",
         std::string::npos);
 }
 
-TEST_CASE("rank shards are disjoint, cover the data and take equal steps",
-          "[data][shard]") {
+TEST_CASE("rank partitions are disjoint, cover the data and take equal steps",
+          "[data][partition]") {
   const std::string dir = NewTempDir();
   WriteTinySet(dir, 23, true);
   auto d = LoadDataset(dir + "/images", dir + "/labels", 0);
   REQUIRE(d.ok());
   std::multiset<int> seen;
   for (int rank = 0; rank < 3; ++rank) {
-    auto shard = DataPartition::Create(&*d, rank, 3, 4);
-    REQUIRE(shard.ok());
-    CHECK(shard->steps_per_epoch() == 2);  // 23 / 3 = 7 samples → 2 batches
-    shard->StartEpoch(1, 0, false);
-    std::vector<float> x(shard->max_batch() * 6);
-    std::vector<int32_t> y(shard->max_batch());
+    auto part = DataPartition::Create(&*d, rank, 3, 4);
+    REQUIRE(part.ok());
+    CHECK(part->steps_per_epoch() == 2);  // 23 / 3 = 7 samples → 2 batches
+    part->StartEpoch(1, 0, false);
+    std::vector<float> x(part->max_batch() * 6);
+    std::vector<int32_t> y(part->max_batch());
     int total = 0;
-    for (int64_t step = 0; step < shard->steps_per_epoch(); ++step) {
-      const int n = shard->Batch(step, x.data(), y.data());
+    for (int64_t step = 0; step < part->steps_per_epoch(); ++step) {
+      const int n = part->Batch(step, x.data(), y.data());
       for (int i = 0; i < n; ++i) {
         const int sample = static_cast<int>(std::lround(x[i * 6] * 255));
         CHECK(sample % 3 == rank);
@@ -114,24 +114,24 @@ TEST_CASE("rank shards are disjoint, cover the data and take equal steps",
       }
       total += n;
     }
-    CHECK(total == shard->size());
+    CHECK(total == part->size());
   }
   CHECK(seen.size() == 23);
   CHECK(std::set<int>(seen.begin(), seen.end()).size() == 23);
   CHECK_FALSE(DataPartition::Create(&*d, 0, 24, 4).ok());
 }
 
-TEST_CASE("each epoch reshuffles reproducibly from the seed", "[data][shard]") {
+TEST_CASE("each epoch reshuffles reproducibly from the seed", "[data][partition]") {
   const std::string dir = NewTempDir();
   WriteTinySet(dir, 200, true);
   auto d = LoadDataset(dir + "/images", dir + "/labels", 0);
   REQUIRE(d.ok());
   auto order = [&](uint64_t seed, int epoch, bool shuffle) {
-    auto shard = DataPartition::Create(&*d, 1, 2, 100);
-    shard->StartEpoch(seed, epoch, shuffle);
+    auto part = DataPartition::Create(&*d, 1, 2, 100);
+    part->StartEpoch(seed, epoch, shuffle);
     std::vector<float> x(100 * 6);
     std::vector<int32_t> y(100);
-    shard->Batch(0, x.data(), y.data());
+    part->Batch(0, x.data(), y.data());
     std::vector<int> out;
     for (int i = 0; i < 100; ++i) out.push_back(std::lround(x[i * 6] * 255));
     return out;

@@ -59,16 +59,16 @@ TEST_CASE("one sync worker equals single-process SGD", "[integration][sync]") {
   auto data = LoadDataset(config.data.train_images, config.data.train_labels,
                           config.data.train_limit);
   REQUIRE(data.ok());
-  auto shard = DataPartition::Create(&*data, 0, 1, config.training.batch_size);
-  REQUIRE(shard.ok());
+  auto part = DataPartition::Create(&*data, 0, 1, config.training.batch_size);
+  REQUIRE(part.ok());
   CpuMlp mlp(config.model.layers, 1024, 1, *LoadBlas(config.worker.blas_core));
-  std::vector<float> x(shard->max_batch() * data->dim);
-  std::vector<int32_t> y(shard->max_batch());
+  std::vector<float> x(part->max_batch() * data->dim);
+  std::vector<int32_t> y(part->max_batch());
   const float lr = 0.05f, mu = 0.9f;
   for (int step = 0; step < k; ++step) {
-    const int64_t in_epoch = step % shard->steps_per_epoch();
-    if (in_epoch == 0) shard->StartEpoch(config.seed, step / 20, false);
-    const int n = shard->Batch(in_epoch, x.data(), y.data());
+    const int64_t in_epoch = step % part->steps_per_epoch();
+    if (in_epoch == 0) part->StartEpoch(config.seed, step / 20, false);
+    const int n = part->Batch(in_epoch, x.data(), y.data());
     REQUIRE(
         mlp.ComputeGradients(p, x.data(), y.data(), n, absl::MakeSpan(g)).ok());
     for (size_t i = 0; i < p.size(); ++i) {
