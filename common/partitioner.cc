@@ -94,15 +94,15 @@ absl::StatusOr<PartitionPlan> PartitionPlan::Build(const ModelSpec& spec,
   return plan;
 }
 
-int PartitionPlan::Find(int tensor_id, int chunk_index) const {
-  if (tensor_id < 0 ||
-      tensor_id + 1 >= static_cast<int>(first_chunk_of_tensor_.size())) {
-    return -1;
-  }
-  const int first = first_chunk_of_tensor_[tensor_id];
-  const int end = first_chunk_of_tensor_[tensor_id + 1];
-  if (chunk_index < 0 || first + chunk_index >= end) return -1;
-  return first + chunk_index;
+int PartitionPlan::Find(int64_t tensor_id, int64_t chunk_index) const {
+  // Ids come from the wire: compared in 64 bits, so no sum overflows.
+  const int64_t tensors =
+      static_cast<int64_t>(first_chunk_of_tensor_.size()) - 1;
+  if (tensor_id < 0 || tensor_id >= tensors) return -1;
+  const int64_t first = first_chunk_of_tensor_[tensor_id];
+  const int64_t end = first_chunk_of_tensor_[tensor_id + 1];
+  if (chunk_index < 0 || chunk_index >= end - first) return -1;
+  return static_cast<int>(first + chunk_index);
 }
 
 int64_t PartitionPlan::BytesOnShard(int shard) const {

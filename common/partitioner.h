@@ -47,8 +47,9 @@ class PartitionPlan {
   const std::vector<int>& ChunksOfShard(int shard) const {
     return by_shard_[shard];
   }
-  // Index into chunks() of (tensor_id, chunk_index), or -1.
-  int Find(int tensor_id, int chunk_index) const;
+  // Index into chunks() of (tensor_id, chunk_index), or -1 for any pair
+  // outside the plan (ids from the wire, unchecked: every value is safe).
+  int Find(int64_t tensor_id, int64_t chunk_index) const;
   int64_t BytesOnShard(int shard) const;
   int num_shards() const { return static_cast<int>(by_shard_.size()); }
   // A hash of the whole plan, to check that two processes agree on it.

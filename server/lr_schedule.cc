@@ -16,12 +16,13 @@ double LearningRateSchedule::At(int64_t step) const {
     case ScheduleType::kConstant:
       return base_;
     case ScheduleType::kStep:
-      return base_ * std::pow(config_.gamma, static_cast<double>(t / config_.step_size));
+      return base_ * std::pow(config_.gamma,
+                              static_cast<double>(t / config_.step_size));
     case ScheduleType::kCosine: {
       // From base_ at the first step after warm-up to min_lr at step
       // total_steps, then min_lr.
-      const double span =
-          static_cast<double>(config_.total_steps - std::max<int64_t>(warmup, 0) - 1);
+      const double span = static_cast<double>(config_.total_steps -
+                                              std::max<int64_t>(warmup, 0) - 1);
       if (span <= 0) return base_;
       const double progress = std::min(static_cast<double>(t), span) / span;
       return config_.min_lr +

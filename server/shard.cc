@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstring>
 
+#include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
 #include "server/proto_convert.h"
@@ -29,6 +30,15 @@ int64_t FirstNonFinite(absl::Span<const float> values) {
     if (!std::isfinite(values[i])) return static_cast<int64_t>(i);
   }
   return -1;
+}
+
+// Client bytes as they may appear in an error: escaped (no control or NUL
+// bytes reach a log or a terminal) and cut to 64 bytes.
+std::string QuoteClientBytes(absl::string_view bytes) {
+  constexpr size_t kMax = 64;
+  std::string out = absl::CHexEscape(bytes.substr(0, kMax));
+  if (bytes.size() > kMax) absl::StrAppend(&out, "...");
+  return out;
 }
 
 }  // namespace
@@ -76,12 +86,21 @@ absl::Status Shard::CheckWorker(const char* rpc, const std::string& job_id,
                                 uint32_t rank) const {
   if (job_id != config_.job_id) {
     return absl::FailedPreconditionError(absl::StrCat(
-        rpc, ": job_id '", job_id, "' does not match this shard's job '",
-        config_.job_id, "'"));
+        rpc, ": job_id '", QuoteClientBytes(job_id),
+        "' does not match this shard's job '", config_.job_id, "'"));
   }
   if (rank >= static_cast<uint32_t>(config_.num_workers)) {
     return absl::InvalidArgumentError(absl::StrCat(
         rpc, ": rank ", rank, " is outside [0, ", config_.num_workers, ")"));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Shard::CheckRegistered(const char* rpc, uint32_t rank) const {
+  if (!workers_.IsRegistered(static_cast<int>(rank))) {
+    return absl::AbortedError(
+        absl::StrCat(rpc, ": rank ", rank, " has not registered with shard ",
+                     shard_id_, " (Register with join first)"));
   }
   return absl::OkStatus();
 }
@@ -128,8 +147,7 @@ absl::Status Shard::Push(const proto::PushRequest& request,
 }
 
 absl::Status Shard::CheckChunk(const ChunkView& chunk, int* local) const {
-  const int global = plan_.Find(static_cast<int>(chunk.tensor_id),
-                                static_cast<int>(chunk.chunk_index));
+  const int global = plan_.Find(chunk.tensor_id, chunk.chunk_index);
   *local = global < 0 ? -1 : store_.LocalIndex(global);
   const std::string where = absl::StrCat("Push: chunk ", chunk.chunk_index,
                                          " of tensor ", chunk.tensor_id);
@@ -176,6 +194,7 @@ absl::Status Shard::CheckChunks(absl::Span<ChunkView> chunks) const {
 absl::Status Shard::Push(const PushView& request,
                          proto::PushResponse* response) {
   RETURN_IF_ERROR(CheckWorker("Push", request.job_id, request.rank));
+  RETURN_IF_ERROR(CheckRegistered("Push", request.rank));
   const int n = store_.num_chunks();
   if (request.chunks.size() != static_cast<size_t>(n)) {
     return absl::InvalidArgumentError(absl::StrCat(
@@ -233,6 +252,7 @@ absl::Status Shard::Pull(const proto::PullRequest& request, absl::Time deadline,
                          const std::function<bool()>& cancelled,
                          std::shared_ptr<const ParamSnapshot>* snapshot) {
   RETURN_IF_ERROR(CheckWorker("Pull", request.job_id(), request.rank()));
+  RETURN_IF_ERROR(CheckRegistered("Pull", request.rank()));
   const int rank = static_cast<int>(request.rank());
   const absl::Time start = clock_->Now();
   workers_.OnSeen(rank, start);
@@ -272,6 +292,7 @@ absl::Status Shard::AwaitReadable(int rank, uint64_t clock, absl::Time start,
 absl::Status Shard::Heartbeat(const proto::HeartbeatRequest& request,
                               proto::HeartbeatResponse* response) {
   RETURN_IF_ERROR(CheckWorker("Heartbeat", request.job_id(), request.rank()));
+  RETURN_IF_ERROR(CheckRegistered("Heartbeat", request.rank()));
   const int rank = static_cast<int>(request.rank());
   if (request.finished()) {
     workers_.OnFinished(rank, clock_->Now());
@@ -287,18 +308,25 @@ absl::Status Shard::Heartbeat(const proto::HeartbeatRequest& request,
 
 absl::Status Shard::ReportEpoch(const proto::ReportEpochRequest& request) {
   RETURN_IF_ERROR(CheckWorker("ReportEpoch", request.job_id(), request.rank()));
+  RETURN_IF_ERROR(CheckRegistered("ReportEpoch", request.rank()));
   if (request.epoch() < 1 ||
       request.epoch() > static_cast<uint32_t>(config_.training.epochs)) {
     return absl::InvalidArgumentError(
         absl::StrCat("ReportEpoch: epoch ", request.epoch(), " is outside [1, ",
                      config_.training.epochs, "]"));
   }
-  if (request.test_correct() > request.test_total() ||
-      !std::isfinite(request.train_loss_sum()) ||
-      !std::isfinite(request.train_seconds())) {
+  if (request.test_correct() > request.test_total()) {
     return absl::InvalidArgumentError(
-        "ReportEpoch: figures are inconsistent (test_correct > test_total, "
-        "or a non-finite loss or time)");
+        absl::StrCat("ReportEpoch: test_correct ", request.test_correct(),
+                     " is more than test_total ", request.test_total()));
+  }
+  for (auto [field, value] :
+       {std::pair{"train_loss_sum", request.train_loss_sum()},
+        std::pair{"train_seconds", request.train_seconds()}}) {
+    if (!std::isfinite(value) || value < 0) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "ReportEpoch: ", field, " ", value, " must be finite and >= 0"));
+    }
   }
   workers_.OnSeen(static_cast<int>(request.rank()), clock_->Now());
   metrics_.Report(static_cast<int>(request.epoch()),

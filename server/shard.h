@@ -93,6 +93,8 @@ class Shard {
 
   absl::Status CheckWorker(const char* rpc, const std::string& job_id,
                            uint32_t rank) const;
+  // Aborted unless `rank` has registered (joined) with this shard.
+  absl::Status CheckRegistered(const char* rpc, uint32_t rank) const;
   // Everything Push requires of one chunk but its uniqueness; `*local` is
   // its local index (-1 if another shard owns it).
   absl::Status CheckChunk(const ChunkView& chunk, int* local) const;

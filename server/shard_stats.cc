@@ -42,8 +42,8 @@ double ShardStats::PullWaitMs(double p) const {
 double ShardStats::PushesPerSecond(absl::Time now) const {
   absl::MutexLock lock(&mu_);
   size_t n = 0;
-  for (auto it = pushes_.rbegin(); it != pushes_.rend() && *it >= now - kRateWindow;
-       ++it) {
+  for (auto it = pushes_.rbegin();
+       it != pushes_.rend() && *it >= now - kRateWindow; ++it) {
     ++n;
   }
   const absl::Duration span = std::min(kRateWindow, now - first_push_);

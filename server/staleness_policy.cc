@@ -40,15 +40,15 @@ uint64_t StalenessPolicy::JoinClock(int rank) const {
   if (workers_[rank].live) return workers_[rank].clock;
   uint64_t others = UINT64_MAX;
   for (int r = 0; r < num_workers_; ++r) {
-    if (r != rank && workers_[r].live) others = std::min(others, workers_[r].clock);
+    if (r != rank && workers_[r].live)
+      others = std::min(others, workers_[r].clock);
   }
   const uint64_t own = workers_[rank].clock;
   return others == UINT64_MAX ? own : std::max(own, others);
 }
 
 absl::Status StalenessPolicy::Accept(
-    int rank, uint64_t clock,
-    absl::Span<const absl::Span<const float>> grads) {
+    int rank, uint64_t clock, absl::Span<const absl::Span<const float>> grads) {
   if (clock != workers_[rank].clock) {
     return absl::FailedPreconditionError(absl::StrCat(
         "Push: rank ", rank, " sent a gradient for clock ", clock,

@@ -13,7 +13,8 @@ SyncPolicy::SyncPolicy(int num_workers, ShardStore* store)
   pushed_.assign(num_workers_, false);
   expected_from_.assign(num_workers_, round_);
   for (int i = 0; i < store_->num_chunks(); ++i) {
-    sum_.emplace_back(store_->chunk_spec(i).length, 0.0f);
+    sum_.emplace_back(store_->chunk_spec(i).length, 0.0);
+    mean_.emplace_back(store_->chunk_spec(i).length, 0.0f);
   }
 }
 
@@ -38,28 +39,26 @@ void SyncPolicy::OnLeave(int /*rank*/) { MaybeFinishRound(); }
 void SyncPolicy::OnJoin(int /*rank*/) { MaybeFinishRound(); }
 
 absl::Status SyncPolicy::Accept(
-    int rank, uint64_t clock,
-    absl::Span<const absl::Span<const float>> grads) {
+    int rank, uint64_t clock, absl::Span<const absl::Span<const float>> grads) {
   if (clock != round_ || clock < expected_from_[rank]) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        "Push: rank ", rank, " sent a gradient for clock ", clock,
-        " but the sync round is ", round_,
-        clock < round_ ? " (that round is already applied)"
-                       : " (pull the current version first)"));
+    return absl::FailedPreconditionError(
+        absl::StrCat("Push: rank ", rank, " sent a gradient for clock ", clock,
+                     " but the sync round is ", round_,
+                     clock < round_ ? " (that round is already applied)"
+                                    : " (pull the current version first)"));
   }
   if (pushed_[rank]) {
     return absl::AlreadyExistsError(absl::StrCat(
-        "Push: rank ", rank, " already pushed its gradient for clock ",
-        clock));
+        "Push: rank ", rank, " already pushed its gradient for clock ", clock));
   }
   // The first gradient of a round overwrites the sum; later ones add.
   const bool first = num_pushed_ == 0;
   for (size_t c = 0; c < sum_.size(); ++c) {
-    float* __restrict s = sum_[c].data();
+    double* __restrict s = sum_[c].data();
     const float* __restrict g = grads[c].data();
     const size_t n = sum_[c].size();
     if (first) {
-      std::copy(g, g + n, s);
+      for (size_t i = 0; i < n; ++i) s[i] = g[i];
     } else {
       for (size_t i = 0; i < n; ++i) s[i] += g[i];
     }
@@ -76,8 +75,18 @@ void SyncPolicy::MaybeFinishRound() {
   for (int r = 0; r < num_workers_; ++r) {
     if (Expected(r)) return;
   }
-  std::vector<absl::Span<const float>> views(sum_.begin(), sum_.end());
-  store_->ApplyStep(views, 1.0f / static_cast<float>(num_pushed_));
+  // The mean, rounded once: for two workers exactly what summing in float
+  // and halving gave, without its overflow.
+  const double inverse = 1.0 / num_pushed_;
+  for (size_t c = 0; c < sum_.size(); ++c) {
+    const double* __restrict s = sum_[c].data();
+    float* __restrict m = mean_[c].data();
+    for (size_t i = 0; i < sum_[c].size(); ++i) {
+      m[i] = static_cast<float>(s[i] * inverse);
+    }
+  }
+  std::vector<absl::Span<const float>> views(mean_.begin(), mean_.end());
+  store_->ApplyStep(views, 1.0f);
   ++round_;
   num_pushed_ = 0;
   std::fill(pushed_.begin(), pushed_.end(), false);
@@ -88,10 +97,8 @@ bool SyncPolicy::Readable(int /*rank*/, uint64_t clock) const {
 }
 
 std::string SyncPolicy::Describe(int /*rank*/, uint64_t clock) const {
-  const std::string missing =
-      LiveRanks([this](int r) ABSL_NO_THREAD_SAFETY_ANALYSIS {
-        return Expected(r);
-      });
+  const std::string missing = LiveRanks(
+      [this](int r) ABSL_NO_THREAD_SAFETY_ANALYSIS { return Expected(r); });
   return absl::StrCat("version ", clock, ": round ", round_,
                       " waits for rank(s) ", missing.empty() ? "-" : missing,
                       " to push clock ", round_);

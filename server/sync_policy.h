@@ -54,8 +54,11 @@ class SyncPolicy : public UpdatePolicy {
   // The first round each rank takes part in (after it joined).
   std::vector<uint64_t> expected_from_ ABSL_GUARDED_BY(mu_);
   int num_pushed_ ABSL_GUARDED_BY(mu_) = 0;
-  // Sum of this round's gradients, by local chunk.
-  std::vector<std::vector<float>> sum_ ABSL_GUARDED_BY(mu_);
+  // Sum of this round's gradients, by local chunk, in double: finite
+  // float gradients never overflow it (two of 3e38 sum to 6e38).
+  std::vector<std::vector<double>> sum_ ABSL_GUARDED_BY(mu_);
+  // The round's mean, rounded to float once, for the optimizer.
+  std::vector<std::vector<float>> mean_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace paramd

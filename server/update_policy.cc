@@ -1,5 +1,7 @@
 #include "server/update_policy.h"
 
+#include <algorithm>
+
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
 #include "server/staleness_policy.h"
@@ -17,6 +19,18 @@ uint64_t UpdatePolicy::ProposeClock(int rank) {
 
 absl::Status UpdatePolicy::Join(int rank, uint64_t clock) {
   absl::MutexLock lock(&mu_);
+  // Every shard's proposal is within a step of this shard's clocks (a
+  // worker's push of a step reaches every shard before its next step), so
+  // a clock beyond that came from no proposal: refused, or the rank would
+  // drop out of every round until it got there.
+  uint64_t largest = JoinClock(rank);
+  for (const PolicyWorker& w : workers_) largest = std::max(largest, w.clock);
+  if (clock > largest + kJoinSlack) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "Register: rank ", rank, " asks to join at clock ", clock,
+        ", beyond any clock a shard proposes (this shard's largest is ",
+        largest, "); register without join for a proposal"));
+  }
   RETURN_IF_ERROR(CanJoinAt(rank, clock));
   workers_[rank].live = true;
   workers_[rank].clock = clock;

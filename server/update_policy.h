@@ -31,6 +31,8 @@ struct PolicyWorker {
 
 class UpdatePolicy {
  public:
+  static constexpr uint64_t kJoinSlack = 2;
+
   virtual ~UpdatePolicy() = default;
 
   virtual const char* name() const = 0;
@@ -38,7 +40,9 @@ class UpdatePolicy {
   // The clock `rank` could (re)join at now; changes nothing.
   uint64_t ProposeClock(int rank) ABSL_LOCKS_EXCLUDED(mu_);
   // (Re)joins `rank` to the live set at `clock` (a ProposeClock answer, or
-  // larger). Aborted when the policy has moved past `clock` meanwhile.
+  // larger). Aborted when the policy has moved past `clock` meanwhile;
+  // InvalidArgument when `clock` is more than kJoinSlack beyond every clock
+  // this shard knows (no shard proposes that).
   absl::Status Join(int rank, uint64_t clock) ABSL_LOCKS_EXCLUDED(mu_);
   // Drops `rank` from the live set; waits no longer count on it.
   void Leave(int rank) ABSL_LOCKS_EXCLUDED(mu_);

@@ -23,6 +23,11 @@ void WorkerRegistry::OnSeen(int rank, absl::Time now) {
   workers_[rank].last_seen = now;
 }
 
+bool WorkerRegistry::IsRegistered(int rank) const {
+  absl::MutexLock lock(&mu_);
+  return workers_[rank].registered;
+}
+
 void WorkerRegistry::OnPush(int rank, uint64_t bytes, float loss,
                             absl::Time now) {
   absl::MutexLock lock(&mu_);

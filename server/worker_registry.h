@@ -33,6 +33,8 @@ class WorkerRegistry {
   // Each records word from `rank`, in [0, num_workers), at `now`.
   void OnRegister(int rank, uint64_t incarnation, absl::Time now);
   void OnSeen(int rank, absl::Time now);
+  // Whether `rank` has registered (joined) with this shard.
+  bool IsRegistered(int rank) const;
   void OnPush(int rank, uint64_t bytes, float loss, absl::Time now);
   void OnPull(int rank, uint64_t bytes, absl::Time now);
   void OnFinished(int rank, absl::Time now);

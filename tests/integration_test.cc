@@ -222,6 +222,21 @@ TEST_CASE("2 servers + 2 workers train under ssp over loopback gRPC",
   RunStalenessPolicy("ssp");
 }
 
+// Registers rank 0 through a generated stub, both phases.
+void RegisterRank0(proto::ParameterService::Stub& stub, const JobConfig& config,
+                   const PartitionPlan& plan) {
+  for (bool join : {false, true}) {
+    proto::RegisterRequest reg;
+    reg.set_job_id(config.job_id);
+    reg.set_rank(0);
+    reg.set_plan_fingerprint(plan.fingerprint());
+    reg.set_join(join);
+    proto::RegisterResponse resp;
+    grpc::ClientContext c;
+    REQUIRE(stub.Register(&c, reg, &resp).ok());
+  }
+}
+
 TEST_CASE("bad requests over the wire get a clear status and change nothing",
           "[integration]") {
   JobOptions o;
@@ -245,6 +260,15 @@ TEST_CASE("bad requests over the wire get a clear status and change nothing",
   push.set_job_id(config.job_id);
   push.set_rank(0);
   proto::PushResponse push_resp;
+  {
+    // Not registered yet: refused before anything else is looked at.
+    grpc::ClientContext c;
+    s = stub->Push(&c, push, &push_resp);
+    CHECK(s.error_code() == grpc::StatusCode::ABORTED);
+    CHECK_THAT(s.error_message(),
+               Catch::Contains("Push: rank 0 has not registered with shard 0"));
+  }
+  RegisterRank0(*stub, config, cluster.server(0).shard()->plan());
   grpc::ClientContext c2;
   s = stub->Push(&c2, push, &push_resp);
   CHECK(s.error_code() == grpc::StatusCode::INVALID_ARGUMENT);
@@ -267,21 +291,6 @@ TEST_CASE("bad requests over the wire get a clear status and change nothing",
   cluster.server(0).shard()->GetStatus(&st);
   CHECK(st.version() == 0);
   CHECK(st.pushes() == 0);
-}
-
-// Registers rank 0 through a generated stub, both phases.
-void RegisterRank0(proto::ParameterService::Stub& stub, const JobConfig& config,
-                   const PartitionPlan& plan) {
-  for (bool join : {false, true}) {
-    proto::RegisterRequest reg;
-    reg.set_job_id(config.job_id);
-    reg.set_rank(0);
-    reg.set_plan_fingerprint(plan.fingerprint());
-    reg.set_join(join);
-    proto::RegisterResponse resp;
-    grpc::ClientContext c;
-    REQUIRE(stub.Register(&c, reg, &resp).ok());
-  }
 }
 
 TEST_CASE("a plain protobuf client pushes and pulls through the tensor path",
@@ -455,6 +464,32 @@ TEST_CASE(
   REQUIRE(reader->Finish().ok());
   joined.set_version(1);
   CHECK(joined.SerializeAsString() == whole.SerializeAsString());
+}
+
+TEST_CASE("a second server on a port in use fails at once, naming it",
+          "[integration]") {
+  JobOptions o;
+  o.servers = {"127.0.0.1:0"};
+  o.workers = 1;
+  const JobConfig config = testing::MakeJob(o, testing::NewTempDir());
+  LocalCluster cluster(config);
+  const std::string address = cluster.addresses()[0];
+  auto second = ParameterServer::Create(config, 0);
+  REQUIRE(second.ok());
+  const absl::StatusOr<int> port = (*second)->Start(address);
+  CHECK(absl::IsUnavailable(port.status()));
+  CHECK_THAT(std::string(port.status().message()),
+             Catch::StartsWith("cannot listen on " + address + ": "));
+  // The first server still answers, on its own state.
+  auto stub = proto::StatusService::NewStub(
+      grpc::CreateChannel(address, grpc::InsecureChannelCredentials()));
+  for (int i = 0; i < 3; ++i) {  // new connections, not one kept open
+    grpc::ClientContext ctx;
+    proto::ShardStatus st;
+    REQUIRE(stub->GetStatus(&ctx, proto::GetStatusRequest(), &st).ok());
+    CHECK(st.uptime_seconds() >= 0);
+    CHECK(st.version() == 0);
+  }
 }
 
 }  // namespace

@@ -1,12 +1,13 @@
 // The partition plan: chunks bounded by chunk_bytes, covering every tensor
 // exactly, placed deterministically and balanced by bytes.
+#include "common/partitioner.h"
+
 #include <algorithm>
 #include <catch2/catch.hpp>
 #include <map>
 #include <set>
 
 #include "common/model_spec.h"
-#include "common/partitioner.h"
 
 namespace paramd {
 namespace {
@@ -124,8 +125,10 @@ TEST_CASE("the plan is deterministic and its fingerprint tells plans apart",
     CHECK(a->chunks()[i].offset == b->chunks()[i].offset);
   }
   CHECK(a->fingerprint() == b->fingerprint());
-  CHECK(PartitionPlan::Build(spec, 65536, 2)->fingerprint() != a->fingerprint());
-  CHECK(PartitionPlan::Build(spec, 32768, 3)->fingerprint() != a->fingerprint());
+  CHECK(PartitionPlan::Build(spec, 65536, 2)->fingerprint() !=
+        a->fingerprint());
+  CHECK(PartitionPlan::Build(spec, 32768, 3)->fingerprint() !=
+        a->fingerprint());
 }
 
 TEST_CASE("the MLP's plan for the main job", "[partitioner]") {
@@ -139,8 +142,8 @@ TEST_CASE("the MLP's plan for the main job", "[partitioner]") {
   auto plan = PartitionPlan::Build(spec, 65536, 2);
   REQUIRE(plan.ok());
   CheckCoverage(spec, *plan, 65536);
-  const double ratio = static_cast<double>(plan->BytesOnShard(0)) /
-                       plan->BytesOnShard(1);
+  const double ratio =
+      static_cast<double>(plan->BytesOnShard(0)) / plan->BytesOnShard(1);
   CHECK(ratio == Approx(1.0).margin(0.15));
 }
 
@@ -168,6 +171,31 @@ TEST_CASE("initial values do not depend on how a tensor is chunked",
   std::vector<float> other_seed(1000);
   InitTensorRange(t, 43, 3, 0, absl::MakeSpan(other_seed));
   CHECK(other_seed != whole);
+}
+
+}  // namespace
+}  // namespace paramd
+
+namespace paramd {
+namespace {
+
+TEST_CASE("Find answers -1 for any id from the wire outside the plan",
+          "[partitioner]") {
+  ModelSpec spec;
+  spec.tensors.push_back({"a", {100}, 100, 0.1f});
+  spec.tensors.push_back({"b", {10}, 10, 0.1f});
+  spec.total_elements = 110;
+  const PartitionPlan plan = *PartitionPlan::Build(spec, 64, 2);
+  for (int64_t id : {int64_t{-1}, int64_t{2}, int64_t{INT32_MAX},
+                     int64_t{UINT32_MAX}, INT64_MAX, INT64_MIN}) {
+    CHECK(plan.Find(id, 0) == -1);
+  }
+  for (int64_t index : {int64_t{-1}, int64_t{INT32_MAX}, int64_t{UINT32_MAX},
+                        INT64_MAX, INT64_MIN}) {
+    CHECK(plan.Find(0, index) == -1);
+    CHECK(plan.Find(1, index) == -1);
+  }
+  CHECK(plan.Find(1, 0) >= 0);
 }
 
 }  // namespace

@@ -192,5 +192,24 @@ TEST_CASE("an empty, cancelled or incomplete stream applies nothing",
   CHECK(f.shard->store().version() == 0);
 }
 
+TEST_CASE("a streamed chunk with an id outside the plan is refused",
+          "[push_assembler]") {
+  Fixture f;
+  std::vector<std::string> messages = f.Messages(0, 0.5f);
+  proto::PushRequest second;
+  REQUIRE(second.ParseFromString(messages[1]));
+  second.mutable_chunks(0)->set_tensor_id(0x7FFFFFFF);
+  PushAssembler push(f.shard.get());
+  REQUIRE(AddWhole(push, messages[0]).ok());
+  const absl::Status s = AddWhole(push, second.SerializeAsString());
+  CHECK(absl::IsInvalidArgument(s));
+  CHECK_THAT(std::string(s.message()),
+             Catch::Contains("PushStream message 2: Push: chunk") &&
+                 Catch::Contains("of tensor 2147483647 is not owned"));
+  proto::PushResponse response;
+  CHECK_FALSE(push.Finish(false, &response).ok());
+  CHECK(f.shard->store().version() == 0);
+}
+
 }  // namespace
 }  // namespace paramd

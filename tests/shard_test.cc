@@ -44,25 +44,45 @@ proto::PullRequest MakePull(const std::string& job_id, uint32_t rank,
 }
 
 struct Fixture {
-  Fixture() {
+  explicit Fixture(bool register_ranks = true) {
     JobOptions o;
     o.servers = {"127.0.0.1:0"};
     o.layers = "[784, 16, 10]";
     o.chunk_bytes = 8192;
     config = testing::MakeJob(o, testing::NewTempDir());
     shard = *Shard::Create(config, 0);
+    if (register_ranks) {
+      for (uint32_t rank : {0u, 1u}) RegisterRank(rank);
+    }
+  }
+
+  // Both phases of Register at clock 0.
+  void RegisterRank(uint32_t rank) {
+    for (bool join : {false, true}) {
+      proto::RegisterRequest r;
+      r.set_job_id(config.job_id);
+      r.set_rank(rank);
+      r.set_plan_fingerprint(shard->plan().fingerprint());
+      r.set_join(join);
+      proto::RegisterResponse response;
+      REQUIRE(shard->Register(r, &response).ok());
+    }
   }
 
   proto::PushRequest GoodPush(uint32_t rank, uint64_t clock, float value) {
     return MakePush(*shard, config.job_id, rank, clock, value);
   }
 
+  // The store's version and every chunk, read without a request.
   proto::PullResponse Snapshot() {
     proto::PullResponse resp;
-    REQUIRE(shard
-                ->Pull(MakePull(config.job_id, 0, 0), absl::InfiniteFuture(),
-                       nullptr, &resp)
-                .ok());
+    shard->store().Read(
+        [&](uint64_t version, absl::Span<const std::vector<float>> chunks) {
+          resp.set_version(version);
+          for (const std::vector<float>& c : chunks) {
+            resp.add_chunks()->set_data(c.data(), c.size() * sizeof(float));
+          }
+        });
     return resp;
   }
 
@@ -390,6 +410,129 @@ TEST_CASE("a long pull is shown in status with what it waits on",
   CHECK(st.waiting_size() == 0);
   CHECK(st.pull_wait_p99_ms() == Approx(3000.0));
   CHECK(st.pushes_per_second() == Approx(2 / 3.0));  // 2 pushes in 3 s
+}
+
+TEST_CASE("ids from the wire outside the plan are refused, never looked up",
+          "[shard]") {
+  // tensor_id 2^31 - 1 once overflowed the lookup and crashed the shard.
+  Fixture f;
+  const proto::PullResponse before = f.Snapshot();
+  const uint32_t extremes[] = {0x7FFFFFFFu, 0x80000000u, 0xFFFFFFFFu};
+  for (uint32_t id : extremes) {
+    for (bool as_tensor : {true, false}) {
+      proto::PushRequest bad = f.GoodPush(0, 0, 0.5f);
+      if (as_tensor) {
+        bad.mutable_chunks(0)->set_tensor_id(id);
+      } else {
+        bad.mutable_chunks(0)->set_chunk_index(id);
+      }
+      proto::PushResponse resp;
+      const absl::Status s = f.shard->Push(bad, &resp);
+      INFO(s.ToString());
+      CHECK(absl::IsInvalidArgument(s));
+      CHECK_THAT(std::string(s.message()),
+                 Catch::Contains("is not owned by shard 0"));
+      CHECK(SameState(f.Snapshot(), before));
+    }
+  }
+}
+
+TEST_CASE("a rank that never registered is refused by every request",
+          "[shard]") {
+  Fixture f(/*register_ranks=*/false);
+  const proto::PullResponse before = f.Snapshot();
+  proto::PushResponse push_resp;
+  absl::Status s = f.shard->Push(f.GoodPush(1, 0, 0.5f), &push_resp);
+  CHECK(absl::IsAborted(s));
+  CHECK(s.message() ==
+        "Push: rank 1 has not registered with shard 0 (Register with join "
+        "first)");
+  std::shared_ptr<const ParamSnapshot> snapshot;
+  s = f.shard->Pull(MakePull(f.config.job_id, 1, 0), absl::InfiniteFuture(),
+                    nullptr, &snapshot);
+  CHECK(absl::IsAborted(s));
+  CHECK_THAT(std::string(s.message()), Catch::StartsWith("Pull: rank 1"));
+  proto::HeartbeatRequest hb;
+  hb.set_job_id(f.config.job_id);
+  hb.set_rank(1);
+  hb.set_finished(true);
+  proto::HeartbeatResponse hb_resp;
+  s = f.shard->Heartbeat(hb, &hb_resp);
+  CHECK(absl::IsAborted(s));
+  CHECK_THAT(std::string(s.message()), Catch::StartsWith("Heartbeat: rank 1"));
+  proto::ReportEpochRequest rep;
+  rep.set_job_id(f.config.job_id);
+  rep.set_rank(1);
+  rep.set_epoch(1);
+  s = f.shard->ReportEpoch(rep);
+  CHECK(absl::IsAborted(s));
+
+  // Nothing moved: no clock, no counters, no "finished".
+  CHECK(SameState(f.Snapshot(), before));
+  proto::ShardStatus st;
+  f.shard->GetStatus(&st);
+  CHECK(st.workers(1).clock() == 0);
+  CHECK(st.workers(1).state() == "waiting");
+  CHECK(st.workers(1).pushes() == 0);
+  CHECK(st.epochs_size() == 0);
+}
+
+TEST_CASE("epoch reports with negative or non-finite figures are refused",
+          "[shard]") {
+  Fixture f;
+  proto::ReportEpochRequest good;
+  good.set_job_id(f.config.job_id);
+  good.set_rank(0);
+  good.set_epoch(1);
+  good.set_train_loss_sum(5);
+  good.set_train_samples(10);
+  good.set_train_seconds(1);
+  good.set_test_correct(3);
+  good.set_test_total(4);
+  struct Case {
+    const char* says;
+    std::function<void(proto::ReportEpochRequest&)> corrupt;
+  };
+  const Case cases[] = {
+      {"train_seconds -1 must be finite and >= 0",
+       [](auto& r) { r.set_train_seconds(-1); }},
+      {"train_loss_sum -2 must be finite and >= 0",
+       [](auto& r) { r.set_train_loss_sum(-2); }},
+      {"train_seconds inf must be finite",
+       [](auto& r) { r.set_train_seconds(INFINITY); }},
+      {"test_correct 5 is more than test_total 4",
+       [](auto& r) { r.set_test_correct(5); }},
+      {"epoch 0 is outside [1, 2]", [](auto& r) { r.set_epoch(0); }},
+  };
+  for (const Case& c : cases) {
+    proto::ReportEpochRequest bad = good;
+    c.corrupt(bad);
+    const absl::Status s = f.shard->ReportEpoch(bad);
+    INFO(s.ToString());
+    CHECK(absl::IsInvalidArgument(s));
+    CHECK_THAT(std::string(s.message()), Catch::Contains(c.says));
+  }
+  proto::ShardStatus st;
+  f.shard->GetStatus(&st);
+  CHECK(st.epochs_size() == 0);
+  REQUIRE(f.shard->ReportEpoch(good).ok());
+}
+
+TEST_CASE("client bytes in an error are escaped and cut short", "[shard]") {
+  Fixture f;
+  proto::HeartbeatRequest hb;
+  hb.set_job_id(std::string("evil\0\n\x1b[2J", 10) + std::string(200, 'x'));
+  hb.set_rank(0);
+  proto::HeartbeatResponse resp;
+  const absl::Status s = f.shard->Heartbeat(hb, &resp);
+  CHECK(absl::IsFailedPrecondition(s));
+  const std::string message(s.message());
+  for (char c : message) {
+    CHECK(static_cast<unsigned char>(c) >= 0x20);
+  }
+  CHECK_THAT(message, Catch::Contains("job_id 'evil\\x00\\n\\x1b[2J"));
+  CHECK_THAT(message, Catch::Contains("...' does not match"));
+  CHECK(message.size() < 250);
 }
 
 }  // namespace

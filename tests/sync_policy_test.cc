@@ -4,6 +4,7 @@
 #include "server/sync_policy.h"
 
 #include <catch2/catch.hpp>
+#include <cmath>
 #include <future>
 #include <thread>
 
@@ -159,6 +160,44 @@ TEST_CASE("the deadline error says what the pull waits for", "[policy][sync]") {
   CHECK(std::string(s.message())
             .find("round 0 waits for rank(s) 1, 2 to push clock 0") !=
         std::string::npos);
+}
+
+}  // namespace
+}  // namespace paramd
+
+namespace paramd {
+namespace {
+
+TEST_CASE("the mean of finite gradients near the float limit stays finite",
+          "[policy][sync]") {
+  // Summed in float, two gradients of 3e38 made inf and the parameter
+  // -inf; the mean is 3e38.
+  Fixture f(2);
+  REQUIRE(f.Push(0, 0, 3e38f).ok());
+  REQUIRE(f.Push(1, 0, 3e38f).ok());
+  const std::vector<float> p = f.Params();
+  for (size_t i = 0; i < p.size(); ++i) {
+    CHECK(std::isfinite(p[i]));
+    CHECK(p[i] == f.initial[i] - 3e38f);
+  }
+  // And mixed signs cancel as they should: (3e38 + -3e38) / 2 = 0.
+  const std::vector<float> before = f.Params();
+  REQUIRE(f.Push(0, 1, 3e38f).ok());
+  REQUIRE(f.Push(1, 1, -3e38f).ok());
+  CHECK(f.Params() == before);
+}
+
+TEST_CASE("a join far beyond every clock is refused", "[policy][sync]") {
+  Fixture f(2);
+  const absl::Status s = f.policy->Join(1, UINT64_MAX);
+  CHECK(absl::IsInvalidArgument(s));
+  CHECK_THAT(std::string(s.message()),
+             Catch::Contains("asks to join at clock 18446744073709551615"));
+  // Rank 1 is still waited for at round 0.
+  REQUIRE(f.Push(0, 0, 1.0f).ok());
+  CHECK(absl::IsDeadlineExceeded(f.TryRead(1)));
+  // Within the slack it may join ahead (a proposal from a shard a step on).
+  CHECK(f.policy->Join(1, UpdatePolicy::kJoinSlack).ok());
 }
 
 }  // namespace

@@ -34,6 +34,10 @@ absl::StatusOr<int> ParameterServer::Start(const std::string& address) {
   grpc::ServerBuilder builder;
   int port = 0;
   builder.AddListeningPort(address, grpc::InsecureServerCredentials(), &port);
+  // gRPC shares ports (SO_REUSEPORT) by default: a second server on a port
+  // in use would split the first one's connections. A port in use is an
+  // error instead.
+  builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
   const int limit = static_cast<int>(
       std::min<int64_t>(shard_->max_message_bytes(), INT32_MAX));
   builder.SetMaxReceiveMessageSize(limit);
@@ -43,8 +47,9 @@ absl::StatusOr<int> ParameterServer::Start(const std::string& address) {
   server_ = builder.BuildAndStart();
   if (server_ == nullptr || port == 0) {
     server_.reset();
-    return absl::UnavailableError(absl::StrCat(
-        "cannot listen on ", address, " (address in use or not local?)"));
+    return absl::UnavailableError(
+        absl::StrCat("cannot listen on ", address,
+                     ": the port is in use, or the address is not local"));
   }
   port_ = port;
   ticker_ = std::thread([this] { TickLoop(); });

@@ -180,8 +180,8 @@ absl::Status GrpcParameterClient::PullSink::Consume(
       frame.segments(),
       [&](uint32_t tensor_id, uint32_t chunk_index, int dtype, uint64_t bytes) {
         PullChunkTarget target;
-        const int global = plan.Find(static_cast<int>(tensor_id),
-                                     static_cast<int>(chunk_index));
+        const int global = plan.Find(tensor_id,
+                                     chunk_index);
         if (global < 0 || plan.chunks()[global].shard != shard_ ||
             seen_[global] || dtype != proto::DTYPE_FLOAT32 ||
             static_cast<int64_t>(bytes) !=
