@@ -492,5 +492,57 @@ TEST_CASE("a second server on a port in use fails at once, naming it",
   }
 }
 
+TEST_CASE("requests that do not parse are INVALID_ARGUMENT naming them",
+          "[integration]") {
+  JobOptions o;
+  o.servers = {"127.0.0.1:0"};
+  o.workers = 1;
+  const JobConfig config = testing::MakeJob(o, testing::NewTempDir());
+  LocalCluster cluster(config);
+  auto channel = grpc::CreateChannel(cluster.addresses()[0],
+                                     grpc::InsecureChannelCredentials());
+  grpc::GenericStub generic(channel);
+  // A length-delimited field whose length runs past the end.
+  const std::string garbage = "\x0a\x7f\x01";
+  struct Case {
+    const char* method;
+    const char* says;
+  };
+  const Case cases[] = {
+      {"/paramd.proto.ParameterService/Register",
+       "Register: malformed RegisterRequest"},
+      {"/paramd.proto.ParameterService/Heartbeat",
+       "Heartbeat: malformed HeartbeatRequest"},
+      {"/paramd.proto.ParameterService/ReportEpoch",
+       "ReportEpoch: malformed ReportEpochRequest"},
+      {"/paramd.proto.ParameterService/Pull", "Pull: malformed PullRequest"},
+      {"/paramd.proto.ParameterService/Push", "Push: malformed message"},
+      {"/paramd.proto.StatusService/GetStatus",
+       "GetStatus: malformed GetStatusRequest"},
+  };
+  for (const Case& c : cases) {
+    grpc::Slice slice(garbage.data(), garbage.size());
+    grpc::ByteBuffer request(&slice, 1), response;
+    grpc::ClientContext context;
+    context.set_deadline(std::chrono::system_clock::now() +
+                         std::chrono::seconds(30));
+    absl::Notification done;
+    grpc::Status status;
+    generic.UnaryCall(&context, c.method, grpc::StubOptions(), &request,
+                      &response, [&](grpc::Status s) {
+                        status = std::move(s);
+                        done.Notify();
+                      });
+    done.WaitForNotification();
+    INFO(c.method << ": " << status.error_message());
+    CHECK(status.error_code() == grpc::StatusCode::INVALID_ARGUMENT);
+    CHECK_THAT(status.error_message(), Catch::StartsWith(c.says));
+  }
+  proto::ShardStatus st;
+  cluster.server(0).shard()->GetStatus(&st);
+  CHECK(st.version() == 0);
+  CHECK_FALSE(st.workers(0).registered());
+}
+
 }  // namespace
 }  // namespace paramd

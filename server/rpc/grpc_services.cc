@@ -20,6 +20,47 @@ grpc::ByteBuffer SerializeSmall(const google::protobuf::MessageLite& message) {
   return grpc::ByteBuffer(&slice, 1);
 }
 
+// Parses `bytes` as a `Request`, calls `call(request, &response)` and
+// serializes the response. Bytes that do not parse are INVALID_ARGUMENT
+// naming the RPC and the message (gRPC's own parser would answer INTERNAL
+// with no message).
+template <typename Request, typename Response, typename Call>
+grpc::Status ServeMessage(const char* rpc, const grpc::ByteBuffer& bytes,
+                          grpc::ByteBuffer* reply, Call call) {
+  Request request;
+  grpc::Slice whole;
+  if (!bytes.DumpToSingleSlice(&whole).ok() ||
+      !request.ParseFromArray(whole.begin(), static_cast<int>(whole.size()))) {
+    return ToGrpcStatus(absl::InvalidArgumentError(
+        absl::StrCat(rpc, ": malformed ", Request::descriptor()->name(), " (",
+                     whole.size(), " bytes that do not parse)")));
+  }
+  Response response;
+  if (absl::Status s = call(request, &response); !s.ok()) {
+    return ToGrpcStatus(s);
+  }
+  *reply = SerializeSmall(response);
+  return grpc::Status::OK;
+}
+
+// Adds the unary method `name` to `service`, served by `handler`.
+template <typename Service>
+void AddByteMethod(Service* service, const char* name,
+                   grpc::Status (Service::*handler)(grpc::ServerContext*,
+                                                    const grpc::ByteBuffer*,
+                                                    grpc::ByteBuffer*)) {
+  service->AddRawMethod(new grpc::internal::RpcServiceMethod(
+      name, grpc::internal::RpcMethod::NORMAL_RPC,
+      new grpc::internal::RpcMethodHandler<Service, grpc::ByteBuffer,
+                                           grpc::ByteBuffer>(
+          [handler](Service* s, grpc::ServerContext* context,
+                    const grpc::ByteBuffer* request,
+                    grpc::ByteBuffer* response) {
+            return (s->*handler)(context, request, response);
+          },
+          service)));
+}
+
 }  // namespace
 
 std::string GrpcParameterService::MethodName(const char* rpc) {
@@ -27,21 +68,13 @@ std::string GrpcParameterService::MethodName(const char* rpc) {
                       rpc);
 }
 
-template <typename Request, typename Response>
 void GrpcParameterService::AddUnary(
     const char* rpc,
     grpc::Status (GrpcParameterService::*handler)(grpc::ServerContext*,
-                                                  const Request*, Response*)) {
+                                                  const grpc::ByteBuffer*,
+                                                  grpc::ByteBuffer*)) {
   names_.push_back(std::make_unique<std::string>(MethodName(rpc)));
-  AddMethod(new grpc::internal::RpcServiceMethod(
-      names_.back()->c_str(), grpc::internal::RpcMethod::NORMAL_RPC,
-      new grpc::internal::RpcMethodHandler<GrpcParameterService, Request,
-                                           Response>(
-          [handler](GrpcParameterService* service, grpc::ServerContext* context,
-                    const Request* request, Response* response) {
-            return (service->*handler)(context, request, response);
-          },
-          this)));
+  AddByteMethod(this, names_.back()->c_str(), handler);
 }
 
 GrpcParameterService::GrpcParameterService(Shard* shard) : shard_(shard) {
@@ -74,10 +107,14 @@ GrpcParameterService::GrpcParameterService(Shard* shard) : shard_(shard) {
   AddUnary("ReportEpoch", &GrpcParameterService::ReportEpoch);
 }
 
-grpc::Status GrpcParameterService::Register(
-    grpc::ServerContext*, const proto::RegisterRequest* request,
-    proto::RegisterResponse* response) {
-  return ToGrpcStatus(shard_->Register(*request, response));
+grpc::Status GrpcParameterService::Register(grpc::ServerContext*,
+                                            const grpc::ByteBuffer* request,
+                                            grpc::ByteBuffer* response) {
+  return ServeMessage<proto::RegisterRequest, proto::RegisterResponse>(
+      "Register", *request, response,
+      [this](const proto::RegisterRequest& r, proto::RegisterResponse* out) {
+        return shard_->Register(r, out);
+      });
 }
 
 grpc::Status GrpcParameterService::Push(grpc::ServerContext*,
@@ -191,23 +228,41 @@ grpc::Status GrpcParameterService::PullStream(
   return grpc::Status::OK;
 }
 
-grpc::Status GrpcParameterService::Heartbeat(
-    grpc::ServerContext*, const proto::HeartbeatRequest* request,
-    proto::HeartbeatResponse* response) {
-  return ToGrpcStatus(shard_->Heartbeat(*request, response));
+grpc::Status GrpcParameterService::Heartbeat(grpc::ServerContext*,
+                                             const grpc::ByteBuffer* request,
+                                             grpc::ByteBuffer* response) {
+  return ServeMessage<proto::HeartbeatRequest, proto::HeartbeatResponse>(
+      "Heartbeat", *request, response,
+      [this](const proto::HeartbeatRequest& r, proto::HeartbeatResponse* out) {
+        return shard_->Heartbeat(r, out);
+      });
 }
 
-grpc::Status GrpcParameterService::ReportEpoch(
-    grpc::ServerContext*, const proto::ReportEpochRequest* request,
-    proto::ReportEpochResponse*) {
-  return ToGrpcStatus(shard_->ReportEpoch(*request));
+grpc::Status GrpcParameterService::ReportEpoch(grpc::ServerContext*,
+                                               const grpc::ByteBuffer* request,
+                                               grpc::ByteBuffer* response) {
+  return ServeMessage<proto::ReportEpochRequest, proto::ReportEpochResponse>(
+      "ReportEpoch", *request, response,
+      [this](const proto::ReportEpochRequest& r, proto::ReportEpochResponse*) {
+        return shard_->ReportEpoch(r);
+      });
+}
+
+GrpcStatusService::GrpcStatusService(const Shard* shard) : shard_(shard) {
+  name_ = absl::StrCat("/", proto::StatusService::service_full_name(),
+                       "/GetStatus");
+  AddByteMethod(this, name_.c_str(), &GrpcStatusService::GetStatus);
 }
 
 grpc::Status GrpcStatusService::GetStatus(grpc::ServerContext*,
-                                          const proto::GetStatusRequest*,
-                                          proto::ShardStatus* response) {
-  shard_->GetStatus(response);
-  return grpc::Status::OK;
+                                          const grpc::ByteBuffer* request,
+                                          grpc::ByteBuffer* response) {
+  return ServeMessage<proto::GetStatusRequest, proto::ShardStatus>(
+      "GetStatus", *request, response,
+      [this](const proto::GetStatusRequest&, proto::ShardStatus* out) {
+        shard_->GetStatus(out);
+        return absl::OkStatus();
+      });
 }
 
 }  // namespace paramd

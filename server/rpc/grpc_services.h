@@ -3,6 +3,7 @@
 #ifndef PARAMD_SERVER_RPC_GRPC_SERVICES_H_
 #define PARAMD_SERVER_RPC_GRPC_SERVICES_H_
 
+#include <grpcpp/impl/rpc_service_method.h>
 #include <grpcpp/impl/service_type.h>
 #include <grpcpp/support/byte_buffer.h>
 #include <grpcpp/support/sync_stream.h>
@@ -29,10 +30,16 @@ class GrpcParameterService final : public grpc::Service {
   // "/paramd.proto.ParameterService/<rpc>".
   static std::string MethodName(const char* rpc);
 
+  // Adds a method built outside the class (grpc::Service::AddMethod is
+  // protected); the service owns it.
+  void AddRawMethod(grpc::internal::RpcServiceMethod* method) {
+    AddMethod(method);
+  }
+
  private:
   grpc::Status Register(grpc::ServerContext* context,
-                        const proto::RegisterRequest* request,
-                        proto::RegisterResponse* response);
+                        const grpc::ByteBuffer* request,
+                        grpc::ByteBuffer* response);
   grpc::Status Push(grpc::ServerContext* context,
                     const grpc::ByteBuffer* request,
                     grpc::ByteBuffer* response);
@@ -46,11 +53,11 @@ class GrpcParameterService final : public grpc::Service {
                           const grpc::ByteBuffer* request,
                           grpc::ServerWriter<grpc::ByteBuffer>* writer);
   grpc::Status Heartbeat(grpc::ServerContext* context,
-                         const proto::HeartbeatRequest* request,
-                         proto::HeartbeatResponse* response);
+                         const grpc::ByteBuffer* request,
+                         grpc::ByteBuffer* response);
   grpc::Status ReportEpoch(grpc::ServerContext* context,
-                           const proto::ReportEpochRequest* request,
-                           proto::ReportEpochResponse* response);
+                           const grpc::ByteBuffer* request,
+                           grpc::ByteBuffer* response);
 
   // Parses a PullRequest and waits until the shard serves it.
   absl::Status WaitPull(grpc::ServerContext* context, const char* rpc,
@@ -63,26 +70,35 @@ class GrpcParameterService final : public grpc::Service {
       size_t end) const;
 
   // Adds one unary method served by `handler`.
-  template <typename Request, typename Response>
   void AddUnary(const char* rpc,
                 grpc::Status (GrpcParameterService::*handler)(
-                    grpc::ServerContext*, const Request*, Response*));
+                    grpc::ServerContext*, const grpc::ByteBuffer*,
+                    grpc::ByteBuffer*));
 
   Shard* const shard_;
   // gRPC keeps pointers to the method names.
   std::vector<std::unique_ptr<std::string>> names_;
 };
 
-class GrpcStatusService final : public proto::StatusService::Service {
+// proto::StatusService, assembled by hand like the parameter service so
+// that a malformed request is INVALID_ARGUMENT naming it.
+class GrpcStatusService final : public grpc::Service {
  public:
-  explicit GrpcStatusService(const Shard* shard) : shard_(shard) {}
+  explicit GrpcStatusService(const Shard* shard);
 
-  grpc::Status GetStatus(grpc::ServerContext* context,
-                         const proto::GetStatusRequest* request,
-                         proto::ShardStatus* response) override;
+  // Adds a method built outside the class (grpc::Service::AddMethod is
+  // protected); the service owns it.
+  void AddRawMethod(grpc::internal::RpcServiceMethod* method) {
+    AddMethod(method);
+  }
 
  private:
+  grpc::Status GetStatus(grpc::ServerContext* context,
+                         const grpc::ByteBuffer* request,
+                         grpc::ByteBuffer* response);
+
   const Shard* const shard_;
+  std::string name_;  // gRPC keeps a pointer to it.
 };
 
 }  // namespace paramd
