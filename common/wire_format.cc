@@ -55,44 +55,46 @@ struct ChunkFields {
   int dtype = 0;
   uint64_t data_bytes = 0;
   bool has_data = false;
+  WireReader::Mark data;  // Where the (last) data field's bytes start.
 };
 
-// Reads a TensorChunk of `length` bytes up to (not including) its data,
-// which must come last, as every encoder here and protobuf's own write it
-// (fields in number order). Leaves the reader at the data.
+// Reads a TensorChunk of `length` bytes: its fields in any order, a field
+// given twice counting as its last value, unknown fields skipped (as
+// protobuf reads it). Leaves the reader at the chunk's end; `out->data`
+// marks the data to come back to.
 const char* ReadChunkFields(WireReader* in, uint64_t length, ChunkFields* out) {
+  if (length > in->size() - in->position()) {
+    return "a chunk runs past the message's end";
+  }
   const uint64_t end = in->position() + length;
-  if (end > in->size()) return "a chunk runs past the message's end";
   while (in->position() < end) {
-    uint64_t tag = 0;
-    if (!in->ReadVarint(&tag)) return "truncated chunk field";
-    const int field = static_cast<int>(tag >> 3);
-    const int type = static_cast<int>(tag & 7);
-    if (field == kChunkData && type == kLengthDelimited) {
-      if (!in->ReadVarint(&out->data_bytes)) return "truncated data length";
-      if (in->position() + out->data_bytes != end) {
-        return "chunk data is not the chunk's last field or overruns it";
-      }
-      out->has_data = true;
-      return nullptr;
-    }
+    int field = 0, type = 0;
+    if (!in->ReadTag(&field, &type)) return "bad chunk field tag";
     uint64_t v = 0;
-    if ((field == kChunkTensor || field == kChunkIndex ||
-         field == kChunkDtype) &&
-        type == kVarint) {
+    if (field == kChunkData && type == kLengthDelimited) {
+      if (!in->ReadVarint(&v) || v > end - in->position()) {
+        return "chunk data overruns the chunk";
+      }
+      out->data_bytes = v;
+      out->has_data = true;
+      out->data = in->mark();
+      in->Skip(v);
+    } else if ((field == kChunkTensor || field == kChunkIndex ||
+                field == kChunkDtype) &&
+               type == kVarint) {
       if (!in->ReadVarint(&v)) return "truncated chunk field";
       if (field == kChunkTensor) out->tensor_id = static_cast<uint32_t>(v);
       if (field == kChunkIndex) out->chunk_index = static_cast<uint32_t>(v);
-      if (field == kChunkDtype) out->dtype = static_cast<int>(v);
-    } else if (!in->SkipField(type)) {
+      if (field == kChunkDtype) out->dtype = static_cast<int32_t>(v);
+    } else if (type == 4 || !in->SkipField(field, type)) {
       return "undecodable chunk field";
     }
+    if (in->position() > end) return "a chunk's fields overrun it";
   }
-  if (in->position() != end) return "a chunk's fields overrun it";
-  return nullptr;  // A chunk without data: zero bytes.
+  return nullptr;
 }
 
-// Reads a length-delimited TensorChunk's length and fields, up to its data.
+// Reads a length-delimited TensorChunk's length and fields.
 absl::Status ReadChunk(WireReader* in, const char* what, ChunkFields* out) {
   uint64_t length = 0;
   if (!in->ReadVarint(&length)) {
@@ -102,6 +104,41 @@ absl::Status ReadChunk(WireReader* in, const char* what, ChunkFields* out) {
     return Malformed(what, error);
   }
   return absl::OkStatus();
+}
+
+// Whether `s` is well-formed UTF-8 (RFC 3629: no overlong forms, no
+// surrogates, nothing above U+10FFFF), as protobuf requires of a proto3
+// string.
+bool IsUtf8(absl::string_view s) {
+  size_t i = 0;
+  while (i < s.size()) {
+    const unsigned char c = static_cast<unsigned char>(s[i]);
+    int n = 0;
+    unsigned char lo = 0x80, hi = 0xBF;
+    if (c < 0x80) {
+      ++i;
+      continue;
+    } else if (c >= 0xC2 && c <= 0xDF) {
+      n = 1;
+    } else if (c >= 0xE0 && c <= 0xEF) {
+      n = 2;
+      if (c == 0xE0) lo = 0xA0;
+      if (c == 0xED) hi = 0x9F;
+    } else if (c >= 0xF0 && c <= 0xF4) {
+      n = 3;
+      if (c == 0xF0) lo = 0x90;
+      if (c == 0xF4) hi = 0x8F;
+    } else {
+      return false;
+    }
+    for (int k = 1; k <= n; ++k) {
+      if (i + k >= s.size()) return false;
+      const unsigned char b = static_cast<unsigned char>(s[i + k]);
+      if (k == 1 ? (b < lo || b > hi) : (b < 0x80 || b > 0xBF)) return false;
+    }
+    i += n + 1;
+  }
+  return true;
 }
 
 }  // namespace
@@ -253,7 +290,31 @@ absl::string_view WireReader::Contiguous(uint64_t n) {
   return out;
 }
 
-bool WireReader::SkipField(int wire_type) {
+bool WireReader::ReadTag(int* field, int* wire_type) {
+  uint64_t value = 0;
+  const uint64_t start = position_;
+  if (!ReadVarint(&value) || position_ - start > 5) return false;
+  const uint32_t tag = static_cast<uint32_t>(value);  // as protobuf: cut
+  *field = static_cast<int>(tag >> 3);
+  *wire_type = static_cast<int>(tag & 7);
+  return *field != 0 && *wire_type <= 5;
+}
+
+bool WireReader::SkipGroup(int field, int depth) {
+  if (depth > 100) return false;
+  while (true) {
+    int f = 0, type = 0;
+    if (!ReadTag(&f, &type)) return false;
+    if (type == 4) return f == field;
+    if (type == 3) {
+      if (!SkipGroup(f, depth + 1)) return false;
+    } else if (!SkipField(f, type)) {
+      return false;
+    }
+  }
+}
+
+bool WireReader::SkipField(int field, int wire_type) {
   uint64_t v = 0;
   switch (wire_type) {
     case kVarint:
@@ -262,10 +323,12 @@ bool WireReader::SkipField(int wire_type) {
       return Skip(8);
     case kLengthDelimited:
       return ReadVarint(&v) && Skip(v);
+    case 3:
+      return SkipGroup(field, 1);
     case kFixed32:
       return Skip(4);
     default:
-      return false;  // Groups (3, 4) are not used by proto3.
+      return false;  // An end-group tag without its group.
   }
 }
 
@@ -278,10 +341,10 @@ absl::Status DecodePush(absl::Span<const absl::string_view> segments,
   // first need; the message's size bounds it.
   char* free_space = nullptr;
   while (in.position() < in.size()) {
-    uint64_t tag = 0;
-    if (!in.ReadVarint(&tag)) return Malformed(kWhat, "truncated field tag");
-    const int field = static_cast<int>(tag >> 3);
-    const int type = static_cast<int>(tag & 7);
+    int field = 0, type = 0;
+    if (!in.ReadTag(&field, &type) || type == 4) {
+      return Malformed(kWhat, "bad field tag");
+    }
     uint64_t v = 0;
     if (field == kPushJobId && type == kLengthDelimited) {
       if (!in.ReadVarint(&v) || v > in.size() - in.position()) {
@@ -289,6 +352,9 @@ absl::Status DecodePush(absl::Span<const absl::string_view> segments,
       }
       out->job_id.resize(v);
       in.CopyTo(out->job_id.data(), v);
+      // protobuf refuses a proto3 string that is not UTF-8, each time it
+      // occurs.
+      if (!IsUtf8(out->job_id)) return Malformed(kWhat, "job_id is not UTF-8");
     } else if ((field == kPushRank || field == kPushClock) && type == kVarint) {
       if (!in.ReadVarint(&v)) return Malformed(kWhat, "truncated varint");
       if (field == kPushRank) out->rank = static_cast<uint32_t>(v);
@@ -304,7 +370,10 @@ absl::Status DecodePush(absl::Span<const absl::string_view> segments,
       chunk.tensor_id = f.tensor_id;
       chunk.chunk_index = f.chunk_index;
       chunk.dtype = f.dtype;
+      // Come back to the data, wherever in the chunk it was.
+      const WireReader::Mark chunk_end = in.mark();
       if (f.data_bytes > 0) {
+        in.Restore(f.data);
         absl::string_view whole = in.Contiguous(f.data_bytes);
         if (!whole.empty() &&
             reinterpret_cast<uintptr_t>(whole.data()) % alignof(float) == 0) {
@@ -323,9 +392,10 @@ absl::Status DecodePush(absl::Span<const absl::string_view> segments,
           // Keep the next chunk float-aligned.
           free_space += (f.data_bytes + 3) / 4 * 4;
         }
+        in.Restore(chunk_end);
       }
       out->chunks.push_back(chunk);
-    } else if (!in.SkipField(type)) {
+    } else if (!in.SkipField(field, type)) {
       return Malformed(kWhat, "undecodable field");
     }
   }
@@ -340,10 +410,10 @@ absl::StatusOr<uint64_t> DecodePull(
   WireReader in(segments);
   uint64_t version = 0;
   while (in.position() < in.size()) {
-    uint64_t tag = 0;
-    if (!in.ReadVarint(&tag)) return Malformed(kWhat, "truncated field tag");
-    const int field = static_cast<int>(tag >> 3);
-    const int type = static_cast<int>(tag & 7);
+    int field = 0, type = 0;
+    if (!in.ReadTag(&field, &type) || type == 4) {
+      return Malformed(kWhat, "bad field tag");
+    }
     if (field == kPullVersion && type == kVarint) {
       if (!in.ReadVarint(&version))
         return Malformed(kWhat, "truncated version");
@@ -355,8 +425,11 @@ absl::StatusOr<uint64_t> DecodePull(
       if (target.dest == nullptr) {
         return absl::DataLossError(absl::StrCat("Pull: ", target.error));
       }
+      const WireReader::Mark chunk_end = in.mark();
+      in.Restore(f.data);
       in.CopyTo(target.dest, f.data_bytes);
-    } else if (!in.SkipField(type)) {
+      in.Restore(chunk_end);
+    } else if (!in.SkipField(field, type)) {
       return Malformed(kWhat, "undecodable field");
     }
   }

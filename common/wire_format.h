@@ -90,10 +90,28 @@ class WireReader {
   // The next `n` bytes when they lie within one segment (then consumed);
   // an empty view when not (nothing consumed).
   absl::string_view Contiguous(uint64_t n);
-  // Skips one field's value of `wire_type`; false if malformed.
-  bool SkipField(int wire_type);
+  // Reads a field's tag as protobuf does: at most 5 bytes, cut to 32 bits,
+  // with a field number above 0 and a wire type in 0-5. An
+  // end-group tag (type 4) is returned like any other; the caller decides.
+  bool ReadTag(int* field, int* wire_type);
+  // Skips one field's value of `wire_type` (a group up to its matching end
+  // tag, nested at most 100 deep); false if malformed.
+  bool SkipField(int field, int wire_type);
+
+  // A place in the segments to come back to.
+  struct Mark {
+    size_t segment = 0, offset = 0;
+    uint64_t position = 0;
+  };
+  Mark mark() const { return Mark{segment_, offset_, position_}; }
+  void Restore(const Mark& m) {
+    segment_ = m.segment;
+    offset_ = m.offset;
+    position_ = m.position;
+  }
 
  private:
+  bool SkipGroup(int field, int depth);
   void Settle();  // Moves past exhausted segments.
 
   absl::Span<const absl::string_view> segments_;
