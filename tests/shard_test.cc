@@ -535,5 +535,23 @@ TEST_CASE("client bytes in an error are escaped and cut short", "[shard]") {
   CHECK(message.size() < 250);
 }
 
+
+TEST_CASE("a pull at a past clock is served the newest version, saying so",
+          "[shard]") {
+  Fixture f;
+  proto::PushResponse pr;
+  for (uint64_t t = 0; t < 2; ++t) {
+    REQUIRE(f.shard->Push(f.GoodPush(0, t, 1.0f), &pr).ok());
+    REQUIRE(f.shard->Push(f.GoodPush(1, t, 1.0f), &pr).ok());
+  }
+  REQUIRE(f.shard->store().version() == 2);
+  proto::PullResponse resp;
+  REQUIRE(f.shard
+              ->Pull(MakePull(f.config.job_id, 0, 1), absl::InfinitePast(),
+                     nullptr, &resp)
+              .ok());
+  CHECK(resp.version() == 2);  // as proto/paramd.proto says: never older
+}
+
 }  // namespace
 }  // namespace paramd
