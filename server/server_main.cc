@@ -3,6 +3,8 @@
 // Listens on the job's address for shard K unless --listen overrides it;
 // with --port_file PATH it writes the bound port there (atomically) once it
 // accepts connections, which is how paramctl learns ports chosen by port 0.
+// --launch ID names the start of the job it serves (paramctl run passes a
+// random one to every process): workers of another launch are refused.
 // SIGINT or SIGTERM shuts it down cleanly.
 #include <signal.h>
 #include <unistd.h>
@@ -22,7 +24,7 @@ namespace {
 
 constexpr char kUsage[] =
     "usage: paramd-server --job J.yaml --shard K [--listen HOST:PORT] "
-    "[--port_file PATH] [--log_level LEVEL]";
+    "[--port_file PATH] [--launch ID] [--log_level LEVEL]";
 
 absl::Status WritePortFile(const std::string& path, int port) {
   const std::string tmp = absl::StrCat(path, ".tmp.", getpid());
@@ -91,9 +93,9 @@ int Serve(const DaemonStart& start, ParameterServer& server) {
 
 int Run(int argc, char** argv) {
   int exit_code = 0;
-  std::optional<DaemonStart> start =
-      StartDaemon({"paramd-server", kUsage, "shard", {"listen", "port_file"}},
-                  argc, argv, &exit_code);
+  std::optional<DaemonStart> start = StartDaemon(
+      {"paramd-server", kUsage, "shard", {"listen", "port_file", "launch"}},
+      argc, argv, &exit_code);
   if (!start) return exit_code;
   absl::StatusOr<std::unique_ptr<ParameterServer>> server =
       ParameterServer::Create(start->config, start->id);
@@ -102,6 +104,7 @@ int Run(int argc, char** argv) {
                  std::string(server.status().message()).c_str());
     return 1;
   }
+  (*server)->shard()->set_launch(start->flags.Get("launch", ""));
   return Serve(*start, **server);
 }
 

@@ -108,6 +108,13 @@ absl::Status Shard::CheckRegistered(const char* rpc, uint32_t rank) const {
 absl::Status Shard::Register(const proto::RegisterRequest& request,
                              proto::RegisterResponse* response) {
   RETURN_IF_ERROR(CheckWorker("Register", request.job_id(), request.rank()));
+  if (request.launch() != launch_) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "Register: rank ", request.rank(), " belongs to launch '",
+        QuoteClientBytes(request.launch()), "' but this shard serves launch '",
+        launch_,
+        "': another start of the same job is using these servers' ports"));
+  }
   if (request.plan_fingerprint() != plan_.fingerprint()) {
     return absl::FailedPreconditionError(absl::StrCat(
         "Register: rank ", request.rank(),

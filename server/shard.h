@@ -79,6 +79,10 @@ class Shard {
   // Wakes every waiting pull with Unavailable.
   void Shutdown();
 
+  // The launch this shard serves (see RegisterRequest.launch); set before
+  // serving. Registrations from another launch are refused.
+  void set_launch(std::string launch) { launch_ = std::move(launch); }
+
   const PartitionPlan& plan() const { return plan_; }
   const ShardStore& store() const { return store_; }
   UpdatePolicy& policy() { return *policy_; }
@@ -117,6 +121,7 @@ class Shard {
   const PartitionPlan plan_;
   Clock* const clock_;
   const absl::Time started_;
+  std::string launch_;  // Set before serving, then constant.
 
   // Each internally synchronised.
   ShardStore store_;

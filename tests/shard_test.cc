@@ -553,5 +553,34 @@ TEST_CASE("a pull at a past clock is served the newest version, saying so",
   CHECK(resp.version() == 2);  // as proto/paramd.proto says: never older
 }
 
+
+TEST_CASE("a worker of another launch of the same job is refused",
+          "[shard]") {
+  Fixture f(/*register_ranks=*/false);
+  f.shard->set_launch("launch-a");
+  proto::RegisterRequest req;
+  req.set_job_id(f.config.job_id);
+  req.set_rank(0);
+  req.set_plan_fingerprint(f.shard->plan().fingerprint());
+  req.set_launch("launch-b");
+  proto::RegisterResponse resp;
+  for (bool join : {false, true}) {
+    req.set_join(join);
+    const absl::Status s = f.shard->Register(req, &resp);
+    CHECK(absl::IsFailedPrecondition(s));
+    CHECK_THAT(std::string(s.message()),
+               Catch::Contains("belongs to launch 'launch-b' but this shard "
+                               "serves launch 'launch-a'"));
+  }
+  proto::ShardStatus st;
+  f.shard->GetStatus(&st);
+  CHECK_FALSE(st.workers(0).registered());
+  req.set_launch("launch-a");
+  for (bool join : {false, true}) {
+    req.set_join(join);
+    REQUIRE(f.shard->Register(req, &resp).ok());
+  }
+}
+
 }  // namespace
 }  // namespace paramd

@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <random>
 #include <set>
 
 #include "absl/strings/numbers.h"
@@ -61,10 +62,19 @@ std::string FormatDuration(double seconds) {
                  : absl::StrFormat("%ds", s);
 }
 
+// 16 random hex digits.
+std::string NewLaunchId() {
+  std::random_device random;
+  return absl::StrFormat("%08x%08x", random(), random());
+}
+
 class JobRun {
  public:
   JobRun(const RunOptions& options, JobConfig config)
-      : options_(options), config_(std::move(config)), started_(absl::Now()) {}
+      : options_(options),
+        config_(std::move(config)),
+        launch_(NewLaunchId()),
+        started_(absl::Now()) {}
 
   int Run() {
     char tmpl[] = "/tmp/paramd-run-XXXXXX";
@@ -87,11 +97,12 @@ class JobRun {
         config_.job_id, config_.num_shards(), config_.num_workers,
         PolicyName(config_.policy.type), config_.training.epochs));
     for (int k = 0; k < config_.num_shards(); ++k) {
-      auto index = sup_.Spawn(
-          absl::StrCat("server ", k),
-          {options_.server_binary, "--job", options_.job_path, "--shard",
-           absl::StrCat(k), "--listen", config_.servers[k], "--port_file",
-           PortFile(k), "--log_level", options_.log_level});
+      auto index =
+          sup_.Spawn(absl::StrCat("server ", k),
+                     {options_.server_binary, "--job", options_.job_path,
+                      "--shard", absl::StrCat(k), "--listen",
+                      config_.servers[k], "--port_file", PortFile(k),
+                      "--launch", launch_, "--log_level", options_.log_level});
       if (!index.ok()) return Fail(std::string(index.status().message()));
       servers_.push_back(*index);
       Say(absl::StrCat("started server ", k, " (pid ", sup_.child(*index).pid,
@@ -103,7 +114,7 @@ class JobRun {
           absl::StrCat("worker ", r),
           {options_.worker_binary, "--job", options_.job_path, "--rank",
            absl::StrCat(r), "--servers", absl::StrJoin(addresses_, ","),
-           "--log_level", options_.log_level});
+           "--launch", launch_, "--log_level", options_.log_level});
       if (!index.ok()) return Fail(std::string(index.status().message()));
       workers_.push_back(*index);
       Say(absl::StrCat("started worker ", r, " (pid ", sup_.child(*index).pid,
@@ -288,6 +299,9 @@ class JobRun {
 
   const RunOptions& options_;
   const JobConfig config_;
+  // Every process of this start of the job registers under it, so that
+  // servers never take workers of another start of the same job.
+  const std::string launch_;
   const absl::Time started_;
   absl::Time workers_started_;
   std::string run_dir_;

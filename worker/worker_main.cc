@@ -1,7 +1,8 @@
 // paramd-worker --job J.yaml --rank R: trains as worker R of the job.
 //
 // --servers HOST:PORT,... overrides the job's cluster.servers (paramctl
-// passes the ports servers bound when the job asks for port 0).
+// passes the ports servers bound when the job asks for port 0); --launch ID
+// is the start of the job it belongs to (see paramd-server).
 #include <cstdio>
 #include <string>
 #include <vector>
@@ -17,12 +18,13 @@ namespace {
 
 constexpr char kUsage[] =
     "usage: paramd-worker --job J.yaml --rank R [--servers HOST:PORT,...] "
-    "[--log_level LEVEL]";
+    "[--launch ID] [--log_level LEVEL]";
 
 int Run(int argc, char** argv) {
   int exit_code = 0;
-  std::optional<DaemonStart> start = StartDaemon(
-      {"paramd-worker", kUsage, "rank", {"servers"}}, argc, argv, &exit_code);
+  std::optional<DaemonStart> start =
+      StartDaemon({"paramd-worker", kUsage, "rank", {"servers", "launch"}},
+                  argc, argv, &exit_code);
   if (!start) return exit_code;
   const int rank = start->id;
   std::vector<std::string> servers;
@@ -30,9 +32,11 @@ int Run(int argc, char** argv) {
     servers =
         absl::StrSplit(start->flags.Get("servers", ""), ',', absl::SkipEmpty());
   }
-  absl::StatusOr<std::unique_ptr<Trainer>> trainer =
-      Trainer::Create(start->config, rank, TrainerOptions(),
-                      GrpcParameterClientFactory(std::move(servers)));
+  GrpcClientOptions client;
+  client.launch = start->flags.Get("launch", "");
+  absl::StatusOr<std::unique_ptr<Trainer>> trainer = Trainer::Create(
+      start->config, rank, TrainerOptions(),
+      GrpcParameterClientFactory(std::move(servers), std::move(client)));
   if (!trainer.ok()) {
     std::fprintf(stderr, "paramd-worker: rank %d: %s\n", rank,
                  std::string(trainer.status().message()).c_str());

@@ -131,6 +131,7 @@ absl::StatusOr<uint64_t> GrpcParameterClient::RegisterPhase(bool join,
     requests[i].set_join(join);
     requests[i].set_clock(clock);
     requests[i].set_incarnation(incarnation_);
+    requests[i].set_launch(options_.launch);
     shards_[i].stub->async()->Register(
         &contexts[i], &requests[i], &responses[i], Reporting(std::move(done)));
   });
@@ -180,8 +181,7 @@ absl::Status GrpcParameterClient::PullSink::Consume(
       frame.segments(),
       [&](uint32_t tensor_id, uint32_t chunk_index, int dtype, uint64_t bytes) {
         PullChunkTarget target;
-        const int global = plan.Find(tensor_id,
-                                     chunk_index);
+        const int global = plan.Find(tensor_id, chunk_index);
         if (global < 0 || plan.chunks()[global].shard != shard_ ||
             seen_[global] || dtype != proto::DTYPE_FLOAT32 ||
             static_cast<int64_t>(bytes) !=

@@ -34,6 +34,8 @@
 namespace paramd {
 
 struct GrpcClientOptions {
+  // The launch to register as (RegisterRequest.launch).
+  std::string launch;
   // How long Register waits for every server to come up.
   absl::Duration connect_timeout = absl::Seconds(60);
   // Longest wait for one pull: under sync it spans the slowest worker's
