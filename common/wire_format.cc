@@ -332,13 +332,43 @@ bool WireReader::SkipField(int field, int wire_type) {
   }
 }
 
+// The data of chunk `f`, just read by `in`: where it lies when whole and
+// float-aligned in one segment, else copied to `*free_space` in
+// `*storage` (allocated on first need; the message's size bounds it).
+// Leaves `in` where it was, at the chunk's end.
+absl::string_view ChunkData(WireReader* in, const ChunkFields& f,
+                            std::unique_ptr<float[]>* storage,
+                            char** free_space) {
+  if (f.data_bytes == 0) return absl::string_view();
+  const WireReader::Mark chunk_end = in->mark();
+  // Come back to the data, wherever in the chunk it was.
+  in->Restore(f.data);
+  absl::string_view data = in->Contiguous(f.data_bytes);
+  if (data.empty() ||
+      reinterpret_cast<uintptr_t>(data.data()) % alignof(float) != 0) {
+    if (*free_space == nullptr) {
+      storage->reset(new float[in->size() / sizeof(float) + 1]);
+      *free_space = reinterpret_cast<char*>(storage->get());
+    }
+    if (data.empty()) {
+      in->CopyTo(*free_space, f.data_bytes);
+    } else {
+      std::memcpy(*free_space, data.data(), data.size());
+    }
+    data = absl::string_view(*free_space, f.data_bytes);
+    // Keep the next chunk float-aligned.
+    *free_space += (f.data_bytes + 3) / 4 * 4;
+  }
+  in->Restore(chunk_end);
+  return data;
+}
+
 absl::Status DecodePush(absl::Span<const absl::string_view> segments,
                         PushView* out, std::unique_ptr<float[]>* storage) {
   constexpr char kWhat[] = "Push";
   WireReader in(segments);
   *out = PushView();
-  // Chunk data not referenced in place goes to `storage`, allocated on
-  // first need; the message's size bounds it.
+  // Chunk data not referenced in place goes to `storage` (ChunkData).
   char* free_space = nullptr;
   while (in.position() < in.size()) {
     int field = 0, type = 0;
@@ -370,30 +400,7 @@ absl::Status DecodePush(absl::Span<const absl::string_view> segments,
       chunk.tensor_id = f.tensor_id;
       chunk.chunk_index = f.chunk_index;
       chunk.dtype = f.dtype;
-      // Come back to the data, wherever in the chunk it was.
-      const WireReader::Mark chunk_end = in.mark();
-      if (f.data_bytes > 0) {
-        in.Restore(f.data);
-        absl::string_view whole = in.Contiguous(f.data_bytes);
-        if (!whole.empty() &&
-            reinterpret_cast<uintptr_t>(whole.data()) % alignof(float) == 0) {
-          chunk.data = whole;
-        } else {
-          if (free_space == nullptr) {
-            storage->reset(new float[in.size() / sizeof(float) + 1]);
-            free_space = reinterpret_cast<char*>(storage->get());
-          }
-          if (whole.empty()) {
-            in.CopyTo(free_space, f.data_bytes);
-          } else {
-            std::memcpy(free_space, whole.data(), whole.size());
-          }
-          chunk.data = absl::string_view(free_space, f.data_bytes);
-          // Keep the next chunk float-aligned.
-          free_space += (f.data_bytes + 3) / 4 * 4;
-        }
-        in.Restore(chunk_end);
-      }
+      chunk.data = ChunkData(&in, f, storage, &free_space);
       out->chunks.push_back(chunk);
     } else if (!in.SkipField(field, type)) {
       return Malformed(kWhat, "undecodable field");

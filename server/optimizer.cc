@@ -10,9 +10,15 @@ namespace {
 
 // Each kernel is built for AVX-512, AVX2 and the baseline; the loader picks
 // the best the CPU has. The file is compiled with -ffp-contract=off: no
-// clone fuses a multiply-add, so all of them round exactly alike.
+// clone fuses a multiply-add, so all of them round exactly alike. Under
+// ThreadSanitizer, whose runtime is not up yet when the loader runs the
+// clones' resolvers, only the baseline is built.
+#if defined(__SANITIZE_THREAD__)
+#define PARAMD_KERNEL
+#else
 #define PARAMD_KERNEL \
   __attribute__((target_clones("avx512f", "avx2", "default")))
+#endif
 
 PARAMD_KERNEL void SgdKernel(float* __restrict p, const float* __restrict g,
                              size_t n, float scale, float lr, float wd) {

@@ -38,7 +38,10 @@ double MemcpyBytesPerSecond(double seconds) {
 // parameter and the gradient, write the parameter back), counted the same
 // way: 12 bytes per element.
 // Built for the same instruction sets as the optimizers' loops.
-__attribute__((target_clones("avx512f", "avx2", "default"))) void Axpy(
+#if !defined(__SANITIZE_THREAD__)  // as server/optimizer.cc
+__attribute__((target_clones("avx512f", "avx2", "default")))
+#endif
+void Axpy(
     float* __restrict y, const float* __restrict x, size_t n, float s) {
   for (size_t i = 0; i < n; ++i) y[i] += s * x[i];
 }
