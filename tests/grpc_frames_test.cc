@@ -7,6 +7,8 @@
 #include <string>
 #include <vector>
 
+#include "proto/paramd.pb.h"
+
 namespace paramd {
 namespace {
 
@@ -61,6 +63,30 @@ TEST_CASE("received segments view the buffer's slices without copies",
   }
   CHECK(joined == "abc" + std::string(1 << 16, 'e'));
   CHECK(in_place);
+}
+
+TEST_CASE("small messages go through one slice and back; garbage does not",
+          "[frames]") {
+  proto::PullRequest request;
+  request.set_job_id("job");
+  request.set_rank(3);
+  request.set_clock(1234567);
+  const grpc::ByteBuffer buffer = SerializeMessage(request);
+  proto::PullRequest parsed;
+  REQUIRE(ParseMessage(buffer, &parsed));
+  CHECK(parsed.SerializeAsString() == request.SerializeAsString());
+  // Split over two slices, as received, it still parses.
+  const std::string bytes = request.SerializeAsString();
+  std::vector<grpc::Slice> slices;
+  slices.emplace_back(bytes.substr(0, 3));
+  slices.emplace_back(bytes.substr(3));
+  proto::PullRequest joined;
+  REQUIRE(
+      ParseMessage(grpc::ByteBuffer(slices.data(), slices.size()), &joined));
+  CHECK(joined.clock() == 1234567);
+  const std::string garbage = "\x0a\x7f\x01";
+  grpc::Slice bad(garbage.data(), garbage.size());
+  CHECK_FALSE(ParseMessage(grpc::ByteBuffer(&bad, 1), &parsed));
 }
 
 }  // namespace

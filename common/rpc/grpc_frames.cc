@@ -47,4 +47,18 @@ absl::Status ReceivedFrame::Take(const grpc::ByteBuffer& buffer) {
   return absl::OkStatus();
 }
 
+grpc::ByteBuffer SerializeMessage(
+    const google::protobuf::MessageLite& message) {
+  const std::string bytes = message.SerializeAsString();
+  grpc::Slice slice(bytes.data(), bytes.size());
+  return grpc::ByteBuffer(&slice, 1);
+}
+
+bool ParseMessage(const grpc::ByteBuffer& buffer,
+                  google::protobuf::MessageLite* message) {
+  grpc::Slice whole;
+  return buffer.DumpToSingleSlice(&whole).ok() &&
+         message->ParseFromArray(whole.begin(), static_cast<int>(whole.size()));
+}
+
 }  // namespace paramd

@@ -4,10 +4,13 @@
 // large data referenced in place: each data slice holds a reference to an
 // owner object, so the data lives until gRPC has sent it and released the
 // last slice, however the call ends. A ReceivedFrame holds a received
-// message's slices (no copy) and views of them.
+// message's slices (no copy) and views of them. Small protobuf messages
+// (requests and replies without tensor bytes) go through SerializeMessage
+// and ParseMessage.
 #ifndef PARAMD_COMMON_RPC_GRPC_FRAMES_H_
 #define PARAMD_COMMON_RPC_GRPC_FRAMES_H_
 
+#include <google/protobuf/message_lite.h>
 #include <grpcpp/support/byte_buffer.h>
 #include <grpcpp/support/slice.h>
 
@@ -53,6 +56,12 @@ class ReceivedFrame {
   std::vector<grpc::Slice> slices_;
   std::vector<absl::string_view> views_;
 };
+
+// `message` serialized into a one-slice buffer.
+grpc::ByteBuffer SerializeMessage(const google::protobuf::MessageLite& message);
+// Parses the whole of `buffer` into `message`; false when it does not parse.
+bool ParseMessage(const grpc::ByteBuffer& buffer,
+                  google::protobuf::MessageLite* message);
 
 }  // namespace paramd
 

@@ -14,12 +14,6 @@
 namespace paramd {
 namespace {
 
-grpc::ByteBuffer SerializeSmall(const google::protobuf::MessageLite& message) {
-  const std::string bytes = message.SerializeAsString();
-  grpc::Slice slice(bytes.data(), bytes.size());
-  return grpc::ByteBuffer(&slice, 1);
-}
-
 // Parses `bytes` as a `Request`, calls `call(request, &response)` and
 // serializes the response. Bytes that do not parse are INVALID_ARGUMENT
 // naming the RPC and the message (gRPC's own parser would answer INTERNAL
@@ -28,18 +22,16 @@ template <typename Request, typename Response, typename Call>
 grpc::Status ServeMessage(const char* rpc, const grpc::ByteBuffer& bytes,
                           grpc::ByteBuffer* reply, Call call) {
   Request request;
-  grpc::Slice whole;
-  if (!bytes.DumpToSingleSlice(&whole).ok() ||
-      !request.ParseFromArray(whole.begin(), static_cast<int>(whole.size()))) {
+  if (!ParseMessage(bytes, &request)) {
     return ToGrpcStatus(absl::InvalidArgumentError(
         absl::StrCat(rpc, ": malformed ", Request::descriptor()->name(), " (",
-                     whole.size(), " bytes that do not parse)")));
+                     bytes.Length(), " bytes that do not parse)")));
   }
   Response response;
   if (absl::Status s = call(request, &response); !s.ok()) {
     return ToGrpcStatus(s);
   }
-  *reply = SerializeSmall(response);
+  *reply = SerializeMessage(response);
   return grpc::Status::OK;
 }
 
@@ -128,7 +120,7 @@ grpc::Status GrpcParameterService::Push(grpc::ServerContext*,
   proto::PushResponse reply;
   if (s.ok()) s = shard_->Push(view, &reply);
   if (!s.ok()) return ToGrpcStatus(s);
-  *response = SerializeSmall(reply);
+  *response = SerializeMessage(reply);
   return grpc::Status::OK;
 }
 
@@ -138,9 +130,7 @@ absl::Status GrpcParameterService::WaitPull(
     const grpc::ByteBuffer& request,
     std::shared_ptr<const ParamSnapshot>* snapshot) {
   proto::PullRequest pull;
-  grpc::Slice whole;
-  if (!request.DumpToSingleSlice(&whole).ok() ||
-      !pull.ParseFromArray(whole.begin(), static_cast<int>(whole.size()))) {
+  if (!ParseMessage(request, &pull)) {
     return absl::InvalidArgumentError(
         absl::StrCat(rpc, ": malformed PullRequest"));
   }
@@ -203,7 +193,7 @@ grpc::Status GrpcParameterService::PushStream(
   if (absl::Status s = push.Finish(context->IsCancelled(), &reply); !s.ok()) {
     return ToGrpcStatus(s);
   }
-  *response = SerializeSmall(reply);
+  *response = SerializeMessage(reply);
   return grpc::Status::OK;
 }
 

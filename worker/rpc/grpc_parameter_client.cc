@@ -62,10 +62,8 @@ std::string MethodName(const char* rpc) {
 
 // The version in a PushResponse.
 absl::StatusOr<uint64_t> PushedVersion(const grpc::ByteBuffer& buffer) {
-  grpc::Slice whole;
   proto::PushResponse response;
-  if (!buffer.DumpToSingleSlice(&whole).ok() ||
-      !response.ParseFromArray(whole.begin(), static_cast<int>(whole.size()))) {
+  if (!ParseMessage(buffer, &response)) {
     return absl::DataLossError("malformed PushResponse");
   }
   return response.version();
@@ -160,9 +158,7 @@ grpc::ByteBuffer GrpcParameterClient::PullFrame(uint64_t clock) const {
   request.set_job_id(config_.job_id);
   request.set_rank(rank_);
   request.set_clock(clock);
-  const std::string bytes = request.SerializeAsString();
-  grpc::Slice slice(bytes.data(), bytes.size());
-  return grpc::ByteBuffer(&slice, 1);
+  return SerializeMessage(request);
 }
 
 GrpcParameterClient::PullSink::PullSink(const GrpcParameterClient* client,
