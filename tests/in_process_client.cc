@@ -30,15 +30,12 @@ class InProcessClient final : public ParameterClient {
         gradients_(setup.layout->total) {}
 
   absl::StatusOr<uint64_t> Register() override {
-    // Two-phase, as the gRPC client: propose, then join at the largest.
-    for (int attempt = 0; attempt < 20; ++attempt) {
-      ASSIGN_OR_RETURN(uint64_t proposed, RegisterPhase(false, 0));
-      absl::StatusOr<uint64_t> joined = RegisterPhase(true, proposed);
-      if (absl::IsAborted(joined.status())) continue;
-      if (joined.ok()) ++calls_->registrations;
-      return joined;
-    }
-    return absl::AbortedError("Register: the shards never agreed");
+    ASSIGN_OR_RETURN(uint64_t clock,
+                     RegisterInTwoPhases([this](bool join, uint64_t clock) {
+                       return RegisterPhase(join, clock);
+                     }));
+    ++calls_->registrations;
+    return clock;
   }
 
   absl::StatusOr<uint64_t> Pull(uint64_t clock,
@@ -125,15 +122,11 @@ class InProcessClient final : public ParameterClient {
 
  private:
   absl::StatusOr<uint64_t> RegisterPhase(bool join, uint64_t clock) {
+    const proto::RegisterRequest request = MakeRegisterRequest(
+        ClientSetup{&config_, &plan_, &layout_, rank_}, join, clock,
+        /*incarnation=*/1000 + rank_, /*launch=*/"");
     uint64_t largest = 0;
     for (int k = 0; k < static_cast<int>(shards_.size()); ++k) {
-      proto::RegisterRequest request;
-      request.set_job_id(config_.job_id);
-      request.set_rank(rank_);
-      request.set_plan_fingerprint(plan_.fingerprint());
-      request.set_join(join);
-      request.set_clock(clock);
-      request.set_incarnation(1000 + rank_);
       proto::RegisterResponse response;
       absl::Status s = shards_[k]->Register(request, &response);
       if (!s.ok()) return Prefixed(s, "Register", k);

@@ -82,6 +82,16 @@ using ParameterClientFactory =
     std::function<absl::StatusOr<std::unique_ptr<ParameterClient>>(
         const ClientSetup&)>;
 
+// The two-phase registration every client runs (RegisterRequest in
+// proto/paramd.proto): `phase(false, 0)` asks every shard for the clock it
+// proposes, `phase(true, c)` joins every shard at c; each returns the
+// largest clock the shards answered. A shard may move on between the
+// phases (the join is then Aborted): it starts over, up to 20 times, and
+// returns the clock joined at or the last error.
+absl::StatusOr<uint64_t> RegisterInTwoPhases(
+    const std::function<absl::StatusOr<uint64_t>(bool join, uint64_t clock)>&
+        phase);
+
 }  // namespace paramd
 
 #endif  // PARAMD_WORKER_PARAMETER_CLIENT_H_

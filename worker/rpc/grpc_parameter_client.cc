@@ -118,20 +118,15 @@ absl::StatusOr<uint64_t> GrpcParameterClient::RegisterPhase(bool join,
                                                             uint64_t clock) {
   const int n = static_cast<int>(shards_.size());
   std::vector<grpc::ClientContext> contexts(n);
-  std::vector<proto::RegisterRequest> requests(n);
+  const proto::RegisterRequest request =
+      MakeRegisterRequest(ClientSetup{&config_, plan_, layout_, rank_}, join,
+                          clock, incarnation_, options_.launch);
   std::vector<proto::RegisterResponse> responses(n);
   absl::Status s = ForAllShards(n, "Register", [&](int i, auto done) {
     contexts[i].set_wait_for_ready(true);
     contexts[i].set_deadline(DeadlineIn(options_.connect_timeout));
-    requests[i].set_job_id(config_.job_id);
-    requests[i].set_rank(rank_);
-    requests[i].set_plan_fingerprint(plan_->fingerprint());
-    requests[i].set_join(join);
-    requests[i].set_clock(clock);
-    requests[i].set_incarnation(incarnation_);
-    requests[i].set_launch(options_.launch);
-    shards_[i].stub->async()->Register(
-        &contexts[i], &requests[i], &responses[i], Reporting(std::move(done)));
+    shards_[i].stub->async()->Register(&contexts[i], &request, &responses[i],
+                                       Reporting(std::move(done)));
   });
   if (!s.ok()) return s;
   uint64_t largest = 0;
@@ -141,16 +136,8 @@ absl::StatusOr<uint64_t> GrpcParameterClient::RegisterPhase(bool join,
 }
 
 absl::StatusOr<uint64_t> GrpcParameterClient::Register() {
-  // Each shard may move on between the phases; a few tries always settle.
-  constexpr int kAttempts = 20;
-  absl::Status last;
-  for (int attempt = 0; attempt < kAttempts; ++attempt) {
-    ASSIGN_OR_RETURN(uint64_t proposed, RegisterPhase(false, 0));
-    absl::StatusOr<uint64_t> joined = RegisterPhase(true, proposed);
-    if (joined.ok() || !absl::IsAborted(joined.status())) return joined;
-    last = joined.status();
-  }
-  return last;
+  return RegisterInTwoPhases(
+      [this](bool join, uint64_t clock) { return RegisterPhase(join, clock); });
 }
 
 grpc::ByteBuffer GrpcParameterClient::PullFrame(uint64_t clock) const {

@@ -2,6 +2,20 @@
 
 namespace paramd {
 
+proto::RegisterRequest MakeRegisterRequest(const ClientSetup& setup, bool join,
+                                           uint64_t clock, uint64_t incarnation,
+                                           const std::string& launch) {
+  proto::RegisterRequest r;
+  r.set_job_id(setup.config->job_id);
+  r.set_rank(static_cast<uint32_t>(setup.rank));
+  r.set_plan_fingerprint(setup.plan->fingerprint());
+  r.set_join(join);
+  r.set_clock(clock);
+  r.set_incarnation(incarnation);
+  r.set_launch(launch);
+  return r;
+}
+
 proto::ReportEpochRequest ToReportEpochRequest(const EpochReport& report,
                                                const std::string& job_id,
                                                int rank) {
