@@ -96,7 +96,10 @@ absl::Status Shard::CheckWorker(const char* rpc, const std::string& job_id,
   return absl::OkStatus();
 }
 
-absl::Status Shard::CheckRegistered(const char* rpc, uint32_t rank) const {
+absl::Status Shard::CheckRegisteredWorker(const char* rpc,
+                                          const std::string& job_id,
+                                          uint32_t rank) const {
+  RETURN_IF_ERROR(CheckWorker(rpc, job_id, rank));
   if (!workers_.IsRegistered(static_cast<int>(rank))) {
     return absl::AbortedError(
         absl::StrCat(rpc, ": rank ", rank, " has not registered with shard ",
@@ -200,8 +203,7 @@ absl::Status Shard::CheckChunks(absl::Span<ChunkView> chunks) const {
 
 absl::Status Shard::Push(const PushView& request,
                          proto::PushResponse* response) {
-  RETURN_IF_ERROR(CheckWorker("Push", request.job_id, request.rank));
-  RETURN_IF_ERROR(CheckRegistered("Push", request.rank));
+  RETURN_IF_ERROR(CheckRegisteredWorker("Push", request.job_id, request.rank));
   const int n = store_.num_chunks();
   if (request.chunks.size() != static_cast<size_t>(n)) {
     return absl::InvalidArgumentError(absl::StrCat(
@@ -258,8 +260,8 @@ absl::Status Shard::Pull(const proto::PullRequest& request, absl::Time deadline,
 absl::Status Shard::Pull(const proto::PullRequest& request, absl::Time deadline,
                          const std::function<bool()>& cancelled,
                          std::shared_ptr<const ParamSnapshot>* snapshot) {
-  RETURN_IF_ERROR(CheckWorker("Pull", request.job_id(), request.rank()));
-  RETURN_IF_ERROR(CheckRegistered("Pull", request.rank()));
+  RETURN_IF_ERROR(
+      CheckRegisteredWorker("Pull", request.job_id(), request.rank()));
   const int rank = static_cast<int>(request.rank());
   const absl::Time start = clock_->Now();
   workers_.OnSeen(rank, start);
@@ -298,8 +300,8 @@ absl::Status Shard::AwaitReadable(int rank, uint64_t clock, absl::Time start,
 
 absl::Status Shard::Heartbeat(const proto::HeartbeatRequest& request,
                               proto::HeartbeatResponse* response) {
-  RETURN_IF_ERROR(CheckWorker("Heartbeat", request.job_id(), request.rank()));
-  RETURN_IF_ERROR(CheckRegistered("Heartbeat", request.rank()));
+  RETURN_IF_ERROR(
+      CheckRegisteredWorker("Heartbeat", request.job_id(), request.rank()));
   const int rank = static_cast<int>(request.rank());
   if (request.finished()) {
     workers_.OnFinished(rank, clock_->Now());
@@ -314,8 +316,8 @@ absl::Status Shard::Heartbeat(const proto::HeartbeatRequest& request,
 }
 
 absl::Status Shard::ReportEpoch(const proto::ReportEpochRequest& request) {
-  RETURN_IF_ERROR(CheckWorker("ReportEpoch", request.job_id(), request.rank()));
-  RETURN_IF_ERROR(CheckRegistered("ReportEpoch", request.rank()));
+  RETURN_IF_ERROR(
+      CheckRegisteredWorker("ReportEpoch", request.job_id(), request.rank()));
   if (request.epoch() < 1 ||
       request.epoch() > static_cast<uint32_t>(config_.training.epochs)) {
     return absl::InvalidArgumentError(

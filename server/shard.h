@@ -97,8 +97,10 @@ class Shard {
 
   absl::Status CheckWorker(const char* rpc, const std::string& job_id,
                            uint32_t rank) const;
-  // Aborted unless `rank` has registered (joined) with this shard.
-  absl::Status CheckRegistered(const char* rpc, uint32_t rank) const;
+  // CheckWorker, then Aborted unless `rank` has registered (joined) with
+  // this shard: what every RPC but Register requires.
+  absl::Status CheckRegisteredWorker(const char* rpc, const std::string& job_id,
+                                     uint32_t rank) const;
   // Everything Push requires of one chunk but its uniqueness; `*local` is
   // its local index (-1 if another shard owns it).
   absl::Status CheckChunk(const ChunkView& chunk, int* local) const;

@@ -480,10 +480,13 @@ TEST_CASE("a second server on a port in use fails at once, naming it",
   CHECK(absl::IsUnavailable(port.status()));
   CHECK_THAT(std::string(port.status().message()),
              Catch::StartsWith("cannot listen on " + address + ": "));
-  // The first server still answers, on its own state.
-  auto stub = proto::StatusService::NewStub(
-      grpc::CreateChannel(address, grpc::InsecureChannelCredentials()));
-  for (int i = 0; i < 3; ++i) {  // new connections, not one kept open
+  // The first server still answers, on its own state, over new connections
+  // (a channel each, with its own subchannel pool, so none is reused).
+  for (int i = 0; i < 3; ++i) {
+    grpc::ChannelArguments args;
+    args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
+    auto stub = proto::StatusService::NewStub(grpc::CreateCustomChannel(
+        address, grpc::InsecureChannelCredentials(), args));
     grpc::ClientContext ctx;
     proto::ShardStatus st;
     REQUIRE(stub->GetStatus(&ctx, proto::GetStatusRequest(), &st).ok());

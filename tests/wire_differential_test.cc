@@ -30,6 +30,20 @@ std::string Varint(uint64_t v) {
 
 std::string Tag(uint64_t field, int type) { return Varint(field << 3 | type); }
 
+// Up to 3 valid chunks of random ids and sizes, into a PushRequest or a
+// PullResponse.
+template <typename Message>
+void AddRandomChunks(std::mt19937_64& rng, Message* r) {
+  const int chunks = static_cast<int>(rng() % 4);
+  for (int c = 0; c < chunks; ++c) {
+    proto::TensorChunk* chunk = r->add_chunks();
+    chunk->set_tensor_id(static_cast<uint32_t>(rng() % 3));
+    chunk->set_chunk_index(static_cast<uint32_t>(rng() % 3));
+    chunk->set_dtype(proto::DTYPE_FLOAT32);
+    chunk->set_data(std::string(4 * (rng() % 9), static_cast<char>(c + 1)));
+  }
+}
+
 // A valid message of random shape.
 std::string RandomPush(std::mt19937_64& rng) {
   proto::PushRequest r;
@@ -37,28 +51,14 @@ std::string RandomPush(std::mt19937_64& rng) {
   if (rng() % 2) r.set_rank(static_cast<uint32_t>(rng() % 300));
   if (rng() % 2) r.set_clock(rng() % 100000);
   if (rng() % 2) r.set_loss(0.5f);
-  const int chunks = static_cast<int>(rng() % 4);
-  for (int c = 0; c < chunks; ++c) {
-    proto::TensorChunk* chunk = r.add_chunks();
-    chunk->set_tensor_id(static_cast<uint32_t>(rng() % 3));
-    chunk->set_chunk_index(static_cast<uint32_t>(rng() % 3));
-    chunk->set_dtype(proto::DTYPE_FLOAT32);
-    chunk->set_data(std::string(4 * (rng() % 9), static_cast<char>(c + 1)));
-  }
+  AddRandomChunks(rng, &r);
   return r.SerializeAsString();
 }
 
 std::string RandomPull(std::mt19937_64& rng) {
   proto::PullResponse r;
   if (rng() % 2) r.set_version(rng() % 100000);
-  const int chunks = static_cast<int>(rng() % 4);
-  for (int c = 0; c < chunks; ++c) {
-    proto::TensorChunk* chunk = r.add_chunks();
-    chunk->set_tensor_id(static_cast<uint32_t>(rng() % 3));
-    chunk->set_chunk_index(static_cast<uint32_t>(rng() % 3));
-    chunk->set_dtype(proto::DTYPE_FLOAT32);
-    chunk->set_data(std::string(4 * (rng() % 9), static_cast<char>(c + 1)));
-  }
+  AddRandomChunks(rng, &r);
   return r.SerializeAsString();
 }
 

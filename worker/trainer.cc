@@ -132,7 +132,7 @@ absl::Status Trainer::Train() {
   ASSIGN_OR_RETURN(uint64_t clock, Join());
   const int64_t steps = data_part_->steps_per_epoch();
   const uint64_t total = static_cast<uint64_t>(steps) * config_.training.epochs;
-  LogStart(clock, IsSlow());
+  LogStart(clock);
   Batch batch;
   batch.x.resize(static_cast<size_t>(data_part_->max_batch()) * train_.dim);
   batch.y.resize(data_part_->max_batch());
@@ -161,15 +161,15 @@ bool Trainer::IsSlow() const {
   return rank_ == config_.testing.slow_rank && config_.testing.slow_step_ms > 0;
 }
 
-void Trainer::LogStart(uint64_t clock, bool slow) const {
+void Trainer::LogStart(uint64_t clock) const {
   spdlog::info(
       "rank {}: {} training samples, {} steps per epoch of batch {}, {} test "
       "samples; compute on {}; starting at clock {}{}",
       rank_, data_part_->size(), data_part_->steps_per_epoch(),
       config_.training.batch_size, test_y_.size(), model_->Describe(), clock,
-      slow ? absl::StrCat("; slowed by ", config_.testing.slow_step_ms,
-                          " ms per step (testing.slow_rank)")
-           : "");
+      IsSlow() ? absl::StrCat("; slowed by ", config_.testing.slow_step_ms,
+                              " ms per step (testing.slow_rank)")
+               : "");
 }
 
 absl::Status Trainer::Step(uint64_t* clock, Batch* batch, EpochState* epoch,

@@ -82,7 +82,7 @@ class Trainer {
   // Registers (again) and returns the clock to continue from.
   absl::StatusOr<uint64_t> Join();
   void HeartbeatLoop();
-  void LogStart(uint64_t clock, bool slow) const;
+  void LogStart(uint64_t clock) const;
   // Evaluates and reports the epoch `state` ran, whose steps took
   // `seconds`.
   absl::Status EndEpoch(const EpochState& state, double seconds);
