@@ -12,10 +12,9 @@ namespace {
 
 std::nullopt_t Fail(const char* program, const absl::Status& status,
                     const char* usage, int code, int* exit_code) {
-  std::fprintf(stderr, "%s: %s\n%s", program,
-               std::string(status.message()).c_str(),
-               usage != nullptr ? usage : "");
-  if (usage != nullptr) std::fprintf(stderr, "\n");
+  std::fprintf(stderr, "%s: %s\n", program,
+               std::string(status.message()).c_str());
+  if (usage != nullptr) std::fprintf(stderr, "%s\n", usage);
   *exit_code = code;
   return std::nullopt;
 }

@@ -35,6 +35,12 @@ struct ChunkSpec {
   int shard = 0;
 };
 
+// Where chunk `c` starts in a flat buffer of every tensor laid out by
+// `layout` (a worker's parameters or gradients), in elements.
+inline int64_t FlatOffset(const FlatLayout& layout, const ChunkSpec& c) {
+  return layout.offset[c.tensor_id] + c.offset;
+}
+
 class PartitionPlan {
  public:
   static absl::StatusOr<PartitionPlan> Build(const ModelSpec& spec,

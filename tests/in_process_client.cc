@@ -53,7 +53,7 @@ class InProcessClient final : public ParameterClient {
       for (size_t i = 0; i < snapshot->params.size(); ++i) {
         const ChunkSpec& c =
             shards_[k]->store().chunk_spec(static_cast<int>(i));
-        std::memcpy(params.data() + layout_.offset[c.tensor_id] + c.offset,
+        std::memcpy(params.data() + FlatOffset(layout_, c),
                     snapshot->params[i].data(), c.length * sizeof(float));
       }
       version = std::min(version, snapshot->version);
@@ -76,8 +76,7 @@ class InProcessClient final : public ParameterClient {
       push.loss = loss;
       for (int global : plan_.ChunksOfShard(k)) {
         const ChunkSpec& c = plan_.chunks()[global];
-        const float* data =
-            grads.data() + layout_.offset[c.tensor_id] + c.offset;
+        const float* data = grads.data() + FlatOffset(layout_, c);
         push.chunks.push_back(ChunkView{
             static_cast<uint32_t>(c.tensor_id),
             static_cast<uint32_t>(c.chunk_index), proto::DTYPE_FLOAT32,

@@ -178,8 +178,8 @@ absl::Status GrpcParameterClient::PullSink::Consume(
         seen_[global] = 1;
         ++chunks_;
         const ChunkSpec& c = plan.chunks()[global];
-        target.dest = reinterpret_cast<char*>(
-            params_.data() + client_->layout_->offset[c.tensor_id] + c.offset);
+        target.dest = reinterpret_cast<char*>(params_.data() +
+                                              FlatOffset(*client_->layout_, c));
         return target;
       });
   if (!version.ok()) return version.status();
@@ -304,8 +304,7 @@ std::vector<std::vector<grpc::ByteBuffer>> GrpcParameterClient::PushMessages(
         const ChunkSpec& c = plan_->chunks()[owned[k]];
         frame.AddCopy(shards_[i].chunk_headers[k]);
         frame.AddReference(absl::string_view(
-            reinterpret_cast<const char*>(flat + layout_->offset[c.tensor_id] +
-                                          c.offset),
+            reinterpret_cast<const char*>(flat + FlatOffset(*layout_, c)),
             static_cast<size_t>(c.length * kElementBytes)));
       }
       messages[i].push_back(frame.Finish());
