@@ -78,6 +78,18 @@ struct LivenessConfig {
   double warn_after_seconds = 30;
 };
 
+// Bounds on what one server holds, so that overload is refused
+// (RESOURCE_EXHAUSTED) rather than grown into.
+struct LimitsConfig {
+  // Push and pull calls one rank may have inside one shard at a time (a
+  // worker needs two: a push and the next pull).
+  int max_inflight_per_worker = 4;
+  // Memory gRPC may use for one server's connections: messages received
+  // and not yet handled. 0: 4 x workers x the largest message, at least
+  // 256 MiB.
+  int64_t transport_memory_mb = 0;
+};
+
 // Testing aids, documented as such: they make a run slower on purpose.
 struct TestingConfig {
   int slow_rank = -1;  // This rank sleeps slow_step_ms per step.
@@ -105,6 +117,7 @@ struct JobConfig {
   OptimizerConfig optimizer;
   PolicyConfig policy;
   LivenessConfig liveness;
+  LimitsConfig limits;
   int64_t chunk_bytes = 1 << 20;
   WorkerConfig worker;
   TestingConfig testing;

@@ -46,11 +46,12 @@ class JobParser {
     RETURN_IF_ERROR(r_.CheckMapping(
         root, "",
         {"job", "cluster", "model", "data", "training", "optimizer", "policy",
-         "liveness", "partition", "worker", "testing"}));
+         "liveness", "limits", "partition", "worker", "testing"}));
     for (auto step : {&JobParser::ParseJob, &JobParser::ParseCluster,
                       &JobParser::ParseModel, &JobParser::ParseData,
                       &JobParser::ParseTraining, &JobParser::ParseOptimizer,
                       &JobParser::ParsePolicy, &JobParser::ParseLiveness,
+                      &JobParser::ParseLimits,
                       &JobParser::ParsePartition, &JobParser::ParseWorker,
                       &JobParser::ParseTesting}) {
       RETURN_IF_ERROR((this->*step)(root, &c));
@@ -281,6 +282,27 @@ class JobParser {
       return r_.Error(at, "liveness.heartbeat_seconds",
                       "must be at most half of liveness.lease_seconds, or "
                       "live workers would lose their lease");
+    }
+    return absl::OkStatus();
+  }
+
+  absl::Status ParseLimits(const YAML::Node& root, JobConfig* c) {
+    ASSIGN_OR_RETURN(const YAML::Node l,
+                     Section(root, "limits", false,
+                             {"max_inflight_per_worker", "transport_memory_mb"}));
+    LimitsConfig& lc = c->limits;
+    RETURN_IF_ERROR(r_.Get(l, "limits", "max_inflight_per_worker", false,
+                           &lc.max_inflight_per_worker));
+    if (lc.max_inflight_per_worker < 2 || lc.max_inflight_per_worker > 1024) {
+      return r_.Error(l["max_inflight_per_worker"],
+                      "limits.max_inflight_per_worker",
+                      "must be between 2 (a push and a pull) and 1024");
+    }
+    RETURN_IF_ERROR(r_.Get(l, "limits", "transport_memory_mb", false,
+                           &lc.transport_memory_mb));
+    if (lc.transport_memory_mb < 0 || lc.transport_memory_mb > (1 << 20)) {
+      return r_.Error(l["transport_memory_mb"], "limits.transport_memory_mb",
+                      "must be between 0 (automatic) and 1048576");
     }
     return absl::OkStatus();
   }

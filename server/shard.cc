@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "absl/strings/escaping.h"
+#include "absl/cleanup/cleanup.h"
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
 #include "server/proto_convert.h"
@@ -74,12 +75,39 @@ Shard::Shard(const JobConfig& config, int shard_id, ModelSpec spec,
       store_(spec_, plan_, shard_id, config.seed, std::move(optimizer)),
       policy_(MakeUpdatePolicy(config.policy, config.num_workers, &store_)),
       workers_(config.num_workers),
-      metrics_(config.num_workers) {}
+      metrics_(config.num_workers),
+      inflight_(config.num_workers, 0) {}
+
+absl::Status Shard::EnterCall(const char* rpc, int rank) {
+  absl::MutexLock lock(&inflight_mu_);
+  const int limit = config_.limits.max_inflight_per_worker;
+  if (inflight_[rank] >= limit) {
+    return absl::ResourceExhaustedError(absl::StrCat(
+        rpc, ": rank ", rank, " already has ", inflight_[rank],
+        " pushes and pulls in shard ", shard_id_,
+        ", the limit (limits.max_inflight_per_worker is ", limit, ")"));
+  }
+  ++inflight_[rank];
+  return absl::OkStatus();
+}
+
+void Shard::LeaveCall(int rank) {
+  absl::MutexLock lock(&inflight_mu_);
+  --inflight_[rank];
+}
 
 int64_t Shard::max_message_bytes() const {
   // Every chunk plus generous framing; at least 4 MiB.
   return std::max<int64_t>(
       4 << 20, store_.bytes() + 64 * store_.num_chunks() + (1 << 20));
+}
+
+int64_t Shard::transport_memory_bytes() const {
+  if (config_.limits.transport_memory_mb > 0) {
+    return config_.limits.transport_memory_mb << 20;
+  }
+  return std::max<int64_t>(256 << 20, int64_t{4} * config_.num_workers *
+                                          max_message_bytes());
 }
 
 absl::Status Shard::CheckWorker(const char* rpc, const std::string& job_id,
@@ -204,6 +232,10 @@ absl::Status Shard::CheckChunks(absl::Span<ChunkView> chunks) const {
 absl::Status Shard::Push(const PushView& request,
                          proto::PushResponse* response) {
   RETURN_IF_ERROR(CheckRegisteredWorker("Push", request.job_id, request.rank));
+  RETURN_IF_ERROR(EnterCall("Push", static_cast<int>(request.rank)));
+  absl::Cleanup leave = [this, &request] {
+    LeaveCall(static_cast<int>(request.rank));
+  };
   const int n = store_.num_chunks();
   if (request.chunks.size() != static_cast<size_t>(n)) {
     return absl::InvalidArgumentError(absl::StrCat(
@@ -263,6 +295,8 @@ absl::Status Shard::Pull(const proto::PullRequest& request, absl::Time deadline,
   RETURN_IF_ERROR(
       CheckRegisteredWorker("Pull", request.job_id(), request.rank()));
   const int rank = static_cast<int>(request.rank());
+  RETURN_IF_ERROR(EnterCall("Pull", rank));
+  absl::Cleanup leave = [this, rank] { LeaveCall(rank); };
   const absl::Time start = clock_->Now();
   workers_.OnSeen(rank, start);
   RETURN_IF_ERROR(

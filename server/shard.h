@@ -15,6 +15,7 @@
 #include <memory>
 
 #include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "common/clock.h"
 #include "common/job_config.h"
@@ -83,13 +84,18 @@ class Shard {
   // serving. Registrations from another launch are refused.
   void set_launch(std::string launch) { launch_ = std::move(launch); }
 
+  const JobConfig& config() const { return config_; }
   const PartitionPlan& plan() const { return plan_; }
   const ShardStore& store() const { return store_; }
   UpdatePolicy& policy() { return *policy_; }
 
   // For tests: waits up to `timeout` until `n` pulls are waiting.
   bool TEST_AwaitWaitingPulls(size_t n, absl::Duration timeout);
+  // The largest message a worker of this job sends this shard.
   int64_t max_message_bytes() const;
+  // What gRPC may hold for this shard's connections
+  // (limits.transport_memory_mb).
+  int64_t transport_memory_bytes() const;
 
  private:
   Shard(const JobConfig& config, int shard_id, ModelSpec spec,
@@ -101,6 +107,11 @@ class Shard {
   // this shard: what every RPC but Register requires.
   absl::Status CheckRegisteredWorker(const char* rpc, const std::string& job_id,
                                      uint32_t rank) const;
+  // Counts one more push or pull of `rank` inside the shard, or refuses it
+  // (RESOURCE_EXHAUSTED) past limits.max_inflight_per_worker; a counted
+  // call calls LeaveCall when it ends.
+  absl::Status EnterCall(const char* rpc, int rank);
+  void LeaveCall(int rank);
   // Everything Push requires of one chunk but its uniqueness; `*local` is
   // its local index (-1 if another shard owns it).
   absl::Status CheckChunk(const ChunkView& chunk, int* local) const;
@@ -132,6 +143,10 @@ class Shard {
   JobMetrics metrics_;
   ShardStats stats_;
   PullWaiters waiters_;
+
+  mutable absl::Mutex inflight_mu_;
+  // Pushes and pulls inside the shard, by rank.
+  std::vector<int> inflight_ ABSL_GUARDED_BY(inflight_mu_);
 };
 
 }  // namespace paramd

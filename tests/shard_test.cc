@@ -4,6 +4,7 @@
 
 #include <catch2/catch.hpp>
 #include <cmath>
+#include <atomic>
 #include <cstring>
 #include <thread>
 
@@ -583,4 +584,54 @@ TEST_CASE("a worker of another launch of the same job is refused",
 }
 
 }  // namespace
+TEST_CASE(
+    "a rank's calls past limits.max_inflight_per_worker are "
+    "RESOURCE_EXHAUSTED and change nothing",
+    "[shard][limits]") {
+  Fixture f;
+  f.config.limits.max_inflight_per_worker = 2;
+  f.shard = *Shard::Create(f.config, 0);
+  for (uint32_t rank : {0u, 1u}) f.RegisterRank(rank);
+  const proto::PullResponse before = f.Snapshot();
+  // Two pulls of rank 0 for a version that needs rank 1's push fill it.
+  std::vector<std::thread> pulls;
+  std::vector<absl::Status> results(2);
+  std::atomic<bool> give_up{false};
+  for (int i = 0; i < 2; ++i) {
+    pulls.emplace_back([&, i] {
+      proto::PullResponse resp;
+      results[i] = f.shard->Pull(
+          MakePull(f.config.job_id, 0, 1), absl::InfiniteFuture(),
+          [&give_up] { return give_up.load(); }, &resp);
+    });
+  }
+  REQUIRE(f.shard->TEST_AwaitWaitingPulls(2, absl::Seconds(30)));
+  proto::PullResponse resp;
+  absl::Status s = f.shard->Pull(MakePull(f.config.job_id, 0, 1),
+                                 absl::InfiniteFuture(), nullptr, &resp);
+  CHECK(absl::IsResourceExhausted(s));
+  CHECK(s.message() ==
+        "Pull: rank 0 already has 2 pushes and pulls in shard 0, the limit "
+        "(limits.max_inflight_per_worker is 2)");
+  proto::PushResponse pr;
+  s = f.shard->Push(f.GoodPush(0, 0, 1.0f), &pr);
+  CHECK(absl::IsResourceExhausted(s));
+  CHECK_THAT(std::string(s.message()), Catch::StartsWith("Push: rank 0"));
+  CHECK(SameState(f.Snapshot(), before));
+  proto::ShardStatus st;
+  f.shard->GetStatus(&st);
+  CHECK(st.pushes() == 0);
+  // Another rank has its own allowance; its push does not complete the
+  // round (rank 0's was refused), so the pulls still wait.
+  REQUIRE(f.shard->Push(f.GoodPush(1, 0, 1.0f), &pr).ok());
+  CHECK(SameState(f.Snapshot(), before));
+  // Once the waiting pulls give up, their slots are free again.
+  give_up = true;
+  for (auto& t : pulls) t.join();
+  for (const auto& r : results) CHECK(absl::IsCancelled(r));
+  CHECK(f.shard->Pull(MakePull(f.config.job_id, 0, 0), absl::InfinitePast(),
+                      nullptr, &resp)
+            .ok());
+}
+
 }  // namespace paramd

@@ -8,11 +8,27 @@
 #include "absl/strings/str_cat.h"
 #include "common/rpc/grpc_frames.h"
 #include "common/rpc/grpc_status.h"
+#include "common/status_macros.h"
 #include "common/wire_format.h"
 #include "server/push_assembler.h"
 
 namespace paramd {
 namespace {
+
+// The largest request other than a push: a few ids and numbers.
+constexpr int64_t kSmallMessageBytes = 1 << 20;
+
+// RESOURCE_EXHAUSTED when `bytes` is over `limit`. gRPC's own size limit
+// is off on the server (see ParameterServer::Start): the handlers check
+// every message they read, so that a message over the limit always fails
+// its call the same way, whatever arrived before it.
+absl::Status CheckSize(absl::string_view what, const grpc::ByteBuffer& bytes,
+                       int64_t limit) {
+  if (static_cast<int64_t>(bytes.Length()) <= limit) return absl::OkStatus();
+  return absl::ResourceExhaustedError(
+      absl::StrCat(what, ": message of ", bytes.Length(),
+                   " bytes is over this shard's limit of ", limit, " bytes"));
+}
 
 // Parses `bytes` as a `Request`, calls `call(request, &response)` and
 // serializes the response. Bytes that do not parse are INVALID_ARGUMENT
@@ -21,6 +37,9 @@ namespace {
 template <typename Request, typename Response, typename Call>
 grpc::Status ServeMessage(const char* rpc, const grpc::ByteBuffer& bytes,
                           grpc::ByteBuffer* reply, Call call) {
+  if (absl::Status s = CheckSize(rpc, bytes, kSmallMessageBytes); !s.ok()) {
+    return ToGrpcStatus(s);
+  }
   Request request;
   if (!ParseMessage(bytes, &request)) {
     return ToGrpcStatus(absl::InvalidArgumentError(
@@ -115,7 +134,8 @@ grpc::Status GrpcParameterService::Push(grpc::ServerContext*,
   ReceivedFrame frame;
   PushView view;
   std::unique_ptr<float[]> storage;
-  absl::Status s = frame.Take(*request);
+  absl::Status s = CheckSize("Push", *request, shard_->max_message_bytes());
+  if (s.ok()) s = frame.Take(*request);
   if (s.ok()) s = DecodePush(frame.segments(), &view, &storage);
   proto::PushResponse reply;
   if (s.ok()) s = shard_->Push(view, &reply);
@@ -129,6 +149,7 @@ absl::Status GrpcParameterService::WaitPull(
     grpc::ServerContext* context, const char* rpc,
     const grpc::ByteBuffer& request,
     std::shared_ptr<const ParamSnapshot>* snapshot) {
+  RETURN_IF_ERROR(CheckSize(rpc, request, kSmallMessageBytes));
   proto::PullRequest pull;
   if (!ParseMessage(request, &pull)) {
     return absl::InvalidArgumentError(
@@ -179,7 +200,11 @@ grpc::Status GrpcParameterService::PushStream(
   grpc::ByteBuffer message;
   while (reader->Read(&message)) {
     frames.emplace_back();
-    absl::Status s = frames.back().Take(message);
+    absl::Status s =
+        CheckSize(absl::StrCat("PushStream message ", frames.size()), message,
+                  shard_->max_message_bytes());
+    if (!s.ok()) return ToGrpcStatus(s);
+    s = frames.back().Take(message);
     if (!s.ok()) {
       return ToGrpcStatus(absl::Status(
           s.code(), absl::StrCat("PushStream message ", frames.size(), ": ",

@@ -1,5 +1,6 @@
 #include "server/rpc/parameter_server.h"
 
+#include <grpcpp/resource_quota.h>
 #include <grpcpp/server_builder.h>
 
 #include <algorithm>
@@ -38,10 +39,18 @@ absl::StatusOr<int> ParameterServer::Start(const std::string& address) {
   // in use would split the first one's connections. A port in use is an
   // error instead.
   builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
-  const int limit = static_cast<int>(
-      std::min<int64_t>(shard_->max_message_bytes(), INT32_MAX));
-  builder.SetMaxReceiveMessageSize(limit);
-  builder.SetMaxSendMessageSize(limit);
+  // The handlers check the size of every message they read (and answer
+  // RESOURCE_EXHAUSTED). gRPC's own receive limit stays off: when it fails
+  // a read, a streaming handler cannot tell that from the client's end of
+  // stream, and would apply a push whose call then fails.
+  builder.SetMaxReceiveMessageSize(-1);
+  builder.SetMaxSendMessageSize(static_cast<int>(
+      std::min<int64_t>(shard_->max_message_bytes(), INT32_MAX)));
+  // What gRPC may hold for this server's connections: past it, gRPC
+  // refuses calls (RESOURCE_EXHAUSTED) instead of reading more.
+  grpc::ResourceQuota quota("paramd-server");
+  quota.Resize(static_cast<size_t>(shard_->transport_memory_bytes()));
+  builder.SetResourceQuota(quota);
   builder.RegisterService(&parameter_service_);
   builder.RegisterService(&status_service_);
   server_ = builder.BuildAndStart();
