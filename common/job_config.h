@@ -90,6 +90,33 @@ struct LimitsConfig {
   int64_t transport_memory_mb = 0;
 };
 
+// Who may talk to the job's servers. Paths are absolute after loading
+// (relative ones resolve against the job file's folder); the files are read
+// when a process starts (common/rpc/credentials.h). Empty: off.
+struct SecurityConfig {
+  // A file holding the job token. Servers answer UNAUTHENTICATED to any
+  // call without it ("authorization: Bearer <token>" metadata).
+  std::string token_file;
+  // TLS: the servers' certificate chain and private key (PEM). With a
+  // certificate every channel is TLS.
+  std::string tls_cert;
+  std::string tls_key;
+  // The CA bundle clients check the servers' certificates against (and
+  // servers check clients' with mutual_tls); default: tls_cert, for a
+  // self-signed one.
+  std::string tls_ca;
+  // Servers require a client certificate signed by tls_ca; clients present
+  // tls_client_cert/tls_client_key (default: tls_cert/tls_key).
+  bool mutual_tls = false;
+  std::string tls_client_cert;
+  std::string tls_client_key;
+  // The name clients expect in the servers' certificate; default: the host
+  // of each server's address.
+  std::string tls_server_name;
+
+  bool tls() const { return !tls_cert.empty(); }
+};
+
 // Testing aids, documented as such: they make a run slower on purpose.
 struct TestingConfig {
   int slow_rank = -1;  // This rank sleeps slow_step_ms per step.
@@ -118,6 +145,7 @@ struct JobConfig {
   PolicyConfig policy;
   LivenessConfig liveness;
   LimitsConfig limits;
+  SecurityConfig security;
   int64_t chunk_bytes = 1 << 20;
   WorkerConfig worker;
   TestingConfig testing;

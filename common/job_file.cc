@@ -46,12 +46,13 @@ class JobParser {
     RETURN_IF_ERROR(r_.CheckMapping(
         root, "",
         {"job", "cluster", "model", "data", "training", "optimizer", "policy",
-         "liveness", "limits", "partition", "worker", "testing"}));
+         "liveness", "limits", "security", "partition", "worker",
+         "testing"}));
     for (auto step : {&JobParser::ParseJob, &JobParser::ParseCluster,
                       &JobParser::ParseModel, &JobParser::ParseData,
                       &JobParser::ParseTraining, &JobParser::ParseOptimizer,
                       &JobParser::ParsePolicy, &JobParser::ParseLiveness,
-                      &JobParser::ParseLimits,
+                      &JobParser::ParseLimits, &JobParser::ParseSecurity,
                       &JobParser::ParsePartition, &JobParser::ParseWorker,
                       &JobParser::ParseTesting}) {
       RETURN_IF_ERROR((this->*step)(root, &c));
@@ -303,6 +304,61 @@ class JobParser {
     if (lc.transport_memory_mb < 0 || lc.transport_memory_mb > (1 << 20)) {
       return r_.Error(l["transport_memory_mb"], "limits.transport_memory_mb",
                       "must be between 0 (automatic) and 1048576");
+    }
+    return absl::OkStatus();
+  }
+
+  absl::Status ParseSecurity(const YAML::Node& root, JobConfig* c) {
+    ASSIGN_OR_RETURN(
+        const YAML::Node sec,
+        Section(root, "security", false,
+                {"token_file", "tls_cert", "tls_key", "tls_ca", "mutual_tls",
+                 "tls_client_cert", "tls_client_key", "tls_server_name"}));
+    SecurityConfig& sc = c->security;
+    for (auto [key, out] :
+         {std::pair{"token_file", &sc.token_file},
+          std::pair{"tls_cert", &sc.tls_cert}, std::pair{"tls_key", &sc.tls_key},
+          std::pair{"tls_ca", &sc.tls_ca},
+          std::pair{"tls_client_cert", &sc.tls_client_cert},
+          std::pair{"tls_client_key", &sc.tls_client_key}}) {
+      RETURN_IF_ERROR(r_.Get(sec, "security", key, false, out));
+      *out = Resolve(DirName(path_), *out);
+    }
+    RETURN_IF_ERROR(
+        r_.Get(sec, "security", "mutual_tls", false, &sc.mutual_tls));
+    RETURN_IF_ERROR(r_.Get(sec, "security", "tls_server_name", false,
+                           &sc.tls_server_name));
+    if (sc.tls_cert.empty() != sc.tls_key.empty()) {
+      const bool cert = !sc.tls_cert.empty();
+      return r_.Error(sec[cert ? "tls_cert" : "tls_key"],
+                      cert ? "security.tls_key" : "security.tls_cert",
+                      "missing: tls_cert and tls_key come together");
+    }
+    if (!sc.tls()) {
+      for (const char* key : {"tls_ca", "mutual_tls", "tls_client_cert",
+                              "tls_client_key", "tls_server_name"}) {
+        if (sec[key].IsDefined()) {
+          return r_.Error(sec[key], absl::StrCat("security.", key),
+                          "only applies with security.tls_cert and tls_key");
+        }
+      }
+    }
+    if (sc.tls_ca.empty()) sc.tls_ca = sc.tls_cert;
+    if (sc.tls_client_cert.empty() != sc.tls_client_key.empty()) {
+      const bool cert = !sc.tls_client_cert.empty();
+      return r_.Error(sec[cert ? "tls_client_cert" : "tls_client_key"],
+                      cert ? "security.tls_client_key"
+                           : "security.tls_client_cert",
+                      "missing: tls_client_cert and tls_client_key come "
+                      "together");
+    }
+    if (!sc.mutual_tls && !sc.tls_client_cert.empty()) {
+      return r_.Error(sec["tls_client_cert"], "security.tls_client_cert",
+                      "only applies with security.mutual_tls: true");
+    }
+    if (sc.mutual_tls && sc.tls_client_cert.empty()) {
+      sc.tls_client_cert = sc.tls_cert;
+      sc.tls_client_key = sc.tls_key;
     }
     return absl::OkStatus();
   }

@@ -146,6 +146,18 @@ TEST_CASE("each bad job file names file, line and field", "[config]") {
        good + "limits:\n  transport_memory_mb: -5\n",
        "limits.transport_memory_mb", "transport_memory_mb: -5",
        "must be between 0"},
+      {"a certificate without its key",
+       good + "security:\n  tls_cert: server.crt\n", "security.tls_key",
+       "tls_cert: server.crt", "missing: tls_cert and tls_key come together"},
+      {"a CA without TLS",
+       good + "security:\n  token_file: token\n  tls_ca: ca.pem\n",
+       "security.tls_ca", "tls_ca: ca.pem",
+       "only applies with security.tls_cert and tls_key"},
+      {"a client certificate without mutual TLS",
+       good + "security:\n  tls_cert: s.crt\n  tls_key: s.key\n"
+              "  tls_client_cert: c.crt\n  tls_client_key: c.key\n",
+       "security.tls_client_cert", "tls_client_cert: c.crt",
+       "only applies with security.mutual_tls: true"},
       {"unknown key at the top", good + "colour: blue\n", "colour",
        "colour: blue", "unknown key"},
       {"unknown key in a section",
@@ -199,6 +211,31 @@ TEST_CASE("each bad job file names file, line and field", "[config]") {
       CHECK(error.find('\n') == std::string::npos);
     }
   }
+}
+
+TEST_CASE("the security section resolves its paths and fills defaults",
+          "[config]") {
+  const std::string dir = NewTempDir();
+  const std::string path = WriteFile(
+      dir + "/job.yaml",
+      JobYaml(JobOptions{}) +
+          "security:\n  token_file: secrets/token\n  tls_cert: s.crt\n"
+          "  tls_key: /keys/s.key\n  mutual_tls: true\n");
+  absl::StatusOr<JobConfig> c = LoadJobConfig(path);
+  INFO(c.status().ToString());
+  REQUIRE(c.ok());
+  CHECK(c->security.token_file == dir + "/secrets/token");
+  CHECK(c->security.tls_cert == dir + "/s.crt");
+  CHECK(c->security.tls_key == "/keys/s.key");
+  CHECK(c->security.tls_ca == dir + "/s.crt");  // self-signed
+  CHECK(c->security.tls_client_cert == dir + "/s.crt");
+  CHECK(c->security.tls_client_key == "/keys/s.key");
+  CHECK(c->security.tls());
+  absl::StatusOr<JobConfig> plain =
+      LoadJobConfig(WriteFile(dir + "/plain.yaml", JobYaml(JobOptions{})));
+  REQUIRE(plain.ok());
+  CHECK_FALSE(plain->security.tls());
+  CHECK(plain->security.token_file.empty());
 }
 
 TEST_CASE("policies, liveness and testing aids parse", "[config]") {

@@ -88,7 +88,8 @@ struct RunControl {
 void RunWorker(const ClientSetup& setup,
                const std::vector<std::string>& addresses, Mode mode,
                RunControl& control, WorkerRun& run) {
-  GrpcParameterClient client(setup, addresses, GrpcClientOptions());
+  GrpcParameterClient client(setup, addresses, GrpcClientOptions(),
+                             JobSecurity());
   absl::StatusOr<uint64_t> clock = client.Register();
   std::vector<float> params(setup.layout->total);
   // Gradients go where a trainer computes them: into the client's buffer,

@@ -19,6 +19,7 @@
 #include "absl/time/clock.h"
 #include "common/job_config.h"
 #include "common/job_file.h"
+#include "tools/local_secrets.h"
 #include "tools/status_client.h"
 #include "tools/supervisor.h"
 
@@ -70,9 +71,10 @@ std::string NewLaunchId() {
 
 class JobRun {
  public:
-  JobRun(const RunOptions& options, JobConfig config)
+  JobRun(const RunOptions& options, JobConfig config, JobSecurity security)
       : options_(options),
         config_(std::move(config)),
+        security_(std::move(security)),
         launch_(NewLaunchId()),
         started_(absl::Now()) {}
 
@@ -225,7 +227,7 @@ class JobRun {
 
   // Prints every newly completed epoch from shard 0's status.
   void ReportProgress() {
-    auto status = QueryShardStatus(addresses_[0], absl::Seconds(2));
+    auto status = QueryShardStatus(addresses_[0], security_, absl::Seconds(2));
     if (!status.ok()) return;
     for (const proto::EpochMetrics& e : status->epochs()) {
       if (!e.complete() ||
@@ -299,6 +301,7 @@ class JobRun {
 
   const RunOptions& options_;
   const JobConfig config_;
+  const JobSecurity security_;  // For the status queries.
   // Every process of this start of the job registers under it, so that
   // servers never take workers of another start of the same job.
   const std::string launch_;
@@ -332,8 +335,23 @@ int RunJob(const RunOptions& options) {
       return 1;
     }
   }
+  if (options.make_secrets) {
+    absl::StatusOr<std::vector<std::string>> said = MakeLocalSecrets(*config);
+    if (!said.ok()) {
+      std::fprintf(stderr, "paramctl: %s\n",
+                   std::string(said.status().message()).c_str());
+      return 1;
+    }
+    for (const std::string& line : *said) Say(line);
+  }
+  absl::StatusOr<JobSecurity> security = LoadSecurity(config->security);
+  if (!security.ok()) {
+    std::fprintf(stderr, "paramctl: %s\n",
+                 std::string(security.status().message()).c_str());
+    return 1;
+  }
   InstallSignalHandlers();
-  return JobRun(options, *std::move(config)).Run();
+  return JobRun(options, *std::move(config), *std::move(security)).Run();
 }
 
 }  // namespace paramd

@@ -15,6 +15,9 @@ struct RunOptions {
   std::string server_binary;
   std::string worker_binary;
   std::string log_level = "info";
+  // Write the job token and a self-signed certificate the job's security
+  // section names, where missing (tools/local_secrets.h).
+  bool make_secrets = false;
 };
 
 // Returns the process exit code: 0 when every worker finished, 1 on a

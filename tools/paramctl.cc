@@ -1,6 +1,6 @@
 // paramctl: run, validate and inspect paramd jobs.
 //
-//   paramctl run J.yaml [--summary PATH] [--log_level LEVEL]
+//   paramctl run J.yaml [--make-secrets] [--summary PATH] [--log_level LEVEL]
 //   paramctl validate J.yaml
 //   paramctl status --job J.yaml [--servers HOST:PORT,...] [--json] [--watch]
 #include <unistd.h>
@@ -26,7 +26,8 @@ namespace {
 
 constexpr char kUsage[] =
     "usage:\n"
-    "  paramctl run J.yaml [--summary PATH] [--log_level LEVEL]\n"
+    "  paramctl run J.yaml [--make-secrets] [--summary PATH] "
+    "[--log_level LEVEL]\n"
     "               [--server_binary PATH] [--worker_binary PATH]\n"
     "  paramctl validate J.yaml\n"
     "  paramctl status --job J.yaml [--servers HOST:PORT,...] [--json] "
@@ -105,12 +106,18 @@ int Status(const ParsedFlags& flags) {
       return 1;
     }
   }
+  absl::StatusOr<JobSecurity> security = LoadSecurity(config->security);
+  if (!security.ok()) {
+    std::fprintf(stderr, "paramctl: %s\n",
+                 std::string(security.status().message()).c_str());
+    return 1;
+  }
   const bool json = flags.Has("json");
   if (flags.Has("watch")) {
     // Refreshes in place every second until interrupted.
     while (true) {
       const std::vector<ServerStatus> servers =
-          QueryAllStatus(addresses, absl::Seconds(1));
+          QueryAllStatus(addresses, *security, absl::Seconds(1));
       std::printf("\033[H\033[2J%s", json ? FormatStatusJson(servers).c_str()
                                           : FormatStatusTable(servers).c_str());
       std::fflush(stdout);
@@ -118,7 +125,7 @@ int Status(const ParsedFlags& flags) {
     }
   }
   const std::vector<ServerStatus> servers =
-      QueryAllStatus(addresses, absl::Seconds(3));
+      QueryAllStatus(addresses, *security, absl::Seconds(3));
   std::fputs(json ? FormatStatusJson(servers).c_str()
                   : FormatStatusTable(servers).c_str(),
              stdout);
@@ -133,7 +140,7 @@ int Main(int argc, char** argv) {
       ParseFlags(argc, argv,
                  {"summary", "log_level", "job", "servers", "server_binary",
                   "worker_binary"},
-                 {"json", "watch"});
+                 {"json", "watch", "make-secrets"});
   if (!flags.ok()) return Usage(std::string(flags.status().message()));
   const std::vector<std::string>& args = flags->positional;
   if (args.empty()) return Usage("no command given");
@@ -145,6 +152,7 @@ int Main(int argc, char** argv) {
     options.job_path = args[1];
     options.summary_path = flags->Get("summary", "");
     options.log_level = flags->Get("log_level", "info");
+    options.make_secrets = flags->Has("make-secrets");
     options.server_binary =
         flags->Get("server_binary", FindBinary("paramd-server", "server"));
     options.worker_binary =

@@ -10,10 +10,10 @@
 
 namespace paramd {
 
-absl::StatusOr<proto::ShardStatus> QueryShardStatus(const std::string& address,
-                                                    absl::Duration timeout) {
-  auto channel =
-      grpc::CreateChannel(address, grpc::InsecureChannelCredentials());
+absl::StatusOr<proto::ShardStatus> QueryShardStatus(
+    const std::string& address, const JobSecurity& security,
+    absl::Duration timeout) {
+  auto channel = CreateJobChannel(address, security);
   auto stub = proto::StatusService::NewStub(channel);
   grpc::ClientContext context;
   context.set_deadline(absl::ToChronoTime(absl::Now() + timeout));
@@ -29,11 +29,13 @@ absl::StatusOr<proto::ShardStatus> QueryShardStatus(const std::string& address,
 }
 
 std::vector<ServerStatus> QueryAllStatus(
-    const std::vector<std::string>& addresses, absl::Duration timeout) {
+    const std::vector<std::string>& addresses, const JobSecurity& security,
+    absl::Duration timeout) {
   std::vector<std::future<absl::StatusOr<proto::ShardStatus>>> pending;
   for (const std::string& a : addresses) {
     pending.push_back(
-        std::async(std::launch::async, QueryShardStatus, a, timeout));
+        std::async(std::launch::async, QueryShardStatus, a,
+                   std::cref(security), timeout));
   }
   std::vector<ServerStatus> out;
   for (size_t i = 0; i < addresses.size(); ++i) {

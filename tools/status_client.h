@@ -8,18 +8,21 @@
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "common/rpc/credentials.h"
 #include "proto/paramd.pb.h"
 #include "tools/status_format.h"
 
 namespace paramd {
 
-// One GetStatus call to `address`.
-absl::StatusOr<proto::ShardStatus> QueryShardStatus(const std::string& address,
-                                                    absl::Duration timeout);
+// One GetStatus call to `address`, with the job's TLS and token.
+absl::StatusOr<proto::ShardStatus> QueryShardStatus(
+    const std::string& address, const JobSecurity& security,
+    absl::Duration timeout);
 
 // Every address, concurrently.
 std::vector<ServerStatus> QueryAllStatus(
-    const std::vector<std::string>& addresses, absl::Duration timeout);
+    const std::vector<std::string>& addresses, const JobSecurity& security,
+    absl::Duration timeout);
 
 }  // namespace paramd
 

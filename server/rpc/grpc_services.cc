@@ -6,6 +6,7 @@
 #include <deque>
 
 #include "absl/strings/str_cat.h"
+#include "common/rpc/credentials.h"
 #include "common/rpc/grpc_frames.h"
 #include "common/rpc/grpc_status.h"
 #include "common/status_macros.h"
@@ -54,9 +55,11 @@ grpc::Status ServeMessage(const char* rpc, const grpc::ByteBuffer& bytes,
   return grpc::Status::OK;
 }
 
-// Adds the unary method `name` to `service`, served by `handler`.
+// Adds the unary method `name` (`rpc` in messages) to `service`, served
+// by `handler` once the call carries the job's token.
 template <typename Service>
-void AddByteMethod(Service* service, const char* name,
+void AddByteMethod(Service* service, const char* name, const char* rpc,
+                   const JobSecurity* security,
                    grpc::Status (Service::*handler)(grpc::ServerContext*,
                                                     const grpc::ByteBuffer*,
                                                     grpc::ByteBuffer*)) {
@@ -64,9 +67,11 @@ void AddByteMethod(Service* service, const char* name,
       name, grpc::internal::RpcMethod::NORMAL_RPC,
       new grpc::internal::RpcMethodHandler<Service, grpc::ByteBuffer,
                                            grpc::ByteBuffer>(
-          [handler](Service* s, grpc::ServerContext* context,
-                    const grpc::ByteBuffer* request,
-                    grpc::ByteBuffer* response) {
+          [handler, rpc, security](Service* s, grpc::ServerContext* context,
+                                   const grpc::ByteBuffer* request,
+                                   grpc::ByteBuffer* response) {
+            grpc::Status auth = CheckCallToken(*security, *context, rpc);
+            if (!auth.ok()) return auth;
             return (s->*handler)(context, request, response);
           },
           service)));
@@ -85,10 +90,12 @@ void GrpcParameterService::AddUnary(
                                                   const grpc::ByteBuffer*,
                                                   grpc::ByteBuffer*)) {
   names_.push_back(std::make_unique<std::string>(MethodName(rpc)));
-  AddByteMethod(this, names_.back()->c_str(), handler);
+  AddByteMethod(this, names_.back()->c_str(), rpc, security_, handler);
 }
 
-GrpcParameterService::GrpcParameterService(Shard* shard) : shard_(shard) {
+GrpcParameterService::GrpcParameterService(Shard* shard,
+                                           const JobSecurity* security)
+    : shard_(shard), security_(security) {
   AddUnary("Register", &GrpcParameterService::Register);
   AddUnary("Push", &GrpcParameterService::Push);
   AddUnary("Pull", &GrpcParameterService::Pull);
@@ -101,6 +108,9 @@ GrpcParameterService::GrpcParameterService(Shard* shard) : shard_(shard) {
           [](GrpcParameterService* service, grpc::ServerContext* context,
              grpc::ServerReader<grpc::ByteBuffer>* reader,
              grpc::ByteBuffer* response) {
+            grpc::Status auth =
+                CheckCallToken(*service->security_, *context, "PushStream");
+            if (!auth.ok()) return auth;
             return service->PushStream(context, reader, response);
           },
           this)));
@@ -112,6 +122,9 @@ GrpcParameterService::GrpcParameterService(Shard* shard) : shard_(shard) {
           [](GrpcParameterService* service, grpc::ServerContext* context,
              const grpc::ByteBuffer* request,
              grpc::ServerWriter<grpc::ByteBuffer>* writer) {
+            grpc::Status auth =
+                CheckCallToken(*service->security_, *context, "PullStream");
+            if (!auth.ok()) return auth;
             return service->PullStream(context, request, writer);
           },
           this)));
@@ -263,10 +276,13 @@ grpc::Status GrpcParameterService::ReportEpoch(grpc::ServerContext*,
       });
 }
 
-GrpcStatusService::GrpcStatusService(const Shard* shard) : shard_(shard) {
+GrpcStatusService::GrpcStatusService(const Shard* shard,
+                                     const JobSecurity* security)
+    : shard_(shard) {
   name_ = absl::StrCat("/", proto::StatusService::service_full_name(),
                        "/GetStatus");
-  AddByteMethod(this, name_.c_str(), &GrpcStatusService::GetStatus);
+  AddByteMethod(this, name_.c_str(), "GetStatus", security,
+                &GrpcStatusService::GetStatus);
 }
 
 grpc::Status GrpcStatusService::GetStatus(grpc::ServerContext*,

@@ -10,6 +10,7 @@
 
 #include <string>
 
+#include "common/rpc/credentials.h"
 #include "proto/paramd.grpc.pb.h"
 #include "server/shard.h"
 
@@ -22,10 +23,13 @@ namespace paramd {
 // references the shard's snapshot of the version in place, so one copy of
 // a version serves every worker that pulls it. On the wire these are
 // PushRequest/PullResponse, so any protobuf client can call them; the
-// other methods use the protobuf messages as generated.
+// other methods use the protobuf messages as generated. Every method
+// checks the job token first (UNAUTHENTICATED without it).
 class GrpcParameterService final : public grpc::Service {
  public:
-  explicit GrpcParameterService(Shard* shard);
+  // Every call must carry `security`'s token (when it has one); `security`
+  // is read only while serving and must outlive the service.
+  GrpcParameterService(Shard* shard, const JobSecurity* security);
 
   // "/paramd.proto.ParameterService/<rpc>".
   static std::string MethodName(const char* rpc);
@@ -76,6 +80,7 @@ class GrpcParameterService final : public grpc::Service {
                     grpc::ByteBuffer*));
 
   Shard* const shard_;
+  const JobSecurity* const security_;
   // gRPC keeps pointers to the method names.
   std::vector<std::unique_ptr<std::string>> names_;
 };
@@ -84,7 +89,8 @@ class GrpcParameterService final : public grpc::Service {
 // that a malformed request is INVALID_ARGUMENT naming it.
 class GrpcStatusService final : public grpc::Service {
  public:
-  explicit GrpcStatusService(const Shard* shard);
+  // As GrpcParameterService: the status RPC needs the token too.
+  GrpcStatusService(const Shard* shard, const JobSecurity* security);
 
   // Adds a method built outside the class (grpc::Service::AddMethod is
   // protected); the service owns it.

@@ -26,15 +26,16 @@ absl::StatusOr<std::unique_ptr<ParameterServer>> ParameterServer::Create(
 
 ParameterServer::ParameterServer(std::unique_ptr<Shard> shard)
     : shard_(std::move(shard)),
-      parameter_service_(shard_.get()),
-      status_service_(shard_.get()) {}
+      parameter_service_(shard_.get(), &security_),
+      status_service_(shard_.get(), &security_) {}
 
 ParameterServer::~ParameterServer() { Shutdown(); }
 
 absl::StatusOr<int> ParameterServer::Start(const std::string& address) {
+  ASSIGN_OR_RETURN(security_, LoadSecurity(shard_->config().security));
   grpc::ServerBuilder builder;
   int port = 0;
-  builder.AddListeningPort(address, grpc::InsecureServerCredentials(), &port);
+  builder.AddListeningPort(address, MakeServerCredentials(security_), &port);
   // gRPC shares ports (SO_REUSEPORT) by default: a second server on a port
   // in use would split the first one's connections. A port in use is an
   // error instead.
@@ -56,9 +57,12 @@ absl::StatusOr<int> ParameterServer::Start(const std::string& address) {
   server_ = builder.BuildAndStart();
   if (server_ == nullptr || port == 0) {
     server_.reset();
-    return absl::UnavailableError(
-        absl::StrCat("cannot listen on ", address,
-                     ": the port is in use, or the address is not local"));
+    return absl::UnavailableError(absl::StrCat(
+        "cannot listen on ", address,
+        ": the port is in use, or the address is not local",
+        security_.tls ? ", or security.tls_cert and tls_key are not a "
+                        "matching certificate and key"
+                      : ""));
   }
   port_ = port;
   ticker_ = std::thread([this] { TickLoop(); });

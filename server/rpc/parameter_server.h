@@ -27,7 +27,8 @@ class ParameterServer {
       const JobConfig& config, int shard_id, Clock* clock = nullptr);
   ~ParameterServer();
 
-  // Listens on `address` ("host:port"). Returns the bound port.
+  // Listens on `address` ("host:port"), with TLS and the job token as the
+  // job's security section says. Returns the bound port.
   absl::StatusOr<int> Start(const std::string& address);
   void Shutdown();
   void Wait();
@@ -39,6 +40,8 @@ class ParameterServer {
   explicit ParameterServer(std::unique_ptr<Shard> shard);
 
   std::unique_ptr<Shard> shard_;
+  // Loaded by Start, before serving; read by the services' handlers.
+  JobSecurity security_;
   GrpcParameterService parameter_service_;
   GrpcStatusService status_service_;
   void TickLoop();

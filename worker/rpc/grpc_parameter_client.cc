@@ -9,6 +9,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/blocking_counter.h"
+#include "common/rpc/credentials.h"
 #include "common/rpc/grpc_frames.h"
 #include "common/rpc/grpc_status.h"
 #include "common/status_macros.h"
@@ -73,7 +74,8 @@ absl::StatusOr<uint64_t> PushedVersion(const grpc::ByteBuffer& buffer) {
 
 GrpcParameterClient::GrpcParameterClient(const ClientSetup& setup,
                                          std::vector<std::string> addresses,
-                                         GrpcClientOptions options)
+                                         GrpcClientOptions options,
+                                         const JobSecurity& security)
     : config_(*setup.config),
       plan_(setup.plan),
       layout_(setup.layout),
@@ -96,8 +98,7 @@ GrpcParameterClient::GrpcParameterClient(const ClientSetup& setup,
     // One connection per shard even when two shards share an address.
     args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
     ShardConn conn;
-    conn.channel = grpc::CreateCustomChannel(
-        addresses[s], grpc::InsecureChannelCredentials(), args);
+    conn.channel = CreateJobChannel(addresses[s], security, args);
     conn.stub = proto::ParameterService::NewStub(conn.channel);
     conn.generic = std::make_unique<grpc::GenericStub>(conn.channel);
     std::vector<int64_t> chunk_bytes;
@@ -426,8 +427,9 @@ ParameterClientFactory GrpcParameterClientFactory(
           "--servers: ", addresses.size(), " addresses for the job's ",
           config.num_shards(), " shards"));
     }
+    ASSIGN_OR_RETURN(JobSecurity security, LoadSecurity(config.security));
     return std::make_unique<GrpcParameterClient>(setup, std::move(addresses),
-                                                 options);
+                                                 options, security);
   };
 }
 

@@ -26,6 +26,7 @@
 #include "absl/time/time.h"
 #include "absl/types/span.h"
 #include "common/job_config.h"
+#include "common/rpc/credentials.h"
 #include "common/model_spec.h"
 #include "common/partitioner.h"
 #include "proto/paramd.grpc.pb.h"
@@ -46,10 +47,11 @@ struct GrpcClientOptions {
 
 class GrpcParameterClient final : public ParameterClient {
  public:
-  // `addresses`: one "host:port" per shard, in shard order.
+  // `addresses`: one "host:port" per shard, in shard order; channels use
+  // `security`'s TLS and token.
   GrpcParameterClient(const ClientSetup& setup,
                       std::vector<std::string> addresses,
-                      GrpcClientOptions options);
+                      GrpcClientOptions options, const JobSecurity& security);
 
   absl::StatusOr<uint64_t> Register() override;
   absl::StatusOr<uint64_t> Pull(uint64_t clock,
