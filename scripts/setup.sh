@@ -8,7 +8,7 @@ PACKAGES=(
   bazel-bootstrap bazel-rules-java g++
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
   libabsl-dev libspdlog-dev libfmt-dev catch2 libyaml-cpp-dev zlib1g-dev
-  libopenblas-dev dataset-fashion-mnist
+  libopenblas-dev dataset-fashion-mnist openssl
 )
 
 missing=()
