@@ -263,11 +263,15 @@ absl::Status Shard::Push(const PushView& request,
   }
   const absl::Time now = clock_->Now();
   workers_.OnSeen(static_cast<int>(request.rank), now);
-  RETURN_IF_ERROR(
-      policy_->Push(static_cast<int>(request.rank), request.clock, grads));
-  workers_.OnPush(static_cast<int>(request.rank), bytes, request.loss, now);
-  stats_.RecordPush(now);
+  bool duplicate = false;
+  RETURN_IF_ERROR(policy_->Push(static_cast<int>(request.rank), request.clock,
+                                grads, &duplicate));
+  if (!duplicate) {
+    workers_.OnPush(static_cast<int>(request.rank), bytes, request.loss, now);
+    stats_.RecordPush(now);
+  }
   response->set_version(store_.version());
+  response->set_duplicate(duplicate);
   return absl::OkStatus();
 }
 

@@ -10,7 +10,10 @@
 namespace paramd {
 
 UpdatePolicy::UpdatePolicy(int num_workers, ShardStore* store)
-    : num_workers_(num_workers), store_(store), workers_(num_workers) {}
+    : num_workers_(num_workers),
+      store_(store),
+      workers_(num_workers),
+      last_accepted_(num_workers, -1) {}
 
 uint64_t UpdatePolicy::ProposeClock(int rank) {
   absl::MutexLock lock(&mu_);
@@ -34,6 +37,9 @@ absl::Status UpdatePolicy::Join(int rank, uint64_t clock) {
   RETURN_IF_ERROR(CanJoinAt(rank, clock));
   workers_[rank].live = true;
   workers_[rank].clock = clock;
+  // A push from before the join is never taken for a retry: whatever the
+  // rank pushes from here on is applied or refused on its own.
+  last_accepted_[rank] = -1;
   OnJoin(rank);
   return absl::OkStatus();
 }
@@ -46,12 +52,19 @@ void UpdatePolicy::Leave(int rank) {
 }
 
 absl::Status UpdatePolicy::Push(
-    int rank, uint64_t clock, absl::Span<const absl::Span<const float>> grads) {
+    int rank, uint64_t clock, absl::Span<const absl::Span<const float>> grads,
+    bool* duplicate) {
   absl::MutexLock lock(&mu_);
+  if (duplicate != nullptr) *duplicate = false;
   if (shutdown_) return absl::UnavailableError("the shard is shutting down");
   if (rank < 0 || rank >= num_workers_) {
     return absl::InvalidArgumentError(absl::StrCat(
         "Push: rank ", rank, " is outside [0, ", num_workers_, ")"));
+  }
+  if (clock <= static_cast<uint64_t>(INT64_MAX) &&
+      last_accepted_[rank] == static_cast<int64_t>(clock)) {
+    if (duplicate != nullptr) *duplicate = true;
+    return absl::OkStatus();
   }
   if (!workers_[rank].live) {
     return absl::AbortedError(absl::StrCat(
@@ -59,7 +72,9 @@ absl::Status UpdatePolicy::Push(
         " was dropped from the live set (lease expired or finished); "
         "register again"));
   }
-  return Accept(rank, clock, grads);
+  RETURN_IF_ERROR(Accept(rank, clock, grads));
+  last_accepted_[rank] = static_cast<int64_t>(clock);
+  return absl::OkStatus();
 }
 
 absl::Status UpdatePolicy::WaitReadable(int rank, uint64_t clock,

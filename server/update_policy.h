@@ -50,9 +50,14 @@ class UpdatePolicy {
   // Accepts `rank`'s gradient computed at `clock`. grads[local] is the
   // gradient of the store's chunk `local`, already checked for size and
   // finiteness. On error nothing is applied or kept.
+  //
+  // Exactly once: a push of the (rank, clock) this policy accepted last
+  // from `rank` since it joined is a retry (its reply was lost): OK,
+  // nothing applied again, `*duplicate` (when not null) set. A rank's
+  // accepted clocks only grow, so only its last push can be retried.
   absl::Status Push(int rank, uint64_t clock,
-                    absl::Span<const absl::Span<const float>> grads)
-      ABSL_LOCKS_EXCLUDED(mu_);
+                    absl::Span<const absl::Span<const float>> grads,
+                    bool* duplicate = nullptr) ABSL_LOCKS_EXCLUDED(mu_);
 
   // Blocks until a worker `rank` at `clock` may read the store. Returns
   // DeadlineExceeded at `deadline` (nothing changed; the caller may wait
@@ -110,6 +115,8 @@ class UpdatePolicy {
 
   absl::Mutex mu_;
   std::vector<PolicyWorker> workers_ ABSL_GUARDED_BY(mu_);
+  // The clock of each rank's last accepted push since it joined; -1: none.
+  std::vector<int64_t> last_accepted_ ABSL_GUARDED_BY(mu_);
   bool shutdown_ ABSL_GUARDED_BY(mu_) = false;
   int blocked_ ABSL_GUARDED_BY(mu_) = 0;  // WaitReadable calls waiting now.
 };

@@ -634,4 +634,39 @@ TEST_CASE(
             .ok());
 }
 
+TEST_CASE(
+    "under every policy a retried push is acknowledged as a duplicate and "
+    "applied once",
+    "[shard][exactly-once]") {
+  for (const char* policy : {"sync", "async", "ssp"}) {
+    SECTION(policy) {
+      LeaseFixture f(policy);
+      f.Register(0, 0);
+      f.Register(1, 0);
+      const proto::PushRequest push =
+          MakePush(*f.shard, f.config.job_id, 0, 0, 1.0f);
+      proto::PushResponse first, retry;
+      REQUIRE(f.shard->Push(push, &first).ok());
+      CHECK_FALSE(first.duplicate());
+      proto::ShardStatus before = f.Status();
+      // The same request again, as after a lost reply.
+      REQUIRE(f.shard->Push(push, &retry).ok());
+      CHECK(retry.duplicate());
+      CHECK(retry.version() == first.version());
+      proto::ShardStatus after = f.Status();
+      CHECK(after.version() == before.version());
+      CHECK(after.pushes() == before.pushes());
+      // Rank 1 completes the round (sync) or steps (async, ssp); rank 0's
+      // retry still applies nothing, and its next clock is applied.
+      REQUIRE(f.Push(1, 0).ok());
+      const uint64_t version = f.Status().version();
+      REQUIRE(f.shard->Push(push, &retry).ok());
+      CHECK(retry.duplicate());
+      CHECK(f.Status().version() == version);
+      REQUIRE(f.Push(0, 1).ok());
+      CHECK(absl::IsFailedPrecondition(f.shard->Push(push, &retry)));
+    }
+  }
+}
+
 }  // namespace paramd

@@ -40,13 +40,14 @@ struct Fixture {
   }
 
   // A gradient whose every element is `value`, shaped like the store.
-  absl::Status Push(int rank, uint64_t clock, float value) {
+  absl::Status Push(int rank, uint64_t clock, float value,
+                    bool* duplicate = nullptr) {
     grads.clear();
     for (int i = 0; i < store->num_chunks(); ++i) {
       grads.emplace_back(store->chunk_spec(i).length, value);
     }
     std::vector<absl::Span<const float>> views(grads.begin(), grads.end());
-    return policy->Push(rank, clock, views);
+    return policy->Push(rank, clock, views, duplicate);
   }
 
   absl::Status TryRead(uint64_t clock) {
@@ -118,25 +119,45 @@ TEST_CASE("workers move in lock-step over many rounds", "[policy][sync]") {
   CHECK(f.policy->ProposeClock(0) == 5);
 }
 
-TEST_CASE("duplicate, stale and future pushes are refused and change nothing",
-          "[policy][sync]") {
+TEST_CASE(
+    "a retried push is acknowledged once and not applied again; stale and "
+    "future pushes are refused and change nothing",
+    "[policy][sync]") {
   Fixture f(2);
-  REQUIRE(f.Push(0, 0, 1.0f).ok());
-  absl::Status dup = f.Push(0, 0, 100.0f);
-  CHECK(absl::IsAlreadyExists(dup));
-  CHECK(std::string(dup.message()).find("rank 0") != std::string::npos);
+  bool duplicate = true;
+  REQUIRE(f.Push(0, 0, 1.0f, &duplicate).ok());
+  CHECK_FALSE(duplicate);
+  // The same (rank, clock) again while its round is open: a retry.
+  REQUIRE(f.Push(0, 0, 100.0f, &duplicate).ok());
+  CHECK(duplicate);
   CHECK(absl::IsFailedPrecondition(f.Push(1, 1, 100.0f)));  // future
   CHECK(absl::IsInvalidArgument(f.Push(2, 0, 100.0f)));     // no such rank
-  REQUIRE(f.Push(1, 0, 3.0f).ok());
-  // The refused pushes left no trace: the mean is (1 + 3) / 2.
+  REQUIRE(f.Push(1, 0, 3.0f, &duplicate).ok());
+  CHECK_FALSE(duplicate);
+  // The retry and the refused pushes left no trace: the mean is (1 + 3) / 2.
   const std::vector<float> p = f.Params();
   for (size_t i = 0; i < p.size(); ++i)
     CHECK(p[i] == Approx(f.initial[i] - 2.0f));
+  CHECK(f.store->version() == 1);
+  // A retry after its round was applied: acknowledged, not applied.
+  REQUIRE(f.Push(1, 0, 50.0f, &duplicate).ok());
+  CHECK(duplicate);
+  CHECK(f.store->version() == 1);
+  // Once rank 0 pushed clock 1, clock 0 is stale, not a retry.
+  REQUIRE(f.Push(0, 1, 1.0f, &duplicate).ok());
+  CHECK_FALSE(duplicate);
   absl::Status stale = f.Push(0, 0, 1.0f);
   CHECK(absl::IsFailedPrecondition(stale));
   CHECK(std::string(stale.message()).find("already applied") !=
         std::string::npos);
-  CHECK(f.store->version() == 1);
+  CHECK(f.Params() == p);
+  // After rank 1 registers again, its last push is no longer a retry.
+  REQUIRE(f.policy->Join(1, 1).ok());
+  REQUIRE(f.Push(1, 1, 3.0f, &duplicate).ok());
+  CHECK_FALSE(duplicate);
+  CHECK(f.store->version() == 2);
+  CHECK(absl::IsFailedPrecondition(f.Push(1, 0, 3.0f)));
+  CHECK(f.store->version() == 2);
 }
 
 TEST_CASE("shutdown wakes a waiting pull with Unavailable", "[policy][sync]") {
