@@ -121,6 +121,11 @@ struct SecurityConfig {
 struct TestingConfig {
   int slow_rank = -1;  // This rank sleeps slow_step_ms per step.
   int slow_step_ms = 0;
+  // Servers: after handling a push or pull, hold the reply a random 0 to
+  // delay_reply_ms, and drop it (answer UNAVAILABLE although the request
+  // was handled) with this probability, so that clients retry.
+  double drop_reply_probability = 0;
+  int delay_reply_ms = 0;
 };
 
 struct WorkerConfig {

@@ -366,7 +366,9 @@ class JobParser {
   absl::Status ParseTesting(const YAML::Node& root, JobConfig* c) {
     ASSIGN_OR_RETURN(
         const YAML::Node t,
-        Section(root, "testing", false, {"slow_rank", "slow_step_ms"}));
+        Section(root, "testing", false,
+                {"slow_rank", "slow_step_ms", "drop_reply_probability",
+                 "delay_reply_ms"}));
     RETURN_IF_ERROR(
         r_.Get(t, "testing", "slow_rank", false, &c->testing.slow_rank));
     if (c->testing.slow_rank < -1 || c->testing.slow_rank >= c->num_workers) {
@@ -378,6 +380,19 @@ class JobParser {
         r_.Get(t, "testing", "slow_step_ms", false, &c->testing.slow_step_ms));
     if (c->testing.slow_step_ms < 0 || c->testing.slow_step_ms > 60000) {
       return r_.Error(t["slow_step_ms"], "testing.slow_step_ms",
+                      "must be between 0 and 60000");
+    }
+    RETURN_IF_ERROR(r_.Get(t, "testing", "drop_reply_probability", false,
+                           &c->testing.drop_reply_probability));
+    if (!(c->testing.drop_reply_probability >= 0 &&
+          c->testing.drop_reply_probability <= 1)) {
+      return r_.Error(t["drop_reply_probability"],
+                      "testing.drop_reply_probability", "must be in [0, 1]");
+    }
+    RETURN_IF_ERROR(r_.Get(t, "testing", "delay_reply_ms", false,
+                           &c->testing.delay_reply_ms));
+    if (c->testing.delay_reply_ms < 0 || c->testing.delay_reply_ms > 60000) {
+      return r_.Error(t["delay_reply_ms"], "testing.delay_reply_ms",
                       "must be between 0 and 60000");
     }
     return absl::OkStatus();

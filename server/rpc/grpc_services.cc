@@ -4,8 +4,10 @@
 #include <grpcpp/support/method_handler.h>
 
 #include <deque>
+#include <random>
 
 #include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
 #include "common/rpc/credentials.h"
 #include "common/rpc/grpc_frames.h"
 #include "common/rpc/grpc_status.h"
@@ -29,6 +31,30 @@ absl::Status CheckSize(absl::string_view what, const grpc::ByteBuffer& bytes,
   return absl::ResourceExhaustedError(
       absl::StrCat(what, ": message of ", bytes.Length(),
                    " bytes is over this shard's limit of ", limit, " bytes"));
+}
+
+// testing.delay_reply_ms and drop_reply_probability: after `rpc` was
+// handled with `handled`, holds the reply a random while and may replace
+// it by UNAVAILABLE, as a lost reply would look to the client.
+grpc::Status MaybeLoseReply(const TestingConfig& testing, const char* rpc,
+                            grpc::Status handled) {
+  if (testing.delay_reply_ms == 0 && testing.drop_reply_probability == 0) {
+    return handled;
+  }
+  thread_local std::mt19937_64 random{std::random_device{}()};
+  if (testing.delay_reply_ms > 0) {
+    std::uniform_int_distribution<int> ms(0, testing.delay_reply_ms);
+    absl::SleepFor(absl::Milliseconds(ms(random)));
+  }
+  if (std::uniform_real_distribution<double>(0, 1)(random) <
+      testing.drop_reply_probability) {
+    return grpc::Status(
+        grpc::StatusCode::UNAVAILABLE,
+        absl::StrCat(rpc, ": reply dropped on purpose "
+                          "(testing.drop_reply_probability); the request "
+                          "was handled"));
+  }
+  return handled;
 }
 
 // Parses `bytes` as a `Request`, calls `call(request, &response)` and
@@ -154,7 +180,7 @@ grpc::Status GrpcParameterService::Push(grpc::ServerContext*,
   if (s.ok()) s = shard_->Push(view, &reply);
   if (!s.ok()) return ToGrpcStatus(s);
   *response = SerializeMessage(reply);
-  return grpc::Status::OK;
+  return MaybeLoseReply(shard_->config().testing, "Push", grpc::Status::OK);
 }
 
 // Waits for the pull's version; the snapshot holds it.
@@ -200,7 +226,7 @@ grpc::Status GrpcParameterService::Pull(grpc::ServerContext* context,
     return ToGrpcStatus(s);
   }
   *response = PullFrame(snapshot, 0, snapshot->params.size());
-  return grpc::Status::OK;
+  return MaybeLoseReply(shard_->config().testing, "Pull", grpc::Status::OK);
 }
 
 grpc::Status GrpcParameterService::PushStream(
@@ -232,7 +258,8 @@ grpc::Status GrpcParameterService::PushStream(
     return ToGrpcStatus(s);
   }
   *response = SerializeMessage(reply);
-  return grpc::Status::OK;
+  return MaybeLoseReply(shard_->config().testing, "PushStream",
+                        grpc::Status::OK);
 }
 
 grpc::Status GrpcParameterService::PullStream(
@@ -242,6 +269,11 @@ grpc::Status GrpcParameterService::PullStream(
   if (absl::Status s = WaitPull(context, "PullStream", *request, &snapshot);
       !s.ok()) {
     return ToGrpcStatus(s);
+  }
+  if (grpc::Status lost = MaybeLoseReply(shard_->config().testing,
+                                         "PullStream", grpc::Status::OK);
+      !lost.ok()) {
+    return lost;
   }
   std::vector<int64_t> bytes;
   for (const std::vector<float>& p : snapshot->params) {
