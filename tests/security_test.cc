@@ -134,10 +134,9 @@ TEST_CASE(
   CHECK_THAT(s.error_message(), Catch::StartsWith("Register: no job token"));
   s = Register(CreateJobChannel(address, wrong), config, plan);
   CHECK(s.error_code() == grpc::StatusCode::UNAUTHENTICATED);
+  CHECK_THAT(s.error_message(), Catch::StartsWith("Register: wrong job token"));
   CHECK_THAT(s.error_message(),
-             Catch::StartsWith("Register: wrong job token"));
-  CHECK_THAT(s.error_message(), !Catch::Contains(right.token) &&
-                                    !Catch::Contains(wrong.token));
+             !Catch::Contains(right.token) && !Catch::Contains(wrong.token));
   // The status RPC needs it too.
   s = GetStatus(CreateJobChannel(address, none), &st);
   CHECK(s.error_code() == grpc::StatusCode::UNAUTHENTICATED);
@@ -236,9 +235,9 @@ TEST_CASE("a worker trains over TLS with the job token",
           "[security][integration]") {
   const JobConfig config = SecureJob(/*token=*/true, /*tls=*/true);
   LocalCluster cluster(config);
-  auto trainer = Trainer::Create(
-      config, 0, TrainerOptions(),
-      GrpcParameterClientFactory(cluster.addresses()));
+  auto trainer =
+      Trainer::Create(config, 0, TrainerOptions(),
+                      GrpcParameterClientFactory(cluster.addresses()));
   INFO(trainer.status().ToString());
   REQUIRE(trainer.ok());
   const absl::Status s = (*trainer)->Run();
@@ -253,9 +252,9 @@ TEST_CASE("a worker trains over TLS with the job token",
   JobConfig wrong = config;
   wrong.security.token_file = testing::WriteFile(
       testing::NewTempDir() + "/token", "another-job-token-0123456789\n");
-  auto stranger = Trainer::Create(
-      wrong, 0, TrainerOptions(),
-      GrpcParameterClientFactory(cluster.addresses()));
+  auto stranger =
+      Trainer::Create(wrong, 0, TrainerOptions(),
+                      GrpcParameterClientFactory(cluster.addresses()));
   absl::Status r = stranger.ok() ? (*stranger)->Run() : stranger.status();
   CHECK(absl::IsUnauthenticated(r));
   CHECK_THAT(std::string(r.message()), Catch::Contains("wrong job token"));

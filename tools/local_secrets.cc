@@ -26,11 +26,11 @@ bool Exists(const std::string& path) {
 
 absl::Status MakeParentDir(const std::string& path) {
   std::error_code error;
-  std::filesystem::create_directories(
-      std::filesystem::path(path).parent_path(), error);
+  std::filesystem::create_directories(std::filesystem::path(path).parent_path(),
+                                      error);
   if (error) {
-    return absl::UnavailableError(absl::StrCat(
-        "cannot create the folder of '", path, "': ", error.message()));
+    return absl::UnavailableError(absl::StrCat("cannot create the folder of '",
+                                               path, "': ", error.message()));
   }
   return absl::OkStatus();
 }
@@ -38,15 +38,15 @@ absl::Status MakeParentDir(const std::string& path) {
 absl::Status WriteToken(const std::string& path) {
   ASSIGN_OR_RETURN(const std::string token, GenerateJobToken());
   RETURN_IF_ERROR(MakeParentDir(path));
-  const int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC,
-                      0600);
+  const int fd =
+      open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
   if (fd < 0) {
     return absl::UnavailableError(
         absl::StrCat("security.token_file: cannot create '", path, "'"));
   }
   const std::string line = token + "\n";
-  const bool ok = write(fd, line.data(), line.size()) ==
-                  static_cast<ssize_t>(line.size());
+  const bool ok =
+      write(fd, line.data(), line.size()) == static_cast<ssize_t>(line.size());
   close(fd);
   if (!ok) {
     return absl::UnavailableError(
@@ -89,14 +89,14 @@ absl::Status WriteCertificate(const JobConfig& config) {
       "umask 077 && openssl req -x509 -newkey ec -pkeyopt "
       "ec_paramgen_curve:prime256v1 -nodes -days 30 -keyout ",
       ShellQuote(s.tls_key), " -out ", ShellQuote(s.tls_cert), " -subj ",
-      ShellQuote(absl::StrCat("/CN=paramd job ", config.job_id)),
-      " -addext ", ShellQuote("subjectAltName=" + SubjectAltNames(config)),
+      ShellQuote(absl::StrCat("/CN=paramd job ", config.job_id)), " -addext ",
+      ShellQuote("subjectAltName=" + SubjectAltNames(config)),
       " >/dev/null 2>&1");
   if (std::system(command.c_str()) != 0) {
-    return absl::UnavailableError(absl::StrCat(
-        "security.tls_cert: openssl could not make a self-signed "
-        "certificate at '",
-        s.tls_cert, "' (is openssl installed?)"));
+    return absl::UnavailableError(
+        absl::StrCat("security.tls_cert: openssl could not make a self-signed "
+                     "certificate at '",
+                     s.tls_cert, "' (is openssl installed?)"));
   }
   return absl::OkStatus();
 }
@@ -123,8 +123,7 @@ absl::StatusOr<std::vector<std::string>> MakeLocalSecrets(
       return absl::FailedPreconditionError(absl::StrCat(
           "security.", cert ? "tls_key" : "tls_cert", ": '",
           cert ? s.tls_key : s.tls_cert, "' is missing while '",
-          cert ? s.tls_cert : s.tls_key,
-          "' exists; remove it or supply both"));
+          cert ? s.tls_cert : s.tls_key, "' exists; remove it or supply both"));
     } else if (s.tls_ca != s.tls_cert) {
       return absl::FailedPreconditionError(
           "security.tls_ca: names a CA of its own; --make-secrets only makes "

@@ -18,6 +18,7 @@
 #include "common/job_file.h"
 #include "common/model_spec.h"
 #include "common/partitioner.h"
+#include "tools/binaries.h"
 #include "tools/job_runner.h"
 #include "tools/status_client.h"
 
@@ -36,20 +37,6 @@ constexpr char kUsage[] =
 int Usage(const std::string& problem) {
   std::fprintf(stderr, "paramctl: %s\n%s", problem.c_str(), kUsage);
   return 2;
-}
-
-// The server and worker binaries: beside paramctl, or in Bazel's output
-// layout (bazel-bin/tools/paramctl → bazel-bin/server/paramd-server).
-std::string FindBinary(const std::string& name, const std::string& package) {
-  std::error_code ec;
-  const std::filesystem::path self =
-      std::filesystem::read_symlink("/proc/self/exe", ec);
-  const std::filesystem::path dir = self.parent_path();
-  for (const auto& candidate :
-       {dir / name, dir.parent_path() / package / name}) {
-    if (access(candidate.c_str(), X_OK) == 0) return candidate.string();
-  }
-  return (dir.parent_path() / package / name).string();
 }
 
 int Validate(const std::string& path) {

@@ -28,8 +28,8 @@ absl::StatusOr<std::string> ReadPem(const char* field,
   std::stringstream text;
   text << in.rdbuf();
   if (!absl::StrContains(text.str(), "-----BEGIN ")) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "security.", field, ": '", path, "' holds no PEM block"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("security.", field, ": '", path, "' holds no PEM block"));
   }
   return text.str();
 }
@@ -38,7 +38,8 @@ absl::StatusOr<std::string> ReadPem(const char* field,
 class TokenInterceptor final : public grpc::experimental::Interceptor {
  public:
   explicit TokenInterceptor(const std::string* value) : value_(value) {}
-  void Intercept(grpc::experimental::InterceptorBatchMethods* methods) override {
+  void Intercept(
+      grpc::experimental::InterceptorBatchMethods* methods) override {
     if (methods->QueryInterceptionHookPoint(
             grpc::experimental::InterceptionHookPoints::
                 PRE_SEND_INITIAL_METADATA)) {
@@ -148,10 +149,10 @@ grpc::Status CheckCallToken(const JobSecurity& security,
   const absl::string_view value(it->second.data(), it->second.size());
   if (!absl::StartsWith(value, kBearer) ||
       !JobTokensEqual(security.token, value.substr(kBearer.size()))) {
-    return grpc::Status(
-        grpc::StatusCode::UNAUTHENTICATED,
-        absl::StrCat(rpc, ": wrong job token (not this job's "
-                          "security.token_file)"));
+    return grpc::Status(grpc::StatusCode::UNAUTHENTICATED,
+                        absl::StrCat(rpc,
+                                     ": wrong job token (not this job's "
+                                     "security.token_file)"));
   }
   return grpc::Status::OK;
 }
