@@ -18,6 +18,8 @@ struct DaemonSpec {
   const char* id_flag;  // the required integer flag: "shard" or "rank"
   // Valued flags besides job, log_level and `id_flag`.
   std::set<std::string> flags;
+  // Flags without a value.
+  std::set<std::string> switches = {};
 };
 
 struct DaemonStart {

@@ -76,6 +76,26 @@ struct LivenessConfig {
   double heartbeat_seconds = 1;
   // A pull waiting longer than this is logged once with what it waits on.
   double warn_after_seconds = 30;
+  // A worker retries a call a server did not answer (UNAVAILABLE,
+  // DEADLINE_EXCEEDED) with backoff for this long, then gives up naming
+  // the shard.
+  double give_up_seconds = 120;
+};
+
+// Each shard's checkpoints (server/checkpointer.h). Off without a dir.
+struct CheckpointConfig {
+  // Absolute after loading (relative: against the job file's folder).
+  std::string dir;
+  // A checkpoint every this many versions (and on SIGTERM).
+  int64_t every_steps = 100;
+  // Checkpoints kept per shard.
+  int keep = 3;
+};
+
+// What `paramctl run` does when a process of the job dies.
+struct RestartConfig {
+  int max = 3;  // Restarts per process; 0: a death stops the job.
+  double backoff_seconds = 1;  // Wait before a restart, doubled each time.
 };
 
 // Bounds on what one server holds, so that overload is refused
@@ -151,6 +171,8 @@ struct JobConfig {
   LivenessConfig liveness;
   LimitsConfig limits;
   SecurityConfig security;
+  CheckpointConfig checkpoint;
+  RestartConfig restart;
   int64_t chunk_bytes = 1 << 20;
   WorkerConfig worker;
   TestingConfig testing;

@@ -46,13 +46,14 @@ class JobParser {
     RETURN_IF_ERROR(r_.CheckMapping(
         root, "",
         {"job", "cluster", "model", "data", "training", "optimizer", "policy",
-         "liveness", "limits", "security", "partition", "worker",
-         "testing"}));
+         "liveness", "limits", "security", "checkpoint", "restart",
+         "partition", "worker", "testing"}));
     for (auto step : {&JobParser::ParseJob, &JobParser::ParseCluster,
                       &JobParser::ParseModel, &JobParser::ParseData,
                       &JobParser::ParseTraining, &JobParser::ParseOptimizer,
                       &JobParser::ParsePolicy, &JobParser::ParseLiveness,
                       &JobParser::ParseLimits, &JobParser::ParseSecurity,
+                      &JobParser::ParseCheckpoint, &JobParser::ParseRestart,
                       &JobParser::ParsePartition, &JobParser::ParseWorker,
                       &JobParser::ParseTesting}) {
       RETURN_IF_ERROR((this->*step)(root, &c));
@@ -264,12 +265,14 @@ class JobParser {
     ASSIGN_OR_RETURN(
         const YAML::Node l,
         Section(root, "liveness", false,
-                {"lease_seconds", "heartbeat_seconds", "warn_after_seconds"}));
+                {"lease_seconds", "heartbeat_seconds", "warn_after_seconds",
+                 "give_up_seconds"}));
     LivenessConfig& lc = c->liveness;
     for (auto [key, out] :
          {std::pair{"lease_seconds", &lc.lease_seconds},
           std::pair{"heartbeat_seconds", &lc.heartbeat_seconds},
-          std::pair{"warn_after_seconds", &lc.warn_after_seconds}}) {
+          std::pair{"warn_after_seconds", &lc.warn_after_seconds},
+          std::pair{"give_up_seconds", &lc.give_up_seconds}}) {
       RETURN_IF_ERROR(r_.Get(l, "liveness", key, false, out));
       if (!(*out > 0) || *out > 86400) {
         return r_.Error(l[key], absl::StrCat("liveness.", key),
@@ -359,6 +362,53 @@ class JobParser {
     if (sc.mutual_tls && sc.tls_client_cert.empty()) {
       sc.tls_client_cert = sc.tls_cert;
       sc.tls_client_key = sc.tls_key;
+    }
+    return absl::OkStatus();
+  }
+
+  absl::Status ParseCheckpoint(const YAML::Node& root, JobConfig* c) {
+    ASSIGN_OR_RETURN(const YAML::Node ck,
+                     Section(root, "checkpoint", false,
+                             {"dir", "every_steps", "keep"}));
+    CheckpointConfig& cc = c->checkpoint;
+    RETURN_IF_ERROR(r_.Get(ck, "checkpoint", "dir", false, &cc.dir));
+    cc.dir = Resolve(DirName(path_), cc.dir);
+    RETURN_IF_ERROR(
+        r_.Get(ck, "checkpoint", "every_steps", false, &cc.every_steps));
+    if (cc.every_steps < 1) {
+      return r_.Error(ck["every_steps"], "checkpoint.every_steps",
+                      "must be >= 1");
+    }
+    RETURN_IF_ERROR(r_.Get(ck, "checkpoint", "keep", false, &cc.keep));
+    if (cc.keep < 1 || cc.keep > 1000) {
+      return r_.Error(ck["keep"], "checkpoint.keep",
+                      "must be between 1 and 1000");
+    }
+    if (cc.dir.empty()) {
+      for (const char* key : {"every_steps", "keep"}) {
+        if (ck[key].IsDefined()) {
+          return r_.Error(ck[key], absl::StrCat("checkpoint.", key),
+                          "only applies with checkpoint.dir");
+        }
+      }
+    }
+    return absl::OkStatus();
+  }
+
+  absl::Status ParseRestart(const YAML::Node& root, JobConfig* c) {
+    ASSIGN_OR_RETURN(const YAML::Node r,
+                     Section(root, "restart", false,
+                             {"max", "backoff_seconds"}));
+    RETURN_IF_ERROR(r_.Get(r, "restart", "max", false, &c->restart.max));
+    if (c->restart.max < 0 || c->restart.max > 1000) {
+      return r_.Error(r["max"], "restart.max", "must be between 0 and 1000");
+    }
+    RETURN_IF_ERROR(r_.Get(r, "restart", "backoff_seconds", false,
+                           &c->restart.backoff_seconds));
+    if (!(c->restart.backoff_seconds >= 0) ||
+        c->restart.backoff_seconds > 3600) {
+      return r_.Error(r["backoff_seconds"], "restart.backoff_seconds",
+                      "must be between 0 and 3600");
     }
     return absl::OkStatus();
   }

@@ -24,7 +24,7 @@ namespace {
 
 constexpr char kUsage[] =
     "usage: paramd-server --job J.yaml --shard K [--listen HOST:PORT] "
-    "[--port_file PATH] [--launch ID] [--log_level LEVEL]";
+    "[--port_file PATH] [--launch ID] [--fresh] [--log_level LEVEL]";
 
 absl::Status WritePortFile(const std::string& path, int port) {
   const std::string tmp = absl::StrCat(path, ".tmp.", getpid());
@@ -86,6 +86,14 @@ int Serve(const DaemonStart& start, ParameterServer& server) {
   sigwait(&signals, &signal_number);
   spdlog::info("shard {}: signal {} received, shutting down", shard_id,
                signal_number);
+  if (!config.checkpoint.dir.empty()) {
+    absl::StatusOr<proto::CheckpointResponse> written =
+        server.shard()->CheckpointNow();
+    if (written.ok()) {
+      spdlog::info("shard {}: checkpoint of version {} written to {}",
+                   shard_id, written->version(), written->path());
+    }
+  }
   server.Shutdown();
   server.Wait();
   return 0;
@@ -94,11 +102,13 @@ int Serve(const DaemonStart& start, ParameterServer& server) {
 int Run(int argc, char** argv) {
   int exit_code = 0;
   std::optional<DaemonStart> start = StartDaemon(
-      {"paramd-server", kUsage, "shard", {"listen", "port_file", "launch"}},
+      {"paramd-server", kUsage, "shard", {"listen", "port_file", "launch"},
+       {"fresh"}},
       argc, argv, &exit_code);
   if (!start) return exit_code;
   absl::StatusOr<std::unique_ptr<ParameterServer>> server =
-      ParameterServer::Create(start->config, start->id);
+      ParameterServer::Create(start->config, start->id, nullptr,
+                              ShardOptions{nullptr, start->flags.Has("fresh")});
   if (!server.ok()) {
     std::fprintf(stderr, "paramd-server: %s\n",
                  std::string(server.status().message()).c_str());

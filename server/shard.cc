@@ -44,9 +44,9 @@ std::string QuoteClientBytes(absl::string_view bytes) {
 
 }  // namespace
 
-absl::StatusOr<std::unique_ptr<Shard>> Shard::Create(const JobConfig& config,
-                                                     int shard_id,
-                                                     Clock* clock) {
+absl::StatusOr<std::unique_ptr<Shard>> Shard::Create(
+    const JobConfig& config, int shard_id, Clock* clock,
+    const ShardOptions& options) {
   if (shard_id < 0 || shard_id >= config.num_shards()) {
     return absl::InvalidArgumentError(absl::StrCat(
         "--shard: ", shard_id, " is outside [0, ", config.num_shards(),
@@ -58,9 +58,107 @@ absl::StatusOr<std::unique_ptr<Shard>> Shard::Create(const JobConfig& config,
       PartitionPlan::Build(spec, config.chunk_bytes, config.num_shards()));
   ASSIGN_OR_RETURN(std::unique_ptr<Optimizer> optimizer,
                    MakeOptimizer(config.optimizer));
-  return std::unique_ptr<Shard>(
+  auto shard = std::unique_ptr<Shard>(
       new Shard(config, shard_id, std::move(spec), std::move(plan),
                 std::move(optimizer), clock != nullptr ? clock : RealClock()));
+  if (!config.checkpoint.dir.empty()) {
+    RETURN_IF_ERROR(shard->OpenCheckpoints(options));
+  }
+  return shard;
+}
+
+absl::Status Shard::OpenCheckpoints(const ShardOptions& options) {
+  checkpointer_ = std::make_unique<Checkpointer>(
+      options.file_system != nullptr ? options.file_system : LocalFileSystem(),
+      config_.checkpoint.dir, shard_id_, config_.checkpoint.keep);
+  policy_->CaptureEvery(static_cast<uint64_t>(config_.checkpoint.every_steps));
+  if (options.fresh) {
+    RETURN_IF_ERROR(checkpointer_->RemoveAll());
+    return absl::OkStatus();
+  }
+  absl::StatusOr<RestoredCheckpoint> restored =
+      checkpointer_->LoadNewest(config_.job_id, plan_.fingerprint());
+  if (!restored.ok()) {
+    return absl::Status(restored.status().code(),
+                        absl::StrCat("shard ", shard_id_, ": ",
+                                     restored.status().message()));
+  }
+  for (const std::string& skipped : restored->skipped) {
+    spdlog::warn("shard {}: checkpoint {} is damaged; using an older one",
+                 shard_id_, skipped);
+  }
+  if (!restored->state) return absl::OkStatus();
+  const CheckpointState& c = *restored->state;
+  if (c.policy != policy_->name()) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "shard ", shard_id_, ": checkpoint ", restored->path,
+        " was written under policy ", c.policy, "; the job's policy is ",
+        policy_->name()));
+  }
+  PolicyState state;
+  state.version = c.version;
+  state.clocks = c.clocks;
+  state.last_accepted = c.last_accepted;
+  state.store_state = c.store_state;
+  if (absl::Status s = policy_->Restore(state); !s.ok()) {
+    return absl::Status(s.code(), absl::StrCat("shard ", shard_id_, ": ",
+                                               restored->path, ": ",
+                                               s.message()));
+  }
+  restored_from_ = restored->path;
+  {
+    absl::MutexLock lock(&checkpoint_mu_);
+    checkpoint_path_ = restored->path;
+    checkpoint_version_ = c.version;
+    checkpoint_time_ = clock_->Now();
+  }
+  spdlog::info("shard {}: restored version {} from {}", shard_id_, c.version,
+               restored->path);
+  return absl::OkStatus();
+}
+
+CheckpointState Shard::ToCheckpoint(const PolicyState& state) const {
+  CheckpointState c;
+  c.job_id = config_.job_id;
+  c.plan_fingerprint = plan_.fingerprint();
+  c.shard = shard_id_;
+  c.policy = policy_->name();
+  c.version = state.version;
+  c.clocks = state.clocks;
+  c.last_accepted = state.last_accepted;
+  c.store_state = state.store_state;
+  return c;
+}
+
+absl::StatusOr<std::string> Shard::WriteCheckpoint(const PolicyState& state) {
+  absl::MutexLock lock(&checkpoint_mu_);
+  // A capture older than one already written adds nothing.
+  if (!checkpoint_path_.empty() && state.version < checkpoint_version_) {
+    return checkpoint_path_;
+  }
+  absl::StatusOr<std::string> path = checkpointer_->Save(ToCheckpoint(state));
+  if (!path.ok()) {
+    spdlog::error("shard {}: {} (the previous checkpoints are intact)",
+                  shard_id_, std::string(path.status().message()));
+    return path.status();
+  }
+  checkpoint_path_ = *path;
+  checkpoint_version_ = state.version;
+  checkpoint_time_ = clock_->Now();
+  return path;
+}
+
+absl::StatusOr<proto::CheckpointResponse> Shard::CheckpointNow() {
+  if (checkpointer_ == nullptr) {
+    return absl::FailedPreconditionError(
+        "Checkpoint: the job has no checkpoint.dir");
+  }
+  const PolicyState state = policy_->Capture();
+  ASSIGN_OR_RETURN(std::string path, WriteCheckpoint(state));
+  proto::CheckpointResponse response;
+  response.set_path(path);
+  response.set_version(state.version);
+  return response;
 }
 
 Shard::Shard(const JobConfig& config, int shard_id, ModelSpec spec,
@@ -269,6 +367,11 @@ absl::Status Shard::Push(const PushView& request,
   if (!duplicate) {
     workers_.OnPush(static_cast<int>(request.rank), bytes, request.loss, now);
     stats_.RecordPush(now);
+  }
+  if (checkpointer_ != nullptr) {
+    if (std::optional<PolicyState> state = policy_->TakeCaptured()) {
+      (void)WriteCheckpoint(*state);  // A failure is logged; pushes go on.
+    }
   }
   response->set_version(store_.version());
   response->set_duplicate(duplicate);

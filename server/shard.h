@@ -23,6 +23,8 @@
 #include "common/partitioner.h"
 #include "common/wire_format.h"
 #include "proto/paramd.pb.h"
+#include "server/checkpointer.h"
+#include "server/file_system.h"
 #include "server/job_metrics.h"
 #include "server/pull_waiters.h"
 #include "server/shard_stats.h"
@@ -32,14 +34,28 @@
 
 namespace paramd {
 
+struct ShardOptions {
+  // Where checkpoints go (LocalFileSystem() when null); must outlive the
+  // shard.
+  FileSystem* file_system = nullptr;
+  // Discard this shard's checkpoints instead of restoring the newest.
+  bool fresh = false;
+};
+
 class Shard {
  public:
   // Builds shard `shard_id` of the job: its plan, initial parameters,
-  // optimizer and policy.
-  // `clock` (RealClock() when null) must outlive the shard.
-  static absl::StatusOr<std::unique_ptr<Shard>> Create(const JobConfig& config,
-                                                       int shard_id,
-                                                       Clock* clock = nullptr);
+  // optimizer and policy; with checkpoint.dir, restores the newest valid
+  // checkpoint there (an error when every one is damaged, or one is of
+  // another job or plan). `clock` (RealClock() when null) must outlive the
+  // shard.
+  static absl::StatusOr<std::unique_ptr<Shard>> Create(
+      const JobConfig& config, int shard_id, Clock* clock = nullptr,
+      const ShardOptions& options = ShardOptions());
+
+  // Writes a checkpoint of the state now; returns its path.
+  // FailedPrecondition without checkpoint.dir.
+  absl::StatusOr<proto::CheckpointResponse> CheckpointNow();
 
   absl::Status Register(const proto::RegisterRequest& request,
                         proto::RegisterResponse* response);
@@ -101,6 +117,13 @@ class Shard {
   Shard(const JobConfig& config, int shard_id, ModelSpec spec,
         PartitionPlan plan, std::unique_ptr<Optimizer> optimizer, Clock* clock);
 
+  // Opens checkpoint.dir: discards (fresh) or restores.
+  absl::Status OpenCheckpoints(const ShardOptions& options);
+  // Writes `state` and records it for status; logs a failure (training
+  // goes on: the previous checkpoints are intact).
+  absl::StatusOr<std::string> WriteCheckpoint(const PolicyState& state);
+  CheckpointState ToCheckpoint(const PolicyState& state) const;
+
   absl::Status CheckWorker(const char* rpc, const std::string& job_id,
                            uint32_t rank) const;
   // CheckWorker, then Aborted unless `rank` has registered (joined) with
@@ -143,6 +166,14 @@ class Shard {
   JobMetrics metrics_;
   ShardStats stats_;
   PullWaiters waiters_;
+
+  std::unique_ptr<Checkpointer> checkpointer_;  // Null: no checkpoint.dir.
+  std::string restored_from_;                    // Set before serving.
+  // One checkpoint written at a time; the newest's path, version, time.
+  mutable absl::Mutex checkpoint_mu_;
+  std::string checkpoint_path_ ABSL_GUARDED_BY(checkpoint_mu_);
+  uint64_t checkpoint_version_ ABSL_GUARDED_BY(checkpoint_mu_) = 0;
+  absl::Time checkpoint_time_ ABSL_GUARDED_BY(checkpoint_mu_);
 
   mutable absl::Mutex inflight_mu_;
   // Pushes and pulls inside the shard, by rank.

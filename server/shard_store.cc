@@ -177,6 +177,18 @@ absl::Status ShardStore::RestoreState(absl::string_view state) {
   return absl::OkStatus();
 }
 
+void ShardStore::AdvanceVersionTo(uint64_t version) {
+  absl::MutexLock lock(&mu_);
+  if (version <= version_) return;
+  // Pulls may still send the current snapshot: the new version gets its
+  // own.
+  auto next = std::make_shared<ParamSnapshot>(*params_);
+  next->version = version;
+  params_ = std::move(next);
+  spare_.reset();
+  version_ = version;
+}
+
 uint64_t ShardStore::version() const {
   absl::ReaderMutexLock lock(&mu_);
   return version_;

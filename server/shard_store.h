@@ -56,6 +56,10 @@ class ShardStore {
       ABSL_LOCKS_EXCLUDED(mu_);
 
   uint64_t version() const ABSL_LOCKS_EXCLUDED(mu_);
+  // Moves the version up to `version` without a step (a shard restored
+  // from an older checkpoint catching up with the job's clock: the steps
+  // in between are lost on this shard). Lower versions change nothing.
+  void AdvanceVersionTo(uint64_t version) ABSL_LOCKS_EXCLUDED(mu_);
 
   // Writes the version, every chunk's parameters and optimizer slots to
   // `out` (a self-describing little-endian byte string).

@@ -34,6 +34,33 @@ absl::Status SyncPolicy::CanJoinAt(int rank, uint64_t clock) {
 
 void SyncPolicy::OnLeave(int /*rank*/) { MaybeFinishRound(); }
 
+void SyncPolicy::CatchUp(uint64_t clock) {
+  if (num_pushed_ > 0 || clock <= round_) return;
+  round_ = clock;
+  store_->AdvanceVersionTo(clock);
+  for (uint64_t& from : expected_from_) from = std::max(from, round_);
+}
+
+void SyncPolicy::OnRestore() {
+  round_ = store_->version();
+  pushed_.assign(num_workers_, false);
+  num_pushed_ = 0;
+  for (int r = 0; r < num_workers_; ++r) {
+    expected_from_[r] = round_;
+    workers_[r].clock = std::min(workers_[r].clock, round_);
+  }
+}
+
+void SyncPolicy::AdjustCapture(PolicyState* state) const {
+  // The open round's pushes are not in the store: their ranks are back at
+  // the round, and a retry of them is applied, not acknowledged.
+  for (int r = 0; r < num_workers_; ++r) {
+    if (!pushed_[r]) continue;
+    state->clocks[r] = round_;
+    state->last_accepted[r] = -1;
+  }
+}
+
 // A rank joining at a later round than one it was expected in (a retried
 // registration) no longer holds the current round.
 void SyncPolicy::OnJoin(int /*rank*/) { MaybeFinishRound(); }

@@ -32,6 +32,10 @@ class SyncPolicy : public UpdatePolicy {
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void OnLeave(int rank) override ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void OnJoin(int rank) override ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void CatchUp(uint64_t clock) override ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void OnRestore() override ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void AdjustCapture(PolicyState* state) const override
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::Status Accept(int rank, uint64_t clock,
                       absl::Span<const absl::Span<const float>> grads) override
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);

@@ -28,7 +28,9 @@ absl::Status UpdatePolicy::Join(int rank, uint64_t clock) {
   // drop out of every round until it got there.
   uint64_t largest = JoinClock(rank);
   for (const PolicyWorker& w : workers_) largest = std::max(largest, w.clock);
-  if (clock > largest + kJoinSlack) {
+  if (restored_ && clock > largest) {
+    CatchUp(clock);
+  } else if (clock > largest + kJoinSlack) {
     return absl::InvalidArgumentError(absl::StrCat(
         "Register: rank ", rank, " asks to join at clock ", clock,
         ", beyond any clock a shard proposes (this shard's largest is ",
@@ -37,9 +39,14 @@ absl::Status UpdatePolicy::Join(int rank, uint64_t clock) {
   RETURN_IF_ERROR(CanJoinAt(rank, clock));
   workers_[rank].live = true;
   workers_[rank].clock = clock;
-  // A push from before the join is never taken for a retry: whatever the
-  // rank pushes from here on is applied or refused on its own.
-  last_accepted_[rank] = -1;
+  // The last accepted push stays recognisable as applied when the rank
+  // joins past it (it retries it after registering again, say across a
+  // server restart); joining at or below it, the rank pushes those clocks
+  // anew.
+  if (last_accepted_[rank] >= 0 &&
+      static_cast<uint64_t>(last_accepted_[rank]) >= clock) {
+    last_accepted_[rank] = -1;
+  }
   OnJoin(rank);
   return absl::OkStatus();
 }
@@ -74,6 +81,60 @@ absl::Status UpdatePolicy::Push(
   }
   RETURN_IF_ERROR(Accept(rank, clock, grads));
   last_accepted_[rank] = static_cast<int64_t>(clock);
+  restored_ = false;
+  const uint64_t version = store_->version();
+  if (capture_every_ > 0 && version != captured_version_ &&
+      version % capture_every_ == 0) {
+    captured_ = CaptureLocked();
+    captured_version_ = version;
+  }
+  return absl::OkStatus();
+}
+
+PolicyState UpdatePolicy::CaptureLocked() const {
+  PolicyState state;
+  state.version = store_->version();
+  for (const PolicyWorker& w : workers_) state.clocks.push_back(w.clock);
+  state.last_accepted = last_accepted_;
+  store_->SaveState(&state.store_state);
+  AdjustCapture(&state);
+  return state;
+}
+
+PolicyState UpdatePolicy::Capture() {
+  absl::MutexLock lock(&mu_);
+  return CaptureLocked();
+}
+
+void UpdatePolicy::CaptureEvery(uint64_t n) {
+  absl::MutexLock lock(&mu_);
+  capture_every_ = n;
+  captured_version_ = store_->version();
+}
+
+std::optional<PolicyState> UpdatePolicy::TakeCaptured() {
+  absl::MutexLock lock(&mu_);
+  std::optional<PolicyState> out = std::move(captured_);
+  captured_.reset();
+  return out;
+}
+
+absl::Status UpdatePolicy::Restore(const PolicyState& state) {
+  absl::MutexLock lock(&mu_);
+  if (state.clocks.size() != workers_.size() ||
+      state.last_accepted.size() != workers_.size()) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "the checkpoint has ", state.clocks.size(), " workers; the job has ",
+        workers_.size()));
+  }
+  RETURN_IF_ERROR(store_->RestoreState(state.store_state));
+  for (size_t r = 0; r < workers_.size(); ++r) {
+    workers_[r].clock = state.clocks[r];
+    last_accepted_[r] = state.last_accepted[r];
+  }
+  captured_version_ = store_->version();
+  restored_ = true;
+  OnRestore();
   return absl::OkStatus();
 }
 

@@ -11,6 +11,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -27,6 +28,15 @@ namespace paramd {
 struct PolicyWorker {
   bool live = true;
   uint64_t clock = 0;  // Pushes of this rank the policy has accepted.
+};
+
+// The policy's part of a checkpoint, with the store's state at the same
+// version (server/checkpointer.h).
+struct PolicyState {
+  uint64_t version = 0;
+  std::vector<uint64_t> clocks;        // By rank: the next clock it pushes.
+  std::vector<int64_t> last_accepted;  // By rank; -1: none.
+  std::string store_state;             // ShardStore::SaveState
 };
 
 class UpdatePolicy {
@@ -52,9 +62,10 @@ class UpdatePolicy {
   // finiteness. On error nothing is applied or kept.
   //
   // Exactly once: a push of the (rank, clock) this policy accepted last
-  // from `rank` since it joined is a retry (its reply was lost): OK,
-  // nothing applied again, `*duplicate` (when not null) set. A rank's
-  // accepted clocks only grow, so only its last push can be retried.
+  // from `rank` is a retry (its reply was lost): OK, nothing applied
+  // again, `*duplicate` (when not null) set. A rank's accepted clocks only
+  // grow, so only its last push can be retried; it stays recognised when
+  // the rank joins again past it, and across a checkpoint and restore.
   absl::Status Push(int rank, uint64_t clock,
                     absl::Span<const absl::Span<const float>> grads,
                     bool* duplicate = nullptr) ABSL_LOCKS_EXCLUDED(mu_);
@@ -74,6 +85,21 @@ class UpdatePolicy {
 
   // Wakes every waiter with Unavailable; later calls fail at once.
   void Shutdown() ABSL_LOCKS_EXCLUDED(mu_);
+
+  // The state now, store included, consistent with one version: a sync
+  // round still open is left out (its pushes count as not received, so
+  // their retries are applied after a restore).
+  PolicyState Capture() ABSL_LOCKS_EXCLUDED(mu_);
+  // From now on, Push captures the state whenever the store reaches a
+  // multiple of `n` versions; TakeCaptured hands the newest over once.
+  void CaptureEvery(uint64_t n) ABSL_LOCKS_EXCLUDED(mu_);
+  std::optional<PolicyState> TakeCaptured() ABSL_LOCKS_EXCLUDED(mu_);
+  // Replaces the store's and the policy's state with a captured one (before
+  // serving). Until the first push after it, a rank may join at a clock
+  // past every clock this shard knows: the shard was restored from an
+  // older checkpoint and moves on to the job's clock (the versions in
+  // between are lost here).
+  absl::Status Restore(const PolicyState& state) ABSL_LOCKS_EXCLUDED(mu_);
 
   // For tests: waits up to `timeout` until `rank` has reached `clock` and
   // its liveness is `live`; false on timeout.
@@ -96,6 +122,15 @@ class UpdatePolicy {
     return absl::OkStatus();
   }
   virtual void OnLeave(int rank) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {}
+  // A restored shard asked to join `rank` at `clock`, beyond the clocks it
+  // knows: catch up (sync moves its round and the store's version).
+  virtual void CatchUp(uint64_t clock) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {}
+  // After Restore replaced the store and the clocks.
+  virtual void OnRestore() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {}
+  // Capture's hook: leave out what the state does not hold yet.
+  virtual void AdjustCapture(PolicyState* state) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {}
+  PolicyState CaptureLocked() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // After `rank` joined (it may have been live and expected before).
   virtual void OnJoin(int rank) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {}
   virtual absl::Status Accept(int rank, uint64_t clock,
@@ -117,6 +152,10 @@ class UpdatePolicy {
   std::vector<PolicyWorker> workers_ ABSL_GUARDED_BY(mu_);
   // The clock of each rank's last accepted push since it joined; -1: none.
   std::vector<int64_t> last_accepted_ ABSL_GUARDED_BY(mu_);
+  uint64_t capture_every_ ABSL_GUARDED_BY(mu_) = 0;
+  uint64_t captured_version_ ABSL_GUARDED_BY(mu_) = 0;
+  std::optional<PolicyState> captured_ ABSL_GUARDED_BY(mu_);
+  bool restored_ ABSL_GUARDED_BY(mu_) = false;  // No push since Restore.
   bool shutdown_ ABSL_GUARDED_BY(mu_) = false;
   int blocked_ ABSL_GUARDED_BY(mu_) = 0;  // WaitReadable calls waiting now.
 };

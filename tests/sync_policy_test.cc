@@ -151,8 +151,11 @@ TEST_CASE(
   CHECK(std::string(stale.message()).find("already applied") !=
         std::string::npos);
   CHECK(f.Params() == p);
-  // After rank 1 registers again, its last push is no longer a retry.
+  // Rank 1 registers again past its last push: a retry of that push is
+  // still recognised as applied, and its next clock is applied.
   REQUIRE(f.policy->Join(1, 1).ok());
+  REQUIRE(f.Push(1, 0, 3.0f, &duplicate).ok());
+  CHECK(duplicate);
   REQUIRE(f.Push(1, 1, 3.0f, &duplicate).ok());
   CHECK_FALSE(duplicate);
   CHECK(f.store->version() == 2);

@@ -308,13 +308,17 @@ grpc::Status GrpcParameterService::ReportEpoch(grpc::ServerContext*,
       });
 }
 
-GrpcStatusService::GrpcStatusService(const Shard* shard,
+GrpcStatusService::GrpcStatusService(Shard* shard,
                                      const JobSecurity* security)
     : shard_(shard) {
   name_ = absl::StrCat("/", proto::StatusService::service_full_name(),
                        "/GetStatus");
   AddByteMethod(this, name_.c_str(), "GetStatus", security,
                 &GrpcStatusService::GetStatus);
+  checkpoint_name_ = absl::StrCat(
+      "/", proto::StatusService::service_full_name(), "/Checkpoint");
+  AddByteMethod(this, checkpoint_name_.c_str(), "Checkpoint", security,
+                &GrpcStatusService::Checkpoint);
 }
 
 grpc::Status GrpcStatusService::GetStatus(grpc::ServerContext*,
@@ -324,6 +328,17 @@ grpc::Status GrpcStatusService::GetStatus(grpc::ServerContext*,
       "GetStatus", *request, response,
       [this](const proto::GetStatusRequest&, proto::ShardStatus* out) {
         shard_->GetStatus(out);
+        return absl::OkStatus();
+      });
+}
+
+grpc::Status GrpcStatusService::Checkpoint(grpc::ServerContext*,
+                                           const grpc::ByteBuffer* request,
+                                           grpc::ByteBuffer* response) {
+  return ServeMessage<proto::CheckpointRequest, proto::CheckpointResponse>(
+      "Checkpoint", *request, response,
+      [this](const proto::CheckpointRequest&, proto::CheckpointResponse* out) {
+        ASSIGN_OR_RETURN(*out, shard_->CheckpointNow());
         return absl::OkStatus();
       });
 }

@@ -85,12 +85,13 @@ class GrpcParameterService final : public grpc::Service {
   std::vector<std::unique_ptr<std::string>> names_;
 };
 
-// proto::StatusService, assembled by hand like the parameter service so
-// that a malformed request is INVALID_ARGUMENT naming it.
+// proto::StatusService (GetStatus, Checkpoint), assembled by hand like
+// the parameter service so that a malformed request is INVALID_ARGUMENT
+// naming it.
 class GrpcStatusService final : public grpc::Service {
  public:
   // As GrpcParameterService: the status RPC needs the token too.
-  GrpcStatusService(const Shard* shard, const JobSecurity* security);
+  GrpcStatusService(Shard* shard, const JobSecurity* security);
 
   // Adds a method built outside the class (grpc::Service::AddMethod is
   // protected); the service owns it.
@@ -102,9 +103,14 @@ class GrpcStatusService final : public grpc::Service {
   grpc::Status GetStatus(grpc::ServerContext* context,
                          const grpc::ByteBuffer* request,
                          grpc::ByteBuffer* response);
+  grpc::Status Checkpoint(grpc::ServerContext* context,
+                          const grpc::ByteBuffer* request,
+                          grpc::ByteBuffer* response);
 
-  const Shard* const shard_;
-  std::string name_;  // gRPC keeps a pointer to it.
+  Shard* const shard_;
+  // gRPC keeps pointers to the method names.
+  std::string name_;
+  std::string checkpoint_name_;
 };
 
 }  // namespace paramd

@@ -12,9 +12,10 @@
 namespace paramd {
 
 absl::StatusOr<std::unique_ptr<ParameterServer>> ParameterServer::Create(
-    const JobConfig& config, int shard_id, Clock* clock) {
+    const JobConfig& config, int shard_id, Clock* clock,
+    const ShardOptions& options) {
   ASSIGN_OR_RETURN(std::unique_ptr<Shard> shard,
-                   Shard::Create(config, shard_id, clock));
+                   Shard::Create(config, shard_id, clock, options));
   auto server =
       std::unique_ptr<ParameterServer>(new ParameterServer(std::move(shard)));
   // Leases are checked several times per lease, at most every 100 ms.

@@ -22,9 +22,10 @@ namespace paramd {
 
 class ParameterServer {
  public:
-  // `clock` as for Shard::Create.
+  // `clock` and `options` as for Shard::Create.
   static absl::StatusOr<std::unique_ptr<ParameterServer>> Create(
-      const JobConfig& config, int shard_id, Clock* clock = nullptr);
+      const JobConfig& config, int shard_id, Clock* clock = nullptr,
+      const ShardOptions& options = ShardOptions());
   ~ParameterServer();
 
   // Listens on `address` ("host:port"), with TLS and the job token as the

@@ -1,0 +1,237 @@
+// Checkpoint files on a real folder, with a file system that fails on
+// purpose: torn writes, bad checksums, another job or plan, a full disk and
+// a failed rename each give a clear error and never cost an earlier
+// checkpoint.
+#include "server/checkpointer.h"
+
+#include <catch2/catch.hpp>
+#include <functional>
+#include <set>
+
+#include "tests/test_files.h"
+
+namespace paramd {
+namespace {
+
+// LocalFileSystem, with hooks that fail the next call of a kind.
+class FaultyFileSystem final : public FileSystem {
+ public:
+  std::function<absl::Status(const std::string&, absl::string_view)>
+      on_write;
+  std::function<absl::Status(const std::string&, const std::string&)>
+      on_rename;
+
+  absl::Status MakeDirs(const std::string& dir) override {
+    return LocalFileSystem()->MakeDirs(dir);
+  }
+  absl::Status WriteFileSynced(const std::string& path,
+                               absl::string_view data) override {
+    if (on_write) return on_write(path, data);
+    return LocalFileSystem()->WriteFileSynced(path, data);
+  }
+  absl::Status Rename(const std::string& from, const std::string& to) override {
+    if (on_rename) return on_rename(from, to);
+    return LocalFileSystem()->Rename(from, to);
+  }
+  absl::Status SyncDir(const std::string& dir) override {
+    return LocalFileSystem()->SyncDir(dir);
+  }
+  absl::StatusOr<std::string> ReadFile(const std::string& path) override {
+    return LocalFileSystem()->ReadFile(path);
+  }
+  absl::StatusOr<std::vector<std::string>> List(
+      const std::string& dir) override {
+    return LocalFileSystem()->List(dir);
+  }
+  absl::Status Remove(const std::string& path) override {
+    return LocalFileSystem()->Remove(path);
+  }
+};
+
+CheckpointState State(uint64_t version) {
+  CheckpointState s;
+  s.job_id = "job-a";
+  s.plan_fingerprint = 0x1234;
+  s.shard = 1;
+  s.policy = "sync";
+  s.version = version;
+  s.clocks = {version, version + 1};
+  s.last_accepted = {static_cast<int64_t>(version) - 1, -1};
+  s.store_state = std::string(1000, static_cast<char>('a' + version % 26));
+  return s;
+}
+
+std::set<std::string> Files(const std::string& dir) {
+  auto names = LocalFileSystem()->List(dir);
+  REQUIRE(names.ok());
+  return {names->begin(), names->end()};
+}
+
+std::string Name(uint64_t version) {
+  char buffer[64];
+  std::snprintf(buffer, sizeof(buffer), "shard-1-v%020llu.ckpt",
+                static_cast<unsigned long long>(version));
+  return buffer;
+}
+
+struct Fixture {
+  Fixture() : dir(testing::NewTempDir() + "/ckpt"), ckpt(&fs, dir, 1, 3) {}
+  void SaveVersions(std::initializer_list<uint64_t> versions) {
+    for (uint64_t v : versions) {
+      auto path = ckpt.Save(State(v));
+      INFO(path.status().ToString());
+      REQUIRE(path.ok());
+      CHECK(*path == dir + "/" + Name(v));
+    }
+  }
+  // The newest checkpoint, which must be `version`, intact.
+  void ExpectNewest(uint64_t version, size_t skipped = 0) {
+    auto restored = ckpt.LoadNewest("job-a", 0x1234);
+    INFO(restored.status().ToString());
+    REQUIRE(restored.ok());
+    REQUIRE(restored->state.has_value());
+    CHECK(restored->state->version == version);
+    CHECK(EncodeCheckpoint(*restored->state) ==
+          EncodeCheckpoint(State(version)));
+    CHECK(restored->skipped.size() == skipped);
+  }
+  FaultyFileSystem fs;
+  std::string dir;
+  Checkpointer ckpt;
+};
+
+TEST_CASE("checkpoints round-trip, newest first, keeping the last three",
+          "[checkpoint]") {
+  Fixture f;
+  auto none = f.ckpt.LoadNewest("job-a", 0x1234);
+  REQUIRE(none.ok());
+  CHECK_FALSE(none->state.has_value());
+  f.SaveVersions({100, 200, 300, 400, 500});
+  CHECK(Files(f.dir) == std::set<std::string>{Name(300), Name(400), Name(500)});
+  f.ExpectNewest(500);
+  // Other shards' files in the folder are not this shard's.
+  Checkpointer other(&f.fs, f.dir, 2, 3);
+  auto empty = other.LoadNewest("job-a", 0x1234);
+  REQUIRE(empty.ok());
+  CHECK_FALSE(empty->state.has_value());
+}
+
+TEST_CASE("a torn or bad-checksum checkpoint is skipped for the one before",
+          "[checkpoint]") {
+  Fixture f;
+  f.SaveVersions({100, 200, 300});
+  const std::string newest = f.dir + "/" + Name(300);
+  auto bytes = LocalFileSystem()->ReadFile(newest);
+  REQUIRE(bytes.ok());
+  SECTION("torn: cut short on disk") {
+    REQUIRE(LocalFileSystem()
+                ->WriteFileSynced(newest, bytes->substr(0, bytes->size() / 2))
+                .ok());
+  }
+  SECTION("a flipped byte") {
+    std::string damaged = *bytes;
+    damaged[damaged.size() / 2] ^= 0x40;
+    REQUIRE(LocalFileSystem()->WriteFileSynced(newest, damaged).ok());
+  }
+  auto restored = f.ckpt.LoadNewest("job-a", 0x1234);
+  REQUIRE(restored.ok());
+  REQUIRE(restored->state.has_value());
+  CHECK(restored->state->version == 200);
+  REQUIRE(restored->skipped.size() == 1);
+  CHECK_THAT(restored->skipped[0],
+             Catch::StartsWith(newest + ": ") &&
+                 Catch::Contains("checksum mismatch"));
+  // The older ones are untouched.
+  CHECK(Files(f.dir).count(Name(100)) == 1);
+}
+
+TEST_CASE("a crash while writing leaves the earlier checkpoints whole",
+          "[checkpoint]") {
+  Fixture f;
+  f.SaveVersions({100, 200});
+  // The process dies half-way through the temporary file.
+  f.fs.on_write = [](const std::string& path, absl::string_view data) {
+    (void)LocalFileSystem()->WriteFileSynced(path,
+                                             data.substr(0, data.size() / 2));
+    return absl::UnavailableError("killed");
+  };
+  auto s = f.ckpt.Save(State(300));
+  CHECK(absl::IsUnavailable(s.status()));
+  f.fs.on_write = nullptr;
+  CHECK(Files(f.dir) == std::set<std::string>{Name(100), Name(200)});
+  f.ExpectNewest(200);
+  // A temporary file a crash left behind is never read as a checkpoint.
+  REQUIRE(LocalFileSystem()
+              ->WriteFileSynced(f.dir + "/" + Name(900) + ".tmp", "partial")
+              .ok());
+  f.ExpectNewest(200);
+}
+
+TEST_CASE("a full disk or a failed rename is a clear error and loses nothing",
+          "[checkpoint]") {
+  Fixture f;
+  f.SaveVersions({100, 200, 300});
+  SECTION("full disk") {
+    f.fs.on_write = [](const std::string& path, absl::string_view) {
+      return absl::ResourceExhaustedError(
+          absl::StrCat("cannot write '", path, "': No space left on device"));
+    };
+    auto s = f.ckpt.Save(State(400));
+    CHECK(absl::IsResourceExhausted(s.status()));
+    CHECK_THAT(std::string(s.status().message()),
+               Catch::StartsWith("checkpoint of version 400: cannot write") &&
+                   Catch::EndsWith("No space left on device"));
+  }
+  SECTION("failed rename") {
+    f.fs.on_rename = [](const std::string& from, const std::string&) {
+      return absl::UnavailableError(
+          absl::StrCat("cannot rename '", from, "': Input/output error"));
+    };
+    auto s = f.ckpt.Save(State(400));
+    CHECK(absl::IsUnavailable(s.status()));
+    CHECK_THAT(std::string(s.status().message()),
+               Catch::Contains("Input/output error"));
+  }
+  // The three earlier checkpoints, and no temporary file.
+  CHECK(Files(f.dir) ==
+        std::set<std::string>{Name(100), Name(200), Name(300)});
+  f.ExpectNewest(300);
+}
+
+TEST_CASE("a checkpoint of another job or plan is refused naming both",
+          "[checkpoint]") {
+  Fixture f;
+  f.SaveVersions({100});
+  auto job = f.ckpt.LoadNewest("job-b", 0x1234);
+  CHECK(absl::IsFailedPrecondition(job.status()));
+  CHECK_THAT(std::string(job.status().message()),
+             Catch::Contains("is of job 'job-a' with plan fingerprint "
+                             "0000000000001234; this shard serves job "
+                             "'job-b' with plan fingerprint 0000000000001234"));
+  auto plan = f.ckpt.LoadNewest("job-a", 0x99);
+  CHECK(absl::IsFailedPrecondition(plan.status()));
+  CHECK_THAT(std::string(plan.status().message()),
+             Catch::Contains("plan fingerprint 0000000000000099"));
+  CHECK(Files(f.dir) == std::set<std::string>{Name(100)});
+}
+
+TEST_CASE("checkpoints that are all damaged are an error, not a fresh start",
+          "[checkpoint]") {
+  Fixture f;
+  f.SaveVersions({100, 200});
+  for (uint64_t v : {100, 200}) {
+    REQUIRE(LocalFileSystem()
+                ->WriteFileSynced(f.dir + "/" + Name(v), "PARAMDCK garbage")
+                .ok());
+  }
+  auto restored = f.ckpt.LoadNewest("job-a", 0x1234);
+  CHECK(absl::IsDataLoss(restored.status()));
+  CHECK_THAT(std::string(restored.status().message()),
+             Catch::Contains("every checkpoint of shard 1") &&
+                 Catch::Contains("--fresh"));
+  REQUIRE(f.ckpt.RemoveAll().ok());
+  CHECK(Files(f.dir).empty());
+}
+
+}  // namespace
+}  // namespace paramd
