@@ -212,6 +212,37 @@ void RunStalenessPolicy(const std::string& policy) {
   CheckLossFalls(observed, 2, steps);
 }
 
+TEST_CASE(
+    "workers whose replies are dropped retry and train to exactly the "
+    "parameters of an undisturbed run",
+    "[integration][sync][exactly-once]") {
+  JobOptions o;
+  o.epochs = 1;
+  o.train_limit = 1024;
+  o.test_limit = 256;
+  const JobConfig plain = testing::MakeJob(o, testing::NewTempDir());
+  JobConfig lossy = plain;
+  lossy.testing.drop_reply_probability = 0.2;
+  std::vector<float> expected;
+  {
+    LocalCluster cluster(plain);
+    Observed observed;
+    expected = TrainAll(plain, cluster, observed)[0]->params();
+  }
+  LocalCluster cluster(lossy);
+  Observed observed;
+  const auto trainers = TrainAll(lossy, cluster, observed);
+  // Every push applied once: the same parameters, bit for bit.
+  CHECK(trainers[0]->params() == expected);
+  CHECK(trainers[1]->params() == expected);
+  for (int shard = 0; shard < 2; ++shard) {
+    proto::ShardStatus st;
+    cluster.server(shard).shard()->GetStatus(&st);
+    CHECK(st.version() == 1024 / 2 / 32);
+    for (const auto& w : st.workers()) CHECK(w.pushes() == st.version());
+  }
+}
+
 TEST_CASE("2 servers + 2 workers train under async over loopback gRPC",
           "[integration][async]") {
   RunStalenessPolicy("async");

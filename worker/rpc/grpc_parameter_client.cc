@@ -14,6 +14,7 @@
 #include "common/rpc/grpc_status.h"
 #include "common/status_macros.h"
 #include "common/wire_format.h"
+#include "spdlog/spdlog.h"
 #include "worker/rpc/proto_convert.h"
 #include "worker/rpc/stream_call.h"
 
@@ -253,8 +254,63 @@ void GrpcParameterClient::StartPush(int shard,
                           });
 }
 
+absl::StatusOr<uint64_t> GrpcParameterClient::Retrying(
+    const char* what,
+    const std::function<absl::StatusOr<uint64_t>()>& attempt) {
+  std::mt19937 random(std::random_device{}());
+  absl::Time first_failure = absl::InfiniteFuture();
+  absl::Duration backoff = absl::Milliseconds(50);
+  for (int tries = 1;; ++tries) {
+    absl::StatusOr<uint64_t> result = attempt();
+    if (result.ok() || !(absl::IsUnavailable(result.status()) ||
+                         absl::IsDeadlineExceeded(result.status()))) {
+      if (tries > 1 && result.ok()) {
+        spdlog::info("rank {}: {} went through after {} tries", rank_, what,
+                     tries);
+      }
+      return result;
+    }
+    const absl::Time now = absl::Now();
+    if (first_failure == absl::InfiniteFuture()) {
+      first_failure = now;
+      spdlog::warn("rank {}: {}; retrying for up to {} s", rank_,
+                   std::string(result.status().message()),
+                   absl::ToDoubleSeconds(options_.give_up));
+    }
+    if (now - first_failure >= options_.give_up) {
+      return absl::Status(
+          result.status().code(),
+          absl::StrCat("gave up after ", tries, " tries in ",
+                       absl::ToInt64Seconds(now - first_failure),
+                       " s (liveness.give_up_seconds): ",
+                       result.status().message()));
+    }
+    // Full jitter in [backoff / 2, backoff], doubling up to 2 s.
+    std::uniform_real_distribution<double> jitter(0.5, 1.0);
+    absl::SleepFor(backoff * jitter(random));
+    backoff = std::min(backoff * 2, absl::Seconds(2));
+  }
+}
+
 absl::StatusOr<uint64_t> GrpcParameterClient::Pull(uint64_t clock,
                                                    absl::Span<float> params) {
+  return Retrying("Pull", [&] { return PullOnce(clock, params); });
+}
+
+absl::StatusOr<uint64_t> GrpcParameterClient::Push(
+    uint64_t clock, absl::Span<const float> grads, float loss) {
+  return Retrying("Push", [&] { return PushOnce(clock, grads, loss); });
+}
+
+absl::StatusOr<uint64_t> GrpcParameterClient::PushPull(
+    uint64_t clock, absl::Span<const float> grads, float loss,
+    absl::Span<float> params) {
+  return Retrying("PushPull",
+                  [&] { return PushPullOnce(clock, grads, loss, params); });
+}
+
+absl::StatusOr<uint64_t> GrpcParameterClient::PullOnce(
+    uint64_t clock, absl::Span<float> params) {
   const int n = static_cast<int>(shards_.size());
   std::vector<grpc::ClientContext> contexts(n);
   std::vector<PullSink> sinks;
@@ -314,7 +370,7 @@ std::vector<std::vector<grpc::ByteBuffer>> GrpcParameterClient::PushMessages(
   return messages;
 }
 
-absl::StatusOr<uint64_t> GrpcParameterClient::Push(
+absl::StatusOr<uint64_t> GrpcParameterClient::PushOnce(
     uint64_t clock, absl::Span<const float> grads, float loss) {
   const int n = static_cast<int>(shards_.size());
   std::vector<std::vector<grpc::ByteBuffer>> messages =
@@ -335,7 +391,7 @@ absl::StatusOr<uint64_t> GrpcParameterClient::Push(
   return version;
 }
 
-absl::StatusOr<uint64_t> GrpcParameterClient::PushPull(
+absl::StatusOr<uint64_t> GrpcParameterClient::PushPullOnce(
     uint64_t clock, absl::Span<const float> grads, float loss,
     absl::Span<float> params) {
   const int n = static_cast<int>(shards_.size());
@@ -403,16 +459,22 @@ void GrpcParameterClient::Heartbeat(uint64_t clock, bool finished,
 absl::Status GrpcParameterClient::ReportEpoch(const EpochReport& epoch) {
   const proto::ReportEpochRequest report =
       ToReportEpochRequest(epoch, config_.job_id, rank_);
-  grpc::ClientContext context;
-  context.set_deadline(DeadlineIn(options_.push_timeout));
-  proto::ReportEpochResponse response;
-  grpc::Status s = shards_[0].stub->ReportEpoch(&context, report, &response);
-  if (!s.ok()) {
-    absl::Status st = FromGrpcStatus(s);
-    return absl::Status(st.code(),
-                        absl::StrCat("ReportEpoch to shard 0: ", st.message()));
-  }
-  return absl::OkStatus();
+  return Retrying("ReportEpoch",
+                  [&]() -> absl::StatusOr<uint64_t> {
+                    grpc::ClientContext context;
+                    context.set_deadline(DeadlineIn(options_.push_timeout));
+                    proto::ReportEpochResponse response;
+                    grpc::Status s = shards_[0].stub->ReportEpoch(
+                        &context, report, &response);
+                    if (!s.ok()) {
+                      absl::Status st = FromGrpcStatus(s);
+                      return absl::Status(
+                          st.code(), absl::StrCat("ReportEpoch to shard 0: ",
+                                                  st.message()));
+                    }
+                    return 0;
+                  })
+      .status();
 }
 
 ParameterClientFactory GrpcParameterClientFactory(
@@ -428,8 +490,10 @@ ParameterClientFactory GrpcParameterClientFactory(
           config.num_shards(), " shards"));
     }
     ASSIGN_OR_RETURN(JobSecurity security, LoadSecurity(config.security));
+    GrpcClientOptions with_config = options;
+    with_config.give_up = absl::Seconds(config.liveness.give_up_seconds);
     return std::make_unique<GrpcParameterClient>(setup, std::move(addresses),
-                                                 options, security);
+                                                 with_config, security);
   };
 }
 

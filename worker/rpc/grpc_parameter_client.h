@@ -43,6 +43,10 @@ struct GrpcClientOptions {
   // step.
   absl::Duration pull_timeout = absl::Minutes(10);
   absl::Duration push_timeout = absl::Minutes(1);
+  // A call no server answered (UNAVAILABLE, DEADLINE_EXCEEDED) is sent
+  // again, with exponential backoff and jitter, for this long after its
+  // first failure (liveness.give_up_seconds; the factory sets it).
+  absl::Duration give_up = absl::Seconds(120);
 };
 
 class GrpcParameterClient final : public ParameterClient {
@@ -68,6 +72,20 @@ class GrpcParameterClient final : public ParameterClient {
   absl::Status ReportEpoch(const EpochReport& report) override;
 
  private:
+  // Runs `attempt` until it succeeds or fails otherwise than UNAVAILABLE
+  // or DEADLINE_EXCEEDED, or options_.give_up passed since its first
+  // failure (the error then says so). Retrying is safe: pulls are
+  // idempotent and a shard acknowledges a push it applied already
+  // (PushResponse.duplicate).
+  absl::StatusOr<uint64_t> Retrying(
+      const char* what,
+      const std::function<absl::StatusOr<uint64_t>()>& attempt);
+  absl::StatusOr<uint64_t> PullOnce(uint64_t clock, absl::Span<float> params);
+  absl::StatusOr<uint64_t> PushOnce(uint64_t clock,
+                                    absl::Span<const float> grads, float loss);
+  absl::StatusOr<uint64_t> PushPullOnce(uint64_t clock,
+                                        absl::Span<const float> grads,
+                                        float loss, absl::Span<float> params);
   // One phase of Register on every shard; returns the largest clock.
   absl::StatusOr<uint64_t> RegisterPhase(bool join, uint64_t clock);
   // Collects one shard's pulled chunks into the flat parameters, message
