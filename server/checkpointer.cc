@@ -105,6 +105,7 @@ std::string EncodeCheckpoint(const CheckpointState& s) {
     PutU64(&out, static_cast<uint64_t>(s.last_accepted[r]));
   }
   PutBytes(&out, s.store_state);
+  PutBytes(&out, s.metrics_state);
   PutU32(&out, Crc(out));
   return out;
 }
@@ -150,6 +151,7 @@ absl::StatusOr<CheckpointState> DecodeCheckpoint(absl::string_view bytes) {
     s.last_accepted[i] = static_cast<int64_t>(last);
   }
   RETURN_IF_ERROR(r.Bytes(&s.store_state));
+  RETURN_IF_ERROR(r.Bytes(&s.metrics_state));
   if (!r.done()) return absl::DataLossError("bytes after the last field");
   return s;
 }

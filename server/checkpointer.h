@@ -37,7 +37,8 @@ struct CheckpointState {
   // push accepted from it (-1: none since it joined).
   std::vector<uint64_t> clocks;
   std::vector<int64_t> last_accepted;
-  std::string store_state;  // ShardStore::SaveState
+  std::string store_state;    // ShardStore::SaveState
+  std::string metrics_state;  // JobMetrics::SaveState (epoch reports)
 };
 
 // The byte form, and back (DataLoss naming what is wrong).

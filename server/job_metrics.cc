@@ -1,6 +1,7 @@
 #include "server/job_metrics.h"
 
 #include <algorithm>
+#include <cstring>
 
 namespace paramd {
 
@@ -39,6 +40,59 @@ std::vector<EpochSummary> JobMetrics::Summaries(
     out.push_back(s);
   }
   return out;
+}
+
+namespace {
+
+struct ReportRecord {
+  int32_t epoch;
+  int32_t rank;
+  double train_loss_sum;
+  uint64_t train_samples;
+  double train_seconds;
+  uint64_t test_correct;
+  uint64_t test_total;
+};
+
+}  // namespace
+
+std::string JobMetrics::SaveState() const {
+  absl::MutexLock lock(&mu_);
+  std::string out;
+  for (const auto& [epoch, ranks] : reports_) {
+    for (const auto& [rank, r] : ranks) {
+      const ReportRecord record{epoch,           rank,
+                                r.train_loss_sum, r.train_samples,
+                                r.train_seconds,  r.test_correct,
+                                r.test_total};
+      out.append(reinterpret_cast<const char*>(&record), sizeof(record));
+    }
+  }
+  return out;
+}
+
+absl::Status JobMetrics::RestoreState(absl::string_view state) {
+  if (state.size() % sizeof(ReportRecord) != 0) {
+    return absl::DataLossError("epoch metrics: truncated");
+  }
+  std::map<int, std::map<int, EpochReport>> reports;
+  for (size_t at = 0; at < state.size(); at += sizeof(ReportRecord)) {
+    ReportRecord record;
+    std::memcpy(&record, state.data() + at, sizeof(record));
+    if (record.rank < 0 || record.rank >= num_workers_ || record.epoch < 1) {
+      return absl::DataLossError("epoch metrics: a report out of range");
+    }
+    EpochReport& r = reports[record.epoch][record.rank];
+    r.epoch = record.epoch;
+    r.train_loss_sum = record.train_loss_sum;
+    r.train_samples = record.train_samples;
+    r.train_seconds = record.train_seconds;
+    r.test_correct = record.test_correct;
+    r.test_total = record.test_total;
+  }
+  absl::MutexLock lock(&mu_);
+  reports_ = std::move(reports);
+  return absl::OkStatus();
 }
 
 }  // namespace paramd

@@ -10,6 +10,8 @@
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
+#include "absl/status/status.h"
+#include "absl/strings/string_view.h"
 #include "absl/synchronization/mutex.h"
 #include "common/epoch_report.h"
 
@@ -36,6 +38,11 @@ class JobMetrics {
   // job do not hold it back); all ranks count when `counted` is empty.
   std::vector<EpochSummary> Summaries(
       const std::vector<bool>& counted = {}) const;
+
+  // Every report, as bytes for a checkpoint, and back (DataLoss when
+  // damaged; nothing changes then).
+  std::string SaveState() const;
+  absl::Status RestoreState(absl::string_view state);
 
  private:
   const int num_workers_;

@@ -105,6 +105,11 @@ absl::Status Shard::OpenCheckpoints(const ShardOptions& options) {
                                                restored->path, ": ",
                                                s.message()));
   }
+  if (absl::Status s = metrics_.RestoreState(c.metrics_state); !s.ok()) {
+    return absl::Status(s.code(), absl::StrCat("shard ", shard_id_, ": ",
+                                               restored->path, ": ",
+                                               s.message()));
+  }
   restored_from_ = restored->path;
   {
     absl::MutexLock lock(&checkpoint_mu_);
@@ -127,6 +132,7 @@ CheckpointState Shard::ToCheckpoint(const PolicyState& state) const {
   c.clocks = state.clocks;
   c.last_accepted = state.last_accepted;
   c.store_state = state.store_state;
+  c.metrics_state = metrics_.SaveState();
   return c;
 }
 

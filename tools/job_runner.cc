@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <fstream>
 #include <random>
+#include <map>
 #include <set>
 
 #include "absl/strings/numbers.h"
@@ -99,31 +100,73 @@ class JobRun {
         config_.job_id, config_.num_shards(), config_.num_workers,
         PolicyName(config_.policy.type), config_.training.epochs));
     for (int k = 0; k < config_.num_shards(); ++k) {
-      auto index =
-          sup_.Spawn(absl::StrCat("server ", k),
-                     {options_.server_binary, "--job", options_.job_path,
-                      "--shard", absl::StrCat(k), "--listen",
-                      config_.servers[k], "--port_file", PortFile(k),
-                      "--launch", launch_, "--log_level", options_.log_level});
-      if (!index.ok()) return Fail(std::string(index.status().message()));
-      servers_.push_back(*index);
-      Say(absl::StrCat("started server ", k, " (pid ", sup_.child(*index).pid,
-                       ")"));
+      procs_.push_back(Proc{absl::StrCat("server ", k), /*server=*/true, k});
+      if (!Start(procs_.back(), options_.fresh)) return 1;
     }
     if (int code = AwaitPorts(); code >= 0) return code;
     for (int r = 0; r < config_.num_workers; ++r) {
-      auto index = sup_.Spawn(
-          absl::StrCat("worker ", r),
-          {options_.worker_binary, "--job", options_.job_path, "--rank",
-           absl::StrCat(r), "--servers", absl::StrJoin(addresses_, ","),
-           "--launch", launch_, "--log_level", options_.log_level});
-      if (!index.ok()) return Fail(std::string(index.status().message()));
-      workers_.push_back(*index);
-      Say(absl::StrCat("started worker ", r, " (pid ", sup_.child(*index).pid,
-                       ")"));
+      procs_.push_back(Proc{absl::StrCat("worker ", r), /*server=*/false, r});
+      if (!Start(procs_.back(), false)) return 1;
     }
     workers_started_ = absl::Now();
     return Supervise();
+  }
+
+  // A server or worker of the job, and how often it was restarted.
+  struct Proc {
+    std::string name;  // "server 0", "worker 1"
+    bool server = false;
+    int id = 0;      // Shard or rank.
+    int index = -1;  // In sup_.
+    int restarts = 0;
+    bool done = false;  // A worker that finished.
+    absl::Time restart_at = absl::InfiniteFuture();
+  };
+
+  // Starts `p` (again); a restarted server listens on the port it had, and
+  // restores its newest checkpoint. False (having failed the run) when the
+  // process cannot be started.
+  bool Start(Proc& p, bool fresh) {
+    std::vector<std::string> argv;
+    if (p.server) {
+      argv = {options_.server_binary, "--job", options_.job_path, "--shard",
+              absl::StrCat(p.id), "--listen",
+              addresses_.empty() ? config_.servers[p.id] : addresses_[p.id],
+              "--port_file", PortFile(p.id), "--launch", launch_,
+              "--log_level", options_.log_level};
+      if (fresh) argv.push_back("--fresh");
+    } else {
+      argv = {options_.worker_binary, "--job", options_.job_path, "--rank",
+              absl::StrCat(p.id), "--servers", absl::StrJoin(addresses_, ","),
+              "--launch", launch_, "--log_level", options_.log_level};
+    }
+    auto index = sup_.Spawn(p.name, argv);
+    if (!index.ok()) {
+      Fail(std::string(index.status().message()));
+      return false;
+    }
+    p.index = *index;
+    p.restart_at = absl::InfiniteFuture();
+    Say(absl::StrCat(p.restarts > 0 ? "restarted " : "started ", p.name,
+                     " (pid ", sup_.child(*index).pid, ")"));
+    return true;
+  }
+
+  Proc* FindProc(int index) {
+    for (Proc& p : procs_) {
+      if (p.index == index) return &p;
+    }
+    return nullptr;
+  }
+
+  // Restarts every process whose backoff has passed. Returns -1 to go on,
+  // else the exit code.
+  int RestartDue() {
+    const absl::Time now = absl::Now();
+    for (Proc& p : procs_) {
+      if (p.restart_at <= now && !Start(p, false)) return 1;
+    }
+    return -1;
   }
 
   std::string PortFile(int shard) const {
@@ -165,24 +208,45 @@ class JobRun {
     return -1;
   }
 
-  // Returns -1 to go on, else the exit code.
+  // Returns -1 to go on, else the exit code. A process that died is
+  // restarted after restart.backoff_seconds (doubled each time), up to
+  // restart.max times; a server only when it can restore a checkpoint.
   int HandleExits(const std::vector<int>& exited) {
     for (int i : exited) {
       const ChildInfo& c = sup_.child(i);
-      const bool is_worker =
-          std::find(workers_.begin(), workers_.end(), i) != workers_.end();
+      Proc* p = FindProc(i);
       const bool clean =
           WIFEXITED(c.wait_status) && WEXITSTATUS(c.wait_status) == 0;
-      if (is_worker && clean) {
+      if (p != nullptr && !p->server && clean) {
+        p->done = true;
         ++workers_done_;
         continue;
       }
-      return Fail(
-          absl::StrCat(c.name, " (pid ", c.pid, ") ",
-                       Supervisor::DescribeExit(c.wait_status),
-                       c.last_line.empty()
-                           ? ""
-                           : absl::StrCat("; its last line: ", c.last_line)));
+      const std::string why = absl::StrCat(
+          c.name, " (pid ", c.pid, ") ", Supervisor::DescribeExit(c.wait_status),
+          c.last_line.empty() ? ""
+                              : absl::StrCat("; its last line: ", c.last_line));
+      if (p == nullptr || workers_started_ == absl::InfinitePast()) {
+        return Fail(why);
+      }
+      if (p->restarts >= config_.restart.max) {
+        return Fail(absl::StrCat(why, "; restarted ", p->restarts,
+                                 " time(s) already (restart.max ",
+                                 config_.restart.max, ")"));
+      }
+      if (p->server && config_.checkpoint.dir.empty()) {
+        return Fail(absl::StrCat(
+            why, "; a server is restarted only from a checkpoint, and the "
+                 "job has no checkpoint.dir"));
+      }
+      const absl::Duration wait = absl::Seconds(
+          config_.restart.backoff_seconds * (1 << std::min(p->restarts, 10)));
+      ++p->restarts;
+      ++restarts_;
+      p->restart_at = absl::Now() + wait;
+      Say(absl::StrCat(why, "; restarting it in ",
+                       absl::FormatDuration(wait), " (restart ", p->restarts,
+                       " of ", config_.restart.max, ")"));
     }
     return -1;
   }
@@ -196,28 +260,32 @@ class JobRun {
         return code;
       }
       if (int signo = TakeSignal(); signo != 0) return Interrupted(signo);
+      if (int code = RestartDue(); code >= 0) return code;
       if (absl::Now() >= next_progress) {
         ReportProgress();
         next_progress = absl::Now() + kProgressEvery;
       }
     }
     ReportProgress();
-    const bool complete =
-        static_cast<int>(epochs_.size()) == config_.training.epochs &&
-        epochs_.back().complete();
-    sup_.Stop(servers_, kStopGrace);
+    const bool complete = epochs_.count(config_.training.epochs) > 0;
+    std::vector<int> servers;
+    for (const Proc& p : procs_) {
+      if (p.server) servers.push_back(p.index);
+    }
+    sup_.Stop(servers, kStopGrace);
     const double wall = absl::ToDoubleSeconds(absl::Now() - started_);
     if (!complete) {
-      Say("the workers finished but shard 0 does not hold every epoch's "
+      Say("the workers finished but shard 0 does not hold the last epoch's "
           "metrics");
       return 1;
     }
-    const proto::EpochMetrics& last = epochs_.back();
+    const proto::EpochMetrics& last = epochs_.rbegin()->second;
     Say(absl::StrFormat(
         "done: %d epoch(s) in %s, final test accuracy %.4f, %.0f samples/s "
-        "(median epoch)",
+        "(median epoch)%s",
         config_.training.epochs, FormatDuration(wall), last.test_accuracy(),
-        MedianSamplesPerSecond()));
+        MedianSamplesPerSecond(),
+        restarts_ == 0 ? "" : absl::StrCat(", ", restarts_, " restart(s)")));
     if (!options_.summary_path.empty()) {
       if (!WriteSummary(wall)) return 1;
       Say(absl::StrCat("summary written to ", options_.summary_path));
@@ -230,11 +298,10 @@ class JobRun {
     auto status = QueryShardStatus(addresses_[0], security_, absl::Seconds(2));
     if (!status.ok()) return;
     for (const proto::EpochMetrics& e : status->epochs()) {
-      if (!e.complete() ||
-          static_cast<int>(e.epoch()) <= static_cast<int>(epochs_.size())) {
-        continue;
-      }
-      epochs_.push_back(e);
+      // A restarted or resumed shard 0 serves the epochs its checkpoint
+      // holds again; each is printed once.
+      if (!e.complete() || epochs_.count(e.epoch()) > 0) continue;
+      epochs_[e.epoch()] = e;
       const double elapsed =
           absl::ToDoubleSeconds(absl::Now() - workers_started_);
       const double eta =
@@ -250,7 +317,7 @@ class JobRun {
 
   double MedianSamplesPerSecond() const {
     std::vector<double> v;
-    for (const auto& e : epochs_) v.push_back(e.samples_per_second());
+    for (const auto& [n, e] : epochs_) v.push_back(e.samples_per_second());
     if (v.empty()) return 0;
     std::sort(v.begin(), v.end());
     return v.size() % 2 ? v[v.size() / 2]
@@ -259,7 +326,7 @@ class JobRun {
 
   bool WriteSummary(double wall) {
     std::string epochs;
-    for (const auto& e : epochs_) {
+    for (const auto& [n, e] : epochs_) {
       absl::StrAppendFormat(&epochs,
                             "%s\n    {\"epoch\": %d, \"train_loss\": %.6f, "
                             "\"test_accuracy\": %.6f, "
@@ -273,10 +340,12 @@ class JobRun {
         "  \"workers\": %d,\n  \"epochs\": %d,\n  \"final_test_accuracy\": "
         "%.6f,\n"
         "  \"wall_seconds\": %.3f,\n  \"samples_per_second\": %.1f,\n"
+        "  \"restarts\": %d,\n"
         "  \"epoch_metrics\": [%s\n  ]\n}\n",
         config_.job_id, PolicyName(config_.policy.type), config_.num_shards(),
         config_.num_workers, config_.training.epochs,
-        epochs_.back().test_accuracy(), wall, MedianSamplesPerSecond(), epochs);
+        epochs_.rbegin()->second.test_accuracy(), wall,
+        MedianSamplesPerSecond(), restarts_, epochs);
     std::ofstream out(options_.summary_path, std::ios::trunc);
     out << json;
     if (!out.good()) {
@@ -306,17 +375,54 @@ class JobRun {
   // servers never take workers of another start of the same job.
   const std::string launch_;
   const absl::Time started_;
-  absl::Time workers_started_;
+  absl::Time workers_started_ = absl::InfinitePast();
   std::string run_dir_;
   Supervisor sup_;
-  std::vector<int> servers_;
-  std::vector<int> workers_;
+  std::vector<Proc> procs_;
+  int restarts_ = 0;
   std::vector<std::string> addresses_;
   int workers_done_ = 0;
-  std::vector<proto::EpochMetrics> epochs_;
+  std::map<int, proto::EpochMetrics> epochs_;  // By epoch number.
 };
 
 }  // namespace
+
+// Whether the run may start given what checkpoint.dir holds.
+absl::Status CheckCheckpointDir(const JobConfig& config,
+                                const RunOptions& options) {
+  if (options.resume && options.fresh) {
+    return absl::InvalidArgumentError("--resume and --fresh exclude each other");
+  }
+  if (config.checkpoint.dir.empty()) {
+    if (options.resume || options.fresh) {
+      return absl::FailedPreconditionError(
+          "--resume and --fresh need checkpoint.dir in the job file");
+    }
+    return absl::OkStatus();
+  }
+  int found = 0;
+  std::error_code error;
+  for (const auto& entry :
+       std::filesystem::directory_iterator(config.checkpoint.dir, error)) {
+    const std::string name = entry.path().filename().string();
+    if (name.rfind("shard-", 0) == 0 && name.size() > 5 &&
+        name.compare(name.size() - 5, 5, ".ckpt") == 0) {
+      ++found;
+    }
+  }
+  if (found > 0 && !options.resume && !options.fresh) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "checkpoint.dir ", config.checkpoint.dir, " holds ", found,
+        " checkpoint(s) of an earlier run: pass --resume to continue from "
+        "them or --fresh to discard them"));
+  }
+  if (found == 0 && options.resume) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("--resume: checkpoint.dir ", config.checkpoint.dir,
+                     " holds no checkpoint"));
+  }
+  return absl::OkStatus();
+}
 
 int RunJob(const RunOptions& options) {
   absl::StatusOr<JobConfig> config = LoadJobConfig(options.job_path);
@@ -334,6 +440,10 @@ int RunJob(const RunOptions& options) {
           binary.c_str());
       return 1;
     }
+  }
+  if (absl::Status s = CheckCheckpointDir(*config, options); !s.ok()) {
+    std::fprintf(stderr, "paramctl: %s\n", std::string(s.message()).c_str());
+    return 1;
   }
   if (options.make_secrets) {
     absl::StatusOr<std::vector<std::string>> said = MakeLocalSecrets(*config);

@@ -1,11 +1,14 @@
 // paramctl: run, validate and inspect paramd jobs.
 //
-//   paramctl run J.yaml [--make-secrets] [--summary PATH] [--log_level LEVEL]
+//   paramctl run J.yaml [--resume | --fresh] [--make-secrets] [--summary PATH]
+//                [--log_level LEVEL]
+//   paramctl checkpoint --job J.yaml [--servers HOST:PORT,...]
 //   paramctl validate J.yaml
 //   paramctl status --job J.yaml [--servers HOST:PORT,...] [--json] [--watch]
 #include <unistd.h>
 
 #include <cstdio>
+#include <optional>
 #include <filesystem>
 #include <string>
 
@@ -27,12 +30,14 @@ namespace {
 
 constexpr char kUsage[] =
     "usage:\n"
-    "  paramctl run J.yaml [--make-secrets] [--summary PATH] "
-    "[--log_level LEVEL]\n"
+    "  paramctl run J.yaml [--resume | --fresh] [--make-secrets] "
+    "[--summary PATH]\n"
+    "               [--log_level LEVEL]\n"
     "               [--server_binary PATH] [--worker_binary PATH]\n"
     "  paramctl validate J.yaml\n"
     "  paramctl status --job J.yaml [--servers HOST:PORT,...] [--json] "
-    "[--watch]\n";
+    "[--watch]\n"
+    "  paramctl checkpoint --job J.yaml [--servers HOST:PORT,...]\n";
 
 int Usage(const std::string& problem) {
   std::fprintf(stderr, "paramctl: %s\n%s", problem.c_str(), kUsage);
@@ -71,34 +76,81 @@ int Validate(const std::string& path) {
   return 0;
 }
 
-int Status(const ParsedFlags& flags) {
-  if (!flags.Has("job")) return Usage("status needs --job J.yaml");
+// The servers a command talks to: the job's, or --servers.
+struct Target {
+  std::vector<std::string> addresses;
+  JobSecurity security;
+};
+
+// Nothing after printing why (`*code` set) when the flags or the job file
+// are wrong.
+std::optional<Target> LoadTarget(const ParsedFlags& flags,
+                                 const std::string& command, int* code) {
+  if (!flags.Has("job")) {
+    *code = Usage(command + " needs --job J.yaml");
+    return std::nullopt;
+  }
+  *code = 1;
   absl::StatusOr<JobConfig> config = LoadJobConfig(flags.Get("job", ""));
   if (!config.ok()) {
     std::fprintf(stderr, "paramctl: %s\n",
                  std::string(config.status().message()).c_str());
-    return 1;
+    return std::nullopt;
   }
-  std::vector<std::string> addresses = config->servers;
+  Target target;
+  target.addresses = config->servers;
   if (flags.Has("servers")) {
-    addresses =
+    target.addresses =
         absl::StrSplit(flags.Get("servers", ""), ',', absl::SkipEmpty());
   }
-  for (const std::string& a : addresses) {
+  for (const std::string& a : target.addresses) {
     if (absl::EndsWith(a, ":0")) {
       std::fprintf(stderr,
                    "paramctl: cluster.servers lists port 0 (%s); pass the "
                    "ports the servers bound with --servers\n",
                    a.c_str());
-      return 1;
+      return std::nullopt;
     }
   }
   absl::StatusOr<JobSecurity> security = LoadSecurity(config->security);
   if (!security.ok()) {
     std::fprintf(stderr, "paramctl: %s\n",
                  std::string(security.status().message()).c_str());
-    return 1;
+    return std::nullopt;
   }
+  target.security = *std::move(security);
+  return target;
+}
+
+// Asks every shard to write a checkpoint now.
+int Checkpoint(const ParsedFlags& flags) {
+  int code = 0;
+  std::optional<Target> target = LoadTarget(flags, "checkpoint", &code);
+  if (!target) return code;
+  int failed = 0;
+  for (size_t k = 0; k < target->addresses.size(); ++k) {
+    absl::StatusOr<proto::CheckpointResponse> written = RequestCheckpoint(
+        target->addresses[k], target->security, absl::Seconds(60));
+    if (written.ok()) {
+      std::printf("shard %zu (%s): version %llu written to %s\n", k,
+                  target->addresses[k].c_str(),
+                  static_cast<unsigned long long>(written->version()),
+                  written->path().c_str());
+    } else {
+      ++failed;
+      std::printf("shard %zu (%s): %s\n", k, target->addresses[k].c_str(),
+                  std::string(written.status().message()).c_str());
+    }
+  }
+  return failed == 0 ? 0 : 1;
+}
+
+int Status(const ParsedFlags& flags) {
+  int code = 0;
+  std::optional<Target> target = LoadTarget(flags, "status", &code);
+  if (!target) return code;
+  const std::vector<std::string>& addresses = target->addresses;
+  const JobSecurity* security = &target->security;
   const bool json = flags.Has("json");
   if (flags.Has("watch")) {
     // Refreshes in place every second until interrupted.
@@ -127,7 +179,7 @@ int Main(int argc, char** argv) {
       ParseFlags(argc, argv,
                  {"summary", "log_level", "job", "servers", "server_binary",
                   "worker_binary"},
-                 {"json", "watch", "make-secrets"});
+                 {"json", "watch", "make-secrets", "resume", "fresh"});
   if (!flags.ok()) return Usage(std::string(flags.status().message()));
   const std::vector<std::string>& args = flags->positional;
   if (args.empty()) return Usage("no command given");
@@ -140,6 +192,8 @@ int Main(int argc, char** argv) {
     options.summary_path = flags->Get("summary", "");
     options.log_level = flags->Get("log_level", "info");
     options.make_secrets = flags->Has("make-secrets");
+    options.resume = flags->Has("resume");
+    options.fresh = flags->Has("fresh");
     options.server_binary =
         flags->Get("server_binary", FindBinary("paramd-server", "server"));
     options.worker_binary =
@@ -147,6 +201,7 @@ int Main(int argc, char** argv) {
     return RunJob(options);
   }
   if (command == "status") return Status(*flags);
+  if (command == "checkpoint") return Checkpoint(*flags);
   return Usage("unknown command '" + command + "'");
 }
 

@@ -28,6 +28,23 @@ absl::StatusOr<proto::ShardStatus> QueryShardStatus(
   return response;
 }
 
+absl::StatusOr<proto::CheckpointResponse> RequestCheckpoint(
+    const std::string& address, const JobSecurity& security,
+    absl::Duration timeout) {
+  auto stub = proto::StatusService::NewStub(CreateJobChannel(address, security));
+  grpc::ClientContext context;
+  context.set_deadline(absl::ToChronoTime(absl::Now() + timeout));
+  proto::CheckpointResponse response;
+  grpc::Status s =
+      stub->Checkpoint(&context, proto::CheckpointRequest(), &response);
+  if (!s.ok()) {
+    absl::Status st = FromGrpcStatus(s);
+    return absl::Status(
+        st.code(), absl::StrCat("Checkpoint to ", address, ": ", st.message()));
+  }
+  return response;
+}
+
 std::vector<ServerStatus> QueryAllStatus(
     const std::vector<std::string>& addresses, const JobSecurity& security,
     absl::Duration timeout) {

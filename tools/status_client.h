@@ -19,6 +19,11 @@ absl::StatusOr<proto::ShardStatus> QueryShardStatus(
     const std::string& address, const JobSecurity& security,
     absl::Duration timeout);
 
+// One Checkpoint call to `address`: the shard writes a checkpoint now.
+absl::StatusOr<proto::CheckpointResponse> RequestCheckpoint(
+    const std::string& address, const JobSecurity& security,
+    absl::Duration timeout);
+
 // Every address, concurrently.
 std::vector<ServerStatus> QueryAllStatus(
     const std::vector<std::string>& addresses, const JobSecurity& security,

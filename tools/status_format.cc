@@ -117,6 +117,24 @@ std::string WaitingLines(const std::vector<ServerStatus>& servers) {
   return out;
 }
 
+// Each shard's newest checkpoint, and the one it started from.
+std::string CheckpointLines(const std::vector<ServerStatus>& servers) {
+  std::string out;
+  for (const ServerStatus& s : servers) {
+    if (!s.status.ok() || s.status->checkpoint_path().empty()) continue;
+    const proto::ShardStatus& st = *s.status;
+    if (out.empty()) out += "\nCHECKPOINTS\n";
+    absl::StrAppendFormat(&out, "  shard %d: version %d, %.1fs ago, %s%s\n",
+                          st.shard(), st.checkpoint_version(),
+                          st.checkpoint_age_seconds(), st.checkpoint_path(),
+                          st.restored_from().empty()
+                              ? ""
+                              : absl::StrCat(" (started from ",
+                                             st.restored_from(), ")"));
+  }
+  return out;
+}
+
 std::string EpochLines(const proto::ShardStatus& shard0) {
   if (shard0.epochs_size() == 0) return "";
   std::string out =
@@ -147,6 +165,7 @@ std::string FormatStatusTable(const std::vector<ServerStatus>& servers) {
   out += ShardLines(servers);
   if (first != nullptr) out += WorkerLines(*first, servers);
   out += WaitingLines(servers);
+  out += CheckpointLines(servers);
   if (shard0 != nullptr) out += EpochLines(*shard0);
   return out;
 }
