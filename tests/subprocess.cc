@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -88,6 +89,15 @@ int RunCommand(const std::vector<std::string>& argv, std::string* output,
   return code;
 }
 
-bool ProcessGone(pid_t pid) { return kill(pid, 0) != 0 && errno == ESRCH; }
+bool ProcessGone(pid_t pid, absl::Duration timeout) {
+  const int fd = static_cast<int>(syscall(SYS_pidfd_open, pid, 0));
+  if (fd < 0) return errno == ESRCH;
+  // A pidfd turns readable when its process ends.
+  pollfd p = {fd, POLLIN, 0};
+  const int ready =
+      poll(&p, 1, static_cast<int>(absl::ToInt64Milliseconds(timeout)));
+  close(fd);
+  return ready == 1;
+}
 
 }  // namespace paramd::testing

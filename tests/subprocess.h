@@ -44,8 +44,10 @@ class Subprocess {
 int RunCommand(const std::vector<std::string>& argv, std::string* output,
                absl::Duration timeout = absl::Minutes(2));
 
-// True when no process with this pid exists any more.
-bool ProcessGone(pid_t pid);
+// True when the process with this pid has ended (exited, or a zombie no
+// one reaped yet) or is gone, waiting for that up to `timeout` (on a pidfd,
+// no polling): a process just sent SIGKILL may take a moment to end.
+bool ProcessGone(pid_t pid, absl::Duration timeout = absl::Seconds(10));
 
 }  // namespace paramd::testing
 

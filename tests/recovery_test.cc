@@ -1,0 +1,174 @@
+// Surviving deaths, end to end with the real binaries under paramctl run:
+// a server SIGKILLed mid-training restarts from its checkpoint and the
+// workers retry and carry on; a SIGKILLed worker restarts and rejoins;
+// paramctl and all its processes SIGKILLed, `paramctl run --resume`
+// finishes the job from the checkpoints. Each job completes and learns.
+#include <signal.h>
+
+#include <catch2/catch.hpp>
+#include <regex>
+
+#include "absl/strings/str_cat.h"
+#include "tests/subprocess.h"
+#include "tests/test_files.h"
+
+namespace paramd {
+namespace {
+
+using testing::JobOptions;
+using testing::NewTempDir;
+using testing::ProcessGone;
+using testing::Subprocess;
+using testing::WriteFile;
+
+constexpr absl::Duration kJobTimeout = absl::Minutes(4);
+
+std::vector<std::string> RunArgs(const std::string& job,
+                                 std::vector<std::string> extra = {}) {
+  std::vector<std::string> args = {"tools/paramctl",
+                                   "run",
+                                   job,
+                                   "--server_binary",
+                                   "server/paramd-server",
+                                   "--worker_binary",
+                                   "worker/paramd-worker"};
+  args.insert(args.end(), extra.begin(), extra.end());
+  return args;
+}
+
+// A 3-epoch job (32 steps per epoch) with checkpoints every 8 versions;
+// rank 1 takes 25 ms a step, so that there is time to kill something
+// after its first epoch.
+std::string Job(const std::string& dir, const std::string& policy) {
+  JobOptions o;
+  o.policy = policy;
+  o.staleness = 2;
+  o.epochs = 3;
+  o.train_limit = 2048;
+  o.test_limit = 500;
+  o.lease_seconds = 4;
+  return WriteFile(dir + "/job.yaml",
+                   testing::JobYaml(o) +
+                       "checkpoint:\n  dir: checkpoints\n  every_steps: 8\n"
+                       "restart:\n  max: 3\n  backoff_seconds: 0.2\n"
+                       "testing:\n  slow_rank: 1\n  slow_step_ms: 25\n");
+}
+
+// The pid paramctl reported for `name` ("server 1") the last time.
+pid_t PidOf(const std::string& output, const std::string& name) {
+  const std::regex started("(?:re)?started " + name + R"( \(pid (\d+)\))");
+  pid_t pid = -1;
+  for (std::sregex_iterator it(output.begin(), output.end(), started), end;
+       it != end; ++it) {
+    pid = std::stoi((*it)[1]);
+  }
+  return pid;
+}
+
+std::vector<pid_t> AllPids(const std::string& output) {
+  std::vector<pid_t> pids;
+  const std::regex started(R"(started \w+ \d+ \(pid (\d+)\))");
+  for (std::sregex_iterator it(output.begin(), output.end(), started), end;
+       it != end; ++it) {
+    pids.push_back(std::stoi((*it)[1]));
+  }
+  return pids;
+}
+
+double FinalAccuracy(const std::string& output) {
+  std::smatch m;
+  REQUIRE(std::regex_search(
+      output, m, std::regex(R"(done: 3 epoch\(s\) in \S+, final test accuracy ([0-9.]+))")));
+  return std::stod(m[1]);
+}
+
+// Runs the job, SIGKILLs `victim` once epoch 1 is done, and waits for the
+// end; returns paramctl's output.
+std::string KillOnceAndFinish(const std::string& job,
+                              const std::string& victim) {
+  Subprocess run(RunArgs(job));
+  REQUIRE(run.ReadUntil("rank 1: epoch 1/3", kJobTimeout));
+  const pid_t pid = PidOf(run.output(), victim);
+  REQUIRE(pid > 0);
+  REQUIRE(kill(pid, SIGKILL) == 0);
+  const int code = run.Wait(kJobTimeout);
+  INFO(run.output());
+  REQUIRE(code == 0);
+  const std::string out = run.output();
+  CHECK(out.find(absl::StrCat(victim, " (pid ", pid,
+                              ") killed by signal 9")) != std::string::npos);
+  CHECK(std::regex_search(out, std::regex("restarted " + victim + R"( \(pid \d+\))")));
+  CHECK(out.find("1 restart(s)") != std::string::npos);
+  for (pid_t p : AllPids(out)) CHECK(ProcessGone(p));
+  return out;
+}
+
+TEST_CASE("sync: a SIGKILLed server restarts from its checkpoint and the job "
+          "completes",
+          "[recovery][e2e]") {
+  const std::string out = KillOnceAndFinish(Job(NewTempDir(), "sync"), "server 1");
+  INFO(out);
+  CHECK(std::regex_search(
+      out, std::regex(R"(\[server 1\].*shard 1: restored version \d+ from .*shard-1-v\d+\.ckpt)")));
+  CHECK(out.find("retrying for up to") != std::string::npos);
+  CHECK(FinalAccuracy(out) > 0.6);
+}
+
+TEST_CASE("async: a SIGKILLed server restarts from its checkpoint and the "
+          "job completes",
+          "[recovery][e2e]") {
+  const std::string out =
+      KillOnceAndFinish(Job(NewTempDir(), "async"), "server 0");
+  INFO(out);
+  CHECK(std::regex_search(out, std::regex(R"(\[server 0\].*shard 0: restored version \d+)")));
+  CHECK(FinalAccuracy(out) > 0.6);
+}
+
+TEST_CASE("a SIGKILLed worker restarts and rejoins under each policy",
+          "[recovery][e2e]") {
+  for (const char* policy : {"sync", "async", "ssp"}) {
+    SECTION(policy) {
+      const std::string out =
+          KillOnceAndFinish(Job(NewTempDir(), policy), "worker 1");
+      INFO(out);
+      CHECK(std::regex_search(
+          out, std::regex(R"(\[worker 1\].*rank 1: .*starting at clock [1-9]\d*)")));
+      CHECK(FinalAccuracy(out) > 0.6);
+    }
+  }
+}
+
+TEST_CASE(
+    "after paramctl and every process are SIGKILLed, run --resume finishes "
+    "the job from the checkpoints",
+    "[recovery][e2e]") {
+  const std::string dir = NewTempDir();
+  const std::string job = Job(dir, "sync");
+  {
+    Subprocess run(RunArgs(job));
+    REQUIRE(run.ReadUntil("rank 1: epoch 1/3", kJobTimeout));
+    std::vector<pid_t> pids = AllPids(run.output());
+    REQUIRE(pids.size() == 4);
+    pids.push_back(run.pid());
+    for (pid_t pid : pids) kill(pid, SIGKILL);
+    run.Wait(absl::Seconds(30));
+    for (pid_t pid : pids) CHECK(ProcessGone(pid));
+  }
+  // Without --resume the checkpoints are not silently ignored.
+  std::string refused;
+  CHECK(testing::RunCommand(RunArgs(job), &refused) == 1);
+  CHECK(refused.find("pass --resume to continue from them or --fresh to "
+                     "discard them") != std::string::npos);
+  std::string out;
+  const int code = testing::RunCommand(RunArgs(job, {"--resume"}), &out,
+                                       kJobTimeout);
+  INFO(out);
+  REQUIRE(code == 0);
+  CHECK(std::regex_search(out, std::regex(R"(shard 0: restored version ([1-9]\d*))")));
+  // The workers start where the checkpoint is, not from the beginning.
+  CHECK(std::regex_search(out, std::regex(R"(rank 0: .*starting at clock [1-9]\d*)")));
+  CHECK(FinalAccuracy(out) > 0.6);
+}
+
+}  // namespace
+}  // namespace paramd
