@@ -240,9 +240,53 @@ absl::StatusOr<RestoredCheckpoint> Checkpointer::LoadNewest(
   return out;
 }
 
+std::string Checkpointer::MetricsPath() const {
+  return absl::StrFormat("%s/shard-%d.metrics", dir_, shard_);
+}
+
+absl::Status Checkpointer::SaveMetrics(absl::string_view metrics) {
+  RETURN_IF_ERROR(fs_->MakeDirs(dir_));
+  std::string bytes("PARAMDMT", 8);
+  PutBytes(&bytes, metrics);
+  PutU32(&bytes, Crc(bytes));
+  const std::string path = MetricsPath();
+  absl::Status s = fs_->WriteFileSynced(path + ".tmp", bytes);
+  if (s.ok()) s = fs_->Rename(path + ".tmp", path);
+  if (!s.ok()) {
+    (void)fs_->Remove(path + ".tmp");
+    return s;
+  }
+  return fs_->SyncDir(dir_);
+}
+
+absl::StatusOr<std::optional<std::string>> Checkpointer::LoadMetrics() {
+  absl::StatusOr<std::string> bytes = fs_->ReadFile(MetricsPath());
+  if (absl::IsNotFound(bytes.status())) return std::optional<std::string>();
+  RETURN_IF_ERROR(bytes.status());
+  if (bytes->size() < 12 || bytes->compare(0, 8, "PARAMDMT") != 0) {
+    return absl::DataLossError(
+        absl::StrCat(MetricsPath(), ": not a paramd metrics file"));
+  }
+  Reader crc_reader(absl::string_view(*bytes).substr(bytes->size() - 4));
+  uint32_t stored = 0;
+  RETURN_IF_ERROR(crc_reader.U32(&stored));
+  const absl::string_view body =
+      absl::string_view(*bytes).substr(0, bytes->size() - 4);
+  if (Crc(body) != stored) {
+    return absl::DataLossError(
+        absl::StrCat(MetricsPath(), ": checksum mismatch"));
+  }
+  Reader r(body.substr(8));
+  std::string metrics;
+  RETURN_IF_ERROR(r.Bytes(&metrics));
+  return std::optional<std::string>(std::move(metrics));
+}
+
 absl::Status Checkpointer::RemoveAll() {
   ASSIGN_OR_RETURN(std::vector<std::string> paths, Existing());
   for (const std::string& path : paths) RETURN_IF_ERROR(fs_->Remove(path));
+  absl::Status s = fs_->Remove(MetricsPath());
+  if (!s.ok() && !absl::IsNotFound(s)) return s;
   return absl::OkStatus();
 }
 

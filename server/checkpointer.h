@@ -66,7 +66,15 @@ class Checkpointer {
   absl::StatusOr<RestoredCheckpoint> LoadNewest(const std::string& job_id,
                                                 uint64_t plan_fingerprint);
 
-  // Removes every checkpoint of this shard (a fresh start).
+  // The job's epoch reports (JobMetrics::SaveState), kept beside the
+  // checkpoints in shard-K.metrics and rewritten atomically on every
+  // report, so that a restart loses none: they arrive between checkpoints.
+  absl::Status SaveMetrics(absl::string_view metrics);
+  // None when there is no metrics file; DataLoss when it is damaged.
+  absl::StatusOr<std::optional<std::string>> LoadMetrics();
+
+  // Removes every checkpoint and the metrics file of this shard (a fresh
+  // start).
   absl::Status RemoveAll();
 
   const std::string& dir() const { return dir_; }
@@ -75,6 +83,7 @@ class Checkpointer {
   // This shard's checkpoint paths, newest first.
   absl::StatusOr<std::vector<std::string>> Existing();
   std::string PathFor(uint64_t version) const;
+  std::string MetricsPath() const;
 
   FileSystem* const fs_;
   const std::string dir_;

@@ -87,7 +87,18 @@ absl::Status Shard::OpenCheckpoints(const ShardOptions& options) {
     spdlog::warn("shard {}: checkpoint {} is damaged; using an older one",
                  shard_id_, skipped);
   }
-  if (!restored->state) return absl::OkStatus();
+  // The metrics file is newer than any checkpoint when it exists.
+  absl::StatusOr<std::optional<std::string>> metrics =
+      checkpointer_->LoadMetrics();
+  if (!metrics.ok()) {
+    spdlog::warn("shard {}: {}; epoch reports come from the checkpoint",
+                 shard_id_, std::string(metrics.status().message()));
+  }
+  const bool metrics_file = metrics.ok() && metrics->has_value();
+  if (!restored->state) {
+    if (metrics_file) RETURN_IF_ERROR(metrics_.RestoreState(**metrics));
+    return absl::OkStatus();
+  }
   const CheckpointState& c = *restored->state;
   if (c.policy != policy_->name()) {
     return absl::FailedPreconditionError(absl::StrCat(
@@ -105,7 +116,8 @@ absl::Status Shard::OpenCheckpoints(const ShardOptions& options) {
                                                restored->path, ": ",
                                                s.message()));
   }
-  if (absl::Status s = metrics_.RestoreState(c.metrics_state); !s.ok()) {
+  const std::string& reports = metrics_file ? **metrics : c.metrics_state;
+  if (absl::Status s = metrics_.RestoreState(reports); !s.ok()) {
     return absl::Status(s.code(), absl::StrCat("shard ", shard_id_, ": ",
                                                restored->path, ": ",
                                                s.message()));
@@ -487,6 +499,16 @@ absl::Status Shard::ReportEpoch(const proto::ReportEpochRequest& request) {
   workers_.OnSeen(static_cast<int>(request.rank()), clock_->Now());
   metrics_.Report(static_cast<int>(request.epoch()),
                   static_cast<int>(request.rank()), ToEpochReport(request));
+  if (checkpointer_ != nullptr) {
+    absl::MutexLock lock(&checkpoint_mu_);
+    if (absl::Status s = checkpointer_->SaveMetrics(metrics_.SaveState());
+        !s.ok()) {
+      // The report counts now; only a restart before the next checkpoint
+      // would lose it.
+      spdlog::error("shard {}: epoch reports not saved: {}", shard_id_,
+                    std::string(s.message()));
+    }
+  }
   return absl::OkStatus();
 }
 

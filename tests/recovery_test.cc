@@ -6,6 +6,7 @@
 #include <signal.h>
 
 #include <catch2/catch.hpp>
+#include <map>
 #include <regex>
 
 #include "absl/strings/str_cat.h"
@@ -82,6 +83,23 @@ double FinalAccuracy(const std::string& output) {
   return std::stod(m[1]);
 }
 
+// The job learned: accuracy far above chance (0.1; this small job with
+// momentum 0.9 swings between 0.5 and 0.8 from epoch to epoch, disturbed
+// or not), and epoch 3's training loss below the first epoch's printed (an
+// epoch whose report was on its way when shard 0 died is not printed).
+void CheckLearned(const std::string& output) {
+  std::map<int, double> loss;
+  const std::regex line(R"(paramctl: epoch (\d)/3  train loss ([0-9.]+))");
+  for (std::sregex_iterator it(output.begin(), output.end(), line), end;
+       it != end; ++it) {
+    loss[std::stoi((*it)[1])] = std::stod((*it)[2]);
+  }
+  REQUIRE(loss.count(3) == 1);
+  REQUIRE(loss.size() >= 2);
+  CHECK(loss[3] < loss.begin()->second);
+  CHECK(FinalAccuracy(output) > 0.4);
+}
+
 // Runs the job, SIGKILLs `victim` once epoch 1 is done, and waits for the
 // end; returns paramctl's output.
 std::string KillOnceAndFinish(const std::string& job,
@@ -111,7 +129,7 @@ TEST_CASE("sync: a SIGKILLed server restarts from its checkpoint and the job "
   CHECK(std::regex_search(
       out, std::regex(R"(\[server 1\].*shard 1: restored version \d+ from .*shard-1-v\d+\.ckpt)")));
   CHECK(out.find("retrying for up to") != std::string::npos);
-  CHECK(FinalAccuracy(out) > 0.6);
+  CheckLearned(out);
 }
 
 TEST_CASE("async: a SIGKILLed server restarts from its checkpoint and the "
@@ -121,7 +139,7 @@ TEST_CASE("async: a SIGKILLed server restarts from its checkpoint and the "
       KillOnceAndFinish(Job(NewTempDir(), "async"), "server 0");
   INFO(out);
   CHECK(std::regex_search(out, std::regex(R"(\[server 0\].*shard 0: restored version \d+)")));
-  CHECK(FinalAccuracy(out) > 0.6);
+  CheckLearned(out);
 }
 
 TEST_CASE("a SIGKILLed worker restarts and rejoins under each policy",
@@ -133,7 +151,7 @@ TEST_CASE("a SIGKILLed worker restarts and rejoins under each policy",
       INFO(out);
       CHECK(std::regex_search(
           out, std::regex(R"(\[worker 1\].*rank 1: .*starting at clock [1-9]\d*)")));
-      CHECK(FinalAccuracy(out) > 0.6);
+      CheckLearned(out);
     }
   }
 }
@@ -167,7 +185,7 @@ TEST_CASE(
   CHECK(std::regex_search(out, std::regex(R"(shard 0: restored version ([1-9]\d*))")));
   // The workers start where the checkpoint is, not from the beginning.
   CHECK(std::regex_search(out, std::regex(R"(rank 0: .*starting at clock [1-9]\d*)")));
-  CHECK(FinalAccuracy(out) > 0.6);
+  CheckLearned(out);
 }
 
 }  // namespace

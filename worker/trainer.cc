@@ -138,23 +138,35 @@ absl::Status Trainer::Train() {
   batch.y.resize(data_part_->max_batch());
   EpochState epoch;
   int64_t done_steps = 0;
-  while (clock < total) {
-    if (options_.max_steps >= 0 && done_steps >= options_.max_steps) break;
-    if (epoch.epoch != static_cast<int>(clock / steps)) {
-      epoch = EpochState{static_cast<int>(clock / steps), absl::Now()};
-      data_part_->StartEpoch(config_.seed, epoch.epoch,
-                             config_.training.shuffle);
+  while (true) {
+    while (clock < total) {
+      if (options_.max_steps >= 0 && done_steps >= options_.max_steps) break;
+      if (epoch.epoch != static_cast<int>(clock / steps)) {
+        epoch = EpochState{static_cast<int>(clock / steps), absl::Now()};
+        data_part_->StartEpoch(config_.seed, epoch.epoch,
+                               config_.training.shuffle);
+      }
+      bool stepped = false;
+      RETURN_IF_ERROR(Step(&clock, &batch, &epoch, &stepped));
+      if (!stepped) continue;
+      ++done_steps;
+      if (clock % steps == 0) {
+        RETURN_IF_ERROR(EndEpoch(
+            epoch, absl::ToDoubleSeconds(absl::Now() - epoch.start), &clock));
+      }
     }
-    bool stepped = false;
-    RETURN_IF_ERROR(Step(&clock, &batch, &epoch, &stepped));
-    if (!stepped) continue;
-    ++done_steps;
-    if (clock % steps == 0) {
-      RETURN_IF_ERROR(
-          EndEpoch(epoch, absl::ToDoubleSeconds(absl::Now() - epoch.start)));
-    }
+    // The final parameters; a restarted server may send the rank back.
+    absl::Status s = PullAt(clock);
+    if (!absl::IsAborted(s)) return s;
+    RETURN_IF_ERROR(Rejoin(s, &clock));
   }
-  return PullAt(clock);
+}
+
+absl::Status Trainer::Rejoin(const absl::Status& why, uint64_t* clock) {
+  spdlog::warn("rank {}: {}; registering again", rank_,
+               std::string(why.message()));
+  ASSIGN_OR_RETURN(*clock, Join());
+  return absl::OkStatus();
 }
 
 bool Trainer::IsSlow() const {
@@ -174,7 +186,11 @@ void Trainer::LogStart(uint64_t clock) const {
 
 absl::Status Trainer::Step(uint64_t* clock, Batch* batch, EpochState* epoch,
                            bool* stepped) {
-  RETURN_IF_ERROR(PullAt(*clock));
+  if (absl::Status s = PullAt(*clock); !s.ok()) {
+    // A shard that restarted no longer knows the rank.
+    if (absl::IsAborted(s)) return Rejoin(s, clock);
+    return s;
+  }
   const int64_t step =
       static_cast<int64_t>(*clock % data_part_->steps_per_epoch());
   const int n = data_part_->Batch(step, batch->x.data(), batch->y.data());
@@ -191,10 +207,7 @@ absl::Status Trainer::Step(uint64_t* clock, Batch* batch, EpochState* epoch,
   absl::StatusOr<uint64_t> version = client_->PushPull(
       *clock, grads, static_cast<float>(loss), absl::MakeSpan(params_));
   if (absl::IsAborted(version.status())) {
-    spdlog::warn("rank {}: {}; registering again", rank_,
-                 std::string(version.status().message()));
-    ASSIGN_OR_RETURN(*clock, Join());
-    return absl::OkStatus();
+    return Rejoin(version.status(), clock);
   }
   RETURN_IF_ERROR(version.status());
   if (options_.on_step) options_.on_step(*clock, loss);
@@ -211,7 +224,8 @@ absl::Status Trainer::Step(uint64_t* clock, Batch* batch, EpochState* epoch,
   return absl::OkStatus();
 }
 
-absl::Status Trainer::EndEpoch(const EpochState& state, double seconds) {
+absl::Status Trainer::EndEpoch(const EpochState& state, double seconds,
+                               uint64_t* clock) {
   // Evaluate the parameters pulled after the epoch's last push (under sync:
   // the ones every worker's last push of the epoch made).
   ASSIGN_OR_RETURN(int64_t correct,
@@ -232,6 +246,11 @@ absl::Status Trainer::EndEpoch(const EpochState& state, double seconds) {
       rank_, report.epoch, config_.training.epochs,
       state.samples > 0 ? state.loss_sum / state.samples : 0.0, accuracy,
       test_y_.size(), seconds > 0 ? state.samples / seconds : 0.0);
+  absl::Status s = client_->ReportEpoch(report);
+  if (!absl::IsAborted(s)) return s;
+  // Shard 0 restarted and no longer knows the rank: register again (the
+  // training goes on from the clock that gives) and report once more.
+  RETURN_IF_ERROR(Rejoin(s, clock));
   return client_->ReportEpoch(report);
 }
 

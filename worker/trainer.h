@@ -85,7 +85,12 @@ class Trainer {
   void LogStart(uint64_t clock) const;
   // Evaluates and reports the epoch `state` ran, whose steps took
   // `seconds`.
-  absl::Status EndEpoch(const EpochState& state, double seconds);
+  // `*clock` moves when the rank had to register again.
+  absl::Status EndEpoch(const EpochState& state, double seconds,
+                        uint64_t* clock);
+  // After `why` (ABORTED: a shard no longer counts the rank), registers
+  // again; `*clock` is where training goes on.
+  absl::Status Rejoin(const absl::Status& why, uint64_t* clock);
 
   const JobConfig config_;
   const int rank_;
