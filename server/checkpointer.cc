@@ -92,7 +92,12 @@ class Reader {
 }  // namespace
 
 std::string EncodeCheckpoint(const CheckpointState& s) {
-  std::string out(kMagic, sizeof(kMagic));
+  std::string out;
+  // One allocation: the state dominates, and growing by doubling would
+  // copy it again and again.
+  out.reserve(128 + s.job_id.size() + s.policy.size() + 16 * s.clocks.size() +
+              s.store_state.size() + s.metrics_state.size());
+  out.append(kMagic, sizeof(kMagic));
   PutU32(&out, kFormat);
   PutU32(&out, static_cast<uint32_t>(s.shard));
   PutBytes(&out, s.job_id);

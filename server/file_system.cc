@@ -79,6 +79,10 @@ class PosixFileSystem final : public FileSystem {
     const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
     if (fd < 0) return Errno("cannot open", path);
     std::string out;
+    struct stat st;
+    if (fstat(fd, &st) == 0 && st.st_size > 0) {
+      out.reserve(static_cast<size_t>(st.st_size));
+    }
     char buffer[1 << 16];
     while (true) {
       const ssize_t n = read(fd, buffer, sizeof(buffer));
