@@ -5,7 +5,9 @@
 // accepts connections, which is how paramctl learns ports chosen by port 0.
 // --launch ID names the start of the job it serves (paramctl run passes a
 // random one to every process): workers of another launch are refused.
-// SIGINT or SIGTERM shuts it down cleanly.
+// With checkpoint.dir it starts from its newest checkpoint there (--fresh:
+// discards them instead). SIGINT or SIGTERM writes a checkpoint (with
+// checkpoint.dir) and shuts it down cleanly.
 #include <signal.h>
 #include <unistd.h>
 
