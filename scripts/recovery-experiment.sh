@@ -12,10 +12,13 @@
 #   5. samples/s of the sync job with checkpoints every 100 versions and
 #      without, interleaved, ROUNDS times each.
 #
-#   scripts/recovery-experiment.sh [ROUNDS]   (default 2)
+#   scripts/recovery-experiment.sh [ROUNDS] [throughput]   (default 2)
+#
+# With "throughput" only part 5 runs.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 rounds="${1:-2}"
+only="${2:-}"
 bazel build --noshow_progress //tools:paramctl
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
@@ -65,6 +68,7 @@ kill_run() {  # kill_run NAME JOB VICTIM
     "$(field restarts "$work/$name.json")"
 }
 
+if [[ "$only" != throughput ]]; then
 echo "== undisturbed (checkpoints every 100 versions)"
 for p in sync async ssp; do
   suffix=""; [[ $p != sync ]] && suffix="_$p"
@@ -86,8 +90,10 @@ wait_for "$work/resume-1.log" "paramctl: epoch 2/5" "$ctl"
 pids="$(sed -n 's/.*started [a-z]* [0-9]* (pid \([0-9]*\)).*/\1/p' "$work/resume-1.log")"
 kill -9 $ctl $pids
 wait "$ctl" 2>/dev/null || true
-run "resumed-sync" "$file" --resume
-grep -o "shard [0-9]: restored version [0-9]*" "$work/resumed-sync.log" | sed 's/^/  /'
+run "resumed-sync" "$file" --resume --log_level info
+grep -o "shard [0-9]: restored version [0-9]*" "$work/resumed-sync.log" |
+  sed 's/^/  /' || true
+fi
 echo "== throughput: checkpoints every 100 versions against none, interleaved"
 with="$(job t-with "" yes)"
 without="$(job t-without "" no)"
