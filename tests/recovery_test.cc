@@ -6,7 +6,9 @@
 #include <signal.h>
 
 #include <catch2/catch.hpp>
+#include <fstream>
 #include <map>
+#include <sstream>
 #include <regex>
 
 #include "absl/strings/str_cat.h"
@@ -76,6 +78,13 @@ std::vector<pid_t> AllPids(const std::string& output) {
   return pids;
 }
 
+std::string ReadFile(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
 double FinalAccuracy(const std::string& output) {
   std::smatch m;
   REQUIRE(std::regex_search(
@@ -104,7 +113,8 @@ void CheckLearned(const std::string& output) {
 // end; returns paramctl's output.
 std::string KillOnceAndFinish(const std::string& job,
                               const std::string& victim) {
-  Subprocess run(RunArgs(job));
+  const std::string summary_path = job + ".summary.json";
+  Subprocess run(RunArgs(job, {"--summary", summary_path}));
   REQUIRE(run.ReadUntil("rank 1: epoch 1/3", kJobTimeout));
   const pid_t pid = PidOf(run.output(), victim);
   REQUIRE(pid > 0);
@@ -117,6 +127,10 @@ std::string KillOnceAndFinish(const std::string& job,
                               ") killed by signal 9")) != std::string::npos);
   CHECK(std::regex_search(out, std::regex("restarted " + victim + R"( \(pid \d+\))")));
   CHECK(out.find("1 restart(s)") != std::string::npos);
+  const std::string summary = ReadFile(summary_path);
+  CHECK(summary.find("\"restarts\": 1,") != std::string::npos);
+  CHECK(summary.find("\"restarts_by_process\": {\"" + victim + "\": 1}") !=
+        std::string::npos);
   for (pid_t p : AllPids(out)) CHECK(ProcessGone(p));
   return out;
 }

@@ -335,17 +335,24 @@ class JobRun {
                             e.train_loss(), e.test_accuracy(),
                             e.samples_per_second());
     }
+    std::string by_process;
+    for (const Proc& p : procs_) {
+      if (p.restarts == 0) continue;
+      absl::StrAppendFormat(&by_process, "%s\"%s\": %d",
+                            by_process.empty() ? "" : ", ", p.name,
+                            p.restarts);
+    }
     const std::string json = absl::StrFormat(
         "{\n  \"job_id\": \"%s\",\n  \"policy\": \"%s\",\n  \"servers\": %d,\n"
         "  \"workers\": %d,\n  \"epochs\": %d,\n  \"final_test_accuracy\": "
         "%.6f,\n"
         "  \"wall_seconds\": %.3f,\n  \"samples_per_second\": %.1f,\n"
-        "  \"restarts\": %d,\n"
+        "  \"restarts\": %d,\n  \"restarts_by_process\": {%s},\n"
         "  \"epoch_metrics\": [%s\n  ]\n}\n",
         config_.job_id, PolicyName(config_.policy.type), config_.num_shards(),
         config_.num_workers, config_.training.epochs,
         epochs_.rbegin()->second.test_accuracy(), wall,
-        MedianSamplesPerSecond(), restarts_, epochs);
+        MedianSamplesPerSecond(), restarts_, by_process, epochs);
     std::ofstream out(options_.summary_path, std::ios::trunc);
     out << json;
     if (!out.good()) {
