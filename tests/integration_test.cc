@@ -18,6 +18,7 @@
 #include "proto/paramd.grpc.pb.h"
 #include "tests/local_cluster.h"
 #include "tests/test_files.h"
+#include "tests/whole_push.h"
 #include "worker/rpc/grpc_parameter_client.h"
 #include "worker/trainer.h"
 
@@ -511,17 +512,8 @@ TEST_CASE(
   auto stub = proto::ParameterService::NewStub(grpc::CreateChannel(
       cluster.addresses()[0], grpc::InsecureChannelCredentials()));
   RegisterRank0(*stub, config, shard.plan());
-  proto::PushRequest whole;
-  whole.set_job_id(config.job_id);
-  whole.set_rank(0);
-  whole.set_clock(0);
-  for (const ChunkSpec& spec : shard.plan().chunks()) {
-    proto::TensorChunk* chunk = whole.add_chunks();
-    chunk->set_tensor_id(spec.tensor_id);
-    chunk->set_chunk_index(spec.chunk_index);
-    chunk->set_dtype(proto::DTYPE_FLOAT32);
-    chunk->set_data(std::string(spec.length * sizeof(float), '\0'));
-  }
+  const proto::PushRequest whole =
+      testing::WholePush(shard, config.job_id, 0, 0, 0.0f);
   // The second message is just over the limit.
   proto::PushRequest oversize;
   oversize.set_job_id(std::string(shard.max_message_bytes(), 'x'));
@@ -611,18 +603,8 @@ TEST_CASE(
     }
   }
   auto push = [&](uint32_t rank, float value) {
-    proto::PushRequest m;
-    m.set_job_id(config.job_id);
-    m.set_rank(rank);
-    m.set_clock(0);
-    for (const ChunkSpec& spec : shard.plan().chunks()) {
-      proto::TensorChunk* chunk = m.add_chunks();
-      chunk->set_tensor_id(spec.tensor_id);
-      chunk->set_chunk_index(spec.chunk_index);
-      chunk->set_dtype(proto::DTYPE_FLOAT32);
-      std::vector<float> g(spec.length, value);
-      chunk->set_data(g.data(), g.size() * sizeof(float));
-    }
+    const proto::PushRequest m =
+        testing::WholePush(shard, config.job_id, rank, 0, value);
     proto::PushResponse resp;
     grpc::ClientContext c;
     const grpc::Status s = stub->Push(&c, m, &resp);

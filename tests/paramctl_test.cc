@@ -12,6 +12,7 @@
 #include "absl/strings/str_replace.h"
 #include "absl/strings/str_split.h"
 #include "tests/local_cluster.h"
+#include "tests/paramctl_runs.h"
 #include "tests/subprocess.h"
 #include "tests/test_files.h"
 
@@ -23,6 +24,7 @@ using testing::JobYaml;
 using testing::NewTempDir;
 using testing::ProcessGone;
 using testing::RunCommand;
+using testing::StartedPids;
 using testing::Subprocess;
 using testing::WriteFile;
 
@@ -30,26 +32,7 @@ const std::string kParamctl = "tools/paramctl";
 
 std::vector<std::string> RunArgs(const std::string& job,
                                  std::vector<std::string> extra = {}) {
-  std::vector<std::string> args = {kParamctl,
-                                   "run",
-                                   job,
-                                   "--server_binary",
-                                   "server/paramd-server",
-                                   "--worker_binary",
-                                   "worker/paramd-worker"};
-  args.insert(args.end(), extra.begin(), extra.end());
-  return args;
-}
-
-// Every pid paramctl reported starting.
-std::vector<pid_t> StartedPids(const std::string& output) {
-  std::vector<pid_t> pids;
-  static const std::regex started(R"(started \w+ \d+ \(pid (\d+)\))");
-  for (std::sregex_iterator it(output.begin(), output.end(), started), end;
-       it != end; ++it) {
-    pids.push_back(std::stoi((*it)[1]));
-  }
-  return pids;
+  return testing::ParamctlRunArgs(job, std::move(extra));
 }
 
 std::string ReadAll(const std::string& path) {

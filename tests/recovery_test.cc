@@ -12,6 +12,7 @@
 #include <regex>
 
 #include "absl/strings/str_cat.h"
+#include "tests/paramctl_runs.h"
 #include "tests/subprocess.h"
 #include "tests/test_files.h"
 
@@ -28,15 +29,7 @@ constexpr absl::Duration kJobTimeout = absl::Minutes(4);
 
 std::vector<std::string> RunArgs(const std::string& job,
                                  std::vector<std::string> extra = {}) {
-  std::vector<std::string> args = {"tools/paramctl",
-                                   "run",
-                                   job,
-                                   "--server_binary",
-                                   "server/paramd-server",
-                                   "--worker_binary",
-                                   "worker/paramd-worker"};
-  args.insert(args.end(), extra.begin(), extra.end());
-  return args;
+  return testing::ParamctlRunArgs(job, std::move(extra));
 }
 
 // A 3-epoch job (32 steps per epoch) with checkpoints every 8 versions;
@@ -66,16 +59,6 @@ pid_t PidOf(const std::string& output, const std::string& name) {
     pid = std::stoi((*it)[1]);
   }
   return pid;
-}
-
-std::vector<pid_t> AllPids(const std::string& output) {
-  std::vector<pid_t> pids;
-  const std::regex started(R"(started \w+ \d+ \(pid (\d+)\))");
-  for (std::sregex_iterator it(output.begin(), output.end(), started), end;
-       it != end; ++it) {
-    pids.push_back(std::stoi((*it)[1]));
-  }
-  return pids;
 }
 
 std::string ReadFile(const std::string& path) {
@@ -131,7 +114,7 @@ std::string KillOnceAndFinish(const std::string& job,
   CHECK(summary.find("\"restarts\": 1,") != std::string::npos);
   CHECK(summary.find("\"restarts_by_process\": {\"" + victim + "\": 1}") !=
         std::string::npos);
-  for (pid_t p : AllPids(out)) CHECK(ProcessGone(p));
+  for (pid_t p : testing::StartedPids(out)) CHECK(ProcessGone(p));
   return out;
 }
 
@@ -179,7 +162,7 @@ TEST_CASE(
   {
     Subprocess run(RunArgs(job));
     REQUIRE(run.ReadUntil("rank 1: epoch 1/3", kJobTimeout));
-    std::vector<pid_t> pids = AllPids(run.output());
+    std::vector<pid_t> pids = testing::StartedPids(run.output());
     REQUIRE(pids.size() == 4);
     pids.push_back(run.pid());
     for (pid_t pid : pids) kill(pid, SIGKILL);

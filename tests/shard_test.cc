@@ -2,38 +2,19 @@
 // with an error naming it, and the shard's state stays exactly as it was.
 #include "server/shard.h"
 
+#include <atomic>
 #include <catch2/catch.hpp>
 #include <cmath>
-#include <atomic>
 #include <cstring>
 #include <thread>
 
 #include "tests/test_files.h"
+#include "tests/whole_push.h"
 
 namespace paramd {
 namespace {
 
 using testing::JobOptions;
-
-// A valid push from `rank` at `clock`: every chunk the shard owns, each
-// element `value`.
-proto::PushRequest MakePush(const Shard& shard, const std::string& job_id,
-                            uint32_t rank, uint64_t clock, float value) {
-  proto::PushRequest r;
-  r.set_job_id(job_id);
-  r.set_rank(rank);
-  r.set_clock(clock);
-  for (int global : shard.plan().ChunksOfShard(0)) {
-    const ChunkSpec& c = shard.plan().chunks()[global];
-    proto::TensorChunk* chunk = r.add_chunks();
-    chunk->set_tensor_id(c.tensor_id);
-    chunk->set_chunk_index(c.chunk_index);
-    chunk->set_dtype(proto::DTYPE_FLOAT32);
-    std::vector<float> values(c.length, value);
-    chunk->set_data(values.data(), values.size() * sizeof(float));
-  }
-  return r;
-}
 
 proto::PullRequest MakePull(const std::string& job_id, uint32_t rank,
                             uint64_t clock) {
@@ -71,7 +52,7 @@ struct Fixture {
   }
 
   proto::PushRequest GoodPush(uint32_t rank, uint64_t clock, float value) {
-    return MakePush(*shard, config.job_id, rank, clock, value);
+    return testing::WholePush(*shard, config.job_id, rank, clock, value);
   }
 
   // The store's version and every chunk, read without a request.
@@ -295,7 +276,7 @@ struct LeaseFixture {
   }
 
   absl::Status Push(uint32_t rank, uint64_t clock) {
-    proto::PushRequest r = MakePush(*shard, config.job_id, rank, clock, 0.0f);
+    proto::PushRequest r = testing::WholePush(*shard, config.job_id, rank, clock, 0.0f);
     r.set_loss(0.25f);
     proto::PushResponse resp;
     return shard->Push(r, &resp);
@@ -644,7 +625,7 @@ TEST_CASE(
       f.Register(0, 0);
       f.Register(1, 0);
       const proto::PushRequest push =
-          MakePush(*f.shard, f.config.job_id, 0, 0, 1.0f);
+          testing::WholePush(*f.shard, f.config.job_id, 0, 0, 1.0f);
       proto::PushResponse first, retry;
       REQUIRE(f.shard->Push(push, &first).ok());
       CHECK_FALSE(first.duplicate());
@@ -707,7 +688,7 @@ struct CheckpointFixture {
   absl::Status Push(uint32_t rank, uint64_t clock, bool* duplicate = nullptr) {
     proto::PushResponse resp;
     absl::Status s = shard->Push(
-        MakePush(*shard, config.job_id, rank, clock, 0.5f + rank), &resp);
+        testing::WholePush(*shard, config.job_id, rank, clock, 0.5f + rank), &resp);
     if (duplicate != nullptr) *duplicate = resp.duplicate();
     return s;
   }

@@ -1,0 +1,25 @@
+#include "tests/whole_push.h"
+
+#include <vector>
+
+namespace paramd::testing {
+
+proto::PushRequest WholePush(const Shard& shard, const std::string& job_id,
+                             uint32_t rank, uint64_t clock, float value) {
+  proto::PushRequest r;
+  r.set_job_id(job_id);
+  r.set_rank(rank);
+  r.set_clock(clock);
+  for (int i = 0; i < shard.store().num_chunks(); ++i) {
+    const ChunkSpec& c = shard.store().chunk_spec(i);
+    proto::TensorChunk* chunk = r.add_chunks();
+    chunk->set_tensor_id(c.tensor_id);
+    chunk->set_chunk_index(c.chunk_index);
+    chunk->set_dtype(proto::DTYPE_FLOAT32);
+    std::vector<float> values(c.length, value);
+    chunk->set_data(values.data(), values.size() * sizeof(float));
+  }
+  return r;
+}
+
+}  // namespace paramd::testing

@@ -1,0 +1,21 @@
+// A valid push for tests: every chunk a shard owns, every element one
+// value.
+#ifndef PARAMD_TESTS_WHOLE_PUSH_H_
+#define PARAMD_TESTS_WHOLE_PUSH_H_
+
+#include <cstdint>
+#include <string>
+
+#include "proto/paramd.pb.h"
+#include "server/shard.h"
+
+namespace paramd::testing {
+
+// A push from `rank` at `clock` to `shard`: every chunk it owns, every
+// element `value`.
+proto::PushRequest WholePush(const Shard& shard, const std::string& job_id,
+                             uint32_t rank, uint64_t clock, float value);
+
+}  // namespace paramd::testing
+
+#endif  // PARAMD_TESTS_WHOLE_PUSH_H_
