@@ -26,7 +26,8 @@ std::optional<DaemonStart> StartDaemon(const DaemonSpec& spec, int argc,
   SetUpProcess();
   std::set<std::string> valued = spec.flags;
   valued.insert({"job", spec.id_flag, "log_level"});
-  absl::StatusOr<ParsedFlags> flags = ParseFlags(argc, argv, valued, spec.switches);
+  absl::StatusOr<ParsedFlags> flags =
+      ParseFlags(argc, argv, valued, spec.switches);
   if (!flags.ok())
     return Fail(spec.program, flags.status(), spec.usage, 2, exit_code);
   if (!flags->Has("job") || !flags->Has(spec.id_flag)) {

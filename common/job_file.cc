@@ -46,8 +46,8 @@ class JobParser {
     RETURN_IF_ERROR(r_.CheckMapping(
         root, "",
         {"job", "cluster", "model", "data", "training", "optimizer", "policy",
-         "liveness", "limits", "security", "checkpoint", "restart",
-         "partition", "worker", "testing"}));
+         "liveness", "limits", "security", "checkpoint", "restart", "partition",
+         "worker", "testing"}));
     for (auto step : {&JobParser::ParseJob, &JobParser::ParseCluster,
                       &JobParser::ParseModel, &JobParser::ParseData,
                       &JobParser::ParseTraining, &JobParser::ParseOptimizer,
@@ -262,11 +262,10 @@ class JobParser {
   }
 
   absl::Status ParseLiveness(const YAML::Node& root, JobConfig* c) {
-    ASSIGN_OR_RETURN(
-        const YAML::Node l,
-        Section(root, "liveness", false,
-                {"lease_seconds", "heartbeat_seconds", "warn_after_seconds",
-                 "give_up_seconds"}));
+    ASSIGN_OR_RETURN(const YAML::Node l,
+                     Section(root, "liveness", false,
+                             {"lease_seconds", "heartbeat_seconds",
+                              "warn_after_seconds", "give_up_seconds"}));
     LivenessConfig& lc = c->liveness;
     for (auto [key, out] :
          {std::pair{"lease_seconds", &lc.lease_seconds},
@@ -291,9 +290,9 @@ class JobParser {
   }
 
   absl::Status ParseLimits(const YAML::Node& root, JobConfig* c) {
-    ASSIGN_OR_RETURN(const YAML::Node l,
-                     Section(root, "limits", false,
-                             {"max_inflight_per_worker", "transport_memory_mb"}));
+    ASSIGN_OR_RETURN(const YAML::Node l, Section(root, "limits", false,
+                                                 {"max_inflight_per_worker",
+                                                  "transport_memory_mb"}));
     LimitsConfig& lc = c->limits;
     RETURN_IF_ERROR(r_.Get(l, "limits", "max_inflight_per_worker", false,
                            &lc.max_inflight_per_worker));
@@ -320,8 +319,8 @@ class JobParser {
     SecurityConfig& sc = c->security;
     for (auto [key, out] :
          {std::pair{"token_file", &sc.token_file},
-          std::pair{"tls_cert", &sc.tls_cert}, std::pair{"tls_key", &sc.tls_key},
-          std::pair{"tls_ca", &sc.tls_ca},
+          std::pair{"tls_cert", &sc.tls_cert},
+          std::pair{"tls_key", &sc.tls_key}, std::pair{"tls_ca", &sc.tls_ca},
           std::pair{"tls_client_cert", &sc.tls_client_cert},
           std::pair{"tls_client_key", &sc.tls_client_key}}) {
       RETURN_IF_ERROR(r_.Get(sec, "security", key, false, out));
@@ -329,8 +328,8 @@ class JobParser {
     }
     RETURN_IF_ERROR(
         r_.Get(sec, "security", "mutual_tls", false, &sc.mutual_tls));
-    RETURN_IF_ERROR(r_.Get(sec, "security", "tls_server_name", false,
-                           &sc.tls_server_name));
+    RETURN_IF_ERROR(
+        r_.Get(sec, "security", "tls_server_name", false, &sc.tls_server_name));
     if (sc.tls_cert.empty() != sc.tls_key.empty()) {
       const bool cert = !sc.tls_cert.empty();
       return r_.Error(sec[cert ? "tls_cert" : "tls_key"],
@@ -349,11 +348,11 @@ class JobParser {
     if (sc.tls_ca.empty()) sc.tls_ca = sc.tls_cert;
     if (sc.tls_client_cert.empty() != sc.tls_client_key.empty()) {
       const bool cert = !sc.tls_client_cert.empty();
-      return r_.Error(sec[cert ? "tls_client_cert" : "tls_client_key"],
-                      cert ? "security.tls_client_key"
-                           : "security.tls_client_cert",
-                      "missing: tls_client_cert and tls_client_key come "
-                      "together");
+      return r_.Error(
+          sec[cert ? "tls_client_cert" : "tls_client_key"],
+          cert ? "security.tls_client_key" : "security.tls_client_cert",
+          "missing: tls_client_cert and tls_client_key come "
+          "together");
     }
     if (!sc.mutual_tls && !sc.tls_client_cert.empty()) {
       return r_.Error(sec["tls_client_cert"], "security.tls_client_cert",
@@ -367,9 +366,9 @@ class JobParser {
   }
 
   absl::Status ParseCheckpoint(const YAML::Node& root, JobConfig* c) {
-    ASSIGN_OR_RETURN(const YAML::Node ck,
-                     Section(root, "checkpoint", false,
-                             {"dir", "every_steps", "keep"}));
+    ASSIGN_OR_RETURN(
+        const YAML::Node ck,
+        Section(root, "checkpoint", false, {"dir", "every_steps", "keep"}));
     CheckpointConfig& cc = c->checkpoint;
     RETURN_IF_ERROR(r_.Get(ck, "checkpoint", "dir", false, &cc.dir));
     cc.dir = Resolve(DirName(path_), cc.dir);
@@ -396,9 +395,8 @@ class JobParser {
   }
 
   absl::Status ParseRestart(const YAML::Node& root, JobConfig* c) {
-    ASSIGN_OR_RETURN(const YAML::Node r,
-                     Section(root, "restart", false,
-                             {"max", "backoff_seconds"}));
+    ASSIGN_OR_RETURN(const YAML::Node r, Section(root, "restart", false,
+                                                 {"max", "backoff_seconds"}));
     RETURN_IF_ERROR(r_.Get(r, "restart", "max", false, &c->restart.max));
     if (c->restart.max < 0 || c->restart.max > 1000) {
       return r_.Error(r["max"], "restart.max", "must be between 0 and 1000");
@@ -414,11 +412,10 @@ class JobParser {
   }
 
   absl::Status ParseTesting(const YAML::Node& root, JobConfig* c) {
-    ASSIGN_OR_RETURN(
-        const YAML::Node t,
-        Section(root, "testing", false,
-                {"slow_rank", "slow_step_ms", "drop_reply_probability",
-                 "delay_reply_ms"}));
+    ASSIGN_OR_RETURN(const YAML::Node t,
+                     Section(root, "testing", false,
+                             {"slow_rank", "slow_step_ms",
+                              "drop_reply_probability", "delay_reply_ms"}));
     RETURN_IF_ERROR(
         r_.Get(t, "testing", "slow_rank", false, &c->testing.slow_rank));
     if (c->testing.slow_rank < -1 || c->testing.slow_rank >= c->num_workers) {

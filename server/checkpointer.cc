@@ -161,8 +161,7 @@ absl::StatusOr<CheckpointState> DecodeCheckpoint(absl::string_view bytes) {
   return s;
 }
 
-Checkpointer::Checkpointer(FileSystem* fs, std::string dir, int shard,
-                           int keep)
+Checkpointer::Checkpointer(FileSystem* fs, std::string dir, int shard, int keep)
     : fs_(fs), dir_(std::move(dir)), shard_(shard), keep_(keep) {}
 
 std::string Checkpointer::PathFor(uint64_t version) const {
@@ -196,9 +195,9 @@ absl::StatusOr<std::string> Checkpointer::Save(const CheckpointState& state) {
   if (s.ok()) s = fs_->Rename(tmp, path);
   if (!s.ok()) {
     (void)fs_->Remove(tmp);  // A partial temporary file is never read.
-    return absl::Status(s.code(), absl::StrCat("checkpoint of version ",
-                                               state.version, ": ",
-                                               s.message()));
+    return absl::Status(
+        s.code(), absl::StrCat("checkpoint of version ", state.version, ": ",
+                               s.message()));
   }
   RETURN_IF_ERROR(fs_->SyncDir(dir_));
   ASSIGN_OR_RETURN(std::vector<std::string> paths, Existing());
@@ -224,7 +223,8 @@ absl::StatusOr<RestoredCheckpoint> Checkpointer::LoadNewest(
       out.skipped.push_back(absl::StrCat(path, ": ", state.status().message()));
       continue;
     }
-    if (state->job_id != job_id || state->plan_fingerprint != plan_fingerprint) {
+    if (state->job_id != job_id ||
+        state->plan_fingerprint != plan_fingerprint) {
       return absl::FailedPreconditionError(absl::StrFormat(
           "checkpoint %s is of job '%s' with plan fingerprint %016x; this "
           "shard serves job '%s' with plan fingerprint %016x (another job's "
@@ -237,10 +237,10 @@ absl::StatusOr<RestoredCheckpoint> Checkpointer::LoadNewest(
     return out;
   }
   if (!out.skipped.empty()) {
-    return absl::DataLossError(absl::StrCat(
-        "every checkpoint of shard ", shard_, " in ", dir_,
-        " is damaged (newest: ", out.skipped.front(),
-        "); start with --fresh to discard them"));
+    return absl::DataLossError(
+        absl::StrCat("every checkpoint of shard ", shard_, " in ", dir_,
+                     " is damaged (newest: ", out.skipped.front(),
+                     "); start with --fresh to discard them"));
   }
   return out;
 }

@@ -61,10 +61,9 @@ std::string JobMetrics::SaveState() const {
   std::string out;
   for (const auto& [epoch, ranks] : reports_) {
     for (const auto& [rank, r] : ranks) {
-      const ReportRecord record{epoch,           rank,
-                                r.train_loss_sum, r.train_samples,
-                                r.train_seconds,  r.test_correct,
-                                r.test_total};
+      const ReportRecord record{
+          epoch,           rank,           r.train_loss_sum, r.train_samples,
+          r.train_seconds, r.test_correct, r.test_total};
       out.append(reinterpret_cast<const char*>(&record), sizeof(record));
     }
   }

@@ -92,8 +92,8 @@ int Serve(const DaemonStart& start, ParameterServer& server) {
     absl::StatusOr<proto::CheckpointResponse> written =
         server.shard()->CheckpointNow();
     if (written.ok()) {
-      spdlog::info("shard {}: checkpoint of version {} written to {}",
-                   shard_id, written->version(), written->path());
+      spdlog::info("shard {}: checkpoint of version {} written to {}", shard_id,
+                   written->version(), written->path());
     }
   }
   server.Shutdown();
@@ -103,10 +103,13 @@ int Serve(const DaemonStart& start, ParameterServer& server) {
 
 int Run(int argc, char** argv) {
   int exit_code = 0;
-  std::optional<DaemonStart> start = StartDaemon(
-      {"paramd-server", kUsage, "shard", {"listen", "port_file", "launch"},
-       {"fresh"}},
-      argc, argv, &exit_code);
+  std::optional<DaemonStart> start =
+      StartDaemon({"paramd-server",
+                   kUsage,
+                   "shard",
+                   {"listen", "port_file", "launch"},
+                   {"fresh"}},
+                  argc, argv, &exit_code);
   if (!start) return exit_code;
   absl::StatusOr<std::unique_ptr<ParameterServer>> server =
       ParameterServer::Create(start->config, start->id, nullptr,

@@ -4,8 +4,8 @@
 #include <cmath>
 #include <cstring>
 
-#include "absl/strings/escaping.h"
 #include "absl/cleanup/cleanup.h"
+#include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
 #include "server/proto_convert.h"
@@ -79,9 +79,9 @@ absl::Status Shard::OpenCheckpoints(const ShardOptions& options) {
   absl::StatusOr<RestoredCheckpoint> restored =
       checkpointer_->LoadNewest(config_.job_id, plan_.fingerprint());
   if (!restored.ok()) {
-    return absl::Status(restored.status().code(),
-                        absl::StrCat("shard ", shard_id_, ": ",
-                                     restored.status().message()));
+    return absl::Status(
+        restored.status().code(),
+        absl::StrCat("shard ", shard_id_, ": ", restored.status().message()));
   }
   for (const std::string& skipped : restored->skipped) {
     spdlog::warn("shard {}: checkpoint {} is damaged; using an older one",
@@ -101,10 +101,10 @@ absl::Status Shard::OpenCheckpoints(const ShardOptions& options) {
   }
   const CheckpointState& c = *restored->state;
   if (c.policy != policy_->name()) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        "shard ", shard_id_, ": checkpoint ", restored->path,
-        " was written under policy ", c.policy, "; the job's policy is ",
-        policy_->name()));
+    return absl::FailedPreconditionError(
+        absl::StrCat("shard ", shard_id_, ": checkpoint ", restored->path,
+                     " was written under policy ", c.policy,
+                     "; the job's policy is ", policy_->name()));
   }
   PolicyState state;
   state.version = c.version;
@@ -112,15 +112,15 @@ absl::Status Shard::OpenCheckpoints(const ShardOptions& options) {
   state.last_accepted = c.last_accepted;
   state.store_state = c.store_state;
   if (absl::Status s = policy_->Restore(state); !s.ok()) {
-    return absl::Status(s.code(), absl::StrCat("shard ", shard_id_, ": ",
-                                               restored->path, ": ",
-                                               s.message()));
+    return absl::Status(
+        s.code(), absl::StrCat("shard ", shard_id_, ": ", restored->path, ": ",
+                               s.message()));
   }
   const std::string& reports = metrics_file ? **metrics : c.metrics_state;
   if (absl::Status s = metrics_.RestoreState(reports); !s.ok()) {
-    return absl::Status(s.code(), absl::StrCat("shard ", shard_id_, ": ",
-                                               restored->path, ": ",
-                                               s.message()));
+    return absl::Status(
+        s.code(), absl::StrCat("shard ", shard_id_, ": ", restored->path, ": ",
+                               s.message()));
   }
   restored_from_ = restored->path;
   {
@@ -222,8 +222,8 @@ int64_t Shard::transport_memory_bytes() const {
   if (config_.limits.transport_memory_mb > 0) {
     return config_.limits.transport_memory_mb << 20;
   }
-  return std::max<int64_t>(256 << 20, int64_t{4} * config_.num_workers *
-                                          max_message_bytes());
+  return std::max<int64_t>(
+      256 << 20, int64_t{4} * config_.num_workers * max_message_bytes());
 }
 
 absl::Status Shard::CheckWorker(const char* rpc, const std::string& job_id,

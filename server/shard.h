@@ -168,7 +168,7 @@ class Shard {
   PullWaiters waiters_;
 
   std::unique_ptr<Checkpointer> checkpointer_;  // Null: no checkpoint.dir.
-  std::string restored_from_;                    // Set before serving.
+  std::string restored_from_;                   // Set before serving.
   // One checkpoint written at a time; the newest's path, version, time.
   mutable absl::Mutex checkpoint_mu_;
   std::string checkpoint_path_ ABSL_GUARDED_BY(checkpoint_mu_);

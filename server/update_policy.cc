@@ -58,9 +58,9 @@ void UpdatePolicy::Leave(int rank) {
   OnLeave(rank);
 }
 
-absl::Status UpdatePolicy::Push(
-    int rank, uint64_t clock, absl::Span<const absl::Span<const float>> grads,
-    bool* duplicate) {
+absl::Status UpdatePolicy::Push(int rank, uint64_t clock,
+                                absl::Span<const absl::Span<const float>> grads,
+                                bool* duplicate) {
   absl::MutexLock lock(&mu_);
   if (duplicate != nullptr) *duplicate = false;
   if (shutdown_) return absl::UnavailableError("the shard is shutting down");
@@ -123,9 +123,9 @@ absl::Status UpdatePolicy::Restore(const PolicyState& state) {
   absl::MutexLock lock(&mu_);
   if (state.clocks.size() != workers_.size() ||
       state.last_accepted.size() != workers_.size()) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        "the checkpoint has ", state.clocks.size(), " workers; the job has ",
-        workers_.size()));
+    return absl::FailedPreconditionError(
+        absl::StrCat("the checkpoint has ", state.clocks.size(),
+                     " workers; the job has ", workers_.size()));
   }
   RETURN_IF_ERROR(store_->RestoreState(state.store_state));
   for (size_t r = 0; r < workers_.size(); ++r) {

@@ -16,10 +16,8 @@ namespace {
 // LocalFileSystem, with hooks that fail the next call of a kind.
 class FaultyFileSystem final : public FileSystem {
  public:
-  std::function<absl::Status(const std::string&, absl::string_view)>
-      on_write;
-  std::function<absl::Status(const std::string&, const std::string&)>
-      on_rename;
+  std::function<absl::Status(const std::string&, absl::string_view)> on_write;
+  std::function<absl::Status(const std::string&, const std::string&)> on_rename;
 
   absl::Status MakeDirs(const std::string& dir) override {
     return LocalFileSystem()->MakeDirs(dir);
@@ -138,9 +136,8 @@ TEST_CASE("a torn or bad-checksum checkpoint is skipped for the one before",
   REQUIRE(restored->state.has_value());
   CHECK(restored->state->version == 200);
   REQUIRE(restored->skipped.size() == 1);
-  CHECK_THAT(restored->skipped[0],
-             Catch::StartsWith(newest + ": ") &&
-                 Catch::Contains("checksum mismatch"));
+  CHECK_THAT(restored->skipped[0], Catch::StartsWith(newest + ": ") &&
+                                       Catch::Contains("checksum mismatch"));
   // The older ones are untouched.
   CHECK(Files(f.dir).count(Name(100)) == 1);
 }
@@ -193,8 +190,7 @@ TEST_CASE("a full disk or a failed rename is a clear error and loses nothing",
                Catch::Contains("Input/output error"));
   }
   // The three earlier checkpoints, and no temporary file.
-  CHECK(Files(f.dir) ==
-        std::set<std::string>{Name(100), Name(200), Name(300)});
+  CHECK(Files(f.dir) == std::set<std::string>{Name(100), Name(200), Name(300)});
   f.ExpectNewest(300);
 }
 

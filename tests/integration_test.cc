@@ -37,6 +37,15 @@ uint64_t Hash(absl::Span<const float> values) {
   return h;
 }
 
+// A job of one server on a local port and a tiny model ([20, 10]).
+JobConfig TinyJob(int workers) {
+  JobOptions o;
+  o.servers = {"127.0.0.1:0"};
+  o.workers = workers;
+  o.layers = "[20, 10]";
+  return testing::MakeJob(o, testing::NewTempDir());
+}
+
 // What the workers of one run saw.
 struct Observed {
   std::mutex mu;
@@ -327,11 +336,7 @@ TEST_CASE("bad requests over the wire get a clear status and change nothing",
 
 TEST_CASE("a plain protobuf client pushes and pulls through the tensor path",
           "[integration]") {
-  JobOptions o;
-  o.servers = {"127.0.0.1:0"};
-  o.workers = 1;
-  o.layers = "[20, 10]";
-  const JobConfig config = testing::MakeJob(o, testing::NewTempDir());
+  const JobConfig config = TinyJob(1);
   LocalCluster cluster(config);
   auto channel = grpc::CreateChannel(cluster.addresses()[0],
                                      grpc::InsecureChannelCredentials());
@@ -388,7 +393,8 @@ TEST_CASE("a plain protobuf client pushes and pulls through the tensor path",
       float x, y;
       std::memcpy(&x, b.data() + 4 * i, 4);
       std::memcpy(&y, a.data() + 4 * i, 4);
-      CHECK(y == Approx(x - static_cast<float>(o.learning_rate)).margin(1e-6));
+      CHECK(y == Approx(x - static_cast<float>(config.optimizer.learning_rate))
+                     .margin(1e-6));
     }
   }
 
@@ -419,12 +425,7 @@ TEST_CASE(
     "PushStream over the wire refuses a bad stream whole; PullStream serves "
     "what Pull serves",
     "[integration][stream]") {
-  JobOptions o;
-  o.servers = {"127.0.0.1:0"};
-  o.workers = 1;
-  o.layers = "[20, 10]";
-  o.chunk_bytes = 16384;
-  const JobConfig config = testing::MakeJob(o, testing::NewTempDir());
+  const JobConfig config = TinyJob(1);
   LocalCluster cluster(config);
   auto stub = proto::ParameterService::NewStub(grpc::CreateChannel(
       cluster.addresses()[0], grpc::InsecureChannelCredentials()));
@@ -502,11 +503,7 @@ TEST_CASE(
     "a whole PushStream followed by a message over the size limit is not "
     "applied",
     "[integration][stream]") {
-  JobOptions o;
-  o.servers = {"127.0.0.1:0"};
-  o.workers = 1;
-  o.layers = "[20, 10]";
-  const JobConfig config = testing::MakeJob(o, testing::NewTempDir());
+  const JobConfig config = TinyJob(1);
   LocalCluster cluster(config);
   Shard& shard = *cluster.server(0).shard();
   auto stub = proto::ParameterService::NewStub(grpc::CreateChannel(
@@ -539,11 +536,7 @@ TEST_CASE(
 TEST_CASE(
     "a message far over the limit is refused before the server holds it all",
     "[integration][limits]") {
-  JobOptions o;
-  o.servers = {"127.0.0.1:0"};
-  o.workers = 1;
-  o.layers = "[20, 10]";
-  JobConfig config = testing::MakeJob(o, testing::NewTempDir());
+  JobConfig config = TinyJob(1);
   config.limits.transport_memory_mb = 16;
   LocalCluster cluster(config);
   Shard& shard = *cluster.server(0).shard();
@@ -580,11 +573,7 @@ TEST_CASE(
     "pushes whose replies are lost are applied once however often they are "
     "retried",
     "[integration][exactly-once]") {
-  JobOptions o;
-  o.servers = {"127.0.0.1:0"};
-  o.workers = 2;
-  o.layers = "[20, 10]";
-  JobConfig config = testing::MakeJob(o, testing::NewTempDir());
+  JobConfig config = TinyJob(2);
   config.testing.drop_reply_probability = 1;  // Every push and pull reply.
   LocalCluster cluster(config);
   Shard& shard = *cluster.server(0).shard();
@@ -615,7 +604,8 @@ TEST_CASE(
   auto params = [&] {
     std::vector<float> out;
     shard.store().Read([&](uint64_t, absl::Span<const std::vector<float>> c) {
-      for (const auto& chunk : c) out.insert(out.end(), chunk.begin(), chunk.end());
+      for (const auto& chunk : c)
+        out.insert(out.end(), chunk.begin(), chunk.end());
     });
     return out;
   };

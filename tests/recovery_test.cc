@@ -8,8 +8,8 @@
 #include <catch2/catch.hpp>
 #include <fstream>
 #include <map>
-#include <sstream>
 #include <regex>
+#include <sstream>
 
 #include "absl/strings/str_cat.h"
 #include "tests/paramctl_runs.h"
@@ -71,7 +71,9 @@ std::string ReadFile(const std::string& path) {
 double FinalAccuracy(const std::string& output) {
   std::smatch m;
   REQUIRE(std::regex_search(
-      output, m, std::regex(R"(done: 3 epoch\(s\) in \S+, final test accuracy ([0-9.]+))")));
+      output, m,
+      std::regex(
+          R"(done: 3 epoch\(s\) in \S+, final test accuracy ([0-9.]+))")));
   return std::stod(m[1]);
 }
 
@@ -106,9 +108,10 @@ std::string KillOnceAndFinish(const std::string& job,
   INFO(run.output());
   REQUIRE(code == 0);
   const std::string out = run.output();
-  CHECK(out.find(absl::StrCat(victim, " (pid ", pid,
-                              ") killed by signal 9")) != std::string::npos);
-  CHECK(std::regex_search(out, std::regex("restarted " + victim + R"( \(pid \d+\))")));
+  CHECK(out.find(absl::StrCat(victim, " (pid ", pid, ") killed by signal 9")) !=
+        std::string::npos);
+  CHECK(std::regex_search(
+      out, std::regex("restarted " + victim + R"( \(pid \d+\))")));
   CHECK(out.find("1 restart(s)") != std::string::npos);
   const std::string summary = ReadFile(summary_path);
   CHECK(summary.find("\"restarts\": 1,") != std::string::npos);
@@ -118,24 +121,30 @@ std::string KillOnceAndFinish(const std::string& job,
   return out;
 }
 
-TEST_CASE("sync: a SIGKILLed server restarts from its checkpoint and the job "
-          "completes",
-          "[recovery][e2e]") {
-  const std::string out = KillOnceAndFinish(Job(NewTempDir(), "sync"), "server 1");
+TEST_CASE(
+    "sync: a SIGKILLed server restarts from its checkpoint and the job "
+    "completes",
+    "[recovery][e2e]") {
+  const std::string out =
+      KillOnceAndFinish(Job(NewTempDir(), "sync"), "server 1");
   INFO(out);
   CHECK(std::regex_search(
-      out, std::regex(R"(\[server 1\].*shard 1: restored version \d+ from .*shard-1-v\d+\.ckpt)")));
+      out,
+      std::regex(
+          R"(\[server 1\].*shard 1: restored version \d+ from .*shard-1-v\d+\.ckpt)")));
   CHECK(out.find("retrying for up to") != std::string::npos);
   CheckLearned(out);
 }
 
-TEST_CASE("async: a SIGKILLed server restarts from its checkpoint and the "
-          "job completes",
-          "[recovery][e2e]") {
+TEST_CASE(
+    "async: a SIGKILLed server restarts from its checkpoint and the "
+    "job completes",
+    "[recovery][e2e]") {
   const std::string out =
       KillOnceAndFinish(Job(NewTempDir(), "async"), "server 0");
   INFO(out);
-  CHECK(std::regex_search(out, std::regex(R"(\[server 0\].*shard 0: restored version \d+)")));
+  CHECK(std::regex_search(
+      out, std::regex(R"(\[server 0\].*shard 0: restored version \d+)")));
   CheckLearned(out);
 }
 
@@ -147,7 +156,8 @@ TEST_CASE("a SIGKILLed worker restarts and rejoins under each policy",
           KillOnceAndFinish(Job(NewTempDir(), policy), "worker 1");
       INFO(out);
       CHECK(std::regex_search(
-          out, std::regex(R"(\[worker 1\].*rank 1: .*starting at clock [1-9]\d*)")));
+          out,
+          std::regex(R"(\[worker 1\].*rank 1: .*starting at clock [1-9]\d*)")));
       CheckLearned(out);
     }
   }
@@ -175,13 +185,15 @@ TEST_CASE(
   CHECK(refused.find("pass --resume to continue from them or --fresh to "
                      "discard them") != std::string::npos);
   std::string out;
-  const int code = testing::RunCommand(RunArgs(job, {"--resume"}), &out,
-                                       kJobTimeout);
+  const int code =
+      testing::RunCommand(RunArgs(job, {"--resume"}), &out, kJobTimeout);
   INFO(out);
   REQUIRE(code == 0);
-  CHECK(std::regex_search(out, std::regex(R"(shard 0: restored version ([1-9]\d*))")));
+  CHECK(std::regex_search(
+      out, std::regex(R"(shard 0: restored version ([1-9]\d*))")));
   // The workers start where the checkpoint is, not from the beginning.
-  CHECK(std::regex_search(out, std::regex(R"(rank 0: .*starting at clock [1-9]\d*)")));
+  CHECK(std::regex_search(
+      out, std::regex(R"(rank 0: .*starting at clock [1-9]\d*)")));
   CheckLearned(out);
 }
 

@@ -276,7 +276,8 @@ struct LeaseFixture {
   }
 
   absl::Status Push(uint32_t rank, uint64_t clock) {
-    proto::PushRequest r = testing::WholePush(*shard, config.job_id, rank, clock, 0.0f);
+    proto::PushRequest r =
+        testing::WholePush(*shard, config.job_id, rank, clock, 0.0f);
     r.set_loss(0.25f);
     proto::PushResponse resp;
     return shard->Push(r, &resp);
@@ -517,7 +518,6 @@ TEST_CASE("client bytes in an error are escaped and cut short", "[shard]") {
   CHECK(message.size() < 250);
 }
 
-
 TEST_CASE("a pull at a past clock is served the newest version, saying so",
           "[shard]") {
   Fixture f;
@@ -535,9 +535,7 @@ TEST_CASE("a pull at a past clock is served the newest version, saying so",
   CHECK(resp.version() == 2);  // as proto/paramd.proto says: never older
 }
 
-
-TEST_CASE("a worker of another launch of the same job is refused",
-          "[shard]") {
+TEST_CASE("a worker of another launch of the same job is refused", "[shard]") {
   Fixture f(/*register_ranks=*/false);
   f.shard->set_launch("launch-a");
   proto::RegisterRequest req;
@@ -610,8 +608,9 @@ TEST_CASE(
   give_up = true;
   for (auto& t : pulls) t.join();
   for (const auto& r : results) CHECK(absl::IsCancelled(r));
-  CHECK(f.shard->Pull(MakePull(f.config.job_id, 0, 0), absl::InfinitePast(),
-                      nullptr, &resp)
+  CHECK(f.shard
+            ->Pull(MakePull(f.config.job_id, 0, 0), absl::InfinitePast(),
+                   nullptr, &resp)
             .ok());
 }
 
@@ -688,7 +687,8 @@ struct CheckpointFixture {
   absl::Status Push(uint32_t rank, uint64_t clock, bool* duplicate = nullptr) {
     proto::PushResponse resp;
     absl::Status s = shard->Push(
-        testing::WholePush(*shard, config.job_id, rank, clock, 0.5f + rank), &resp);
+        testing::WholePush(*shard, config.job_id, rank, clock, 0.5f + rank),
+        &resp);
     if (duplicate != nullptr) *duplicate = resp.duplicate();
     return s;
   }
@@ -700,7 +700,8 @@ struct CheckpointFixture {
   std::vector<float> Params() {
     std::vector<float> out;
     shard->store().Read([&](uint64_t, absl::Span<const std::vector<float>> c) {
-      for (const auto& chunk : c) out.insert(out.end(), chunk.begin(), chunk.end());
+      for (const auto& chunk : c)
+        out.insert(out.end(), chunk.begin(), chunk.end());
     });
     return out;
   }

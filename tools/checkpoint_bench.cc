@@ -25,9 +25,7 @@ namespace {
 // Seconds per Shard::Create of `config` shard 0, which restores the newest
 // checkpoint when `config` has one.
 double CreateSeconds(const JobConfig& config, double seconds) {
-  return SecondsPerCall(seconds, [&] {
-    return Shard::Create(config, 0).ok();
-  });
+  return SecondsPerCall(seconds, [&] { return Shard::Create(config, 0).ok(); });
 }
 
 bool Bench(const std::string& what, JobConfig config, const std::string& dir,
@@ -71,8 +69,7 @@ int Main(int argc, char** argv) {
   }
   const char* workspace = std::getenv("BUILD_WORKSPACE_DIRECTORY");
   const std::string root = workspace != nullptr ? workspace : ".";
-  const std::string dir =
-      flags->Get("dir", root + "/out/checkpoint-bench");
+  const std::string dir = flags->Get("dir", root + "/out/checkpoint-bench");
   const double seconds = std::atof(flags->Get("seconds", "2").c_str());
   auto main_job = LoadJobConfig(
       flags->Get("job", root + "/configs/fashion_mnist_mlp.yaml"));

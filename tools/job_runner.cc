@@ -9,8 +9,8 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
-#include <random>
 #include <map>
+#include <random>
 #include <set>
 
 #include "absl/strings/numbers.h"
@@ -129,16 +129,32 @@ class JobRun {
   bool Start(Proc& p, bool fresh) {
     std::vector<std::string> argv;
     if (p.server) {
-      argv = {options_.server_binary, "--job", options_.job_path, "--shard",
-              absl::StrCat(p.id), "--listen",
+      argv = {options_.server_binary,
+              "--job",
+              options_.job_path,
+              "--shard",
+              absl::StrCat(p.id),
+              "--listen",
               addresses_.empty() ? config_.servers[p.id] : addresses_[p.id],
-              "--port_file", PortFile(p.id), "--launch", launch_,
-              "--log_level", options_.log_level};
+              "--port_file",
+              PortFile(p.id),
+              "--launch",
+              launch_,
+              "--log_level",
+              options_.log_level};
       if (fresh) argv.push_back("--fresh");
     } else {
-      argv = {options_.worker_binary, "--job", options_.job_path, "--rank",
-              absl::StrCat(p.id), "--servers", absl::StrJoin(addresses_, ","),
-              "--launch", launch_, "--log_level", options_.log_level};
+      argv = {options_.worker_binary,
+              "--job",
+              options_.job_path,
+              "--rank",
+              absl::StrCat(p.id),
+              "--servers",
+              absl::StrJoin(addresses_, ","),
+              "--launch",
+              launch_,
+              "--log_level",
+              options_.log_level};
     }
     auto index = sup_.Spawn(p.name, argv);
     if (!index.ok()) {
@@ -223,7 +239,8 @@ class JobRun {
         continue;
       }
       const std::string why = absl::StrCat(
-          c.name, " (pid ", c.pid, ") ", Supervisor::DescribeExit(c.wait_status),
+          c.name, " (pid ", c.pid, ") ",
+          Supervisor::DescribeExit(c.wait_status),
           c.last_line.empty() ? ""
                               : absl::StrCat("; its last line: ", c.last_line));
       if (p == nullptr || workers_started_ == absl::InfinitePast()) {
@@ -236,17 +253,18 @@ class JobRun {
       }
       if (p->server && config_.checkpoint.dir.empty()) {
         return Fail(absl::StrCat(
-            why, "; a server is restarted only from a checkpoint, and the "
-                 "job has no checkpoint.dir"));
+            why,
+            "; a server is restarted only from a checkpoint, and the "
+            "job has no checkpoint.dir"));
       }
       const absl::Duration wait = absl::Seconds(
           config_.restart.backoff_seconds * (1 << std::min(p->restarts, 10)));
       ++p->restarts;
       ++restarts_;
       p->restart_at = absl::Now() + wait;
-      Say(absl::StrCat(why, "; restarting it in ",
-                       absl::FormatDuration(wait), " (restart ", p->restarts,
-                       " of ", config_.restart.max, ")"));
+      Say(absl::StrCat(why, "; restarting it in ", absl::FormatDuration(wait),
+                       " (restart ", p->restarts, " of ", config_.restart.max,
+                       ")"));
     }
     return -1;
   }
@@ -339,8 +357,7 @@ class JobRun {
     for (const Proc& p : procs_) {
       if (p.restarts == 0) continue;
       absl::StrAppendFormat(&by_process, "%s\"%s\": %d",
-                            by_process.empty() ? "" : ", ", p.name,
-                            p.restarts);
+                            by_process.empty() ? "" : ", ", p.name, p.restarts);
     }
     const std::string json = absl::StrFormat(
         "{\n  \"job_id\": \"%s\",\n  \"policy\": \"%s\",\n  \"servers\": %d,\n"
@@ -398,7 +415,8 @@ class JobRun {
 absl::Status CheckCheckpointDir(const JobConfig& config,
                                 const RunOptions& options) {
   if (options.resume && options.fresh) {
-    return absl::InvalidArgumentError("--resume and --fresh exclude each other");
+    return absl::InvalidArgumentError(
+        "--resume and --fresh exclude each other");
   }
   if (config.checkpoint.dir.empty()) {
     if (options.resume || options.fresh) {

@@ -8,8 +8,8 @@
 #include <unistd.h>
 
 #include <cstdio>
-#include <optional>
 #include <filesystem>
+#include <optional>
 #include <string>
 
 #include "absl/strings/match.h"

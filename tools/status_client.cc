@@ -10,9 +10,9 @@
 
 namespace paramd {
 
-absl::StatusOr<proto::ShardStatus> QueryShardStatus(
-    const std::string& address, const JobSecurity& security,
-    absl::Duration timeout) {
+absl::StatusOr<proto::ShardStatus> QueryShardStatus(const std::string& address,
+                                                    const JobSecurity& security,
+                                                    absl::Duration timeout) {
   auto channel = CreateJobChannel(address, security);
   auto stub = proto::StatusService::NewStub(channel);
   grpc::ClientContext context;
@@ -31,7 +31,8 @@ absl::StatusOr<proto::ShardStatus> QueryShardStatus(
 absl::StatusOr<proto::CheckpointResponse> RequestCheckpoint(
     const std::string& address, const JobSecurity& security,
     absl::Duration timeout) {
-  auto stub = proto::StatusService::NewStub(CreateJobChannel(address, security));
+  auto stub =
+      proto::StatusService::NewStub(CreateJobChannel(address, security));
   grpc::ClientContext context;
   context.set_deadline(absl::ToChronoTime(absl::Now() + timeout));
   proto::CheckpointResponse response;
@@ -50,9 +51,8 @@ std::vector<ServerStatus> QueryAllStatus(
     absl::Duration timeout) {
   std::vector<std::future<absl::StatusOr<proto::ShardStatus>>> pending;
   for (const std::string& a : addresses) {
-    pending.push_back(
-        std::async(std::launch::async, QueryShardStatus, a,
-                   std::cref(security), timeout));
+    pending.push_back(std::async(std::launch::async, QueryShardStatus, a,
+                                 std::cref(security), timeout));
   }
   std::vector<ServerStatus> out;
   for (size_t i = 0; i < addresses.size(); ++i) {

@@ -15,9 +15,9 @@
 namespace paramd {
 
 // One GetStatus call to `address`, with the job's TLS and token.
-absl::StatusOr<proto::ShardStatus> QueryShardStatus(
-    const std::string& address, const JobSecurity& security,
-    absl::Duration timeout);
+absl::StatusOr<proto::ShardStatus> QueryShardStatus(const std::string& address,
+                                                    const JobSecurity& security,
+                                                    absl::Duration timeout);
 
 // One Checkpoint call to `address`: the shard writes a checkpoint now.
 absl::StatusOr<proto::CheckpointResponse> RequestCheckpoint(

@@ -124,13 +124,13 @@ std::string CheckpointLines(const std::vector<ServerStatus>& servers) {
     if (!s.status.ok() || s.status->checkpoint_path().empty()) continue;
     const proto::ShardStatus& st = *s.status;
     if (out.empty()) out += "\nCHECKPOINTS\n";
-    absl::StrAppendFormat(&out, "  shard %d: version %d, %.1fs ago, %s%s\n",
-                          st.shard(), st.checkpoint_version(),
-                          st.checkpoint_age_seconds(), st.checkpoint_path(),
-                          st.restored_from().empty()
-                              ? ""
-                              : absl::StrCat(" (started from ",
-                                             st.restored_from(), ")"));
+    absl::StrAppendFormat(
+        &out, "  shard %d: version %d, %.1fs ago, %s%s\n", st.shard(),
+        st.checkpoint_version(), st.checkpoint_age_seconds(),
+        st.checkpoint_path(),
+        st.restored_from().empty()
+            ? ""
+            : absl::StrCat(" (started from ", st.restored_from(), ")"));
   }
   return out;
 }

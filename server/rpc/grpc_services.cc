@@ -50,9 +50,10 @@ grpc::Status MaybeLoseReply(const TestingConfig& testing, const char* rpc,
       testing.drop_reply_probability) {
     return grpc::Status(
         grpc::StatusCode::UNAVAILABLE,
-        absl::StrCat(rpc, ": reply dropped on purpose "
-                          "(testing.drop_reply_probability); the request "
-                          "was handled"));
+        absl::StrCat(rpc,
+                     ": reply dropped on purpose "
+                     "(testing.drop_reply_probability); the request "
+                     "was handled"));
   }
   return handled;
 }
@@ -270,8 +271,8 @@ grpc::Status GrpcParameterService::PullStream(
       !s.ok()) {
     return ToGrpcStatus(s);
   }
-  if (grpc::Status lost = MaybeLoseReply(shard_->config().testing,
-                                         "PullStream", grpc::Status::OK);
+  if (grpc::Status lost = MaybeLoseReply(shard_->config().testing, "PullStream",
+                                         grpc::Status::OK);
       !lost.ok()) {
     return lost;
   }
@@ -308,8 +309,7 @@ grpc::Status GrpcParameterService::ReportEpoch(grpc::ServerContext*,
       });
 }
 
-GrpcStatusService::GrpcStatusService(Shard* shard,
-                                     const JobSecurity* security)
+GrpcStatusService::GrpcStatusService(Shard* shard, const JobSecurity* security)
     : shard_(shard) {
   name_ = absl::StrCat("/", proto::StatusService::service_full_name(),
                        "/GetStatus");

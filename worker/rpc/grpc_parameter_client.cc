@@ -280,10 +280,10 @@ absl::StatusOr<uint64_t> GrpcParameterClient::Retrying(
     if (now - first_failure >= options_.give_up) {
       return absl::Status(
           result.status().code(),
-          absl::StrCat("gave up after ", tries, " tries in ",
-                       absl::ToInt64Seconds(now - first_failure),
-                       " s (liveness.give_up_seconds): ",
-                       result.status().message()));
+          absl::StrCat(
+              "gave up after ", tries, " tries in ",
+              absl::ToInt64Seconds(now - first_failure),
+              " s (liveness.give_up_seconds): ", result.status().message()));
     }
     // Full jitter in [backoff / 2, backoff], doubling up to 2 s.
     std::uniform_real_distribution<double> jitter(0.5, 1.0);

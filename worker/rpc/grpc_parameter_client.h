@@ -26,9 +26,9 @@
 #include "absl/time/time.h"
 #include "absl/types/span.h"
 #include "common/job_config.h"
-#include "common/rpc/credentials.h"
 #include "common/model_spec.h"
 #include "common/partitioner.h"
+#include "common/rpc/credentials.h"
 #include "proto/paramd.grpc.pb.h"
 #include "worker/parameter_client.h"
 
