@@ -299,8 +299,8 @@ class LoadRun {
     for (int global : plan_.ChunksOfShard(k)) {
       const ChunkSpec& spec = plan_.chunks()[global];
       for (const proto::TensorChunk& chunk : response.chunks()) {
-        if (chunk.tensor_id() != spec.tensor_id ||
-            chunk.chunk_index() != spec.chunk_index) {
+        if (chunk.tensor_id() != static_cast<uint32_t>(spec.tensor_id) ||
+            chunk.chunk_index() != static_cast<uint32_t>(spec.chunk_index)) {
           continue;
         }
         const float* data = reinterpret_cast<const float*>(chunk.data().data());
