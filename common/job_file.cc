@@ -13,6 +13,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "common/optimizer_section.h"
+#include "common/run_sections.h"
 #include "common/status_macros.h"
 #include "common/yaml_reader.h"
 
@@ -289,25 +290,12 @@ class JobParser {
     return absl::OkStatus();
   }
 
+  // The sections of common/run_sections.h: each reads its keys there.
   absl::Status ParseLimits(const YAML::Node& root, JobConfig* c) {
     ASSIGN_OR_RETURN(const YAML::Node l, Section(root, "limits", false,
                                                  {"max_inflight_per_worker",
                                                   "transport_memory_mb"}));
-    LimitsConfig& lc = c->limits;
-    RETURN_IF_ERROR(r_.Get(l, "limits", "max_inflight_per_worker", false,
-                           &lc.max_inflight_per_worker));
-    if (lc.max_inflight_per_worker < 2 || lc.max_inflight_per_worker > 1024) {
-      return r_.Error(l["max_inflight_per_worker"],
-                      "limits.max_inflight_per_worker",
-                      "must be between 2 (a push and a pull) and 1024");
-    }
-    RETURN_IF_ERROR(r_.Get(l, "limits", "transport_memory_mb", false,
-                           &lc.transport_memory_mb));
-    if (lc.transport_memory_mb < 0 || lc.transport_memory_mb > (1 << 20)) {
-      return r_.Error(l["transport_memory_mb"], "limits.transport_memory_mb",
-                      "must be between 0 (automatic) and 1048576");
-    }
-    return absl::OkStatus();
+    return ParseLimitsSection(r_, l, &c->limits);
   }
 
   absl::Status ParseSecurity(const YAML::Node& root, JobConfig* c) {
@@ -316,99 +304,27 @@ class JobParser {
         Section(root, "security", false,
                 {"token_file", "tls_cert", "tls_key", "tls_ca", "mutual_tls",
                  "tls_client_cert", "tls_client_key", "tls_server_name"}));
-    SecurityConfig& sc = c->security;
-    for (auto [key, out] :
-         {std::pair{"token_file", &sc.token_file},
-          std::pair{"tls_cert", &sc.tls_cert},
-          std::pair{"tls_key", &sc.tls_key}, std::pair{"tls_ca", &sc.tls_ca},
-          std::pair{"tls_client_cert", &sc.tls_client_cert},
-          std::pair{"tls_client_key", &sc.tls_client_key}}) {
-      RETURN_IF_ERROR(r_.Get(sec, "security", key, false, out));
-      *out = Resolve(DirName(path_), *out);
-    }
-    RETURN_IF_ERROR(
-        r_.Get(sec, "security", "mutual_tls", false, &sc.mutual_tls));
-    RETURN_IF_ERROR(
-        r_.Get(sec, "security", "tls_server_name", false, &sc.tls_server_name));
-    if (sc.tls_cert.empty() != sc.tls_key.empty()) {
-      const bool cert = !sc.tls_cert.empty();
-      return r_.Error(sec[cert ? "tls_cert" : "tls_key"],
-                      cert ? "security.tls_key" : "security.tls_cert",
-                      "missing: tls_cert and tls_key come together");
-    }
-    if (!sc.tls()) {
-      for (const char* key : {"tls_ca", "mutual_tls", "tls_client_cert",
-                              "tls_client_key", "tls_server_name"}) {
-        if (sec[key].IsDefined()) {
-          return r_.Error(sec[key], absl::StrCat("security.", key),
-                          "only applies with security.tls_cert and tls_key");
-        }
-      }
-    }
-    if (sc.tls_ca.empty()) sc.tls_ca = sc.tls_cert;
-    if (sc.tls_client_cert.empty() != sc.tls_client_key.empty()) {
-      const bool cert = !sc.tls_client_cert.empty();
-      return r_.Error(
-          sec[cert ? "tls_client_cert" : "tls_client_key"],
-          cert ? "security.tls_client_key" : "security.tls_client_cert",
-          "missing: tls_client_cert and tls_client_key come "
-          "together");
-    }
-    if (!sc.mutual_tls && !sc.tls_client_cert.empty()) {
-      return r_.Error(sec["tls_client_cert"], "security.tls_client_cert",
-                      "only applies with security.mutual_tls: true");
-    }
-    if (sc.mutual_tls && sc.tls_client_cert.empty()) {
-      sc.tls_client_cert = sc.tls_cert;
-      sc.tls_client_key = sc.tls_key;
-    }
-    return absl::OkStatus();
+    return ParseSecuritySection(r_, sec, Resolver(), &c->security);
   }
 
   absl::Status ParseCheckpoint(const YAML::Node& root, JobConfig* c) {
     ASSIGN_OR_RETURN(
         const YAML::Node ck,
         Section(root, "checkpoint", false, {"dir", "every_steps", "keep"}));
-    CheckpointConfig& cc = c->checkpoint;
-    RETURN_IF_ERROR(r_.Get(ck, "checkpoint", "dir", false, &cc.dir));
-    cc.dir = Resolve(DirName(path_), cc.dir);
-    RETURN_IF_ERROR(
-        r_.Get(ck, "checkpoint", "every_steps", false, &cc.every_steps));
-    if (cc.every_steps < 1) {
-      return r_.Error(ck["every_steps"], "checkpoint.every_steps",
-                      "must be >= 1");
-    }
-    RETURN_IF_ERROR(r_.Get(ck, "checkpoint", "keep", false, &cc.keep));
-    if (cc.keep < 1 || cc.keep > 1000) {
-      return r_.Error(ck["keep"], "checkpoint.keep",
-                      "must be between 1 and 1000");
-    }
-    if (cc.dir.empty()) {
-      for (const char* key : {"every_steps", "keep"}) {
-        if (ck[key].IsDefined()) {
-          return r_.Error(ck[key], absl::StrCat("checkpoint.", key),
-                          "only applies with checkpoint.dir");
-        }
-      }
-    }
-    return absl::OkStatus();
+    return ParseCheckpointSection(r_, ck, Resolver(), &c->checkpoint);
   }
 
   absl::Status ParseRestart(const YAML::Node& root, JobConfig* c) {
     ASSIGN_OR_RETURN(const YAML::Node r, Section(root, "restart", false,
                                                  {"max", "backoff_seconds"}));
-    RETURN_IF_ERROR(r_.Get(r, "restart", "max", false, &c->restart.max));
-    if (c->restart.max < 0 || c->restart.max > 1000) {
-      return r_.Error(r["max"], "restart.max", "must be between 0 and 1000");
-    }
-    RETURN_IF_ERROR(r_.Get(r, "restart", "backoff_seconds", false,
-                           &c->restart.backoff_seconds));
-    if (!(c->restart.backoff_seconds >= 0) ||
-        c->restart.backoff_seconds > 3600) {
-      return r_.Error(r["backoff_seconds"], "restart.backoff_seconds",
-                      "must be between 0 and 3600");
-    }
-    return absl::OkStatus();
+    return ParseRestartSection(r_, r, &c->restart);
+  }
+
+  // Resolves paths against the job file's folder.
+  PathResolver Resolver() const {
+    return [dir = DirName(path_)](const std::string& p) {
+      return Resolve(dir, p);
+    };
   }
 
   absl::Status ParseTesting(const YAML::Node& root, JobConfig* c) {

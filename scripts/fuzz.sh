@@ -48,7 +48,7 @@ for t in "${targets[@]}"; do
       corpus=tests/fuzz/corpus/wire ;;
     job_file)
       build job_file tests/fuzz/job_file_fuzzer.cc common/job_file.cc \
-        common/yaml_reader.cc common/optimizer_section.cc \
+        common/yaml_reader.cc common/optimizer_section.cc common/run_sections.cc \
         common/job_config.cc -lyaml-cpp
       corpus=tests/fuzz/corpus/job_file ;;
     *) echo "fuzz: unknown target '$t' (wire_decoder, job_file)" >&2; exit 2 ;;

@@ -1,0 +1,122 @@
+#include "common/run_sections.h"
+
+#include "absl/strings/str_cat.h"
+#include "common/status_macros.h"
+
+namespace paramd {
+
+absl::Status ParseLimitsSection(YamlReader& reader, const YAML::Node& l,
+                                LimitsConfig* out) {
+  LimitsConfig& lc = *out;
+  RETURN_IF_ERROR(reader.Get(l, "limits", "max_inflight_per_worker", false,
+                             &lc.max_inflight_per_worker));
+  if (lc.max_inflight_per_worker < 2 || lc.max_inflight_per_worker > 1024) {
+    return reader.Error(l["max_inflight_per_worker"],
+                        "limits.max_inflight_per_worker",
+                        "must be between 2 (a push and a pull) and 1024");
+  }
+  RETURN_IF_ERROR(reader.Get(l, "limits", "transport_memory_mb", false,
+                             &lc.transport_memory_mb));
+  if (lc.transport_memory_mb < 0 || lc.transport_memory_mb > (1 << 20)) {
+    return reader.Error(l["transport_memory_mb"], "limits.transport_memory_mb",
+                        "must be between 0 (automatic) and 1048576");
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ParseSecuritySection(YamlReader& reader, const YAML::Node& sec,
+                                  const PathResolver& resolve,
+                                  SecurityConfig* out) {
+  SecurityConfig& sc = *out;
+  for (auto [key, path] :
+       {std::pair{"token_file", &sc.token_file},
+        std::pair{"tls_cert", &sc.tls_cert}, std::pair{"tls_key", &sc.tls_key},
+        std::pair{"tls_ca", &sc.tls_ca},
+        std::pair{"tls_client_cert", &sc.tls_client_cert},
+        std::pair{"tls_client_key", &sc.tls_client_key}}) {
+    RETURN_IF_ERROR(reader.Get(sec, "security", key, false, path));
+    *path = resolve(*path);
+  }
+  RETURN_IF_ERROR(
+      reader.Get(sec, "security", "mutual_tls", false, &sc.mutual_tls));
+  RETURN_IF_ERROR(reader.Get(sec, "security", "tls_server_name", false,
+                             &sc.tls_server_name));
+  if (sc.tls_cert.empty() != sc.tls_key.empty()) {
+    const bool cert = !sc.tls_cert.empty();
+    return reader.Error(sec[cert ? "tls_cert" : "tls_key"],
+                        cert ? "security.tls_key" : "security.tls_cert",
+                        "missing: tls_cert and tls_key come together");
+  }
+  if (!sc.tls()) {
+    for (const char* key : {"tls_ca", "mutual_tls", "tls_client_cert",
+                            "tls_client_key", "tls_server_name"}) {
+      if (sec[key].IsDefined()) {
+        return reader.Error(sec[key], absl::StrCat("security.", key),
+                            "only applies with security.tls_cert and tls_key");
+      }
+    }
+  }
+  if (sc.tls_ca.empty()) sc.tls_ca = sc.tls_cert;
+  if (sc.tls_client_cert.empty() != sc.tls_client_key.empty()) {
+    const bool cert = !sc.tls_client_cert.empty();
+    return reader.Error(
+        sec[cert ? "tls_client_cert" : "tls_client_key"],
+        cert ? "security.tls_client_key" : "security.tls_client_cert",
+        "missing: tls_client_cert and tls_client_key come "
+        "together");
+  }
+  if (!sc.mutual_tls && !sc.tls_client_cert.empty()) {
+    return reader.Error(sec["tls_client_cert"], "security.tls_client_cert",
+                        "only applies with security.mutual_tls: true");
+  }
+  if (sc.mutual_tls && sc.tls_client_cert.empty()) {
+    sc.tls_client_cert = sc.tls_cert;
+    sc.tls_client_key = sc.tls_key;
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ParseCheckpointSection(YamlReader& reader, const YAML::Node& ck,
+                                    const PathResolver& resolve,
+                                    CheckpointConfig* out) {
+  CheckpointConfig& cc = *out;
+  RETURN_IF_ERROR(reader.Get(ck, "checkpoint", "dir", false, &cc.dir));
+  cc.dir = resolve(cc.dir);
+  RETURN_IF_ERROR(
+      reader.Get(ck, "checkpoint", "every_steps", false, &cc.every_steps));
+  if (cc.every_steps < 1) {
+    return reader.Error(ck["every_steps"], "checkpoint.every_steps",
+                        "must be >= 1");
+  }
+  RETURN_IF_ERROR(reader.Get(ck, "checkpoint", "keep", false, &cc.keep));
+  if (cc.keep < 1 || cc.keep > 1000) {
+    return reader.Error(ck["keep"], "checkpoint.keep",
+                        "must be between 1 and 1000");
+  }
+  if (cc.dir.empty()) {
+    for (const char* key : {"every_steps", "keep"}) {
+      if (ck[key].IsDefined()) {
+        return reader.Error(ck[key], absl::StrCat("checkpoint.", key),
+                            "only applies with checkpoint.dir");
+      }
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ParseRestartSection(YamlReader& reader, const YAML::Node& r,
+                                 RestartConfig* out) {
+  RETURN_IF_ERROR(reader.Get(r, "restart", "max", false, &out->max));
+  if (out->max < 0 || out->max > 1000) {
+    return reader.Error(r["max"], "restart.max", "must be between 0 and 1000");
+  }
+  RETURN_IF_ERROR(reader.Get(r, "restart", "backoff_seconds", false,
+                             &out->backoff_seconds));
+  if (!(out->backoff_seconds >= 0) || out->backoff_seconds > 3600) {
+    return reader.Error(r["backoff_seconds"], "restart.backoff_seconds",
+                        "must be between 0 and 3600");
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace paramd
