@@ -1,11 +1,16 @@
 #include "common/daemon_start.h"
 
+#include <unistd.h>
+
 #include <cstdio>
+#include <fstream>
 
 #include "absl/strings/str_cat.h"
 #include "common/job_file.h"
 #include "common/logging.h"
 #include "common/process_setup.h"
+#include "common/slurm.h"
+#include "common/status_macros.h"
 
 namespace paramd {
 namespace {
@@ -21,11 +26,63 @@ std::nullopt_t Fail(const char* program, const absl::Status& status,
 
 }  // namespace
 
+absl::Status WritePortFile(const std::string& flag, const std::string& path,
+                           int port) {
+  const std::string tmp = absl::StrCat(path, ".tmp.", getpid());
+  {
+    std::ofstream out(tmp, std::ios::trunc);
+    out << port << "\n";
+    if (!out.good()) {
+      return absl::UnavailableError(
+          absl::StrCat("--", flag, ": cannot write ", tmp));
+    }
+  }
+  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
+    return absl::UnavailableError(
+        absl::StrCat("--", flag, ": cannot rename to ", path));
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::unique_ptr<HttpServer>> StartMetricsEndpoint(
+    const DaemonStart& start, int offset, HttpHandler metrics) {
+  std::string address;
+  if (start.flags.Has("metrics_listen")) {
+    address = start.flags.Get("metrics_listen", "");
+  } else if (start.config.metrics.port > 0) {
+    const int port = start.config.metrics.port + offset;
+    if (port > 65535) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("metrics.port ", start.config.metrics.port, " + ",
+                       offset, " is past 65535"));
+    }
+    std::string bind = start.config.metrics.bind;
+    if (bind.find(':') != std::string::npos && bind.front() != '[') {
+      bind = absl::StrCat("[", bind, "]");  // A bare IPv6 address.
+    }
+    address = absl::StrCat(bind, ":", port);
+  } else {
+    return nullptr;
+  }
+  std::map<std::string, HttpHandler> handlers;
+  handlers["/metrics"] = std::move(metrics);
+  handlers["/healthz"] = [] { return HttpResponse{200, "text/plain", "ok\n"}; };
+  ASSIGN_OR_RETURN(std::unique_ptr<HttpServer> server,
+                   HttpServer::Start(address, std::move(handlers)));
+  if (start.flags.Has("metrics_port_file")) {
+    RETURN_IF_ERROR(WritePortFile("metrics_port_file",
+                                  start.flags.Get("metrics_port_file", ""),
+                                  server->port()));
+  }
+  return server;
+}
+
 std::optional<DaemonStart> StartDaemon(const DaemonSpec& spec, int argc,
                                        char** argv, int* exit_code) {
   SetUpProcess();
   std::set<std::string> valued = spec.flags;
-  valued.insert({"job", spec.id_flag, "log_level"});
+  valued.insert({"job", spec.id_flag, "log_level", "metrics_listen",
+                 "metrics_port_file"});
   absl::StatusOr<ParsedFlags> flags =
       ParseFlags(argc, argv, valued, spec.switches);
   if (!flags.ok())
@@ -47,6 +104,12 @@ std::optional<DaemonStart> StartDaemon(const DaemonSpec& spec, int argc,
   absl::StatusOr<JobConfig> config = LoadJobConfig(flags->Get("job", ""));
   if (!config.ok()) {
     return Fail(spec.program, config.status(), nullptr, 1, exit_code);
+  }
+  if (config->servers_from_slurm && !flags->Has("servers") &&
+      !flags->Has("listen")) {
+    if (absl::Status s = ResolveSlurmServers(&*config, ProcessEnv()); !s.ok()) {
+      return Fail(spec.program, s, nullptr, 1, exit_code);
+    }
   }
   start.flags = *std::move(flags);
   start.config = *std::move(config);

@@ -7,8 +7,10 @@
 #include <set>
 #include <string>
 
+#include "absl/status/statusor.h"
 #include "common/flags.h"
 #include "common/job_config.h"
+#include "common/metrics/http_server.h"
 
 namespace paramd {
 
@@ -29,11 +31,28 @@ struct DaemonStart {
 };
 
 // Calls SetUpProcess, parses the flags (--job and --<id_flag> required),
-// sets up logging (--log_level) and loads the job file. On failure prints
+// sets up logging (--log_level) and loads the job file; for a job whose
+// servers come from Slurm, resolves their addresses (common/slurm.h) unless
+// --servers or --listen gives them. Every daemon also takes
+// --metrics_listen HOST:PORT and --metrics_port_file PATH (see
+// StartMetricsEndpoint). On failure prints
 // the reason to stderr, sets `*exit_code` (2: usage, 1: the job file) and
 // returns nothing.
 std::optional<DaemonStart> StartDaemon(const DaemonSpec& spec, int argc,
                                        char** argv, int* exit_code);
+
+// Writes `port` and a newline to `path` atomically (a temporary file, then
+// rename), for whoever started the process with port 0. `flag` names the
+// flag in errors.
+absl::Status WritePortFile(const std::string& flag, const std::string& path,
+                           int port);
+
+// Serves GET /metrics (from `metrics`) and GET /healthz ("ok") when the
+// daemon has an address for them: --metrics_listen HOST:PORT (port 0: any
+// free port), else metrics.bind:(metrics.port + offset) when metrics.port
+// is set; null when neither. Writes the bound port to --metrics_port_file.
+absl::StatusOr<std::unique_ptr<HttpServer>> StartMetricsEndpoint(
+    const DaemonStart& start, int offset, HttpHandler metrics);
 
 }  // namespace paramd
 

@@ -110,6 +110,15 @@ struct LimitsConfig {
   int64_t transport_memory_mb = 0;
 };
 
+// Prometheus metrics (`metrics`): each process serves GET /metrics over
+// HTTP. Server shard K listens on port + K, worker rank R on port +
+// num_servers + R, so that a whole job fits on one host; a process's
+// --metrics_listen flag overrides both.
+struct MetricsConfig {
+  int port = 0;                  // 0: off.
+  std::string bind = "0.0.0.0";  // The interface to listen on.
+};
+
 // Who may talk to the job's servers. Paths are absolute after loading
 // (relative ones resolve against the job file's folder); the files are read
 // when a process starts (common/rpc/credentials.h). Empty: off.
@@ -162,6 +171,11 @@ struct JobConfig {
   std::string job_id;
   uint64_t seed = 1;
   std::vector<std::string> servers;  // "host:port", one per shard.
+  // cluster.servers: {slurm: N}: the N addresses come from the Slurm job the
+  // process runs in (common/slurm.h); until resolved, `servers` holds N
+  // empty strings.
+  bool servers_from_slurm = false;
+  int slurm_port = 0;  // Port of server 0 (K: + K); 0: from the job id.
   int num_workers = 0;
   ModelConfig model;
   DataConfig data;
@@ -173,6 +187,7 @@ struct JobConfig {
   SecurityConfig security;
   CheckpointConfig checkpoint;
   RestartConfig restart;
+  MetricsConfig metrics;
   int64_t chunk_bytes = 1 << 20;
   WorkerConfig worker;
   TestingConfig testing;

@@ -47,16 +47,16 @@ class JobParser {
     RETURN_IF_ERROR(r_.CheckMapping(
         root, "",
         {"job", "cluster", "model", "data", "training", "optimizer", "policy",
-         "liveness", "limits", "security", "checkpoint", "restart", "partition",
-         "worker", "testing"}));
+         "liveness", "limits", "security", "checkpoint", "restart", "metrics",
+         "partition", "worker", "testing"}));
     for (auto step : {&JobParser::ParseJob, &JobParser::ParseCluster,
                       &JobParser::ParseModel, &JobParser::ParseData,
                       &JobParser::ParseTraining, &JobParser::ParseOptimizer,
                       &JobParser::ParsePolicy, &JobParser::ParseLiveness,
                       &JobParser::ParseLimits, &JobParser::ParseSecurity,
                       &JobParser::ParseCheckpoint, &JobParser::ParseRestart,
-                      &JobParser::ParsePartition, &JobParser::ParseWorker,
-                      &JobParser::ParseTesting}) {
+                      &JobParser::ParseMetrics, &JobParser::ParsePartition,
+                      &JobParser::ParseWorker, &JobParser::ParseTesting}) {
       RETURN_IF_ERROR((this->*step)(root, &c));
     }
     return c;
@@ -97,12 +97,15 @@ class JobParser {
       return r_.MissingError(cluster, "cluster", "cluster.servers",
                              "missing required field");
     }
-    if (!servers.IsSequence() || servers.size() == 0) {
+    if (servers.IsMap()) {
+      RETURN_IF_ERROR(ParseSlurmServers(servers, c));
+    } else if (!servers.IsSequence() || servers.size() == 0) {
       return r_.Error(servers, "cluster.servers",
-                      "expected a non-empty list of \"host:port\" addresses");
+                      "expected a non-empty list of \"host:port\" addresses, "
+                      "or {slurm: N}");
     }
     std::set<std::string> seen;
-    for (size_t i = 0; i < servers.size(); ++i) {
+    for (size_t i = 0; servers.IsSequence() && i < servers.size(); ++i) {
       const std::string field = absl::StrCat("cluster.servers[", i, "]");
       if (!servers[i].IsScalar()) {
         return r_.Error(servers[i], field, "expected \"host:port\"");
@@ -125,6 +128,29 @@ class JobParser {
       return r_.Error(cluster["workers"], "cluster.workers",
                       "must be between 1 and 4096");
     }
+    return absl::OkStatus();
+  }
+
+  // cluster.servers: {slurm: N, port: P}.
+  absl::Status ParseSlurmServers(const YAML::Node& servers, JobConfig* c) {
+    RETURN_IF_ERROR(
+        r_.CheckMapping(servers, "cluster.servers", {"slurm", "port"}));
+    int count = 0;
+    RETURN_IF_ERROR(r_.Get(servers, "cluster.servers", "slurm", true, &count));
+    if (count < 1 || count > 1024) {
+      return r_.Error(servers["slurm"], "cluster.servers.slurm",
+                      "must be between 1 and 1024 servers");
+    }
+    RETURN_IF_ERROR(
+        r_.Get(servers, "cluster.servers", "port", false, &c->slurm_port));
+    if (c->slurm_port < 0 || c->slurm_port + count - 1 > 65535) {
+      return r_.Error(servers["port"], "cluster.servers.port",
+                      absl::StrCat("must be 0 (from the job id) or a port "
+                                   "with room for ",
+                                   count, " servers"));
+    }
+    c->servers_from_slurm = true;
+    c->servers.assign(count, "");
     return absl::OkStatus();
   }
 
@@ -318,6 +344,12 @@ class JobParser {
     ASSIGN_OR_RETURN(const YAML::Node r, Section(root, "restart", false,
                                                  {"max", "backoff_seconds"}));
     return ParseRestartSection(r_, r, &c->restart);
+  }
+
+  absl::Status ParseMetrics(const YAML::Node& root, JobConfig* c) {
+    ASSIGN_OR_RETURN(const YAML::Node m,
+                     Section(root, "metrics", false, {"port", "bind"}));
+    return ParseMetricsSection(r_, m, &c->metrics);
   }
 
   // Resolves paths against the job file's folder.

@@ -119,4 +119,19 @@ absl::Status ParseRestartSection(YamlReader& reader, const YAML::Node& r,
   return absl::OkStatus();
 }
 
+absl::Status ParseMetricsSection(YamlReader& reader, const YAML::Node& m,
+                                 MetricsConfig* out) {
+  RETURN_IF_ERROR(reader.Get(m, "metrics", "port", false, &out->port));
+  if (out->port < 0 || out->port > 65535) {
+    return reader.Error(m["port"], "metrics.port",
+                        "must be between 0 (off) and 65535");
+  }
+  RETURN_IF_ERROR(reader.Get(m, "metrics", "bind", false, &out->bind));
+  if (out->bind.empty()) {
+    return reader.Error(m["bind"], "metrics.bind",
+                        "must name an interface, e.g. 0.0.0.0 or 127.0.0.1");
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace paramd

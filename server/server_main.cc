@@ -7,18 +7,28 @@
 // random one to every process): workers of another launch are refused.
 // With checkpoint.dir it starts from its newest checkpoint there (--fresh:
 // discards them instead). SIGINT or SIGTERM writes a checkpoint (with
-// checkpoint.dir) and shuts it down cleanly.
+// checkpoint.dir) and shuts it down cleanly. With metrics.port (or
+// --metrics_listen HOST:PORT) it serves Prometheus metrics at /metrics and
+// "ok" at /healthz; --metrics_port_file PATH receives that port.
+// For a job whose servers come from Slurm (cluster.servers: {slurm: N}) it
+// listens on every interface at its port from the placement rule
+// (common/slurm.h), and refuses to start on another node than the rule's.
 #include <signal.h>
 #include <unistd.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <string>
 
 #include "absl/strings/str_cat.h"
 #include "common/daemon_start.h"
 #include "common/job_config.h"
+#include "common/metrics/exposition.h"
+#include "common/slurm.h"
+#include "common/status_macros.h"
 #include "server/rpc/parameter_server.h"
+#include "server/shard_metrics.h"
 #include "spdlog/spdlog.h"
 
 namespace paramd {
@@ -26,24 +36,8 @@ namespace {
 
 constexpr char kUsage[] =
     "usage: paramd-server --job J.yaml --shard K [--listen HOST:PORT] "
-    "[--port_file PATH] [--launch ID] [--fresh] [--log_level LEVEL]";
-
-absl::Status WritePortFile(const std::string& path, int port) {
-  const std::string tmp = absl::StrCat(path, ".tmp.", getpid());
-  {
-    std::ofstream out(tmp, std::ios::trunc);
-    out << port << "\n";
-    if (!out.good()) {
-      return absl::UnavailableError(
-          absl::StrCat("--port_file: cannot write ", tmp));
-    }
-  }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-    return absl::UnavailableError(
-        absl::StrCat("--port_file: cannot rename to ", path));
-  }
-  return absl::OkStatus();
-}
+    "[--port_file PATH] [--launch ID] [--fresh] [--metrics_listen HOST:PORT] "
+    "[--metrics_port_file PATH] [--log_level LEVEL]";
 
 // Blocks SIGINT and SIGTERM in this thread and every thread started after
 // it (gRPC's), so that only WaitForSignal takes them.
@@ -56,14 +50,41 @@ sigset_t BlockStopSignals() {
   return signals;
 }
 
+// The address to listen on: --listen, else the shard's address in the job;
+// for servers from Slurm, every interface at the rule's port, on the rule's
+// node only.
+absl::StatusOr<std::string> ListenAddress(const DaemonStart& start) {
+  const JobConfig& config = start.config;
+  if (start.flags.Has("listen")) return start.flags.Get("listen", "");
+  const std::string& own = config.servers[start.id];
+  if (!config.servers_from_slurm) return own;
+  std::string host;
+  int port = 0;
+  RETURN_IF_ERROR(ParseHostPort(own, &host, &port));
+  const char* node = std::getenv("SLURMD_NODENAME");
+  if (node != nullptr && host != node) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "Slurm started shard ", start.id, " on node ", node,
+        " but the placement rule puts it on ", host,
+        ": start the servers as the script of `paramctl slurm` does "
+        "(srun --ntasks-per-node=P --distribution=block)"));
+  }
+  return absl::StrCat("0.0.0.0:", port);
+}
+
 // Serves until SIGINT or SIGTERM; returns the exit status.
 int Serve(const DaemonStart& start, ParameterServer& server) {
   const JobConfig& config = start.config;
   const int shard_id = start.id;
   // Before gRPC starts its threads, so that every thread inherits the mask.
   sigset_t signals = BlockStopSignals();
-  absl::StatusOr<int> port =
-      server.Start(start.flags.Get("listen", config.servers[shard_id]));
+  absl::StatusOr<std::string> listen = ListenAddress(start);
+  if (!listen.ok()) {
+    spdlog::error("shard {}: {}", shard_id,
+                  std::string(listen.status().message()));
+    return 1;
+  }
+  absl::StatusOr<int> port = server.Start(*listen);
   if (!port.ok()) {
     spdlog::error("shard {}: {}", shard_id,
                   std::string(port.status().message()));
@@ -77,12 +98,29 @@ int Serve(const DaemonStart& start, ParameterServer& server) {
       shard.plan().ChunksOfShard(shard_id).size(),
       shard.plan().BytesOnShard(shard_id), PolicyName(config.policy.type));
   if (start.flags.Has("port_file")) {
-    if (absl::Status s = WritePortFile(start.flags.Get("port_file", ""), *port);
+    if (absl::Status s =
+            WritePortFile("port_file", start.flags.Get("port_file", ""), *port);
         !s.ok()) {
       spdlog::error("{}", std::string(s.message()));
       server.Shutdown();
       return 1;
     }
+  }
+  const absl::Time started = absl::Now();
+  absl::StatusOr<std::unique_ptr<HttpServer>> metrics =
+      StartMetricsEndpoint(start, shard_id, [&server, started] {
+        return HttpResponse{200, kMetricsContentType,
+                            ShardMetricsText(*server.shard(), started)};
+      });
+  if (!metrics.ok()) {
+    spdlog::error("shard {}: metrics: {}", shard_id,
+                  std::string(metrics.status().message()));
+    server.Shutdown();
+    return 1;
+  }
+  if (*metrics != nullptr) {
+    spdlog::info("shard {}: metrics at http://{}:{}/metrics", shard_id,
+                 config.metrics.bind, (*metrics)->port());
   }
   int signal_number = 0;
   sigwait(&signals, &signal_number);
@@ -96,6 +134,7 @@ int Serve(const DaemonStart& start, ParameterServer& server) {
                    written->version(), written->path());
     }
   }
+  if (*metrics != nullptr) (*metrics)->Stop();
   server.Shutdown();
   server.Wait();
   return 0;

@@ -237,7 +237,9 @@ absl::Status Shard::Push(const PushView& request,
                          proto::PushResponse* response) {
   RETURN_IF_ERROR(CheckRegisteredWorker("Push", request.job_id, request.rank));
   RETURN_IF_ERROR(EnterCall("Push", static_cast<int>(request.rank)));
-  absl::Cleanup leave = [this, &request] {
+  const absl::Time entered = clock_->Now();
+  absl::Cleanup leave = [this, &request, entered] {
+    stats_.RecordPushTime(clock_->Now() - entered);
     LeaveCall(static_cast<int>(request.rank));
   };
   const int n = store_.num_chunks();
@@ -317,6 +319,7 @@ absl::Status Shard::Pull(const proto::PullRequest& request, absl::Time deadline,
   const absl::Time now = clock_->Now();
   stats_.RecordPullWait(now - start);
   *snapshot = store_.Snapshot();
+  stats_.RecordPullTime(clock_->Now() - start);
   const uint64_t bytes = static_cast<uint64_t>(store_.bytes());
   workers_.OnPull(rank, bytes, now);
   return absl::OkStatus();

@@ -103,6 +103,7 @@ class Shard {
   const JobConfig& config() const { return config_; }
   const PartitionPlan& plan() const { return plan_; }
   const ShardStore& store() const { return store_; }
+  const ShardStats& stats() const { return stats_; }
   UpdatePolicy& policy() { return *policy_; }
 
   // For tests: waits up to `timeout` until `n` pulls are waiting.

@@ -6,6 +6,7 @@
 namespace paramd {
 
 void ShardStats::RecordPullWait(absl::Duration wait) {
+  pull_wait_seconds_.Observe(absl::ToDoubleSeconds(wait));
   absl::MutexLock lock(&mu_);
   const double ms = absl::ToDoubleMilliseconds(wait);
   if (waits_ms_.size() < kWaitSamples) {

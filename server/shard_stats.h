@@ -1,5 +1,6 @@
 // Small running statistics for a shard's status: pull-wait percentiles
-// over recent pulls, and pushes per second over a recent window.
+// over recent pulls, pushes per second over a recent window, and
+// histograms of push, pull and pull-wait times for its metrics.
 // Thread-safe.
 #ifndef PARAMD_SERVER_SHARD_STATS_H_
 #define PARAMD_SERVER_SHARD_STATS_H_
@@ -10,6 +11,7 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
+#include "common/metrics/histogram.h"
 
 namespace paramd {
 
@@ -22,6 +24,17 @@ class ShardStats {
 
   void RecordPullWait(absl::Duration wait);
   void RecordPush(absl::Time now);
+  // Time inside the shard: a push from its check to its apply, a pull from
+  // its arrival to its snapshot (waiting included).
+  void RecordPushTime(absl::Duration d) {
+    push_seconds_.Observe(absl::ToDoubleSeconds(d));
+  }
+  void RecordPullTime(absl::Duration d) {
+    pull_seconds_.Observe(absl::ToDoubleSeconds(d));
+  }
+  const Histogram& push_seconds() const { return push_seconds_; }
+  const Histogram& pull_seconds() const { return pull_seconds_; }
+  const Histogram& pull_wait_seconds() const { return pull_wait_seconds_; }
 
   // The p-th percentile (0..100) of recent pull waits, in ms; 0 if none.
   double PullWaitMs(double p) const;
@@ -29,6 +42,10 @@ class ShardStats {
   double PushesPerSecond(absl::Time now) const;
 
  private:
+  Histogram push_seconds_{Histogram::LatencyBuckets()};
+  Histogram pull_seconds_{Histogram::LatencyBuckets()};
+  Histogram pull_wait_seconds_{Histogram::LatencyBuckets()};
+
   mutable absl::Mutex mu_;
   std::vector<double> waits_ms_ ABSL_GUARDED_BY(mu_);  // ring buffer
   size_t next_ ABSL_GUARDED_BY(mu_) = 0;

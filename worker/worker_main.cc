@@ -2,23 +2,28 @@
 //
 // --servers HOST:PORT,... overrides the job's cluster.servers (paramctl
 // passes the ports servers bound when the job asks for port 0); --launch ID
-// is the start of the job it belongs to (see paramd-server).
+// is the start of the job it belongs to (see paramd-server). With
+// metrics.port (or --metrics_listen HOST:PORT) it serves Prometheus metrics
+// at /metrics (see paramd-server).
 #include <cstdio>
 #include <string>
 #include <vector>
 
 #include "absl/strings/str_split.h"
 #include "common/daemon_start.h"
+#include "common/metrics/exposition.h"
 #include "spdlog/spdlog.h"
 #include "worker/rpc/grpc_parameter_client.h"
 #include "worker/trainer.h"
+#include "worker/worker_metrics.h"
 
 namespace paramd {
 namespace {
 
 constexpr char kUsage[] =
     "usage: paramd-worker --job J.yaml --rank R [--servers HOST:PORT,...] "
-    "[--launch ID] [--log_level LEVEL]";
+    "[--launch ID] [--metrics_listen HOST:PORT] [--metrics_port_file PATH] "
+    "[--log_level LEVEL]";
 
 int Run(int argc, char** argv) {
   int exit_code = 0;
@@ -34,9 +39,29 @@ int Run(int argc, char** argv) {
   }
   GrpcClientOptions client;
   client.launch = start->flags.Get("launch", "");
-  absl::StatusOr<std::unique_ptr<Trainer>> trainer = Trainer::Create(
-      start->config, rank, TrainerOptions(),
-      GrpcParameterClientFactory(std::move(servers), std::move(client)));
+  const absl::Time started = absl::Now();
+  WorkerMetrics metrics(start->config.job_id, rank);
+  TrainerOptions options;
+  options.on_step = [&metrics](uint64_t clock, double loss) {
+    metrics.OnStep(clock, loss);
+  };
+  absl::StatusOr<std::unique_ptr<HttpServer>> endpoint = StartMetricsEndpoint(
+      *start, start->config.num_shards() + rank, [&metrics, started] {
+        return HttpResponse{200, kMetricsContentType, metrics.Text(started)};
+      });
+  if (!endpoint.ok()) {
+    std::fprintf(stderr, "paramd-worker: rank %d: metrics: %s\n", rank,
+                 std::string(endpoint.status().message()).c_str());
+    return 1;
+  }
+  if (*endpoint != nullptr) {
+    spdlog::info("rank {}: metrics at http://{}:{}/metrics", rank,
+                 start->config.metrics.bind, (*endpoint)->port());
+  }
+  absl::StatusOr<std::unique_ptr<Trainer>> trainer =
+      Trainer::Create(start->config, rank, std::move(options),
+                      metrics.Wrap(GrpcParameterClientFactory(
+                          std::move(servers), std::move(client))));
   if (!trainer.ok()) {
     std::fprintf(stderr, "paramd-worker: rank %d: %s\n", rank,
                  std::string(trainer.status().message()).c_str());

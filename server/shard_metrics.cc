@@ -1,0 +1,145 @@
+#include "server/shard_metrics.h"
+
+#include "absl/strings/str_cat.h"
+#include "common/metrics/exposition.h"
+
+namespace paramd {
+
+std::string ShardMetricsText(const Shard& shard, absl::Time process_started) {
+  proto::ShardStatus s;
+  shard.GetStatus(&s);
+  MetricsText text({{"job", s.job_id()}, {"shard", absl::StrCat(s.shard())}});
+  using T = MetricType;
+  auto one = [&](const char* name, T type, const char* help, double value) {
+    text.Declare(name, type, help);
+    text.Add(name, {}, value);
+  };
+  text.Declare("paramd_shard_info", T::kGauge,
+               "Always 1; its labels say the shard's policy and how many "
+               "shards the job has.");
+  text.Add(
+      "paramd_shard_info",
+      {{"policy", s.policy()}, {"num_shards", absl::StrCat(s.num_shards())}},
+      1);
+  one("paramd_version", T::kGauge,
+      "Version of the shard's parameters (updates applied).",
+      static_cast<double>(s.version()));
+  one("paramd_parameter_bytes", T::kGauge,
+      "Bytes of parameters this shard holds.", static_cast<double>(s.bytes()));
+  one("paramd_chunks", T::kGauge, "Chunks of tensors this shard owns.",
+      s.chunks());
+  one("paramd_pushes_total", T::kCounter, "Gradient pushes applied.",
+      static_cast<double>(s.pushes()));
+  one("paramd_pulls_total", T::kCounter, "Parameter pulls served.",
+      static_cast<double>(s.pulls()));
+  one("paramd_received_bytes_total", T::kCounter,
+      "Gradient bytes received in applied pushes.",
+      static_cast<double>(s.bytes_in()));
+  one("paramd_sent_bytes_total", T::kCounter, "Parameter bytes sent in pulls.",
+      static_cast<double>(s.bytes_out()));
+  one("paramd_uptime_seconds", T::kGauge, "Seconds since the shard started.",
+      s.uptime_seconds());
+  if (s.staleness_bound() >= 0) {
+    one("paramd_staleness_bound", T::kGauge,
+        "The SSP bound: clocks a worker may run ahead of the slowest.",
+        static_cast<double>(s.staleness_bound()));
+  }
+
+  const ShardStats& stats = shard.stats();
+  text.Declare("paramd_push_seconds", T::kHistogram,
+               "Time a push spends in the shard, from its checks to its "
+               "update applied.");
+  text.AddHistogram("paramd_push_seconds", {}, stats.push_seconds().Snapshot());
+  text.Declare("paramd_pull_seconds", T::kHistogram,
+               "Time a pull spends in the shard, waiting included.");
+  text.AddHistogram("paramd_pull_seconds", {}, stats.pull_seconds().Snapshot());
+  text.Declare("paramd_pull_wait_seconds", T::kHistogram,
+               "Time a pull waits for the version its policy requires.");
+  text.AddHistogram("paramd_pull_wait_seconds", {},
+                    stats.pull_wait_seconds().Snapshot());
+  text.Declare("paramd_pulls_waiting", T::kGauge,
+               "Pulls waiting for a version now.");
+  text.Add("paramd_pulls_waiting", {}, s.waiting_size());
+
+  // Per rank.
+  int live = 0;
+  for (const proto::WorkerStatus& w : s.workers()) live += w.state() == "live";
+  one("paramd_live_workers", T::kGauge,
+      "Workers holding a lease on this shard.", live);
+  text.Declare("paramd_worker_up", T::kGauge,
+               "1 while the rank holds a lease; its state is a label.");
+  text.Declare("paramd_worker_clock", T::kGauge,
+               "The rank's clock: steps it has pushed.");
+  text.Declare("paramd_worker_staleness", T::kGauge,
+               "Clocks the rank is behind the fastest worker.");
+  text.Declare("paramd_worker_last_loss", T::kGauge,
+               "Loss of the rank's last pushed batch.");
+  text.Declare("paramd_worker_registrations_total", T::kCounter,
+               "Worker processes seen for the rank (more than 1 after a "
+               "restart).");
+  text.Declare("paramd_worker_pushes_total", T::kCounter,
+               "Pushes of the rank applied.");
+  for (const proto::WorkerStatus& w : s.workers()) {
+    const MetricLabels rank = {{"rank", absl::StrCat(w.rank())}};
+    MetricLabels with_state = rank;
+    with_state.push_back({"state", w.state()});
+    text.Add("paramd_worker_up", with_state, w.state() == "live" ? 1 : 0);
+    text.Add("paramd_worker_clock", rank, static_cast<double>(w.clock()));
+    text.Add("paramd_worker_staleness", rank,
+             static_cast<double>(w.staleness()));
+    text.Add("paramd_worker_last_loss", rank, w.last_loss());
+    text.Add("paramd_worker_registrations_total", rank,
+             static_cast<double>(w.registrations()));
+    text.Add("paramd_worker_pushes_total", rank,
+             static_cast<double>(w.pushes()));
+  }
+  text.Declare("paramd_worker_restarts_total", T::kCounter,
+               "Worker restarts seen across ranks (registrations after each "
+               "rank's first).");
+  uint64_t restarts = 0;
+  for (const proto::WorkerStatus& w : s.workers()) {
+    if (w.registrations() > 1) restarts += w.registrations() - 1;
+  }
+  text.Add("paramd_worker_restarts_total", {}, static_cast<double>(restarts));
+
+  // Training progress (shard 0 keeps the job's epochs).
+  if (s.epochs_size() > 0) {
+    text.Declare("paramd_epoch_train_loss", T::kGauge,
+                 "Mean training loss of the epoch over every worker.");
+    text.Declare("paramd_epoch_test_accuracy", T::kGauge,
+                 "Test accuracy after the epoch, over every rank's share.");
+    text.Declare("paramd_epoch_samples_per_second", T::kGauge,
+                 "Training samples per second of the epoch, all workers.");
+    for (const proto::EpochMetrics& e : s.epochs()) {
+      const MetricLabels epoch = {{"epoch", absl::StrCat(e.epoch())}};
+      text.Add("paramd_epoch_train_loss", epoch, e.train_loss());
+      text.Add("paramd_epoch_test_accuracy", epoch, e.test_accuracy());
+      text.Add("paramd_epoch_samples_per_second", epoch,
+               e.samples_per_second());
+    }
+    const proto::EpochMetrics& last = s.epochs(s.epochs_size() - 1);
+    one("paramd_epoch", T::kGauge, "The last epoch any worker reported.",
+        last.epoch());
+    one("paramd_train_loss", T::kGauge, "Training loss of the last epoch.",
+        last.train_loss());
+    one("paramd_test_accuracy", T::kGauge, "Test accuracy of the last epoch.",
+        last.test_accuracy());
+  }
+
+  // Recovery.
+  one("paramd_restored", T::kGauge,
+      "1 when this process started from a checkpoint.",
+      s.restored_from().empty() ? 0 : 1);
+  if (!s.checkpoint_path().empty()) {
+    one("paramd_checkpoint_age_seconds", T::kGauge,
+        "Seconds since the newest checkpoint was written or restored.",
+        s.checkpoint_age_seconds());
+    one("paramd_checkpoint_version", T::kGauge,
+        "Version of the newest checkpoint.",
+        static_cast<double>(s.checkpoint_version()));
+  }
+  AddProcessMetrics(text, process_started);
+  return text.Render();
+}
+
+}  // namespace paramd

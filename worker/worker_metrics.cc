@@ -1,0 +1,172 @@
+#include "worker/worker_metrics.h"
+
+#include "absl/strings/str_cat.h"
+#include "common/metrics/exposition.h"
+
+namespace paramd {
+
+// Passes every call to the real client, timing and counting it.
+class MeteredClient : public ParameterClient {
+ public:
+  MeteredClient(std::unique_ptr<ParameterClient> inner, WorkerMetrics* m)
+      : inner_(std::move(inner)), m_(m) {}
+
+  absl::StatusOr<uint64_t> Register() override {
+    absl::StatusOr<uint64_t> clock = inner_->Register();
+    m_->OnRegister(clock.ok());
+    return clock;
+  }
+  absl::StatusOr<uint64_t> Pull(uint64_t clock,
+                                absl::Span<float> params) override {
+    const absl::Time start = absl::Now();
+    absl::StatusOr<uint64_t> v = inner_->Pull(clock, params);
+    m_->OnPull(absl::Now() - start, params.size() * sizeof(float), v.ok());
+    return v;
+  }
+  absl::Span<float> GradientBuffer() override {
+    return inner_->GradientBuffer();
+  }
+  absl::StatusOr<uint64_t> Push(uint64_t clock, absl::Span<const float> grads,
+                                float loss) override {
+    const absl::Time start = absl::Now();
+    absl::StatusOr<uint64_t> v = inner_->Push(clock, grads, loss);
+    m_->OnPush(absl::Now() - start, grads.size() * sizeof(float), v.ok());
+    return v;
+  }
+  // One round trip: counted as a push and a pull, the time as push time.
+  absl::StatusOr<uint64_t> PushPull(uint64_t clock,
+                                    absl::Span<const float> grads, float loss,
+                                    absl::Span<float> params) override {
+    const absl::Time start = absl::Now();
+    absl::StatusOr<uint64_t> v = inner_->PushPull(clock, grads, loss, params);
+    const absl::Duration d = absl::Now() - start;
+    m_->OnPush(d, grads.size() * sizeof(float), v.ok());
+    m_->OnPull(d, params.size() * sizeof(float), v.ok());
+    return v;
+  }
+  void Heartbeat(uint64_t clock, bool finished,
+                 absl::Duration timeout) override {
+    inner_->Heartbeat(clock, finished, timeout);
+  }
+  absl::Status ReportEpoch(const EpochReport& report) override {
+    absl::Status s = inner_->ReportEpoch(report);
+    m_->OnEpoch(report);
+    return s;
+  }
+
+ private:
+  std::unique_ptr<ParameterClient> inner_;
+  WorkerMetrics* const m_;
+};
+
+WorkerMetrics::WorkerMetrics(std::string job_id, int rank)
+    : job_id_(std::move(job_id)), rank_(rank) {}
+
+ParameterClientFactory WorkerMetrics::Wrap(ParameterClientFactory inner) {
+  return [this, inner = std::move(inner)](const ClientSetup& setup)
+             -> absl::StatusOr<std::unique_ptr<ParameterClient>> {
+    absl::StatusOr<std::unique_ptr<ParameterClient>> client = inner(setup);
+    if (!client.ok()) return client.status();
+    return std::make_unique<MeteredClient>(*std::move(client), this);
+  };
+}
+
+void WorkerMetrics::OnStep(uint64_t clock, double loss) {
+  steps_.fetch_add(1, std::memory_order_relaxed);
+  clock_.store(clock + 1, std::memory_order_relaxed);
+  last_loss_.store(loss, std::memory_order_relaxed);
+}
+
+void WorkerMetrics::OnRegister(bool ok) {
+  if (ok) registrations_.fetch_add(1, std::memory_order_relaxed);
+}
+
+void WorkerMetrics::OnPush(absl::Duration d, size_t bytes, bool ok) {
+  if (!ok) {
+    failed_calls_.fetch_add(1, std::memory_order_relaxed);
+    return;
+  }
+  push_seconds_.Observe(absl::ToDoubleSeconds(d));
+  pushes_.fetch_add(1, std::memory_order_relaxed);
+  bytes_out_.fetch_add(bytes, std::memory_order_relaxed);
+}
+
+void WorkerMetrics::OnPull(absl::Duration d, size_t bytes, bool ok) {
+  if (!ok) {
+    failed_calls_.fetch_add(1, std::memory_order_relaxed);
+    return;
+  }
+  pull_seconds_.Observe(absl::ToDoubleSeconds(d));
+  pulls_.fetch_add(1, std::memory_order_relaxed);
+  bytes_in_.fetch_add(bytes, std::memory_order_relaxed);
+}
+
+void WorkerMetrics::OnEpoch(const EpochReport& r) {
+  absl::MutexLock lock(&mu_);
+  epoch_ = r.epoch;
+  epoch_loss_ = r.train_samples > 0 ? r.train_loss_sum / r.train_samples : 0;
+  epoch_accuracy_ =
+      r.test_total > 0 ? static_cast<double>(r.test_correct) / r.test_total : 0;
+  epoch_samples_per_second_ =
+      r.train_seconds > 0 ? r.train_samples / r.train_seconds : 0;
+}
+
+std::string WorkerMetrics::Text(absl::Time process_started) const {
+  MetricsText text({{"job", job_id_}, {"rank", absl::StrCat(rank_)}});
+  using T = MetricType;
+  auto one = [&](const char* name, T type, const char* help, double value) {
+    text.Declare(name, type, help);
+    text.Add(name, {}, value);
+  };
+  auto load = [](const std::atomic<uint64_t>& a) {
+    return static_cast<double>(a.load(std::memory_order_relaxed));
+  };
+  one("paramd_worker_steps_total", T::kCounter,
+      "Training steps this process computed.", load(steps_));
+  one("paramd_worker_clock", T::kGauge, "The worker's clock: its next step.",
+      load(clock_));
+  one("paramd_worker_batch_loss", T::kGauge, "Loss of the last batch.",
+      last_loss_.load(std::memory_order_relaxed));
+  one("paramd_worker_pushes_total", T::kCounter, "Pushes every shard accepted.",
+      load(pushes_));
+  one("paramd_worker_pulls_total", T::kCounter, "Pulls every shard served.",
+      load(pulls_));
+  one("paramd_worker_failed_calls_total", T::kCounter,
+      "Pushes and pulls that failed after the client's retries.",
+      load(failed_calls_));
+  one("paramd_worker_sent_bytes_total", T::kCounter,
+      "Gradient bytes pushed (payload, all shards).", load(bytes_out_));
+  one("paramd_worker_received_bytes_total", T::kCounter,
+      "Parameter bytes pulled (payload, all shards).", load(bytes_in_));
+  one("paramd_worker_registrations_total", T::kCounter,
+      "Registrations with the shards (more than 1 after the shards dropped "
+      "this rank and it joined again).",
+      load(registrations_));
+  text.Declare("paramd_worker_push_seconds", T::kHistogram,
+               "Time of a push (with its pull when they go together) to "
+               "every shard, as the worker sees it.");
+  text.AddHistogram("paramd_worker_push_seconds", {}, push_seconds_.Snapshot());
+  text.Declare("paramd_worker_pull_seconds", T::kHistogram,
+               "Time of a pull from every shard, as the worker sees it.");
+  text.AddHistogram("paramd_worker_pull_seconds", {}, pull_seconds_.Snapshot());
+  {
+    absl::MutexLock lock(&mu_);
+    if (epoch_ > 0) {
+      one("paramd_worker_epoch", T::kGauge, "The last epoch this rank ended.",
+          epoch_);
+      one("paramd_worker_epoch_train_loss", T::kGauge,
+          "This rank's mean training loss in its last epoch.", epoch_loss_);
+      one("paramd_worker_epoch_test_accuracy", T::kGauge,
+          "Accuracy on this rank's share of the test set after its last "
+          "epoch.",
+          epoch_accuracy_);
+      one("paramd_worker_epoch_samples_per_second", T::kGauge,
+          "This rank's training samples per second in its last epoch.",
+          epoch_samples_per_second_);
+    }
+  }
+  AddProcessMetrics(text, process_started);
+  return text.Render();
+}
+
+}  // namespace paramd
