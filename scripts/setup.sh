@@ -2,6 +2,12 @@
 # Installs what paramd needs to build, test and train, from Debian's
 # packages, when any of it is missing. Safe to run again: it installs
 # nothing when everything is there.
+#
+#   scripts/setup.sh           what builds and trains
+#   scripts/setup.sh --tests   and what the tests run beside paramd: Slurm
+#                              (slurm-wlm, munge), Prometheus (prometheus,
+#                              promtool) and kubectl (kubernetes-client,
+#                              unless a kubectl is there already)
 set -euo pipefail
 
 PACKAGES=(
@@ -10,6 +16,11 @@ PACKAGES=(
   libabsl-dev libspdlog-dev libfmt-dev catch2 libyaml-cpp-dev zlib1g-dev
   libopenblas-dev dataset-fashion-mnist openssl
 )
+
+if [[ "${1:-}" == --tests ]]; then
+  PACKAGES+=(slurm-wlm munge prometheus)
+  command -v kubectl >/dev/null || PACKAGES+=(kubernetes-client)
+fi
 
 missing=()
 for p in "${PACKAGES[@]}"; do

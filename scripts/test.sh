@@ -11,7 +11,7 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 
-scripts/setup.sh || { echo "0 passed, 1 failed"; exit 1; }
+scripts/setup.sh --tests || { echo "0 passed, 1 failed"; exit 1; }
 
 passed=0
 failed=0

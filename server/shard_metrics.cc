@@ -8,7 +8,8 @@ namespace paramd {
 std::string ShardMetricsText(const Shard& shard, absl::Time process_started) {
   proto::ShardStatus s;
   shard.GetStatus(&s);
-  MetricsText text({{"job", s.job_id()}, {"shard", absl::StrCat(s.shard())}});
+  MetricsText text(
+      {{"paramd_job", s.job_id()}, {"shard", absl::StrCat(s.shard())}});
   using T = MetricType;
   auto one = [&](const char* name, T type, const char* help, double value) {
     text.Declare(name, type, help);

@@ -112,7 +112,7 @@ void WorkerMetrics::OnEpoch(const EpochReport& r) {
 }
 
 std::string WorkerMetrics::Text(absl::Time process_started) const {
-  MetricsText text({{"job", job_id_}, {"rank", absl::StrCat(rank_)}});
+  MetricsText text({{"paramd_job", job_id_}, {"rank", absl::StrCat(rank_)}});
   using T = MetricType;
   auto one = [&](const char* name, T type, const char* help, double value) {
     text.Declare(name, type, help);

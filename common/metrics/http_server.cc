@@ -151,7 +151,6 @@ HttpServer::HttpServer(int listen_fd, int wake_read, int wake_write, int port,
 
 HttpServer::~HttpServer() {
   Stop();
-  close(listen_fd_);
   close(wake_read_);
   close(wake_write_);
 }
@@ -162,6 +161,7 @@ void HttpServer::Stop() {
   const char byte = 0;
   (void)!write(wake_write_, &byte, 1);
   if (thread_.joinable()) thread_.join();
+  close(listen_fd_);  // New connections are refused from here on.
 }
 
 void HttpServer::Loop() {

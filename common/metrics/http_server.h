@@ -41,7 +41,7 @@ class HttpServer {
   ~HttpServer();  // Stops.
 
   int port() const { return port_; }
-  // Stops accepting and joins the thread; idempotent.
+  // Stops serving, joins the thread and closes the socket; idempotent.
   void Stop();
 
  private:

@@ -1,0 +1,131 @@
+// Slurm's host lists and the placement rule of common/slurm.h.
+#include "common/slurm.h"
+
+#include <catch2/catch.hpp>
+#include <map>
+
+#include "common/job_file.h"
+#include "tests/test_files.h"
+
+namespace paramd {
+namespace {
+
+using Hosts = std::vector<std::string>;
+
+TEST_CASE("host lists expand like scontrol show hostnames", "[slurm]") {
+  CHECK(*ExpandHostList("vm") == Hosts{"vm"});
+  CHECK(*ExpandHostList("n[1-3]") == Hosts{"n1", "n2", "n3"});
+  CHECK(*ExpandHostList("n[08-10,15],gpu7") ==
+        Hosts{"n08", "n09", "n10", "n15", "gpu7"});
+  CHECK(*ExpandHostList("rack[1-2]-n[1-2]") ==
+        Hosts{"rack1-n1", "rack1-n2", "rack2-n1", "rack2-n2"});
+  CHECK(*ExpandHostList("a[1]x,b") == Hosts{"a1x", "b"});
+}
+
+TEST_CASE("bad host lists are refused with the fault named", "[slurm]") {
+  for (const char* bad : {"n[1-3", "n1-3]", "n[3-1]", "n[a-b]", "n[]", "a,,b",
+                          "", "n[1-2000000000]", "n[-1]"}) {
+    absl::StatusOr<Hosts> hosts = ExpandHostList(bad);
+    INFO(bad);
+    REQUIRE_FALSE(hosts.ok());
+    CHECK(hosts.status().message().find("host list") != std::string::npos);
+  }
+}
+
+// A job of `servers` servers from Slurm.
+JobConfig SlurmJob(int servers, int port) {
+  JobConfig config;
+  config.servers_from_slurm = true;
+  config.servers.assign(servers, "");
+  config.slurm_port = port;
+  return config;
+}
+
+EnvLookup Env(std::map<std::string, std::string> vars) {
+  return [vars = std::move(vars)](const char* name) -> const char* {
+    auto it = vars.find(name);
+    return it == vars.end() ? nullptr : it->second.c_str();
+  };
+}
+
+TEST_CASE("servers fill nodes in blocks; ports count up from the base",
+          "[slurm]") {
+  // 3 servers on 2 nodes: 2 per node.
+  JobConfig config = SlurmJob(3, 47400);
+  REQUIRE(ResolveSlurmServers(&config, Env({{"SLURM_JOB_ID", "12"},
+                                            {"SLURM_JOB_NODELIST", "n[1-2]"}}))
+              .ok());
+  CHECK(config.servers == Hosts{"n1:47400", "n1:47401", "n2:47402"});
+  // More nodes than servers: one each, on the first nodes.
+  config = SlurmJob(2, 0);
+  REQUIRE(ResolveSlurmServers(&config, Env({{"SLURM_JOB_ID", "4321"},
+                                            {"SLURM_JOB_NODELIST", "a,b,c"}}))
+              .ok());
+  const int base = BasePortForJob(4321);
+  CHECK(base == 20000 + 321 * 16);
+  CHECK(config.servers ==
+        Hosts{"a:" + std::to_string(base), "b:" + std::to_string(base + 1)});
+  CHECK(ServersPerNode(3, 2) == 2);
+  CHECK(ServersPerNode(2, 5) == 1);
+  CHECK(ServersPerNode(8, 4) == 2);
+}
+
+TEST_CASE("the job id picks distinct bases that leave room for servers",
+          "[slurm]") {
+  CHECK(BasePortForJob(1) != BasePortForJob(2));
+  CHECK(BasePortForJob(2) - BasePortForJob(1) == 16);
+  for (uint64_t id : {0ull, 1999ull, 123456789ull}) {
+    CHECK(BasePortForJob(id) >= 20000);
+    CHECK(BasePortForJob(id) + 1024 <= 65535);
+  }
+}
+
+TEST_CASE("outside a Slurm job the addresses cannot be resolved", "[slurm]") {
+  JobConfig config = SlurmJob(2, 0);
+  absl::Status s = ResolveSlurmServers(&config, Env({}));
+  CHECK(absl::IsFailedPrecondition(s));
+  CHECK(s.message().find("SLURM_JOB_ID") != std::string::npos);
+  s = ResolveSlurmServers(
+      &config, Env({{"SLURM_JOB_ID", "x1"}, {"SLURM_JOB_NODELIST", "n1"}}));
+  CHECK(s.message().find("SLURM_JOB_ID") != std::string::npos);
+  s = ResolveSlurmServers(&config, Env({{"SLURM_JOB_ID", "1"}}));
+  CHECK(s.message().find("SLURM_JOB_NODELIST") != std::string::npos);
+  // A job with a list of servers is left alone.
+  JobConfig listed;
+  listed.servers = {"h:1"};
+  CHECK(ResolveSlurmServers(&listed, Env({})).ok());
+  CHECK(listed.servers == Hosts{"h:1"});
+}
+
+TEST_CASE("the job file's cluster.servers may say slurm", "[slurm][config]") {
+  const std::string dir = testing::NewTempDir();
+  testing::JobOptions o;
+  std::string yaml = testing::JobYaml(o);
+  const std::string list = "servers: [\"127.0.0.1:0\", \"127.0.0.1:0\"]";
+  const size_t at = yaml.find(list);
+  REQUIRE(at != std::string::npos);
+  yaml.replace(at, list.size(), "servers: {slurm: 3, port: 47400}");
+  absl::StatusOr<JobConfig> config =
+      LoadJobConfig(testing::WriteFile(dir + "/job.yaml", yaml));
+  REQUIRE(config.ok());
+  CHECK(config->servers_from_slurm);
+  CHECK(config->num_shards() == 3);
+  CHECK(config->slurm_port == 47400);
+  for (const auto& [servers, field] :
+       std::vector<std::pair<std::string, std::string>>{
+           {"{slurm: 0}", "cluster.servers.slurm"},
+           {"{slurm: 2, port: 65535}", "cluster.servers.port"},
+           {"{slurm: 2, bogus: 1}", "bogus"},
+           {"{port: 5}", "cluster.servers.slurm"}}) {
+    std::string bad = testing::JobYaml(o);
+    bad.replace(bad.find(list), list.size(), "servers: " + servers);
+    absl::StatusOr<JobConfig> c =
+        LoadJobConfig(testing::WriteFile(dir + "/bad.yaml", bad));
+    INFO(servers);
+    REQUIRE_FALSE(c.ok());
+    CHECK(c.status().message().find(field) != std::string::npos);
+  }
+}
+
+}  // namespace
+}  // namespace paramd
