@@ -456,6 +456,14 @@ int RunJob(const RunOptions& options) {
                  std::string(config.status().message()).c_str());
     return 1;
   }
+  if (config->servers_from_slurm) {
+    std::fprintf(stderr,
+                 "paramctl: %s: cluster.servers is {slurm: N}: the job runs "
+                 "under Slurm (paramctl slurm writes its batch script); "
+                 "paramctl run needs a list of addresses\n",
+                 options.job_path.c_str());
+    return 1;
+  }
   for (const std::string& binary :
        {options.server_binary, options.worker_binary}) {
     if (access(binary.c_str(), X_OK) != 0) {

@@ -5,6 +5,8 @@
 //   paramctl checkpoint --job J.yaml [--servers HOST:PORT,...]
 //   paramctl validate J.yaml
 //   paramctl status --job J.yaml [--servers HOST:PORT,...] [--json] [--watch]
+//   paramctl slurm J.yaml [--partition P] [--time T] [--gpus-per-worker G]
+//                  [--nodes N] [--logs DIR] [--output FILE]
 #include <unistd.h>
 
 #include <cstdio>
@@ -21,8 +23,10 @@
 #include "common/job_file.h"
 #include "common/model_spec.h"
 #include "common/partitioner.h"
+#include "common/slurm.h"
 #include "tools/binaries.h"
 #include "tools/job_runner.h"
+#include "tools/slurm_script.h"
 #include "tools/status_client.h"
 
 namespace paramd {
@@ -37,7 +41,9 @@ constexpr char kUsage[] =
     "  paramctl validate J.yaml\n"
     "  paramctl status --job J.yaml [--servers HOST:PORT,...] [--json] "
     "[--watch]\n"
-    "  paramctl checkpoint --job J.yaml [--servers HOST:PORT,...]\n";
+    "  paramctl checkpoint --job J.yaml [--servers HOST:PORT,...]\n"
+    "  paramctl slurm J.yaml [--partition P] [--time T] [--gpus-per-worker G]\n"
+    "                 [--nodes N] [--logs DIR] [--output FILE]\n";
 
 int Usage(const std::string& problem) {
   std::fprintf(stderr, "paramctl: %s\n%s", problem.c_str(), kUsage);
@@ -98,10 +104,15 @@ std::optional<Target> LoadTarget(const ParsedFlags& flags,
     return std::nullopt;
   }
   Target target;
-  target.addresses = config->servers;
   if (flags.Has("servers")) {
     target.addresses =
         absl::StrSplit(flags.Get("servers", ""), ',', absl::SkipEmpty());
+  } else if (absl::Status s = ResolveSlurmServers(&*config, ProcessEnv());
+             !s.ok()) {
+    std::fprintf(stderr, "paramctl: %s\n", std::string(s.message()).c_str());
+    return std::nullopt;
+  } else {
+    target.addresses = config->servers;
   }
   for (const std::string& a : target.addresses) {
     if (absl::EndsWith(a, ":0")) {
@@ -174,11 +185,68 @@ int Status(const ParsedFlags& flags) {
   return 0;
 }
 
+// Writes the Slurm batch script of a job (tools/slurm_script.h).
+int Slurm(const std::string& path, const ParsedFlags& flags) {
+  absl::StatusOr<JobConfig> config = LoadJobConfig(path);
+  if (!config.ok()) {
+    std::fprintf(stderr, "paramctl: %s\n",
+                 std::string(config.status().message()).c_str());
+    return 1;
+  }
+  namespace fs = std::filesystem;
+  SlurmScriptOptions options;
+  options.job_path = fs::absolute(path).lexically_normal().string();
+  options.server_binary =
+      fs::absolute(
+          flags.Get("server_binary", FindBinary("paramd-server", "server")))
+          .lexically_normal()
+          .string();
+  options.worker_binary =
+      fs::absolute(
+          flags.Get("worker_binary", FindBinary("paramd-worker", "worker")))
+          .lexically_normal()
+          .string();
+  options.log_dir =
+      fs::absolute(flags.Get("logs", ".")).lexically_normal().string();
+  options.partition = flags.Get("partition", "");
+  options.time = flags.Get("time", "");
+  for (auto [flag, out] :
+       {std::pair{"nodes", &options.nodes},
+        std::pair{"gpus-per-worker", &options.gpus_per_worker}}) {
+    absl::StatusOr<int> value = flags.GetInt(flag, 0);
+    if (!value.ok()) return Usage(std::string(value.status().message()));
+    *out = *value;
+  }
+  absl::StatusOr<std::string> script = SlurmBatchScript(*config, options);
+  if (!script.ok()) {
+    std::fprintf(stderr, "paramctl: %s\n",
+                 std::string(script.status().message()).c_str());
+    return 1;
+  }
+  if (!flags.Has("output")) {
+    std::fputs(script->c_str(), stdout);
+    return 0;
+  }
+  const std::string out = flags.Get("output", "");
+  FILE* f = std::fopen(out.c_str(), "w");
+  if (f == nullptr || std::fputs(script->c_str(), f) < 0 ||
+      std::fclose(f) != 0) {
+    std::fprintf(stderr, "paramctl: cannot write %s\n", out.c_str());
+    return 1;
+  }
+  fs::permissions(out, fs::perms::owner_exec | fs::perms::group_exec,
+                  fs::perm_options::add);
+  std::printf("wrote %s: submit it with `sbatch %s`\n", out.c_str(),
+              out.c_str());
+  return 0;
+}
+
 int Main(int argc, char** argv) {
   absl::StatusOr<ParsedFlags> flags =
       ParseFlags(argc, argv,
                  {"summary", "log_level", "job", "servers", "server_binary",
-                  "worker_binary"},
+                  "worker_binary", "partition", "time", "gpus-per-worker",
+                  "nodes", "logs", "output", "image", "namespace"},
                  {"json", "watch", "make-secrets", "resume", "fresh"});
   if (!flags.ok()) return Usage(std::string(flags.status().message()));
   const std::vector<std::string>& args = flags->positional;
@@ -199,6 +267,10 @@ int Main(int argc, char** argv) {
     options.worker_binary =
         flags->Get("worker_binary", FindBinary("paramd-worker", "worker"));
     return RunJob(options);
+  }
+  if (command == "slurm") {
+    if (args.size() != 2) return Usage("slurm takes one job file");
+    return Slurm(args[1], *flags);
   }
   if (command == "status") return Status(*flags);
   if (command == "checkpoint") return Checkpoint(*flags);

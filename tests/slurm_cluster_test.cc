@@ -1,0 +1,254 @@
+// paramd under a real Slurm: scripts/local-slurm.sh brings up munged,
+// slurmctld and slurmd (Debian's slurm-wlm and munge) on 127.0.0.1 as
+// root; `paramctl slurm` writes the batch script; sbatch runs the job's
+// servers and workers as two job steps. One job trains to the end (exit
+// status 0, accuracy well above chance); another is stopped with scancel
+// and its servers write checkpoints on the way out. The daemons are torn
+// down by their pids at the end. Skips, saying why, when not root or when
+// Slurm is not installed.
+#include <poll.h>
+#include <sys/inotify.h>
+#include <unistd.h>
+
+#include <catch2/catch.hpp>
+#include <filesystem>
+#include <fstream>
+#include <regex>
+#include <sstream>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "tests/skip_main.h"
+#include "tests/subprocess.h"
+#include "tests/test_files.h"
+
+namespace paramd {
+namespace testing {
+
+std::string SkipReason() {
+  if (getuid() != 0) {
+    return "needs root to start munged and Slurm's daemons";
+  }
+  return MissingPrograms({"munged", "slurmctld", "slurmd", "sbatch", "squeue",
+                          "scancel", "scontrol", "srun"});
+}
+
+namespace {
+
+constexpr absl::Duration kTimeout = absl::Minutes(3);
+
+std::string ReadAll(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+// Waits (inotify on the folder, no polling) until `path` contains
+// `marker`; false after `timeout`.
+bool AwaitFileContaining(const std::string& path, const std::string& marker,
+                         absl::Duration timeout) {
+  const int fd = inotify_init1(IN_CLOEXEC | IN_NONBLOCK);
+  REQUIRE(fd >= 0);
+  const std::string dir = std::filesystem::path(path).parent_path().string();
+  REQUIRE(inotify_add_watch(fd, dir.c_str(),
+                            IN_MODIFY | IN_CREATE | IN_CLOSE_WRITE) >= 0);
+  const absl::Time deadline = absl::Now() + timeout;
+  bool found = false;
+  while (!(found = absl::StrContains(ReadAll(path), marker))) {
+    const absl::Duration left = deadline - absl::Now();
+    if (left <= absl::ZeroDuration()) break;
+    pollfd p{fd, POLLIN, 0};
+    if (poll(&p, 1, static_cast<int>(absl::ToInt64Milliseconds(left)) + 1) >
+        0) {
+      char events[4096];
+      while (read(fd, events, sizeof(events)) > 0) {
+      }
+    }
+  }
+  close(fd);
+  return found;
+}
+
+// The single-node cluster, up for the whole test binary.
+class LocalSlurm {
+ public:
+  static LocalSlurm& Get() {
+    static LocalSlurm* cluster = new LocalSlurm();
+    return *cluster;
+  }
+  const std::string& dir() const { return dir_; }
+  bool up() const { return up_; }
+  const std::string& output() const { return output_; }
+
+  // Runs a Slurm client command with this cluster's config; exit code and
+  // output.
+  std::pair<int, std::string> Run(const std::vector<std::string>& args,
+                                  absl::Duration timeout = kTimeout) {
+    std::vector<std::string> argv = {"/usr/bin/env",
+                                     "SLURM_CONF=" + dir_ + "/slurm.conf"};
+    argv.insert(argv.end(), args.begin(), args.end());
+    Subprocess p(argv);
+    const int rc = p.Wait(timeout);
+    return {rc, p.output()};
+  }
+
+  ~LocalSlurm() = delete;
+
+ private:
+  LocalSlurm() : dir_(NewTempDir() + "/slurm") {
+    const absl::Time start = absl::Now();
+    Subprocess up({"scripts/local-slurm.sh", "up", dir_});
+    up_ = up.Wait(absl::Minutes(1)) == 0;
+    output_ = up.output();
+    bring_up_ = absl::Now() - start;
+    std::printf("local Slurm up in %.2f s (%s)\n",
+                absl::ToDoubleSeconds(bring_up_), up_ ? "ok" : "failed");
+    std::atexit([] {
+      Subprocess down({"scripts/local-slurm.sh", "down", Get().dir()});
+      down.Wait(absl::Minutes(1));
+    });
+  }
+
+  std::string dir_;
+  bool up_ = false;
+  std::string output_;
+  absl::Duration bring_up_;
+};
+
+// A small job whose servers come from Slurm, written with its batch script
+// into a fresh folder; returns the folder.
+std::string WriteJob(int epochs, int slow_step_ms) {
+  const std::string dir = NewTempDir();
+  JobOptions o;
+  o.epochs = epochs;
+  o.train_limit = 4096;
+  o.test_limit = 1000;
+  std::string yaml = JobYaml(o);
+  const std::string list = R"(servers: ["127.0.0.1:0", "127.0.0.1:0"])";
+  REQUIRE(absl::StrContains(yaml, list));
+  yaml.replace(yaml.find(list), list.size(), "servers: {slurm: 2}");
+  yaml += "checkpoint:\n  dir: checkpoints\n  every_steps: 1000\n";
+  if (slow_step_ms > 0) {
+    yaml += absl::StrCat(
+        "testing:\n  slow_rank: 0\n  slow_step_ms: ", slow_step_ms, "\n");
+  }
+  WriteFile(dir + "/job.yaml", yaml);
+  std::filesystem::create_directories(dir + "/logs");
+  Subprocess paramctl({"tools/paramctl", "slurm", dir + "/job.yaml", "--nodes",
+                       "1", "--time", "10", "--logs", dir + "/logs", "--output",
+                       dir + "/job.sbatch", "--server_binary",
+                       "server/paramd-server", "--worker_binary",
+                       "worker/paramd-worker"});
+  REQUIRE(paramctl.Wait(kTimeout) == 0);
+  return dir;
+}
+
+// sbatch --wait on the job's script: it prints the job id at once, then
+// exits with the job's exit status when the job ends.
+struct Submitted {
+  std::unique_ptr<Subprocess> sbatch;
+  std::string id;
+};
+
+Submitted Submit(const std::string& dir) {
+  Submitted job;
+  job.sbatch = std::make_unique<Subprocess>(std::vector<std::string>{
+      "/usr/bin/env", "SLURM_CONF=" + LocalSlurm::Get().dir() + "/slurm.conf",
+      "sbatch", "--parsable", "--wait", "--chdir=" + dir, dir + "/job.sbatch"});
+  REQUIRE(job.sbatch->ReadUntil("\n", kTimeout));
+  std::smatch id;
+  const std::string out = job.sbatch->output();
+  INFO(out);
+  REQUIRE(std::regex_search(out, id, std::regex(R"(^(\d+))")));
+  job.id = id[1].str();
+  return job;
+}
+
+std::string JobField(const std::string& id, const std::string& field) {
+  auto [rc, out] = LocalSlurm::Get().Run({"scontrol", "show", "job", id});
+  std::smatch m;
+  if (!std::regex_search(out, m, std::regex(field + R"(=(\S+))"))) return "";
+  return m[1].str();
+}
+
+TEST_CASE("sbatch runs a job's servers and workers to the end and it learns",
+          "[slurm][cluster]") {
+  LocalSlurm& slurm = LocalSlurm::Get();
+  INFO(slurm.output());
+  REQUIRE(slurm.up());
+  const std::string dir = WriteJob(/*epochs=*/2, /*slow_step_ms=*/0);
+  const absl::Time start = absl::Now();
+  Submitted job = Submit(dir);
+  const std::string& id = job.id;
+  CHECK(job.sbatch->Wait(kTimeout) == 0);
+  std::printf("job %s: sbatch --wait returned after %.1f s\n", id.c_str(),
+              absl::ToDoubleSeconds(absl::Now() - start));
+  CHECK(JobField(id, "JobState") == "COMPLETED");
+  CHECK(JobField(id, "ExitCode") == "0:0");
+  // One log per process, named by Slurm's job id and task id.
+  const std::string logs = dir + "/logs/paramd-" + id;
+  for (int r = 0; r < 2; ++r) {
+    const std::string log = ReadAll(absl::StrCat(logs, "-worker-", r, ".log"));
+    INFO(log);
+    std::smatch m;
+    REQUIRE(std::regex_search(
+        log, m,
+        std::regex(
+            R"(epoch 2/2: train loss [0-9.]+, test accuracy ([0-9.]+))")));
+    const double accuracy = std::stod(m[1].str());
+    std::printf("job %s: rank %d test accuracy %.4f\n", id.c_str(), r,
+                accuracy);
+    CHECK(accuracy > 0.6);  // Chance is 0.1.
+    CHECK(absl::StrContains(log, "finished 2 epochs"));
+  }
+  for (int k = 0; k < 2; ++k) {
+    const std::string log = ReadAll(absl::StrCat(logs, "-server-", k, ".log"));
+    INFO(log);
+    CHECK(absl::StrContains(log, absl::StrCat("shard ", k, "/2")));
+    // Stopped by the script with SIGTERM once the workers were done.
+    CHECK(absl::StrContains(log, "signal 15 received"));
+    CHECK(absl::StrContains(log, "checkpoint of version"));
+  }
+}
+
+TEST_CASE("scancel stops every process; servers checkpoint on SIGTERM",
+          "[slurm][cluster]") {
+  LocalSlurm& slurm = LocalSlurm::Get();
+  REQUIRE(slurm.up());
+  // ~100 s of training at 100 ms a step: it is cancelled long before.
+  const std::string dir = WriteJob(/*epochs=*/8, /*slow_step_ms=*/100);
+  Submitted job = Submit(dir);
+  const std::string& id = job.id;
+  const std::string logs = dir + "/logs/paramd-" + id;
+  // Running for real: a worker has started its steps.
+  REQUIRE(AwaitFileContaining(logs + "-worker-0.log", "training samples",
+                              kTimeout));
+  auto [rc, out] = slurm.Run({"scancel", id});
+  INFO(out);
+  CHECK(rc == 0);
+  // sbatch --wait returns once the job has ended, with a failure status.
+  CHECK(job.sbatch->Wait(kTimeout) != 0);
+  for (int k = 0; k < 2; ++k) {
+    const std::string log = ReadAll(absl::StrCat(logs, "-server-", k, ".log"));
+    INFO(log);
+    CHECK(absl::StrContains(log, "signal 15 received"));
+    CHECK(absl::StrContains(log, "checkpoint of version"));
+  }
+  CHECK(std::filesystem::exists(dir + "/checkpoints"));
+  int checkpoints = 0;
+  for (const auto& e :
+       std::filesystem::directory_iterator(dir + "/checkpoints")) {
+    checkpoints += absl::EndsWith(e.path().string(), ".ckpt");
+  }
+  CHECK(checkpoints >= 2);
+  // The job is over and nothing of it runs: no step left in squeue.
+  auto [qrc, steps] = slurm.Run({"squeue", "-h", "-s", "-j", id});
+  CHECK(absl::StrContains(JobField(id, "JobState"), "CANCELLED"));
+  CHECK(steps.find("paramd-") == std::string::npos);
+}
+
+}  // namespace
+}  // namespace testing
+}  // namespace paramd

@@ -1,0 +1,94 @@
+// paramctl slurm's batch script (tools/slurm_script.h), as text; the real
+// Slurm runs it in slurm_cluster_test.
+#include "tools/slurm_script.h"
+
+#include <catch2/catch.hpp>
+
+#include "absl/strings/match.h"
+#include "tests/subprocess.h"
+#include "tests/test_files.h"
+
+namespace paramd {
+namespace {
+
+JobConfig SlurmJob() {
+  JobConfig config;
+  config.job_id = "mlp";
+  config.path = "/jobs/mlp.yaml";
+  config.servers_from_slurm = true;
+  config.servers.assign(3, "");
+  config.num_workers = 4;
+  return config;
+}
+
+SlurmScriptOptions Options() {
+  SlurmScriptOptions o;
+  o.job_path = "/jobs/mlp.yaml";
+  o.server_binary = "/opt/paramd/paramd-server";
+  o.worker_binary = "/opt/paramd/paramd-worker";
+  o.log_dir = "/logs";
+  return o;
+}
+
+TEST_CASE("the script asks for the job's tasks and launches two steps",
+          "[slurm]") {
+  SlurmScriptOptions o = Options();
+  o.partition = "gpu";
+  o.time = "01:00:00";
+  o.gpus_per_worker = 2;
+  absl::StatusOr<std::string> script = SlurmBatchScript(SlurmJob(), o);
+  REQUIRE(script.ok());
+  for (const char* line :
+       {"#SBATCH --job-name=paramd-mlp\n", "#SBATCH --nodes=4\n",
+        "#SBATCH --ntasks=7\n", "#SBATCH --partition=gpu\n",
+        "#SBATCH --time=01:00:00\n", "#SBATCH --gpus=8\n",
+        "#SBATCH --output=/logs/paramd-%j-batch.log\n", "SERVERS=3\n",
+        "WORKERS=4\n", "--gpus-per-task=2", "--distribution=block",
+        "--output=\"$LOGS/paramd-%j-server-%t.log\"",
+        "--output=\"$LOGS/paramd-%j-worker-%t.log\"",
+        "--shard \"$SLURM_PROCID\"", "--rank \"$SLURM_PROCID\"",
+        "scancel --signal=TERM", "exit $rc\n"}) {
+    INFO(line);
+    CHECK(absl::StrContains(*script, line));
+  }
+  // Valid bash.
+  const std::string path =
+      testing::WriteFile(testing::NewTempDir() + "/job.sbatch", *script);
+  testing::Subprocess bash({"/bin/bash", "-n", path});
+  CHECK(bash.Wait(absl::Seconds(30)) == 0);
+}
+
+TEST_CASE("without options the script leaves Slurm's defaults alone",
+          "[slurm]") {
+  SlurmScriptOptions o = Options();
+  o.nodes = 1;
+  absl::StatusOr<std::string> script = SlurmBatchScript(SlurmJob(), o);
+  REQUIRE(script.ok());
+  CHECK(absl::StrContains(*script, "#SBATCH --nodes=1\n"));
+  CHECK_FALSE(absl::StrContains(*script, "--partition"));
+  CHECK_FALSE(absl::StrContains(*script, "--time"));
+  CHECK_FALSE(absl::StrContains(*script, "gpus"));
+}
+
+TEST_CASE("a job with listed servers and values sbatch misreads are refused",
+          "[slurm]") {
+  JobConfig listed = SlurmJob();
+  listed.servers_from_slurm = false;
+  absl::StatusOr<std::string> script = SlurmBatchScript(listed, Options());
+  REQUIRE_FALSE(script.ok());
+  CHECK(absl::StrContains(script.status().message(), "{slurm: N}"));
+  SlurmScriptOptions o = Options();
+  o.partition = "a b";
+  script = SlurmBatchScript(SlurmJob(), o);
+  REQUIRE_FALSE(script.ok());
+  CHECK(absl::StrContains(script.status().message(), "--partition"));
+  o = Options();
+  o.gpus_per_worker = -1;
+  CHECK_FALSE(SlurmBatchScript(SlurmJob(), o).ok());
+  o = Options();
+  o.log_dir = "/my logs";
+  CHECK_FALSE(SlurmBatchScript(SlurmJob(), o).ok());
+}
+
+}  // namespace
+}  // namespace paramd
