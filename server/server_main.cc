@@ -6,7 +6,8 @@
 // --launch ID names the start of the job it serves (paramctl run passes a
 // random one to every process): workers of another launch are refused.
 // With checkpoint.dir it starts from its newest checkpoint there (--fresh:
-// discards them instead). SIGINT or SIGTERM writes a checkpoint (with
+// discards them instead; --checkpoint_dir DIR puts them in DIR instead of
+// checkpoint.dir). SIGINT or SIGTERM writes a checkpoint (with
 // checkpoint.dir) and shuts it down cleanly. With metrics.port (or
 // --metrics_listen HOST:PORT) it serves Prometheus metrics at /metrics and
 // "ok" at /healthz; --metrics_port_file PATH receives that port.
@@ -36,7 +37,8 @@ namespace {
 
 constexpr char kUsage[] =
     "usage: paramd-server --job J.yaml --shard K [--listen HOST:PORT] "
-    "[--port_file PATH] [--launch ID] [--fresh] [--metrics_listen HOST:PORT] "
+    "[--port_file PATH] [--launch ID] [--fresh] [--checkpoint_dir DIR] "
+    "[--metrics_listen HOST:PORT] "
     "[--metrics_port_file PATH] [--log_level LEVEL]";
 
 // Blocks SIGINT and SIGTERM in this thread and every thread started after
@@ -146,10 +148,15 @@ int Run(int argc, char** argv) {
       StartDaemon({"paramd-server",
                    kUsage,
                    "shard",
-                   {"listen", "port_file", "launch"},
+                   {"listen", "port_file", "launch", "checkpoint_dir"},
                    {"fresh"}},
                   argc, argv, &exit_code);
   if (!start) return exit_code;
+  if (start->flags.Has("checkpoint_dir")) {
+    // Where checkpoints go on this node (a volume in a container, say),
+    // whatever the job file says.
+    start->config.checkpoint.dir = start->flags.Get("checkpoint_dir", "");
+  }
   absl::StatusOr<std::unique_ptr<ParameterServer>> server =
       ParameterServer::Create(start->config, start->id, nullptr,
                               ShardOptions{nullptr, start->flags.Has("fresh")});

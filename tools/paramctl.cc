@@ -7,11 +7,14 @@
 //   paramctl status --job J.yaml [--servers HOST:PORT,...] [--json] [--watch]
 //   paramctl slurm J.yaml [--partition P] [--time T] [--gpus-per-worker G]
 //                  [--nodes N] [--logs DIR] [--output FILE]
+//   paramctl k8s J.yaml [--image I] [--namespace N] [--output FILE]
 #include <unistd.h>
 
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
 #include <optional>
+#include <sstream>
 #include <string>
 
 #include "absl/strings/match.h"
@@ -26,6 +29,7 @@
 #include "common/slurm.h"
 #include "tools/binaries.h"
 #include "tools/job_runner.h"
+#include "tools/k8s_manifests.h"
 #include "tools/slurm_script.h"
 #include "tools/status_client.h"
 
@@ -43,7 +47,8 @@ constexpr char kUsage[] =
     "[--watch]\n"
     "  paramctl checkpoint --job J.yaml [--servers HOST:PORT,...]\n"
     "  paramctl slurm J.yaml [--partition P] [--time T] [--gpus-per-worker G]\n"
-    "                 [--nodes N] [--logs DIR] [--output FILE]\n";
+    "                 [--nodes N] [--logs DIR] [--output FILE]\n"
+    "  paramctl k8s J.yaml [--image I] [--namespace N] [--output FILE]\n";
 
 int Usage(const std::string& problem) {
   std::fprintf(stderr, "paramctl: %s\n%s", problem.c_str(), kUsage);
@@ -185,6 +190,23 @@ int Status(const ParsedFlags& flags) {
   return 0;
 }
 
+// Writes `text` to --output (saying so) or to stdout.
+int WriteOutput(const ParsedFlags& flags, const std::string& text,
+                const std::string& then) {
+  if (!flags.Has("output")) {
+    std::fputs(text.c_str(), stdout);
+    return 0;
+  }
+  const std::string out = flags.Get("output", "");
+  FILE* f = std::fopen(out.c_str(), "w");
+  if (f == nullptr || std::fputs(text.c_str(), f) < 0 || std::fclose(f) != 0) {
+    std::fprintf(stderr, "paramctl: cannot write %s\n", out.c_str());
+    return 1;
+  }
+  std::printf("wrote %s: %s %s\n", out.c_str(), then.c_str(), out.c_str());
+  return 0;
+}
+
 // Writes the Slurm batch script of a job (tools/slurm_script.h).
 int Slurm(const std::string& path, const ParsedFlags& flags) {
   absl::StatusOr<JobConfig> config = LoadJobConfig(path);
@@ -223,22 +245,38 @@ int Slurm(const std::string& path, const ParsedFlags& flags) {
                  std::string(script.status().message()).c_str());
     return 1;
   }
-  if (!flags.Has("output")) {
-    std::fputs(script->c_str(), stdout);
-    return 0;
+  const int code = WriteOutput(flags, *script, "submit it with sbatch");
+  if (code == 0 && flags.Has("output")) {
+    std::filesystem::permissions(
+        flags.Get("output", ""),
+        std::filesystem::perms::owner_exec | std::filesystem::perms::group_exec,
+        std::filesystem::perm_options::add);
   }
-  const std::string out = flags.Get("output", "");
-  FILE* f = std::fopen(out.c_str(), "w");
-  if (f == nullptr || std::fputs(script->c_str(), f) < 0 ||
-      std::fclose(f) != 0) {
-    std::fprintf(stderr, "paramctl: cannot write %s\n", out.c_str());
+  return code;
+}
+
+// Writes the Kubernetes manifests of a job (tools/k8s_manifests.h).
+int K8s(const std::string& path, const ParsedFlags& flags) {
+  absl::StatusOr<JobConfig> config = LoadJobConfig(path);
+  if (!config.ok()) {
+    std::fprintf(stderr, "paramctl: %s\n",
+                 std::string(config.status().message()).c_str());
     return 1;
   }
-  fs::permissions(out, fs::perms::owner_exec | fs::perms::group_exec,
-                  fs::perm_options::add);
-  std::printf("wrote %s: submit it with `sbatch %s`\n", out.c_str(),
-              out.c_str());
-  return 0;
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  K8sOptions options;
+  options.job_text = text.str();
+  options.image = flags.Get("image", options.image);
+  options.namespace_name = flags.Get("namespace", options.namespace_name);
+  absl::StatusOr<std::string> manifests = K8sManifests(*config, options);
+  if (!manifests.ok()) {
+    std::fprintf(stderr, "paramctl: %s\n",
+                 std::string(manifests.status().message()).c_str());
+    return 1;
+  }
+  return WriteOutput(flags, *manifests, "apply it with kubectl apply -f");
 }
 
 int Main(int argc, char** argv) {
@@ -271,6 +309,10 @@ int Main(int argc, char** argv) {
   if (command == "slurm") {
     if (args.size() != 2) return Usage("slurm takes one job file");
     return Slurm(args[1], *flags);
+  }
+  if (command == "k8s") {
+    if (args.size() != 2) return Usage("k8s takes one job file");
+    return K8s(args[1], *flags);
   }
   if (command == "status") return Status(*flags);
   if (command == "checkpoint") return Checkpoint(*flags);
