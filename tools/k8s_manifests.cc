@@ -293,6 +293,8 @@ absl::StatusOr<std::string> K8sManifests(const JobConfig& config,
       ScrapeAnnotations(metrics);
   // SIGTERM writes a checkpoint; give it time.
   sts["spec"]["template"]["spec"]["terminationGracePeriodSeconds"] = 60;
+  // The image runs as nobody (65534); the checkpoint volume is made its.
+  sts["spec"]["template"]["spec"]["securityContext"]["fsGroup"] = 65534;
   sts["spec"]["template"]["spec"]["containers"].push_back(server);
   sts["spec"]["template"]["spec"]["volumes"].push_back(JobVolume(name));
   if (checkpoints) {
