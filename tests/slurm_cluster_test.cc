@@ -166,11 +166,19 @@ Submitted Submit(const std::string& dir) {
   return job;
 }
 
+// A field of `scontrol show job ID`; empty when scontrol could not say
+// (it is asked again a few times: a busy slurmctld may drop a request).
 std::string JobField(const std::string& id, const std::string& field) {
-  auto [rc, out] = LocalSlurm::Get().Run({"scontrol", "show", "job", id});
-  std::smatch m;
-  if (!std::regex_search(out, m, std::regex(field + R"(=(\S+))"))) return "";
-  return m[1].str();
+  for (int attempt = 0; attempt < 5; ++attempt) {
+    auto [rc, out] = LocalSlurm::Get().Run({"scontrol", "show", "job", id});
+    std::smatch m;
+    if (rc == 0 && std::regex_search(out, m, std::regex(field + R"(=(\S+))"))) {
+      return m[1].str();
+    }
+    std::printf("scontrol show job %s: exit %d: %s\n", id.c_str(), rc,
+                out.c_str());
+  }
+  return "";
 }
 
 TEST_CASE("sbatch runs a job's servers and workers to the end and it learns",
@@ -245,7 +253,10 @@ TEST_CASE("scancel stops every process; servers checkpoint on SIGTERM",
   CHECK(checkpoints >= 2);
   // The job is over and nothing of it runs: no step left in squeue.
   auto [qrc, steps] = slurm.Run({"squeue", "-h", "-s", "-j", id});
-  CHECK(absl::StrContains(JobField(id, "JobState"), "CANCELLED"));
+  const std::string state = JobField(id, "JobState");
+  INFO("JobState=" << state << "\n"
+                   << slurm.Run({"scontrol", "show", "job", id}).second);
+  CHECK(absl::StrContains(state, "CANCELLED"));
   CHECK(steps.find("paramd-") == std::string::npos);
 }
 
