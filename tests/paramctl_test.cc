@@ -23,6 +23,7 @@ using testing::JobOptions;
 using testing::JobYaml;
 using testing::NewTempDir;
 using testing::ProcessGone;
+using testing::ReadFileOrEmpty;
 using testing::RunCommand;
 using testing::StartedPids;
 using testing::Subprocess;
@@ -33,13 +34,6 @@ const std::string kParamctl = "tools/paramctl";
 std::vector<std::string> RunArgs(const std::string& job,
                                  std::vector<std::string> extra = {}) {
   return testing::ParamctlRunArgs(job, std::move(extra));
-}
-
-std::string ReadAll(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
 }
 
 TEST_CASE("validate accepts the main job", "[paramctl]") {
@@ -109,7 +103,7 @@ TEST_CASE("run trains a small job and writes the summary", "[paramctl][e2e]") {
   CHECK(pids.size() == 4);
   for (pid_t pid : pids) CHECK(ProcessGone(pid));
 
-  const std::string json = ReadAll(summary);
+  const std::string json = ReadFileOrEmpty(summary);
   INFO(json);
   CHECK(json.find("\"policy\": \"sync\"") != std::string::npos);
   CHECK(json.find("\"servers\": 2") != std::string::npos);

@@ -25,15 +25,8 @@ namespace {
 
 constexpr absl::Duration kTimeout = absl::Seconds(90);
 
-std::string ReadAll(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
 int PortIn(const std::string& path) {
-  const std::string text = ReadAll(path);
+  const std::string text = ReadFileOrEmpty(path);
   REQUIRE(!text.empty());
   return std::stoi(text);
 }

@@ -22,6 +22,7 @@ namespace {
 using testing::JobOptions;
 using testing::NewTempDir;
 using testing::ProcessGone;
+using testing::ReadFileOrEmpty;
 using testing::Subprocess;
 using testing::WriteFile;
 
@@ -59,13 +60,6 @@ pid_t PidOf(const std::string& output, const std::string& name) {
     pid = std::stoi((*it)[1]);
   }
   return pid;
-}
-
-std::string ReadFile(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str();
 }
 
 double FinalAccuracy(const std::string& output) {
@@ -113,7 +107,7 @@ std::string KillOnceAndFinish(const std::string& job,
   CHECK(std::regex_search(
       out, std::regex("restarted " + victim + R"( \(pid \d+\))")));
   CHECK(out.find("1 restart(s)") != std::string::npos);
-  const std::string summary = ReadFile(summary_path);
+  const std::string summary = ReadFileOrEmpty(summary_path);
   CHECK(summary.find("\"restarts\": 1,") != std::string::npos);
   CHECK(summary.find("\"restarts_by_process\": {\"" + victim + "\": 1}") !=
         std::string::npos);

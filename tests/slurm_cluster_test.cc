@@ -38,13 +38,6 @@ namespace {
 
 constexpr absl::Duration kTimeout = absl::Minutes(3);
 
-std::string ReadAll(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
 // Waits (inotify on the folder, no polling) until `path` contains
 // `marker`; false after `timeout`.
 bool AwaitFileContaining(const std::string& path, const std::string& marker,
@@ -56,7 +49,7 @@ bool AwaitFileContaining(const std::string& path, const std::string& marker,
                             IN_MODIFY | IN_CREATE | IN_CLOSE_WRITE) >= 0);
   const absl::Time deadline = absl::Now() + timeout;
   bool found = false;
-  while (!(found = absl::StrContains(ReadAll(path), marker))) {
+  while (!(found = absl::StrContains(ReadFileOrEmpty(path), marker))) {
     const absl::Duration left = deadline - absl::Now();
     if (left <= absl::ZeroDuration()) break;
     pollfd p{fd, POLLIN, 0};
@@ -198,7 +191,8 @@ TEST_CASE("sbatch runs a job's servers and workers to the end and it learns",
   // One log per process, named by Slurm's job id and task id.
   const std::string logs = dir + "/logs/paramd-" + id;
   for (int r = 0; r < 2; ++r) {
-    const std::string log = ReadAll(absl::StrCat(logs, "-worker-", r, ".log"));
+    const std::string log =
+        ReadFileOrEmpty(absl::StrCat(logs, "-worker-", r, ".log"));
     INFO(log);
     std::smatch m;
     REQUIRE(std::regex_search(
@@ -212,7 +206,8 @@ TEST_CASE("sbatch runs a job's servers and workers to the end and it learns",
     CHECK(absl::StrContains(log, "finished 2 epochs"));
   }
   for (int k = 0; k < 2; ++k) {
-    const std::string log = ReadAll(absl::StrCat(logs, "-server-", k, ".log"));
+    const std::string log =
+        ReadFileOrEmpty(absl::StrCat(logs, "-server-", k, ".log"));
     INFO(log);
     CHECK(absl::StrContains(log, absl::StrCat("shard ", k, "/2")));
     // Stopped by the script with SIGTERM once the workers were done.
@@ -239,7 +234,8 @@ TEST_CASE("scancel stops every process; servers checkpoint on SIGTERM",
   // sbatch --wait returns once the job has ended, with a failure status.
   CHECK(job.sbatch->Wait(kTimeout) != 0);
   for (int k = 0; k < 2; ++k) {
-    const std::string log = ReadAll(absl::StrCat(logs, "-server-", k, ".log"));
+    const std::string log =
+        ReadFileOrEmpty(absl::StrCat(logs, "-server-", k, ".log"));
     INFO(log);
     CHECK(absl::StrContains(log, "signal 15 received"));
     CHECK(absl::StrContains(log, "checkpoint of version"));

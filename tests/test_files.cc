@@ -5,6 +5,7 @@
 
 #include <catch2/catch.hpp>
 #include <fstream>
+#include <sstream>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -45,6 +46,13 @@ void WriteIdx(const std::string& path, const std::vector<int64_t>& dims,
   REQUIRE(gzwrite(f, bytes.data(), static_cast<unsigned>(bytes.size())) ==
           static_cast<int>(bytes.size()));
   REQUIRE(gzclose(f) == Z_OK);
+}
+
+std::string ReadFileOrEmpty(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
 }
 
 std::string JobYaml(const JobOptions& o) {

@@ -13,6 +13,9 @@ namespace paramd::testing {
 // A fresh folder under the test's scratch space.
 std::string NewTempDir();
 
+// The whole of `path`; empty when it cannot be read.
+std::string ReadFileOrEmpty(const std::string& path);
+
 // Writes `content` to `path`, failing the test on error; returns path.
 std::string WriteFile(const std::string& path, const std::string& content);
 
