@@ -110,6 +110,15 @@ struct LimitsConfig {
   int64_t transport_memory_mb = 0;
 };
 
+// What travels on the wire (`compression`).
+struct CompressionConfig {
+  // "none": float32 gradients; "fp16": IEEE half gradients (common/half.h;
+  // beyond ±65504 saturates), widened to float32 by the servers, which keep
+  // float32 parameters and optimizer state.
+  std::string type = "none";
+  bool fp16() const { return type == "fp16"; }
+};
+
 // Prometheus metrics (`metrics`): each process serves GET /metrics over
 // HTTP. Server shard K listens on port + K, worker rank R on port +
 // num_servers + R, so that a whole job fits on one host; a process's
@@ -188,6 +197,7 @@ struct JobConfig {
   CheckpointConfig checkpoint;
   RestartConfig restart;
   MetricsConfig metrics;
+  CompressionConfig compression;
   int64_t chunk_bytes = 1 << 20;
   WorkerConfig worker;
   TestingConfig testing;

@@ -48,15 +48,16 @@ class JobParser {
         root, "",
         {"job", "cluster", "model", "data", "training", "optimizer", "policy",
          "liveness", "limits", "security", "checkpoint", "restart", "metrics",
-         "partition", "worker", "testing"}));
+         "compression", "partition", "worker", "testing"}));
     for (auto step : {&JobParser::ParseJob, &JobParser::ParseCluster,
                       &JobParser::ParseModel, &JobParser::ParseData,
                       &JobParser::ParseTraining, &JobParser::ParseOptimizer,
                       &JobParser::ParsePolicy, &JobParser::ParseLiveness,
                       &JobParser::ParseLimits, &JobParser::ParseSecurity,
                       &JobParser::ParseCheckpoint, &JobParser::ParseRestart,
-                      &JobParser::ParseMetrics, &JobParser::ParsePartition,
-                      &JobParser::ParseWorker, &JobParser::ParseTesting}) {
+                      &JobParser::ParseMetrics, &JobParser::ParseCompression,
+                      &JobParser::ParsePartition, &JobParser::ParseWorker,
+                      &JobParser::ParseTesting}) {
       RETURN_IF_ERROR((this->*step)(root, &c));
     }
     return c;
@@ -350,6 +351,12 @@ class JobParser {
     ASSIGN_OR_RETURN(const YAML::Node m,
                      Section(root, "metrics", false, {"port", "bind"}));
     return ParseMetricsSection(r_, m, &c->metrics);
+  }
+
+  absl::Status ParseCompression(const YAML::Node& root, JobConfig* c) {
+    ASSIGN_OR_RETURN(const YAML::Node n,
+                     Section(root, "compression", false, {"type"}));
+    return ParseCompressionSection(r_, n, &c->compression);
   }
 
   // Resolves paths against the job file's folder.

@@ -119,6 +119,17 @@ absl::Status ParseRestartSection(YamlReader& reader, const YAML::Node& r,
   return absl::OkStatus();
 }
 
+absl::Status ParseCompressionSection(YamlReader& reader, const YAML::Node& c,
+                                     CompressionConfig* out) {
+  RETURN_IF_ERROR(reader.Get(c, "compression", "type", false, &out->type));
+  if (out->type != "none" && out->type != "fp16") {
+    return reader.Error(
+        c["type"], "compression.type",
+        absl::StrCat("'", out->type, "' is not one of: none, fp16"));
+  }
+  return absl::OkStatus();
+}
+
 absl::Status ParseMetricsSection(YamlReader& reader, const YAML::Node& m,
                                  MetricsConfig* out) {
   RETURN_IF_ERROR(reader.Get(m, "metrics", "port", false, &out->port));

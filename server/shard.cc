@@ -7,6 +7,7 @@
 #include "absl/cleanup/cleanup.h"
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
+#include "common/half.h"
 #include "common/status_macros.h"
 #include "server/proto_convert.h"
 #include "spdlog/spdlog.h"
@@ -199,10 +200,30 @@ absl::Status Shard::CheckChunk(const ChunkView& chunk, int* local) const {
   }
   const ChunkSpec& spec = store_.chunk_spec(*local);
   const std::string& name = spec_.tensors[spec.tensor_id].name;
+  if (chunk.dtype == proto::DTYPE_FLOAT16) {
+    const absl::string_view data = chunk.data;
+    if (static_cast<int64_t>(data.size()) != spec.length * 2) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(where, " (", name, ") has ", data.size(),
+                       " bytes of float16; expected ", spec.length * 2));
+    }
+    if (reinterpret_cast<uintptr_t>(data.data()) % alignof(uint16_t) != 0) {
+      return absl::InternalError(absl::StrCat(where, " is misaligned"));
+    }
+    const uint16_t* halves = reinterpret_cast<const uint16_t*>(data.data());
+    for (int64_t i = 0; i < spec.length; ++i) {
+      if (!HalfIsFinite(halves[i])) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            where, " (", name, ") element ", spec.offset + i,
+            " is not finite (", HalfToFloat(halves[i]), ", float16)"));
+      }
+    }
+    return absl::OkStatus();
+  }
   if (chunk.dtype != proto::DTYPE_FLOAT32) {
-    return absl::InvalidArgumentError(absl::StrCat(where, " (", name,
-                                                   ") has dtype ", chunk.dtype,
-                                                   "; expected DTYPE_FLOAT32"));
+    return absl::InvalidArgumentError(
+        absl::StrCat(where, " (", name, ") has dtype ", chunk.dtype,
+                     "; expected DTYPE_FLOAT32 or (pushes) DTYPE_FLOAT16"));
   }
   const absl::string_view data = chunk.data;
   if (static_cast<int64_t>(data.size()) != spec.length * kElementBytes) {
@@ -249,6 +270,9 @@ absl::Status Shard::Push(const PushView& request,
         " chunks; shard ", shard_id_, " owns ", n));
   }
   std::vector<absl::Span<const float>> grads(n);
+  // float16 chunks, widened to float32 for the policy.
+  std::vector<std::vector<float>> widened;
+  widened.reserve(n);  // No reallocation: grads point into it.
   std::vector<bool> seen(n, false);
   uint64_t bytes = 0;
   for (const ChunkView& chunk : request.chunks) {
@@ -262,9 +286,18 @@ absl::Status Shard::Push(const PushView& request,
           " (", spec_.tensors[chunk.tensor_id].name, ") appears twice"));
     }
     seen[local] = true;
-    grads[local] =
-        absl::MakeConstSpan(reinterpret_cast<const float*>(chunk.data.data()),
-                            store_.chunk_spec(local).length);
+    const int64_t length = store_.chunk_spec(local).length;
+    if (chunk.dtype == proto::DTYPE_FLOAT16) {
+      widened.emplace_back(length);
+      HalvesToFloats(
+          absl::MakeConstSpan(
+              reinterpret_cast<const uint16_t*>(chunk.data.data()), length),
+          absl::MakeSpan(widened.back()));
+      grads[local] = widened.back();
+    } else {
+      grads[local] = absl::MakeConstSpan(
+          reinterpret_cast<const float*>(chunk.data.data()), length);
+    }
     bytes += chunk.data.size();
   }
   const absl::Time now = clock_->Now();

@@ -188,6 +188,40 @@ TEST_CASE("shards of several messages push and pull as streams, in lock-step",
   }
 }
 
+TEST_CASE(
+    "float16 gradients over the wire, streamed shards included: lock-step, "
+    "half the push bytes, the loss falls",
+    "[integration][sync][stream][fp16]") {
+  JobOptions o;
+  o.layers = "[784, 1024, 10]";  // Streams: each shard > one message.
+  o.epochs = 1;
+  o.train_limit = 3072;
+  JobConfig config = testing::MakeJob(o, testing::NewTempDir());
+  JobConfig half = config;
+  half.compression.type = "fp16";
+  uint64_t float_bytes = 0;
+  {
+    LocalCluster cluster(config);
+    Observed observed;
+    TrainAll(config, cluster, observed);
+    proto::ShardStatus st;
+    cluster.server(0).shard()->GetStatus(&st);
+    float_bytes = st.bytes_in();
+  }
+  LocalCluster cluster(half);
+  Observed observed;
+  const auto trainers = TrainAll(half, cluster, observed);
+  const uint64_t steps = 48;
+  REQUIRE(observed.seen[0].size() == steps + 1);
+  CHECK(observed.seen[0] == observed.seen[1]);
+  CHECK(trainers[0]->params() == trainers[1]->params());
+  CheckLossFalls(observed, 2, steps);
+  proto::ShardStatus st;
+  cluster.server(0).shard()->GetStatus(&st);
+  CHECK(st.version() == steps);
+  CHECK(st.bytes_in() * 2 == float_bytes);
+}
+
 // Async and SSP: every push is its own step, so after both workers finish
 // each shard is at version 2 × steps (no push lost, none skipped); the
 // loss falls.

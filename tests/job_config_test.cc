@@ -195,6 +195,10 @@ TEST_CASE("each bad job file names file, line and field", "[config]") {
                    "  momentum: 0.9\n  schedule:\n    type: cosine\n"}}),
        "optimizer.schedule.total_steps", "type: cosine",
        "needs total_steps > warmup_steps"},
+      {"unknown compression", good + "compression:\n  type: int8\n",
+       "compression.type", "type: int8", "'int8' is not one of: none, fp16"},
+      {"metrics port out of range", good + "metrics:\n  port: 70000\n",
+       "metrics.port", "port: 70000", "must be between 0 (off) and 65535"},
       {"bad chunk size",
        absl::StrReplaceAll(good, {{"chunk_bytes: 16384", "chunk_bytes: 6"}}),
        "partition.chunk_bytes", "chunk_bytes: 6", "multiple of 4"},
@@ -311,6 +315,24 @@ TEST_CASE("syntax errors and missing files are clear", "[config]") {
         "/nonexistent/job.yaml:0: (file): cannot open the job file");
 
   CHECK(ErrorOf("").find("the job file is empty") != std::string::npos);
+}
+
+TEST_CASE("compression and metrics parse", "[config]") {
+  testing::JobOptions o;
+  const std::string dir = testing::NewTempDir();
+  absl::StatusOr<JobConfig> plain =
+      LoadJobConfig(testing::WriteFile(dir + "/a.yaml", testing::JobYaml(o)));
+  REQUIRE(plain.ok());
+  CHECK(plain->compression.type == "none");
+  CHECK(plain->metrics.port == 0);
+  absl::StatusOr<JobConfig> c = LoadJobConfig(testing::WriteFile(
+      dir + "/b.yaml", testing::JobYaml(o) +
+                           "compression:\n  type: fp16\n"
+                           "metrics:\n  port: 9400\n  bind: 127.0.0.1\n"));
+  REQUIRE(c.ok());
+  CHECK(c->compression.fp16());
+  CHECK(c->metrics.port == 9400);
+  CHECK(c->metrics.bind == "127.0.0.1");
 }
 
 TEST_CASE("host:port parsing", "[config]") {

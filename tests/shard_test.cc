@@ -8,6 +8,8 @@
 #include <cstring>
 #include <thread>
 
+#include "absl/strings/match.h"
+#include "common/half.h"
 #include "tests/test_files.h"
 #include "tests/whole_push.h"
 
@@ -139,6 +141,65 @@ TEST_CASE("bad pushes are refused, named, and change nothing", "[shard]") {
       CHECK(ok.version() == 1);
     }
   }
+}
+
+// `push` with every chunk's float32 data turned into float16.
+proto::PushRequest ToHalves(proto::PushRequest push) {
+  for (proto::TensorChunk& c : *push.mutable_chunks()) {
+    const std::string& data = c.data();
+    std::vector<float> floats(data.size() / 4);
+    std::memcpy(floats.data(), data.data(), data.size());
+    std::vector<uint16_t> halves(floats.size());
+    FloatsToHalves(floats, absl::MakeSpan(halves));
+    c.set_dtype(proto::DTYPE_FLOAT16);
+    c.set_data(halves.data(), halves.size() * 2);
+  }
+  return push;
+}
+
+TEST_CASE("float16 pushes apply exactly as float32 pushes of the same values",
+          "[shard][fp16]") {
+  // 0.375 and -1.25 are exact in half: the two shards must end identical.
+  Fixture wide, narrow;
+  for (uint64_t clock = 0; clock < 3; ++clock) {
+    proto::PushResponse r;
+    for (uint32_t rank : {0u, 1u}) {
+      const float g = rank == 0 ? 0.375f : -1.25f;
+      REQUIRE(wide.shard->Push(wide.GoodPush(rank, clock, g), &r).ok());
+      const absl::Status s =
+          narrow.shard->Push(ToHalves(narrow.GoodPush(rank, clock, g)), &r);
+      INFO(s.ToString());
+      REQUIRE(s.ok());
+    }
+  }
+  CHECK(narrow.Snapshot().version() == 3);
+  CHECK(SameState(wide.Snapshot(), narrow.Snapshot()));
+  // Half the bytes arrived.
+  proto::ShardStatus a, b;
+  wide.shard->GetStatus(&a);
+  narrow.shard->GetStatus(&b);
+  CHECK(b.bytes_in() * 2 == a.bytes_in());
+}
+
+TEST_CASE("bad float16 pushes are refused and change nothing",
+          "[shard][fp16]") {
+  Fixture f;
+  const proto::PullResponse before = f.Snapshot();
+  proto::PushResponse r;
+  proto::PushRequest inf = ToHalves(f.GoodPush(0, 0, 0.5f));
+  const uint16_t half_inf = 0x7c00;
+  std::memcpy(inf.mutable_chunks(1)->mutable_data()->data() + 6, &half_inf, 2);
+  absl::Status s = f.shard->Push(inf, &r);
+  CHECK(absl::IsInvalidArgument(s));
+  CHECK(absl::StrContains(s.message(), "is not finite"));
+  CHECK(absl::StrContains(s.message(), "float16"));
+  proto::PushRequest short_chunk = ToHalves(f.GoodPush(0, 0, 0.5f));
+  short_chunk.mutable_chunks(0)->mutable_data()->resize(
+      short_chunk.chunks(0).data().size() - 2);
+  s = f.shard->Push(short_chunk, &r);
+  CHECK(absl::IsInvalidArgument(s));
+  CHECK(absl::StrContains(s.message(), "bytes of float16"));
+  CHECK(SameState(f.Snapshot(), before));
 }
 
 TEST_CASE("register checks job, rank and plan; reports the clock", "[shard]") {

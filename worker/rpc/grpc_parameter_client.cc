@@ -9,6 +9,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/blocking_counter.h"
+#include "common/half.h"
 #include "common/rpc/credentials.h"
 #include "common/rpc/grpc_frames.h"
 #include "common/rpc/grpc_status.h"
@@ -103,13 +104,16 @@ GrpcParameterClient::GrpcParameterClient(const ClientSetup& setup,
     conn.stub = proto::ParameterService::NewStub(conn.channel);
     conn.generic = std::make_unique<grpc::GenericStub>(conn.channel);
     std::vector<int64_t> chunk_bytes;
+    const bool fp16 = config_.compression.fp16();
     for (int global : plan_->ChunksOfShard(s)) {
       const ChunkSpec& c = plan_->chunks()[global];
+      const int64_t bytes = c.length * (fp16 ? 2 : kElementBytes);
       conn.chunk_headers.push_back(EncodeChunkHeader(
           kPushChunksField, static_cast<uint32_t>(c.tensor_id),
-          static_cast<uint32_t>(c.chunk_index), proto::DTYPE_FLOAT32,
-          static_cast<size_t>(c.length * kElementBytes)));
-      chunk_bytes.push_back(c.length * kElementBytes);
+          static_cast<uint32_t>(c.chunk_index),
+          fp16 ? proto::DTYPE_FLOAT16 : proto::DTYPE_FLOAT32,
+          static_cast<size_t>(bytes)));
+      chunk_bytes.push_back(bytes);
     }
     conn.groups = GroupChunks(chunk_bytes);
     shards_.push_back(std::move(conn));
@@ -348,21 +352,39 @@ std::vector<std::vector<grpc::ByteBuffer>> GrpcParameterClient::PushMessages(
     std::memcpy(buffer.data(), grads.data(),
                 std::min(buffer.size(), grads.size()) * sizeof(float));
   }
-  const float* flat = gradients_->data();
+  // The bytes that travel: the float32 buffer itself, or its halves.
+  std::shared_ptr<const void> owner = gradients_;
+  const char* flat = reinterpret_cast<const char*>(gradients_->data());
+  int64_t element_bytes = kElementBytes;
+  if (config_.compression.fp16()) {
+    auto halves = std::make_shared<std::vector<uint16_t>>(gradients_->size());
+    const int64_t saturated =
+        FloatsToHalves(*gradients_, absl::MakeSpan(*halves));
+    if (saturated > 0 && !warned_saturation_) {
+      warned_saturation_ = true;
+      spdlog::warn(
+          "rank {}: {} gradient element(s) beyond float16's range were sent "
+          "as ±65504 (compression fp16; logged once)",
+          rank_, saturated);
+    }
+    flat = reinterpret_cast<const char*>(halves->data());
+    owner = std::move(halves);
+    element_bytes = 2;
+  }
   const std::string header = EncodePushHeader(
       config_.job_id, static_cast<uint32_t>(rank_), clock, loss);
   std::vector<std::vector<grpc::ByteBuffer>> messages(shards_.size());
   for (int i = 0; i < static_cast<int>(shards_.size()); ++i) {
     const std::vector<int>& owned = plan_->ChunksOfShard(i);
     for (const auto& [begin, end] : shards_[i].groups) {
-      FrameBuilder frame(gradients_);
+      FrameBuilder frame(owner);
       if (begin == 0) frame.AddCopy(header);
       for (size_t k = begin; k < end; ++k) {
         const ChunkSpec& c = plan_->chunks()[owned[k]];
         frame.AddCopy(shards_[i].chunk_headers[k]);
-        frame.AddReference(absl::string_view(
-            reinterpret_cast<const char*>(flat + FlatOffset(*layout_, c)),
-            static_cast<size_t>(c.length * kElementBytes)));
+        frame.AddReference(
+            absl::string_view(flat + FlatOffset(*layout_, c) * element_bytes,
+                              static_cast<size_t>(c.length * element_bytes)));
       }
       messages[i].push_back(frame.Finish());
     }

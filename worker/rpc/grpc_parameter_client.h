@@ -148,6 +148,7 @@ class GrpcParameterClient final : public ParameterClient {
   std::vector<ShardConn> shards_;
   // Gradients are sent from here; gRPC holds a reference until sent.
   std::shared_ptr<std::vector<float>> gradients_;
+  bool warned_saturation_ = false;  // compression fp16: logged once.
 };
 
 // Makes GrpcParameterClients for the shards at `servers` (one "host:port"
