@@ -275,6 +275,7 @@ absl::Status Shard::Push(const PushView& request,
   widened.reserve(n);  // No reallocation: grads point into it.
   std::vector<bool> seen(n, false);
   uint64_t bytes = 0;
+  uint64_t float32_bytes = 0;
   for (const ChunkView& chunk : request.chunks) {
     int local = chunk.checked_local;
     if (local < 0) {
@@ -299,6 +300,7 @@ absl::Status Shard::Push(const PushView& request,
           reinterpret_cast<const float*>(chunk.data.data()), length);
     }
     bytes += chunk.data.size();
+    float32_bytes += static_cast<uint64_t>(length) * kElementBytes;
   }
   const absl::Time now = clock_->Now();
   workers_.OnSeen(static_cast<int>(request.rank), now);
@@ -308,6 +310,7 @@ absl::Status Shard::Push(const PushView& request,
   if (!duplicate) {
     workers_.OnPush(static_cast<int>(request.rank), bytes, request.loss, now);
     stats_.RecordPush(now);
+    stats_.RecordPushFloat32Bytes(float32_bytes);
   }
   if (checkpointer_ != nullptr) {
     if (std::optional<PolicyState> state = policy_->TakeCaptured()) {

@@ -36,6 +36,10 @@ std::string ShardMetricsText(const Shard& shard, absl::Time process_started) {
   one("paramd_received_bytes_total", T::kCounter,
       "Gradient bytes received in applied pushes.",
       static_cast<double>(s.bytes_in()));
+  one("paramd_received_float32_bytes_total", T::kCounter,
+      "Gradient bytes of applied pushes as float32 would carry them "
+      "(received / this = the wire's compression).",
+      static_cast<double>(s.bytes_in_float32()));
   one("paramd_sent_bytes_total", T::kCounter, "Parameter bytes sent in pulls.",
       static_cast<double>(s.bytes_out()));
   one("paramd_uptime_seconds", T::kGauge, "Seconds since the shard started.",

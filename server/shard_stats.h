@@ -5,6 +5,8 @@
 #ifndef PARAMD_SERVER_SHARD_STATS_H_
 #define PARAMD_SERVER_SHARD_STATS_H_
 
+#include <atomic>
+#include <cstdint>
 #include <deque>
 #include <vector>
 
@@ -32,6 +34,13 @@ class ShardStats {
   void RecordPullTime(absl::Duration d) {
     pull_seconds_.Observe(absl::ToDoubleSeconds(d));
   }
+  // An applied push's gradient bytes as float32 (whatever the wire dtype).
+  void RecordPushFloat32Bytes(uint64_t bytes) {
+    push_float32_bytes_.fetch_add(bytes, std::memory_order_relaxed);
+  }
+  uint64_t push_float32_bytes() const {
+    return push_float32_bytes_.load(std::memory_order_relaxed);
+  }
   const Histogram& push_seconds() const { return push_seconds_; }
   const Histogram& pull_seconds() const { return pull_seconds_; }
   const Histogram& pull_wait_seconds() const { return pull_wait_seconds_; }
@@ -42,6 +51,7 @@ class ShardStats {
   double PushesPerSecond(absl::Time now) const;
 
  private:
+  std::atomic<uint64_t> push_float32_bytes_{0};
   Histogram push_seconds_{Histogram::LatencyBuckets()};
   Histogram pull_seconds_{Histogram::LatencyBuckets()};
   Histogram pull_wait_seconds_{Histogram::LatencyBuckets()};

@@ -33,6 +33,7 @@ void Shard::GetStatus(proto::ShardStatus* status) const {
     }
   }
   status->set_restored_from(restored_from_);
+  status->set_bytes_in_float32(stats_.push_float32_bytes());
   FillWorkers(now, status);
   FillWaiting(now, status);
 }

@@ -110,6 +110,9 @@ TEST_CASE("promtool accepts a live scrape of a server and of a worker",
   const std::string s = R"({paramd_job="test-job",shard="0")";
   CHECK(Sample(server, "paramd_pushes_total" + s + "}") > 0);
   CHECK(Sample(server, "paramd_version" + s + "}") > 0);
+  // Uncompressed: the wire bytes are the float32 bytes.
+  CHECK(Sample(server, "paramd_received_float32_bytes_total" + s + "}") ==
+        Sample(server, "paramd_received_bytes_total" + s + "}"));
   CHECK(Sample(server, "paramd_worker_clock" + s + R"(,rank="0"})") > 0);
   CHECK(Sample(server, "paramd_live_workers" + s + "}") == 1);
   CHECK(Sample(server, "paramd_pull_wait_seconds_count" + s + "}") > 0);

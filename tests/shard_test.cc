@@ -179,6 +179,9 @@ TEST_CASE("float16 pushes apply exactly as float32 pushes of the same values",
   wide.shard->GetStatus(&a);
   narrow.shard->GetStatus(&b);
   CHECK(b.bytes_in() * 2 == a.bytes_in());
+  // Before compression: the same float32 bytes for both.
+  CHECK(a.bytes_in_float32() == a.bytes_in());
+  CHECK(b.bytes_in_float32() == a.bytes_in());
 }
 
 TEST_CASE("bad float16 pushes are refused and change nothing",
