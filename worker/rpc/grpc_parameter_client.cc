@@ -9,7 +9,6 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/blocking_counter.h"
-#include "common/half.h"
 #include "common/rpc/credentials.h"
 #include "common/rpc/grpc_frames.h"
 #include "common/rpc/grpc_status.h"
@@ -17,6 +16,7 @@
 #include "common/wire_format.h"
 #include "spdlog/spdlog.h"
 #include "worker/rpc/proto_convert.h"
+#include "worker/rpc/push_frames.h"
 #include "worker/rpc/stream_call.h"
 
 namespace paramd {
@@ -89,6 +89,7 @@ GrpcParameterClient::GrpcParameterClient(const ClientSetup& setup,
       pull_method_(MethodName("Pull")),
       push_stream_method_(MethodName("PushStream")),
       pull_stream_method_(MethodName("PullStream")),
+      push_frames_(*setup.config, *setup.plan, *setup.layout, setup.rank),
       gradients_(std::make_shared<std::vector<float>>(setup.layout->total)) {
   for (int s = 0; s < static_cast<int>(addresses.size()); ++s) {
     grpc::ChannelArguments args;
@@ -103,19 +104,13 @@ GrpcParameterClient::GrpcParameterClient(const ClientSetup& setup,
     conn.channel = CreateJobChannel(addresses[s], security, args);
     conn.stub = proto::ParameterService::NewStub(conn.channel);
     conn.generic = std::make_unique<grpc::GenericStub>(conn.channel);
-    std::vector<int64_t> chunk_bytes;
-    const bool fp16 = config_.compression.fp16();
+    // Pulls carry float32 whatever pushes carry: they stream when the
+    // shard's chunks fill several messages.
+    std::vector<int64_t> pull_bytes;
     for (int global : plan_->ChunksOfShard(s)) {
-      const ChunkSpec& c = plan_->chunks()[global];
-      const int64_t bytes = c.length * (fp16 ? 2 : kElementBytes);
-      conn.chunk_headers.push_back(EncodeChunkHeader(
-          kPushChunksField, static_cast<uint32_t>(c.tensor_id),
-          static_cast<uint32_t>(c.chunk_index),
-          fp16 ? proto::DTYPE_FLOAT16 : proto::DTYPE_FLOAT32,
-          static_cast<size_t>(bytes)));
-      chunk_bytes.push_back(bytes);
+      pull_bytes.push_back(plan_->chunks()[global].length * kElementBytes);
     }
-    conn.groups = GroupChunks(chunk_bytes);
+    conn.pull_streams = GroupChunks(pull_bytes).size() > 1;
     shards_.push_back(std::move(conn));
   }
 }
@@ -214,7 +209,7 @@ void GrpcParameterClient::StartPull(int shard, uint64_t clock,
                                     std::function<void(absl::Status)> done) {
   context->set_deadline(DeadlineIn(options_.pull_timeout));
   ShardConn& conn = shards_[shard];
-  if (conn.groups.size() > 1) {
+  if (conn.pull_streams) {
     StreamCall::Start(
         conn.generic.get(), context, pull_stream_method_, {PullFrame(clock)},
         [sink](const grpc::ByteBuffer& m) { return sink->Consume(m); },
@@ -352,44 +347,7 @@ std::vector<std::vector<grpc::ByteBuffer>> GrpcParameterClient::PushMessages(
     std::memcpy(buffer.data(), grads.data(),
                 std::min(buffer.size(), grads.size()) * sizeof(float));
   }
-  // The bytes that travel: the float32 buffer itself, or its halves.
-  std::shared_ptr<const void> owner = gradients_;
-  const char* flat = reinterpret_cast<const char*>(gradients_->data());
-  int64_t element_bytes = kElementBytes;
-  if (config_.compression.fp16()) {
-    auto halves = std::make_shared<std::vector<uint16_t>>(gradients_->size());
-    const int64_t saturated =
-        FloatsToHalves(*gradients_, absl::MakeSpan(*halves));
-    if (saturated > 0 && !warned_saturation_) {
-      warned_saturation_ = true;
-      spdlog::warn(
-          "rank {}: {} gradient element(s) beyond float16's range were sent "
-          "as ±65504 (compression fp16; logged once)",
-          rank_, saturated);
-    }
-    flat = reinterpret_cast<const char*>(halves->data());
-    owner = std::move(halves);
-    element_bytes = 2;
-  }
-  const std::string header = EncodePushHeader(
-      config_.job_id, static_cast<uint32_t>(rank_), clock, loss);
-  std::vector<std::vector<grpc::ByteBuffer>> messages(shards_.size());
-  for (int i = 0; i < static_cast<int>(shards_.size()); ++i) {
-    const std::vector<int>& owned = plan_->ChunksOfShard(i);
-    for (const auto& [begin, end] : shards_[i].groups) {
-      FrameBuilder frame(owner);
-      if (begin == 0) frame.AddCopy(header);
-      for (size_t k = begin; k < end; ++k) {
-        const ChunkSpec& c = plan_->chunks()[owned[k]];
-        frame.AddCopy(shards_[i].chunk_headers[k]);
-        frame.AddReference(
-            absl::string_view(flat + FlatOffset(*layout_, c) * element_bytes,
-                              static_cast<size_t>(c.length * element_bytes)));
-      }
-      messages[i].push_back(frame.Finish());
-    }
-  }
-  return messages;
+  return push_frames_.Build(clock, loss, gradients_);
 }
 
 absl::StatusOr<uint64_t> GrpcParameterClient::PushOnce(

@@ -31,6 +31,7 @@
 #include "common/rpc/credentials.h"
 #include "proto/paramd.grpc.pb.h"
 #include "worker/parameter_client.h"
+#include "worker/rpc/push_frames.h"
 
 namespace paramd {
 
@@ -130,10 +131,9 @@ class GrpcParameterClient final : public ParameterClient {
     std::shared_ptr<grpc::Channel> channel;
     std::unique_ptr<proto::ParameterService::Stub> stub;
     std::unique_ptr<grpc::GenericStub> generic;
-    // The framing before each owned chunk in a push (never changes).
-    std::vector<std::string> chunk_headers;
-    // Owned chunks [begin, end) sent together in one stream message.
-    std::vector<std::pair<size_t, size_t>> groups;
+    // Whether pulls use PullStream: the shard's chunks fill several
+    // messages.
+    bool pull_streams = false;
   };
 
   const JobConfig& config_;
@@ -146,9 +146,9 @@ class GrpcParameterClient final : public ParameterClient {
   const std::string push_method_, pull_method_, push_stream_method_,
       pull_stream_method_;
   std::vector<ShardConn> shards_;
+  PushFrames push_frames_;
   // Gradients are sent from here; gRPC holds a reference until sent.
   std::shared_ptr<std::vector<float>> gradients_;
-  bool warned_saturation_ = false;  // compression fp16: logged once.
 };
 
 // Makes GrpcParameterClients for the shards at `servers` (one "host:port"
