@@ -55,13 +55,20 @@ int Usage(const std::string& problem) {
   return 2;
 }
 
-int Validate(const std::string& path) {
+// The job file at `path`; nothing after printing why it is wrong.
+std::optional<JobConfig> LoadOrSay(const std::string& path) {
   absl::StatusOr<JobConfig> config = LoadJobConfig(path);
   if (!config.ok()) {
     std::fprintf(stderr, "paramctl: %s\n",
                  std::string(config.status().message()).c_str());
-    return 1;
+    return std::nullopt;
   }
+  return *std::move(config);
+}
+
+int Validate(const std::string& path) {
+  std::optional<JobConfig> config = LoadOrSay(path);
+  if (!config) return 1;
   const ModelSpec spec = BuildModelSpec(config->model);
   absl::StatusOr<PartitionPlan> plan =
       PartitionPlan::Build(spec, config->chunk_bytes, config->num_shards());
@@ -102,12 +109,8 @@ std::optional<Target> LoadTarget(const ParsedFlags& flags,
     return std::nullopt;
   }
   *code = 1;
-  absl::StatusOr<JobConfig> config = LoadJobConfig(flags.Get("job", ""));
-  if (!config.ok()) {
-    std::fprintf(stderr, "paramctl: %s\n",
-                 std::string(config.status().message()).c_str());
-    return std::nullopt;
-  }
+  std::optional<JobConfig> config = LoadOrSay(flags.Get("job", ""));
+  if (!config) return std::nullopt;
   Target target;
   if (flags.Has("servers")) {
     target.addresses =
@@ -209,27 +212,19 @@ int WriteOutput(const ParsedFlags& flags, const std::string& text,
 
 // Writes the Slurm batch script of a job (tools/slurm_script.h).
 int Slurm(const std::string& path, const ParsedFlags& flags) {
-  absl::StatusOr<JobConfig> config = LoadJobConfig(path);
-  if (!config.ok()) {
-    std::fprintf(stderr, "paramctl: %s\n",
-                 std::string(config.status().message()).c_str());
-    return 1;
-  }
-  namespace fs = std::filesystem;
+  std::optional<JobConfig> config = LoadOrSay(path);
+  if (!config) return 1;
+  // Absolute: the script runs on other nodes, from another folder.
+  auto absolute = [](const std::string& p) {
+    return std::filesystem::absolute(p).lexically_normal().string();
+  };
   SlurmScriptOptions options;
-  options.job_path = fs::absolute(path).lexically_normal().string();
-  options.server_binary =
-      fs::absolute(
-          flags.Get("server_binary", FindBinary("paramd-server", "server")))
-          .lexically_normal()
-          .string();
-  options.worker_binary =
-      fs::absolute(
-          flags.Get("worker_binary", FindBinary("paramd-worker", "worker")))
-          .lexically_normal()
-          .string();
-  options.log_dir =
-      fs::absolute(flags.Get("logs", ".")).lexically_normal().string();
+  options.job_path = absolute(path);
+  options.server_binary = absolute(
+      flags.Get("server_binary", FindBinary("paramd-server", "server")));
+  options.worker_binary = absolute(
+      flags.Get("worker_binary", FindBinary("paramd-worker", "worker")));
+  options.log_dir = absolute(flags.Get("logs", "."));
   options.partition = flags.Get("partition", "");
   options.time = flags.Get("time", "");
   for (auto [flag, out] :
@@ -257,12 +252,8 @@ int Slurm(const std::string& path, const ParsedFlags& flags) {
 
 // Writes the Kubernetes manifests of a job (tools/k8s_manifests.h).
 int K8s(const std::string& path, const ParsedFlags& flags) {
-  absl::StatusOr<JobConfig> config = LoadJobConfig(path);
-  if (!config.ok()) {
-    std::fprintf(stderr, "paramctl: %s\n",
-                 std::string(config.status().message()).c_str());
-    return 1;
-  }
+  std::optional<JobConfig> config = LoadOrSay(path);
+  if (!config) return 1;
   std::ifstream in(path);
   std::stringstream text;
   text << in.rdbuf();
