@@ -66,11 +66,9 @@ std::string ShardMetricsText(const Shard& shard, absl::Time process_started) {
                "Pulls waiting for a version now.");
   text.Add("paramd_pulls_waiting", {}, s.waiting_size());
 
-  // Per rank.
-  int live = 0;
-  for (const proto::WorkerStatus& w : s.workers()) live += w.state() == "live";
-  one("paramd_live_workers", T::kGauge,
-      "Workers holding a lease on this shard.", live);
+  // Per rank, and summed over ranks.
+  text.Declare("paramd_live_workers", T::kGauge,
+               "Workers holding a lease on this shard.");
   text.Declare("paramd_worker_up", T::kGauge,
                "1 while the rank holds a lease; its state is a label.");
   text.Declare("paramd_worker_clock", T::kGauge,
@@ -84,7 +82,14 @@ std::string ShardMetricsText(const Shard& shard, absl::Time process_started) {
                "restart).");
   text.Declare("paramd_worker_pushes_total", T::kCounter,
                "Pushes of the rank applied.");
+  text.Declare("paramd_worker_restarts_total", T::kCounter,
+               "Worker restarts seen across ranks (registrations after each "
+               "rank's first).");
+  int live = 0;
+  uint64_t restarts = 0;
   for (const proto::WorkerStatus& w : s.workers()) {
+    live += w.state() == "live";
+    if (w.registrations() > 1) restarts += w.registrations() - 1;
     const MetricLabels rank = {{"rank", absl::StrCat(w.rank())}};
     MetricLabels with_state = rank;
     with_state.push_back({"state", w.state()});
@@ -98,13 +103,7 @@ std::string ShardMetricsText(const Shard& shard, absl::Time process_started) {
     text.Add("paramd_worker_pushes_total", rank,
              static_cast<double>(w.pushes()));
   }
-  text.Declare("paramd_worker_restarts_total", T::kCounter,
-               "Worker restarts seen across ranks (registrations after each "
-               "rank's first).");
-  uint64_t restarts = 0;
-  for (const proto::WorkerStatus& w : s.workers()) {
-    if (w.registrations() > 1) restarts += w.registrations() - 1;
-  }
+  text.Add("paramd_live_workers", {}, live);
   text.Add("paramd_worker_restarts_total", {}, static_cast<double>(restarts));
 
   // Training progress (shard 0 keeps the job's epochs).

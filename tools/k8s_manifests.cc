@@ -254,8 +254,9 @@ absl::StatusOr<std::string> K8sManifests(const JobConfig& config,
   docs.push_back(svc);
 
   // The servers: pod K (its host name ends in -K) is shard K.
+  const int64_t largest_shard = LargestShardBytes(config);
   const int64_t shard_mib =
-      std::max<int64_t>(256, 4 * LargestShardBytes(config) / (1 << 20) + 192);
+      std::max<int64_t>(256, 4 * largest_shard / (1 << 20) + 192);
   std::string server_command = absl::StrCat(
       "exec paramd-server --job ", job_file, " --shard \"${HOSTNAME##*-}\"",
       " --listen 0.0.0.0:", port, " --metrics_listen 0.0.0.0:", metrics);
@@ -303,8 +304,7 @@ absl::StatusOr<std::string> K8sManifests(const JobConfig& config,
     claim["spec"]["accessModes"].push_back("ReadWriteOnce");
     claim["spec"]["resources"]["requests"]["storage"] = absl::StrCat(
         std::max<int64_t>(
-            1, (LargestShardBytes(config) * 3 * (config.checkpoint.keep + 1)) >>
-                   30) +
+            1, (largest_shard * 3 * (config.checkpoint.keep + 1)) >> 30) +
             1,
         "Gi");
     sts["spec"]["volumeClaimTemplates"].push_back(claim);
