@@ -82,23 +82,23 @@ void WorkerMetrics::OnRegister(bool ok) {
 }
 
 void WorkerMetrics::OnPush(absl::Duration d, size_t bytes, bool ok) {
-  if (!ok) {
-    failed_calls_.fetch_add(1, std::memory_order_relaxed);
-    return;
-  }
-  push_seconds_.Observe(absl::ToDoubleSeconds(d));
-  pushes_.fetch_add(1, std::memory_order_relaxed);
-  bytes_out_.fetch_add(bytes, std::memory_order_relaxed);
+  OnCall(push_seconds_, pushes_, bytes_out_, d, bytes, ok);
 }
 
 void WorkerMetrics::OnPull(absl::Duration d, size_t bytes, bool ok) {
+  OnCall(pull_seconds_, pulls_, bytes_in_, d, bytes, ok);
+}
+
+void WorkerMetrics::OnCall(Histogram& seconds, std::atomic<uint64_t>& calls,
+                           std::atomic<uint64_t>& bytes_total, absl::Duration d,
+                           size_t bytes, bool ok) {
   if (!ok) {
     failed_calls_.fetch_add(1, std::memory_order_relaxed);
     return;
   }
-  pull_seconds_.Observe(absl::ToDoubleSeconds(d));
-  pulls_.fetch_add(1, std::memory_order_relaxed);
-  bytes_in_.fetch_add(bytes, std::memory_order_relaxed);
+  seconds.Observe(absl::ToDoubleSeconds(d));
+  calls.fetch_add(1, std::memory_order_relaxed);
+  bytes_total.fetch_add(bytes, std::memory_order_relaxed);
 }
 
 void WorkerMetrics::OnEpoch(const EpochReport& r) {

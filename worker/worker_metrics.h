@@ -37,6 +37,11 @@ class WorkerMetrics {
   void OnRegister(bool ok);
   void OnPush(absl::Duration d, size_t bytes, bool ok);
   void OnPull(absl::Duration d, size_t bytes, bool ok);
+  // A push or a pull into its histogram and counters; a failed one counts
+  // in failed_calls_ only.
+  void OnCall(Histogram& seconds, std::atomic<uint64_t>& calls,
+              std::atomic<uint64_t>& bytes_total, absl::Duration d,
+              size_t bytes, bool ok);
   void OnEpoch(const EpochReport& report);
 
   const std::string job_id_;

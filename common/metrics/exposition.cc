@@ -28,13 +28,18 @@ bool ValidName(absl::string_view name, bool colon) {
   return true;
 }
 
-std::string EscapeHelp(absl::string_view help) {
+// Backslash and newline escaped; double quotes too when `quotes` (label
+// values; HELP text keeps them).
+std::string Escape(absl::string_view text, bool quotes) {
   std::string out;
-  for (char c : help) {
+  out.reserve(text.size());
+  for (char c : text) {
     if (c == '\\') {
       out += "\\\\";
     } else if (c == '\n') {
       out += "\\n";
+    } else if (c == '"' && quotes) {
+      out += "\\\"";
     } else {
       out += c;
     }
@@ -72,20 +77,7 @@ bool MetricsText::ValidLabelName(absl::string_view name) {
 }
 
 std::string MetricsText::EscapeLabelValue(absl::string_view value) {
-  std::string out;
-  out.reserve(value.size());
-  for (char c : value) {
-    if (c == '\\') {
-      out += "\\\\";
-    } else if (c == '"') {
-      out += "\\\"";
-    } else if (c == '\n') {
-      out += "\\n";
-    } else {
-      out += c;
-    }
-  }
-  return out;
+  return Escape(value, /*quotes=*/true);
 }
 
 std::string MetricsText::FormatValue(double value) {
@@ -169,7 +161,8 @@ void MetricsText::AddHistogram(absl::string_view name,
 std::string MetricsText::Render() const {
   std::string out;
   for (const Family& f : families_) {
-    absl::StrAppend(&out, "# HELP ", f.name, " ", EscapeHelp(f.help), "\n");
+    absl::StrAppend(&out, "# HELP ", f.name, " ",
+                    Escape(f.help, /*quotes=*/false), "\n");
     absl::StrAppend(&out, "# TYPE ", f.name, " ", TypeName(f.type), "\n");
     for (const std::string& line : f.lines) absl::StrAppend(&out, line, "\n");
   }
