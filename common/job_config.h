@@ -114,9 +114,15 @@ struct LimitsConfig {
 struct CompressionConfig {
   // "none": float32 gradients; "fp16": IEEE half gradients (common/half.h;
   // beyond ±65504 saturates), widened to float32 by the servers, which keep
-  // float32 parameters and optimizer state.
+  // float32 parameters and optimizer state. "topk": per chunk, the `ratio`
+  // share of entries of largest magnitude as (index, value) pairs
+  // (worker/topk.h); with `error_feedback` the rest is kept on the worker
+  // and added to the next gradient.
   std::string type = "none";
+  double ratio = 0.01;
+  bool error_feedback = true;
   bool fp16() const { return type == "fp16"; }
+  bool topk() const { return type == "topk"; }
 };
 
 // Prometheus metrics (`metrics`): each process serves GET /metrics over

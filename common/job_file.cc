@@ -355,7 +355,8 @@ class JobParser {
 
   absl::Status ParseCompression(const YAML::Node& root, JobConfig* c) {
     ASSIGN_OR_RETURN(const YAML::Node n,
-                     Section(root, "compression", false, {"type"}));
+                     Section(root, "compression", false,
+                             {"type", "ratio", "error_feedback"}));
     return ParseCompressionSection(r_, n, &c->compression);
   }
 

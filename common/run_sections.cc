@@ -122,11 +122,25 @@ absl::Status ParseRestartSection(YamlReader& reader, const YAML::Node& r,
 absl::Status ParseCompressionSection(YamlReader& reader, const YAML::Node& c,
                                      CompressionConfig* out) {
   RETURN_IF_ERROR(reader.Get(c, "compression", "type", false, &out->type));
-  if (out->type != "none" && out->type != "fp16") {
+  if (out->type != "none" && out->type != "fp16" && out->type != "topk") {
     return reader.Error(
         c["type"], "compression.type",
-        absl::StrCat("'", out->type, "' is not one of: none, fp16"));
+        absl::StrCat("'", out->type, "' is not one of: none, fp16, topk"));
   }
+  for (const char* key : {"ratio", "error_feedback"}) {
+    if (c[key] && !out->topk()) {
+      return reader.Error(c[key], absl::StrCat("compression.", key),
+                          "applies to type topk only");
+    }
+  }
+  RETURN_IF_ERROR(reader.Get(c, "compression", "ratio", false, &out->ratio));
+  if (!(out->ratio > 0 && out->ratio <= 1)) {
+    return reader.Error(c["ratio"], "compression.ratio",
+                        "must be in (0, 1]: the share of each chunk's "
+                        "entries sent");
+  }
+  RETURN_IF_ERROR(reader.Get(c, "compression", "error_feedback", false,
+                             &out->error_feedback));
   return absl::OkStatus();
 }
 

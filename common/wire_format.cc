@@ -48,7 +48,7 @@ constexpr int kPushJobId = 1, kPushRank = 2, kPushClock = 3,
               kPushChunks = kPushChunksField, kPushLoss = 5;
 constexpr int kPullVersion = 1, kPullChunks = kPullChunksField;
 constexpr int kChunkTensor = 1, kChunkIndex = 2, kChunkDtype = 3,
-              kChunkData = 4;
+              kChunkData = 4, kChunkIndices = 5;
 
 struct ChunkFields {
   uint32_t tensor_id = 0, chunk_index = 0;
@@ -56,6 +56,8 @@ struct ChunkFields {
   uint64_t data_bytes = 0;
   bool has_data = false;
   WireReader::Mark data;  // Where the (last) data field's bytes start.
+  uint64_t index_bytes = 0;
+  WireReader::Mark indices;  // The same for the indices field.
 };
 
 // Reads a TensorChunk of `length` bytes: its fields in any order, a field
@@ -78,6 +80,13 @@ const char* ReadChunkFields(WireReader* in, uint64_t length, ChunkFields* out) {
       out->data_bytes = v;
       out->has_data = true;
       out->data = in->mark();
+      in->Skip(v);
+    } else if (field == kChunkIndices && type == kLengthDelimited) {
+      if (!in->ReadVarint(&v) || v > end - in->position()) {
+        return "chunk indices overrun the chunk";
+      }
+      out->index_bytes = v;
+      out->indices = in->mark();
       in->Skip(v);
     } else if ((field == kChunkTensor || field == kChunkIndex ||
                 field == kChunkDtype) &&
@@ -202,6 +211,32 @@ std::string EncodeChunkHeader(int field, uint32_t tensor_id,
     PutTag(&out, kChunkData, kLengthDelimited);
     PutVarint(&out, data_bytes);
   }
+  return out;
+}
+
+std::string EncodeSparseChunkHeader(int field, uint32_t tensor_id,
+                                    uint32_t chunk_index, int dtype,
+                                    size_t index_bytes, size_t data_bytes) {
+  std::string inner;
+  PutVarintField(&inner, kChunkTensor, tensor_id);
+  PutVarintField(&inner, kChunkIndex, chunk_index);
+  PutVarintField(&inner, kChunkDtype, static_cast<uint64_t>(dtype));
+  const size_t length = inner.size() + 1 + VarintSize(index_bytes) +
+                        index_bytes + EncodeChunkDataTag(data_bytes).size() +
+                        data_bytes;
+  std::string out;
+  PutTag(&out, field, kLengthDelimited);
+  PutVarint(&out, length);
+  out += inner;
+  PutTag(&out, kChunkIndices, kLengthDelimited);
+  PutVarint(&out, index_bytes);
+  return out;
+}
+
+std::string EncodeChunkDataTag(size_t data_bytes) {
+  std::string out;
+  PutTag(&out, kChunkData, kLengthDelimited);
+  PutVarint(&out, data_bytes);
   return out;
 }
 
@@ -332,18 +367,18 @@ bool WireReader::SkipField(int field, int wire_type) {
   }
 }
 
-// The data of chunk `f`, just read by `in`: where it lies when whole and
-// float-aligned in one segment, else copied to `*free_space` in
-// `*storage` (allocated on first need; the message's size bounds it).
-// Leaves `in` where it was, at the chunk's end.
-absl::string_view ChunkData(WireReader* in, const ChunkFields& f,
-                            std::unique_ptr<float[]>* storage,
-                            char** free_space) {
-  if (f.data_bytes == 0) return absl::string_view();
+// The `bytes` at `start` of the chunk just read by `in` (its data or
+// indices): where they lie when whole and 4-byte aligned in one segment,
+// else copied to `*free_space` in `*storage` (allocated on first need; the
+// message's size bounds it). Leaves `in` where it was, at the chunk's end.
+absl::string_view ChunkBytes(WireReader* in, const WireReader::Mark& start,
+                             uint64_t bytes, std::unique_ptr<float[]>* storage,
+                             char** free_space) {
+  if (bytes == 0) return absl::string_view();
   const WireReader::Mark chunk_end = in->mark();
-  // Come back to the data, wherever in the chunk it was.
-  in->Restore(f.data);
-  absl::string_view data = in->Contiguous(f.data_bytes);
+  // Come back to the bytes, wherever in the chunk they were.
+  in->Restore(start);
+  absl::string_view data = in->Contiguous(bytes);
   if (data.empty() ||
       reinterpret_cast<uintptr_t>(data.data()) % alignof(float) != 0) {
     if (*free_space == nullptr) {
@@ -351,13 +386,13 @@ absl::string_view ChunkData(WireReader* in, const ChunkFields& f,
       *free_space = reinterpret_cast<char*>(storage->get());
     }
     if (data.empty()) {
-      in->CopyTo(*free_space, f.data_bytes);
+      in->CopyTo(*free_space, bytes);
     } else {
       std::memcpy(*free_space, data.data(), data.size());
     }
-    data = absl::string_view(*free_space, f.data_bytes);
-    // Keep the next chunk float-aligned.
-    *free_space += (f.data_bytes + 3) / 4 * 4;
+    data = absl::string_view(*free_space, bytes);
+    // Keep what comes next float-aligned.
+    *free_space += (bytes + 3) / 4 * 4;
   }
   in->Restore(chunk_end);
   return data;
@@ -400,7 +435,9 @@ absl::Status DecodePush(absl::Span<const absl::string_view> segments,
       chunk.tensor_id = f.tensor_id;
       chunk.chunk_index = f.chunk_index;
       chunk.dtype = f.dtype;
-      chunk.data = ChunkData(&in, f, storage, &free_space);
+      chunk.data = ChunkBytes(&in, f.data, f.data_bytes, storage, &free_space);
+      chunk.indices =
+          ChunkBytes(&in, f.indices, f.index_bytes, storage, &free_space);
       out->chunks.push_back(chunk);
     } else if (!in.SkipField(field, type)) {
       return Malformed(kWhat, "undecodable field");
@@ -427,6 +464,9 @@ absl::StatusOr<uint64_t> DecodePull(
     } else if (field == kPullChunks && type == kLengthDelimited) {
       ChunkFields f;
       RETURN_IF_ERROR(ReadChunk(&in, kWhat, &f));
+      if (f.index_bytes > 0) {
+        return Malformed(kWhat, "a pulled chunk has indices (pulls are dense)");
+      }
       PullChunkTarget target =
           place(f.tensor_id, f.chunk_index, f.dtype, f.data_bytes);
       if (target.dest == nullptr) {

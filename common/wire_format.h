@@ -35,6 +35,9 @@ struct ChunkView {
   uint32_t chunk_index = 0;
   int dtype = 0;  // proto::DType value.
   absl::string_view data;
+  // A sparse chunk's positions within the chunk (little-endian uint32,
+  // ascending); `data` then holds one value per position. Empty: dense.
+  absl::string_view indices;
   // The receiver's own index for the chunk, set once the chunk passed the
   // receiver's checks (decoders leave it at -1).
   int checked_local = -1;
@@ -73,6 +76,13 @@ std::string EncodePushHeader(absl::string_view job_id, uint32_t rank,
 std::string EncodeChunkHeader(int field, uint32_t tensor_id,
                               uint32_t chunk_index, int dtype,
                               size_t data_bytes);
+// A sparse chunk's framing: what precedes its `index_bytes` of indices,
+// then (EncodeChunkDataTag) what sits between them and its `data_bytes` of
+// values.
+std::string EncodeSparseChunkHeader(int field, uint32_t tensor_id,
+                                    uint32_t chunk_index, int dtype,
+                                    size_t index_bytes, size_t data_bytes);
+std::string EncodeChunkDataTag(size_t data_bytes);
 // The framing before a PullResponse's chunks.
 std::string EncodePullHeader(uint64_t version);
 
@@ -121,14 +131,15 @@ class WireReader {
   uint64_t size_ = 0;
 };
 
-// Decodes a PushRequest. Chunk data that lies whole and 4-byte aligned in
-// one segment is referenced in place (so the segments must outlive `out`);
-// the rest is copied once into `*storage`, which is (re)allocated as
+// Decodes a PushRequest. Chunk data and indices that lie whole and 4-byte
+// aligned in one segment are referenced in place (so the segments must outlive
+// `out`); the rest is copied once into `*storage`, which is (re)allocated as
 // needed. Errors name what is malformed.
 absl::Status DecodePush(absl::Span<const absl::string_view> segments,
                         PushView* out, std::unique_ptr<float[]>* storage);
 
-// Decodes a PullResponse, handing each chunk to `place`, which returns
+// Decodes a PullResponse (dense chunks only), handing each chunk to
+// `place`, which returns
 // where its `bytes` go (or null to refuse it; then its message is the
 // error). Each chunk's bytes are copied exactly once, straight there.
 struct PullChunkTarget {

@@ -7,32 +7,13 @@
 #include "absl/cleanup/cleanup.h"
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
-#include "common/half.h"
 #include "common/status_macros.h"
 #include "server/proto_convert.h"
+#include "server/push_chunks.h"
 #include "spdlog/spdlog.h"
 
 namespace paramd {
 namespace {
-
-// Checks every element is finite; returns the first bad index or -1.
-int64_t FirstNonFinite(absl::Span<const float> values) {
-  // A float is NaN or infinite exactly when its exponent bits are all
-  // ones. The integer test vectorises (a float compare would not, under
-  // strict floating point); only when it fires is the index looked up.
-  constexpr uint32_t kExponent = 0x7F800000u;
-  uint32_t any = 0;
-  for (float v : values) {
-    uint32_t bits;
-    std::memcpy(&bits, &v, sizeof(bits));
-    any |= static_cast<uint32_t>((bits & kExponent) == kExponent);
-  }
-  if (any == 0) return -1;
-  for (size_t i = 0; i < values.size(); ++i) {
-    if (!std::isfinite(values[i])) return static_cast<int64_t>(i);
-  }
-  return -1;
-}
 
 // Client bytes as they may appear in an error: escaped (no control or NUL
 // bytes reach a log or a terminal) and cut to 64 bytes.
@@ -184,7 +165,8 @@ absl::Status Shard::Push(const proto::PushRequest& request,
   view.loss = request.loss();
   for (const proto::TensorChunk& chunk : request.chunks()) {
     view.chunks.push_back(ChunkView{chunk.tensor_id(), chunk.chunk_index(),
-                                    chunk.dtype(), chunk.data()});
+                                    chunk.dtype(), chunk.data(),
+                                    chunk.indices()});
   }
   return Push(view, response);
 }
@@ -199,50 +181,9 @@ absl::Status Shard::CheckChunk(const ChunkView& chunk, int* local) const {
         absl::StrCat(where, " is not owned by shard ", shard_id_));
   }
   const ChunkSpec& spec = store_.chunk_spec(*local);
-  const std::string& name = spec_.tensors[spec.tensor_id].name;
-  if (chunk.dtype == proto::DTYPE_FLOAT16) {
-    const absl::string_view data = chunk.data;
-    if (static_cast<int64_t>(data.size()) != spec.length * 2) {
-      return absl::InvalidArgumentError(
-          absl::StrCat(where, " (", name, ") has ", data.size(),
-                       " bytes of float16; expected ", spec.length * 2));
-    }
-    if (reinterpret_cast<uintptr_t>(data.data()) % alignof(uint16_t) != 0) {
-      return absl::InternalError(absl::StrCat(where, " is misaligned"));
-    }
-    const uint16_t* halves = reinterpret_cast<const uint16_t*>(data.data());
-    for (int64_t i = 0; i < spec.length; ++i) {
-      if (!HalfIsFinite(halves[i])) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            where, " (", name, ") element ", spec.offset + i,
-            " is not finite (", HalfToFloat(halves[i]), ", float16)"));
-      }
-    }
-    return absl::OkStatus();
-  }
-  if (chunk.dtype != proto::DTYPE_FLOAT32) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(where, " (", name, ") has dtype ", chunk.dtype,
-                     "; expected DTYPE_FLOAT32 or (pushes) DTYPE_FLOAT16"));
-  }
-  const absl::string_view data = chunk.data;
-  if (static_cast<int64_t>(data.size()) != spec.length * kElementBytes) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(where, " (", name, ") has ", data.size(),
-                     " bytes; expected ", spec.length * kElementBytes));
-  }
-  // Decoders hand over float-aligned data (protobuf's heap strings are).
-  if (reinterpret_cast<uintptr_t>(data.data()) % alignof(float) != 0) {
-    return absl::InternalError(absl::StrCat(where, " is misaligned"));
-  }
-  const absl::Span<const float> values(
-      reinterpret_cast<const float*>(data.data()), spec.length);
-  if (int64_t bad = FirstNonFinite(values); bad >= 0) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(where, " (", name, ") element ", spec.offset + bad,
-                     " is not finite (", values[bad], ")"));
-  }
-  return absl::OkStatus();
+  return CheckChunkPayload(
+      chunk, spec.length, spec.offset,
+      absl::StrCat(where, " (", spec_.tensors[spec.tensor_id].name, ")"));
 }
 
 absl::Status Shard::CheckChunks(absl::Span<ChunkView> chunks) const {
@@ -270,7 +211,7 @@ absl::Status Shard::Push(const PushView& request,
         " chunks; shard ", shard_id_, " owns ", n));
   }
   std::vector<absl::Span<const float>> grads(n);
-  // float16 chunks, widened to float32 for the policy.
+  // float16 or sparse chunks as the float32 gradients they stand for.
   std::vector<std::vector<float>> widened;
   widened.reserve(n);  // No reallocation: grads point into it.
   std::vector<bool> seen(n, false);
@@ -288,18 +229,9 @@ absl::Status Shard::Push(const PushView& request,
     }
     seen[local] = true;
     const int64_t length = store_.chunk_spec(local).length;
-    if (chunk.dtype == proto::DTYPE_FLOAT16) {
-      widened.emplace_back(length);
-      HalvesToFloats(
-          absl::MakeConstSpan(
-              reinterpret_cast<const uint16_t*>(chunk.data.data()), length),
-          absl::MakeSpan(widened.back()));
-      grads[local] = widened.back();
-    } else {
-      grads[local] = absl::MakeConstSpan(
-          reinterpret_cast<const float*>(chunk.data.data()), length);
-    }
-    bytes += chunk.data.size();
+    widened.emplace_back();
+    grads[local] = ChunkGradient(chunk, length, &widened.back());
+    bytes += WireBytes(chunk);
     float32_bytes += static_cast<uint64_t>(length) * kElementBytes;
   }
   const absl::Time now = clock_->Now();

@@ -20,6 +20,7 @@
 #include "tests/test_files.h"
 #include "tests/whole_push.h"
 #include "worker/rpc/grpc_parameter_client.h"
+#include "worker/topk.h"
 #include "worker/trainer.h"
 
 namespace paramd {
@@ -220,6 +221,41 @@ TEST_CASE(
   cluster.server(0).shard()->GetStatus(&st);
   CHECK(st.version() == steps);
   CHECK(st.bytes_in() * 2 == float_bytes);
+}
+
+TEST_CASE(
+    "top-k gradients with error feedback over the wire: lock-step, k entries "
+    "per chunk, the loss falls",
+    "[integration][sync][topk]") {
+  JobOptions o;
+  o.epochs = 2;
+  o.train_limit = 3072;
+  JobConfig config = testing::MakeJob(o, testing::NewTempDir());
+  config.compression.type = "topk";
+  config.compression.ratio = 0.05;
+  LocalCluster cluster(config);
+  Observed observed;
+  const auto trainers = TrainAll(config, cluster, observed);
+  const uint64_t steps = 2 * 48;
+  REQUIRE(observed.seen[0].size() == steps + 1);
+  CHECK(observed.seen[0] == observed.seen[1]);
+  CHECK(trainers[0]->params() == trainers[1]->params());
+  CheckLossFalls(observed, 2, steps);
+  // Exactly k (index, value) pairs of 8 bytes per chunk and push arrived.
+  for (int s = 0; s < 2; ++s) {
+    const Shard& shard = *cluster.server(s).shard();
+    uint64_t per_push = 0, dense = 0;
+    for (int i = 0; i < shard.store().num_chunks(); ++i) {
+      const int64_t length = shard.store().chunk_spec(i).length;
+      per_push += 8 * static_cast<uint64_t>(TopKCount(length, 0.05));
+      dense += 4 * static_cast<uint64_t>(length);
+    }
+    proto::ShardStatus st;
+    cluster.server(s).shard()->GetStatus(&st);
+    CHECK(st.version() == steps);
+    CHECK(st.bytes_in() == 2 * steps * per_push);
+    CHECK(st.bytes_in_float32() == 2 * steps * dense);
+  }
 }
 
 // Async and SSP: every push is its own step, so after both workers finish

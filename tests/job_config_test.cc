@@ -196,7 +196,16 @@ TEST_CASE("each bad job file names file, line and field", "[config]") {
        "optimizer.schedule.total_steps", "type: cosine",
        "needs total_steps > warmup_steps"},
       {"unknown compression", good + "compression:\n  type: int8\n",
-       "compression.type", "type: int8", "'int8' is not one of: none, fp16"},
+       "compression.type", "type: int8",
+       "'int8' is not one of: none, fp16, topk"},
+      {"top-k ratio out of range",
+       good + "compression:\n  type: topk\n  ratio: 1.5\n", "compression.ratio",
+       "ratio: 1.5", "must be in (0, 1]"},
+      {"top-k ratio zero", good + "compression:\n  type: topk\n  ratio: 0\n",
+       "compression.ratio", "ratio: 0", "must be in (0, 1]"},
+      {"ratio without top-k",
+       good + "compression:\n  type: fp16\n  ratio: 0.1\n", "compression.ratio",
+       "ratio: 0.1", "applies to type topk only"},
       {"metrics port out of range", good + "metrics:\n  port: 70000\n",
        "metrics.port", "port: 70000", "must be between 0 (off) and 65535"},
       {"bad chunk size",
@@ -331,7 +340,21 @@ TEST_CASE("compression and metrics parse", "[config]") {
                            "metrics:\n  port: 9400\n  bind: 127.0.0.1\n"));
   REQUIRE(c.ok());
   CHECK(c->compression.fp16());
+  CHECK(!c->compression.topk());
   CHECK(c->metrics.port == 9400);
+  absl::StatusOr<JobConfig> t = LoadJobConfig(testing::WriteFile(
+      dir + "/c.yaml", testing::JobYaml(o) +
+                           "compression:\n  type: topk\n  ratio: 0.05\n"
+                           "  error_feedback: false\n"));
+  REQUIRE(t.ok());
+  CHECK(t->compression.topk());
+  CHECK(t->compression.ratio == 0.05);
+  CHECK(!t->compression.error_feedback);
+  absl::StatusOr<JobConfig> d = LoadJobConfig(testing::WriteFile(
+      dir + "/d.yaml", testing::JobYaml(o) + "compression:\n  type: topk\n"));
+  REQUIRE(d.ok());
+  CHECK(d->compression.ratio == 0.01);
+  CHECK(d->compression.error_feedback);
   CHECK(c->metrics.bind == "127.0.0.1");
 }
 

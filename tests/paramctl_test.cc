@@ -119,6 +119,13 @@ TEST_CASE("run trains a small job and writes the summary", "[paramctl][e2e]") {
   REQUIRE(std::regex_search(json, m,
                             std::regex(R"("samples_per_second": ([0-9.]+))")));
   CHECK(std::stod(m[1]) > 0);
+  // Every parameter of [784, 64, 10] travels as float32 each step.
+  const std::string step_bytes =
+      std::to_string((784 * 64 + 64 + 64 * 10 + 10) * 4);
+  CHECK(json.find("\"push_bytes_per_step\": " + step_bytes + ",") !=
+        std::string::npos);
+  CHECK(json.find("\"push_float32_bytes_per_step\": " + step_bytes + ",") !=
+        std::string::npos);
 }
 
 TEST_CASE("a failing worker is named with its reason and everything stops",

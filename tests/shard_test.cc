@@ -42,15 +42,7 @@ struct Fixture {
 
   // Both phases of Register at clock 0.
   void RegisterRank(uint32_t rank) {
-    for (bool join : {false, true}) {
-      proto::RegisterRequest r;
-      r.set_job_id(config.job_id);
-      r.set_rank(rank);
-      r.set_plan_fingerprint(shard->plan().fingerprint());
-      r.set_join(join);
-      proto::RegisterResponse response;
-      REQUIRE(shard->Register(r, &response).ok());
-    }
+    testing::RegisterAtZero(*shard, config.job_id, rank);
   }
 
   proto::PushRequest GoodPush(uint32_t rank, uint64_t clock, float value) {

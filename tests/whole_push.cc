@@ -1,8 +1,21 @@
 #include "tests/whole_push.h"
 
+#include <catch2/catch.hpp>
 #include <vector>
 
 namespace paramd::testing {
+
+void RegisterAtZero(Shard& shard, const std::string& job_id, uint32_t rank) {
+  for (bool join : {false, true}) {
+    proto::RegisterRequest r;
+    r.set_job_id(job_id);
+    r.set_rank(rank);
+    r.set_plan_fingerprint(shard.plan().fingerprint());
+    r.set_join(join);
+    proto::RegisterResponse response;
+    REQUIRE(shard.Register(r, &response).ok());
+  }
+}
 
 proto::PushRequest WholePush(const Shard& shard, const std::string& job_id,
                              uint32_t rank, uint64_t clock, float value) {

@@ -13,6 +13,11 @@ namespace paramd::testing {
 
 // A push from `rank` at `clock` to `shard`: every chunk it owns, every
 // element `value`.
+// Registers `rank` with `shard` at clock 0 (both phases), failing the test
+// on error.
+void RegisterAtZero(Shard& shard, const std::string& job_id, uint32_t rank);
+
+// A push of every chunk the shard owns, each element `value`.
 proto::PushRequest WholePush(const Shard& shard, const std::string& job_id,
                              uint32_t rank, uint64_t clock, float value);
 

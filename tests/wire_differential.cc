@@ -84,6 +84,11 @@ std::string ComparePush(absl::string_view bytes,
     const ChunkView& c = got.chunks[i];
     std::string d = CompareChunk(i, c.tensor_id, c.chunk_index, c.dtype, c.data,
                                  want.chunks(static_cast<int>(i)));
+    if (d.empty() && c.indices != want.chunks(static_cast<int>(i)).indices()) {
+      d = absl::StrCat("chunk ", i, ": the indices differ (decoder ",
+                       c.indices.size(), " bytes, protobuf ",
+                       want.chunks(static_cast<int>(i)).indices().size(), ")");
+    }
     if (!d.empty()) return absl::StrCat("Push: ", d, "; ", Describe(bytes));
   }
   return "";
@@ -116,6 +121,18 @@ std::string ComparePull(absl::string_view bytes,
         if (size == 0) target.dest = reinterpret_cast<char*>(&got);
         return target;
       });
+  // Pulls are dense: a chunk with indices is refused by design.
+  bool sparse = false;
+  for (const proto::TensorChunk& c : want.chunks()) {
+    sparse = sparse || !c.indices().empty();
+  }
+  if (pb_ok && sparse) {
+    if (version.ok()) {
+      return absl::StrCat("Pull: a chunk with indices was accepted; ",
+                          Describe(bytes));
+    }
+    return "";
+  }
   if (version.ok() != pb_ok) {
     return absl::StrCat(
         "Pull: protobuf ", pb_ok ? "accepts" : "refuses", ", the decoder ",

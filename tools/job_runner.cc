@@ -286,6 +286,7 @@ class JobRun {
     }
     ReportProgress();
     const bool complete = epochs_.count(config_.training.epochs) > 0;
+    MeasurePushBytes();
     std::vector<int> servers;
     for (const Proc& p : procs_) {
       if (p.server) servers.push_back(p.index);
@@ -300,15 +301,38 @@ class JobRun {
     const proto::EpochMetrics& last = epochs_.rbegin()->second;
     Say(absl::StrFormat(
         "done: %d epoch(s) in %s, final test accuracy %.4f, %.0f samples/s "
-        "(median epoch)%s",
+        "(median epoch)%s%s",
         config_.training.epochs, FormatDuration(wall), last.test_accuracy(),
         MedianSamplesPerSecond(),
+        push_bytes_per_step_ <= 0
+            ? ""
+            : absl::StrFormat(
+                  ", pushes %.1f KB per worker step (%.1f%% of "
+                  "float32)",
+                  push_bytes_per_step_ / 1e3,
+                  100 * push_bytes_per_step_ / push_float32_bytes_per_step_),
         restarts_ == 0 ? "" : absl::StrCat(", ", restarts_, " restart(s)")));
     if (!options_.summary_path.empty()) {
       if (!WriteSummary(wall)) return 1;
       Say(absl::StrCat("summary written to ", options_.summary_path));
     }
     return 0;
+  }
+
+  // The bytes one worker step pushes, summed over the shards, as they
+  // travelled and as float32 (from each shard's counters; 0 if a shard
+  // does not answer).
+  void MeasurePushBytes() {
+    double wire = 0, float32 = 0;
+    for (const ServerStatus& s :
+         QueryAllStatus(addresses_, security_, absl::Seconds(2))) {
+      if (!s.status.ok() || s.status->pushes() == 0) return;
+      const double pushes = static_cast<double>(s.status->pushes());
+      wire += static_cast<double>(s.status->bytes_in()) / pushes;
+      float32 += static_cast<double>(s.status->bytes_in_float32()) / pushes;
+    }
+    push_bytes_per_step_ = wire;
+    push_float32_bytes_per_step_ = float32;
   }
 
   // Prints every newly completed epoch from shard 0's status.
@@ -364,12 +388,15 @@ class JobRun {
         "  \"workers\": %d,\n  \"epochs\": %d,\n  \"final_test_accuracy\": "
         "%.6f,\n"
         "  \"wall_seconds\": %.3f,\n  \"samples_per_second\": %.1f,\n"
+        "  \"push_bytes_per_step\": %.0f,\n"
+        "  \"push_float32_bytes_per_step\": %.0f,\n"
         "  \"restarts\": %d,\n  \"restarts_by_process\": {%s},\n"
         "  \"epoch_metrics\": [%s\n  ]\n}\n",
         config_.job_id, PolicyName(config_.policy.type), config_.num_shards(),
         config_.num_workers, config_.training.epochs,
         epochs_.rbegin()->second.test_accuracy(), wall,
-        MedianSamplesPerSecond(), restarts_, by_process, epochs);
+        MedianSamplesPerSecond(), push_bytes_per_step_,
+        push_float32_bytes_per_step_, restarts_, by_process, epochs);
     std::ofstream out(options_.summary_path, std::ios::trunc);
     out << json;
     if (!out.good()) {
@@ -406,6 +433,7 @@ class JobRun {
   int restarts_ = 0;
   std::vector<std::string> addresses_;
   int workers_done_ = 0;
+  double push_bytes_per_step_ = 0, push_float32_bytes_per_step_ = 0;
   std::map<int, proto::EpochMetrics> epochs_;  // By epoch number.
 };
 

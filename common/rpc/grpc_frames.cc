@@ -19,6 +19,11 @@ void FrameBuilder::Flush() {
 
 void FrameBuilder::AddReference(absl::string_view data) {
   if (data.empty()) return;
+  // A slice of its own costs more than copying a few bytes.
+  if (data.size() < kCopyBelow) {
+    AddCopy(data);
+    return;
+  }
   Flush();
   slices_.emplace_back(const_cast<char*>(data.data()), data.size(),
                        &ReleaseOwner, new std::shared_ptr<const void>(owner_));

@@ -34,7 +34,8 @@ class FrameBuilder {
     pending_.append(bytes.data(), bytes.size());
   }
   // `data` must lie in memory `owner` keeps alive and unchanged until the
-  // frame's slices are released.
+  // frame's slices are released. Fewer than kCopyBelow bytes are copied.
+  static constexpr size_t kCopyBelow = 256;
   void AddReference(absl::string_view data);
   grpc::ByteBuffer Finish();
 

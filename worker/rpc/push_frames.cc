@@ -15,18 +15,42 @@ PushFrames::PushFrames(const JobConfig& config, const PartitionPlan& plan,
       layout_(layout),
       rank_(rank),
       fp16_(config.compression.fp16()) {
+  const CompressionConfig& compression = config.compression;
+  if (compression.topk()) {
+    std::vector<std::pair<int64_t, int64_t>> chunks;
+    for (const ChunkSpec& c : plan_.chunks()) {
+      chunks.emplace_back(FlatOffset(layout_, c), c.length);
+    }
+    topk_ = std::make_unique<TopKCompressor>(
+        std::move(chunks), compression.ratio, compression.error_feedback);
+    for (const ChunkSpec& c : plan_.chunks()) {
+      topk_data_tags_.push_back(EncodeChunkDataTag(
+          static_cast<size_t>(TopKCount(c.length, compression.ratio)) *
+          sizeof(float)));
+    }
+  }
   const int64_t element_bytes = fp16_ ? 2 : kElementBytes;
   for (int s = 0; s < plan_.num_shards(); ++s) {
     ShardFrames frames;
     std::vector<int64_t> chunk_bytes;
     for (int global : plan_.ChunksOfShard(s)) {
       const ChunkSpec& c = plan_.chunks()[global];
+      const auto tensor_id = static_cast<uint32_t>(c.tensor_id);
+      const auto chunk_index = static_cast<uint32_t>(c.chunk_index);
+      if (topk_ != nullptr) {
+        const auto k =
+            static_cast<size_t>(TopKCount(c.length, compression.ratio));
+        frames.chunk_headers.push_back(EncodeSparseChunkHeader(
+            kPushChunksField, tensor_id, chunk_index, proto::DTYPE_FLOAT32,
+            k * sizeof(uint32_t), k * sizeof(float)));
+        chunk_bytes.push_back(static_cast<int64_t>(k * 8));
+        continue;
+      }
       const int64_t bytes = c.length * element_bytes;
-      frames.chunk_headers.push_back(EncodeChunkHeader(
-          kPushChunksField, static_cast<uint32_t>(c.tensor_id),
-          static_cast<uint32_t>(c.chunk_index),
-          fp16_ ? proto::DTYPE_FLOAT16 : proto::DTYPE_FLOAT32,
-          static_cast<size_t>(bytes)));
+      frames.chunk_headers.push_back(
+          EncodeChunkHeader(kPushChunksField, tensor_id, chunk_index,
+                            fp16_ ? proto::DTYPE_FLOAT16 : proto::DTYPE_FLOAT32,
+                            static_cast<size_t>(bytes)));
       chunk_bytes.push_back(bytes);
     }
     frames.groups = GroupChunks(chunk_bytes);
@@ -37,6 +61,7 @@ PushFrames::PushFrames(const JobConfig& config, const PartitionPlan& plan,
 std::vector<std::vector<grpc::ByteBuffer>> PushFrames::Build(
     uint64_t clock, float loss,
     std::shared_ptr<const std::vector<float>> gradients) {
+  if (topk_ != nullptr) return BuildTopK(clock, loss, *gradients);
   // The bytes that travel: the float32 buffer itself, or its halves.
   const char* flat = reinterpret_cast<const char*>(gradients->data());
   int64_t element_bytes = kElementBytes;
@@ -56,6 +81,18 @@ std::vector<std::vector<grpc::ByteBuffer>> PushFrames::Build(
     element_bytes = 2;
     owner = std::move(halves);
   }
+  return Frame(
+      clock, loss, std::move(owner), [&](FrameBuilder& frame, int global) {
+        const ChunkSpec& c = plan_.chunks()[global];
+        frame.AddReference(
+            absl::string_view(flat + FlatOffset(layout_, c) * element_bytes,
+                              static_cast<size_t>(c.length * element_bytes)));
+      });
+}
+
+std::vector<std::vector<grpc::ByteBuffer>> PushFrames::Frame(
+    uint64_t clock, float loss, std::shared_ptr<const void> owner,
+    const std::function<void(FrameBuilder&, int)>& add_chunk) const {
   const std::string header =
       EncodePushHeader(job_id_, static_cast<uint32_t>(rank_), clock, loss);
   std::vector<std::vector<grpc::ByteBuffer>> messages(shards_.size());
@@ -65,16 +102,36 @@ std::vector<std::vector<grpc::ByteBuffer>> PushFrames::Build(
       FrameBuilder frame(owner);
       if (begin == 0) frame.AddCopy(header);
       for (size_t k = begin; k < end; ++k) {
-        const ChunkSpec& c = plan_.chunks()[owned[k]];
         frame.AddCopy(shards_[i].chunk_headers[k]);
-        frame.AddReference(
-            absl::string_view(flat + FlatOffset(layout_, c) * element_bytes,
-                              static_cast<size_t>(c.length * element_bytes)));
+        add_chunk(frame, owned[k]);
       }
       messages[i].push_back(frame.Finish());
     }
   }
   return messages;
+}
+
+std::vector<std::vector<grpc::ByteBuffer>> PushFrames::BuildTopK(
+    uint64_t clock, float loss, const std::vector<float>& gradients) {
+  // A retry of the last push resends its selection; the residual already
+  // holds what that selection left out.
+  if (topk_last_ == nullptr || clock != topk_clock_) {
+    auto selected = std::make_shared<std::vector<TopKCompressor::Chunk>>();
+    topk_->Compress(gradients, selected.get());
+    topk_last_ = std::move(selected);
+    topk_clock_ = clock;
+  }
+  const std::vector<TopKCompressor::Chunk>& selected = *topk_last_;
+  return Frame(clock, loss, topk_last_, [&](FrameBuilder& frame, int global) {
+    const TopKCompressor::Chunk& chunk = selected[global];
+    frame.AddReference(
+        absl::string_view(reinterpret_cast<const char*>(chunk.indices.data()),
+                          chunk.indices.size() * sizeof(uint32_t)));
+    frame.AddCopy(topk_data_tags_[global]);
+    frame.AddReference(
+        absl::string_view(reinterpret_cast<const char*>(chunk.values.data()),
+                          chunk.values.size() * sizeof(float)));
+  });
 }
 
 }  // namespace paramd

@@ -4,13 +4,17 @@
 // (GroupChunks over the bytes that travel). Per push, Build frames the
 // gradient buffer itself (float32) or, under compression fp16, its halves
 // (common/half.h; the first push with values beyond half's range logs how
-// many were sent as ±65504).
+// many were sent as ±65504), or under compression topk each chunk's
+// selected (index, value) pairs (worker/topk.h). A retry of the last push
+// (Build again at the same clock) sends the same selection: the error
+// feedback residual moves once per clock.
 #ifndef PARAMD_WORKER_RPC_PUSH_FRAMES_H_
 #define PARAMD_WORKER_RPC_PUSH_FRAMES_H_
 
 #include <grpcpp/support/byte_buffer.h>
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <utility>
@@ -19,6 +23,8 @@
 #include "common/job_config.h"
 #include "common/model_spec.h"
 #include "common/partitioner.h"
+#include "common/rpc/grpc_frames.h"
+#include "worker/topk.h"
 
 namespace paramd {
 
@@ -36,8 +42,18 @@ class PushFrames {
       std::shared_ptr<const std::vector<float>> gradients);
 
  private:
+  std::vector<std::vector<grpc::ByteBuffer>> BuildTopK(
+      uint64_t clock, float loss, const std::vector<float>& gradients);
+  // Each shard's messages: the push header, then for each owned chunk its
+  // framing and what `add_chunk(frame, global chunk)` adds; `owner`
+  // keeps the referenced bytes alive.
+  std::vector<std::vector<grpc::ByteBuffer>> Frame(
+      uint64_t clock, float loss, std::shared_ptr<const void> owner,
+      const std::function<void(FrameBuilder&, int)>& add_chunk) const;
+
   struct ShardFrames {
-    // The framing before each owned chunk (never changes).
+    // The framing before each owned chunk (never changes; top-k sends the
+    // same number of entries every step).
     std::vector<std::string> chunk_headers;
     // Owned chunks [begin, end) sent together in one message.
     std::vector<std::pair<size_t, size_t>> groups;
@@ -50,6 +66,11 @@ class PushFrames {
   const bool fp16_;
   std::vector<ShardFrames> shards_;
   bool warned_saturation_ = false;  // fp16: logged once.
+  // topk: the compressor and the last clock's selection (by global chunk).
+  std::unique_ptr<TopKCompressor> topk_;
+  std::vector<std::string> topk_data_tags_;  // By global chunk.
+  uint64_t topk_clock_ = 0;
+  std::shared_ptr<const std::vector<TopKCompressor::Chunk>> topk_last_;
 };
 
 }  // namespace paramd

@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# Runs the main job with each wire compression -- none
+# (configs/fashion_mnist_mlp.yaml), fp16 and top-k 1% with error feedback
+# (configs/fashion_mnist_mlp_{fp16,topk}.yaml) -- alternating, ROUNDS times
+# each in one sitting, and prints each run's median-epoch samples/s, final
+# test accuracy and push bytes per worker step, then the medians. This
+# machine's speed drifts between minutes: compare only figures from one run
+# of this script.
+#
+#   scripts/compression-compare.sh [ROUNDS]   (default 3)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+rounds="${1:-3}"
+bazel build --noshow_progress //tools:paramctl //server:paramd-server \
+  //worker:paramd-worker
+out="$(mktemp -d)"
+trap 'rm -rf "$out"' EXIT
+field() {
+  sed -n "s/^  \"$2\": \\([0-9.]*\\),\$/\\1/p" "$1"
+}
+declare -A rates accs bytes
+kinds=(none fp16 topk)
+for ((i = 1; i <= rounds; i++)); do
+  for kind in "${kinds[@]}"; do
+    job=configs/fashion_mnist_mlp.yaml
+    [[ "$kind" == none ]] || job="configs/fashion_mnist_mlp_$kind.yaml"
+    bazel-bin/tools/paramctl run "$job" --summary "$out/$kind-$i.json" \
+      --log_level warn >"$out/$kind-$i.log"
+    r="$(field "$out/$kind-$i.json" samples_per_second)"
+    a="$(field "$out/$kind-$i.json" final_test_accuracy)"
+    b="$(field "$out/$kind-$i.json" push_bytes_per_step)"
+    f="$(field "$out/$kind-$i.json" push_float32_bytes_per_step)"
+    printf '%-4s run %d: %8.0f samples/s, final accuracy %s, push %s bytes per worker step (float32: %s)\n' \
+      "$kind" "$i" "$r" "$a" "$b" "$f"
+    rates[$kind]+="$r " accs[$kind]+="$a " bytes[$kind]="$b/$f"
+  done
+done
+median() { printf '%s\n' "$@" | sort -g | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
+echo "| compression | push bytes / worker step | of float32 | samples/s (median) | final test accuracy |"
+echo "| --- | ---: | ---: | ---: | ---: |"
+for kind in "${kinds[@]}"; do
+  # shellcheck disable=SC2086
+  r="$(median ${rates[$kind]})"
+  a="$(median ${accs[$kind]})"
+  awk -v k="$kind" -v b="${bytes[$kind]}" -v r="$r" -v a="$a" 'BEGIN {
+    split(b, x, "/");
+    printf "| %s | %d | %.1f%% | %.0f | %.4f |\n", k, x[1], 100 * x[1] / x[2], r, a }'
+done
