@@ -121,7 +121,11 @@ struct CompressionConfig {
   std::string type = "none";
   double ratio = 0.01;
   bool error_feedback = true;
+  // What parameters are pulled as: "float32" or "fp16" (IEEE half; the
+  // servers keep float32 and convert each version once).
+  std::string pull = "float32";
   bool fp16() const { return type == "fp16"; }
+  bool pull_fp16() const { return pull == "fp16"; }
   bool topk() const { return type == "topk"; }
 };
 

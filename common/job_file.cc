@@ -356,7 +356,7 @@ class JobParser {
   absl::Status ParseCompression(const YAML::Node& root, JobConfig* c) {
     ASSIGN_OR_RETURN(const YAML::Node n,
                      Section(root, "compression", false,
-                             {"type", "ratio", "error_feedback"}));
+                             {"type", "ratio", "error_feedback", "pull"}));
     return ParseCompressionSection(r_, n, &c->compression);
   }
 

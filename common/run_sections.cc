@@ -141,6 +141,12 @@ absl::Status ParseCompressionSection(YamlReader& reader, const YAML::Node& c,
   }
   RETURN_IF_ERROR(reader.Get(c, "compression", "error_feedback", false,
                              &out->error_feedback));
+  RETURN_IF_ERROR(reader.Get(c, "compression", "pull", false, &out->pull));
+  if (out->pull != "float32" && out->pull != "fp16") {
+    return reader.Error(
+        c["pull"], "compression.pull",
+        absl::StrCat("'", out->pull, "' is not one of: float32, fp16"));
+  }
   return absl::OkStatus();
 }
 

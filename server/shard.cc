@@ -260,14 +260,20 @@ absl::Status Shard::Pull(const proto::PullRequest& request, absl::Time deadline,
   std::shared_ptr<const ParamSnapshot> snapshot;
   RETURN_IF_ERROR(Pull(request, deadline, cancelled, &snapshot));
   response->set_version(snapshot->version);
+  const bool half = request.dtype() == proto::DTYPE_FLOAT16;
   for (size_t i = 0; i < snapshot->params.size(); ++i) {
     const ChunkSpec& spec = store_.chunk_spec(static_cast<int>(i));
     proto::TensorChunk* chunk = response->add_chunks();
     chunk->set_tensor_id(spec.tensor_id);
     chunk->set_chunk_index(spec.chunk_index);
-    chunk->set_dtype(proto::DTYPE_FLOAT32);
-    chunk->set_data(reinterpret_cast<const char*>(snapshot->params[i].data()),
-                    snapshot->params[i].size() * sizeof(float));
+    chunk->set_dtype(half ? proto::DTYPE_FLOAT16 : proto::DTYPE_FLOAT32);
+    if (half) {
+      const std::vector<uint16_t>& h = snapshot->Halves()[i];
+      chunk->set_data(h.data(), h.size() * sizeof(uint16_t));
+    } else {
+      chunk->set_data(snapshot->params[i].data(),
+                      snapshot->params[i].size() * sizeof(float));
+    }
   }
   return absl::OkStatus();
 }
@@ -277,6 +283,13 @@ absl::Status Shard::Pull(const proto::PullRequest& request, absl::Time deadline,
                          std::shared_ptr<const ParamSnapshot>* snapshot) {
   RETURN_IF_ERROR(
       CheckRegisteredWorker("Pull", request.job_id(), request.rank()));
+  const proto::DType dtype = request.dtype();
+  if (dtype != proto::DTYPE_UNSPECIFIED && dtype != proto::DTYPE_FLOAT32 &&
+      dtype != proto::DTYPE_FLOAT16) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("Pull: dtype ", dtype,
+                     "; expected DTYPE_FLOAT32 (or unset) or DTYPE_FLOAT16"));
+  }
   const int rank = static_cast<int>(request.rank());
   RETURN_IF_ERROR(EnterCall("Pull", rank));
   absl::Cleanup leave = [this, rank] { LeaveCall(rank); };
@@ -288,7 +301,8 @@ absl::Status Shard::Pull(const proto::PullRequest& request, absl::Time deadline,
   stats_.RecordPullWait(now - start);
   *snapshot = store_.Snapshot();
   stats_.RecordPullTime(clock_->Now() - start);
-  const uint64_t bytes = static_cast<uint64_t>(store_.bytes());
+  const uint64_t bytes = static_cast<uint64_t>(store_.bytes()) /
+                         (dtype == proto::DTYPE_FLOAT16 ? 2 : 1);
   workers_.OnPull(rank, bytes, now);
   return absl::OkStatus();
 }

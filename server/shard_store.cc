@@ -4,6 +4,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "common/half.h"
 
 namespace paramd {
 namespace {
@@ -57,6 +58,21 @@ ShardStore::ShardStore(const ModelSpec& spec, const PartitionPlan& plan,
                         std::vector<float>(c.length, 0.0f));
     bytes_ += c.length * kElementBytes;
   }
+}
+
+const std::vector<std::vector<uint16_t>>& ParamSnapshot::Halves() const {
+  absl::MutexLock lock(&halves_mu_);
+  if (halves_version_ != version) {
+    halves_.resize(params.size());
+    for (size_t i = 0; i < params.size(); ++i) {
+      halves_[i].resize(params[i].size());
+      FloatsToHalves(params[i], absl::MakeSpan(halves_[i]));
+    }
+    halves_version_ = version;
+  }
+  // Unchanged while the caller holds the snapshot: only a snapshot nobody
+  // holds is stepped.
+  return halves_;
 }
 
 int ShardStore::LocalIndex(int global) const {

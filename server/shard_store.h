@@ -27,8 +27,26 @@ namespace paramd {
 // Every chunk's parameters at one version, by local chunk index. Never
 // changed once handed out, so pulls can send it without holding a lock.
 struct ParamSnapshot {
+  ParamSnapshot() = default;
+  ParamSnapshot(const ParamSnapshot& other)
+      : version(other.version), params(other.params) {}
+
   uint64_t version = 0;
   std::vector<std::vector<float>> params;
+
+  // The params as IEEE half (common/half.h; beyond ±65504 saturates), for
+  // pulls that ask for float16: converted by the first such pull of this
+  // version and shared by the others.
+  const std::vector<std::vector<uint16_t>>& Halves() const
+      ABSL_LOCKS_EXCLUDED(halves_mu_);
+
+ private:
+  mutable absl::Mutex halves_mu_;
+  // The version `halves_` holds (a snapshot no pull holds any more is
+  // stepped in place and reused).
+  mutable uint64_t halves_version_ ABSL_GUARDED_BY(halves_mu_) = UINT64_MAX;
+  mutable std::vector<std::vector<uint16_t>> halves_
+      ABSL_GUARDED_BY(halves_mu_);
 };
 
 class ShardStore {

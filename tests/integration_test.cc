@@ -190,8 +190,8 @@ TEST_CASE("shards of several messages push and pull as streams, in lock-step",
 }
 
 TEST_CASE(
-    "float16 gradients over the wire, streamed shards included: lock-step, "
-    "half the push bytes, the loss falls",
+    "float16 gradients and parameters over the wire, streamed shards "
+    "included: lock-step, half the bytes each way, the loss falls",
     "[integration][sync][stream][fp16]") {
   JobOptions o;
   o.layers = "[784, 1024, 10]";  // Streams: each shard > one message.
@@ -200,7 +200,8 @@ TEST_CASE(
   JobConfig config = testing::MakeJob(o, testing::NewTempDir());
   JobConfig half = config;
   half.compression.type = "fp16";
-  uint64_t float_bytes = 0;
+  half.compression.pull = "fp16";
+  uint64_t float_bytes = 0, float_bytes_out = 0;
   {
     LocalCluster cluster(config);
     Observed observed;
@@ -208,6 +209,7 @@ TEST_CASE(
     proto::ShardStatus st;
     cluster.server(0).shard()->GetStatus(&st);
     float_bytes = st.bytes_in();
+    float_bytes_out = st.bytes_out();
   }
   LocalCluster cluster(half);
   Observed observed;
@@ -221,6 +223,7 @@ TEST_CASE(
   cluster.server(0).shard()->GetStatus(&st);
   CHECK(st.version() == steps);
   CHECK(st.bytes_in() * 2 == float_bytes);
+  CHECK(st.bytes_out() * 2 == float_bytes_out);
 }
 
 TEST_CASE(

@@ -203,6 +203,8 @@ TEST_CASE("each bad job file names file, line and field", "[config]") {
        "ratio: 1.5", "must be in (0, 1]"},
       {"top-k ratio zero", good + "compression:\n  type: topk\n  ratio: 0\n",
        "compression.ratio", "ratio: 0", "must be in (0, 1]"},
+      {"unknown pull dtype", good + "compression:\n  pull: int8\n",
+       "compression.pull", "pull: int8", "'int8' is not one of: float32, fp16"},
       {"ratio without top-k",
        good + "compression:\n  type: fp16\n  ratio: 0.1\n", "compression.ratio",
        "ratio: 0.1", "applies to type topk only"},
@@ -355,6 +357,12 @@ TEST_CASE("compression and metrics parse", "[config]") {
   REQUIRE(d.ok());
   CHECK(d->compression.ratio == 0.01);
   CHECK(d->compression.error_feedback);
+  CHECK(!d->compression.pull_fp16());
+  absl::StatusOr<JobConfig> e = LoadJobConfig(testing::WriteFile(
+      dir + "/e.yaml",
+      testing::JobYaml(o) + "compression:\n  type: fp16\n  pull: fp16\n"));
+  REQUIRE(e.ok());
+  CHECK(e->compression.pull_fp16());
   CHECK(c->metrics.bind == "127.0.0.1");
 }
 

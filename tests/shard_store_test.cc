@@ -5,6 +5,7 @@
 #include <catch2/catch.hpp>
 #include <string>
 
+#include "common/half.h"
 #include "common/partitioner.h"
 #include "server/optimizer.h"
 
@@ -126,6 +127,38 @@ TEST_CASE("a pulled snapshot never changes; steps copy only while one is held",
   Setup::Step(*plain, 2);
   CHECK(store->Snapshot()->params[0].data() == buffer1);
   CHECK(Setup::Params(*store) == Setup::Params(*plain));
+}
+
+TEST_CASE("a snapshot's float16 halves follow its version, also in place",
+          "[store][fp16]") {
+  Setup s;
+  auto store = s.NewStore("sgd");
+  auto check = [](const ParamSnapshot& snapshot) {
+    const std::vector<std::vector<uint16_t>>& halves = snapshot.Halves();
+    REQUIRE(halves.size() == snapshot.params.size());
+    for (size_t c = 0; c < halves.size(); ++c) {
+      REQUIRE(halves[c].size() == snapshot.params[c].size());
+      for (size_t i = 0; i < halves[c].size(); ++i) {
+        // Within half a unit in the last place of half's 11 bits.
+        const float p = snapshot.params[c][i];
+        REQUIRE(HalfToFloat(halves[c][i]) ==
+                Approx(p).epsilon(1.0 / 2048).margin(1e-7));
+        REQUIRE(halves[c][i] == FloatToHalf(p));
+      }
+    }
+  };
+  std::shared_ptr<const ParamSnapshot> v0 = store->Snapshot();
+  check(*v0);
+  const std::vector<uint16_t> first = v0->Halves()[0];
+  // The same version's halves are converted once and shared.
+  CHECK(&v0->Halves() == &store->Snapshot()->Halves());
+  v0.reset();
+  // Nothing held: the step works in place; the halves must not go stale.
+  Setup::Step(*store, 1);
+  std::shared_ptr<const ParamSnapshot> v1 = store->Snapshot();
+  CHECK(v1->version == 1);
+  check(*v1);
+  CHECK(v1->Halves()[0] != first);
 }
 
 }  // namespace

@@ -243,6 +243,41 @@ TEST_CASE("pulls wait for the version their clock needs", "[shard]") {
         static_cast<int>(f.shard->plan().ChunksOfShard(0).size()));
 }
 
+TEST_CASE("a pull may ask for float16; other dtypes are refused",
+          "[shard][fp16]") {
+  Fixture f;
+  proto::PullRequest req = MakePull(f.config.job_id, 0, 0);
+  proto::PullResponse wide, narrow;
+  REQUIRE(f.shard->Pull(req, absl::InfinitePast(), nullptr, &wide).ok());
+  req.set_dtype(proto::DTYPE_FLOAT16);
+  REQUIRE(f.shard->Pull(req, absl::InfinitePast(), nullptr, &narrow).ok());
+  REQUIRE(narrow.chunks_size() == wide.chunks_size());
+  for (int c = 0; c < wide.chunks_size(); ++c) {
+    CHECK(narrow.chunks(c).dtype() == proto::DTYPE_FLOAT16);
+    const std::string& w = wide.chunks(c).data();
+    const std::string& n = narrow.chunks(c).data();
+    REQUIRE(n.size() * 2 == w.size());
+    for (size_t i = 0; i < n.size() / 2; ++i) {
+      float v;
+      uint16_t h;
+      std::memcpy(&v, w.data() + 4 * i, 4);
+      std::memcpy(&h, n.data() + 2 * i, 2);
+      REQUIRE(h == FloatToHalf(v));
+    }
+  }
+  proto::ShardStatus st;
+  f.shard->GetStatus(&st);
+  const uint64_t full = static_cast<uint64_t>(f.shard->store().bytes());
+  CHECK(st.bytes_out() == full + full / 2);
+  for (int bad : {3, -1}) {
+    req.set_dtype(static_cast<proto::DType>(bad));
+    const absl::Status s =
+        f.shard->Pull(req, absl::InfinitePast(), nullptr, &narrow);
+    CHECK(absl::IsInvalidArgument(s));
+    CHECK(absl::StrContains(s.message(), "Pull: dtype"));
+  }
+}
+
 TEST_CASE("status reports the shard, its workers and the job's epochs",
           "[shard]") {
   Fixture f;

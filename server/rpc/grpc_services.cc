@@ -188,13 +188,14 @@ grpc::Status GrpcParameterService::Push(grpc::ServerContext*,
 absl::Status GrpcParameterService::WaitPull(
     grpc::ServerContext* context, const char* rpc,
     const grpc::ByteBuffer& request,
-    std::shared_ptr<const ParamSnapshot>* snapshot) {
+    std::shared_ptr<const ParamSnapshot>* snapshot, bool* half) {
   RETURN_IF_ERROR(CheckSize(rpc, request, kSmallMessageBytes));
   proto::PullRequest pull;
   if (!ParseMessage(request, &pull)) {
     return absl::InvalidArgumentError(
         absl::StrCat(rpc, ": malformed PullRequest"));
   }
+  *half = pull.dtype() == proto::DTYPE_FLOAT16;
   return shard_->Pull(
       pull, absl::FromChrono(context->deadline()),
       [context] { return context->IsCancelled(); }, snapshot);
@@ -202,17 +203,21 @@ absl::Status GrpcParameterService::WaitPull(
 
 grpc::ByteBuffer GrpcParameterService::PullFrame(
     const std::shared_ptr<const ParamSnapshot>& snapshot, size_t begin,
-    size_t end) const {
+    size_t end, bool half) const {
   FrameBuilder frame(snapshot);
   frame.AddCopy(EncodePullHeader(snapshot->version));
   for (size_t i = begin; i < end; ++i) {
     const ChunkSpec& spec = shard_->store().chunk_spec(static_cast<int>(i));
-    const absl::string_view data(
-        reinterpret_cast<const char*>(snapshot->params[i].data()),
-        snapshot->params[i].size() * sizeof(float));
-    frame.AddCopy(EncodeChunkHeader(kPullChunksField, spec.tensor_id,
-                                    spec.chunk_index, proto::DTYPE_FLOAT32,
-                                    data.size()));
+    const absl::string_view data =
+        half ? absl::string_view(
+                   reinterpret_cast<const char*>(snapshot->Halves()[i].data()),
+                   snapshot->params[i].size() * sizeof(uint16_t))
+             : absl::string_view(
+                   reinterpret_cast<const char*>(snapshot->params[i].data()),
+                   snapshot->params[i].size() * sizeof(float));
+    frame.AddCopy(EncodeChunkHeader(
+        kPullChunksField, spec.tensor_id, spec.chunk_index,
+        half ? proto::DTYPE_FLOAT16 : proto::DTYPE_FLOAT32, data.size()));
     frame.AddReference(data);
   }
   return frame.Finish();
@@ -222,11 +227,12 @@ grpc::Status GrpcParameterService::Pull(grpc::ServerContext* context,
                                         const grpc::ByteBuffer* request,
                                         grpc::ByteBuffer* response) {
   std::shared_ptr<const ParamSnapshot> snapshot;
-  if (absl::Status s = WaitPull(context, "Pull", *request, &snapshot);
+  bool half = false;
+  if (absl::Status s = WaitPull(context, "Pull", *request, &snapshot, &half);
       !s.ok()) {
     return ToGrpcStatus(s);
   }
-  *response = PullFrame(snapshot, 0, snapshot->params.size());
+  *response = PullFrame(snapshot, 0, snapshot->params.size(), half);
   return MaybeLoseReply(shard_->config().testing, "Pull", grpc::Status::OK);
 }
 
@@ -267,7 +273,9 @@ grpc::Status GrpcParameterService::PullStream(
     grpc::ServerContext* context, const grpc::ByteBuffer* request,
     grpc::ServerWriter<grpc::ByteBuffer>* writer) {
   std::shared_ptr<const ParamSnapshot> snapshot;
-  if (absl::Status s = WaitPull(context, "PullStream", *request, &snapshot);
+  bool half = false;
+  if (absl::Status s =
+          WaitPull(context, "PullStream", *request, &snapshot, &half);
       !s.ok()) {
     return ToGrpcStatus(s);
   }
@@ -278,10 +286,10 @@ grpc::Status GrpcParameterService::PullStream(
   }
   std::vector<int64_t> bytes;
   for (const std::vector<float>& p : snapshot->params) {
-    bytes.push_back(static_cast<int64_t>(p.size() * sizeof(float)));
+    bytes.push_back(static_cast<int64_t>(p.size()) * (half ? 2 : 4));
   }
   for (const auto& [begin, end] : GroupChunks(bytes)) {
-    if (!writer->Write(PullFrame(snapshot, begin, end))) {
+    if (!writer->Write(PullFrame(snapshot, begin, end, half))) {
       return ToGrpcStatus(
           absl::CancelledError("PullStream: the worker went away"));
     }

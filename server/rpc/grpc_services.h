@@ -63,15 +63,17 @@ class GrpcParameterService final : public grpc::Service {
                            const grpc::ByteBuffer* request,
                            grpc::ByteBuffer* response);
 
-  // Parses a PullRequest and waits until the shard serves it.
+  // Parses a PullRequest and waits until the shard serves it; `*half`:
+  // it asks for float16.
   absl::Status WaitPull(grpc::ServerContext* context, const char* rpc,
                         const grpc::ByteBuffer& request,
-                        std::shared_ptr<const ParamSnapshot>* snapshot);
-  // A PullResponse with the snapshot's chunks [begin, end), referenced in
-  // place.
+                        std::shared_ptr<const ParamSnapshot>* snapshot,
+                        bool* half);
+  // A PullResponse with the snapshot's chunks [begin, end) (or their
+  // halves), referenced in place.
   grpc::ByteBuffer PullFrame(
       const std::shared_ptr<const ParamSnapshot>& snapshot, size_t begin,
-      size_t end) const;
+      size_t end, bool half) const;
 
   // Adds one unary method served by `handler`.
   void AddUnary(const char* rpc,

@@ -9,6 +9,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/blocking_counter.h"
+#include "common/half.h"
 #include "common/rpc/credentials.h"
 #include "common/rpc/grpc_frames.h"
 #include "common/rpc/grpc_status.h"
@@ -82,6 +83,7 @@ GrpcParameterClient::GrpcParameterClient(const ClientSetup& setup,
       plan_(setup.plan),
       layout_(setup.layout),
       rank_(setup.rank),
+      pull_half_(setup.config->compression.pull_fp16()),
       options_(options),
       incarnation_((uint64_t{std::random_device{}()} << 32) ^
                    static_cast<uint64_t>(absl::ToUnixNanos(absl::Now()))),
@@ -104,11 +106,12 @@ GrpcParameterClient::GrpcParameterClient(const ClientSetup& setup,
     conn.channel = CreateJobChannel(addresses[s], security, args);
     conn.stub = proto::ParameterService::NewStub(conn.channel);
     conn.generic = std::make_unique<grpc::GenericStub>(conn.channel);
-    // Pulls carry float32 whatever pushes carry: they stream when the
-    // shard's chunks fill several messages.
+    // Pulls carry float32 (or halves) whatever pushes carry: they stream
+    // when the shard's chunks fill several messages.
     std::vector<int64_t> pull_bytes;
     for (int global : plan_->ChunksOfShard(s)) {
-      pull_bytes.push_back(plan_->chunks()[global].length * kElementBytes);
+      pull_bytes.push_back(plan_->chunks()[global].length *
+                           (pull_half_ ? 2 : kElementBytes));
     }
     conn.pull_streams = GroupChunks(pull_bytes).size() > 1;
     shards_.push_back(std::move(conn));
@@ -146,6 +149,7 @@ grpc::ByteBuffer GrpcParameterClient::PullFrame(uint64_t clock) const {
   request.set_job_id(config_.job_id);
   request.set_rank(rank_);
   request.set_clock(clock);
+  if (pull_half_) request.set_dtype(proto::DTYPE_FLOAT16);
   return SerializeMessage(request);
 }
 
@@ -156,20 +160,36 @@ GrpcParameterClient::PullSink::PullSink(const GrpcParameterClient* client,
       params_(params),
       seen_(client->plan_->chunks().size(), 0) {}
 
+void GrpcParameterClient::PullSink::WidenPending() {
+  if (pending_ < 0) return;
+  const ChunkSpec& c = client_->plan_->chunks()[pending_];
+  HalvesToFloats(
+      absl::MakeConstSpan(halves_.data(), static_cast<size_t>(c.length)),
+      params_.subspan(FlatOffset(*client_->layout_, c),
+                      static_cast<size_t>(c.length)));
+  pending_ = -1;
+}
+
 absl::Status GrpcParameterClient::PullSink::Consume(
     const grpc::ByteBuffer& message) {
   const PartitionPlan& plan = *client_->plan_;
+  const bool half = client_->pull_half_;
+  const int expected_dtype = half ? proto::DTYPE_FLOAT16 : proto::DTYPE_FLOAT32;
+  const int64_t element_bytes = half ? 2 : kElementBytes;
   ReceivedFrame frame;
   RETURN_IF_ERROR(frame.Take(message));
   absl::StatusOr<uint64_t> version = DecodePull(
       frame.segments(),
       [&](uint32_t tensor_id, uint32_t chunk_index, int dtype, uint64_t bytes) {
+        // Halves land in a scratch buffer and are widened into place once
+        // the decoder has copied them, i.e. when the next chunk comes.
+        WidenPending();
         PullChunkTarget target;
         const int global = plan.Find(tensor_id, chunk_index);
         if (global < 0 || plan.chunks()[global].shard != shard_ ||
-            seen_[global] || dtype != proto::DTYPE_FLOAT32 ||
+            seen_[global] || dtype != expected_dtype ||
             static_cast<int64_t>(bytes) !=
-                plan.chunks()[global].length * kElementBytes) {
+                plan.chunks()[global].length * element_bytes) {
           target.error = absl::StrCat(
               "shard ", shard_, " sent chunk ", chunk_index, " of tensor ",
               tensor_id, " (", bytes, " bytes, dtype ", dtype,
@@ -179,10 +199,19 @@ absl::Status GrpcParameterClient::PullSink::Consume(
         seen_[global] = 1;
         ++chunks_;
         const ChunkSpec& c = plan.chunks()[global];
+        if (half) {
+          halves_.resize(
+              std::max(halves_.size(), static_cast<size_t>(c.length)));
+          pending_ = global;
+          target.dest = reinterpret_cast<char*>(halves_.data());
+          return target;
+        }
         target.dest = reinterpret_cast<char*>(params_.data() +
                                               FlatOffset(*client_->layout_, c));
         return target;
       });
+  if (version.ok()) WidenPending();
+  pending_ = -1;
   if (!version.ok()) return version.status();
   if (messages_++ > 0 && *version != version_) {
     return absl::DataLossError(absl::StrCat("shard ", shard_, " sent versions ",

@@ -100,10 +100,15 @@ class GrpcParameterClient final : public ParameterClient {
     absl::StatusOr<uint64_t> Finish() const;
 
    private:
+    // Widens the float16 chunk last copied into halves_ into params_.
+    void WidenPending();
+
     const GrpcParameterClient* client_;
     int shard_;
     absl::Span<float> params_;
-    std::vector<char> seen_;  // By global chunk index.
+    std::vector<uint16_t> halves_;  // compression.pull fp16: one chunk.
+    int pending_ = -1;              // Its global index; -1: none.
+    std::vector<char> seen_;        // By global chunk index.
     size_t chunks_ = 0;
     size_t messages_ = 0;
     uint64_t version_ = 0;
@@ -140,6 +145,7 @@ class GrpcParameterClient final : public ParameterClient {
   const PartitionPlan* plan_;
   const FlatLayout* layout_;
   const int rank_;
+  const bool pull_half_;  // compression.pull: fp16
   const GrpcClientOptions options_;
   const uint64_t incarnation_;  // Random, for this process.
   // Full method names, as gRPC calls them.
