@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstring>
 #include <functional>
+#include <optional>
 #include <random>
 
 #include "absl/strings/str_cat.h"
@@ -285,7 +286,9 @@ void GrpcParameterClient::StartPush(int shard,
 absl::StatusOr<uint64_t> GrpcParameterClient::Retrying(
     const char* what,
     const std::function<absl::StatusOr<uint64_t>()>& attempt) {
-  std::mt19937 random(std::random_device{}());
+  // Seeded on the first failure only: std::random_device costs a system
+  // call, and most calls succeed at once.
+  std::optional<std::mt19937> random;
   absl::Time first_failure = absl::InfiniteFuture();
   absl::Duration backoff = absl::Milliseconds(50);
   for (int tries = 1;; ++tries) {
@@ -315,7 +318,8 @@ absl::StatusOr<uint64_t> GrpcParameterClient::Retrying(
     }
     // Full jitter in [backoff / 2, backoff], doubling up to 2 s.
     std::uniform_real_distribution<double> jitter(0.5, 1.0);
-    absl::SleepFor(backoff * jitter(random));
+    if (!random.has_value()) random.emplace(std::random_device{}());
+    absl::SleepFor(backoff * jitter(*random));
     backoff = std::min(backoff * 2, absl::Seconds(2));
   }
 }
