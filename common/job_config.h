@@ -121,6 +121,10 @@ struct CompressionConfig {
   std::string type = "none";
   double ratio = 0.01;
   bool error_feedback = true;
+  // topk: momentum correction (0: off). Each worker keeps SGD's momentum
+  // itself, v = momentum * v + g, selects from v + residual, and restarts
+  // v at the entries it sent; the servers then run plain SGD.
+  double momentum = 0;
   // What parameters are pulled as: "float32" or "fp16" (IEEE half; the
   // servers keep float32 and convert each version once).
   std::string pull = "float32";

@@ -354,10 +354,19 @@ class JobParser {
   }
 
   absl::Status ParseCompression(const YAML::Node& root, JobConfig* c) {
-    ASSIGN_OR_RETURN(const YAML::Node n,
-                     Section(root, "compression", false,
-                             {"type", "ratio", "error_feedback", "pull"}));
-    return ParseCompressionSection(r_, n, &c->compression);
+    ASSIGN_OR_RETURN(
+        const YAML::Node n,
+        Section(root, "compression", false,
+                {"type", "ratio", "error_feedback", "momentum", "pull"}));
+    RETURN_IF_ERROR(ParseCompressionSection(r_, n, &c->compression));
+    // Momentum correction replaces the servers' momentum, never adds to it.
+    if (c->compression.momentum > 0 &&
+        (c->optimizer.type != "sgd" || c->optimizer.momentum != 0)) {
+      return r_.Error(n["momentum"], "compression.momentum",
+                      "moves SGD's momentum to the workers: it needs "
+                      "optimizer.type sgd with optimizer.momentum 0");
+    }
+    return absl::OkStatus();
   }
 
   // Resolves paths against the job file's folder.

@@ -127,7 +127,7 @@ absl::Status ParseCompressionSection(YamlReader& reader, const YAML::Node& c,
         c["type"], "compression.type",
         absl::StrCat("'", out->type, "' is not one of: none, fp16, topk"));
   }
-  for (const char* key : {"ratio", "error_feedback"}) {
+  for (const char* key : {"ratio", "error_feedback", "momentum"}) {
     if (c[key] && !out->topk()) {
       return reader.Error(c[key], absl::StrCat("compression.", key),
                           "applies to type topk only");
@@ -141,6 +141,12 @@ absl::Status ParseCompressionSection(YamlReader& reader, const YAML::Node& c,
   }
   RETURN_IF_ERROR(reader.Get(c, "compression", "error_feedback", false,
                              &out->error_feedback));
+  RETURN_IF_ERROR(
+      reader.Get(c, "compression", "momentum", false, &out->momentum));
+  if (!(out->momentum >= 0 && out->momentum < 1)) {
+    return reader.Error(c["momentum"], "compression.momentum",
+                        "must be in [0, 1)");
+  }
   RETURN_IF_ERROR(reader.Get(c, "compression", "pull", false, &out->pull));
   if (out->pull != "float32" && out->pull != "fp16") {
     return reader.Error(

@@ -205,6 +205,14 @@ TEST_CASE("each bad job file names file, line and field", "[config]") {
        "compression.ratio", "ratio: 0", "must be in (0, 1]"},
       {"unknown pull dtype", good + "compression:\n  pull: int8\n",
        "compression.pull", "pull: int8", "'int8' is not one of: float32, fp16"},
+      {"momentum correction beside server momentum",
+       good + "compression:\n  type: topk\n  momentum: 0.8\n",
+       "compression.momentum", "momentum: 0.8",
+       "needs optimizer.type sgd with optimizer.momentum 0"},
+      {"momentum correction out of range",
+       absl::StrReplaceAll(good, {{"  momentum: 0.9\n", ""}}) +
+           "compression:\n  type: topk\n  momentum: 1\n",
+       "compression.momentum", "momentum: 1", "must be in [0, 1)"},
       {"ratio without top-k",
        good + "compression:\n  type: fp16\n  ratio: 0.1\n", "compression.ratio",
        "ratio: 0.1", "applies to type topk only"},
@@ -358,6 +366,14 @@ TEST_CASE("compression and metrics parse", "[config]") {
   CHECK(d->compression.ratio == 0.01);
   CHECK(d->compression.error_feedback);
   CHECK(!d->compression.pull_fp16());
+  CHECK(d->compression.momentum == 0);
+  absl::StatusOr<JobConfig> m = LoadJobConfig(testing::WriteFile(
+      dir + "/m.yaml",
+      absl::StrReplaceAll(testing::JobYaml(o), {{"  momentum: 0.9\n", ""}}) +
+          "compression:\n  type: topk\n  momentum: 0.9\n"));
+  INFO((m.ok() ? "" : m.status().ToString()));
+  REQUIRE(m.ok());
+  CHECK(m->compression.momentum == Approx(0.9));
   absl::StatusOr<JobConfig> e = LoadJobConfig(testing::WriteFile(
       dir + "/e.yaml",
       testing::JobYaml(o) + "compression:\n  type: fp16\n  pull: fp16\n"));

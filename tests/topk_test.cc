@@ -141,6 +141,46 @@ TEST_CASE("error feedback keeps exactly what was not sent", "[topk]") {
   }
 }
 
+TEST_CASE("momentum correction: the worker's velocity, restarted where sent",
+          "[topk]") {
+  const std::vector<std::pair<int64_t, int64_t>> chunks = {{0, 700},
+                                                           {700, 300}};
+  const size_t total = 1000;
+  const float m = 0.9f;
+  TopKCompressor compressor(chunks, 0.02, /*error_feedback=*/true, m);
+  // The reference: the same float operations, written out.
+  std::vector<float> velocity(total, 0.0f), residual(total, 0.0f);
+  std::mt19937 random(9);
+  std::normal_distribution<float> normal;
+  for (int step = 0; step < 25; ++step) {
+    std::vector<float> g(total);
+    for (float& x : g) x = normal(random);
+    std::vector<float> due(total);
+    for (size_t i = 0; i < total; ++i) {
+      velocity[i] = m * velocity[i] + g[i];
+      due[i] = velocity[i] + residual[i];
+    }
+    std::vector<TopKCompressor::Chunk> sent;
+    compressor.Compress(g, &sent);
+    const std::vector<float> flat = Scatter(chunks, sent, total);
+    for (size_t c = 0; c < chunks.size(); ++c) {
+      std::vector<float> part(due.begin() + chunks[c].first,
+                              due.begin() + chunks[c].first + chunks[c].second);
+      REQUIRE(sent[c].indices == SlowTopK(part, sent[c].indices.size()));
+      for (uint32_t p : sent[c].indices) {
+        velocity[chunks[c].first + p] = 0.0f;  // Masked: starts over.
+        due[chunks[c].first + p] = 0.0f;
+      }
+    }
+    for (size_t i = 0; i < total; ++i) {
+      INFO("step " << step << " element " << i);
+      REQUIRE(compressor.residual()[i] == due[i]);
+      if (flat[i] != 0.0f) REQUIRE(velocity[i] == 0.0f);
+    }
+    residual = due;
+  }
+}
+
 TEST_CASE("without error feedback the rest is dropped", "[topk]") {
   TopKCompressor compressor({{0, 100}}, 0.1, /*error_feedback=*/false);
   std::vector<float> g(100);

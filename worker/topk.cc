@@ -69,15 +69,18 @@ void SelectTopK(absl::Span<const float> values, int64_t k,
 }
 
 TopKCompressor::TopKCompressor(std::vector<std::pair<int64_t, int64_t>> chunks,
-                               double ratio, bool error_feedback)
+                               double ratio, bool error_feedback,
+                               float momentum)
     : chunks_(std::move(chunks)),
       ratio_(ratio),
-      error_feedback_(error_feedback) {
+      error_feedback_(error_feedback),
+      momentum_(momentum) {
   int64_t total = 0;
   for (const auto& [offset, length] : chunks_) {
     total = std::max(total, offset + length);
   }
   residual_.assign(static_cast<size_t>(total), 0.0f);
+  if (momentum_ > 0) velocity_.assign(static_cast<size_t>(total), 0.0f);
 }
 
 void TopKCompressor::Compress(absl::Span<const float> grads,
@@ -87,8 +90,16 @@ void TopKCompressor::Compress(absl::Span<const float> grads,
     const auto [offset, length] = chunks_[c];
     scratch_.resize(static_cast<size_t>(length));
     float* residual = residual_.data() + offset;
-    for (int64_t i = 0; i < length; ++i) {
-      scratch_[i] = grads[offset + i] + residual[i];
+    if (momentum_ > 0) {
+      float* velocity = velocity_.data() + offset;
+      for (int64_t i = 0; i < length; ++i) {
+        velocity[i] = momentum_ * velocity[i] + grads[offset + i];
+        scratch_[i] = velocity[i] + residual[i];
+      }
+    } else {
+      for (int64_t i = 0; i < length; ++i) {
+        scratch_[i] = grads[offset + i] + residual[i];
+      }
     }
     Chunk& chunk = (*out)[c];
     SelectTopK(scratch_, TopKCount(length, ratio_), &chunk.indices);
@@ -96,6 +107,8 @@ void TopKCompressor::Compress(absl::Span<const float> grads,
     for (size_t j = 0; j < chunk.indices.size(); ++j) {
       chunk.values[j] = scratch_[chunk.indices[j]];
       scratch_[chunk.indices[j]] = 0.0f;  // Sent: nothing of it stays.
+      // Momentum factor masking: a sent entry's velocity starts over.
+      if (momentum_ > 0) velocity_[offset + chunk.indices[j]] = 0.0f;
     }
     if (error_feedback_) {
       std::copy(scratch_.begin(), scratch_.end(), residual);

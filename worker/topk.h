@@ -40,9 +40,9 @@ class TopKCompressor {
   };
 
   // `chunks` lists every chunk of the model as (flat offset, length);
-  // `ratio` in (0, 1].
+  // `ratio` in (0, 1]. `momentum` > 0: momentum correction (below).
   TopKCompressor(std::vector<std::pair<int64_t, int64_t>> chunks, double ratio,
-                 bool error_feedback);
+                 bool error_feedback, float momentum = 0);
 
   // Selects what to send of the flat gradient `grads` (the model's size):
   // out[i] for chunks[i]. With error feedback the residual is added first
@@ -56,6 +56,8 @@ class TopKCompressor {
   const std::vector<std::pair<int64_t, int64_t>> chunks_;
   const double ratio_;
   const bool error_feedback_;
+  const float momentum_;
+  std::vector<float> velocity_;  // Momentum correction only.
   std::vector<float> residual_;
   std::vector<float> scratch_;  // grads + residual, one chunk at a time.
 };

@@ -22,7 +22,8 @@ PushFrames::PushFrames(const JobConfig& config, const PartitionPlan& plan,
       chunks.emplace_back(FlatOffset(layout_, c), c.length);
     }
     topk_ = std::make_unique<TopKCompressor>(
-        std::move(chunks), compression.ratio, compression.error_feedback);
+        std::move(chunks), compression.ratio, compression.error_feedback,
+        static_cast<float>(compression.momentum));
     for (const ChunkSpec& c : plan_.chunks()) {
       topk_data_tags_.push_back(EncodeChunkDataTag(
           static_cast<size_t>(TopKCount(c.length, compression.ratio)) *
