@@ -45,7 +45,7 @@ absl::Status Malformed(const char* message, const char* what) {
 
 // Field numbers (proto/paramd.proto).
 constexpr int kPushJobId = 1, kPushRank = 2, kPushClock = 3,
-              kPushChunks = kPushChunksField, kPushLoss = 5;
+              kPushChunks = kPushChunksField, kPushLoss = 5, kPushPullDtype = 6;
 constexpr int kPullVersion = 1, kPullChunks = kPullChunksField;
 constexpr int kChunkTensor = 1, kChunkIndex = 2, kChunkDtype = 3,
               kChunkData = 4, kChunkIndices = 5;
@@ -240,6 +240,12 @@ std::string EncodeChunkDataTag(size_t data_bytes) {
   return out;
 }
 
+std::string EncodePullDtype(int dtype) {
+  std::string out;
+  PutVarintField(&out, kPushPullDtype, static_cast<uint64_t>(dtype));
+  return out;
+}
+
 std::string EncodePullHeader(uint64_t version) {
   std::string out;
   PutVarintField(&out, kPullVersion, version);
@@ -420,10 +426,13 @@ absl::Status DecodePush(absl::Span<const absl::string_view> segments,
       // protobuf refuses a proto3 string that is not UTF-8, each time it
       // occurs.
       if (!IsUtf8(out->job_id)) return Malformed(kWhat, "job_id is not UTF-8");
-    } else if ((field == kPushRank || field == kPushClock) && type == kVarint) {
+    } else if ((field == kPushRank || field == kPushClock ||
+                field == kPushPullDtype) &&
+               type == kVarint) {
       if (!in.ReadVarint(&v)) return Malformed(kWhat, "truncated varint");
       if (field == kPushRank) out->rank = static_cast<uint32_t>(v);
       if (field == kPushClock) out->clock = v;
+      if (field == kPushPullDtype) out->pull_dtype = static_cast<int32_t>(v);
     } else if (field == kPushLoss && type == kFixed32) {
       uint32_t bits = 0;
       if (!in.ReadFixed32(&bits)) return Malformed(kWhat, "truncated loss");

@@ -49,6 +49,7 @@ struct PushView {
   uint32_t rank = 0;
   uint64_t clock = 0;
   float loss = 0;
+  int pull_dtype = 0;  // proto::DType; PushPull only.
   std::vector<ChunkView> chunks;
 };
 
@@ -83,6 +84,9 @@ std::string EncodeSparseChunkHeader(int field, uint32_t tensor_id,
                                     uint32_t chunk_index, int dtype,
                                     size_t index_bytes, size_t data_bytes);
 std::string EncodeChunkDataTag(size_t data_bytes);
+// PushRequest.pull_dtype as a field on its own (it may stand anywhere in
+// the message).
+std::string EncodePullDtype(int dtype);
 // The framing before a PullResponse's chunks.
 std::string EncodePullHeader(uint64_t version);
 

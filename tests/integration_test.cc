@@ -339,16 +339,7 @@ TEST_CASE("2 servers + 2 workers train under ssp over loopback gRPC",
 // Registers rank 0 through a generated stub, both phases.
 void RegisterRank0(proto::ParameterService::Stub& stub, const JobConfig& config,
                    const PartitionPlan& plan) {
-  for (bool join : {false, true}) {
-    proto::RegisterRequest reg;
-    reg.set_job_id(config.job_id);
-    reg.set_rank(0);
-    reg.set_plan_fingerprint(plan.fingerprint());
-    reg.set_join(join);
-    proto::RegisterResponse resp;
-    grpc::ClientContext c;
-    REQUIRE(stub.Register(&c, reg, &resp).ok());
-  }
+  testing::RegisterOverGrpc(stub, config, plan, 0);
 }
 
 TEST_CASE("bad requests over the wire get a clear status and change nothing",

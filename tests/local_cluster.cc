@@ -24,4 +24,21 @@ LocalCluster::~LocalCluster() {
   for (auto& s : servers_) s->Wait();
 }
 
+void RegisterOverGrpc(proto::ParameterService::Stub& stub,
+                      const JobConfig& config, const PartitionPlan& plan,
+                      uint32_t rank) {
+  for (bool join : {false, true}) {
+    proto::RegisterRequest reg;
+    reg.set_job_id(config.job_id);
+    reg.set_rank(rank);
+    reg.set_plan_fingerprint(plan.fingerprint());
+    reg.set_join(join);
+    proto::RegisterResponse resp;
+    grpc::ClientContext c;
+    const grpc::Status s = stub.Register(&c, reg, &resp);
+    INFO(s.error_message());
+    REQUIRE(s.ok());
+  }
+}
+
 }  // namespace paramd::testing

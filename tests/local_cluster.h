@@ -9,6 +9,8 @@
 
 #include "common/clock.h"
 #include "common/job_config.h"
+#include "common/partitioner.h"
+#include "proto/paramd.grpc.pb.h"
 #include "server/rpc/parameter_server.h"
 
 namespace paramd::testing {
@@ -26,6 +28,12 @@ class LocalCluster {
   std::vector<std::unique_ptr<ParameterServer>> servers_;
   std::vector<std::string> addresses_;
 };
+
+// Registers `rank` (both phases, at clock 0) through a protobuf stub,
+// failing the test on error.
+void RegisterOverGrpc(proto::ParameterService::Stub& stub,
+                      const JobConfig& config, const PartitionPlan& plan,
+                      uint32_t rank);
 
 }  // namespace paramd::testing
 

@@ -144,8 +144,8 @@ TEST_CASE(
   // Every other method, streams included, with a wrong token.
   auto channel = CreateJobChannel(address, wrong);
   auto stub = proto::ParameterService::NewStub(channel);
-  for (const char* rpc : {"Push", "Pull", "Heartbeat", "ReportEpoch",
-                          "PushStream", "PullStream"}) {
+  for (const char* rpc : {"Push", "Pull", "PushPull", "Heartbeat",
+                          "ReportEpoch", "PushStream", "PullStream"}) {
     grpc::ClientContext c;
     grpc::Status r;
     if (std::string(rpc) == "Push") {
@@ -154,6 +154,9 @@ TEST_CASE(
     } else if (std::string(rpc) == "Pull") {
       proto::PullResponse resp;
       r = stub->Pull(&c, proto::PullRequest(), &resp);
+    } else if (std::string(rpc) == "PushPull") {
+      proto::PullResponse resp;
+      r = stub->PushPull(&c, proto::PushRequest(), &resp);
     } else if (std::string(rpc) == "Heartbeat") {
       proto::HeartbeatResponse resp;
       r = stub->Heartbeat(&c, proto::HeartbeatRequest(), &resp);

@@ -75,6 +75,7 @@ std::string ComparePush(absl::string_view bytes,
   std::memcpy(&want_bits, &want_loss, 4);
   if (got.job_id != want.job_id() || got.rank != want.rank() ||
       got.clock != want.clock() || loss_bits != want_bits ||
+      got.pull_dtype != static_cast<int>(want.pull_dtype()) ||
       got.chunks.size() != static_cast<size_t>(want.chunks_size())) {
     return absl::StrCat("Push: header or chunk count differs (decoder ",
                         got.chunks.size(), " chunks, protobuf ",

@@ -126,6 +126,7 @@ GrpcParameterService::GrpcParameterService(Shard* shard,
   AddUnary("Register", &GrpcParameterService::Register);
   AddUnary("Push", &GrpcParameterService::Push);
   AddUnary("Pull", &GrpcParameterService::Pull);
+  AddUnary("PushPull", &GrpcParameterService::PushPull);
   AddUnary("Heartbeat", &GrpcParameterService::Heartbeat);
   names_.push_back(std::make_unique<std::string>(MethodName("PushStream")));
   AddMethod(new grpc::internal::RpcServiceMethod(
@@ -234,6 +235,35 @@ grpc::Status GrpcParameterService::Pull(grpc::ServerContext* context,
   }
   *response = PullFrame(snapshot, 0, snapshot->params.size(), half);
   return MaybeLoseReply(shard_->config().testing, "Pull", grpc::Status::OK);
+}
+
+grpc::Status GrpcParameterService::PushPull(grpc::ServerContext* context,
+                                            const grpc::ByteBuffer* request,
+                                            grpc::ByteBuffer* response) {
+  ReceivedFrame frame;
+  PushView view;
+  std::unique_ptr<float[]> storage;
+  absl::Status s = CheckSize("PushPull", *request, shard_->max_message_bytes());
+  if (s.ok()) s = frame.Take(*request);
+  if (s.ok()) s = DecodePush(frame.segments(), &view, &storage);
+  proto::PushResponse pushed;
+  if (s.ok()) s = shard_->Push(view, &pushed);
+  if (!s.ok()) return ToGrpcStatus(s);
+  // The pull of the next clock, on this thread: no hand-off between the
+  // push that completes a version and the pull that waits for it.
+  proto::PullRequest pull;
+  pull.set_job_id(view.job_id);
+  pull.set_rank(view.rank);
+  pull.set_clock(view.clock + 1);
+  pull.set_dtype(static_cast<proto::DType>(view.pull_dtype));
+  std::shared_ptr<const ParamSnapshot> snapshot;
+  s = shard_->Pull(
+      pull, absl::FromChrono(context->deadline()),
+      [context] { return context->IsCancelled(); }, &snapshot);
+  if (!s.ok()) return ToGrpcStatus(s);
+  *response = PullFrame(snapshot, 0, snapshot->params.size(),
+                        pull.dtype() == proto::DTYPE_FLOAT16);
+  return MaybeLoseReply(shard_->config().testing, "PushPull", grpc::Status::OK);
 }
 
 grpc::Status GrpcParameterService::PushStream(

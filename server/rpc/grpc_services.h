@@ -47,6 +47,9 @@ class GrpcParameterService final : public grpc::Service {
   grpc::Status Push(grpc::ServerContext* context,
                     const grpc::ByteBuffer* request,
                     grpc::ByteBuffer* response);
+  grpc::Status PushPull(grpc::ServerContext* context,
+                        const grpc::ByteBuffer* request,
+                        grpc::ByteBuffer* response);
   grpc::Status Pull(grpc::ServerContext* context,
                     const grpc::ByteBuffer* request,
                     grpc::ByteBuffer* response);

@@ -92,6 +92,7 @@ GrpcParameterClient::GrpcParameterClient(const ClientSetup& setup,
       pull_method_(MethodName("Pull")),
       push_stream_method_(MethodName("PushStream")),
       pull_stream_method_(MethodName("PullStream")),
+      push_pull_method_(MethodName("PushPull")),
       push_frames_(*setup.config, *setup.plan, *setup.layout, setup.rank),
       gradients_(std::make_shared<std::vector<float>>(setup.layout->total)) {
   for (int s = 0; s < static_cast<int>(addresses.size()); ++s) {
@@ -283,6 +284,31 @@ void GrpcParameterClient::StartPush(int shard,
                           });
 }
 
+void GrpcParameterClient::StartPushPull(
+    int shard, grpc::ByteBuffer message, grpc::ClientContext* context,
+    PullSink* sink, std::function<void(absl::Status)> done) {
+  // It waits as a pull does, after pushing.
+  context->set_deadline(
+      DeadlineIn(std::max(options_.push_timeout, options_.pull_timeout)));
+  if (pull_half_) {
+    // PushRequest.pull_dtype, as one more field at the message's end.
+    std::vector<grpc::Slice> slices;
+    (void)message.Dump(&slices);
+    slices.emplace_back(EncodePullDtype(proto::DTYPE_FLOAT16));
+    message = grpc::ByteBuffer(slices.data(), slices.size());
+  }
+  auto request = std::make_shared<grpc::ByteBuffer>(std::move(message));
+  auto response = std::make_shared<grpc::ByteBuffer>();
+  shards_[shard].generic->UnaryCall(
+      context, push_pull_method_, grpc::StubOptions(), request.get(),
+      response.get(),
+      [request, response, sink, done = std::move(done)](grpc::Status s) {
+        absl::Status status = FromGrpcStatus(s);
+        if (status.ok()) status = sink->Consume(*response);
+        done(std::move(status));
+      });
+}
+
 absl::StatusOr<uint64_t> GrpcParameterClient::Retrying(
     const char* what,
     const std::function<absl::StatusOr<uint64_t>()>& attempt) {
@@ -415,8 +441,21 @@ absl::StatusOr<uint64_t> GrpcParameterClient::PushPullOnce(
   std::vector<PullSink> sinks;
   for (int i = 0; i < n; ++i) sinks.emplace_back(this, i, params);
   std::vector<absl::Status> push_status(n), pull_status(n);
-  absl::BlockingCounter pending(2 * n);
+  // A shard whose push and pull each fit one message takes both in one
+  // PushPull call; the others a push and a pull side by side.
+  std::vector<bool> combined(n);
+  int calls = 0;
   for (int i = 0; i < n; ++i) {
+    combined[i] = messages[i].size() == 1 && !shards_[i].pull_streams;
+    calls += combined[i] ? 1 : 2;
+  }
+  absl::BlockingCounter pending(calls);
+  // A refused push means the pulls would wait in vain.
+  auto cancel_pulls = [&] {
+    for (auto& c : pull_contexts) c.TryCancel();
+  };
+  for (int i = 0; i < n; ++i) {
+    if (combined[i]) continue;
     StartPull(i, clock + 1, &pull_contexts[i], &sinks[i],
               [&, i](absl::Status s) {
                 pull_status[i] = std::move(s);
@@ -424,24 +463,40 @@ absl::StatusOr<uint64_t> GrpcParameterClient::PushPullOnce(
               });
   }
   for (int i = 0; i < n; ++i) {
+    if (combined[i]) {
+      StartPushPull(i, std::move(messages[i][0]), &pull_contexts[i], &sinks[i],
+                    [&, i](absl::Status s) {
+                      if (!s.ok()) cancel_pulls();
+                      pull_status[i] = std::move(s);
+                      pending.DecrementCount();
+                    });
+      continue;
+    }
     StartPush(i, std::move(messages[i]), &push_contexts[i], &push_responses[i],
               [&, i](absl::Status s) {
-                // A refused push means the pulls would wait in vain.
-                if (!s.ok()) {
-                  for (auto& c : pull_contexts) c.TryCancel();
-                }
+                if (!s.ok()) cancel_pulls();
                 push_status[i] = std::move(s);
                 pending.DecrementCount();
               });
   }
   pending.Wait();
-  for (auto [statuses, rpc] : {std::pair{&push_status, "Push to shard "},
-                               std::pair{&pull_status, "Pull to shard "}}) {
-    for (int i = 0; i < n; ++i) {
-      if (!(*statuses)[i].ok()) return PrefixStatus((*statuses)[i], rpc, i);
+  // The failure to report: a push's before a pull's, and one that was not
+  // the cancellation a failure caused in the other calls.
+  absl::Status failure;
+  auto consider = [&failure](const absl::Status& s, const char* rpc, int i) {
+    if (s.ok()) return;
+    if (failure.ok() || (absl::IsCancelled(failure) && !absl::IsCancelled(s))) {
+      failure = PrefixStatus(s, rpc, i);
     }
-  }
+  };
+  for (int i = 0; i < n; ++i) consider(push_status[i], "Push to shard ", i);
   for (int i = 0; i < n; ++i) {
+    consider(pull_status[i],
+             combined[i] ? "PushPull to shard " : "Pull to shard ", i);
+  }
+  if (!failure.ok()) return failure;
+  for (int i = 0; i < n; ++i) {
+    if (combined[i]) continue;
     if (absl::StatusOr<uint64_t> v = PushedVersion(push_responses[i]);
         !v.ok()) {
       return PrefixStatus(v.status(), "Push to shard ", i);

@@ -125,6 +125,11 @@ class GrpcParameterClient final : public ParameterClient {
   // it ends.
   void StartPull(int shard, uint64_t clock, grpc::ClientContext* context,
                  PullSink* sink, std::function<void(absl::Status)> done);
+  // Starts one shard's PushPull (the push in one message, the pull of
+  // clock + 1 back in one message) into `sink`.
+  void StartPushPull(int shard, grpc::ByteBuffer message,
+                     grpc::ClientContext* context, PullSink* sink,
+                     std::function<void(absl::Status)> done);
   void StartPush(int shard, std::vector<grpc::ByteBuffer> messages,
                  grpc::ClientContext* context, grpc::ByteBuffer* response,
                  std::function<void(absl::Status)> done);
@@ -150,7 +155,7 @@ class GrpcParameterClient final : public ParameterClient {
   const uint64_t incarnation_;  // Random, for this process.
   // Full method names, as gRPC calls them.
   const std::string push_method_, pull_method_, push_stream_method_,
-      pull_stream_method_;
+      pull_stream_method_, push_pull_method_;
   std::vector<ShardConn> shards_;
   PushFrames push_frames_;
   // Gradients are sent from here; gRPC holds a reference until sent.

@@ -1,0 +1,200 @@
+// The PushPull RPC through a plain protobuf client over real gRPC: the push
+// applies exactly once, the next clock's parameters come back (as float16
+// when asked), a refused push pulls nothing, and under sync the call waits
+// for the round like a pull.
+#include <grpcpp/create_channel.h>
+
+#include <catch2/catch.hpp>
+#include <cstring>
+#include <thread>
+
+#include "absl/strings/match.h"
+#include "common/half.h"
+#include "proto/paramd.grpc.pb.h"
+#include "tests/local_cluster.h"
+#include "tests/test_files.h"
+
+namespace paramd {
+namespace {
+
+using testing::LocalCluster;
+
+JobConfig OneShardJob(int workers) {
+  testing::JobOptions o;
+  o.servers = {"127.0.0.1:0"};
+  o.workers = workers;
+  o.layers = "[20, 10]";
+  return testing::MakeJob(o, testing::NewTempDir());
+}
+
+struct Client {
+  Client(const JobConfig& config, LocalCluster& cluster)
+      : config(config),
+        shard(*cluster.server(0).shard()),
+        stub(proto::ParameterService::NewStub(grpc::CreateChannel(
+            cluster.addresses()[0], grpc::InsecureChannelCredentials()))) {}
+
+  proto::PullResponse Pull(uint32_t rank, uint64_t clock) {
+    proto::PullRequest req;
+    req.set_job_id(config.job_id);
+    req.set_rank(rank);
+    req.set_clock(clock);
+    proto::PullResponse resp;
+    grpc::ClientContext c;
+    const grpc::Status s = stub->Pull(&c, req, &resp);
+    INFO(s.error_message());
+    REQUIRE(s.ok());
+    return resp;
+  }
+
+  // A push of `value` in every element of every chunk.
+  proto::PushRequest Gradient(uint32_t rank, uint64_t clock, float value) {
+    proto::PushRequest push;
+    push.set_job_id(config.job_id);
+    push.set_rank(rank);
+    push.set_clock(clock);
+    for (const int global : shard.plan().ChunksOfShard(0)) {
+      const ChunkSpec& spec = shard.plan().chunks()[global];
+      proto::TensorChunk* g = push.add_chunks();
+      g->set_tensor_id(spec.tensor_id);
+      g->set_chunk_index(spec.chunk_index);
+      g->set_dtype(proto::DTYPE_FLOAT32);
+      std::vector<float> v(spec.length, value);
+      g->set_data(v.data(), v.size() * sizeof(float));
+    }
+    return push;
+  }
+
+  grpc::Status PushPull(const proto::PushRequest& push,
+                        proto::PullResponse* out) {
+    grpc::ClientContext c;
+    return stub->PushPull(&c, push, out);
+  }
+
+  proto::ShardStatus Status() {
+    proto::ShardStatus st;
+    shard.GetStatus(&st);
+    return st;
+  }
+
+  const JobConfig& config;
+  Shard& shard;
+  std::unique_ptr<proto::ParameterService::Stub> stub;
+};
+
+std::vector<float> Floats(const std::string& bytes) {
+  std::vector<float> v(bytes.size() / 4);
+  std::memcpy(v.data(), bytes.data(), bytes.size());
+  return v;
+}
+
+TEST_CASE(
+    "PushPull applies the push once and returns the next clock's "
+    "parameters",
+    "[integration][pushpull]") {
+  const JobConfig config = OneShardJob(1);
+  LocalCluster cluster(config);
+  Client client(config, cluster);
+  testing::RegisterOverGrpc(*client.stub, config, client.shard.plan(), 0);
+  const proto::PullResponse before = client.Pull(0, 0);
+
+  // All ones: the first SGD step moves every parameter by -lr.
+  const proto::PushRequest push = client.Gradient(0, 0, 1.0f);
+  proto::PullResponse after;
+  grpc::Status s = client.PushPull(push, &after);
+  INFO(s.error_message());
+  REQUIRE(s.ok());
+  CHECK(after.version() == 1);
+  REQUIRE(after.chunks_size() == before.chunks_size());
+  const float lr = static_cast<float>(config.optimizer.learning_rate);
+  for (int k = 0; k < after.chunks_size(); ++k) {
+    CHECK(after.chunks(k).dtype() == proto::DTYPE_FLOAT32);
+    const std::vector<float> b = Floats(before.chunks(k).data());
+    const std::vector<float> a = Floats(after.chunks(k).data());
+    REQUIRE(a.size() == b.size());
+    for (size_t i = 0; i < a.size(); ++i) {
+      CHECK(a[i] == Approx(b[i] - lr).margin(1e-6));
+    }
+  }
+
+  // The same call again (a retry after a lost reply): not applied twice,
+  // the same parameters back.
+  proto::PullResponse again;
+  REQUIRE(client.PushPull(push, &again).ok());
+  CHECK(again.SerializeAsString() == after.SerializeAsString());
+  proto::ShardStatus st = client.Status();
+  CHECK(st.version() == 1);
+  CHECK(st.pushes() == 1);
+
+  // Asking for float16: the halves of the next version.
+  proto::PushRequest next = client.Gradient(0, 1, 0.5f);
+  next.set_pull_dtype(proto::DTYPE_FLOAT16);
+  proto::PullResponse halves;
+  REQUIRE(client.PushPull(next, &halves).ok());
+  CHECK(halves.version() == 2);
+  const proto::PullResponse wide = client.Pull(0, 2);
+  REQUIRE(halves.chunks_size() == wide.chunks_size());
+  for (int k = 0; k < halves.chunks_size(); ++k) {
+    CHECK(halves.chunks(k).dtype() == proto::DTYPE_FLOAT16);
+    const std::vector<float> w = Floats(wide.chunks(k).data());
+    const std::string& h = halves.chunks(k).data();
+    REQUIRE(h.size() == w.size() * 2);
+    for (size_t i = 0; i < w.size(); ++i) {
+      uint16_t half;
+      std::memcpy(&half, h.data() + 2 * i, 2);
+      REQUIRE(half == FloatToHalf(w[i]));
+    }
+  }
+}
+
+TEST_CASE("a refused PushPull applies and pulls nothing",
+          "[integration][pushpull]") {
+  const JobConfig config = OneShardJob(1);
+  LocalCluster cluster(config);
+  Client client(config, cluster);
+  testing::RegisterOverGrpc(*client.stub, config, client.shard.plan(), 0);
+  proto::PushRequest bad = client.Gradient(0, 0, 1.0f);
+  bad.mutable_chunks(0)->mutable_data()->resize(4);
+  proto::PullResponse out;
+  grpc::Status s = client.PushPull(bad, &out);
+  CHECK(s.error_code() == grpc::StatusCode::INVALID_ARGUMENT);
+  CHECK_THAT(s.error_message(), Catch::StartsWith("Push: chunk"));
+  proto::PushRequest bad_dtype = client.Gradient(0, 0, 1.0f);
+  bad_dtype.set_pull_dtype(static_cast<proto::DType>(7));
+  s = client.PushPull(bad_dtype, &out);
+  // The push went through; the pull refused the dtype, naming it.
+  CHECK(s.error_code() == grpc::StatusCode::INVALID_ARGUMENT);
+  CHECK_THAT(s.error_message(), Catch::StartsWith("Pull: dtype 7"));
+  const proto::ShardStatus st = client.Status();
+  CHECK(st.version() == 1);
+  CHECK(st.pushes() == 1);
+  CHECK(st.pulls() == 0);
+}
+
+TEST_CASE("under sync a PushPull waits for the round, as a pull does",
+          "[integration][pushpull][sync]") {
+  const JobConfig config = OneShardJob(2);
+  LocalCluster cluster(config);
+  Client client(config, cluster);
+  for (uint32_t rank : {0u, 1u}) {
+    testing::RegisterOverGrpc(*client.stub, config, client.shard.plan(), rank);
+  }
+  proto::PullResponse first;
+  grpc::Status first_status;
+  std::thread rank0([&] {
+    first_status = client.PushPull(client.Gradient(0, 0, 1.0f), &first);
+  });
+  // Rank 0's push is in; its pull waits for rank 1.
+  REQUIRE(client.shard.TEST_AwaitWaitingPulls(1, absl::Seconds(30)));
+  CHECK(client.Status().version() == 0);
+  proto::PullResponse second;
+  REQUIRE(client.PushPull(client.Gradient(1, 0, 3.0f), &second).ok());
+  rank0.join();
+  INFO(first_status.error_message());
+  REQUIRE(first_status.ok());
+  CHECK(first.version() == 1);
+  CHECK(first.SerializeAsString() == second.SerializeAsString());
+}
+
+}  // namespace
+}  // namespace paramd
