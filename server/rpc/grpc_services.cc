@@ -169,18 +169,26 @@ grpc::Status GrpcParameterService::Register(grpc::ServerContext*,
       });
 }
 
+absl::Status GrpcParameterService::ApplyPush(const char* rpc,
+                                             const grpc::ByteBuffer& request,
+                                             PushView* view,
+                                             proto::PushResponse* reply) {
+  ReceivedFrame frame;
+  std::unique_ptr<float[]> storage;
+  RETURN_IF_ERROR(CheckSize(rpc, request, shard_->max_message_bytes()));
+  RETURN_IF_ERROR(frame.Take(request));
+  RETURN_IF_ERROR(DecodePush(frame.segments(), view, &storage));
+  return shard_->Push(*view, reply);
+}
+
 grpc::Status GrpcParameterService::Push(grpc::ServerContext*,
                                         const grpc::ByteBuffer* request,
                                         grpc::ByteBuffer* response) {
-  ReceivedFrame frame;
   PushView view;
-  std::unique_ptr<float[]> storage;
-  absl::Status s = CheckSize("Push", *request, shard_->max_message_bytes());
-  if (s.ok()) s = frame.Take(*request);
-  if (s.ok()) s = DecodePush(frame.segments(), &view, &storage);
   proto::PushResponse reply;
-  if (s.ok()) s = shard_->Push(view, &reply);
-  if (!s.ok()) return ToGrpcStatus(s);
+  if (absl::Status s = ApplyPush("Push", *request, &view, &reply); !s.ok()) {
+    return ToGrpcStatus(s);
+  }
   *response = SerializeMessage(reply);
   return MaybeLoseReply(shard_->config().testing, "Push", grpc::Status::OK);
 }
@@ -240,14 +248,9 @@ grpc::Status GrpcParameterService::Pull(grpc::ServerContext* context,
 grpc::Status GrpcParameterService::PushPull(grpc::ServerContext* context,
                                             const grpc::ByteBuffer* request,
                                             grpc::ByteBuffer* response) {
-  ReceivedFrame frame;
   PushView view;
-  std::unique_ptr<float[]> storage;
-  absl::Status s = CheckSize("PushPull", *request, shard_->max_message_bytes());
-  if (s.ok()) s = frame.Take(*request);
-  if (s.ok()) s = DecodePush(frame.segments(), &view, &storage);
   proto::PushResponse pushed;
-  if (s.ok()) s = shard_->Push(view, &pushed);
+  absl::Status s = ApplyPush("PushPull", *request, &view, &pushed);
   if (!s.ok()) return ToGrpcStatus(s);
   // The pull of the next clock, on this thread: no hand-off between the
   // push that completes a version and the pull that waits for it.

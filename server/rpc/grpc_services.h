@@ -66,6 +66,12 @@ class GrpcParameterService final : public grpc::Service {
                            const grpc::ByteBuffer* request,
                            grpc::ByteBuffer* response);
 
+  // Checks and decodes the push in `request` (in place where it can) and
+  // applies it. Afterwards only `view`'s header fields are valid (its
+  // chunks pointed into bytes freed on return). `rpc` names the call in
+  // errors.
+  absl::Status ApplyPush(const char* rpc, const grpc::ByteBuffer& request,
+                         PushView* view, proto::PushResponse* reply);
   // Parses a PullRequest and waits until the shard serves it; `*half`:
   // it asks for float16.
   absl::Status WaitPull(grpc::ServerContext* context, const char* rpc,
