@@ -377,37 +377,12 @@ class JobParser {
   }
 
   absl::Status ParseTesting(const YAML::Node& root, JobConfig* c) {
-    ASSIGN_OR_RETURN(const YAML::Node t,
-                     Section(root, "testing", false,
-                             {"slow_rank", "slow_step_ms",
-                              "drop_reply_probability", "delay_reply_ms"}));
-    RETURN_IF_ERROR(
-        r_.Get(t, "testing", "slow_rank", false, &c->testing.slow_rank));
-    if (c->testing.slow_rank < -1 || c->testing.slow_rank >= c->num_workers) {
-      return r_.Error(t["slow_rank"], "testing.slow_rank",
-                      absl::StrCat("must be a rank in [0, ", c->num_workers,
-                                   ") or -1 for none"));
-    }
-    RETURN_IF_ERROR(
-        r_.Get(t, "testing", "slow_step_ms", false, &c->testing.slow_step_ms));
-    if (c->testing.slow_step_ms < 0 || c->testing.slow_step_ms > 60000) {
-      return r_.Error(t["slow_step_ms"], "testing.slow_step_ms",
-                      "must be between 0 and 60000");
-    }
-    RETURN_IF_ERROR(r_.Get(t, "testing", "drop_reply_probability", false,
-                           &c->testing.drop_reply_probability));
-    if (!(c->testing.drop_reply_probability >= 0 &&
-          c->testing.drop_reply_probability <= 1)) {
-      return r_.Error(t["drop_reply_probability"],
-                      "testing.drop_reply_probability", "must be in [0, 1]");
-    }
-    RETURN_IF_ERROR(r_.Get(t, "testing", "delay_reply_ms", false,
-                           &c->testing.delay_reply_ms));
-    if (c->testing.delay_reply_ms < 0 || c->testing.delay_reply_ms > 60000) {
-      return r_.Error(t["delay_reply_ms"], "testing.delay_reply_ms",
-                      "must be between 0 and 60000");
-    }
-    return absl::OkStatus();
+    ASSIGN_OR_RETURN(
+        const YAML::Node t,
+        Section(root, "testing", false,
+                {"slow_rank", "slow_step_ms", "drop_reply_probability",
+                 "delay_reply_ms", "link_mbps"}));
+    return ParseTestingSection(r_, t, c->num_workers, &c->testing);
   }
 
   absl::Status ParsePartition(const YAML::Node& root, JobConfig* c) {

@@ -171,4 +171,40 @@ absl::Status ParseMetricsSection(YamlReader& reader, const YAML::Node& m,
   return absl::OkStatus();
 }
 
+absl::Status ParseTestingSection(YamlReader& reader, const YAML::Node& t,
+                                 int num_workers, TestingConfig* out) {
+  RETURN_IF_ERROR(
+      reader.Get(t, "testing", "slow_rank", false, &out->slow_rank));
+  if (out->slow_rank < -1 || out->slow_rank >= num_workers) {
+    return reader.Error(t["slow_rank"], "testing.slow_rank",
+                        absl::StrCat("must be a rank in [0, ", num_workers,
+                                     ") or -1 for none"));
+  }
+  RETURN_IF_ERROR(
+      reader.Get(t, "testing", "slow_step_ms", false, &out->slow_step_ms));
+  if (out->slow_step_ms < 0 || out->slow_step_ms > 60000) {
+    return reader.Error(t["slow_step_ms"], "testing.slow_step_ms",
+                        "must be between 0 and 60000");
+  }
+  RETURN_IF_ERROR(reader.Get(t, "testing", "drop_reply_probability", false,
+                             &out->drop_reply_probability));
+  if (!(out->drop_reply_probability >= 0 && out->drop_reply_probability <= 1)) {
+    return reader.Error(t["drop_reply_probability"],
+                        "testing.drop_reply_probability", "must be in [0, 1]");
+  }
+  RETURN_IF_ERROR(
+      reader.Get(t, "testing", "delay_reply_ms", false, &out->delay_reply_ms));
+  if (out->delay_reply_ms < 0 || out->delay_reply_ms > 60000) {
+    return reader.Error(t["delay_reply_ms"], "testing.delay_reply_ms",
+                        "must be between 0 and 60000");
+  }
+  RETURN_IF_ERROR(
+      reader.Get(t, "testing", "link_mbps", false, &out->link_mbps));
+  if (!(out->link_mbps >= 0 && out->link_mbps <= 1e6)) {
+    return reader.Error(t["link_mbps"], "testing.link_mbps",
+                        "must be between 0 (off) and 1000000");
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace paramd

@@ -1,7 +1,7 @@
 // The job file's sections about running a job rather than training it:
-// `limits`, `security`, `checkpoint`, `restart`, `metrics` and `compression`, read into their
-// configs. Part of the job-file parser (common/job_file.h), which checks
-// each section's keys before calling these.
+// `limits`, `security`, `checkpoint`, `restart`, `metrics` and `compression`,
+// read into their configs. Part of the job-file parser (common/job_file.h),
+// which checks each section's keys before calling these.
 #ifndef PARAMD_COMMON_RUN_SECTIONS_H_
 #define PARAMD_COMMON_RUN_SECTIONS_H_
 
@@ -32,8 +32,10 @@ absl::Status ParseCheckpointSection(YamlReader& reader, const YAML::Node& node,
                                     CheckpointConfig* out);
 absl::Status ParseRestartSection(YamlReader& reader, const YAML::Node& node,
                                  RestartConfig* out);
-absl::Status ParseCompressionSection(YamlReader& reader,
-                                     const YAML::Node& node,
+// `num_workers` bounds testing.slow_rank.
+absl::Status ParseTestingSection(YamlReader& reader, const YAML::Node& node,
+                                 int num_workers, TestingConfig* out);
+absl::Status ParseCompressionSection(YamlReader& reader, const YAML::Node& node,
                                      CompressionConfig* out);
 absl::Status ParseMetricsSection(YamlReader& reader, const YAML::Node& node,
                                  MetricsConfig* out);

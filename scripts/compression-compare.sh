@@ -8,9 +8,15 @@
 # of this script.
 #
 #   scripts/compression-compare.sh [ROUNDS]   (default 3)
+#   LINK_MBPS=1000 scripts/compression-compare.sh [ROUNDS]
+#
+# With LINK_MBPS each job runs with `testing: {link_mbps: N}`: every
+# shard's link carries N megabits per second each way
+# (server/link_shaper.h), as on a real network, where the bytes matter.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 rounds="${1:-3}"
+link="${LINK_MBPS:-0}"
 bazel build --noshow_progress //tools:paramctl //server:paramd-server \
   //worker:paramd-worker
 out="$(mktemp -d)"
@@ -24,6 +30,11 @@ for ((i = 1; i <= rounds; i++)); do
   for kind in "${kinds[@]}"; do
     job=configs/fashion_mnist_mlp.yaml
     [[ "$kind" == none ]] || job="configs/fashion_mnist_mlp_$kind.yaml"
+    if [[ "$link" != 0 ]]; then
+      printf '%s\ntesting:\n  link_mbps: %s\n' "$(cat "$job")" "$link" \
+        >"$out/$kind.yaml"
+      job="$out/$kind.yaml"
+    fi
     bazel-bin/tools/paramctl run "$job" --summary "$out/$kind-$i.json" \
       --log_level warn >"$out/$kind-$i.log"
     r="$(field "$out/$kind-$i.json" samples_per_second)"
@@ -36,6 +47,7 @@ for ((i = 1; i <= rounds; i++)); do
   done
 done
 median() { printf '%s\n' "$@" | sort -g | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
+[[ "$link" == 0 ]] || echo "links shaped to $link Mb/s each way per shard"
 echo "| compression | push bytes / worker step | of float32 | samples/s (median) | final test accuracy |"
 echo "| --- | ---: | ---: | ---: | ---: |"
 for kind in "${kinds[@]}"; do

@@ -135,9 +135,11 @@ std::string WorkerMetrics::Text(absl::Time process_started) const {
       "Pushes and pulls that failed after the client's retries.",
       load(failed_calls_));
   one("paramd_worker_sent_bytes_total", T::kCounter,
-      "Gradient bytes pushed (payload, all shards).", load(bytes_out_));
+      "Gradient bytes pushed, as float32 (before compression; all shards).",
+      load(bytes_out_));
   one("paramd_worker_received_bytes_total", T::kCounter,
-      "Parameter bytes pulled (payload, all shards).", load(bytes_in_));
+      "Parameter bytes pulled, as float32 (before compression; all shards).",
+      load(bytes_in_));
   one("paramd_worker_registrations_total", T::kCounter,
       "Registrations with the shards (more than 1 after the shards dropped "
       "this rank and it joined again).",

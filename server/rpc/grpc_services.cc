@@ -122,7 +122,9 @@ void GrpcParameterService::AddUnary(
 
 GrpcParameterService::GrpcParameterService(Shard* shard,
                                            const JobSecurity* security)
-    : shard_(shard), security_(security) {
+    : shard_(shard),
+      security_(security),
+      link_(shard->config().testing.link_mbps) {
   AddUnary("Register", &GrpcParameterService::Register);
   AddUnary("Push", &GrpcParameterService::Push);
   AddUnary("Pull", &GrpcParameterService::Pull);
@@ -176,6 +178,7 @@ absl::Status GrpcParameterService::ApplyPush(const char* rpc,
   ReceivedFrame frame;
   std::unique_ptr<float[]> storage;
   RETURN_IF_ERROR(CheckSize(rpc, request, shard_->max_message_bytes()));
+  link_.Transfer(LinkShaper::kIn, request.Length());
   RETURN_IF_ERROR(frame.Take(request));
   RETURN_IF_ERROR(DecodePush(frame.segments(), view, &storage));
   return shard_->Push(*view, reply);
@@ -242,6 +245,7 @@ grpc::Status GrpcParameterService::Pull(grpc::ServerContext* context,
     return ToGrpcStatus(s);
   }
   *response = PullFrame(snapshot, 0, snapshot->params.size(), half);
+  link_.Transfer(LinkShaper::kOut, response->Length());
   return MaybeLoseReply(shard_->config().testing, "Pull", grpc::Status::OK);
 }
 
@@ -266,6 +270,7 @@ grpc::Status GrpcParameterService::PushPull(grpc::ServerContext* context,
   if (!s.ok()) return ToGrpcStatus(s);
   *response = PullFrame(snapshot, 0, snapshot->params.size(),
                         pull.dtype() == proto::DTYPE_FLOAT16);
+  link_.Transfer(LinkShaper::kOut, response->Length());
   return MaybeLoseReply(shard_->config().testing, "PushPull", grpc::Status::OK);
 }
 
@@ -278,6 +283,7 @@ grpc::Status GrpcParameterService::PushStream(
   PushAssembler push(shard_);
   grpc::ByteBuffer message;
   while (reader->Read(&message)) {
+    link_.Transfer(LinkShaper::kIn, message.Length());
     frames.emplace_back();
     absl::Status s =
         CheckSize(absl::StrCat("PushStream message ", frames.size()), message,
@@ -322,7 +328,9 @@ grpc::Status GrpcParameterService::PullStream(
     bytes.push_back(static_cast<int64_t>(p.size()) * (half ? 2 : 4));
   }
   for (const auto& [begin, end] : GroupChunks(bytes)) {
-    if (!writer->Write(PullFrame(snapshot, begin, end, half))) {
+    grpc::ByteBuffer part = PullFrame(snapshot, begin, end, half);
+    link_.Transfer(LinkShaper::kOut, part.Length());
+    if (!writer->Write(part)) {
       return ToGrpcStatus(
           absl::CancelledError("PullStream: the worker went away"));
     }

@@ -12,6 +12,7 @@
 
 #include "common/rpc/credentials.h"
 #include "proto/paramd.grpc.pb.h"
+#include "server/link_shaper.h"
 #include "server/shard.h"
 
 namespace paramd {
@@ -92,6 +93,7 @@ class GrpcParameterService final : public grpc::Service {
 
   Shard* const shard_;
   const JobSecurity* const security_;
+  LinkShaper link_;  // testing.link_mbps
   // gRPC keeps pointers to the method names.
   std::vector<std::unique_ptr<std::string>> names_;
 };
