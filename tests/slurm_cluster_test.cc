@@ -174,6 +174,19 @@ std::string JobField(const std::string& id, const std::string& field) {
   return "";
 }
 
+// The job's state once Slurm is done with it: sbatch --wait may return
+// while the job is still COMPLETING (its processes being reaped), so this
+// asks again (each scontrol call is a process of its own) until it is not,
+// for up to kTimeout.
+std::string SettledJobState(const std::string& id) {
+  const absl::Time deadline = absl::Now() + kTimeout;
+  std::string state = JobField(id, "JobState");
+  while (state == "COMPLETING" && absl::Now() < deadline) {
+    state = JobField(id, "JobState");
+  }
+  return state;
+}
+
 TEST_CASE("sbatch runs a job's servers and workers to the end and it learns",
           "[slurm][cluster]") {
   LocalSlurm& slurm = LocalSlurm::Get();
@@ -186,7 +199,7 @@ TEST_CASE("sbatch runs a job's servers and workers to the end and it learns",
   CHECK(job.sbatch->Wait(kTimeout) == 0);
   std::printf("job %s: sbatch --wait returned after %.1f s\n", id.c_str(),
               absl::ToDoubleSeconds(absl::Now() - start));
-  CHECK(JobField(id, "JobState") == "COMPLETED");
+  CHECK(SettledJobState(id) == "COMPLETED");
   CHECK(JobField(id, "ExitCode") == "0:0");
   // One log per process, named by Slurm's job id and task id.
   const std::string logs = dir + "/logs/paramd-" + id;
@@ -249,7 +262,7 @@ TEST_CASE("scancel stops every process; servers checkpoint on SIGTERM",
   CHECK(checkpoints >= 2);
   // The job is over and nothing of it runs: no step left in squeue.
   auto [qrc, steps] = slurm.Run({"squeue", "-h", "-s", "-j", id});
-  const std::string state = JobField(id, "JobState");
+  const std::string state = SettledJobState(id);
   INFO("JobState=" << state << "\n"
                    << slurm.Run({"scontrol", "show", "job", id}).second);
   CHECK(absl::StrContains(state, "CANCELLED"));
