@@ -172,7 +172,7 @@ std::vector<std::pair<size_t, size_t>> GroupChunks(
 }
 
 std::string EncodePushHeader(absl::string_view job_id, uint32_t rank,
-                             uint64_t clock, float loss) {
+                             uint64_t clock, float loss, int pull_dtype) {
   std::string out;
   if (!job_id.empty()) {
     PutTag(&out, kPushJobId, kLengthDelimited);
@@ -188,6 +188,7 @@ std::string EncodePushHeader(absl::string_view job_id, uint32_t rank,
     for (int i = 0; i < 4; ++i)
       out.push_back(static_cast<char>(bits >> (8 * i)));
   }
+  PutVarintField(&out, kPushPullDtype, static_cast<uint64_t>(pull_dtype));
   return out;
 }
 
@@ -237,12 +238,6 @@ std::string EncodeChunkDataTag(size_t data_bytes) {
   std::string out;
   PutTag(&out, kChunkData, kLengthDelimited);
   PutVarint(&out, data_bytes);
-  return out;
-}
-
-std::string EncodePullDtype(int dtype) {
-  std::string out;
-  PutVarintField(&out, kPushPullDtype, static_cast<uint64_t>(dtype));
   return out;
 }
 

@@ -68,9 +68,10 @@ constexpr int64_t kStreamMessageBytes = 1 << 20;
 std::vector<std::pair<size_t, size_t>> GroupChunks(
     absl::Span<const int64_t> chunk_bytes);
 
-// The framing before a PushRequest's chunks (job id, rank, clock, loss).
+// The framing before a PushRequest's chunks (job id, rank, clock, loss,
+// pull_dtype; fields at their default are left out, as proto3 does).
 std::string EncodePushHeader(absl::string_view job_id, uint32_t rank,
-                             uint64_t clock, float loss);
+                             uint64_t clock, float loss, int pull_dtype = 0);
 // The framing that precedes `data_bytes` of chunk data inside a message
 // (a TensorChunk as field `field` of its parent: kPushChunksField or
 // kPullChunksField). The data itself follows it on the wire.
@@ -84,9 +85,6 @@ std::string EncodeSparseChunkHeader(int field, uint32_t tensor_id,
                                     uint32_t chunk_index, int dtype,
                                     size_t index_bytes, size_t data_bytes);
 std::string EncodeChunkDataTag(size_t data_bytes);
-// PushRequest.pull_dtype as a field on its own (it may stand anywhere in
-// the message).
-std::string EncodePullDtype(int dtype);
 // The framing before a PullResponse's chunks.
 std::string EncodePullHeader(uint64_t version);
 

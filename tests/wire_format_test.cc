@@ -128,9 +128,10 @@ TEST_CASE("a chunk lying whole and aligned in one segment is not copied",
 
 TEST_CASE("what the encoder writes parses as protobuf's PushRequest",
           "[wire]") {
-  const proto::PushRequest want = SamplePush();
-  std::string bytes =
-      EncodePushHeader(want.job_id(), want.rank(), want.clock(), want.loss());
+  proto::PushRequest want = SamplePush();
+  want.set_pull_dtype(proto::DTYPE_FLOAT16);
+  std::string bytes = EncodePushHeader(want.job_id(), want.rank(), want.clock(),
+                                       want.loss(), want.pull_dtype());
   for (const proto::TensorChunk& c : want.chunks()) {
     bytes += EncodeChunkHeader(kPushChunksField, c.tensor_id(), c.chunk_index(),
                                c.dtype(), c.data().size());
@@ -139,6 +140,10 @@ TEST_CASE("what the encoder writes parses as protobuf's PushRequest",
   proto::PushRequest got;
   REQUIRE(got.ParseFromString(bytes));
   CHECK(got.SerializeAsString() == want.SerializeAsString());
+  PushView view;
+  std::unique_ptr<float[]> storage;
+  REQUIRE(DecodePush({absl::string_view(bytes)}, &view, &storage).ok());
+  CHECK(view.pull_dtype == proto::DTYPE_FLOAT16);
 }
 
 // SamplePush with its last two chunks sparse: indices and their values.

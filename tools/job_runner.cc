@@ -21,6 +21,7 @@
 #include "common/job_config.h"
 #include "common/job_file.h"
 #include "tools/local_secrets.h"
+#include "tools/run_report.h"
 #include "tools/status_client.h"
 #include "tools/supervisor.h"
 
@@ -303,14 +304,7 @@ class JobRun {
         "done: %d epoch(s) in %s, final test accuracy %.4f, %.0f samples/s "
         "(median epoch)%s%s",
         config_.training.epochs, FormatDuration(wall), last.test_accuracy(),
-        MedianSamplesPerSecond(),
-        push_bytes_per_step_ <= 0
-            ? ""
-            : absl::StrFormat(
-                  ", pushes %.1f KB per worker step (%.1f%% of "
-                  "float32)",
-                  push_bytes_per_step_ / 1e3,
-                  100 * push_bytes_per_step_ / push_float32_bytes_per_step_),
+        MedianSamplesPerSecond(epochs_), PushBytesPhrase(push_),
         restarts_ == 0 ? "" : absl::StrCat(", ", restarts_, " restart(s)")));
     if (!options_.summary_path.empty()) {
       if (!WriteSummary(wall)) return 1;
@@ -319,20 +313,10 @@ class JobRun {
     return 0;
   }
 
-  // The bytes one worker step pushes, summed over the shards, as they
-  // travelled and as float32 (from each shard's counters; 0 if a shard
-  // does not answer).
+  // The bytes one worker step pushes, from every shard's counters.
   void MeasurePushBytes() {
-    double wire = 0, float32 = 0;
-    for (const ServerStatus& s :
-         QueryAllStatus(addresses_, security_, absl::Seconds(2))) {
-      if (!s.status.ok() || s.status->pushes() == 0) return;
-      const double pushes = static_cast<double>(s.status->pushes());
-      wire += static_cast<double>(s.status->bytes_in()) / pushes;
-      float32 += static_cast<double>(s.status->bytes_in_float32()) / pushes;
-    }
-    push_bytes_per_step_ = wire;
-    push_float32_bytes_per_step_ = float32;
+    push_ = PushBytesPerStep(
+        QueryAllStatus(addresses_, security_, absl::Seconds(2)));
   }
 
   // Prints every newly completed epoch from shard 0's status.
@@ -357,46 +341,13 @@ class JobRun {
     }
   }
 
-  double MedianSamplesPerSecond() const {
-    std::vector<double> v;
-    for (const auto& [n, e] : epochs_) v.push_back(e.samples_per_second());
-    if (v.empty()) return 0;
-    std::sort(v.begin(), v.end());
-    return v.size() % 2 ? v[v.size() / 2]
-                        : (v[v.size() / 2 - 1] + v[v.size() / 2]) / 2;
-  }
-
   bool WriteSummary(double wall) {
-    std::string epochs;
-    for (const auto& [n, e] : epochs_) {
-      absl::StrAppendFormat(&epochs,
-                            "%s\n    {\"epoch\": %d, \"train_loss\": %.6f, "
-                            "\"test_accuracy\": %.6f, "
-                            "\"samples_per_second\": %.1f}",
-                            epochs.empty() ? "" : ",", e.epoch(),
-                            e.train_loss(), e.test_accuracy(),
-                            e.samples_per_second());
-    }
-    std::string by_process;
+    std::vector<std::pair<std::string, int>> restarts_by_process;
     for (const Proc& p : procs_) {
-      if (p.restarts == 0) continue;
-      absl::StrAppendFormat(&by_process, "%s\"%s\": %d",
-                            by_process.empty() ? "" : ", ", p.name, p.restarts);
+      if (p.restarts > 0) restarts_by_process.emplace_back(p.name, p.restarts);
     }
-    const std::string json = absl::StrFormat(
-        "{\n  \"job_id\": \"%s\",\n  \"policy\": \"%s\",\n  \"servers\": %d,\n"
-        "  \"workers\": %d,\n  \"epochs\": %d,\n  \"final_test_accuracy\": "
-        "%.6f,\n"
-        "  \"wall_seconds\": %.3f,\n  \"samples_per_second\": %.1f,\n"
-        "  \"push_bytes_per_step\": %.0f,\n"
-        "  \"push_float32_bytes_per_step\": %.0f,\n"
-        "  \"restarts\": %d,\n  \"restarts_by_process\": {%s},\n"
-        "  \"epoch_metrics\": [%s\n  ]\n}\n",
-        config_.job_id, PolicyName(config_.policy.type), config_.num_shards(),
-        config_.num_workers, config_.training.epochs,
-        epochs_.rbegin()->second.test_accuracy(), wall,
-        MedianSamplesPerSecond(), push_bytes_per_step_,
-        push_float32_bytes_per_step_, restarts_, by_process, epochs);
+    const std::string json = SummaryJson(config_, epochs_, wall, push_,
+                                         restarts_, restarts_by_process);
     std::ofstream out(options_.summary_path, std::ios::trunc);
     out << json;
     if (!out.good()) {
@@ -433,7 +384,7 @@ class JobRun {
   int restarts_ = 0;
   std::vector<std::string> addresses_;
   int workers_done_ = 0;
-  double push_bytes_per_step_ = 0, push_float32_bytes_per_step_ = 0;
+  PushBytes push_;  // Per worker step, once the workers are done.
   std::map<int, proto::EpochMetrics> epochs_;  // By epoch number.
 };
 

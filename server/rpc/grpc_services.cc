@@ -208,6 +208,12 @@ absl::Status GrpcParameterService::WaitPull(
         absl::StrCat(rpc, ": malformed PullRequest"));
   }
   *half = pull.dtype() == proto::DTYPE_FLOAT16;
+  return AwaitPull(context, pull, snapshot);
+}
+
+absl::Status GrpcParameterService::AwaitPull(
+    grpc::ServerContext* context, const proto::PullRequest& pull,
+    std::shared_ptr<const ParamSnapshot>* snapshot) {
   return shard_->Pull(
       pull, absl::FromChrono(context->deadline()),
       [context] { return context->IsCancelled(); }, snapshot);
@@ -264,9 +270,7 @@ grpc::Status GrpcParameterService::PushPull(grpc::ServerContext* context,
   pull.set_clock(view.clock + 1);
   pull.set_dtype(static_cast<proto::DType>(view.pull_dtype));
   std::shared_ptr<const ParamSnapshot> snapshot;
-  s = shard_->Pull(
-      pull, absl::FromChrono(context->deadline()),
-      [context] { return context->IsCancelled(); }, &snapshot);
+  s = AwaitPull(context, pull, &snapshot);
   if (!s.ok()) return ToGrpcStatus(s);
   *response = PullFrame(snapshot, 0, snapshot->params.size(),
                         pull.dtype() == proto::DTYPE_FLOAT16);

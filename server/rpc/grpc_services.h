@@ -79,6 +79,11 @@ class GrpcParameterService final : public grpc::Service {
                         const grpc::ByteBuffer& request,
                         std::shared_ptr<const ParamSnapshot>* snapshot,
                         bool* half);
+  // Waits until the shard serves `pull`, for as long as the call's
+  // deadline allows and its client is there.
+  absl::Status AwaitPull(grpc::ServerContext* context,
+                         const proto::PullRequest& pull,
+                         std::shared_ptr<const ParamSnapshot>* snapshot);
   // A PullResponse with the snapshot's chunks [begin, end) (or their
   // halves), referenced in place.
   grpc::ByteBuffer PullFrame(

@@ -18,6 +18,7 @@
 #include "common/wire_format.h"
 #include "spdlog/spdlog.h"
 #include "worker/rpc/proto_convert.h"
+#include "worker/rpc/pull_sink.h"
 #include "worker/rpc/push_frames.h"
 #include "worker/rpc/stream_call.h"
 
@@ -155,85 +156,6 @@ grpc::ByteBuffer GrpcParameterClient::PullFrame(uint64_t clock) const {
   return SerializeMessage(request);
 }
 
-GrpcParameterClient::PullSink::PullSink(const GrpcParameterClient* client,
-                                        int shard, absl::Span<float> params)
-    : client_(client),
-      shard_(shard),
-      params_(params),
-      seen_(client->plan_->chunks().size(), 0) {}
-
-void GrpcParameterClient::PullSink::WidenPending() {
-  if (pending_ < 0) return;
-  const ChunkSpec& c = client_->plan_->chunks()[pending_];
-  HalvesToFloats(
-      absl::MakeConstSpan(halves_.data(), static_cast<size_t>(c.length)),
-      params_.subspan(FlatOffset(*client_->layout_, c),
-                      static_cast<size_t>(c.length)));
-  pending_ = -1;
-}
-
-absl::Status GrpcParameterClient::PullSink::Consume(
-    const grpc::ByteBuffer& message) {
-  const PartitionPlan& plan = *client_->plan_;
-  const bool half = client_->pull_half_;
-  const int expected_dtype = half ? proto::DTYPE_FLOAT16 : proto::DTYPE_FLOAT32;
-  const int64_t element_bytes = half ? 2 : kElementBytes;
-  ReceivedFrame frame;
-  RETURN_IF_ERROR(frame.Take(message));
-  absl::StatusOr<uint64_t> version = DecodePull(
-      frame.segments(),
-      [&](uint32_t tensor_id, uint32_t chunk_index, int dtype, uint64_t bytes) {
-        // Halves land in a scratch buffer and are widened into place once
-        // the decoder has copied them, i.e. when the next chunk comes.
-        WidenPending();
-        PullChunkTarget target;
-        const int global = plan.Find(tensor_id, chunk_index);
-        if (global < 0 || plan.chunks()[global].shard != shard_ ||
-            seen_[global] || dtype != expected_dtype ||
-            static_cast<int64_t>(bytes) !=
-                plan.chunks()[global].length * element_bytes) {
-          target.error = absl::StrCat(
-              "shard ", shard_, " sent chunk ", chunk_index, " of tensor ",
-              tensor_id, " (", bytes, " bytes, dtype ", dtype,
-              "), which does not match the plan or came twice");
-          return target;
-        }
-        seen_[global] = 1;
-        ++chunks_;
-        const ChunkSpec& c = plan.chunks()[global];
-        if (half) {
-          halves_.resize(
-              std::max(halves_.size(), static_cast<size_t>(c.length)));
-          pending_ = global;
-          target.dest = reinterpret_cast<char*>(halves_.data());
-          return target;
-        }
-        target.dest = reinterpret_cast<char*>(params_.data() +
-                                              FlatOffset(*client_->layout_, c));
-        return target;
-      });
-  if (version.ok()) WidenPending();
-  pending_ = -1;
-  if (!version.ok()) return version.status();
-  if (messages_++ > 0 && *version != version_) {
-    return absl::DataLossError(absl::StrCat("shard ", shard_, " sent versions ",
-                                            version_, " and ", *version,
-                                            " in one pull"));
-  }
-  version_ = *version;
-  return absl::OkStatus();
-}
-
-absl::StatusOr<uint64_t> GrpcParameterClient::PullSink::Finish() const {
-  const size_t owned = client_->plan_->ChunksOfShard(shard_).size();
-  if (chunks_ != owned) {
-    return absl::DataLossError(
-        absl::StrCat("Pull from shard ", shard_, ": ", chunks_,
-                     " chunks; the plan gives it ", owned));
-  }
-  return version_;
-}
-
 void GrpcParameterClient::StartPull(int shard, uint64_t clock,
                                     grpc::ClientContext* context,
                                     PullSink* sink,
@@ -248,10 +170,18 @@ void GrpcParameterClient::StartPull(int shard, uint64_t clock,
     return;
   }
   // One message's worth: a unary call has less overhead than a stream.
-  auto request = std::make_shared<grpc::ByteBuffer>(PullFrame(clock));
+  UnaryIntoSink(shard, pull_method_, PullFrame(clock), context, sink,
+                std::move(done));
+}
+
+void GrpcParameterClient::UnaryIntoSink(
+    int shard, const std::string& method, grpc::ByteBuffer message,
+    grpc::ClientContext* context, PullSink* sink,
+    std::function<void(absl::Status)> done) {
+  auto request = std::make_shared<grpc::ByteBuffer>(std::move(message));
   auto response = std::make_shared<grpc::ByteBuffer>();
-  conn.generic->UnaryCall(
-      context, pull_method_, grpc::StubOptions(), request.get(), response.get(),
+  shards_[shard].generic->UnaryCall(
+      context, method, grpc::StubOptions(), request.get(), response.get(),
       [request, response, sink, done = std::move(done)](grpc::Status s) {
         absl::Status status = FromGrpcStatus(s);
         if (status.ok()) status = sink->Consume(*response);
@@ -290,23 +220,9 @@ void GrpcParameterClient::StartPushPull(
   // It waits as a pull does, after pushing.
   context->set_deadline(
       DeadlineIn(std::max(options_.push_timeout, options_.pull_timeout)));
-  if (pull_half_) {
-    // PushRequest.pull_dtype, as one more field at the message's end.
-    std::vector<grpc::Slice> slices;
-    (void)message.Dump(&slices);
-    slices.emplace_back(EncodePullDtype(proto::DTYPE_FLOAT16));
-    message = grpc::ByteBuffer(slices.data(), slices.size());
-  }
-  auto request = std::make_shared<grpc::ByteBuffer>(std::move(message));
-  auto response = std::make_shared<grpc::ByteBuffer>();
-  shards_[shard].generic->UnaryCall(
-      context, push_pull_method_, grpc::StubOptions(), request.get(),
-      response.get(),
-      [request, response, sink, done = std::move(done)](grpc::Status s) {
-        absl::Status status = FromGrpcStatus(s);
-        if (status.ok()) status = sink->Consume(*response);
-        done(std::move(status));
-      });
+  // The message's header carries pull_dtype (PushFrames).
+  UnaryIntoSink(shard, push_pull_method_, std::move(message), context, sink,
+                std::move(done));
 }
 
 absl::StatusOr<uint64_t> GrpcParameterClient::Retrying(
@@ -372,7 +288,8 @@ absl::StatusOr<uint64_t> GrpcParameterClient::PullOnce(
   const int n = static_cast<int>(shards_.size());
   std::vector<grpc::ClientContext> contexts(n);
   std::vector<PullSink> sinks;
-  for (int i = 0; i < n; ++i) sinks.emplace_back(this, i, params);
+  for (int i = 0; i < n; ++i)
+    sinks.emplace_back(*plan_, *layout_, i, pull_half_, params);
   absl::Status s = ForAllShards(n, "Pull", [&](int i, auto done) {
     StartPull(i, clock, &contexts[i], &sinks[i], std::move(done));
   });
@@ -439,7 +356,8 @@ absl::StatusOr<uint64_t> GrpcParameterClient::PushPullOnce(
   std::vector<grpc::ClientContext> push_contexts(n), pull_contexts(n);
   std::vector<grpc::ByteBuffer> push_responses(n);
   std::vector<PullSink> sinks;
-  for (int i = 0; i < n; ++i) sinks.emplace_back(this, i, params);
+  for (int i = 0; i < n; ++i)
+    sinks.emplace_back(*plan_, *layout_, i, pull_half_, params);
   std::vector<absl::Status> push_status(n), pull_status(n);
   // A shard whose push and pull each fit one message takes both in one
   // PushPull call; the others a push and a pull side by side.

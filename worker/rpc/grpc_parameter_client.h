@@ -31,6 +31,7 @@
 #include "common/rpc/credentials.h"
 #include "proto/paramd.grpc.pb.h"
 #include "worker/parameter_client.h"
+#include "worker/rpc/pull_sink.h"
 #include "worker/rpc/push_frames.h"
 
 namespace paramd {
@@ -89,31 +90,6 @@ class GrpcParameterClient final : public ParameterClient {
                                         float loss, absl::Span<float> params);
   // One phase of Register on every shard; returns the largest clock.
   absl::StatusOr<uint64_t> RegisterPhase(bool join, uint64_t clock);
-  // Collects one shard's pulled chunks into the flat parameters, message
-  // by message, as they arrive.
-  class PullSink {
-   public:
-    PullSink(const GrpcParameterClient* client, int shard,
-             absl::Span<float> params);
-    absl::Status Consume(const grpc::ByteBuffer& message);
-    // The version served, once every chunk the shard owns arrived.
-    absl::StatusOr<uint64_t> Finish() const;
-
-   private:
-    // Widens the float16 chunk last copied into halves_ into params_.
-    void WidenPending();
-
-    const GrpcParameterClient* client_;
-    int shard_;
-    absl::Span<float> params_;
-    std::vector<uint16_t> halves_;  // compression.pull fp16: one chunk.
-    int pending_ = -1;              // Its global index; -1: none.
-    std::vector<char> seen_;        // By global chunk index.
-    size_t chunks_ = 0;
-    size_t messages_ = 0;
-    uint64_t version_ = 0;
-  };
-
   // Each shard's push messages for `grads` computed at `clock` (one: a
   // unary Push; several: a PushStream), referencing the gradient buffer
   // (copying `grads` into it first unless they are already there).
@@ -130,6 +106,10 @@ class GrpcParameterClient final : public ParameterClient {
   void StartPushPull(int shard, grpc::ByteBuffer message,
                      grpc::ClientContext* context, PullSink* sink,
                      std::function<void(absl::Status)> done);
+  // One unary call of `method` whose single reply goes to `sink`.
+  void UnaryIntoSink(int shard, const std::string& method,
+                     grpc::ByteBuffer message, grpc::ClientContext* context,
+                     PullSink* sink, std::function<void(absl::Status)> done);
   void StartPush(int shard, std::vector<grpc::ByteBuffer> messages,
                  grpc::ClientContext* context, grpc::ByteBuffer* response,
                  std::function<void(absl::Status)> done);

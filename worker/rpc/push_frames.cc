@@ -14,7 +14,8 @@ PushFrames::PushFrames(const JobConfig& config, const PartitionPlan& plan,
       plan_(plan),
       layout_(layout),
       rank_(rank),
-      fp16_(config.compression.fp16()) {
+      fp16_(config.compression.fp16()),
+      pull_dtype_(config.compression.pull_fp16() ? proto::DTYPE_FLOAT16 : 0) {
   const CompressionConfig& compression = config.compression;
   if (compression.topk()) {
     std::vector<std::pair<int64_t, int64_t>> chunks;
@@ -94,8 +95,8 @@ std::vector<std::vector<grpc::ByteBuffer>> PushFrames::Build(
 std::vector<std::vector<grpc::ByteBuffer>> PushFrames::Frame(
     uint64_t clock, float loss, std::shared_ptr<const void> owner,
     const std::function<void(FrameBuilder&, int)>& add_chunk) const {
-  const std::string header =
-      EncodePushHeader(job_id_, static_cast<uint32_t>(rank_), clock, loss);
+  const std::string header = EncodePushHeader(
+      job_id_, static_cast<uint32_t>(rank_), clock, loss, pull_dtype_);
   std::vector<std::vector<grpc::ByteBuffer>> messages(shards_.size());
   for (size_t i = 0; i < shards_.size(); ++i) {
     const std::vector<int>& owned = plan_.ChunksOfShard(static_cast<int>(i));

@@ -64,6 +64,8 @@ class PushFrames {
   const FlatLayout& layout_;
   const int rank_;
   const bool fp16_;
+  // PushRequest.pull_dtype: what a PushPull's reply carries (0: float32).
+  const int pull_dtype_;
   std::vector<ShardFrames> shards_;
   bool warned_saturation_ = false;  // fp16: logged once.
   // topk: the compressor and the last clock's selection (by global chunk).

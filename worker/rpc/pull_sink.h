@@ -1,0 +1,52 @@
+// PullSink: one shard's pulled chunks, collected into the flat parameters
+// message by message as they arrive (a unary reply or each message of a
+// PullStream). Every chunk must be one the plan gives the shard, come once,
+// and have the dtype and size asked for (float32, or float16 under
+// compression.pull: fp16, widened in place); every message must carry the
+// same version.
+//
+// Thread-compatible: one call's completions use it.
+#ifndef PARAMD_WORKER_RPC_PULL_SINK_H_
+#define PARAMD_WORKER_RPC_PULL_SINK_H_
+
+#include <grpcpp/support/byte_buffer.h>
+
+#include <cstdint>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/types/span.h"
+#include "common/model_spec.h"
+#include "common/partitioner.h"
+
+namespace paramd {
+
+class PullSink {
+ public:
+  // `plan` and `layout` outlive the sink; `params` is the flat model.
+  PullSink(const PartitionPlan& plan, const FlatLayout& layout, int shard,
+           bool half, absl::Span<float> params);
+  absl::Status Consume(const grpc::ByteBuffer& message);
+  // The version served, once every chunk the shard owns arrived.
+  absl::StatusOr<uint64_t> Finish() const;
+
+ private:
+  // Widens the float16 chunk last copied into halves_ into params_.
+  void WidenPending();
+
+  const PartitionPlan& plan_;
+  const FlatLayout& layout_;
+  int shard_;
+  bool half_;
+  absl::Span<float> params_;
+  std::vector<uint16_t> halves_;  // compression.pull fp16: one chunk.
+  int pending_ = -1;              // Its global index; -1: none.
+  std::vector<char> seen_;        // By global chunk index.
+  size_t chunks_ = 0;
+  size_t messages_ = 0;
+  uint64_t version_ = 0;
+};
+
+}  // namespace paramd
+
+#endif  // PARAMD_WORKER_RPC_PULL_SINK_H_
