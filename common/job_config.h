@@ -16,9 +16,41 @@ enum class PolicyType { kSync, kAsync, kSsp };
 
 const char* PolicyName(PolicyType type);
 
+// One embedding table (model.embeddings): `rows` virtual rows of `dim`
+// floats, sharded by row (common/rows.h). Only rows ever pushed take
+// memory; a row starts at InitRow's values.
+struct EmbeddingTableConfig {
+  std::string name;
+  uint64_t rows = 0;  // Ids are in [0, rows); at most 2^40.
+  int dim = 0;
+  std::string init = "normal";  // normal (std init_scale), uniform (±), zeros
+  double init_scale = 0.01;
+  // sgd (no momentum), adagrad or adam: lazy Adam, whose moments of rows
+  // not pushed in a step do not move (docs/job-file.md).
+  std::string optimizer = "adam";
+  double learning_rate = 0.01;
+  double beta1 = 0.9, beta2 = 0.999;  // adam
+  double eps = 0;                     // adam 1e-8, adagrad 1e-10 when 0
+  // The rows one shard may hold; a push that would create more is refused
+  // with RESOURCE_EXHAUSTED naming the table and shard. 0: no limit.
+  uint64_t max_rows = 0;
+};
+
+// embedding_bag models: how an image becomes row ids of the table.
+struct FeaturesConfig {
+  int levels = 4;                 // Intensity quantised to this many levels.
+  bool pairs = true;              // Also horizontal and vertical pixel pairs.
+  std::string combiner = "mean";  // mean or sum of the rows of a sample.
+};
+
 struct ModelConfig {
+  // "mlp": layers only. "embedding_bag": each sample's hashed features
+  // (`features`) select rows of embeddings[0], combined into a vector of
+  // its dim, which feeds the MLP of `layers` (layers[0] = dim).
   std::string type = "mlp";
   std::vector<int> layers;  // Widths, input first, classes last.
+  std::vector<EmbeddingTableConfig> embeddings;
+  FeaturesConfig features;
 };
 
 struct DataConfig {

@@ -12,6 +12,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "common/model_section.h"
 #include "common/optimizer_section.h"
 #include "common/run_sections.h"
 #include "common/status_macros.h"
@@ -157,34 +158,9 @@ class JobParser {
 
   absl::Status ParseModel(const YAML::Node& root, JobConfig* c) {
     ASSIGN_OR_RETURN(const YAML::Node model,
-                     Section(root, "model", true, {"type", "layers"}));
-    RETURN_IF_ERROR(r_.Get(model, "model", "type", false, &c->model.type));
-    if (c->model.type != "mlp") {
-      return r_.Error(model["type"], "model.type",
-                      absl::StrCat("unknown model type '", c->model.type,
-                                   "' (expected: mlp)"));
-    }
-    const YAML::Node layers = model["layers"];
-    if (!layers.IsDefined() || layers.IsNull()) {
-      return r_.MissingError(model, "model", "model.layers",
-                             "missing required field");
-    }
-    if (!layers.IsSequence() || layers.size() < 2) {
-      return r_.Error(layers, "model.layers",
-                      "expected a list of at least two layer widths");
-    }
-    for (size_t i = 0; i < layers.size(); ++i) {
-      const std::string field = absl::StrCat("model.layers[", i, "]");
-      int width = 0;
-      if (!layers[i].IsScalar() ||
-          !absl::SimpleAtoi(layers[i].Scalar(), &width) || width < 1 ||
-          width > (1 << 20)) {
-        return r_.Error(layers[i], field,
-                        "expected a positive integer width (at most 1048576)");
-      }
-      c->model.layers.push_back(width);
-    }
-    return absl::OkStatus();
+                     Section(root, "model", true,
+                             {"type", "layers", "embeddings", "features"}));
+    return ParseModelSection(r_, model, &c->model);
   }
 
   absl::Status ParseData(const YAML::Node& root, JobConfig* c) {

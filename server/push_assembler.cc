@@ -38,6 +38,13 @@ absl::Status PushAssembler::AddChecked(
   } else {
     push_.chunks.insert(push_.chunks.end(), part.chunks.begin(),
                         part.chunks.end());
+    push_.rows.insert(push_.rows.end(), part.rows.begin(), part.rows.end());
+  }
+  // Shard::Push refuses a second block of a table; this bounds the list.
+  if (push_.rows.size() > static_cast<size_t>(shard_->store().num_tables())) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("PushStream: more row blocks than the job's ",
+                     shard_->store().num_tables(), " embedding table(s)"));
   }
   // Bounded by what one push can hold, however long the stream.
   if (push_.chunks.size() > static_cast<size_t>(shard_->store().num_chunks())) {

@@ -40,9 +40,18 @@ absl::StatusOr<std::unique_ptr<Shard>> Shard::Create(
       PartitionPlan::Build(spec, config.chunk_bytes, config.num_shards()));
   ASSIGN_OR_RETURN(std::unique_ptr<Optimizer> optimizer,
                    MakeOptimizer(config.optimizer));
-  auto shard = std::unique_ptr<Shard>(
-      new Shard(config, shard_id, std::move(spec), std::move(plan),
-                std::move(optimizer), clock != nullptr ? clock : RealClock()));
+  std::vector<std::unique_ptr<RowTable>> tables;
+  for (size_t t = 0; t < config.model.embeddings.size(); ++t) {
+    const EmbeddingTableConfig& table = config.model.embeddings[t];
+    ASSIGN_OR_RETURN(std::unique_ptr<Optimizer> rows_optimizer,
+                     MakeRowOptimizer(table));
+    tables.push_back(std::make_unique<RowTable>(table, static_cast<uint32_t>(t),
+                                                config.seed,
+                                                std::move(rows_optimizer)));
+  }
+  auto shard = std::unique_ptr<Shard>(new Shard(
+      config, shard_id, std::move(spec), std::move(plan), std::move(optimizer),
+      std::move(tables), clock != nullptr ? clock : RealClock()));
   if (!config.checkpoint.dir.empty()) {
     RETURN_IF_ERROR(shard->OpenCheckpoints(options));
   }
@@ -51,14 +60,15 @@ absl::StatusOr<std::unique_ptr<Shard>> Shard::Create(
 
 Shard::Shard(const JobConfig& config, int shard_id, ModelSpec spec,
              PartitionPlan plan, std::unique_ptr<Optimizer> optimizer,
-             Clock* clock)
+             std::vector<std::unique_ptr<RowTable>> tables, Clock* clock)
     : config_(config),
       shard_id_(shard_id),
       spec_(std::move(spec)),
       plan_(std::move(plan)),
       clock_(clock),
       started_(clock->Now()),
-      store_(spec_, plan_, shard_id, config.seed, std::move(optimizer)),
+      store_(spec_, plan_, shard_id, config.seed, std::move(optimizer),
+             std::move(tables)),
       policy_(MakeUpdatePolicy(config.policy, config.num_workers, &store_)),
       workers_(config.num_workers),
       metrics_(config.num_workers),
@@ -83,9 +93,12 @@ void Shard::LeaveCall(int rank) {
 }
 
 int64_t Shard::max_message_bytes() const {
-  // Every chunk plus generous framing; at least 4 MiB.
+  // Every chunk plus generous framing; at least 4 MiB, and with embedding
+  // tables room for a step's rows (kMaxRowMessageBytes).
   return std::max<int64_t>(
-      4 << 20, store_.bytes() + 64 * store_.num_chunks() + (1 << 20));
+      store_.num_tables() > 0 ? kMaxRowMessageBytes : 4 << 20,
+      store_.bytes() + 64 * store_.num_chunks() + (1 << 20) +
+          (store_.num_tables() > 0 ? kMaxRowMessageBytes : 0));
 }
 
 int64_t Shard::transport_memory_bytes() const {
@@ -168,6 +181,10 @@ absl::Status Shard::Push(const proto::PushRequest& request,
                                     chunk.dtype(), chunk.data(),
                                     chunk.indices()});
   }
+  for (const proto::RowBlock& rows : request.rows()) {
+    view.rows.push_back(
+        RowView{rows.table(), rows.dtype(), rows.ids(), rows.data()});
+  }
   return Push(view, response);
 }
 
@@ -234,12 +251,19 @@ absl::Status Shard::Push(const PushView& request,
     bytes += WireBytes(chunk);
     float32_bytes += static_cast<uint64_t>(length) * kElementBytes;
   }
+  PushRows rows;
+  RETURN_IF_ERROR(CheckRows(request, &rows));
+  bytes += rows.wire_bytes;
+  float32_bytes += rows.float32_bytes;
   const absl::Time now = clock_->Now();
   workers_.OnSeen(static_cast<int>(request.rank), now);
   bool duplicate = false;
   RETURN_IF_ERROR(policy_->Push(static_cast<int>(request.rank), request.clock,
-                                grads, &duplicate));
+                                grads, rows.grads, &duplicate));
   if (!duplicate) {
+    for (const RowGrads& r : rows.grads) {
+      store_.table(r.table).CountPushed(r.ids.size());
+    }
     workers_.OnPush(static_cast<int>(request.rank), bytes, request.loss, now);
     stats_.RecordPush(now);
     stats_.RecordPushFloat32Bytes(float32_bytes);

@@ -44,6 +44,9 @@ struct ShardOptions {
 
 class Shard {
  public:
+  // What a push's row blocks, or a PullRows request or reply, may hold.
+  static constexpr int64_t kMaxRowMessageBytes = int64_t{64} << 20;
+
   // Builds shard `shard_id` of the job: its plan, initial parameters,
   // optimizer and policy; with checkpoint.dir, restores the newest valid
   // checkpoint there (an error when every one is damaged, or one is of
@@ -84,6 +87,24 @@ class Shard {
   absl::Status Pull(const proto::PullRequest& request, absl::Time deadline,
                     const std::function<bool()>& cancelled,
                     proto::PullResponse* response);
+  // Rows of one embedding table for a worker at request.clock: waits as
+  // Pull does, then reads each id's row (its initial value if never
+  // pushed). Ids must pass RowBlock's rules (sorted, distinct, in range,
+  // owned by this shard).
+  struct RowsReply {
+    uint64_t version = 0;
+    int dtype = 0;                 // proto::DType of the values.
+    std::vector<float> values;     // float32: dim per id.
+    std::vector<uint16_t> halves;  // float16: dim per id.
+    absl::string_view bytes() const;
+  };
+  absl::Status PullRows(const PullRowsView& request, absl::Time deadline,
+                        const std::function<bool()>& cancelled,
+                        RowsReply* reply);
+  absl::Status PullRows(const proto::PullRowsRequest& request,
+                        absl::Time deadline,
+                        const std::function<bool()>& cancelled,
+                        proto::PullRowsResponse* response);
   absl::Status Heartbeat(const proto::HeartbeatRequest& request,
                          proto::HeartbeatResponse* response);
   absl::Status ReportEpoch(const proto::ReportEpochRequest& request);
@@ -116,7 +137,8 @@ class Shard {
 
  private:
   Shard(const JobConfig& config, int shard_id, ModelSpec spec,
-        PartitionPlan plan, std::unique_ptr<Optimizer> optimizer, Clock* clock);
+        PartitionPlan plan, std::unique_ptr<Optimizer> optimizer,
+        std::vector<std::unique_ptr<RowTable>> tables, Clock* clock);
 
   // Opens checkpoint.dir: discards (fresh) or restores.
   absl::Status OpenCheckpoints(const ShardOptions& options);
@@ -136,6 +158,20 @@ class Shard {
   // call calls LeaveCall when it ends.
   absl::Status EnterCall(const char* rpc, int rank);
   void LeaveCall(int rank);
+  // A push's row blocks, checked and widened to float32.
+  struct PushRows {
+    std::vector<std::vector<uint64_t>> ids;
+    std::vector<std::vector<float>> values;
+    std::vector<RowGrads> grads;
+    uint64_t wire_bytes = 0, float32_bytes = 0;
+  };
+  absl::Status CheckRows(const PushView& request, PushRows* out) const;
+  // Decodes and checks `ids` of `table` for `rpc` ("Push", "PullRows").
+  absl::Status CheckRowIds(const char* rpc, uint32_t table,
+                           absl::string_view ids,
+                           std::vector<uint64_t>* out) const;
+  // The tables' part of GetStatus.
+  void FillTables(proto::ShardStatus* status) const;
   // Everything Push requires of one chunk but its uniqueness; `*local` is
   // its local index (-1 if another shard owns it).
   absl::Status CheckChunk(const ChunkView& chunk, int* local) const;

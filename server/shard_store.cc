@@ -32,6 +32,7 @@ class Cursor {
     return true;
   }
   bool done() const { return data_.empty(); }
+  absl::string_view* rest() { return &data_; }
 
  private:
   absl::string_view data_;
@@ -41,9 +42,12 @@ class Cursor {
 
 ShardStore::ShardStore(const ModelSpec& spec, const PartitionPlan& plan,
                        int shard, uint64_t seed,
-                       std::unique_ptr<Optimizer> optimizer)
+                       std::unique_ptr<Optimizer> optimizer,
+                       std::vector<std::unique_ptr<RowTable>> tables)
     : optimizer_(std::move(optimizer)),
-      local_of_global_(plan.chunks().size(), -1) {
+      local_of_global_(plan.chunks().size(), -1),
+      shard_(shard),
+      tables_(std::move(tables)) {
   absl::MutexLock lock(&mu_);
   params_ = std::make_shared<ParamSnapshot>();
   for (int global : plan.ChunksOfShard(shard)) {
@@ -83,8 +87,11 @@ int ShardStore::LocalIndex(int global) const {
 }
 
 void ShardStore::ApplyStep(absl::Span<const absl::Span<const float>> grads,
-                           float scale) {
+                           float scale, absl::Span<const RowGrads> rows) {
   absl::MutexLock lock(&mu_);
+  for (const RowGrads& r : rows) {
+    if (!r.ids.empty()) tables_[r.table]->Apply(r.ids, r.values, scale);
+  }
   // Snapshots are handed out only under mu_, so a count of 1 means no pull
   // still sends this version: step it in place. Otherwise step a copy
   // (into the previous buffer when no pull holds that one any more).
@@ -129,6 +136,8 @@ void ShardStore::SaveState(std::string* out) const {
                   slot.size() * sizeof(float));
     }
   }
+  // Then the tables' rows (none for a dense model).
+  for (const auto& table : tables_) table->Save(out);
 }
 
 absl::Status ShardStore::RestoreState(absl::string_view state) {
@@ -179,8 +188,17 @@ absl::Status ShardStore::RestoreState(absl::string_view state) {
       }
     }
   }
+  std::vector<RowTable::Saved> rows;
+  for (const auto& table : tables_) {
+    absl::StatusOr<RowTable::Saved> saved = table->Parse(in.rest());
+    if (!saved.ok()) return saved.status();
+    rows.push_back(std::move(*saved));
+  }
   if (!in.done()) {
     return absl::DataLossError("RestoreState: trailing bytes after the state");
+  }
+  for (size_t t = 0; t < tables_.size(); ++t) {
+    tables_[t]->Install(std::move(rows[t]));
   }
   absl::MutexLock lock(&mu_);
   // Pulls may still send the old snapshot: restore into a new one.

@@ -21,6 +21,7 @@
 #include "common/model_spec.h"
 #include "common/partitioner.h"
 #include "server/optimizer.h"
+#include "server/row_table.h"
 
 namespace paramd {
 
@@ -49,12 +50,21 @@ struct ParamSnapshot {
       ABSL_GUARDED_BY(halves_mu_);
 };
 
+// One table's gradient rows, as a policy hands them to ApplyStep.
+struct RowGrads {
+  uint32_t table = 0;
+  absl::Span<const uint64_t> ids;  // Distinct.
+  absl::Span<const float> values;  // dim per id, in the ids' order.
+};
+
 class ShardStore {
  public:
   // Initialises every chunk `shard` owns in `plan` from the model's
   // deterministic initialiser with `seed`.
+  // `tables` (by model.embeddings index) hold the shard's rows.
   ShardStore(const ModelSpec& spec, const PartitionPlan& plan, int shard,
-             uint64_t seed, std::unique_ptr<Optimizer> optimizer);
+             uint64_t seed, std::unique_ptr<Optimizer> optimizer,
+             std::vector<std::unique_ptr<RowTable>> tables = {});
 
   ShardStore(const ShardStore&) = delete;
   ShardStore& operator=(const ShardStore&) = delete;
@@ -67,11 +77,16 @@ class ShardStore {
   // it.
   int LocalIndex(int global) const;
   int64_t bytes() const { return bytes_; }
+  int shard() const { return shard_; }
+  // The embedding tables, by model.embeddings index (each thread-safe).
+  int num_tables() const { return static_cast<int>(tables_.size()); }
+  const RowTable& table(int t) const { return *tables_[t]; }
 
   // One optimizer step on every chunk with gradient grads[local] * scale
-  // (grads[local] has the chunk's length); the version goes up by one.
-  void ApplyStep(absl::Span<const absl::Span<const float>> grads, float scale)
-      ABSL_LOCKS_EXCLUDED(mu_);
+  // (grads[local] has the chunk's length), and one on each table's rows in
+  // `rows` (at most one entry per table); the version goes up by one.
+  void ApplyStep(absl::Span<const absl::Span<const float>> grads, float scale,
+                 absl::Span<const RowGrads> rows = {}) ABSL_LOCKS_EXCLUDED(mu_);
 
   uint64_t version() const ABSL_LOCKS_EXCLUDED(mu_);
   // Moves the version up to `version` without a step (a shard restored
@@ -105,6 +120,8 @@ class ShardStore {
   std::vector<ChunkSpec> specs_;
   std::vector<int> local_of_global_;
   int64_t bytes_ = 0;
+  const int shard_;
+  const std::vector<std::unique_ptr<RowTable>> tables_;
 
   mutable absl::Mutex mu_;
   // The parameters at version_. Pulls hold it (Snapshot) while they send

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "absl/strings/str_cat.h"
+#include "common/status_macros.h"
 
 namespace paramd {
 
@@ -48,13 +49,17 @@ uint64_t StalenessPolicy::JoinClock(int rank) const {
 }
 
 absl::Status StalenessPolicy::Accept(
-    int rank, uint64_t clock, absl::Span<const absl::Span<const float>> grads) {
+    int rank, uint64_t clock, absl::Span<const absl::Span<const float>> grads,
+    absl::Span<const RowGrads> rows) {
   if (clock != workers_[rank].clock) {
     return absl::FailedPreconditionError(absl::StrCat(
         "Push: rank ", rank, " sent a gradient for clock ", clock,
         "; its next clock on this shard is ", workers_[rank].clock));
   }
-  store_->ApplyStep(grads, 1.0f);
+  RETURN_IF_ERROR(CheckRowRoom(
+      rows, [](uint32_t, uint64_t) { return false; },
+      std::vector<uint64_t>(store_->num_tables(), 0)));
+  store_->ApplyStep(grads, 1.0f, rows);
   workers_[rank].clock = clock + 1;
   return absl::OkStatus();
 }

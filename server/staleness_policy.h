@@ -36,7 +36,8 @@ class StalenessPolicy : public UpdatePolicy {
   absl::Status CanJoinAt(int rank, uint64_t clock) override
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::Status Accept(int rank, uint64_t clock,
-                      absl::Span<const absl::Span<const float>> grads) override
+                      absl::Span<const absl::Span<const float>> grads,
+                      absl::Span<const RowGrads> rows) override
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   bool Readable(int rank, uint64_t clock) const override
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "absl/strings/str_cat.h"
+#include "common/status_macros.h"
 
 namespace paramd {
 
@@ -15,6 +16,36 @@ SyncPolicy::SyncPolicy(int num_workers, ShardStore* store)
   for (int i = 0; i < store_->num_chunks(); ++i) {
     sum_.emplace_back(store_->chunk_spec(i).length, 0.0);
     mean_.emplace_back(store_->chunk_spec(i).length, 0.0f);
+  }
+  row_sums_.resize(store_->num_tables());
+}
+
+void SyncPolicy::AddRows(absl::Span<const RowGrads> rows) {
+  for (const RowGrads& r : rows) {
+    RowSums& sums = row_sums_[r.table];
+    const RowTable& table = store_->table(r.table);
+    const size_t dim = table.dim();
+    for (size_t i = 0; i < r.ids.size(); ++i) {
+      auto [it, added] =
+          sums.at.emplace(r.ids[i], static_cast<uint32_t>(sums.ids.size()));
+      if (added) {
+        sums.ids.push_back(r.ids[i]);
+        sums.sums.resize(sums.sums.size() + dim, 0.0);
+        if (!table.Holds(r.ids[i])) ++sums.fresh;
+      }
+      double* s = &sums.sums[static_cast<size_t>(it->second) * dim];
+      const float* g = &r.values[i * dim];
+      for (size_t j = 0; j < dim; ++j) s[j] += g[j];
+    }
+  }
+}
+
+void SyncPolicy::ClearRows() {
+  for (RowSums& sums : row_sums_) {
+    sums.at.clear();
+    sums.ids.clear();
+    sums.sums.clear();
+    sums.fresh = 0;
   }
 }
 
@@ -42,6 +73,7 @@ void SyncPolicy::CatchUp(uint64_t clock) {
 }
 
 void SyncPolicy::OnRestore() {
+  ClearRows();
   round_ = store_->version();
   pushed_.assign(num_workers_, false);
   num_pushed_ = 0;
@@ -65,8 +97,9 @@ void SyncPolicy::AdjustCapture(PolicyState* state) const {
 // registration) no longer holds the current round.
 void SyncPolicy::OnJoin(int /*rank*/) { MaybeFinishRound(); }
 
-absl::Status SyncPolicy::Accept(
-    int rank, uint64_t clock, absl::Span<const absl::Span<const float>> grads) {
+absl::Status SyncPolicy::Accept(int rank, uint64_t clock,
+                                absl::Span<const absl::Span<const float>> grads,
+                                absl::Span<const RowGrads> rows) {
   if (clock != round_ || clock < expected_from_[rank]) {
     return absl::FailedPreconditionError(
         absl::StrCat("Push: rank ", rank, " sent a gradient for clock ", clock,
@@ -78,6 +111,15 @@ absl::Status SyncPolicy::Accept(
     return absl::AlreadyExistsError(absl::StrCat(
         "Push: rank ", rank, " already pushed its gradient for clock ", clock));
   }
+  std::vector<uint64_t> pending_new;
+  for (const RowSums& sums : row_sums_) pending_new.push_back(sums.fresh);
+  RETURN_IF_ERROR(CheckRowRoom(
+      rows,
+      [this](uint32_t table, uint64_t id) ABSL_NO_THREAD_SAFETY_ANALYSIS {
+        return row_sums_[table].at.contains(id);
+      },
+      pending_new));
+  AddRows(rows);
   // The first gradient of a round overwrites the sum; later ones add.
   const bool first = num_pushed_ == 0;
   for (size_t c = 0; c < sum_.size(); ++c) {
@@ -112,8 +154,21 @@ void SyncPolicy::MaybeFinishRound() {
       m[i] = static_cast<float>(s[i] * inverse);
     }
   }
+  // Rows as DDP averages them: the sum over the round's pushes divided by
+  // the number of pushes, also for rows only some workers pushed.
+  std::vector<RowGrads> rows;
+  for (size_t t = 0; t < row_sums_.size(); ++t) {
+    RowSums& sums = row_sums_[t];
+    if (sums.ids.empty()) continue;
+    sums.mean.resize(sums.sums.size());
+    for (size_t i = 0; i < sums.sums.size(); ++i) {
+      sums.mean[i] = static_cast<float>(sums.sums[i] * inverse);
+    }
+    rows.push_back(RowGrads{static_cast<uint32_t>(t), sums.ids, sums.mean});
+  }
   std::vector<absl::Span<const float>> views(mean_.begin(), mean_.end());
-  store_->ApplyStep(views, 1.0f);
+  store_->ApplyStep(views, 1.0f, rows);
+  ClearRows();
   ++round_;
   num_pushed_ = 0;
   std::fill(pushed_.begin(), pushed_.end(), false);

@@ -14,6 +14,7 @@
 
 #include <vector>
 
+#include "absl/container/flat_hash_map.h"
 #include "server/update_policy.h"
 
 namespace paramd {
@@ -37,7 +38,8 @@ class SyncPolicy : public UpdatePolicy {
   void AdjustCapture(PolicyState* state) const override
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::Status Accept(int rank, uint64_t clock,
-                      absl::Span<const absl::Span<const float>> grads) override
+                      absl::Span<const absl::Span<const float>> grads,
+                      absl::Span<const RowGrads> rows) override
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   bool Readable(int rank, uint64_t clock) const override
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -58,6 +60,19 @@ class SyncPolicy : public UpdatePolicy {
   // The first round each rank takes part in (after it joined).
   std::vector<uint64_t> expected_from_ ABSL_GUARDED_BY(mu_);
   int num_pushed_ ABSL_GUARDED_BY(mu_) = 0;
+  // The round's row gradients by table: the sum of every push's rows.
+  struct RowSums {
+    absl::flat_hash_map<uint64_t, uint32_t> at;  // Id → its place in ids.
+    std::vector<uint64_t> ids;
+    std::vector<double> sums;  // dim per id.
+    std::vector<float> mean;
+    uint64_t fresh = 0;  // Ids the table did not hold when added.
+  };
+  std::vector<RowSums> row_sums_ ABSL_GUARDED_BY(mu_);
+  // Adds `rows` to row_sums_.
+  void AddRows(absl::Span<const RowGrads> rows)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void ClearRows() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Sum of this round's gradients, by local chunk, in double: finite
   // float gradients never overflow it (two of 3e38 sum to 6e38).
   std::vector<std::vector<double>> sum_ ABSL_GUARDED_BY(mu_);

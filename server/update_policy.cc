@@ -60,6 +60,7 @@ void UpdatePolicy::Leave(int rank) {
 
 absl::Status UpdatePolicy::Push(int rank, uint64_t clock,
                                 absl::Span<const absl::Span<const float>> grads,
+                                absl::Span<const RowGrads> rows,
                                 bool* duplicate) {
   absl::MutexLock lock(&mu_);
   if (duplicate != nullptr) *duplicate = false;
@@ -79,7 +80,7 @@ absl::Status UpdatePolicy::Push(int rank, uint64_t clock,
         " was dropped from the live set (lease expired or finished); "
         "register again"));
   }
-  RETURN_IF_ERROR(Accept(rank, clock, grads));
+  RETURN_IF_ERROR(Accept(rank, clock, grads, rows));
   last_accepted_[rank] = static_cast<int64_t>(clock);
   restored_ = false;
   const uint64_t version = store_->version();
@@ -87,6 +88,31 @@ absl::Status UpdatePolicy::Push(int rank, uint64_t clock,
       version % capture_every_ == 0) {
     captured_ = CaptureLocked();
     captured_version_ = version;
+  }
+  return absl::OkStatus();
+}
+
+absl::Status UpdatePolicy::CheckRowRoom(
+    absl::Span<const RowGrads> rows,
+    const std::function<bool(uint32_t, uint64_t)>& pending,
+    const std::vector<uint64_t>& pending_new) const {
+  for (const RowGrads& r : rows) {
+    const RowTable& table = store_->table(r.table);
+    const uint64_t limit =
+        table.config().max_rows > 0 ? table.config().max_rows : UINT32_MAX - 1;
+    uint64_t fresh = 0;
+    for (uint64_t id : r.ids) {
+      if (!table.Holds(id) && !pending(r.table, id)) ++fresh;
+    }
+    const uint64_t held = table.rows() + pending_new[r.table];
+    if (held + fresh > limit) {
+      return absl::ResourceExhaustedError(absl::StrCat(
+          "Push: table '", table.config().name, "' on shard ", store_->shard(),
+          " holds ", held, " rows (with this round's); ", fresh,
+          " new rows would pass its limit of ", limit,
+          table.config().max_rows > 0 ? " (model.embeddings max_rows)"
+                                      : " rows per shard"));
+    }
   }
   return absl::OkStatus();
 }

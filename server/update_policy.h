@@ -10,6 +10,7 @@
 #define PARAMD_SERVER_UPDATE_POLICY_H_
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -66,8 +67,15 @@ class UpdatePolicy {
   // again, `*duplicate` (when not null) set. A rank's accepted clocks only
   // grow, so only its last push can be retried; it stays recognised when
   // the rank joins again past it, and across a checkpoint and restore.
+  //
+  // `rows` are gradients of embedding-table rows this shard owns (at most
+  // one entry per table, ids distinct), applied in the same step as the
+  // chunks: summed and averaged with the round's under sync, at once
+  // otherwise. A push that would take a table past its max_rows is
+  // refused (RESOURCE_EXHAUSTED, naming table and shard).
   absl::Status Push(int rank, uint64_t clock,
                     absl::Span<const absl::Span<const float>> grads,
+                    absl::Span<const RowGrads> rows = {},
                     bool* duplicate = nullptr) ABSL_LOCKS_EXCLUDED(mu_);
 
   // Blocks until a worker `rank` at `clock` may read the store. Returns
@@ -134,8 +142,17 @@ class UpdatePolicy {
   // After `rank` joined (it may have been live and expected before).
   virtual void OnJoin(int rank) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {}
   virtual absl::Status Accept(int rank, uint64_t clock,
-                              absl::Span<const absl::Span<const float>> grads)
+                              absl::Span<const absl::Span<const float>> grads,
+                              absl::Span<const RowGrads> rows)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) = 0;
+  // RESOURCE_EXHAUSTED when the new rows of `rows` (those the table does
+  // not hold and `pending(table, id)` does not count yet) would take a
+  // table past its max_rows (or 2^32 - 1 rows on one shard).
+  absl::Status CheckRowRoom(
+      absl::Span<const RowGrads> rows,
+      const std::function<bool(uint32_t, uint64_t)>& pending,
+      const std::vector<uint64_t>& pending_new) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   virtual bool Readable(int rank, uint64_t clock) const
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) = 0;
   virtual std::string Describe(int rank, uint64_t clock) const

@@ -47,7 +47,7 @@ struct Fixture {
       grads.emplace_back(store->chunk_spec(i).length, value);
     }
     std::vector<absl::Span<const float>> views(grads.begin(), grads.end());
-    return policy->Push(rank, clock, views, duplicate);
+    return policy->Push(rank, clock, views, {}, duplicate);
   }
 
   absl::Status TryRead(uint64_t clock) {

@@ -129,6 +129,7 @@ GrpcParameterService::GrpcParameterService(Shard* shard,
   AddUnary("Push", &GrpcParameterService::Push);
   AddUnary("Pull", &GrpcParameterService::Pull);
   AddUnary("PushPull", &GrpcParameterService::PushPull);
+  AddUnary("PullRows", &GrpcParameterService::PullRows);
   AddUnary("Heartbeat", &GrpcParameterService::Heartbeat);
   names_.push_back(std::make_unique<std::string>(MethodName("PushStream")));
   AddMethod(new grpc::internal::RpcServiceMethod(
@@ -276,6 +277,35 @@ grpc::Status GrpcParameterService::PushPull(grpc::ServerContext* context,
                         pull.dtype() == proto::DTYPE_FLOAT16);
   link_.Transfer(LinkShaper::kOut, response->Length());
   return MaybeLoseReply(shard_->config().testing, "PushPull", grpc::Status::OK);
+}
+
+grpc::Status GrpcParameterService::PullRows(grpc::ServerContext* context,
+                                            const grpc::ByteBuffer* request,
+                                            grpc::ByteBuffer* response) {
+  if (absl::Status s =
+          CheckSize("PullRows", *request, Shard::kMaxRowMessageBytes);
+      !s.ok()) {
+    return ToGrpcStatus(s);
+  }
+  ReceivedFrame frame;
+  PullRowsView view;
+  std::string storage;
+  absl::Status s = frame.Take(*request);
+  if (s.ok()) s = DecodePullRows(frame.segments(), &view, &storage);
+  auto reply = std::make_shared<Shard::RowsReply>();
+  if (s.ok()) {
+    s = shard_->PullRows(
+        view, absl::FromChrono(context->deadline()),
+        [context] { return context->IsCancelled(); }, reply.get());
+  }
+  if (!s.ok()) return ToGrpcStatus(s);
+  const absl::string_view bytes = reply->bytes();
+  FrameBuilder out(reply);
+  out.AddCopy(EncodePullRowsHeader(reply->version, reply->dtype, bytes.size()));
+  out.AddReference(bytes);
+  *response = out.Finish();
+  link_.Transfer(LinkShaper::kOut, response->Length());
+  return MaybeLoseReply(shard_->config().testing, "PullRows", grpc::Status::OK);
 }
 
 grpc::Status GrpcParameterService::PushStream(

@@ -54,6 +54,9 @@ class GrpcParameterService final : public grpc::Service {
   grpc::Status Pull(grpc::ServerContext* context,
                     const grpc::ByteBuffer* request,
                     grpc::ByteBuffer* response);
+  grpc::Status PullRows(grpc::ServerContext* context,
+                        const grpc::ByteBuffer* request,
+                        grpc::ByteBuffer* response);
   grpc::Status PushStream(grpc::ServerContext* context,
                           grpc::ServerReader<grpc::ByteBuffer>* reader,
                           grpc::ByteBuffer* response);
