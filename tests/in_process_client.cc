@@ -3,8 +3,10 @@
 #include <algorithm>
 #include <catch2/catch.hpp>
 #include <cstring>
+#include <map>
 
 #include "absl/strings/str_cat.h"
+#include "common/rows.h"
 #include "common/status_macros.h"
 #include "common/wire_format.h"
 #include "worker/rpc/proto_convert.h"
@@ -83,6 +85,17 @@ class InProcessClient final : public ParameterClient {
             absl::string_view(reinterpret_cast<const char*>(data),
                               c.length * sizeof(float))});
       }
+      for (const auto& [table, rows] : rows_) {
+        const size_t dim = config_.model.embeddings[table].dim;
+        auto& mine = rows.by_shard[k];
+        if (mine.ids.empty()) continue;
+        push.rows.push_back(RowView{
+            table, proto::DTYPE_FLOAT32,
+            absl::string_view(reinterpret_cast<const char*>(mine.ids.data()),
+                              mine.ids.size() * sizeof(uint64_t)),
+            absl::string_view(reinterpret_cast<const char*>(mine.values.data()),
+                              mine.ids.size() * dim * sizeof(float))});
+      }
       proto::PushResponse response;
       absl::Status s = shards_[k]->Push(push, &response);
       if (absl::IsAborted(s)) ++calls_->aborted;
@@ -98,6 +111,53 @@ class InProcessClient final : public ParameterClient {
                                     absl::Span<float> params) override {
     RETURN_IF_ERROR(Push(clock, grads, loss).status());
     return Pull(clock + 1, params);
+  }
+
+  absl::Status PullRows(uint64_t clock, uint32_t table,
+                        absl::Span<const uint64_t> ids,
+                        absl::Span<float> out) override {
+    const size_t dim = config_.model.embeddings[table].dim;
+    const auto positions =
+        RowPositionsByShard(table, ids, static_cast<int>(shards_.size()));
+    for (int k = 0; k < static_cast<int>(shards_.size()); ++k) {
+      if (positions[k].empty()) continue;
+      std::vector<uint64_t> mine;
+      for (uint32_t p : positions[k]) mine.push_back(ids[p]);
+      proto::PullRowsRequest request;
+      request.set_job_id(config_.job_id);
+      request.set_rank(rank_);
+      request.set_clock(clock);
+      request.set_table(table);
+      request.set_ids(EncodeRowIds(mine));
+      proto::PullRowsResponse response;
+      absl::Status s = shards_[k]->PullRows(
+          request, absl::Now() + absl::Seconds(60), nullptr, &response);
+      if (!s.ok()) return Prefixed(s, "PullRows", k);
+      for (size_t i = 0; i < mine.size(); ++i) {
+        std::memcpy(&out[positions[k][i] * dim],
+                    response.data().data() + i * dim * sizeof(float),
+                    dim * sizeof(float));
+      }
+    }
+    ++calls_->row_pulls;
+    return absl::OkStatus();
+  }
+
+  void SetRowGradients(uint32_t table, absl::Span<const uint64_t> ids,
+                       absl::Span<const float> grads) override {
+    const size_t dim = config_.model.embeddings[table].dim;
+    StagedRows& rows = rows_[table];
+    rows.by_shard.assign(shards_.size(), {});
+    const auto positions =
+        RowPositionsByShard(table, ids, static_cast<int>(shards_.size()));
+    for (size_t k = 0; k < shards_.size(); ++k) {
+      for (uint32_t p : positions[k]) {
+        rows.by_shard[k].ids.push_back(ids[p]);
+        rows.by_shard[k].values.insert(rows.by_shard[k].values.end(),
+                                       grads.begin() + p * dim,
+                                       grads.begin() + (p + 1) * dim);
+      }
+    }
   }
 
   void Heartbeat(uint64_t clock, bool finished, absl::Duration) override {
@@ -120,6 +180,16 @@ class InProcessClient final : public ParameterClient {
   }
 
  private:
+  // SetRowGradients's rows, by shard.
+  struct ShardRows {
+    std::vector<uint64_t> ids;
+    std::vector<float> values;
+  };
+  struct StagedRows {
+    std::vector<ShardRows> by_shard;
+  };
+  std::map<uint32_t, StagedRows> rows_;
+
   absl::StatusOr<uint64_t> RegisterPhase(bool join, uint64_t clock) {
     const proto::RegisterRequest request = MakeRegisterRequest(
         ClientSetup{&config_, &plan_, &layout_, rank_}, join, clock,

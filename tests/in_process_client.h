@@ -32,6 +32,7 @@ class InProcessCluster {
     std::atomic<int> pushes{0};         // Pushes every shard accepted.
     std::atomic<int> aborted{0};        // Pushes a shard answered Aborted.
     std::atomic<int> epoch_reports{0};
+    std::atomic<int> row_pulls{0};  // Completed PullRows calls.
   };
   const Calls& calls() const { return calls_; }
 

@@ -69,9 +69,9 @@ absl::StatusOr<double> CpuMlp::ComputeGradients(absl::Span<const float> params,
   }
   if (static_cast<int64_t>(params.size()) != num_params_ ||
       grads.size() != params.size()) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "ComputeGradients: ", params.size(), " parameters and ", grads.size(),
-        " gradients; the model has ", num_params_));
+    return absl::InvalidArgumentError(
+        absl::StrCat("ComputeGradients: ", params.size(), " parameters and ",
+                     grads.size(), " gradients; the model has ", num_params_));
   }
   const int num_layers = static_cast<int>(act_.size());
   const int classes = layers_.back();
@@ -104,8 +104,8 @@ absl::StatusOr<double> CpuMlp::ComputeGradients(absl::Span<const float> params,
     const float* in = l == 0 ? x : act_[l - 1].data();
     const float* dl = delta_[l].data();
     // dW = inᵀ · delta
-    blas_->Sgemm(true, false, fan_in, fan_out, n, 1.0f, in, fan_in, dl,
-                 fan_out, 0.0f, grads.data() + weight_offset_[l], fan_out);
+    blas_->Sgemm(true, false, fan_in, fan_out, n, 1.0f, in, fan_in, dl, fan_out,
+                 0.0f, grads.data() + weight_offset_[l], fan_out);
     // db = column sums of delta
     float* db = grads.data() + bias_offset_[l];
     std::fill(db, db + fan_out, 0.0f);
@@ -113,7 +113,16 @@ absl::StatusOr<double> CpuMlp::ComputeGradients(absl::Span<const float> params,
       const float* row = dl + static_cast<int64_t>(i) * fan_out;
       for (int j = 0; j < fan_out; ++j) db[j] += row[j];
     }
-    if (l == 0) break;
+    if (l == 0) {
+      if (want_input_grad_) {
+        // dx = delta_0 · W_0ᵀ (no activation before the first layer).
+        blas_->Sgemm(false, true, n, fan_in, fan_out, 1.0f, dl, fan_out,
+                     Weight(params, 0), fan_out, 0.0f, input_grad_.data(),
+                     fan_in);
+        last_n_ = n;
+      }
+      break;
+    }
     // delta_{l-1} = (delta · Wᵀ) ⊙ relu'(act_{l-1})
     float* prev = delta_[l - 1].data();
     blas_->Sgemm(false, true, n, fan_in, fan_out, 1.0f, dl, fan_out,
@@ -125,6 +134,12 @@ absl::StatusOr<double> CpuMlp::ComputeGradients(absl::Span<const float> params,
     }
   }
   return loss / n;
+}
+
+absl::Status CpuMlp::EnableInputGradient() {
+  want_input_grad_ = true;
+  input_grad_.resize(static_cast<size_t>(max_batch_) * layers_[0]);
+  return absl::OkStatus();
 }
 
 absl::StatusOr<int64_t> CpuMlp::CountCorrect(absl::Span<const float> params,
@@ -143,7 +158,8 @@ absl::StatusOr<int64_t> CpuMlp::CountCorrect(absl::Span<const float> params,
     const float* logits = act_.back().data();
     for (int i = 0; i < m; ++i) {
       const float* z = logits + static_cast<int64_t>(i) * classes;
-      const int predicted = static_cast<int>(std::max_element(z, z + classes) - z);
+      const int predicted =
+          static_cast<int>(std::max_element(z, z + classes) - z);
       correct += predicted == y[begin + i];
     }
   }

@@ -21,14 +21,18 @@ class CpuMlp : public Model {
   // `layers`: widths, inputs first, classes last. Batches of up to
   // `max_batch` samples; larger evaluation calls are split.
   // `blas` must outlive the model.
-  CpuMlp(std::vector<int> layers, int max_batch, int threads,
-         const Blas* blas);
+  CpuMlp(std::vector<int> layers, int max_batch, int threads, const Blas* blas);
 
   std::string Describe() const override;
   absl::StatusOr<double> ComputeGradients(absl::Span<const float> params,
                                           const float* x, const int32_t* y,
                                           int n,
                                           absl::Span<float> grads) override;
+  absl::Status EnableInputGradient() override;
+  absl::Span<const float> InputGradient() const override {
+    return absl::MakeConstSpan(input_grad_)
+        .subspan(0, static_cast<size_t>(last_n_) * layers_[0]);
+  }
   absl::StatusOr<int64_t> CountCorrect(absl::Span<const float> params,
                                        const float* x, const int32_t* y,
                                        int n) override;
@@ -50,6 +54,10 @@ class CpuMlp : public Model {
   // the last (logits). delta_[l]: the loss gradient at layer l's output.
   std::vector<std::vector<float>> act_;
   std::vector<std::vector<float>> delta_;
+  // d(loss)/d(x) of the last batch of last_n_, once enabled.
+  bool want_input_grad_ = false;
+  std::vector<float> input_grad_;
+  int last_n_ = 0;
 };
 
 }  // namespace paramd

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "absl/strings/str_cat.h"
 #include "absl/types/span.h"
 #include "common/model_spec.h"
 
@@ -30,6 +31,15 @@ class Model {
   virtual absl::StatusOr<double> ComputeGradients(
       absl::Span<const float> params, const float* x, const int32_t* y, int n,
       absl::Span<float> grads) = 0;
+
+  // From now on ComputeGradients also yields d(loss)/d(x) [n × inputs]
+  // (InputGradient), for a sparse front that feeds the model
+  // (worker/embedding_bag.h). Unimplemented where a backend cannot.
+  virtual absl::Status EnableInputGradient() {
+    return absl::UnimplementedError(
+        absl::StrCat(Describe(), ": no input gradient on this backend"));
+  }
+  virtual absl::Span<const float> InputGradient() const { return {}; }
 
   // How many of the n samples the model classifies correctly.
   virtual absl::StatusOr<int64_t> CountCorrect(absl::Span<const float> params,

@@ -61,6 +61,20 @@ class ParameterClient {
                                             float loss,
                                             absl::Span<float> params) = 0;
 
+  // Fills `out` (dim floats per id) with the rows `ids` of embedding table
+  // `table` (model.embeddings; ids sorted, distinct, below its rows) for a
+  // worker at `clock` (waiting as Pull does): each row from the shard that
+  // owns it (common/rows.h), every shard at once.
+  virtual absl::Status PullRows(uint64_t clock, uint32_t table,
+                                absl::Span<const uint64_t> ids,
+                                absl::Span<float> out) = 0;
+
+  // Row gradients of `table` (dim floats per id, ids sorted and distinct)
+  // that every Push and PushPull carries from now on, each row to its
+  // shard, until replaced: set them before each step's push.
+  virtual void SetRowGradients(uint32_t table, absl::Span<const uint64_t> ids,
+                               absl::Span<const float> grads) = 0;
+
   // Sends a heartbeat to every shard (best effort, bounded by `timeout`);
   // `finished` tells the shards this rank is done.
   virtual void Heartbeat(uint64_t clock, bool finished,

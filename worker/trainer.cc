@@ -31,8 +31,9 @@ absl::StatusOr<std::unique_ptr<Trainer>> Trainer::Create(
                                config.data.test_limit));
   const int inputs = config.model.layers.front();
   const int classes = config.model.layers.back();
+  const bool bag = config.model.type == "embedding_bag";
   for (const Dataset* d : {&train, &test}) {
-    if (d->dim != inputs) {
+    if (!bag && d->dim != inputs) {
       return absl::InvalidArgumentError(absl::StrCat(
           config.path, ": model.layers: the input width is ", inputs,
           " but the data has ", d->dim, " pixels per image"));
@@ -89,6 +90,12 @@ absl::Status Trainer::Run() {
   ASSIGN_OR_RETURN(std::unique_ptr<Model> model,
                    MakeModel(config_, std::max(data_part_->max_batch(), 1024)));
   model_ = std::move(model);
+  if (config_.model.type == "embedding_bag") {
+    ASSIGN_OR_RETURN(EmbeddingBag bag,
+                     EmbeddingBag::Create(config_.model, train_.dim));
+    bag_.emplace(std::move(bag));
+    RETURN_IF_ERROR(model_->EnableInputGradient());
+  }
   ASSIGN_OR_RETURN(
       client_, make_client_(ClientSetup{&config_, &plan_, &layout_, rank_}));
   std::thread heartbeats([this] { HeartbeatLoop(); });
@@ -194,11 +201,23 @@ absl::Status Trainer::Step(uint64_t* clock, Batch* batch, EpochState* epoch,
   const int64_t step =
       static_cast<int64_t>(*clock % data_part_->steps_per_epoch());
   const int n = data_part_->Batch(step, batch->x.data(), batch->y.data());
+  const float* input = batch->x.data();
+  if (bag_.has_value()) {
+    absl::StatusOr<const float*> h = BagInput(*clock, input, n);
+    if (absl::IsAborted(h.status())) return Rejoin(h.status(), clock);
+    RETURN_IF_ERROR(h.status());
+    input = *h;
+  }
   // Computed straight into the buffer the push sends from.
   const absl::Span<float> grads = client_->GradientBuffer();
-  ASSIGN_OR_RETURN(double loss,
-                   model_->ComputeGradients(params_, batch->x.data(),
-                                            batch->y.data(), n, grads));
+  ASSIGN_OR_RETURN(double loss, model_->ComputeGradients(
+                                    params_, input, batch->y.data(), n, grads));
+  if (bag_.has_value()) {
+    // The rows' gradients ride with this step's push.
+    row_grads_.resize(bag_->unique_ids().size() * bag_->dim());
+    bag_->Backward(model_->InputGradient().data(), absl::MakeSpan(row_grads_));
+    client_->SetRowGradients(0, bag_->unique_ids(), row_grads_);
+  }
   if (IsSlow()) {
     std::this_thread::sleep_for(
         std::chrono::milliseconds(config_.testing.slow_step_ms));
@@ -228,9 +247,7 @@ absl::Status Trainer::EndEpoch(const EpochState& state, double seconds,
                                uint64_t* clock) {
   // Evaluate the parameters pulled after the epoch's last push (under sync:
   // the ones every worker's last push of the epoch made).
-  ASSIGN_OR_RETURN(int64_t correct,
-                   model_->CountCorrect(params_, test_x_.data(), test_y_.data(),
-                                        static_cast<int>(test_y_.size())));
+  ASSIGN_OR_RETURN(int64_t correct, CountTestCorrect(*clock));
   EpochReport report;
   report.epoch = state.epoch + 1;
   report.train_loss_sum = state.loss_sum;
@@ -252,6 +269,37 @@ absl::Status Trainer::EndEpoch(const EpochState& state, double seconds,
   // training goes on from the clock that gives) and report once more.
   RETURN_IF_ERROR(Rejoin(s, clock));
   return client_->ReportEpoch(report);
+}
+
+absl::StatusOr<const float*> Trainer::BagInput(uint64_t clock, const float* x,
+                                               int n) {
+  bag_->Featurize(x, n);
+  RETURN_IF_ERROR(
+      client_->PullRows(clock, 0, bag_->unique_ids(), bag_->rows()));
+  bag_out_.resize(static_cast<size_t>(n) * bag_->dim());
+  bag_->Forward(bag_out_.data());
+  return bag_out_.data();
+}
+
+absl::StatusOr<int64_t> Trainer::CountTestCorrect(uint64_t clock) {
+  const int total = static_cast<int>(test_y_.size());
+  if (!bag_.has_value()) {
+    return model_->CountCorrect(params_, test_x_.data(), test_y_.data(), total);
+  }
+  // In batches of the training batch's size: pull each batch's rows.
+  const int batch = std::max(1, data_part_->max_batch());
+  int64_t correct = 0;
+  for (int begin = 0; begin < total; begin += batch) {
+    const int n = std::min(batch, total - begin);
+    ASSIGN_OR_RETURN(
+        const float* h,
+        BagInput(clock,
+                 test_x_.data() + static_cast<int64_t>(begin) * test_.dim, n));
+    ASSIGN_OR_RETURN(
+        int64_t c, model_->CountCorrect(params_, h, test_y_.data() + begin, n));
+    correct += c;
+  }
+  return correct;
 }
 
 }  // namespace paramd

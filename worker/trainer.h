@@ -15,6 +15,7 @@
 
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -25,6 +26,7 @@
 #include "common/model_spec.h"
 #include "common/partitioner.h"
 #include "worker/dataset.h"
+#include "worker/embedding_bag.h"
 #include "worker/model.h"
 #include "worker/parameter_client.h"
 
@@ -88,6 +90,11 @@ class Trainer {
   // `*clock` moves when the rank had to register again.
   absl::Status EndEpoch(const EpochState& state, double seconds,
                         uint64_t* clock);
+  // embedding_bag models: the batch x [n × pixels] as the MLP's input
+  // (h_), its rows pulled for a worker at `clock`.
+  absl::StatusOr<const float*> BagInput(uint64_t clock, const float* x, int n);
+  // Correct predictions on this rank's test share at `clock`.
+  absl::StatusOr<int64_t> CountTestCorrect(uint64_t clock);
   // After `why` (ABORTED: a shard no longer counts the rank), registers
   // again; `*clock` is where training goes on.
   absl::Status Rejoin(const absl::Status& why, uint64_t* clock);
@@ -109,7 +116,11 @@ class Trainer {
   std::vector<int32_t> test_y_;
 
   std::vector<float> params_;
-  int64_t pulled_clock_ = -1;  // Clock whose parameters params_ holds.
+  int64_t pulled_clock_ = -1;
+  // embedding_bag models: the sparse front, its output and row gradients.
+  std::optional<EmbeddingBag> bag_;
+  std::vector<float> bag_out_;
+  std::vector<float> row_grads_;  // Clock whose parameters params_ holds.
 
   // The heartbeat thread's state.
   absl::Mutex mu_;

@@ -33,6 +33,18 @@ class MeteredClient : public ParameterClient {
     m_->OnPush(absl::Now() - start, grads.size() * sizeof(float), v.ok());
     return v;
   }
+  absl::Status PullRows(uint64_t clock, uint32_t table,
+                        absl::Span<const uint64_t> ids,
+                        absl::Span<float> out) override {
+    const absl::Time start = absl::Now();
+    absl::Status s = inner_->PullRows(clock, table, ids, out);
+    m_->OnPull(absl::Now() - start, out.size() * sizeof(float), s.ok());
+    return s;
+  }
+  void SetRowGradients(uint32_t table, absl::Span<const uint64_t> ids,
+                       absl::Span<const float> grads) override {
+    inner_->SetRowGradients(table, ids, grads);
+  }
   // One round trip: counted as a push and a pull, the time as push time.
   absl::StatusOr<uint64_t> PushPull(uint64_t clock,
                                     absl::Span<const float> grads, float loss,

@@ -33,28 +33,6 @@ absl::Status PrefixStatus(const absl::Status& s, const char* what, int shard) {
   return absl::Status(s.code(), absl::StrCat(what, shard, ": ", s.message()));
 }
 
-// Runs `call(shard, done)` for every shard at once and waits for all; each
-// call reports how it ended through `done`. Returns the first failure,
-// naming the RPC and the shard.
-absl::Status ForAllShards(
-    int num_shards, const char* rpc,
-    const std::function<void(int, std::function<void(absl::Status)>)>& call) {
-  std::vector<absl::Status> results(num_shards);
-  absl::BlockingCounter pending(num_shards);
-  for (int s = 0; s < num_shards; ++s) {
-    call(s, [&results, &pending, s](absl::Status status) {
-      results[s] = std::move(status);
-      pending.DecrementCount();
-    });
-  }
-  pending.Wait();
-  const std::string what = absl::StrCat(rpc, " to shard ");
-  for (int s = 0; s < num_shards; ++s) {
-    if (!results[s].ok()) return PrefixStatus(results[s], what.c_str(), s);
-  }
-  return absl::OkStatus();
-}
-
 // A generated stub's completion callback that reports to `done`.
 std::function<void(grpc::Status)> Reporting(
     std::function<void(absl::Status)> done) {
@@ -94,13 +72,18 @@ GrpcParameterClient::GrpcParameterClient(const ClientSetup& setup,
       push_stream_method_(MethodName("PushStream")),
       pull_stream_method_(MethodName("PullStream")),
       push_pull_method_(MethodName("PushPull")),
+      pull_rows_method_(MethodName("PullRows")),
       push_frames_(*setup.config, *setup.plan, *setup.layout, setup.rank),
       gradients_(std::make_shared<std::vector<float>>(setup.layout->total)) {
   for (int s = 0; s < static_cast<int>(addresses.size()); ++s) {
     grpc::ChannelArguments args;
     const int64_t bytes = plan_->BytesOnShard(s);
+    // With embedding tables a step's rows ride along (at most 64 MiB,
+    // server/shard.h kMaxRowMessageBytes).
+    const int64_t rows =
+        setup.config->model.embeddings.empty() ? 0 : int64_t{64} << 20;
     const int limit = static_cast<int>(std::min<int64_t>(
-        INT32_MAX, std::max<int64_t>(4 << 20, bytes * 2 + (1 << 20))));
+        INT32_MAX, std::max<int64_t>(4 << 20, bytes * 2 + (1 << 20) + rows)));
     args.SetMaxReceiveMessageSize(limit);
     args.SetMaxSendMessageSize(limit);
     // One connection per shard even when two shards share an address.
@@ -461,6 +444,25 @@ absl::Status GrpcParameterClient::ReportEpoch(const EpochReport& epoch) {
                     return 0;
                   })
       .status();
+}
+
+absl::Status ForAllShards(
+    int num_shards, const char* rpc,
+    const std::function<void(int, std::function<void(absl::Status)>)>& call) {
+  std::vector<absl::Status> results(num_shards);
+  absl::BlockingCounter pending(num_shards);
+  for (int s = 0; s < num_shards; ++s) {
+    call(s, [&results, &pending, s](absl::Status status) {
+      results[s] = std::move(status);
+      pending.DecrementCount();
+    });
+  }
+  pending.Wait();
+  const std::string what = absl::StrCat(rpc, " to shard ");
+  for (int s = 0; s < num_shards; ++s) {
+    if (!results[s].ok()) return PrefixStatus(results[s], what.c_str(), s);
+  }
+  return absl::OkStatus();
 }
 
 ParameterClientFactory GrpcParameterClientFactory(

@@ -69,6 +69,12 @@ class GrpcParameterClient final : public ParameterClient {
   absl::StatusOr<uint64_t> PushPull(uint64_t clock,
                                     absl::Span<const float> grads, float loss,
                                     absl::Span<float> params) override;
+  // Row calls: worker/rpc/row_calls.cc.
+  absl::Status PullRows(uint64_t clock, uint32_t table,
+                        absl::Span<const uint64_t> ids,
+                        absl::Span<float> out) override;
+  void SetRowGradients(uint32_t table, absl::Span<const uint64_t> ids,
+                       absl::Span<const float> grads) override;
   void Heartbeat(uint64_t clock, bool finished,
                  absl::Duration timeout) override;
   absl::Status ReportEpoch(const EpochReport& report) override;
@@ -83,6 +89,9 @@ class GrpcParameterClient final : public ParameterClient {
       const char* what,
       const std::function<absl::StatusOr<uint64_t>()>& attempt);
   absl::StatusOr<uint64_t> PullOnce(uint64_t clock, absl::Span<float> params);
+  absl::Status PullRowsOnce(uint64_t clock, uint32_t table,
+                            absl::Span<const uint64_t> ids,
+                            absl::Span<float> out);
   absl::StatusOr<uint64_t> PushOnce(uint64_t clock,
                                     absl::Span<const float> grads, float loss);
   absl::StatusOr<uint64_t> PushPullOnce(uint64_t clock,
@@ -135,7 +144,7 @@ class GrpcParameterClient final : public ParameterClient {
   const uint64_t incarnation_;  // Random, for this process.
   // Full method names, as gRPC calls them.
   const std::string push_method_, pull_method_, push_stream_method_,
-      pull_stream_method_, push_pull_method_;
+      pull_stream_method_, push_pull_method_, pull_rows_method_;
   std::vector<ShardConn> shards_;
   PushFrames push_frames_;
   // Gradients are sent from here; gRPC holds a reference until sent.
@@ -144,6 +153,13 @@ class GrpcParameterClient final : public ParameterClient {
 
 // Makes GrpcParameterClients for the shards at `servers` (one "host:port"
 // per shard; empty: the job's cluster.servers).
+// Runs `call(shard, done)` for every shard at once and waits for all; each
+// call reports how it ended through `done`. Returns the first failure,
+// naming the RPC and the shard.
+absl::Status ForAllShards(
+    int num_shards, const char* rpc,
+    const std::function<void(int, std::function<void(absl::Status)>)>& call);
+
 ParameterClientFactory GrpcParameterClientFactory(
     std::vector<std::string> servers, GrpcClientOptions options = {});
 

@@ -1,6 +1,7 @@
 #include "worker/rpc/push_frames.h"
 
 #include "common/half.h"
+#include "common/rows.h"
 #include "common/rpc/grpc_frames.h"
 #include "common/wire_format.h"
 #include "proto/paramd.pb.h"
@@ -56,6 +57,9 @@ PushFrames::PushFrames(const JobConfig& config, const PartitionPlan& plan,
       chunk_bytes.push_back(bytes);
     }
     frames.groups = GroupChunks(chunk_bytes);
+    // A shard without chunks still takes a push every step (its clock,
+    // and its rows): a message of just the header.
+    if (frames.groups.empty()) frames.groups.emplace_back(0, 0);
     shards_.push_back(std::move(frames));
   }
 }
@@ -92,17 +96,51 @@ std::vector<std::vector<grpc::ByteBuffer>> PushFrames::Build(
       });
 }
 
+void PushFrames::SetRows(uint32_t table, int dim,
+                         absl::Span<const uint64_t> ids,
+                         absl::Span<const float> grads) {
+  // gRPC may still send the rows of an earlier push: replace, not change.
+  auto rows = rows_ != nullptr ? std::make_shared<Rows>(*rows_)
+                               : std::make_shared<Rows>();
+  if (rows->size() <= table) rows->resize(table + 1);
+  std::vector<ShardRows>& by_shard = (*rows)[table];
+  by_shard.assign(shards_.size(), ShardRows());
+  const int shards = static_cast<int>(shards_.size());
+  for (size_t i = 0; i < ids.size(); ++i) {
+    ShardRows& to = by_shard[RowShard(table, ids[i], shards)];
+    to.ids.push_back(ids[i]);
+    to.values.insert(to.values.end(), grads.begin() + i * dim,
+                     grads.begin() + (i + 1) * dim);
+  }
+  if (fp16_) {
+    for (ShardRows& to : by_shard) {
+      to.halves.resize(to.values.size());
+      FloatsToHalves(to.values, absl::MakeSpan(to.halves));
+    }
+  }
+  rows_ = std::move(rows);
+}
+
 std::vector<std::vector<grpc::ByteBuffer>> PushFrames::Frame(
     uint64_t clock, float loss, std::shared_ptr<const void> owner,
     const std::function<void(FrameBuilder&, int)>& add_chunk) const {
   const std::string header = EncodePushHeader(
       job_id_, static_cast<uint32_t>(rank_), clock, loss, pull_dtype_);
+  if (rows_ != nullptr) {
+    // The frames keep both the gradients and the rows alive.
+    owner = std::make_shared<
+        std::pair<std::shared_ptr<const void>, std::shared_ptr<const Rows>>>(
+        std::move(owner), rows_);
+  }
   std::vector<std::vector<grpc::ByteBuffer>> messages(shards_.size());
   for (size_t i = 0; i < shards_.size(); ++i) {
     const std::vector<int>& owned = plan_.ChunksOfShard(static_cast<int>(i));
     for (const auto& [begin, end] : shards_[i].groups) {
       FrameBuilder frame(owner);
-      if (begin == 0) frame.AddCopy(header);
+      if (begin == 0) {
+        frame.AddCopy(header);
+        AddRows(frame, i);
+      }
       for (size_t k = begin; k < end; ++k) {
         frame.AddCopy(shards_[i].chunk_headers[k]);
         add_chunk(frame, owned[k]);
@@ -111,6 +149,31 @@ std::vector<std::vector<grpc::ByteBuffer>> PushFrames::Frame(
     }
   }
   return messages;
+}
+
+void PushFrames::AddRows(FrameBuilder& frame, size_t shard) const {
+  if (rows_ == nullptr) return;
+  for (size_t t = 0; t < rows_->size(); ++t) {
+    if ((*rows_)[t].empty()) continue;
+    const ShardRows& rows = (*rows_)[t][shard];
+    if (rows.ids.empty()) continue;
+    const absl::string_view ids(reinterpret_cast<const char*>(rows.ids.data()),
+                                rows.ids.size() * sizeof(uint64_t));
+    const absl::string_view data =
+        fp16_ ? absl::string_view(
+                    reinterpret_cast<const char*>(rows.halves.data()),
+                    rows.halves.size() * sizeof(uint16_t))
+              : absl::string_view(
+                    reinterpret_cast<const char*>(rows.values.data()),
+                    rows.values.size() * sizeof(float));
+    frame.AddCopy(EncodeRowBlockHeader(
+        static_cast<uint32_t>(t),
+        fp16_ ? proto::DTYPE_FLOAT16 : proto::DTYPE_FLOAT32, ids.size(),
+        data.size()));
+    frame.AddReference(ids);
+    frame.AddCopy(EncodeRowDataTag(data.size()));
+    frame.AddReference(data);
+  }
 }
 
 std::vector<std::vector<grpc::ByteBuffer>> PushFrames::BuildTopK(

@@ -20,6 +20,7 @@
 #include <utility>
 #include <vector>
 
+#include "absl/types/span.h"
 #include "common/job_config.h"
 #include "common/model_spec.h"
 #include "common/partitioner.h"
@@ -41,6 +42,13 @@ class PushFrames {
       uint64_t clock, float loss,
       std::shared_ptr<const std::vector<float>> gradients);
 
+  // Row gradients of embedding table `table` (dim floats per id; ids
+  // sorted and distinct) that every push from now on carries, each row to
+  // the shard that owns it (common/rows.h), until replaced: a retried push
+  // resends them. As float16 under compression fp16.
+  void SetRows(uint32_t table, int dim, absl::Span<const uint64_t> ids,
+               absl::Span<const float> grads);
+
  private:
   std::vector<std::vector<grpc::ByteBuffer>> BuildTopK(
       uint64_t clock, float loss, const std::vector<float>& gradients);
@@ -50,6 +58,18 @@ class PushFrames {
   std::vector<std::vector<grpc::ByteBuffer>> Frame(
       uint64_t clock, float loss, std::shared_ptr<const void> owner,
       const std::function<void(FrameBuilder&, int)>& add_chunk) const;
+
+  // One table's rows bound for one shard, as they travel.
+  struct ShardRows {
+    std::vector<uint64_t> ids;
+    std::vector<float> values;
+    std::vector<uint16_t> halves;  // fp16
+  };
+  // By table, then shard.
+  using Rows = std::vector<std::vector<ShardRows>>;
+
+  // Adds shard `shard`'s row blocks (after the push header).
+  void AddRows(FrameBuilder& frame, size_t shard) const;
 
   struct ShardFrames {
     // The framing before each owned chunk (never changes; top-k sends the
@@ -67,6 +87,8 @@ class PushFrames {
   // PushRequest.pull_dtype: what a PushPull's reply carries (0: float32).
   const int pull_dtype_;
   std::vector<ShardFrames> shards_;
+  // SetRows's rows; replaced, not changed, while gRPC may hold them.
+  std::shared_ptr<Rows> rows_;
   bool warned_saturation_ = false;  // fp16: logged once.
   // topk: the compressor and the last clock's selection (by global chunk).
   std::unique_ptr<TopKCompressor> topk_;
