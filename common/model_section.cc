@@ -39,6 +39,7 @@ absl::Status ParseLayers(YamlReader& r, const YAML::Node& model,
 absl::Status ParseTableOptimizer(YamlReader& r, const YAML::Node& node,
                                  const std::string& f,
                                  EmbeddingTableConfig* t) {
+  t->eps = t->optimizer == "adagrad" ? 1e-10 : 1e-8;
   if (!node.IsDefined() || node.IsNull()) return absl::OkStatus();
   RETURN_IF_ERROR(r.CheckMapping(
       node, f, {"type", "learning_rate", "beta1", "beta2", "eps"}));

@@ -31,6 +31,9 @@ ModelSpec BuildModelSpec(const ModelConfig& config) {
   }
   for (const TensorSpec& t : spec.tensors)
     spec.total_elements += t.num_elements;
+  for (const EmbeddingTableConfig& t : config.embeddings) {
+    spec.tables.push_back({t.name, t.rows, t.dim});
+  }
   return spec;
 }
 

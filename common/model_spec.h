@@ -23,8 +23,17 @@ struct TensorSpec {
   float init_bound = 0;  // Initial values are uniform in ±bound.
 };
 
+// An embedding table (model.embeddings): rows live on every shard, by
+// row (common/rows.h), not in the partition plan's chunks.
+struct TableSpec {
+  std::string name;
+  uint64_t rows = 0;
+  int dim = 0;
+};
+
 struct ModelSpec {
   std::vector<TensorSpec> tensors;
+  std::vector<TableSpec> tables;
   int64_t total_elements = 0;
 };
 

@@ -90,6 +90,13 @@ absl::StatusOr<PartitionPlan> PartitionPlan::Build(const ModelSpec& spec,
     h = Fnv1a(h, c.length);
     h = Fnv1a(h, c.shard);
   }
+  // Processes that disagree on a table would place or size its rows
+  // differently.
+  for (const TableSpec& t : spec.tables) {
+    h = Fnv1a(h, t.name.data(), t.name.size());
+    h = Fnv1a(h, static_cast<int64_t>(t.rows));
+    h = Fnv1a(h, t.dim);
+  }
   plan.fingerprint_ = Fnv1a(h, num_shards);
   return plan;
 }

@@ -401,3 +401,87 @@ TEST_CASE("host:port parsing", "[config]") {
 
 }  // namespace
 }  // namespace paramd
+
+namespace paramd {
+namespace {
+
+// An embedding_bag job's model section with `table` as its one table.
+std::string BagJob(const std::string& table,
+                   const std::string& layers = "[8, 10]") {
+  testing::JobOptions o;
+  o.model_type = "embedding_bag";
+  o.layers = layers;
+  o.model_extra = "  embeddings:\n" + table;
+  return testing::JobYaml(o);
+}
+
+TEST_CASE("embedding tables parse with their defaults and bad ones are named",
+          "[config]") {
+  const std::string dir = testing::NewTempDir();
+  absl::StatusOr<JobConfig> c = LoadJobConfig(testing::WriteFile(
+      dir + "/a.yaml",
+      BagJob("    - name: emb\n      rows: 1099511627776\n      dim: 8\n") +
+          ""));
+  INFO((c.ok() ? "" : c.status().ToString()));
+  REQUIRE(c.ok());
+  REQUIRE(c->model.embeddings.size() == 1);
+  const EmbeddingTableConfig& t = c->model.embeddings[0];
+  CHECK(t.name == "emb");
+  CHECK(t.rows == uint64_t{1} << 40);
+  CHECK(t.dim == 8);
+  CHECK(t.init == "normal");
+  CHECK(t.optimizer == "adam");
+  CHECK(t.eps == 1e-8);
+  CHECK(t.max_rows == 0);
+  CHECK(c->model.features.levels == 4);
+  CHECK(c->model.features.combiner == "mean");
+
+  absl::StatusOr<JobConfig> g = LoadJobConfig(testing::WriteFile(
+      dir + "/g.yaml",
+      BagJob("    - name: emb\n      rows: 100\n      dim: 8\n"
+             "      optimizer: {type: adagrad, learning_rate: 0.1}\n"
+             "      max_rows: 50\n") +
+          ""));
+  REQUIRE(g.ok());
+  CHECK(g->model.embeddings[0].optimizer == "adagrad");
+  CHECK(g->model.embeddings[0].eps == 1e-10);
+  CHECK(g->model.embeddings[0].max_rows == 50);
+
+  const std::string good_table =
+      "    - name: emb\n      rows: 100\n      dim: 8\n";
+  struct Case {
+    std::string yaml;
+    std::string says;
+  };
+  const std::vector<Case> cases = {
+      {BagJob("    - name: emb\n      rows: 1099511627777\n      dim: 8\n"),
+       "model.embeddings[0].rows: must be in [1, 2^40]"},
+      {BagJob("    - name: emb\n      rows: 100\n      dim: 0\n"),
+       "model.embeddings[0].dim: must be in [1, 4096]"},
+      {BagJob("    - name: emb\n      dim: 8\n"), "model.embeddings[0].rows"},
+      {BagJob(good_table + "      init: xavier\n"),
+       "model.embeddings[0].init: unknown initialiser 'xavier'"},
+      {BagJob(good_table + "      optimizer: {type: rmsprop}\n"),
+       "model.embeddings[0].optimizer.type: unknown table optimizer"},
+      {BagJob(good_table + "      optimizer: {type: sgd, beta1: 0.5}\n"),
+       "model.embeddings[0].optimizer.beta1: does not apply"},
+      {BagJob(good_table, "[16, 10]"),
+       "model.layers[0]: an embedding_bag model's first width must be its "
+       "table's dim, 8"},
+      {BagJob(good_table + good_table),
+       "model.embeddings: expected a list of exactly one table"},
+      {BagJob(good_table) + "", ""},
+      {absl::StrReplaceAll(BagJob(good_table),
+                           {{"type: embedding_bag", "type: mlp"}}),
+       "model.embeddings: applies to model.type embedding_bag only"},
+  };
+  for (const Case& k : cases) {
+    if (k.says.empty()) continue;
+    const std::string error = ErrorOf(k.yaml);
+    INFO(k.yaml);
+    CHECK_THAT(error, Catch::Contains(k.says));
+  }
+}
+
+}  // namespace
+}  // namespace paramd

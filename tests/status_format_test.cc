@@ -75,8 +75,7 @@ std::vector<std::string> Lines(const std::string& text) {
 
 TEST_CASE("the table has the job line, shards, workers, waits and epochs",
           "[status_format]") {
-  const std::vector<std::string> lines =
-      Lines(FormatStatusTable(TwoServers()));
+  const std::vector<std::string> lines = Lines(FormatStatusTable(TwoServers()));
   REQUIRE(lines.size() > 12);
   // The last complete epoch counts; epoch 2 has one report of two.
   CHECK(lines[0] ==
@@ -115,8 +114,7 @@ TEST_CASE("with every server down the table still lists them",
   CHECK(table.find("EPOCH") == std::string::npos);
 }
 
-TEST_CASE("the JSON form carries each status or its error",
-          "[status_format]") {
+TEST_CASE("the JSON form carries each status or its error", "[status_format]") {
   const std::string json = FormatStatusJson(TwoServers());
   CHECK(json.rfind("{\"servers\": [{\"address\": \"127.0.0.1:5000\", "
                    "\"ok\": true, \"status\": {",
@@ -130,6 +128,37 @@ TEST_CASE("the JSON form carries each status or its error",
       {{"a", absl::UnavailableError(std::string("q\"\n\x01", 4))}});
   CHECK(escaped.find("\"error\": \"q\\\"\\u000a\\u0001\"") !=
         std::string::npos);
+}
+
+}  // namespace
+}  // namespace paramd
+
+namespace paramd {
+namespace {
+
+TEST_CASE("embedding tables get a line per shard and table",
+          "[status_format]") {
+  proto::ShardStatus st;
+  st.set_job_id("hashed");
+  st.set_shard(1);
+  st.set_num_shards(2);
+  st.set_policy("sync");
+  proto::TableStatus* t = st.add_tables();
+  t->set_name("pixels");
+  t->set_dim(32);
+  t->set_rows(12345);
+  t->set_bytes(3 * 1048576);
+  t->set_rows_pulled(1000000);
+  t->set_rows_pushed(999);
+  const std::string table =
+      FormatStatusTable({ServerStatus{"127.0.0.1:5001", st}});
+  INFO(table);
+  CHECK_THAT(table, Catch::Contains("SHARD TABLE                ROWS     "
+                                    "MAX_ROWS        MiB    ROWS_PULLED    "
+                                    "ROWS_PUSHED\n"
+                                    "1     pixels              12345        "
+                                    "    -        3.0        1000000         "
+                                    "   999\n"));
 }
 
 }  // namespace

@@ -30,6 +30,9 @@ struct JobOptions {
   std::vector<std::string> servers = {"127.0.0.1:0", "127.0.0.1:0"};
   int workers = 2;
   std::string layers = "[784, 64, 10]";
+  std::string model_type = "mlp";
+  // More keys of the model section (indented two spaces), e.g. embeddings.
+  std::string model_extra;
   int epochs = 2;
   int batch_size = 32;
   bool shuffle = true;

@@ -135,6 +135,27 @@ std::string CheckpointLines(const std::vector<ServerStatus>& servers) {
   return out;
 }
 
+// Each shard's rows of each embedding table.
+std::string TableLines(const std::vector<ServerStatus>& servers) {
+  std::string out;
+  for (const ServerStatus& s : servers) {
+    if (!s.status.ok()) continue;
+    for (const proto::TableStatus& t : s.status->tables()) {
+      if (out.empty()) {
+        out = absl::StrFormat("\n%-5s %-12s %12s %12s %10s %14s %14s\n",
+                              "SHARD", "TABLE", "ROWS", "MAX_ROWS", "MiB",
+                              "ROWS_PULLED", "ROWS_PUSHED");
+      }
+      absl::StrAppendFormat(
+          &out, "%-5d %-12s %12d %12s %10.1f %14d %14d\n", s.status->shard(),
+          t.name(), t.rows(),
+          t.max_rows() == 0 ? std::string("-") : absl::StrCat(t.max_rows()),
+          t.bytes() / 1048576.0, t.rows_pulled(), t.rows_pushed());
+    }
+  }
+  return out;
+}
+
 std::string EpochLines(const proto::ShardStatus& shard0) {
   if (shard0.epochs_size() == 0) return "";
   std::string out =
@@ -166,6 +187,7 @@ std::string FormatStatusTable(const std::vector<ServerStatus>& servers) {
   if (first != nullptr) out += WorkerLines(*first, servers);
   out += WaitingLines(servers);
   out += CheckpointLines(servers);
+  out += TableLines(servers);
   if (shard0 != nullptr) out += EpochLines(*shard0);
   return out;
 }

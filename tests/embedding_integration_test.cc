@@ -1,0 +1,201 @@
+// Embedding tables end to end: 2 servers and 2 workers over loopback gRPC
+// train an embedding_bag model on real Fashion-MNIST, pulling and pushing
+// rows by id. Under sync both ranks end with the same parameters, every
+// feature the data holds became exactly one row on the shard that owns
+// it, and a plain protobuf client reads the same rows.
+#include <grpcpp/grpcpp.h>
+
+#include <catch2/catch.hpp>
+#include <set>
+#include <thread>
+
+#include "absl/strings/str_cat.h"
+#include "common/rows.h"
+#include "proto/paramd.grpc.pb.h"
+#include "tests/local_cluster.h"
+#include "tests/test_files.h"
+#include "worker/dataset.h"
+#include "worker/embedding_bag.h"
+#include "worker/rpc/grpc_parameter_client.h"
+#include "worker/trainer.h"
+
+namespace paramd {
+namespace {
+
+JobConfig HashedJob(const std::string& policy) {
+  testing::JobOptions o;
+  o.policy = policy;
+  o.epochs = 2;
+  o.batch_size = 32;
+  o.train_limit = 2048;
+  o.test_limit = 512;
+  o.model_type = "embedding_bag";
+  o.layers = "[8, 16, 10]";
+  o.model_extra =
+      "  embeddings:\n"
+      "    - name: pixels\n"
+      "      rows: 1048576\n"
+      "      dim: 8\n"
+      "      init_scale: 0.1\n"
+      "      optimizer: {type: adam, learning_rate: 0.02}\n";
+  JobConfig config = testing::MakeJob(o, testing::NewTempDir());
+  config.optimizer = OptimizerConfig();
+  config.optimizer.type = "adam";
+  config.optimizer.learning_rate = 0.01;
+  config.optimizer.eps = 1e-8;
+  return config;
+}
+
+struct Run {
+  std::vector<std::unique_ptr<Trainer>> trainers;
+  std::vector<std::vector<double>> losses;
+};
+
+Run TrainAll(const JobConfig& config, testing::LocalCluster& cluster) {
+  Run run;
+  run.losses.resize(config.num_workers);
+  for (int rank = 0; rank < config.num_workers; ++rank) {
+    TrainerOptions t;
+    t.on_step = [&run, rank](uint64_t, double loss) {
+      run.losses[rank].push_back(loss);
+    };
+    auto trainer =
+        Trainer::Create(config, rank, std::move(t),
+                        GrpcParameterClientFactory(cluster.addresses()));
+    INFO(trainer.status().ToString());
+    REQUIRE(trainer.ok());
+    run.trainers.push_back(*std::move(trainer));
+  }
+  std::vector<absl::Status> results(run.trainers.size());
+  std::vector<std::thread> threads;
+  for (size_t r = 0; r < run.trainers.size(); ++r) {
+    threads.emplace_back([&, r] { results[r] = run.trainers[r]->Run(); });
+  }
+  for (auto& t : threads) t.join();
+  for (const absl::Status& s : results) {
+    INFO(s.ToString());
+    REQUIRE(s.ok());
+  }
+  return run;
+}
+
+double Mean(const std::vector<double>& v, size_t begin, size_t end) {
+  double sum = 0;
+  for (size_t i = begin; i < end; ++i) sum += v[i];
+  return sum / (end - begin);
+}
+
+TEST_CASE("an embedding_bag job trains over gRPC with rows by id",
+          "[integration][embedding]") {
+  const JobConfig config = HashedJob("sync");
+  testing::LocalCluster cluster(config);
+  const Run run = TrainAll(config, cluster);
+  // Lock-step: the same dense parameters on both ranks, and the loss fell.
+  CHECK(run.trainers[0]->params() == run.trainers[1]->params());
+  for (const auto& l : run.losses) {
+    REQUIRE(l.size() == 64);
+    CHECK(Mean(l, 48, 64) < 0.7 * Mean(l, 0, 16));
+  }
+  // Every feature of the training images is one row, on its owner.
+  Dataset train =
+      *LoadDataset(config.data.train_images, config.data.train_labels, 2048);
+  EmbeddingBag bag = *EmbeddingBag::Create(config.model, train.dim);
+  std::set<uint64_t> features;
+  std::vector<int64_t> all(train.size);
+  for (int64_t i = 0; i < train.size; ++i) all[i] = i;
+  std::vector<float> x(train.size * train.dim);
+  std::vector<int32_t> y(train.size);
+  train.Gather(all.data(), static_cast<int>(train.size), x.data(), y.data());
+  bag.Featurize(x.data(), static_cast<int>(train.size));
+  features.insert(bag.unique_ids().begin(), bag.unique_ids().end());
+  uint64_t rows = 0;
+  for (int s = 0; s < 2; ++s) {
+    const RowTable& table = cluster.server(s).shard()->store().table(0);
+    uint64_t owned = 0;
+    for (uint64_t id : features) owned += RowShard(0, id, 2) == s;
+    CHECK(table.rows() == owned);
+    rows += table.rows();
+    proto::ShardStatus status;
+    cluster.server(s).shard()->GetStatus(&status);
+    REQUIRE(status.tables_size() == 1);
+    CHECK(status.tables(0).rows() == owned);
+    CHECK(status.tables(0).rows_pushed() >= owned);
+    CHECK(status.tables(0).rows_pulled() > 0);
+  }
+  CHECK(rows == features.size());
+  // Shard 0's epoch metrics: well above chance on the test share.
+  proto::ShardStatus status;
+  cluster.server(0).shard()->GetStatus(&status);
+  REQUIRE(status.epochs_size() == 2);
+  // 2 epochs of 2048 images: far from converged, well above chance (0.1).
+  CHECK(status.epochs(1).test_accuracy() > 0.35);
+
+  // A plain protobuf client reads rows of shard 1 over the wire: a row
+  // never pushed at its initial value, and a pushed one as the shard has
+  // it.
+  auto channel = grpc::CreateChannel(cluster.addresses()[1],
+                                     grpc::InsecureChannelCredentials());
+  auto stub = proto::ParameterService::NewStub(channel);
+  // Rank 0 registers again (it finished): propose, then join there.
+  proto::RegisterResponse joined;
+  for (bool join : {false, true}) {
+    proto::RegisterRequest r;
+    r.set_job_id(config.job_id);
+    r.set_rank(0);
+    r.set_plan_fingerprint(cluster.server(1).shard()->plan().fingerprint());
+    r.set_join(join);
+    r.set_clock(joined.clock());
+    grpc::ClientContext c;
+    REQUIRE(stub->Register(&c, r, &joined).ok());
+  }
+  uint64_t pushed = 0, fresh = 0;
+  for (uint64_t id = 0; fresh == 0 || pushed == 0; ++id) {
+    if (RowShard(0, id, 2) != 1) continue;
+    if (features.count(id) != 0 && pushed == 0) pushed = id;
+    if (features.count(id) == 0 && fresh == 0) fresh = id;
+  }
+  const std::vector<uint64_t> ids = {std::min(pushed, fresh),
+                                     std::max(pushed, fresh)};
+  proto::PullRowsRequest request;
+  request.set_job_id(config.job_id);
+  request.set_rank(0);
+  request.set_clock(joined.clock());
+  request.set_table(0);
+  request.set_ids(EncodeRowIds(ids));
+  proto::PullRowsResponse response;
+  grpc::ClientContext context;
+  const grpc::Status s = stub->PullRows(&context, request, &response);
+  INFO(s.error_message());
+  REQUIRE(s.ok());
+  REQUIRE(response.data().size() == 2 * 8 * sizeof(float));
+  std::vector<float> got(16), want(16);
+  std::memcpy(got.data(), response.data().data(), 64);
+  cluster.server(1).shard()->store().table(0).Read(ids, want.data());
+  CHECK(got == want);
+  std::vector<float> init(8);
+  InitRow(config.model.embeddings[0], config.seed, 0, fresh,
+          absl::MakeSpan(init));
+  const size_t at = fresh == ids[0] ? 0 : 8;
+  CHECK(std::vector<float>(got.begin() + at, got.begin() + at + 8) == init);
+}
+
+TEST_CASE("an embedding_bag job trains under async and ssp",
+          "[integration][embedding]") {
+  for (const std::string policy : {"async", "ssp"}) {
+    const JobConfig config = HashedJob(policy);
+    testing::LocalCluster cluster(config);
+    const Run run = TrainAll(config, cluster);
+    for (const auto& l : run.losses) {
+      REQUIRE(l.size() == 64);
+      CHECK(Mean(l, 48, 64) < 0.7 * Mean(l, 0, 16));
+    }
+    uint64_t rows = 0;
+    for (int s = 0; s < 2; ++s) {
+      rows += cluster.server(s).shard()->store().table(0).rows();
+    }
+    CHECK(rows > 1000);
+  }
+}
+
+}  // namespace
+}  // namespace paramd

@@ -1,0 +1,331 @@
+// A shard's embedding-table rows (server/shard_rows.cc): rows pushed by
+// only some workers of a sync round are averaged over the round's pushes,
+// as DDP averages; async applies each push at once; malformed row blocks
+// and PullRows requests are refused by name and change nothing; a table's
+// max_rows is refused with RESOURCE_EXHAUSTED naming table and shard; rows
+// survive a checkpoint.
+#include <catch2/catch.hpp>
+#include <cmath>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "common/half.h"
+#include "common/rows.h"
+#include "server/shard.h"
+#include "tests/test_files.h"
+#include "tests/whole_push.h"
+
+namespace paramd {
+namespace {
+
+constexpr int kDim = 4;
+constexpr float kLr = 0.5f;
+
+JobConfig Job(const std::string& policy, int servers = 1,
+              const std::string& max_rows = "0") {
+  testing::JobOptions o;
+  o.servers.assign(servers, "127.0.0.1:0");
+  o.policy = policy;
+  o.model_type = "embedding_bag";
+  o.layers = "[4, 10]";
+  o.model_extra = absl::StrCat(
+      "  embeddings:\n"
+      "    - name: emb\n"
+      "      rows: 1000\n"
+      "      dim: 4\n"
+      "      init_scale: 0.1\n"
+      "      max_rows: ",
+      max_rows,
+      "\n"
+      "      optimizer: {type: sgd, learning_rate: 0.5}\n");
+  return testing::MakeJob(o, testing::NewTempDir());
+}
+
+std::unique_ptr<Shard> Registered(const JobConfig& config, int shard_id = 0) {
+  std::unique_ptr<Shard> shard = *Shard::Create(config, shard_id);
+  for (uint32_t rank : {0u, 1u}) {
+    testing::RegisterAtZero(*shard, config.job_id, rank);
+  }
+  return shard;
+}
+
+// The gradient of `id` pushed by `rank`: distinct per (rank, id, element).
+float Grad(uint32_t rank, uint64_t id, int element) {
+  return static_cast<float>(rank + 1) * 0.25f + static_cast<float>(id % 7) -
+         static_cast<float>(element) * 0.5f;
+}
+
+proto::PushRequest RowPush(const Shard& shard, const JobConfig& config,
+                           uint32_t rank, uint64_t clock,
+                           const std::vector<uint64_t>& ids) {
+  proto::PushRequest r =
+      testing::WholePush(shard, config.job_id, rank, clock, 0.0f);
+  proto::RowBlock* block = r.add_rows();
+  block->set_table(0);
+  block->set_dtype(proto::DTYPE_FLOAT32);
+  block->set_ids(EncodeRowIds(ids));
+  std::vector<float> values;
+  for (uint64_t id : ids) {
+    for (int e = 0; e < kDim; ++e) values.push_back(Grad(rank, id, e));
+  }
+  block->set_data(values.data(), values.size() * sizeof(float));
+  return r;
+}
+
+absl::StatusOr<std::vector<float>> Rows(
+    Shard& shard, const JobConfig& config, uint32_t rank, uint64_t clock,
+    const std::vector<uint64_t>& ids,
+    absl::Time deadline = absl::Now() + absl::Seconds(30)) {
+  proto::PullRowsRequest request;
+  request.set_job_id(config.job_id);
+  request.set_rank(rank);
+  request.set_clock(clock);
+  request.set_table(0);
+  request.set_ids(EncodeRowIds(ids));
+  proto::PullRowsResponse response;
+  absl::Status s = shard.PullRows(request, deadline, nullptr, &response);
+  if (!s.ok()) return s;
+  std::vector<float> out(response.data().size() / sizeof(float));
+  std::memcpy(out.data(), response.data().data(), response.data().size());
+  return out;
+}
+
+std::vector<float> Init(const JobConfig& config, uint64_t id) {
+  std::vector<float> row(kDim);
+  InitRow(config.model.embeddings[0], config.seed, 0, id, absl::MakeSpan(row));
+  return row;
+}
+
+TEST_CASE("sync averages rows pushed by some workers over the round",
+          "[shard_rows]") {
+  const JobConfig config = Job("sync");
+  std::unique_ptr<Shard> shard = Registered(config);
+  proto::PushResponse r;
+  REQUIRE(shard->Push(RowPush(*shard, config, 0, 0, {3, 10}), &r).ok());
+  // The round waits for rank 1: rows of version 1 are not readable yet.
+  absl::StatusOr<std::vector<float>> early =
+      Rows(*shard, config, 0, 1, {3}, absl::Now());
+  CHECK(early.status().code() == absl::StatusCode::kDeadlineExceeded);
+  CHECK(shard->store().table(0).rows() == 0);
+  REQUIRE(shard->Push(RowPush(*shard, config, 1, 0, {10, 20}), &r).ok());
+  CHECK(r.version() == 1);
+  CHECK(shard->store().table(0).rows() == 3);
+
+  absl::StatusOr<std::vector<float>> rows =
+      Rows(*shard, config, 0, 1, {3, 10, 20, 30});
+  REQUIRE(rows.ok());
+  for (uint64_t id : {3, 10, 20, 30}) {
+    const size_t at = id == 3 ? 0 : id == 10 ? 1 : id == 20 ? 2 : 3;
+    const std::vector<float> init = Init(config, id);
+    for (int e = 0; e < kDim; ++e) {
+      // Sum over the pushes that carried the row, divided by the 2 pushes.
+      double sum = 0;
+      if (id == 3 || id == 10) sum += Grad(0, id, e);
+      if (id == 10 || id == 20) sum += Grad(1, id, e);
+      const float mean = static_cast<float>(sum / 2);
+      INFO("row " << id << " element " << e);
+      CHECK((*rows)[at * kDim + e] == init[e] - kLr * mean);
+    }
+  }
+  proto::ShardStatus status;
+  shard->GetStatus(&status);
+  REQUIRE(status.tables_size() == 1);
+  CHECK(status.tables(0).name() == "emb");
+  CHECK(status.tables(0).rows() == 3);
+  CHECK(status.tables(0).rows_pushed() == 4);
+  CHECK(status.tables(0).rows_pulled() == 4);
+  CHECK(status.tables(0).bytes() > 3 * kDim * 4);
+}
+
+TEST_CASE("async applies each push's rows at once", "[shard_rows]") {
+  const JobConfig config = Job("async");
+  std::unique_ptr<Shard> shard = Registered(config);
+  proto::PushResponse r;
+  REQUIRE(shard->Push(RowPush(*shard, config, 0, 0, {5}), &r).ok());
+  absl::StatusOr<std::vector<float>> rows = Rows(*shard, config, 0, 1, {5});
+  REQUIRE(rows.ok());
+  const std::vector<float> init = Init(config, 5);
+  for (int e = 0; e < kDim; ++e) {
+    CHECK((*rows)[e] == init[e] - kLr * Grad(0, 5, e));
+  }
+  REQUIRE(shard->Push(RowPush(*shard, config, 1, 0, {5}), &r).ok());
+  rows = Rows(*shard, config, 1, 1, {5});
+  REQUIRE(rows.ok());
+  for (int e = 0; e < kDim; ++e) {
+    CHECK((*rows)[e] == (init[e] - kLr * Grad(0, 5, e)) - kLr * Grad(1, 5, e));
+  }
+  // A retried push is a duplicate: not applied twice.
+  REQUIRE(shard->Push(RowPush(*shard, config, 1, 0, {5}), &r).ok());
+  CHECK(r.duplicate());
+  CHECK(*Rows(*shard, config, 1, 1, {5}) == *rows);
+}
+
+TEST_CASE("malformed row blocks and row pulls are refused by name",
+          "[shard_rows]") {
+  const JobConfig config = Job("sync", 2);
+  std::unique_ptr<Shard> shard = Registered(config, 0);
+  // Ids this shard owns, and one it does not.
+  std::vector<uint64_t> mine;
+  uint64_t theirs = 0;
+  for (uint64_t id = 0; mine.size() < 3 || theirs == 0; ++id) {
+    if (RowShard(0, id, 2) == 0) {
+      if (mine.size() < 3) mine.push_back(id);
+    } else if (theirs == 0) {
+      theirs = id;
+    }
+  }
+  struct Case {
+    const char* name;
+    std::function<void(proto::PushRequest*)> spoil;
+    const char* says;
+  };
+  const std::vector<Case> cases = {
+      {"duplicate",
+       [&](proto::PushRequest* r) {
+         r->mutable_rows(0)->set_ids(EncodeRowIds({mine[0], mine[0]}));
+       },
+       "duplicate id"},
+      {"unsorted",
+       [&](proto::PushRequest* r) {
+         r->mutable_rows(0)->set_ids(EncodeRowIds({mine[1], mine[0]}));
+       },
+       "unsorted id"},
+      {"out of range",
+       [&](proto::PushRequest* r) {
+         r->mutable_rows(0)->set_ids(EncodeRowIds({mine[0], 1000}));
+       },
+       "out of range"},
+      {"other shard's",
+       [&](proto::PushRequest* r) {
+         r->mutable_rows(0)->set_ids(EncodeRowIds({theirs}));
+       },
+       "belongs to shard 1"},
+      {"unknown table",
+       [&](proto::PushRequest* r) { r->mutable_rows(0)->set_table(1); },
+       "table 1 does not exist"},
+      {"short data",
+       [&](proto::PushRequest* r) {
+         r->mutable_rows(0)->mutable_data()->resize(5);
+       },
+       "data holds 5 bytes"},
+      {"bad dtype",
+       [&](proto::PushRequest* r) {
+         r->mutable_rows(0)->set_dtype(proto::DType(7));
+       },
+       "dtype 7"},
+      {"not finite",
+       [&](proto::PushRequest* r) {
+         const float inf = INFINITY;
+         std::memcpy(r->mutable_rows(0)->mutable_data()->data() + 4, &inf, 4);
+       },
+       "not finite"},
+      {"two blocks of a table",
+       [&](proto::PushRequest* r) { *r->add_rows() = r->rows(0); },
+       "a second row block"},
+  };
+  for (const Case& c : cases) {
+    SECTION(c.name) {
+      proto::PushRequest push = RowPush(*shard, config, 0, 0, mine);
+      c.spoil(&push);
+      proto::PushResponse r;
+      const absl::Status s = shard->Push(push, &r);
+      INFO(s.message());
+      CHECK(s.code() == absl::StatusCode::kInvalidArgument);
+      CHECK(absl::StrContains(s.message(), "Push"));
+      CHECK(absl::StrContains(s.message(), c.says));
+      CHECK(shard->store().version() == 0);
+      // Nothing was taken: rank 0 can still push its clock 0.
+      REQUIRE(shard->Push(RowPush(*shard, config, 0, 0, mine), &r).ok());
+      CHECK(!r.duplicate());
+    }
+  }
+  SECTION("PullRows") {
+    for (auto [ids, says] :
+         {std::pair{EncodeRowIds({mine[1], mine[0]}), "unsorted"},
+          std::pair{EncodeRowIds({theirs}), "belongs to shard 1"},
+          std::pair{std::string(7, 'x'), "not a whole number"}}) {
+      proto::PullRowsRequest request;
+      request.set_job_id(config.job_id);
+      request.set_rank(0);
+      request.set_ids(ids);
+      proto::PullRowsResponse response;
+      const absl::Status s = shard->PullRows(
+          request, absl::Now() + absl::Seconds(5), nullptr, &response);
+      INFO(s.message());
+      CHECK(s.code() == absl::StatusCode::kInvalidArgument);
+      CHECK(absl::StrContains(s.message(), "PullRows"));
+      CHECK(absl::StrContains(s.message(), says));
+    }
+  }
+}
+
+TEST_CASE("a table's max_rows is refused cleanly, counting the open round",
+          "[shard_rows]") {
+  SECTION("sync") {
+    const JobConfig config = Job("sync", 1, "5");
+    std::unique_ptr<Shard> shard = Registered(config);
+    proto::PushResponse r;
+    REQUIRE(shard->Push(RowPush(*shard, config, 0, 0, {1, 2, 3, 4}), &r).ok());
+    // 4 new rows are pending in the round; 2 more would make 6.
+    absl::Status s = shard->Push(RowPush(*shard, config, 1, 0, {5, 6}), &r);
+    INFO(s.message());
+    CHECK(s.code() == absl::StatusCode::kResourceExhausted);
+    CHECK(absl::StrContains(s.message(), "table 'emb' on shard 0"));
+    CHECK(absl::StrContains(s.message(), "max_rows"));
+    // Rows the round already has are not new: this one fits.
+    REQUIRE(shard->Push(RowPush(*shard, config, 1, 0, {2, 4, 5}), &r).ok());
+    CHECK(r.version() == 1);
+    CHECK(shard->store().table(0).rows() == 5);
+  }
+  SECTION("async") {
+    const JobConfig config = Job("async", 1, "5");
+    std::unique_ptr<Shard> shard = Registered(config);
+    proto::PushResponse r;
+    const absl::Status s =
+        shard->Push(RowPush(*shard, config, 0, 0, {1, 2, 3, 4, 5, 6}), &r);
+    CHECK(s.code() == absl::StatusCode::kResourceExhausted);
+    CHECK(shard->store().table(0).rows() == 0);
+    CHECK(shard->store().version() == 0);
+    REQUIRE(shard->Push(RowPush(*shard, config, 0, 0, {1, 2, 3}), &r).ok());
+    CHECK(shard->store().table(0).rows() == 3);
+  }
+}
+
+TEST_CASE("rows and their optimizer state survive a checkpoint",
+          "[shard_rows]") {
+  JobConfig config = Job("sync");
+  config.checkpoint.dir = testing::NewTempDir() + "/checkpoints";
+  std::vector<float> before;
+  {
+    std::unique_ptr<Shard> shard = Registered(config);
+    proto::PushResponse r;
+    REQUIRE(shard->Push(RowPush(*shard, config, 0, 0, {3, 7}), &r).ok());
+    REQUIRE(shard->Push(RowPush(*shard, config, 1, 0, {7, 9}), &r).ok());
+    REQUIRE(shard->CheckpointNow().ok());
+    before = *Rows(*shard, config, 0, 1, {3, 7, 9});
+  }
+  std::unique_ptr<Shard> restored = *Shard::Create(config, 0);
+  CHECK(restored->store().table(0).rows() == 3);
+  CHECK(restored->store().version() == 1);
+  for (uint32_t rank : {0u, 1u}) {
+    proto::RegisterResponse response;
+    for (bool join : {false, true}) {
+      proto::RegisterRequest request;
+      request.set_job_id(config.job_id);
+      request.set_rank(rank);
+      request.set_plan_fingerprint(restored->plan().fingerprint());
+      request.set_join(join);
+      request.set_clock(response.clock());
+      REQUIRE(restored->Register(request, &response).ok());
+    }
+    CHECK(response.clock() == 1);
+  }
+  CHECK(*Rows(*restored, config, 0, 1, {3, 7, 9}) == before);
+}
+
+}  // namespace
+}  // namespace paramd
