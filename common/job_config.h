@@ -16,6 +16,17 @@ enum class PolicyType { kSync, kAsync, kSsp };
 
 const char* PolicyName(PolicyType type);
 
+enum class ScheduleType { kConstant, kStep, kCosine };
+
+struct ScheduleConfig {
+  ScheduleType type = ScheduleType::kConstant;
+  int64_t warmup_steps = 0;  // Linear warm-up from 0 over these steps.
+  int64_t step_size = 1;     // step: multiply by gamma every step_size steps.
+  double gamma = 0.1;
+  int64_t total_steps = 0;  // cosine: steps (warm-up included) to min_lr.
+  double min_lr = 0;
+};
+
 // One embedding table (model.embeddings): `rows` virtual rows of `dim`
 // floats, sharded by row (common/rows.h). Only rows ever pushed take
 // memory; a row starts at InitRow's values.
@@ -31,13 +42,17 @@ struct EmbeddingTableConfig {
   double learning_rate = 0.01;
   double beta1 = 0.9, beta2 = 0.999;  // adam
   double eps = 0;                     // adam 1e-8, adagrad 1e-10 when 0
+  // Over the table's steps on its shard (one per applied update).
+  ScheduleConfig schedule;
   // The rows one shard may hold; a push that would create more is refused
   // with RESOURCE_EXHAUSTED naming the table and shard. 0: no limit.
   uint64_t max_rows = 0;
 };
 
-// embedding_bag models: how an image becomes row ids of the table.
+// embedding_bag models: how an image becomes row ids of the table;
+// embedding_concat models: how many ids (fields) a sample has.
 struct FeaturesConfig {
+  int fields = 0;                 // embedding_concat: ids per sample.
   int levels = 4;                 // Intensity quantised to this many levels.
   bool pairs = true;              // Also horizontal and vertical pixel pairs.
   std::string combiner = "mean";  // mean or sum of the rows of a sample.
@@ -47,6 +62,10 @@ struct ModelConfig {
   // "mlp": layers only. "embedding_bag": each sample's hashed features
   // (`features`) select rows of embeddings[0], combined into a vector of
   // its dim, which feeds the MLP of `layers` (layers[0] = dim).
+  // "embedding_concat": each sample carries features.fields ids (one per
+  // categorical field); their rows, concatenated, feed the MLP (layers[0]
+  // = fields × dim). Its samples come from tools/rows_bench's synthetic
+  // click log.
   std::string type = "mlp";
   std::vector<int> layers;  // Widths, input first, classes last.
   std::vector<EmbeddingTableConfig> embeddings;
@@ -68,17 +87,6 @@ struct TrainingConfig {
   int epochs = 0;
   int batch_size = 0;
   bool shuffle = true;
-};
-
-enum class ScheduleType { kConstant, kStep, kCosine };
-
-struct ScheduleConfig {
-  ScheduleType type = ScheduleType::kConstant;
-  int64_t warmup_steps = 0;  // Linear warm-up from 0 over these steps.
-  int64_t step_size = 1;     // step: multiply by gamma every step_size steps.
-  double gamma = 0.1;
-  int64_t total_steps = 0;  // cosine: steps (warm-up included) to min_lr.
-  double min_lr = 0;
 };
 
 struct OptimizerConfig {

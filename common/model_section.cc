@@ -5,6 +5,7 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "common/optimizer_section.h"
 #include "common/status_macros.h"
 
 namespace paramd {
@@ -42,7 +43,7 @@ absl::Status ParseTableOptimizer(YamlReader& r, const YAML::Node& node,
   t->eps = t->optimizer == "adagrad" ? 1e-10 : 1e-8;
   if (!node.IsDefined() || node.IsNull()) return absl::OkStatus();
   RETURN_IF_ERROR(r.CheckMapping(
-      node, f, {"type", "learning_rate", "beta1", "beta2", "eps"}));
+      node, f, {"type", "learning_rate", "beta1", "beta2", "eps", "schedule"}));
   RETURN_IF_ERROR(r.Get(node, f, "type", false, &t->optimizer));
   if (t->optimizer != "sgd" && t->optimizer != "adagrad" &&
       t->optimizer != "adam") {
@@ -78,7 +79,8 @@ absl::Status ParseTableOptimizer(YamlReader& r, const YAML::Node& node,
   if (!(t->eps > 0 && t->eps < 1)) {
     return r.Error(node["eps"], f + ".eps", "must be in (0, 1)");
   }
-  return absl::OkStatus();
+  return ParseScheduleSection(r, node, f + ".schedule", t->learning_rate,
+                              &t->schedule);
 }
 
 absl::Status ParseTable(YamlReader& r, const YAML::Node& node,
@@ -113,6 +115,29 @@ absl::Status ParseTable(YamlReader& r, const YAML::Node& node,
   return ParseTableOptimizer(r, node["optimizer"], f + ".optimizer", t);
 }
 
+absl::Status ParseConcatFeatures(YamlReader& r, const YAML::Node& model,
+                                 ModelConfig* out) {
+  const YAML::Node node = model["features"];
+  const std::string f = "model.features";
+  if (!node.IsDefined() || node.IsNull()) {
+    return r.MissingError(model, "model", f,
+                          "an embedding_concat model needs features.fields");
+  }
+  RETURN_IF_ERROR(r.CheckMapping(node, f, {"fields"}));
+  RETURN_IF_ERROR(r.Get(node, f, "fields", true, &out->features.fields));
+  if (out->features.fields < 1 || out->features.fields > 1024) {
+    return r.Error(node["fields"], f + ".fields", "must be in [1, 1024]");
+  }
+  const int64_t width = int64_t{out->features.fields} * out->embeddings[0].dim;
+  if (out->layers.front() != width) {
+    return r.Error(model["layers"][0], "model.layers[0]",
+                   absl::StrCat("an embedding_concat model's first width "
+                                "must be features.fields × dim, ",
+                                width));
+  }
+  return absl::OkStatus();
+}
+
 absl::Status ParseFeatures(YamlReader& r, const YAML::Node& node,
                            FeaturesConfig* out) {
   if (!node.IsDefined() || node.IsNull()) return absl::OkStatus();
@@ -139,19 +164,21 @@ absl::Status ParseEmbeddings(YamlReader& r, const YAML::Node& model,
     for (const char* key : {"embeddings", "features"}) {
       if (model[key].IsDefined()) {
         return r.Error(model[key], absl::StrCat("model.", key),
-                       "applies to model.type embedding_bag only");
+                       "applies to embedding models only (model.type "
+                       "embedding_bag or embedding_concat)");
       }
     }
     return absl::OkStatus();
   }
   if (!tables.IsDefined() || tables.IsNull()) {
-    return r.MissingError(model, "model", "model.embeddings",
-                          "an embedding_bag model needs one table");
+    return r.MissingError(
+        model, "model", "model.embeddings",
+        absl::StrCat("an ", out->type, " model needs one table"));
   }
   if (!tables.IsSequence() || tables.size() != 1) {
     return r.Error(tables, "model.embeddings",
-                   "expected a list of exactly one table (an embedding_bag "
-                   "model reads one)");
+                   absl::StrCat("expected a list of exactly one table (an ",
+                                out->type, " model reads one)"));
   }
   std::set<std::string> names;
   for (size_t i = 0; i < tables.size(); ++i) {
@@ -163,6 +190,9 @@ absl::Status ParseEmbeddings(YamlReader& r, const YAML::Node& model,
                      absl::StrCat("table '", t.name, "' is declared twice"));
     }
     out->embeddings.push_back(std::move(t));
+  }
+  if (out->type == "embedding_concat") {
+    return ParseConcatFeatures(r, model, out);
   }
   if (out->layers.front() != out->embeddings[0].dim) {
     return r.Error(model["layers"][0], "model.layers[0]",
@@ -180,10 +210,12 @@ absl::Status ParseModelSection(YamlReader& r, const YAML::Node& model,
   RETURN_IF_ERROR(r.CheckMapping(model, "model",
                                  {"type", "layers", "embeddings", "features"}));
   RETURN_IF_ERROR(r.Get(model, "model", "type", false, &out->type));
-  if (out->type != "mlp" && out->type != "embedding_bag") {
+  if (out->type != "mlp" && out->type != "embedding_bag" &&
+      out->type != "embedding_concat") {
     return r.Error(model["type"], "model.type",
                    absl::StrCat("unknown model type '", out->type,
-                                "' (expected: mlp or embedding_bag)"));
+                                "' (expected: mlp, embedding_bag or "
+                                "embedding_concat)"));
   }
   RETURN_IF_ERROR(ParseLayers(r, model, out));
   return ParseEmbeddings(r, model, out);

@@ -10,8 +10,6 @@
 namespace paramd {
 namespace {
 
-constexpr char kSchedule[] = "optimizer.schedule";
-
 // Every key in `o` must apply to optimizer `type` (besides type,
 // learning_rate and schedule, which all take).
 absl::Status CheckKeysOfType(const YamlReader& r, const YAML::Node& o,
@@ -73,9 +71,9 @@ absl::Status ParseNumbers(const YamlReader& r, const YAML::Node& o,
 }
 
 absl::Status ParseScheduleType(const YamlReader& r, const YAML::Node& node,
-                               ScheduleType* out) {
+                               const std::string& f, ScheduleType* out) {
   std::string type = "constant";
-  RETURN_IF_ERROR(r.Get(node, kSchedule, "type", false, &type));
+  RETURN_IF_ERROR(r.Get(node, f, "type", false, &type));
   if (type == "constant") {
     *out = ScheduleType::kConstant;
   } else if (type == "step") {
@@ -83,7 +81,7 @@ absl::Status ParseScheduleType(const YamlReader& r, const YAML::Node& node,
   } else if (type == "cosine") {
     *out = ScheduleType::kCosine;
   } else {
-    return r.Error(node["type"], absl::StrCat(kSchedule, ".type"),
+    return r.Error(node["type"], absl::StrCat(f, ".type"),
                    absl::StrCat("unknown schedule '", type,
                                 "' (expected: constant, step or cosine)"));
   }
@@ -92,8 +90,8 @@ absl::Status ParseScheduleType(const YamlReader& r, const YAML::Node& node,
 
 // What the schedule's type requires of its numbers.
 absl::Status CheckSchedule(const YamlReader& r, const YAML::Node& node,
-                           const ScheduleConfig& sc, double learning_rate) {
-  const std::string f = kSchedule;
+                           const std::string& f, const ScheduleConfig& sc,
+                           double learning_rate) {
   if (sc.type == ScheduleType::kStep) {
     if (sc.step_size < 1) {
       return r.Error(node["step_size"].IsDefined() ? node["step_size"] : node,
@@ -118,16 +116,18 @@ absl::Status CheckSchedule(const YamlReader& r, const YAML::Node& node,
   return absl::OkStatus();
 }
 
-absl::Status ParseSchedule(YamlReader& r, const YAML::Node& optimizer,
-                           OptimizerConfig* oc) {
+}  // namespace
+
+absl::Status ParseScheduleSection(YamlReader& r, const YAML::Node& optimizer,
+                                  const std::string& f, double learning_rate,
+                                  ScheduleConfig* out) {
   const YAML::Node node = optimizer["schedule"];
   if (!node.IsDefined() || node.IsNull()) return absl::OkStatus();
   RETURN_IF_ERROR(r.CheckMapping(
-      node, kSchedule,
+      node, f,
       {"type", "warmup_steps", "step_size", "gamma", "total_steps", "min_lr"}));
-  ScheduleConfig& sc = oc->schedule;
-  const std::string f = kSchedule;
-  RETURN_IF_ERROR(ParseScheduleType(r, node, &sc.type));
+  ScheduleConfig& sc = *out;
+  RETURN_IF_ERROR(ParseScheduleType(r, node, f, &sc.type));
   for (auto [key, out] : {std::pair{"warmup_steps", &sc.warmup_steps},
                           std::pair{"step_size", &sc.step_size},
                           std::pair{"total_steps", &sc.total_steps}}) {
@@ -138,10 +138,8 @@ absl::Status ParseSchedule(YamlReader& r, const YAML::Node& optimizer,
        {std::pair{"gamma", &sc.gamma}, std::pair{"min_lr", &sc.min_lr}}) {
     RETURN_IF_ERROR(r.Get(node, f, key, false, out));
   }
-  return CheckSchedule(r, node, sc, oc->learning_rate);
+  return CheckSchedule(r, node, f, sc, learning_rate);
 }
-
-}  // namespace
 
 const std::set<std::string>& OptimizerSectionKeys() {
   static const auto* const kKeys = new std::set<std::string>{
@@ -161,7 +159,8 @@ absl::Status ParseOptimizerSection(YamlReader& r, const YAML::Node& o,
     return r.Error(o["nesterov"], "optimizer.nesterov",
                    "needs optimizer.momentum > 0");
   }
-  return ParseSchedule(r, o, oc);
+  return ParseScheduleSection(r, o, "optimizer.schedule", oc->learning_rate,
+                              &oc->schedule);
 }
 
 }  // namespace paramd

@@ -23,6 +23,13 @@ absl::Status ParseOptimizerSection(YamlReader& reader, const YAML::Node& node,
 // The keys the `optimizer` section may hold, across every type.
 const std::set<std::string>& OptimizerSectionKeys();
 
+// The `schedule` mapping of `optimizer` (absent: constant), named `field`
+// in errors (e.g. "optimizer.schedule").
+absl::Status ParseScheduleSection(YamlReader& reader,
+                                  const YAML::Node& optimizer,
+                                  const std::string& field,
+                                  double learning_rate, ScheduleConfig* out);
+
 }  // namespace paramd
 
 #endif  // PARAMD_COMMON_OPTIMIZER_SECTION_H_

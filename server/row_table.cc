@@ -33,6 +33,7 @@ absl::StatusOr<std::unique_ptr<Optimizer>> MakeRowOptimizer(
   c.learning_rate = config.learning_rate;
   c.beta1 = config.beta1;
   c.beta2 = config.beta2;
+  c.schedule = config.schedule;
   // 0: the optimizer's default (as the job file fills it).
   c.eps = config.eps > 0 ? config.eps : c.type == "adagrad" ? 1e-10 : 1e-8;
   if (c.type != "sgd" && c.type != "adagrad" && c.type != "adam") {

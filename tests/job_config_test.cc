@@ -74,6 +74,18 @@ TEST_CASE("the shipped main job validates", "[config]") {
   CHECK(c->model.layers == std::vector<int>{784, 256, 128, 10});
 }
 
+TEST_CASE("the shipped hashed-feature job validates", "[config]") {
+  absl::StatusOr<JobConfig> c =
+      LoadJobConfig("configs/fashion_mnist_hashed.yaml");
+  INFO(c.status().ToString());
+  REQUIRE(c.ok());
+  CHECK(c->model.type == "embedding_bag");
+  REQUIRE(c->model.embeddings.size() == 1);
+  CHECK(c->model.embeddings[0].rows == 1u << 20);
+  CHECK(c->model.embeddings[0].schedule.type == ScheduleType::kCosine);
+  CHECK(c->model.layers.front() == c->model.embeddings[0].dim);
+}
+
 TEST_CASE("relative data paths resolve against the job file's folder",
           "[config]") {
   const std::string dir = NewTempDir();
@@ -473,7 +485,7 @@ TEST_CASE("embedding tables parse with their defaults and bad ones are named",
       {BagJob(good_table) + "", ""},
       {absl::StrReplaceAll(BagJob(good_table),
                            {{"type: embedding_bag", "type: mlp"}}),
-       "model.embeddings: applies to model.type embedding_bag only"},
+       "model.embeddings: applies to embedding models only"},
   };
   for (const Case& k : cases) {
     if (k.says.empty()) continue;
