@@ -135,8 +135,7 @@ absl::Status Shard::PullRows(const PullRowsView& request, absl::Time deadline,
     FloatsToHalves(reply->values, absl::MakeSpan(reply->halves));
     reply->values = std::vector<float>();
   }
-  workers_.OnPull(rank, request.ids.size() + reply->bytes().size(),
-                  clock_->Now());
+  workers_.OnPull(rank, reply->bytes().size(), clock_->Now());
   return absl::OkStatus();
 }
 

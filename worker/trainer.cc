@@ -19,6 +19,13 @@ absl::StatusOr<std::unique_ptr<Trainer>> Trainer::Create(
         absl::StrCat("--rank: ", rank, " is outside [0, ", config.num_workers,
                      ") for the job's cluster.workers"));
   }
+  if (config.model.type == "embedding_concat") {
+    return absl::InvalidArgumentError(absl::StrCat(
+        config.path,
+        ": model.type embedding_concat: its samples come from the synthetic "
+        "click log of tools/rows_bench, which trains it; workers train mlp "
+        "and embedding_bag models"));
+  }
   ModelSpec spec = BuildModelSpec(config.model);
   ASSIGN_OR_RETURN(
       PartitionPlan plan,
