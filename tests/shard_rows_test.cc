@@ -164,6 +164,43 @@ TEST_CASE("async applies each push's rows at once", "[shard_rows]") {
   CHECK(*Rows(*shard, config, 1, 1, {5}) == *rows);
 }
 
+TEST_CASE("rows travel as float16 both ways", "[shard_rows]") {
+  const JobConfig config = Job("async");
+  std::unique_ptr<Shard> shard = Registered(config);
+  // The float32 push of {5} on one shard, its float16 twin on another.
+  std::unique_ptr<Shard> twin = Registered(config);
+  proto::PushRequest wide = RowPush(*shard, config, 0, 0, {5});
+  proto::PushRequest narrow = wide;
+  std::vector<float> values(kDim);
+  std::memcpy(values.data(), wide.rows(0).data().data(), kDim * 4);
+  std::vector<uint16_t> halves(kDim);
+  FloatsToHalves(values, absl::MakeSpan(halves));  // Exact: k/4 values.
+  narrow.mutable_rows(0)->set_dtype(proto::DTYPE_FLOAT16);
+  narrow.mutable_rows(0)->set_data(halves.data(), kDim * 2);
+  proto::PushResponse r;
+  REQUIRE(shard->Push(wide, &r).ok());
+  REQUIRE(twin->Push(narrow, &r).ok());
+  const std::vector<float> a = *Rows(*shard, config, 0, 1, {5});
+  CHECK(*Rows(*twin, config, 0, 1, {5}) == a);
+  // Pulled as float16: each value's half.
+  proto::PullRowsRequest request;
+  request.set_job_id(config.job_id);
+  request.set_rank(0);
+  request.set_clock(1);
+  request.set_ids(EncodeRowIds({5}));
+  request.set_dtype(proto::DTYPE_FLOAT16);
+  proto::PullRowsResponse response;
+  REQUIRE(shard
+              ->PullRows(request, absl::Now() + absl::Seconds(5), nullptr,
+                         &response)
+              .ok());
+  CHECK(response.dtype() == proto::DTYPE_FLOAT16);
+  REQUIRE(response.data().size() == kDim * 2);
+  std::vector<uint16_t> want(kDim);
+  FloatsToHalves(a, absl::MakeSpan(want));
+  CHECK(std::memcmp(response.data().data(), want.data(), kDim * 2) == 0);
+}
+
 TEST_CASE("malformed row blocks and row pulls are refused by name",
           "[shard_rows]") {
   const JobConfig config = Job("sync", 2);

@@ -52,7 +52,8 @@ int ClickLog::Sample(uint64_t index, uint32_t* values,
     const uint64_t rank =
         std::min<uint64_t>(static_cast<uint64_t>(ZipfRank(u)), 4294967296ULL);
     // Scatter ranks over the 32-bit values, per field.
-    values[f] = static_cast<uint32_t>(Mix(rank ^ (uint64_t{f} << 40)));
+    values[f] =
+        static_cast<uint32_t>(Mix(rank ^ (static_cast<uint64_t>(f) << 40)));
     logit += TeacherWeight(f, values[f]);
   }
   const double p = 1.0 / (1.0 + std::exp(-logit));
