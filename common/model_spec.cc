@@ -3,20 +3,9 @@
 #include <cmath>
 
 #include "absl/strings/str_cat.h"
+#include "common/mix.h"
 
 namespace paramd {
-namespace {
-
-// SplitMix64: a counter-based generator, so element i's value needs no
-// state from elements before it.
-uint64_t Mix(uint64_t x) {
-  x += 0x9E3779B97F4A7C15ULL;
-  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ULL;
-  x = (x ^ (x >> 27)) * 0x94D049BB133111EBULL;
-  return x ^ (x >> 31);
-}
-
-}  // namespace
 
 ModelSpec BuildModelSpec(const ModelConfig& config) {
   ModelSpec spec;

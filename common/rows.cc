@@ -4,17 +4,10 @@
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
+#include "common/mix.h"
 
 namespace paramd {
 namespace {
-
-// SplitMix64's finaliser.
-uint64_t Mix(uint64_t x) {
-  x += 0x9E3779B97F4A7C15ULL;
-  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ULL;
-  x = (x ^ (x >> 27)) * 0x94D049BB133111EBULL;
-  return x ^ (x >> 31);
-}
 
 // 24 random bits of `bits` as a float in [0, 1), exactly.
 float Unit(uint64_t bits) {
@@ -45,11 +38,7 @@ void InitRow(const EmbeddingTableConfig& config, uint64_t seed, uint32_t table,
       out[i] = (2.0f * Unit(bits) - 1.0f) * scale;
       continue;
     }
-    // Box-Muller from two 24-bit uniforms; u1 in (0, 1] keeps log finite.
-    const double u1 = (static_cast<double>(bits >> 40) + 1) / 16777216.0;
-    const double u2 = static_cast<double>((bits >> 8) & 0xFFFFFF) / 16777216.0;
-    const double z = std::sqrt(-2.0 * std::log(u1)) * std::cos(2 * M_PI * u2);
-    out[i] = static_cast<float>(z) * scale;
+    out[i] = static_cast<float>(NormalFromBits(bits)) * scale;
   }
 }
 

@@ -130,6 +130,27 @@ std::string ShardMetricsText(const Shard& shard, absl::Time process_started) {
         last.test_accuracy());
   }
 
+  // Embedding tables (model.embeddings), by table.
+  if (s.tables_size() > 0) {
+    text.Declare("paramd_table_rows", T::kGauge,
+                 "Rows of the table this shard holds (ever pushed).");
+    text.Declare("paramd_table_bytes", T::kGauge,
+                 "Memory of the table's rows, optimizer state and index.");
+    text.Declare("paramd_table_rows_pulled_total", T::kCounter,
+                 "Rows of the table served by PullRows.");
+    text.Declare("paramd_table_rows_pushed_total", T::kCounter,
+                 "Row gradients of the table accepted.");
+    for (const proto::TableStatus& t : s.tables()) {
+      const MetricLabels table = {{"table", t.name()}};
+      text.Add("paramd_table_rows", table, static_cast<double>(t.rows()));
+      text.Add("paramd_table_bytes", table, static_cast<double>(t.bytes()));
+      text.Add("paramd_table_rows_pulled_total", table,
+               static_cast<double>(t.rows_pulled()));
+      text.Add("paramd_table_rows_pushed_total", table,
+               static_cast<double>(t.rows_pushed()));
+    }
+  }
+
   // Recovery.
   one("paramd_restored", T::kGauge,
       "1 when this process started from a checkpoint.",

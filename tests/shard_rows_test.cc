@@ -16,6 +16,7 @@
 #include "common/half.h"
 #include "common/rows.h"
 #include "server/shard.h"
+#include "server/shard_metrics.h"
 #include "tests/test_files.h"
 #include "tests/whole_push.h"
 
@@ -139,6 +140,13 @@ TEST_CASE("sync averages rows pushed by some workers over the round",
   CHECK(status.tables(0).rows_pushed() == 4);
   CHECK(status.tables(0).rows_pulled() == 4);
   CHECK(status.tables(0).bytes() > 3 * kDim * 4);
+  // And in the Prometheus metrics.
+  const std::string metrics = ShardMetricsText(*shard, absl::Now());
+  CHECK_THAT(metrics, Catch::Contains("paramd_table_rows{paramd_job=\"test-"
+                                      "job\",shard=\"0\",table=\"emb\"} 3\n"));
+  CHECK_THAT(metrics,
+             Catch::Contains("paramd_table_rows_pushed_total{paramd_job=\"test-"
+                             "job\",shard=\"0\",table=\"emb\"} 4\n"));
 }
 
 TEST_CASE("async applies each push's rows at once", "[shard_rows]") {

@@ -2,15 +2,10 @@
 
 #include <cmath>
 
+#include "common/mix.h"
+
 namespace paramd {
 namespace {
-
-uint64_t Mix(uint64_t x) {
-  x += 0x9E3779B97F4A7C15ULL;
-  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ULL;
-  x = (x ^ (x >> 27)) * 0x94D049BB133111EBULL;
-  return x ^ (x >> 31);
-}
 
 // A double in (0, 1) from 53 bits of `bits`.
 double Open01(uint64_t bits) {
@@ -36,11 +31,7 @@ uint64_t ClickLog::RowOf(int field, uint32_t value) {
 double ClickLog::TeacherWeight(int field, uint32_t value) const {
   const uint64_t h = Mix(Mix(options_.seed ^ 0x7465616368ULL) ^
                          ((static_cast<uint64_t>(field) << 32) | value));
-  // Box-Muller on two halves of one hash.
-  const double u1 = (static_cast<double>(h >> 40) + 1) / 16777216.0;
-  const double u2 = static_cast<double>((h >> 8) & 0xFFFFFF) / 16777216.0;
-  return options_.teacher_scale * std::sqrt(-2.0 * std::log(u1)) *
-         std::cos(2 * M_PI * u2);
+  return options_.teacher_scale * NormalFromBits(h);
 }
 
 int ClickLog::Sample(uint64_t index, uint32_t* values,

@@ -4,16 +4,10 @@
 #include <cmath>
 
 #include "absl/strings/str_cat.h"
+#include "common/mix.h"
 
 namespace paramd {
 namespace {
-
-uint64_t Mix(uint64_t x) {
-  x += 0x9E3779B97F4A7C15ULL;
-  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ULL;
-  x = (x ^ (x >> 27)) * 0x94D049BB133111EBULL;
-  return x ^ (x >> 31);
-}
 
 int SquareSide(int64_t pixels) {
   const int side = static_cast<int>(std::lround(std::sqrt(pixels)));

@@ -99,12 +99,14 @@ std::vector<std::vector<grpc::ByteBuffer>> PushFrames::Build(
 void PushFrames::SetRows(uint32_t table, int dim,
                          absl::Span<const uint64_t> ids,
                          absl::Span<const float> grads) {
-  // gRPC may still send the rows of an earlier push: replace, not change.
+  // gRPC may still send the rows of an earlier push: replace, not change
+  // (other tables' rows are shared, not copied).
   auto rows = rows_ != nullptr ? std::make_shared<Rows>(*rows_)
                                : std::make_shared<Rows>();
   if (rows->size() <= table) rows->resize(table + 1);
-  std::vector<ShardRows>& by_shard = (*rows)[table];
-  by_shard.assign(shards_.size(), ShardRows());
+  auto table_rows =
+      std::make_shared<std::vector<ShardRows>>(shards_.size(), ShardRows());
+  std::vector<ShardRows>& by_shard = *table_rows;
   const int shards = static_cast<int>(shards_.size());
   for (size_t i = 0; i < ids.size(); ++i) {
     ShardRows& to = by_shard[RowShard(table, ids[i], shards)];
@@ -118,6 +120,7 @@ void PushFrames::SetRows(uint32_t table, int dim,
       FloatsToHalves(to.values, absl::MakeSpan(to.halves));
     }
   }
+  (*rows)[table] = std::move(table_rows);
   rows_ = std::move(rows);
 }
 
@@ -154,8 +157,8 @@ std::vector<std::vector<grpc::ByteBuffer>> PushFrames::Frame(
 void PushFrames::AddRows(FrameBuilder& frame, size_t shard) const {
   if (rows_ == nullptr) return;
   for (size_t t = 0; t < rows_->size(); ++t) {
-    if ((*rows_)[t].empty()) continue;
-    const ShardRows& rows = (*rows_)[t][shard];
+    if ((*rows_)[t] == nullptr) continue;
+    const ShardRows& rows = (*(*rows_)[t])[shard];
     if (rows.ids.empty()) continue;
     const absl::string_view ids(reinterpret_cast<const char*>(rows.ids.data()),
                                 rows.ids.size() * sizeof(uint64_t));

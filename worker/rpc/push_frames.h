@@ -65,8 +65,8 @@ class PushFrames {
     std::vector<float> values;
     std::vector<uint16_t> halves;  // fp16
   };
-  // By table, then shard.
-  using Rows = std::vector<std::vector<ShardRows>>;
+  // By table (each shared, never changed once set), then shard.
+  using Rows = std::vector<std::shared_ptr<const std::vector<ShardRows>>>;
 
   // Adds shard `shard`'s row blocks (after the push header).
   void AddRows(FrameBuilder& frame, size_t shard) const;
