@@ -1,6 +1,8 @@
 // The CUDA MLP against the CPU MLP on the same random inputs: each layer
 // shape alone, then the whole MLP's step, relative error <= 1e-5 with TF32
 // off. Skipped (tests/cuda_test_main.cc) where no CUDA device exists.
+#include "worker/cuda_mlp.h"
+
 #include <catch2/catch.hpp>
 #include <cmath>
 #include <random>
@@ -8,7 +10,6 @@
 #include "common/model_spec.h"
 #include "worker/blas.h"
 #include "worker/cpu_mlp.h"
-#include "worker/cuda_mlp.h"
 
 namespace paramd {
 namespace {
@@ -31,14 +32,16 @@ void Compare(const std::vector<int>& layers, int batch) {
   std::uniform_real_distribution<float> u(-1, 1);
   std::vector<float> params(spec.total_elements);
   for (size_t t = 0, off = 0; t < spec.tensors.size(); ++t) {
-    InitTensorRange(spec.tensors[t], 5, static_cast<int>(t), 0,
-                    absl::MakeSpan(params).subspan(off, spec.tensors[t].num_elements));
+    InitTensorRange(
+        spec.tensors[t], 5, static_cast<int>(t), 0,
+        absl::MakeSpan(params).subspan(off, spec.tensors[t].num_elements));
     off += spec.tensors[t].num_elements;
   }
   std::vector<float> x(size_t(batch) * layers[0]);
   for (float& v : x) v = (u(gen) + 1) / 2;
   std::vector<int32_t> y(batch);
-  for (int i = 0; i < batch; ++i) y[i] = static_cast<int32_t>(gen() % layers.back());
+  for (int i = 0; i < batch; ++i)
+    y[i] = static_cast<int32_t>(gen() % layers.back());
 
   auto blas = LoadBlas("auto");
   REQUIRE(blas.ok());
@@ -46,6 +49,9 @@ void Compare(const std::vector<int>& layers, int batch) {
   auto gpu = MakeCudaMlp(layers, batch, /*allow_tf32=*/false);
   INFO(gpu.status().ToString());
   REQUIRE(gpu.ok());
+  // Also the gradient of the input (embedding models need it).
+  REQUIRE(cpu.EnableInputGradient().ok());
+  REQUIRE((*gpu)->EnableInputGradient().ok());
   std::vector<float> g_cpu(params.size()), g_gpu(params.size());
   auto l_cpu = cpu.ComputeGradients(params, x.data(), y.data(), batch,
                                     absl::MakeSpan(g_cpu));
@@ -58,6 +64,14 @@ void Compare(const std::vector<int>& layers, int batch) {
   const double err = RelativeError(g_gpu, g_cpu);
   INFO("gradient relative error " << err);
   CHECK(err <= 1e-5);
+  const absl::Span<const float> dx_cpu = cpu.InputGradient();
+  const absl::Span<const float> dx_gpu = (*gpu)->InputGradient();
+  REQUIRE(dx_gpu.size() == dx_cpu.size());
+  const double dx_err =
+      RelativeError(std::vector<float>(dx_gpu.begin(), dx_gpu.end()),
+                    std::vector<float>(dx_cpu.begin(), dx_cpu.end()));
+  INFO("input gradient relative error " << dx_err);
+  CHECK(dx_err <= 1e-5);
   auto c_cpu = cpu.CountCorrect(params, x.data(), y.data(), batch);
   auto c_gpu = (*gpu)->CountCorrect(params, x.data(), y.data(), batch);
   REQUIRE(c_gpu.ok());
@@ -86,8 +100,10 @@ TEST_CASE("bad inputs are refused on the GPU too", "[cuda][model]") {
                                     absl::MakeSpan(grads));
   REQUIRE_FALSE(s.ok());
   CHECK(std::string(s.status().message()).find("label 7") != std::string::npos);
-  CHECK_FALSE((*gpu)->ComputeGradients(params, x.data(), y.data(), 3,
-                                       absl::MakeSpan(grads)).ok());
+  CHECK_FALSE((*gpu)
+                  ->ComputeGradients(params, x.data(), y.data(), 3,
+                                     absl::MakeSpan(grads))
+                  .ok());
 }
 
 }  // namespace

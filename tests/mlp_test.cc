@@ -44,8 +44,8 @@ TEST_CASE("MLP gradients match central finite differences", "[model]") {
   Net net;
   CpuMlp mlp(net.layers, 8, 1, TheBlas());
   std::vector<float> grads(net.params.size());
-  auto loss = mlp.ComputeGradients(net.params, net.x.data(), net.y.data(), net.n,
-                                   absl::MakeSpan(grads));
+  auto loss = mlp.ComputeGradients(net.params, net.x.data(), net.y.data(),
+                                   net.n, absl::MakeSpan(grads));
   REQUIRE(loss.ok());
   CHECK(*loss > 0);
   std::vector<float> scratch(net.params.size());
@@ -55,17 +55,45 @@ TEST_CASE("MLP gradients match central finite differences", "[model]") {
   for (size_t i = 0; i < net.params.size(); ++i) {
     std::vector<float> p = net.params;
     p[i] += eps;
-    const double up = *mlp.ComputeGradients(p, net.x.data(), net.y.data(), net.n,
-                                            absl::MakeSpan(scratch));
+    const double up = *mlp.ComputeGradients(p, net.x.data(), net.y.data(),
+                                            net.n, absl::MakeSpan(scratch));
     p[i] -= 2 * eps;
-    const double down = *mlp.ComputeGradients(p, net.x.data(), net.y.data(), net.n,
-                                              absl::MakeSpan(scratch));
+    const double down = *mlp.ComputeGradients(p, net.x.data(), net.y.data(),
+                                              net.n, absl::MakeSpan(scratch));
     const double numeric = (up - down) / (2 * eps);
-    INFO("parameter " << i << ": analytic " << grads[i] << ", numeric " << numeric);
+    INFO("parameter " << i << ": analytic " << grads[i] << ", numeric "
+                      << numeric);
     CHECK(grads[i] == Approx(numeric).margin(2e-3).epsilon(2e-2));
     ++checked;
   }
   CHECK(checked == 7 * 5 + 5 + 5 * 4 + 4 + 4 * 3 + 3);
+}
+
+TEST_CASE("the input gradient matches central finite differences", "[model]") {
+  Net net;
+  CpuMlp mlp(net.layers, 8, 1, TheBlas());
+  REQUIRE(mlp.InputGradient().empty());
+  REQUIRE(mlp.EnableInputGradient().ok());
+  std::vector<float> grads(net.params.size());
+  REQUIRE(mlp.ComputeGradients(net.params, net.x.data(), net.y.data(), net.n,
+                               absl::MakeSpan(grads))
+              .ok());
+  const std::vector<float> dx(mlp.InputGradient().begin(),
+                              mlp.InputGradient().end());
+  REQUIRE(dx.size() == net.x.size());
+  const float eps = 1e-3f;
+  for (size_t i = 0; i < net.x.size(); ++i) {
+    std::vector<float> x = net.x;
+    x[i] += eps;
+    const double up = *mlp.ComputeGradients(net.params, x.data(), net.y.data(),
+                                            net.n, absl::MakeSpan(grads));
+    x[i] -= 2 * eps;
+    const double down = *mlp.ComputeGradients(
+        net.params, x.data(), net.y.data(), net.n, absl::MakeSpan(grads));
+    const double numeric = (up - down) / (2 * eps);
+    INFO("input " << i << ": analytic " << dx[i] << ", numeric " << numeric);
+    CHECK(dx[i] == Approx(numeric).margin(2e-3).epsilon(2e-2));
+  }
 }
 
 TEST_CASE("softmax cross-entropy of zero logits is log(classes)", "[model]") {
@@ -73,8 +101,8 @@ TEST_CASE("softmax cross-entropy of zero logits is log(classes)", "[model]") {
   std::fill(net.params.begin(), net.params.end(), 0.0f);
   CpuMlp mlp(net.layers, 8, 1, TheBlas());
   std::vector<float> grads(net.params.size());
-  auto loss = mlp.ComputeGradients(net.params, net.x.data(), net.y.data(), net.n,
-                                   absl::MakeSpan(grads));
+  auto loss = mlp.ComputeGradients(net.params, net.x.data(), net.y.data(),
+                                   net.n, absl::MakeSpan(grads));
   REQUIRE(loss.ok());
   CHECK(*loss == Approx(std::log(3.0)));
 }
@@ -95,10 +123,12 @@ TEST_CASE("bad shapes and labels are refused", "[model]") {
   CpuMlp mlp(net.layers, 4, 1, TheBlas());
   std::vector<float> grads(net.params.size());
   CHECK_FALSE(mlp.ComputeGradients(net.params, net.x.data(), net.y.data(), 6,
-                                   absl::MakeSpan(grads)).ok());  // batch > max
+                                   absl::MakeSpan(grads))
+                  .ok());  // batch > max
   std::vector<float> short_params(net.params.size() - 1);
   CHECK_FALSE(mlp.ComputeGradients(short_params, net.x.data(), net.y.data(), 2,
-                                   absl::MakeSpan(grads)).ok());
+                                   absl::MakeSpan(grads))
+                  .ok());
   std::vector<int32_t> bad_labels = {0, 7};
   auto s = mlp.ComputeGradients(net.params, net.x.data(), bad_labels.data(), 2,
                                 absl::MakeSpan(grads));

@@ -162,6 +162,20 @@ class CudaMlp : public Model {
     return absl::OkStatus();
   }
 
+  absl::Status EnableInputGradient() override {
+    if (!want_input_grad_) {
+      RETURN_IF_ERROR(d_dx_.Allocate(size_t(max_batch_) * layers_[0]));
+      RETURN_IF_ERROR(h_dx_.Allocate(size_t(max_batch_) * layers_[0]));
+      want_input_grad_ = true;
+    }
+    return absl::OkStatus();
+  }
+
+  absl::Span<const float> InputGradient() const override {
+    if (!want_input_grad_) return {};
+    return absl::MakeConstSpan(h_dx_.ptr, size_t(last_n_) * layers_[0]);
+  }
+
   std::string Describe() const override {
     return absl::StrCat("cuda (", device_name_, ", cuBLAS SGEMM, TF32 ",
                         allow_tf32_ ? "allowed" : "off", ")");
@@ -213,7 +227,21 @@ class CudaMlp : public Model {
       PARAMD_CUDA(cudaMemcpyAsync(h_grads_.ptr + begin, d_grads_.ptr + begin,
                                   (end - begin) * sizeof(float),
                                   cudaMemcpyDeviceToHost, copy_));
-      if (l == 0) break;
+      if (l == 0) {
+        if (want_input_grad_) {
+          // dx = delta_0 · W_0ᵀ (no activation before the first layer),
+          // home on the compute stream.
+          PARAMD_CUBLAS(RowMajorSgemm(handle_, false, true, n, fan_in, fan_out,
+                                      delta_[0].ptr, fan_out,
+                                      d_params_.ptr + weight_offset_[0],
+                                      fan_out, 0.0f, d_dx_.ptr, fan_in));
+          PARAMD_CUDA(cudaMemcpyAsync(h_dx_.ptr, d_dx_.ptr,
+                                      size_t(n) * fan_in * sizeof(float),
+                                      cudaMemcpyDeviceToHost, compute_));
+          last_n_ = n;
+        }
+        break;
+      }
       // delta_{l-1} = (delta · Wᵀ) ⊙ relu'(act_{l-1})
       PARAMD_CUBLAS(RowMajorSgemm(handle_, false, true, n, fan_in, fan_out,
                                   delta_[l].ptr, fan_out,
@@ -324,6 +352,11 @@ class CudaMlp : public Model {
   PinnedBuffer<float> h_params_, h_grads_, h_x_, h_loss_sum_;
   PinnedBuffer<int32_t> h_y_;
   PinnedBuffer<unsigned> h_correct_;
+  // d(loss)/d(x) of the last batch (of last_n_), once enabled.
+  bool want_input_grad_ = false;
+  int last_n_ = 0;
+  DeviceBuffer<float> d_dx_;
+  PinnedBuffer<float> h_dx_;
 };
 
 }  // namespace

@@ -11,23 +11,12 @@ namespace paramd {
 
 absl::StatusOr<std::unique_ptr<Model>> MakeModel(const JobConfig& config,
                                                  int max_batch) {
-  const bool bag = config.model.type == "embedding_bag";
-  if (config.model.type != "mlp" && !bag) {
+  if (config.model.type != "mlp" && config.model.type != "embedding_bag") {
     return absl::InvalidArgumentError(
         absl::StrCat("model.type: unknown model '", config.model.type, "'"));
   }
   const std::string& device = config.worker.device;
-  if (bag && device == "cuda") {
-    return absl::FailedPreconditionError(absl::StrCat(
-        config.path,
-        ": worker.device: cuda, but embedding_bag models run on the cpu "
-        "backend only (the MLP's input gradient is not built for CUDA); use "
-        "cpu or auto"));
-  }
-  if (bag) {
-    spdlog::info("worker.device {}: embedding_bag models run on the CPU",
-                 device);
-  } else if (device == "cuda" || device == "auto") {
+  if (device == "cuda" || device == "auto") {
     absl::Status usable = CudaDeviceStatus();
     if (usable.ok()) {
       spdlog::info("worker.device {}: using CUDA", device);
