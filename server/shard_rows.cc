@@ -117,6 +117,17 @@ absl::Status Shard::PullRows(const PullRowsView& request, absl::Time deadline,
   }
   std::vector<uint64_t> ids;
   RETURN_IF_ERROR(CheckRowIds("PullRows", request.table, request.ids, &ids));
+  // The reply is bounded like every message: refused before it is built.
+  const uint64_t reply_bytes = uint64_t{ids.size()} *
+                               store_.table(request.table).dim() *
+                               (request.dtype == kFloat16 ? 2 : 4);
+  if (reply_bytes > static_cast<uint64_t>(kMaxRowMessageBytes)) {
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "PullRows: ", ids.size(), " rows of table '",
+        store_.table(request.table).config().name, "' make a reply of ",
+        reply_bytes, " bytes, over the limit of ", kMaxRowMessageBytes,
+        "; pull fewer rows per call"));
+  }
   const int rank = static_cast<int>(request.rank);
   RETURN_IF_ERROR(EnterCall("PullRows", rank));
   absl::Cleanup leave = [this, rank] { LeaveCall(rank); };

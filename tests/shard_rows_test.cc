@@ -27,7 +27,8 @@ constexpr int kDim = 4;
 constexpr float kLr = 0.5f;
 
 JobConfig Job(const std::string& policy, int servers = 1,
-              const std::string& max_rows = "0") {
+              const std::string& max_rows = "0",
+              const std::string& rows = "1000") {
   testing::JobOptions o;
   o.servers.assign(servers, "127.0.0.1:0");
   o.policy = policy;
@@ -36,7 +37,9 @@ JobConfig Job(const std::string& policy, int servers = 1,
   o.model_extra = absl::StrCat(
       "  embeddings:\n"
       "    - name: emb\n"
-      "      rows: 1000\n"
+      "      rows: ",
+      rows,
+      "\n"
       "      dim: 4\n"
       "      init_scale: 0.1\n"
       "      max_rows: ",
@@ -338,6 +341,32 @@ TEST_CASE("a table's max_rows is refused cleanly, counting the open round",
     REQUIRE(shard->Push(RowPush(*shard, config, 0, 0, {1, 2, 3}), &r).ok());
     CHECK(shard->store().table(0).rows() == 3);
   }
+}
+
+TEST_CASE("a PullRows whose reply would pass the message limit is refused",
+          "[shard_rows]") {
+  const JobConfig config = Job("async", 1, "0", "10000000");
+  std::unique_ptr<Shard> shard = Registered(config);
+  // dim 4 × 4 bytes: one id more than 64 MiB holds.
+  const uint64_t n = (Shard::kMaxRowMessageBytes / 16) + 1;
+  std::vector<uint64_t> ids(n);
+  for (uint64_t i = 0; i < n; ++i) ids[i] = i;
+  proto::PullRowsRequest request;
+  request.set_job_id(config.job_id);
+  request.set_rank(0);
+  request.set_ids(EncodeRowIds(ids));
+  proto::PullRowsResponse response;
+  absl::Status s = shard->PullRows(request, absl::Now() + absl::Seconds(30),
+                                   nullptr, &response);
+  INFO(s.message());
+  CHECK(s.code() == absl::StatusCode::kResourceExhausted);
+  CHECK(absl::StrContains(s.message(), "pull fewer rows per call"));
+  // As float16 the same ids fit.
+  request.set_dtype(proto::DTYPE_FLOAT16);
+  s = shard->PullRows(request, absl::Now() + absl::Seconds(30), nullptr,
+                      &response);
+  CHECK(s.ok());
+  CHECK(response.data().size() == n * 4 * 2);
 }
 
 TEST_CASE("rows and their optimizer state survive a checkpoint",
