@@ -4,49 +4,26 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
+#include "common/wire_primitives.h"
 
 namespace paramd {
 namespace {
 
-enum WireType { kVarint = 0, kFixed64 = 1, kLengthDelimited = 2, kFixed32 = 5 };
-
-void PutVarint(std::string* out, uint64_t v) {
-  while (v >= 0x80) {
-    out->push_back(static_cast<char>(v | 0x80));
-    v >>= 7;
-  }
-  out->push_back(static_cast<char>(v));
-}
-
-void PutTag(std::string* out, int field, WireType type) {
-  PutVarint(out, (static_cast<uint64_t>(field) << 3) | type);
-}
-
-size_t VarintSize(uint64_t v) {
-  size_t n = 1;
-  while (v >= 0x80) {
-    v >>= 7;
-    ++n;
-  }
-  return n;
-}
-
-// proto3 leaves fields at their default out; so do we.
-void PutVarintField(std::string* out, int field, uint64_t v) {
-  if (v == 0) return;
-  PutTag(out, field, kVarint);
-  PutVarint(out, v);
-}
-
-absl::Status Malformed(const char* message, const char* what) {
-  return absl::InvalidArgumentError(
-      absl::StrCat(message, ": malformed message: ", what));
-}
+using wire::IsUtf8;
+using wire::kFixed32;
+using wire::kFixed64;
+using wire::kLengthDelimited;
+using wire::kVarint;
+using wire::Malformed;
+using wire::PutTag;
+using wire::PutVarint;
+using wire::PutVarintField;
+using wire::VarintSize;
 
 // Field numbers (proto/paramd.proto).
 constexpr int kPushJobId = 1, kPushRank = 2, kPushClock = 3,
               kPushChunks = kPushChunksField, kPushLoss = 5, kPushPullDtype = 6,
-              kPushRows = 7;
+              kPushRows = kPushRowsField;
 constexpr int kRowTable = 1, kRowIds = 2, kRowDtype = 3, kRowData = 4;
 constexpr int kPullVersion = 1, kPullChunks = kPullChunksField;
 constexpr int kChunkTensor = 1, kChunkIndex = 2, kChunkDtype = 3,
@@ -154,41 +131,6 @@ absl::Status ReadChunk(WireReader* in, const char* what, ChunkFields* out) {
   return absl::OkStatus();
 }
 
-// Whether `s` is well-formed UTF-8 (RFC 3629: no overlong forms, no
-// surrogates, nothing above U+10FFFF), as protobuf requires of a proto3
-// string.
-bool IsUtf8(absl::string_view s) {
-  size_t i = 0;
-  while (i < s.size()) {
-    const unsigned char c = static_cast<unsigned char>(s[i]);
-    int n = 0;
-    unsigned char lo = 0x80, hi = 0xBF;
-    if (c < 0x80) {
-      ++i;
-      continue;
-    } else if (c >= 0xC2 && c <= 0xDF) {
-      n = 1;
-    } else if (c >= 0xE0 && c <= 0xEF) {
-      n = 2;
-      if (c == 0xE0) lo = 0xA0;
-      if (c == 0xED) hi = 0x9F;
-    } else if (c >= 0xF0 && c <= 0xF4) {
-      n = 3;
-      if (c == 0xF0) lo = 0x90;
-      if (c == 0xF4) hi = 0x8F;
-    } else {
-      return false;
-    }
-    for (int k = 1; k <= n; ++k) {
-      if (i + k >= s.size()) return false;
-      const unsigned char b = static_cast<unsigned char>(s[i + k]);
-      if (k == 1 ? (b < lo || b > hi) : (b < 0x80 || b > 0xBF)) return false;
-    }
-    i += n + 1;
-  }
-  return true;
-}
-
 }  // namespace
 
 std::vector<std::pair<size_t, size_t>> GroupChunks(
@@ -276,29 +218,6 @@ std::string EncodeSparseChunkHeader(int field, uint32_t tensor_id,
 std::string EncodeChunkDataTag(size_t data_bytes) {
   std::string out;
   PutTag(&out, kChunkData, kLengthDelimited);
-  PutVarint(&out, data_bytes);
-  return out;
-}
-
-std::string EncodeRowBlockHeader(uint32_t table, int dtype, size_t id_bytes,
-                                 size_t data_bytes) {
-  std::string inner;
-  PutVarintField(&inner, kRowTable, table);
-  PutVarintField(&inner, kRowDtype, static_cast<uint64_t>(dtype));
-  const size_t length = inner.size() + 1 + VarintSize(id_bytes) + id_bytes +
-                        EncodeRowDataTag(data_bytes).size() + data_bytes;
-  std::string out;
-  PutTag(&out, kPushRows, kLengthDelimited);
-  PutVarint(&out, length);
-  out += inner;
-  PutTag(&out, kRowIds, kLengthDelimited);
-  PutVarint(&out, id_bytes);
-  return out;
-}
-
-std::string EncodeRowDataTag(size_t data_bytes) {
-  std::string out;
-  PutTag(&out, kRowData, kLengthDelimited);
   PutVarint(&out, data_bytes);
   return out;
 }
@@ -519,115 +438,6 @@ absl::Status DecodePush(absl::Span<const absl::string_view> segments,
     }
   }
   return absl::OkStatus();
-}
-
-absl::Status DecodePullRows(absl::Span<const absl::string_view> segments,
-                            PullRowsView* out, std::string* storage) {
-  constexpr char kWhat[] = "PullRows";
-  constexpr int kJob = 1, kRank = 2, kClock = 3, kTable = 4, kIds = 5,
-                kDtype = 6;
-  WireReader in(segments);
-  *out = PullRowsView();
-  while (in.position() < in.size()) {
-    int field = 0, type = 0;
-    if (!in.ReadTag(&field, &type) || type == 4) {
-      return Malformed(kWhat, "bad field tag");
-    }
-    uint64_t v = 0;
-    if ((field == kJob || field == kIds) && type == kLengthDelimited) {
-      if (!in.ReadVarint(&v) || v > in.size() - in.position()) {
-        return Malformed(kWhat,
-                         field == kJob ? "truncated job_id" : "truncated ids");
-      }
-      if (field == kJob) {
-        out->job_id.resize(v);
-        in.CopyTo(out->job_id.data(), v);
-        if (!IsUtf8(out->job_id)) {
-          return Malformed(kWhat, "job_id is not UTF-8");
-        }
-        continue;
-      }
-      out->ids = in.Contiguous(v);
-      if (out->ids.size() != v) {
-        storage->resize(v);
-        in.CopyTo(storage->data(), v);
-        out->ids = *storage;
-      }
-    } else if ((field == kRank || field == kClock || field == kTable ||
-                field == kDtype) &&
-               type == kVarint) {
-      if (!in.ReadVarint(&v)) return Malformed(kWhat, "truncated varint");
-      if (field == kRank) out->rank = static_cast<uint32_t>(v);
-      if (field == kClock) out->clock = v;
-      if (field == kTable) out->table = static_cast<uint32_t>(v);
-      if (field == kDtype) out->dtype = static_cast<int32_t>(v);
-    } else if (!in.SkipField(field, type)) {
-      return Malformed(kWhat, "undecodable field");
-    }
-  }
-  return absl::OkStatus();
-}
-
-std::string EncodePullRowsRequestHeader(absl::string_view job_id, uint32_t rank,
-                                        uint64_t clock, uint32_t table,
-                                        int dtype, size_t id_bytes) {
-  std::string out;
-  if (!job_id.empty()) {
-    PutTag(&out, 1, kLengthDelimited);
-    PutVarint(&out, job_id.size());
-    out.append(job_id.data(), job_id.size());
-  }
-  PutVarintField(&out, 2, rank);
-  PutVarintField(&out, 3, clock);
-  PutVarintField(&out, 4, table);
-  PutVarintField(&out, 6, static_cast<uint64_t>(dtype));
-  if (id_bytes > 0) {
-    PutTag(&out, 5, kLengthDelimited);
-    PutVarint(&out, id_bytes);
-  }
-  return out;
-}
-
-absl::Status DecodePullRowsReply(absl::Span<const absl::string_view> segments,
-                                 PullRowsReplyView* out, std::string* data) {
-  constexpr char kWhat[] = "PullRows reply";
-  WireReader in(segments);
-  *out = PullRowsReplyView();
-  data->clear();
-  while (in.position() < in.size()) {
-    int field = 0, type = 0;
-    if (!in.ReadTag(&field, &type) || type == 4) {
-      return Malformed(kWhat, "bad field tag");
-    }
-    uint64_t v = 0;
-    if ((field == 1 || field == 2) && type == kVarint) {
-      if (!in.ReadVarint(&v)) return Malformed(kWhat, "truncated varint");
-      if (field == 1) out->version = v;
-      if (field == 2) out->dtype = static_cast<int32_t>(v);
-    } else if (field == 3 && type == kLengthDelimited) {
-      if (!in.ReadVarint(&v) || v > in.size() - in.position()) {
-        return Malformed(kWhat, "truncated data");
-      }
-      data->resize(v);
-      in.CopyTo(data->data(), v);
-    } else if (!in.SkipField(field, type)) {
-      return Malformed(kWhat, "undecodable field");
-    }
-  }
-  return absl::OkStatus();
-}
-
-std::string EncodePullRowsHeader(uint64_t version, int dtype,
-                                 size_t data_bytes) {
-  constexpr int kVersion = 1, kDtype = 2, kData = 3;
-  std::string out;
-  PutVarintField(&out, kVersion, version);
-  PutVarintField(&out, kDtype, static_cast<uint64_t>(dtype));
-  if (data_bytes > 0) {
-    PutTag(&out, kData, kLengthDelimited);
-    PutVarint(&out, data_bytes);
-  }
-  return out;
 }
 
 absl::StatusOr<uint64_t> DecodePull(

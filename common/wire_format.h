@@ -62,20 +62,10 @@ struct PushView {
   std::vector<RowView> rows;
 };
 
-// A PullRowsRequest; `ids` points into the received segments or `storage`
-// of DecodePullRows.
-struct PullRowsView {
-  std::string job_id;
-  uint32_t rank = 0;
-  uint64_t clock = 0;
-  uint32_t table = 0;
-  int dtype = 0;
-  absl::string_view ids;
-};
-
 // Field numbers of the repeated TensorChunk in each message.
 constexpr int kPushChunksField = 4;  // PushRequest.chunks
 constexpr int kPullChunksField = 2;  // PullResponse.chunks
+constexpr int kPushRowsField = 7;    // PushRequest.rows
 
 // PushStream and PullStream carry consecutive chunks in messages of at
 // least this many data bytes (the last may be smaller): large enough that
@@ -105,12 +95,6 @@ std::string EncodeSparseChunkHeader(int field, uint32_t tensor_id,
                                     uint32_t chunk_index, int dtype,
                                     size_t index_bytes, size_t data_bytes);
 std::string EncodeChunkDataTag(size_t data_bytes);
-// A RowBlock's framing (as PushRequest.rows): what precedes its
-// `id_bytes` of ids, then (EncodeRowDataTag) what sits between them and
-// its `data_bytes` of values.
-std::string EncodeRowBlockHeader(uint32_t table, int dtype, size_t id_bytes,
-                                 size_t data_bytes);
-std::string EncodeRowDataTag(size_t data_bytes);
 // The framing before a PullResponse's chunks.
 std::string EncodePullHeader(uint64_t version);
 
@@ -165,25 +149,6 @@ class WireReader {
 // needed. Errors name what is malformed.
 absl::Status DecodePush(absl::Span<const absl::string_view> segments,
                         PushView* out, std::unique_ptr<float[]>* storage);
-
-// Decodes a PullRowsRequest; ids that lie whole in one segment are
-// referenced in place, others copied once into `*storage`.
-absl::Status DecodePullRows(absl::Span<const absl::string_view> segments,
-                            PullRowsView* out, std::string* storage);
-// A PullRowsRequest's framing before its `id_bytes` of ids (which end it).
-std::string EncodePullRowsRequestHeader(absl::string_view job_id, uint32_t rank,
-                                        uint64_t clock, uint32_t table,
-                                        int dtype, size_t id_bytes);
-// Decodes a PullRowsResponse, copying its data once into `*data`.
-struct PullRowsReplyView {
-  uint64_t version = 0;
-  int dtype = 0;
-};
-absl::Status DecodePullRowsReply(absl::Span<const absl::string_view> segments,
-                                 PullRowsReplyView* out, std::string* data);
-// The framing before a PullRowsResponse's `data_bytes` of row values.
-std::string EncodePullRowsHeader(uint64_t version, int dtype,
-                                 size_t data_bytes);
 
 // Decodes a PullResponse (dense chunks only), handing each chunk to
 // `place`, which returns

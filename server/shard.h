@@ -21,6 +21,7 @@
 #include "common/job_config.h"
 #include "common/model_spec.h"
 #include "common/partitioner.h"
+#include "common/row_wire.h"
 #include "common/wire_format.h"
 #include "proto/paramd.pb.h"
 #include "server/checkpointer.h"

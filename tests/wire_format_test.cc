@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "absl/strings/match.h"
+#include "common/row_wire.h"
 #include "proto/paramd.pb.h"
 
 namespace paramd {

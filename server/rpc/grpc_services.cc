@@ -8,6 +8,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "common/row_wire.h"
 #include "common/rpc/credentials.h"
 #include "common/rpc/grpc_frames.h"
 #include "common/rpc/grpc_status.h"

@@ -1,6 +1,7 @@
 #include "worker/rpc/push_frames.h"
 
 #include "common/half.h"
+#include "common/row_wire.h"
 #include "common/rows.h"
 #include "common/rpc/grpc_frames.h"
 #include "common/wire_format.h"

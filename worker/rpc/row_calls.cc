@@ -4,6 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/half.h"
+#include "common/row_wire.h"
 #include "common/rows.h"
 #include "common/rpc/grpc_frames.h"
 #include "common/rpc/grpc_status.h"
