@@ -15,7 +15,8 @@ using wire::PutTag;
 using wire::PutVarint;
 using wire::PutVarintField;
 
-using wire::VarintSize;
+using wire::LengthDelimitedTag;
+using wire::SubmessageHeader;
 
 constexpr int kRowTable = 1, kRowIds = 2, kRowDtype = 3, kRowData = 4;
 
@@ -26,22 +27,12 @@ std::string EncodeRowBlockHeader(uint32_t table, int dtype, size_t id_bytes,
   std::string inner;
   PutVarintField(&inner, kRowTable, table);
   PutVarintField(&inner, kRowDtype, static_cast<uint64_t>(dtype));
-  const size_t length = inner.size() + 1 + VarintSize(id_bytes) + id_bytes +
-                        EncodeRowDataTag(data_bytes).size() + data_bytes;
-  std::string out;
-  PutTag(&out, kPushRowsField, kLengthDelimited);
-  PutVarint(&out, length);
-  out += inner;
-  PutTag(&out, kRowIds, kLengthDelimited);
-  PutVarint(&out, id_bytes);
-  return out;
+  return SubmessageHeader(kPushRowsField, inner, kRowIds, id_bytes, kRowData,
+                          data_bytes);
 }
 
 std::string EncodeRowDataTag(size_t data_bytes) {
-  std::string out;
-  PutTag(&out, kRowData, kLengthDelimited);
-  PutVarint(&out, data_bytes);
-  return out;
+  return LengthDelimitedTag(kRowData, data_bytes);
 }
 
 absl::Status DecodePullRows(absl::Span<const absl::string_view> segments,

@@ -14,10 +14,12 @@ using wire::kFixed32;
 using wire::kFixed64;
 using wire::kLengthDelimited;
 using wire::kVarint;
+using wire::LengthDelimitedTag;
 using wire::Malformed;
 using wire::PutTag;
 using wire::PutVarint;
 using wire::PutVarintField;
+using wire::SubmessageHeader;
 using wire::VarintSize;
 
 // Field numbers (proto/paramd.proto).
@@ -203,23 +205,12 @@ std::string EncodeSparseChunkHeader(int field, uint32_t tensor_id,
   PutVarintField(&inner, kChunkTensor, tensor_id);
   PutVarintField(&inner, kChunkIndex, chunk_index);
   PutVarintField(&inner, kChunkDtype, static_cast<uint64_t>(dtype));
-  const size_t length = inner.size() + 1 + VarintSize(index_bytes) +
-                        index_bytes + EncodeChunkDataTag(data_bytes).size() +
-                        data_bytes;
-  std::string out;
-  PutTag(&out, field, kLengthDelimited);
-  PutVarint(&out, length);
-  out += inner;
-  PutTag(&out, kChunkIndices, kLengthDelimited);
-  PutVarint(&out, index_bytes);
-  return out;
+  return SubmessageHeader(field, inner, kChunkIndices, index_bytes, kChunkData,
+                          data_bytes);
 }
 
 std::string EncodeChunkDataTag(size_t data_bytes) {
-  std::string out;
-  PutTag(&out, kChunkData, kLengthDelimited);
-  PutVarint(&out, data_bytes);
-  return out;
+  return LengthDelimitedTag(kChunkData, data_bytes);
 }
 
 std::string EncodePullHeader(uint64_t version) {

@@ -31,6 +31,26 @@ void PutVarintField(std::string* out, int field, uint64_t v) {
   PutVarint(out, v);
 }
 
+std::string LengthDelimitedTag(int field, size_t bytes) {
+  std::string out;
+  PutTag(&out, field, kLengthDelimited);
+  PutVarint(&out, bytes);
+  return out;
+}
+
+std::string SubmessageHeader(int field, const std::string& inner, int first,
+                             size_t first_bytes, int second,
+                             size_t second_bytes) {
+  const std::string first_tag = LengthDelimitedTag(first, first_bytes);
+  const size_t length = inner.size() + first_tag.size() + first_bytes +
+                        LengthDelimitedTag(second, second_bytes).size() +
+                        second_bytes;
+  std::string out = LengthDelimitedTag(field, length);
+  out += inner;
+  out += first_tag;
+  return out;
+}
+
 absl::Status Malformed(const char* message, const char* what) {
   return absl::InvalidArgumentError(
       absl::StrCat(message, ": malformed message: ", what));

@@ -19,6 +19,16 @@ void PutTag(std::string* out, int field, WireType type);
 size_t VarintSize(uint64_t v);
 // proto3 leaves fields at their default out; so does this (v == 0).
 void PutVarintField(std::string* out, int field, uint64_t v);
+// The tag and length of length-delimited field `field` of `bytes` bytes.
+std::string LengthDelimitedTag(int field, size_t bytes);
+// The framing of a submessage, field `field` of its parent, made of the
+// encoded varint fields `inner`, then bytes field `first` of `first_bytes`,
+// then bytes field `second` of `second_bytes`: what precedes the first
+// field's bytes (LengthDelimitedTag(second, second_bytes) sits between the
+// two).
+std::string SubmessageHeader(int field, const std::string& inner, int first,
+                             size_t first_bytes, int second,
+                             size_t second_bytes);
 // InvalidArgument "<message>: malformed message: <what>".
 absl::Status Malformed(const char* message, const char* what);
 // Whether `s` is well-formed UTF-8 (RFC 3629: no overlong forms, no
