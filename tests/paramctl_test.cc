@@ -44,6 +44,15 @@ TEST_CASE("validate accepts the main job", "[paramctl]") {
   CHECK(out.find("235146 parameters") != std::string::npos);
 }
 
+TEST_CASE("validate names an embedding job's model and table", "[paramctl]") {
+  std::string out;
+  CHECK(RunCommand({kParamctl, "validate", "configs/fashion_mnist_hashed.yaml"},
+                   &out) == 0);
+  CHECK(out.find("model embedding_bag 32-64-10") != std::string::npos);
+  CHECK(out.find("table 'pixels': 1048576 rows x 32, adam") !=
+        std::string::npos);
+}
+
 TEST_CASE(
     "each bad job file exits non-zero with one line naming file, line "
     "and field, and starts nothing",

@@ -83,14 +83,24 @@ int Validate(const std::string& path) {
   }
   std::printf(
       "%s: ok\n  job '%s', policy %s, %d server(s), %d worker(s), %d "
-      "epoch(s) of batch %d\n  model mlp %s: %lld parameters in %zu chunk(s); "
+      "epoch(s) of batch %d\n  model %s %s: %lld parameters in %zu chunk(s); "
       "bytes per shard: %s\n",
       path.c_str(), config->job_id.c_str(), PolicyName(config->policy.type),
       config->num_shards(), config->num_workers, config->training.epochs,
-      config->training.batch_size,
+      config->training.batch_size, config->model.type.c_str(),
       absl::StrJoin(config->model.layers, "-").c_str(),
       static_cast<long long>(spec.total_elements), plan->chunks().size(),
       absl::StrJoin(shard_bytes, ", ").c_str());
+  for (const EmbeddingTableConfig& t : config->model.embeddings) {
+    std::printf(
+        "  table '%s': %llu rows x %d, %s (lr %g), rows spread over the %d "
+        "server(s) by hash%s\n",
+        t.name.c_str(), static_cast<unsigned long long>(t.rows), t.dim,
+        t.optimizer.c_str(), t.learning_rate, config->num_shards(),
+        t.max_rows > 0
+            ? absl::StrCat(", at most ", t.max_rows, " per server").c_str()
+            : "");
+  }
   return 0;
 }
 
