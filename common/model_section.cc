@@ -40,17 +40,22 @@ absl::Status ParseLayers(YamlReader& r, const YAML::Node& model,
 absl::Status ParseTableOptimizer(YamlReader& r, const YAML::Node& node,
                                  const std::string& f,
                                  EmbeddingTableConfig* t) {
-  t->eps = t->optimizer == "adagrad" ? 1e-10 : 1e-8;
-  if (!node.IsDefined() || node.IsNull()) return absl::OkStatus();
-  RETURN_IF_ERROR(r.CheckMapping(
-      node, f, {"type", "learning_rate", "beta1", "beta2", "eps", "schedule"}));
-  RETURN_IF_ERROR(r.Get(node, f, "type", false, &t->optimizer));
-  if (t->optimizer != "sgd" && t->optimizer != "adagrad" &&
-      t->optimizer != "adam") {
-    return r.Error(node["type"], f + ".type",
-                   absl::StrCat("unknown table optimizer '", t->optimizer,
-                                "' (expected: sgd, adagrad or adam)"));
+  const bool given = node.IsDefined() && !node.IsNull();
+  if (given) {
+    RETURN_IF_ERROR(r.CheckMapping(
+        node, f,
+        {"type", "learning_rate", "beta1", "beta2", "eps", "schedule"}));
+    RETURN_IF_ERROR(r.Get(node, f, "type", false, &t->optimizer));
+    if (t->optimizer != "sgd" && t->optimizer != "adagrad" &&
+        t->optimizer != "adam") {
+      return r.Error(node["type"], f + ".type",
+                     absl::StrCat("unknown table optimizer '", t->optimizer,
+                                  "' (expected: sgd, adagrad or adam)"));
+    }
   }
+  // The type's default, kept unless the section gives eps.
+  t->eps = t->optimizer == "adagrad" ? 1e-10 : 1e-8;
+  if (!given) return absl::OkStatus();
   if (t->optimizer != "adam") {
     for (const char* key : {"beta1", "beta2"}) {
       if (node[key].IsDefined()) {
@@ -63,7 +68,6 @@ absl::Status ParseTableOptimizer(YamlReader& r, const YAML::Node& node,
   if (t->optimizer == "sgd" && node["eps"].IsDefined()) {
     return r.Error(node["eps"], f + ".eps", "does not apply to sgd");
   }
-  t->eps = t->optimizer == "adagrad" ? 1e-10 : 1e-8;
   RETURN_IF_ERROR(r.Get(node, f, "learning_rate", false, &t->learning_rate));
   if (!(t->learning_rate > 0 && t->learning_rate < 1e9)) {
     return r.Error(node["learning_rate"], f + ".learning_rate", "must be > 0");

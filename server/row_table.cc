@@ -87,13 +87,6 @@ void RowTable::Read(absl::Span<const uint64_t> ids, float* out) const {
   }
 }
 
-uint64_t RowTable::CountNew(absl::Span<const uint64_t> ids) const {
-  absl::ReaderMutexLock lock(&mu_);
-  uint64_t n = 0;
-  for (uint64_t id : ids) n += index_.contains(id) ? 0 : 1;
-  return n;
-}
-
 bool RowTable::Holds(uint64_t id) const {
   absl::ReaderMutexLock lock(&mu_);
   return index_.contains(id);

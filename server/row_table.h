@@ -49,9 +49,6 @@ class RowTable {
   // Writes the rows `ids` (each below rows) into out[i * dim, (i+1) * dim).
   void Read(absl::Span<const uint64_t> ids, float* out) const
       ABSL_LOCKS_EXCLUDED(mu_);
-  // How many of `ids` this table does not hold yet.
-  uint64_t CountNew(absl::Span<const uint64_t> ids) const
-      ABSL_LOCKS_EXCLUDED(mu_);
   bool Holds(uint64_t id) const ABSL_LOCKS_EXCLUDED(mu_);
   // One optimizer step over the rows `ids` (distinct) with gradient
   // grads[i * dim + j] * scale, creating rows not held yet at their
