@@ -5,24 +5,12 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/rows.h"
+#include "server/state_bytes.h"
 
 namespace paramd {
 namespace {
 
 constexpr char kMagic[4] = {'P', 'R', 'O', 'W'};
-
-template <typename T>
-void Put(std::string* out, T v) {
-  out->append(reinterpret_cast<const char*>(&v), sizeof(v));
-}
-
-template <typename T>
-bool Take(absl::string_view* in, T* v) {
-  if (in->size() < sizeof(T)) return false;
-  std::memcpy(v, in->data(), sizeof(T));
-  in->remove_prefix(sizeof(T));
-  return true;
-}
 
 }  // namespace
 
@@ -147,10 +135,10 @@ int64_t RowTable::steps() const {
 void RowTable::Save(std::string* out) const {
   absl::ReaderMutexLock lock(&mu_);
   out->append(kMagic, sizeof(kMagic));
-  Put(out, table_);
-  Put(out, static_cast<uint32_t>(stride_));
-  Put(out, steps_);
-  Put(out, static_cast<uint64_t>(size_));
+  PutBytes(out, table_);
+  PutBytes(out, static_cast<uint32_t>(stride_));
+  PutBytes(out, steps_);
+  PutBytes(out, static_cast<uint64_t>(size_));
   // By slot: the ids in slot order, then the slabs' rows.
   std::vector<uint64_t> ids(size_);
   for (const auto& [id, slot] : index_) ids[slot] = id;
@@ -164,17 +152,17 @@ void RowTable::Save(std::string* out) const {
 absl::StatusOr<RowTable::Saved> RowTable::Parse(absl::string_view* in) const {
   const std::string what =
       absl::StrCat("RestoreState: table '", config_.name, "'");
-  absl::string_view cursor = *in;
+  ByteCursor cursor(*in);
+  char magic[sizeof(kMagic)];
   uint32_t table = 0, stride = 0;
   uint64_t rows = 0;
   Saved saved;
-  if (cursor.size() < sizeof(kMagic) ||
-      std::memcmp(cursor.data(), kMagic, sizeof(kMagic)) != 0) {
+  if (!cursor.Bytes(magic, sizeof(magic)) ||
+      std::memcmp(magic, kMagic, sizeof(kMagic)) != 0) {
     return absl::DataLossError(what + ": no rows in the state");
   }
-  cursor.remove_prefix(sizeof(kMagic));
-  if (!Take(&cursor, &table) || !Take(&cursor, &stride) ||
-      !Take(&cursor, &saved.steps) || !Take(&cursor, &rows)) {
+  if (!cursor.Get(&table) || !cursor.Get(&stride) ||
+      !cursor.Get(&saved.steps) || !cursor.Get(&rows)) {
     return absl::DataLossError(what + ": truncated");
   }
   if (table != table_ || stride != stride_ || rows >= UINT32_MAX) {
@@ -182,21 +170,22 @@ absl::StatusOr<RowTable::Saved> RowTable::Parse(absl::string_view* in) const {
         what, ": state is of table ", table, " with ", stride,
         " floats per row; expected table ", table_, " with ", stride_));
   }
+  absl::string_view& left = *cursor.rest();
   const uint64_t need = rows * 8 + rows * stride * sizeof(float);
-  if (cursor.size() < need) {
+  if (left.size() < need) {
     return absl::DataLossError(what + ": truncated rows");
   }
   saved.index.reserve(rows);
   for (uint64_t slot = 0; slot < rows; ++slot) {
     uint64_t id;
-    std::memcpy(&id, cursor.data() + slot * 8, 8);
+    std::memcpy(&id, left.data() + slot * 8, 8);
     if (id >= config_.rows ||
         !saved.index.emplace(id, static_cast<uint32_t>(slot)).second) {
       return absl::DataLossError(
           absl::StrCat(what, ": damaged (row id ", id, ")"));
     }
   }
-  const char* values = cursor.data() + rows * 8;
+  const char* values = left.data() + rows * 8;
   for (uint64_t slot = 0; slot < rows; ++slot) {
     if (slot % kSlabRows == 0) {
       saved.slabs.push_back(std::make_unique<float[]>(kSlabRows * stride_));
@@ -206,8 +195,8 @@ absl::StatusOr<RowTable::Saved> RowTable::Parse(absl::string_view* in) const {
                 stride_ * sizeof(float));
   }
   saved.size = static_cast<uint32_t>(rows);
-  cursor.remove_prefix(need);
-  *in = cursor;
+  left.remove_prefix(need);
+  *in = left;
   return saved;
 }
 

@@ -5,38 +5,13 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/half.h"
+#include "server/state_bytes.h"
 
 namespace paramd {
 namespace {
 
 constexpr char kMagic[4] = {'P', 'D', 'S', 'S'};
 constexpr uint32_t kFormat = 1;
-
-template <typename T>
-void Put(std::string* out, T value) {
-  out->append(reinterpret_cast<const char*>(&value), sizeof(value));
-}
-
-// Reads from a byte string front to back; every read says if it fit.
-class Cursor {
- public:
-  explicit Cursor(absl::string_view data) : data_(data) {}
-  template <typename T>
-  bool Get(T* value) {
-    return Bytes(value, sizeof(T));
-  }
-  bool Bytes(void* out, size_t n) {
-    if (data_.size() < n) return false;
-    std::memcpy(out, data_.data(), n);
-    data_.remove_prefix(n);
-    return true;
-  }
-  bool done() const { return data_.empty(); }
-  absl::string_view* rest() { return &data_; }
-
- private:
-  absl::string_view data_;
-};
 
 }  // namespace
 
@@ -121,14 +96,14 @@ void ShardStore::SaveState(std::string* out) const {
   absl::ReaderMutexLock lock(&mu_);
   out->clear();
   out->append(kMagic, sizeof(kMagic));
-  Put(out, kFormat);
-  Put(out, static_cast<uint32_t>(specs_.size()));
-  Put(out, static_cast<uint32_t>(optimizer_->num_slots()));
-  Put(out, version_);
+  PutBytes(out, kFormat);
+  PutBytes(out, static_cast<uint32_t>(specs_.size()));
+  PutBytes(out, static_cast<uint32_t>(optimizer_->num_slots()));
+  PutBytes(out, version_);
   for (size_t i = 0; i < specs_.size(); ++i) {
-    Put(out, static_cast<uint32_t>(specs_[i].tensor_id));
-    Put(out, static_cast<uint32_t>(specs_[i].chunk_index));
-    Put(out, static_cast<uint64_t>(specs_[i].length));
+    PutBytes(out, static_cast<uint32_t>(specs_[i].tensor_id));
+    PutBytes(out, static_cast<uint32_t>(specs_[i].chunk_index));
+    PutBytes(out, static_cast<uint64_t>(specs_[i].length));
     out->append(reinterpret_cast<const char*>(params_->params[i].data()),
                 params_->params[i].size() * sizeof(float));
     for (const std::vector<float>& slot : slots_[i]) {
@@ -141,7 +116,7 @@ void ShardStore::SaveState(std::string* out) const {
 }
 
 absl::Status ShardStore::RestoreState(absl::string_view state) {
-  Cursor in(state);
+  ByteCursor in(state);
   char magic[4];
   uint32_t format = 0, chunks = 0, slots = 0;
   uint64_t version = 0;
