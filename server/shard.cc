@@ -308,12 +308,7 @@ absl::Status Shard::Pull(const proto::PullRequest& request, absl::Time deadline,
   RETURN_IF_ERROR(
       CheckRegisteredWorker("Pull", request.job_id(), request.rank()));
   const proto::DType dtype = request.dtype();
-  if (dtype != proto::DTYPE_UNSPECIFIED && dtype != proto::DTYPE_FLOAT32 &&
-      dtype != proto::DTYPE_FLOAT16) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("Pull: dtype ", dtype,
-                     "; expected DTYPE_FLOAT32 (or unset) or DTYPE_FLOAT16"));
-  }
+  RETURN_IF_ERROR(CheckPullDtype("Pull", dtype));
   const int rank = static_cast<int>(request.rank());
   RETURN_IF_ERROR(EnterCall("Pull", rank));
   absl::Cleanup leave = [this, rank] { LeaveCall(rank); };
@@ -329,6 +324,16 @@ absl::Status Shard::Pull(const proto::PullRequest& request, absl::Time deadline,
                          (dtype == proto::DTYPE_FLOAT16 ? 2 : 1);
   workers_.OnPull(rank, bytes, now);
   return absl::OkStatus();
+}
+
+absl::Status Shard::CheckPullDtype(const char* rpc, int dtype) {
+  if (dtype == proto::DTYPE_UNSPECIFIED || dtype == proto::DTYPE_FLOAT32 ||
+      dtype == proto::DTYPE_FLOAT16) {
+    return absl::OkStatus();
+  }
+  return absl::InvalidArgumentError(
+      absl::StrCat(rpc, ": dtype ", dtype,
+                   "; expected DTYPE_FLOAT32 (or unset) or DTYPE_FLOAT16"));
 }
 
 absl::Status Shard::AwaitReadable(int rank, uint64_t clock, absl::Time start,

@@ -177,6 +177,9 @@ class Shard {
   // its local index (-1 if another shard owns it).
   absl::Status CheckChunk(const ChunkView& chunk, int* local) const;
 
+  // InvalidArgument naming `rpc` unless `dtype` is one a pull may ask for
+  // (float32, unset, or float16).
+  static absl::Status CheckPullDtype(const char* rpc, int dtype);
   // Waits until a pull of `rank` at `clock` may be served, visible to Tick
   // and the status RPC meanwhile; as Pull.
   absl::Status AwaitReadable(int rank, uint64_t clock, absl::Time start,

@@ -109,12 +109,7 @@ absl::Status Shard::PullRows(const PullRowsView& request, absl::Time deadline,
                              RowsReply* reply) {
   RETURN_IF_ERROR(
       CheckRegisteredWorker("PullRows", request.job_id, request.rank));
-  if (request.dtype != 0 && request.dtype != kFloat32 &&
-      request.dtype != kFloat16) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("PullRows: dtype ", request.dtype,
-                     "; expected DTYPE_FLOAT32 (or unset) or DTYPE_FLOAT16"));
-  }
+  RETURN_IF_ERROR(CheckPullDtype("PullRows", request.dtype));
   std::vector<uint64_t> ids;
   RETURN_IF_ERROR(CheckRowIds("PullRows", request.table, request.ids, &ids));
   // The reply is bounded like every message: refused before it is built.
