@@ -1,5 +1,6 @@
 #include "common/rows.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 
@@ -79,6 +80,20 @@ std::vector<std::vector<uint32_t>> RowPositionsByShard(
         static_cast<uint32_t>(i));
   }
   return out;
+}
+
+void DeduplicateIds(absl::Span<const uint64_t> ids,
+                    std::vector<uint64_t>* unique,
+                    std::vector<uint32_t>* local) {
+  unique->assign(ids.begin(), ids.end());
+  std::sort(unique->begin(), unique->end());
+  unique->erase(std::unique(unique->begin(), unique->end()), unique->end());
+  local->resize(ids.size());
+  for (size_t i = 0; i < ids.size(); ++i) {
+    (*local)[i] = static_cast<uint32_t>(
+        std::lower_bound(unique->begin(), unique->end(), ids[i]) -
+        unique->begin());
+  }
 }
 
 std::string EncodeRowIds(absl::Span<const uint64_t> ids) {

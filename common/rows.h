@@ -39,6 +39,12 @@ absl::Status DecodeRowIds(absl::string_view bytes, uint64_t rows,
 std::vector<std::vector<uint32_t>> RowPositionsByShard(
     uint32_t table, absl::Span<const uint64_t> ids, int num_shards);
 
+// A batch's `ids` de-duplicated: `*unique` gets them sorted and distinct
+// (what to pull and push), local[i] the place of ids[i] in it.
+void DeduplicateIds(absl::Span<const uint64_t> ids,
+                    std::vector<uint64_t>* unique,
+                    std::vector<uint32_t>* local);
+
 // The little-endian bytes of `ids` (RowBlock.ids).
 std::string EncodeRowIds(absl::Span<const uint64_t> ids);
 

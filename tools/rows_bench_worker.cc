@@ -12,6 +12,7 @@
 #include "absl/time/clock.h"
 #include "common/model_spec.h"
 #include "common/partitioner.h"
+#include "common/rows.h"
 #include "common/status_macros.h"
 #include "worker/blas.h"
 #include "worker/cpu_mlp.h"
@@ -59,16 +60,7 @@ void MakeBatch(const ClickLog& log, uint64_t first, int n, BatchRows* b) {
           ClickLog::RowOf(f, values[f]);
     }
   }
-  b->unique = b->ids;
-  std::sort(b->unique.begin(), b->unique.end());
-  b->unique.erase(std::unique(b->unique.begin(), b->unique.end()),
-                  b->unique.end());
-  b->local.resize(b->ids.size());
-  for (size_t i = 0; i < b->ids.size(); ++i) {
-    b->local[i] = static_cast<uint32_t>(
-        std::lower_bound(b->unique.begin(), b->unique.end(), b->ids[i]) -
-        b->unique.begin());
-  }
+  DeduplicateIds(b->ids, &b->unique, &b->local);
 }
 
 }  // namespace

@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/mix.h"
+#include "common/rows.h"
 
 namespace paramd {
 namespace {
@@ -77,15 +78,7 @@ void EmbeddingBag::Featurize(const float* x, int n) {
     }
   }
   // De-duplicate: sort the distinct ids, then map each id to its place.
-  unique_.assign(ids_.begin(), ids_.end());
-  std::sort(unique_.begin(), unique_.end());
-  unique_.erase(std::unique(unique_.begin(), unique_.end()), unique_.end());
-  local_.resize(ids_.size());
-  for (size_t i = 0; i < ids_.size(); ++i) {
-    local_[i] = static_cast<uint32_t>(
-        std::lower_bound(unique_.begin(), unique_.end(), ids_[i]) -
-        unique_.begin());
-  }
+  DeduplicateIds(ids_, &unique_, &local_);
   rows_.resize(unique_.size() * dim_);
 }
 
