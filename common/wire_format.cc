@@ -1,5 +1,6 @@
 #include "common/wire_format.h"
 
+#include <algorithm>
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
@@ -136,13 +137,14 @@ absl::Status ReadChunk(WireReader* in, const char* what, ChunkFields* out) {
 }  // namespace
 
 std::vector<std::pair<size_t, size_t>> GroupChunks(
-    absl::Span<const int64_t> chunk_bytes) {
+    absl::Span<const int64_t> chunk_bytes, int64_t message_bytes) {
+  message_bytes = std::max<int64_t>(message_bytes, 1);
   std::vector<std::pair<size_t, size_t>> groups;
   size_t begin = 0;
   int64_t bytes = 0;
   for (size_t i = 0; i < chunk_bytes.size(); ++i) {
     bytes += chunk_bytes[i];
-    if (bytes >= kStreamMessageBytes) {
+    if (bytes >= message_bytes) {
       groups.emplace_back(begin, i + 1);
       begin = i + 1;
       bytes = 0;

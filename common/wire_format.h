@@ -74,9 +74,11 @@ constexpr int kPushRowsField = 7;    // PushRequest.rows
 constexpr int64_t kStreamMessageBytes = 1 << 20;
 
 // Splits chunks of the given sizes, in order, into [begin, end) ranges of
-// consecutive chunks, each closed once it holds kStreamMessageBytes.
+// consecutive chunks, each closed once it holds `message_bytes` (at least
+// 1).
 std::vector<std::pair<size_t, size_t>> GroupChunks(
-    absl::Span<const int64_t> chunk_bytes);
+    absl::Span<const int64_t> chunk_bytes,
+    int64_t message_bytes = kStreamMessageBytes);
 
 // The framing before a PushRequest's chunks (job id, rank, clock, loss,
 // pull_dtype; fields at their default are left out, as proto3 does).

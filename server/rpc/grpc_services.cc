@@ -202,15 +202,13 @@ grpc::Status GrpcParameterService::Push(grpc::ServerContext*,
 absl::Status GrpcParameterService::WaitPull(
     grpc::ServerContext* context, const char* rpc,
     const grpc::ByteBuffer& request,
-    std::shared_ptr<const ParamSnapshot>* snapshot, bool* half) {
+    std::shared_ptr<const ParamSnapshot>* snapshot, proto::PullRequest* pull) {
   RETURN_IF_ERROR(CheckSize(rpc, request, kSmallMessageBytes));
-  proto::PullRequest pull;
-  if (!ParseMessage(request, &pull)) {
+  if (!ParseMessage(request, pull)) {
     return absl::InvalidArgumentError(
         absl::StrCat(rpc, ": malformed PullRequest"));
   }
-  *half = pull.dtype() == proto::DTYPE_FLOAT16;
-  return AwaitPull(context, pull, snapshot);
+  return AwaitPull(context, *pull, snapshot);
 }
 
 absl::Status GrpcParameterService::AwaitPull(
@@ -247,12 +245,13 @@ grpc::Status GrpcParameterService::Pull(grpc::ServerContext* context,
                                         const grpc::ByteBuffer* request,
                                         grpc::ByteBuffer* response) {
   std::shared_ptr<const ParamSnapshot> snapshot;
-  bool half = false;
-  if (absl::Status s = WaitPull(context, "Pull", *request, &snapshot, &half);
+  proto::PullRequest pull;
+  if (absl::Status s = WaitPull(context, "Pull", *request, &snapshot, &pull);
       !s.ok()) {
     return ToGrpcStatus(s);
   }
-  *response = PullFrame(snapshot, 0, snapshot->params.size(), half);
+  *response = PullFrame(snapshot, 0, snapshot->params.size(),
+                        pull.dtype() == proto::DTYPE_FLOAT16);
   link_.Transfer(LinkShaper::kOut, response->Length());
   return MaybeLoseReply(shard_->config().testing, "Pull", grpc::Status::OK);
 }
@@ -347,9 +346,9 @@ grpc::Status GrpcParameterService::PullStream(
     grpc::ServerContext* context, const grpc::ByteBuffer* request,
     grpc::ServerWriter<grpc::ByteBuffer>* writer) {
   std::shared_ptr<const ParamSnapshot> snapshot;
-  bool half = false;
+  proto::PullRequest pull;
   if (absl::Status s =
-          WaitPull(context, "PullStream", *request, &snapshot, &half);
+          WaitPull(context, "PullStream", *request, &snapshot, &pull);
       !s.ok()) {
     return ToGrpcStatus(s);
   }
@@ -358,11 +357,15 @@ grpc::Status GrpcParameterService::PullStream(
       !lost.ok()) {
     return lost;
   }
+  const bool half = pull.dtype() == proto::DTYPE_FLOAT16;
   std::vector<int64_t> bytes;
   for (const std::vector<float>& p : snapshot->params) {
     bytes.push_back(static_cast<int64_t>(p.size()) * (half ? 2 : 4));
   }
-  for (const auto& [begin, end] : GroupChunks(bytes)) {
+  const int64_t message_bytes = pull.stream_message_bytes() > 0
+                                    ? pull.stream_message_bytes()
+                                    : kStreamMessageBytes;
+  for (const auto& [begin, end] : GroupChunks(bytes, message_bytes)) {
     grpc::ByteBuffer part = PullFrame(snapshot, begin, end, half);
     link_.Transfer(LinkShaper::kOut, part.Length());
     if (!writer->Write(part)) {

@@ -76,12 +76,12 @@ class GrpcParameterService final : public grpc::Service {
   // errors.
   absl::Status ApplyPush(const char* rpc, const grpc::ByteBuffer& request,
                          PushView* view, proto::PushResponse* reply);
-  // Parses a PullRequest and waits until the shard serves it; `*half`:
-  // it asks for float16.
+  // Parses a PullRequest into `*pull` and waits until the shard serves
+  // it.
   absl::Status WaitPull(grpc::ServerContext* context, const char* rpc,
                         const grpc::ByteBuffer& request,
                         std::shared_ptr<const ParamSnapshot>* snapshot,
-                        bool* half);
+                        proto::PullRequest* pull);
   // Waits until the shard serves `pull`, for as long as the call's
   // deadline allows and its client is there.
   absl::Status AwaitPull(grpc::ServerContext* context,
