@@ -138,3 +138,123 @@ TEST_CASE("bad shapes and labels are refused", "[model]") {
 
 }  // namespace
 }  // namespace paramd
+
+namespace paramd {
+namespace {
+
+// StepHooks that hand out each parameter only when awaited (NaN before)
+// and keep a copy of each gradient piece as it is reported.
+struct Recorder {
+  std::vector<float> truth;    // The parameters.
+  std::vector<float> visible;  // What the model may read: NaN until awaited.
+  std::vector<float> reported;
+  std::vector<int> times_reported;
+  int begins = 0;
+  double loss_at_begin = 0;
+  bool reported_before_begin = false;
+  absl::Status fail_await;  // When set, await_params returns it.
+
+  explicit Recorder(const std::vector<float>& params)
+      : truth(params),
+        visible(params.size(), NAN),
+        reported(params.size(), NAN),
+        times_reported(params.size(), 0) {}
+
+  StepHooks Hooks(int64_t piece, absl::Span<const float> grads) {
+    StepHooks h;
+    h.piece = piece;
+    h.await_params = [this](int64_t b, int64_t e) {
+      if (!fail_await.ok()) return fail_await;
+      std::copy(truth.begin() + b, truth.begin() + e, visible.begin() + b);
+      return absl::OkStatus();
+    };
+    h.gradients_begin = [this](double loss) {
+      ++begins;
+      loss_at_begin = loss;
+      return absl::OkStatus();
+    };
+    h.gradient_ready = [this, grads](int64_t b, int64_t e) {
+      if (begins == 0) reported_before_begin = true;
+      for (int64_t i = b; i < e; ++i) {
+        reported[i] = grads[i];
+        ++times_reported[i];
+      }
+    };
+    return h;
+  }
+};
+
+TEST_CASE(
+    "overlapped compute reads each parameter only after awaiting it and "
+    "reports each gradient element once, final, matching the plain compute",
+    "[model][overlap]") {
+  Net net;
+  CpuMlp mlp(net.layers, 8, 1, TheBlas());
+  std::vector<float> expected(net.params.size());
+  auto plain = mlp.ComputeGradients(net.params, net.x.data(), net.y.data(),
+                                    net.n, absl::MakeSpan(expected));
+  REQUIRE(plain.ok());
+  // Pieces of 1 row, 2 rows (10 floats of a 5-wide layer) and whole layers.
+  for (int64_t piece : {int64_t{1}, int64_t{10}, int64_t{0}}) {
+    INFO("piece " << piece);
+    Recorder r(net.params);
+    std::vector<float> grads(net.params.size(), NAN);
+    auto loss =
+        mlp.ComputeOverlapped(r.visible, net.x.data(), net.y.data(), net.n,
+                              absl::MakeSpan(grads), r.Hooks(piece, grads));
+    REQUIRE(loss.ok());
+    CHECK(*loss == Approx(*plain).epsilon(1e-6));
+    CHECK(r.begins == 1);
+    CHECK(r.loss_at_begin == *loss);
+    CHECK_FALSE(r.reported_before_begin);
+    for (size_t i = 0; i < grads.size(); ++i) {
+      INFO("element " << i);
+      // A parameter read before it was awaited would have made it NaN.
+      REQUIRE(std::isfinite(grads[i]));
+      CHECK(grads[i] == Approx(expected[i]).margin(1e-6));
+      CHECK(r.times_reported[i] == 1);
+      CHECK(r.reported[i] == grads[i]);  // Final when reported.
+    }
+  }
+}
+
+TEST_CASE("an await that fails ends the overlapped compute with its error",
+          "[model][overlap]") {
+  Net net;
+  CpuMlp mlp(net.layers, 8, 1, TheBlas());
+  Recorder r(net.params);
+  r.fail_await = absl::AbortedError("rank 0 is not registered");
+  std::vector<float> grads(net.params.size());
+  auto loss =
+      mlp.ComputeOverlapped(r.visible, net.x.data(), net.y.data(), net.n,
+                            absl::MakeSpan(grads), r.Hooks(4, grads));
+  CHECK(absl::IsAborted(loss.status()));
+  CHECK(r.begins == 0);
+}
+
+TEST_CASE(
+    "the default overlapped compute awaits everything first and reports the "
+    "whole gradient after the loss",
+    "[model][overlap]") {
+  Net net;
+  CpuMlp mlp(net.layers, 8, 1, TheBlas());
+  std::vector<float> expected(net.params.size());
+  REQUIRE(mlp.ComputeGradients(net.params, net.x.data(), net.y.data(), net.n,
+                               absl::MakeSpan(expected))
+              .ok());
+  Recorder r(net.params);
+  std::vector<float> grads(net.params.size());
+  Model& base = mlp;
+  auto loss = base.Model::ComputeOverlapped(
+      r.visible, net.x.data(), net.y.data(), net.n, absl::MakeSpan(grads),
+      r.Hooks(4, grads));
+  REQUIRE(loss.ok());
+  CHECK(r.begins == 1);
+  CHECK(grads == expected);
+  for (size_t i = 0; i < grads.size(); ++i) {
+    CHECK(r.times_reported[i] == 1);
+  }
+}
+
+}  // namespace
+}  // namespace paramd

@@ -5,6 +5,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "common/status_macros.h"
 
 namespace paramd {
 
@@ -38,31 +39,78 @@ const float* CpuMlp::Bias(absl::Span<const float> params, int layer) const {
   return params.data() + bias_offset_[layer];
 }
 
-void CpuMlp::Forward(absl::Span<const float> params, const float* x, int n) {
+int CpuMlp::RowsPerPiece(const StepHooks* hooks, int layer) const {
+  const int fan_in = layers_[layer], fan_out = layers_[layer + 1];
+  if (hooks == nullptr || hooks->piece <= 0) return fan_in;
+  return static_cast<int>(
+      std::clamp<int64_t>(hooks->piece / fan_out, 1, fan_in));
+}
+
+absl::Status CpuMlp::Forward(absl::Span<const float> params, const float* x,
+                             int n, const StepHooks* hooks) {
   const int num_layers = static_cast<int>(act_.size());
   const float* in = x;
   for (int l = 0; l < num_layers; ++l) {
     const int fan_in = layers_[l], fan_out = layers_[l + 1];
     float* out = act_[l].data();
-    // out = in · W + b, with b broadcast first so SGEMM adds onto it.
+    // out = in · W + b. Without hooks b is broadcast first and one SGEMM
+    // adds onto it; with them one product per piece of W's rows (input
+    // features) adds on as its rows arrive, and b (which travels after W)
+    // last.
     const float* b = Bias(params, l);
-    for (int i = 0; i < n; ++i) {
-      std::copy(b, b + fan_out, out + static_cast<int64_t>(i) * fan_out);
+    if (hooks == nullptr) {
+      for (int i = 0; i < n; ++i) {
+        std::copy(b, b + fan_out, out + static_cast<int64_t>(i) * fan_out);
+      }
+    } else {
+      std::fill(out, out + int64_t{n} * fan_out, 0.0f);
     }
-    blas_->Sgemm(false, false, n, fan_out, fan_in, 1.0f, in, fan_in,
-                 Weight(params, l), fan_out, 1.0f, out, fan_out);
+    const int rows = RowsPerPiece(hooks, l);
+    for (int r = 0; r < fan_in; r += rows) {
+      const int m = std::min(rows, fan_in - r);
+      const int64_t w = weight_offset_[l] + int64_t{r} * fan_out;
+      if (hooks != nullptr) {
+        RETURN_IF_ERROR(hooks->await_params(w, w + int64_t{m} * fan_out));
+      }
+      blas_->Sgemm(false, false, n, fan_out, m, 1.0f, in + r, fan_in,
+                   params.data() + w, fan_out, 1.0f, out, fan_out);
+    }
+    if (hooks != nullptr) {
+      RETURN_IF_ERROR(
+          hooks->await_params(bias_offset_[l], bias_offset_[l] + fan_out));
+      for (int i = 0; i < n; ++i) {
+        float* row = out + static_cast<int64_t>(i) * fan_out;
+        for (int j = 0; j < fan_out; ++j) row[j] += b[j];
+      }
+    }
     if (l + 1 < num_layers) {
       const int64_t count = int64_t{n} * fan_out;
       for (int64_t i = 0; i < count; ++i) out[i] = std::max(out[i], 0.0f);
     }
     in = out;
   }
+  return absl::OkStatus();
 }
 
 absl::StatusOr<double> CpuMlp::ComputeGradients(absl::Span<const float> params,
                                                 const float* x,
                                                 const int32_t* y, int n,
                                                 absl::Span<float> grads) {
+  return Compute(params, x, y, n, grads, nullptr);
+}
+
+absl::StatusOr<double> CpuMlp::ComputeOverlapped(absl::Span<const float> params,
+                                                 const float* x,
+                                                 const int32_t* y, int n,
+                                                 absl::Span<float> grads,
+                                                 const StepHooks& hooks) {
+  return Compute(params, x, y, n, grads, &hooks);
+}
+
+absl::StatusOr<double> CpuMlp::Compute(absl::Span<const float> params,
+                                       const float* x, const int32_t* y, int n,
+                                       absl::Span<float> grads,
+                                       const StepHooks* hooks) {
   if (n < 1 || n > max_batch_) {
     return absl::InvalidArgumentError(absl::StrCat(
         "ComputeGradients: batch of ", n, " outside [1, ", max_batch_, "]"));
@@ -75,7 +123,7 @@ absl::StatusOr<double> CpuMlp::ComputeGradients(absl::Span<const float> params,
   }
   const int num_layers = static_cast<int>(act_.size());
   const int classes = layers_.back();
-  Forward(params, x, n);
+  RETURN_IF_ERROR(Forward(params, x, n, hooks));
 
   // Softmax cross-entropy: delta = (softmax(logits) - onehot(y)) / n.
   const float* logits = act_.back().data();
@@ -97,21 +145,32 @@ absl::StatusOr<double> CpuMlp::ComputeGradients(absl::Span<const float> params,
     for (int c = 0; c < classes; ++c) di[c] *= inv_sum * inv_n;
     di[y[i]] -= inv_n;
   }
+  if (hooks != nullptr) RETURN_IF_ERROR(hooks->gradients_begin(loss / n));
 
   // Back through the layers.
   for (int l = num_layers - 1; l >= 0; --l) {
     const int fan_in = layers_[l], fan_out = layers_[l + 1];
     const float* in = l == 0 ? x : act_[l - 1].data();
     const float* dl = delta_[l].data();
-    // dW = inᵀ · delta
-    blas_->Sgemm(true, false, fan_in, fan_out, n, 1.0f, in, fan_in, dl, fan_out,
-                 0.0f, grads.data() + weight_offset_[l], fan_out);
     // db = column sums of delta
     float* db = grads.data() + bias_offset_[l];
     std::fill(db, db + fan_out, 0.0f);
     for (int i = 0; i < n; ++i) {
       const float* row = dl + static_cast<int64_t>(i) * fan_out;
       for (int j = 0; j < fan_out; ++j) db[j] += row[j];
+    }
+    if (hooks != nullptr) {
+      hooks->gradient_ready(bias_offset_[l], bias_offset_[l] + fan_out);
+    }
+    // dW = inᵀ · delta; with hooks by pieces of rows, each handed on as
+    // soon as it is computed.
+    const int rows = RowsPerPiece(hooks, l);
+    for (int r = 0; r < fan_in; r += rows) {
+      const int m = std::min(rows, fan_in - r);
+      const int64_t w = weight_offset_[l] + int64_t{r} * fan_out;
+      blas_->Sgemm(true, false, m, fan_out, n, 1.0f, in + r, fan_in, dl,
+                   fan_out, 0.0f, grads.data() + w, fan_out);
+      if (hooks != nullptr) hooks->gradient_ready(w, w + int64_t{m} * fan_out);
     }
     if (l == 0) {
       if (want_input_grad_) {
@@ -154,7 +213,8 @@ absl::StatusOr<int64_t> CpuMlp::CountCorrect(absl::Span<const float> params,
   int64_t correct = 0;
   for (int begin = 0; begin < n; begin += max_batch_) {
     const int m = std::min(max_batch_, n - begin);
-    Forward(params, x + static_cast<int64_t>(begin) * layers_[0], m);
+    RETURN_IF_ERROR(
+        Forward(params, x + static_cast<int64_t>(begin) * layers_[0], m));
     const float* logits = act_.back().data();
     for (int i = 0; i < m; ++i) {
       const float* z = logits + static_cast<int64_t>(i) * classes;

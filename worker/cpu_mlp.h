@@ -28,6 +28,12 @@ class CpuMlp : public Model {
                                           const float* x, const int32_t* y,
                                           int n,
                                           absl::Span<float> grads) override;
+  // Layer by layer, and a layer's weight in row pieces of hooks.piece:
+  // each piece's product waits for that piece only.
+  absl::StatusOr<double> ComputeOverlapped(absl::Span<const float> params,
+                                           const float* x, const int32_t* y,
+                                           int n, absl::Span<float> grads,
+                                           const StepHooks& hooks) override;
   absl::Status EnableInputGradient() override;
   absl::Span<const float> InputGradient() const override {
     return absl::MakeConstSpan(input_grad_)
@@ -38,8 +44,16 @@ class CpuMlp : public Model {
                                        int n) override;
 
  private:
-  // Runs the layers on x [n × inputs]; activations land in act_.
-  void Forward(absl::Span<const float> params, const float* x, int n);
+  absl::StatusOr<double> Compute(absl::Span<const float> params, const float* x,
+                                 const int32_t* y, int n,
+                                 absl::Span<float> grads,
+                                 const StepHooks* hooks);
+  // Runs the layers on x [n × inputs]; activations land in act_. With
+  // hooks, waits for each piece of the parameters before using it.
+  absl::Status Forward(absl::Span<const float> params, const float* x, int n,
+                       const StepHooks* hooks = nullptr);
+  // Rows of layer `layer`'s weight per piece under `hooks` (all without).
+  int RowsPerPiece(const StepHooks* hooks, int layer) const;
   const float* Weight(absl::Span<const float> params, int layer) const;
   const float* Bias(absl::Span<const float> params, int layer) const;
 

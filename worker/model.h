@@ -8,6 +8,7 @@
 #define PARAMD_WORKER_MODEL_H_
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -18,6 +19,23 @@
 #include "common/model_spec.h"
 
 namespace paramd {
+
+// How a training step overlaps its compute with the wire (worker.overlap):
+// the forward pass waits for each piece of the parameters just before it
+// uses it, and the backward pass hands on each piece of the gradient as
+// soon as it is final. Ranges are flat [begin, end) offsets.
+struct StepHooks {
+  // A layer's weight is used and produced in pieces of whole rows of at
+  // most this many floats (at least one row); 0: a layer at a time.
+  int64_t piece = 0;
+  // Blocks until params [begin, end) may be read; an error ends the step.
+  std::function<absl::Status(int64_t begin, int64_t end)> await_params;
+  // The forward pass is done: `loss` is the batch's and the gradient's
+  // pieces follow; an error ends the step.
+  std::function<absl::Status(double loss)> gradients_begin;
+  // grads [begin, end) are final (each element is reported once).
+  std::function<void(int64_t begin, int64_t end)> gradient_ready;
+};
 
 class Model {
  public:
@@ -31,6 +49,13 @@ class Model {
   virtual absl::StatusOr<double> ComputeGradients(
       absl::Span<const float> params, const float* x, const int32_t* y, int n,
       absl::Span<float> grads) = 0;
+
+  // ComputeGradients through `hooks`. This default waits for every
+  // parameter first and hands on the whole gradient at the end; backends
+  // that can do better go layer by layer.
+  virtual absl::StatusOr<double> ComputeOverlapped(
+      absl::Span<const float> params, const float* x, const int32_t* y, int n,
+      absl::Span<float> grads, const StepHooks& hooks);
 
   // From now on ComputeGradients also yields d(loss)/d(x) [n × inputs]
   // (InputGradient), for a sparse front that feeds the model
