@@ -1,8 +1,51 @@
 #include "worker/parameter_client.h"
 
+#include <optional>
+
 #include "common/status_macros.h"
 
 namespace paramd {
+namespace {
+
+// StartPushPull's default: one PushPull when first needed.
+class DeferredExchange final : public StepExchange {
+ public:
+  DeferredExchange(ParameterClient* client, uint64_t clock,
+                   absl::Span<const float> grads, float loss,
+                   absl::Span<float> params)
+      : client_(client),
+        clock_(clock),
+        grads_(grads),
+        loss_(loss),
+        params_(params) {}
+
+  void GradientReady(int64_t, int64_t) override {}
+  absl::Status AwaitParams(int64_t, int64_t) override {
+    return Finish().status();
+  }
+  absl::StatusOr<uint64_t> Finish() override {
+    if (!result_.has_value()) {
+      result_ = client_->PushPull(clock_, grads_, loss_, params_);
+    }
+    return *result_;
+  }
+
+ private:
+  ParameterClient* const client_;
+  const uint64_t clock_;
+  const absl::Span<const float> grads_;
+  const float loss_;
+  const absl::Span<float> params_;
+  std::optional<absl::StatusOr<uint64_t>> result_;
+};
+
+}  // namespace
+
+std::unique_ptr<StepExchange> ParameterClient::StartPushPull(
+    uint64_t clock, absl::Span<const float> grads, float loss,
+    absl::Span<float> params) {
+  return std::make_unique<DeferredExchange>(this, clock, grads, loss, params);
+}
 
 absl::StatusOr<uint64_t> RegisterInTwoPhases(
     const std::function<absl::StatusOr<uint64_t>(bool join, uint64_t clock)>&

@@ -26,6 +26,26 @@
 
 namespace paramd {
 
+// One step's push and the pull of the next clock, in flight while the
+// worker computes (worker.overlap): the push leaves piece by piece as the
+// backward pass finishes the gradient, and the next step's forward pass
+// reads the parameters piece by piece as they arrive.
+class StepExchange {
+ public:
+  virtual ~StepExchange() = default;
+  // grads [begin, end) are final; every element is reported once before
+  // Finish.
+  virtual void GradientReady(int64_t begin, int64_t end) = 0;
+  // Blocks until params [begin, end) of the next clock have arrived. If
+  // the exchange failed, finishes it (as Finish) and returns that result.
+  virtual absl::Status AwaitParams(int64_t begin, int64_t end) = 0;
+  // Waits for the whole exchange; returns what PushPull would. An exchange
+  // that failed is done again by PushPull, which retries as it does (a push
+  // a shard applied already is acknowledged as a duplicate, not applied
+  // twice). Later calls return the same result.
+  virtual absl::StatusOr<uint64_t> Finish() = 0;
+};
+
 class ParameterClient {
  public:
   virtual ~ParameterClient() = default;
@@ -60,6 +80,15 @@ class ParameterClient {
                                             absl::Span<const float> grads,
                                             float loss,
                                             absl::Span<float> params) = 0;
+
+  // PushPull as a StepExchange: `grads` (the buffer GradientBuffer gave)
+  // is filled while the exchange runs, and `params` receives clock + 1;
+  // neither is touched by the caller (beyond the reported pieces of
+  // grads) until Finish. This default sends everything at Finish (or at
+  // the first AwaitParams): no overlap.
+  virtual std::unique_ptr<StepExchange> StartPushPull(
+      uint64_t clock, absl::Span<const float> grads, float loss,
+      absl::Span<float> params);
 
   // Fills `out` (dim floats per id) with the rows `ids` of embedding table
   // `table` (model.embeddings; ids sorted, distinct, below its rows) for a

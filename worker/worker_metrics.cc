@@ -5,6 +5,43 @@
 
 namespace paramd {
 
+// An exchange of the real client, counted as a push and a pull when it
+// finishes; its time runs from its start (during the backward pass) to
+// then.
+class MeteredExchange : public StepExchange {
+ public:
+  MeteredExchange(std::unique_ptr<StepExchange> inner, WorkerMetrics* m,
+                  size_t push_bytes, size_t pull_bytes)
+      : inner_(std::move(inner)),
+        m_(m),
+        push_bytes_(push_bytes),
+        pull_bytes_(pull_bytes) {}
+
+  void GradientReady(int64_t begin, int64_t end) override {
+    inner_->GradientReady(begin, end);
+  }
+  absl::Status AwaitParams(int64_t begin, int64_t end) override {
+    return inner_->AwaitParams(begin, end);
+  }
+  absl::StatusOr<uint64_t> Finish() override {
+    absl::StatusOr<uint64_t> v = inner_->Finish();
+    if (!recorded_) {
+      recorded_ = true;
+      const absl::Duration d = absl::Now() - start_;
+      m_->OnPush(d, push_bytes_, v.ok());
+      m_->OnPull(d, pull_bytes_, v.ok());
+    }
+    return v;
+  }
+
+ private:
+  std::unique_ptr<StepExchange> inner_;
+  WorkerMetrics* const m_;
+  const size_t push_bytes_, pull_bytes_;
+  const absl::Time start_ = absl::Now();
+  bool recorded_ = false;
+};
+
 // Passes every call to the real client, timing and counting it.
 class MeteredClient : public ParameterClient {
  public:
@@ -44,6 +81,13 @@ class MeteredClient : public ParameterClient {
   void SetRowGradients(uint32_t table, absl::Span<const uint64_t> ids,
                        absl::Span<const float> grads) override {
     inner_->SetRowGradients(table, ids, grads);
+  }
+  std::unique_ptr<StepExchange> StartPushPull(
+      uint64_t clock, absl::Span<const float> grads, float loss,
+      absl::Span<float> params) override {
+    return std::make_unique<MeteredExchange>(
+        inner_->StartPushPull(clock, grads, loss, params), m_,
+        grads.size() * sizeof(float), params.size() * sizeof(float));
   }
   // One round trip: counted as a push and a pull, the time as push time.
   absl::StatusOr<uint64_t> PushPull(uint64_t clock,

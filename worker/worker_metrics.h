@@ -34,6 +34,7 @@ class WorkerMetrics {
 
  private:
   friend class MeteredClient;
+  friend class MeteredExchange;
   void OnRegister(bool ok);
   void OnPush(absl::Duration d, size_t bytes, bool ok);
   void OnPull(absl::Duration d, size_t bytes, bool ok);

@@ -17,6 +17,7 @@
 #include "common/status_macros.h"
 #include "common/wire_format.h"
 #include "spdlog/spdlog.h"
+#include "worker/rpc/overlap_exchange.h"
 #include "worker/rpc/proto_convert.h"
 #include "worker/rpc/pull_sink.h"
 #include "worker/rpc/push_frames.h"
@@ -42,15 +43,6 @@ std::function<void(grpc::Status)> Reporting(
 std::string MethodName(const char* rpc) {
   return absl::StrCat("/", proto::ParameterService::service_full_name(), "/",
                       rpc);
-}
-
-// The version in a PushResponse.
-absl::StatusOr<uint64_t> PushedVersion(const grpc::ByteBuffer& buffer) {
-  proto::PushResponse response;
-  if (!ParseMessage(buffer, &response)) {
-    return absl::DataLossError("malformed PushResponse");
-  }
-  return response.version();
 }
 
 }  // namespace
@@ -131,12 +123,43 @@ absl::StatusOr<uint64_t> GrpcParameterClient::Register() {
 }
 
 grpc::ByteBuffer GrpcParameterClient::PullFrame(uint64_t clock) const {
+  return SerializeMessage(MakePullRequest(clock, 0));
+}
+
+proto::PullRequest GrpcParameterClient::MakePullRequest(
+    uint64_t clock, uint32_t message_bytes) const {
   proto::PullRequest request;
   request.set_job_id(config_.job_id);
   request.set_rank(rank_);
   request.set_clock(clock);
   if (pull_half_) request.set_dtype(proto::DTYPE_FLOAT16);
-  return SerializeMessage(request);
+  request.set_stream_message_bytes(message_bytes);
+  return request;
+}
+
+std::unique_ptr<StepExchange> GrpcParameterClient::StartPushPull(
+    uint64_t clock, absl::Span<const float> grads, float loss,
+    absl::Span<float> params) {
+  if (has_rows_ || grads.data() != gradients_->data() ||
+      config_.compression.topk()) {
+    return ParameterClient::StartPushPull(clock, grads, loss, params);
+  }
+  OverlapCalls calls;
+  for (ShardConn& conn : shards_) calls.stubs.push_back(conn.generic.get());
+  calls.push_stream_method = push_stream_method_;
+  calls.pull_stream_method = pull_stream_method_;
+  calls.push_timeout = options_.push_timeout;
+  calls.pull_timeout = options_.pull_timeout;
+  calls.pull_half = pull_half_;
+  // One chunk per message: the forward pass starts on the first ones.
+  calls.pull_request = SerializeMessage(MakePullRequest(clock + 1, 1));
+  std::shared_ptr<const std::vector<float>> held = gradients_;
+  calls.redo = [this, clock, held, loss, params] {
+    return PushPull(clock, *held, loss, params);
+  };
+  return std::make_unique<OverlapExchange>(*plan_, *layout_, &push_frames_,
+                                           clock, loss, std::move(held), params,
+                                           std::move(calls));
 }
 
 void GrpcParameterClient::StartPull(int shard, uint64_t clock,
@@ -294,7 +317,10 @@ absl::Span<float> GrpcParameterClient::GradientBuffer() {
   // Only this client hands out references, so a count of 1 means gRPC has
   // released every slice of earlier pushes.
   if (gradients_.use_count() > 1) {
-    gradients_ = std::make_shared<std::vector<float>>(layout_->total);
+    std::swap(gradients_, spare_);
+    if (gradients_ == nullptr || gradients_.use_count() > 1) {
+      gradients_ = std::make_shared<std::vector<float>>(layout_->total);
+    }
   }
   return absl::MakeSpan(*gradients_);
 }

@@ -69,6 +69,12 @@ class GrpcParameterClient final : public ParameterClient {
   absl::StatusOr<uint64_t> PushPull(uint64_t clock,
                                     absl::Span<const float> grads, float loss,
                                     absl::Span<float> params) override;
+  // worker.overlap: an OverlapExchange (worker/rpc/overlap_exchange.h)
+  // when `grads` is the buffer GradientBuffer gave and no rows ride along;
+  // else the default.
+  std::unique_ptr<StepExchange> StartPushPull(
+      uint64_t clock, absl::Span<const float> grads, float loss,
+      absl::Span<float> params) override;
   // Row calls: worker/rpc/row_calls.cc.
   absl::Status PullRows(uint64_t clock, uint32_t table,
                         absl::Span<const uint64_t> ids,
@@ -105,6 +111,8 @@ class GrpcParameterClient final : public ParameterClient {
   std::vector<std::vector<grpc::ByteBuffer>> PushMessages(
       uint64_t clock, absl::Span<const float> grads, float loss);
   grpc::ByteBuffer PullFrame(uint64_t clock) const;
+  proto::PullRequest MakePullRequest(uint64_t clock,
+                                     uint32_t message_bytes) const;
   // Starts one shard's pull or push: a stream when the shard's chunks fill
   // several messages, else a unary call. `done` runs on a gRPC thread when
   // it ends.
@@ -147,8 +155,10 @@ class GrpcParameterClient final : public ParameterClient {
       pull_stream_method_, push_pull_method_, pull_rows_method_;
   std::vector<ShardConn> shards_;
   PushFrames push_frames_;
-  // Gradients are sent from here; gRPC holds a reference until sent.
-  std::shared_ptr<std::vector<float>> gradients_;
+  // Gradients are sent from here; gRPC (or an exchange) holds a reference
+  // until sent. `spare_`: the buffer before, reused once released.
+  std::shared_ptr<std::vector<float>> gradients_, spare_;
+  bool has_rows_ = false;  // SetRowGradients was called.
 };
 
 // Makes GrpcParameterClients for the shards at `servers` (one "host:port"

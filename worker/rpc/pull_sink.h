@@ -27,6 +27,9 @@ class PullSink {
   PullSink(const PartitionPlan& plan, const FlatLayout& layout, int shard,
            bool half, absl::Span<float> params);
   absl::Status Consume(const grpc::ByteBuffer& message);
+  // Whether global chunk `global` has arrived (and, under float16, been
+  // widened into place).
+  bool Has(int global) const { return seen_[global] && pending_ != global; }
   // The version served, once every chunk the shard owns arrived.
   absl::StatusOr<uint64_t> Finish() const;
 

@@ -75,15 +75,7 @@ std::vector<std::vector<grpc::ByteBuffer>> PushFrames::Build(
   std::shared_ptr<const void> owner = gradients;
   if (fp16_) {
     auto halves = std::make_shared<std::vector<uint16_t>>(gradients->size());
-    const int64_t saturated =
-        FloatsToHalves(*gradients, absl::MakeSpan(*halves));
-    if (saturated > 0 && !warned_saturation_) {
-      warned_saturation_ = true;
-      spdlog::warn(
-          "rank {}: {} gradient element(s) beyond float16's range were sent "
-          "as ±65504 (compression fp16; logged once)",
-          rank_, saturated);
-    }
+    Halve(*gradients, absl::MakeSpan(*halves));
     flat = reinterpret_cast<const char*>(halves->data());
     element_bytes = 2;
     owner = std::move(halves);
@@ -95,6 +87,39 @@ std::vector<std::vector<grpc::ByteBuffer>> PushFrames::Build(
             absl::string_view(flat + FlatOffset(layout_, c) * element_bytes,
                               static_cast<size_t>(c.length * element_bytes)));
       });
+}
+
+void PushFrames::Halve(absl::Span<const float> from, absl::Span<uint16_t> to) {
+  const int64_t saturated = FloatsToHalves(from, to);
+  if (saturated > 0 && !warned_saturation_) {
+    warned_saturation_ = true;
+    spdlog::warn(
+        "rank {}: {} gradient element(s) beyond float16's range were sent "
+        "as ±65504 (compression fp16; logged once)",
+        rank_, saturated);
+  }
+}
+
+grpc::ByteBuffer PushFrames::Piece(uint64_t clock, float loss, int shard,
+                                   bool first, absl::Span<const size_t> owned,
+                                   const void* flat,
+                                   std::shared_ptr<const void> owner) const {
+  FrameBuilder frame(std::move(owner));
+  if (first) {
+    frame.AddCopy(EncodePushHeader(job_id_, static_cast<uint32_t>(rank_), clock,
+                                   loss, pull_dtype_));
+  }
+  const int64_t element_bytes = fp16_ ? 2 : kElementBytes;
+  const char* bytes = static_cast<const char*>(flat);
+  const std::vector<int>& chunks = plan_.ChunksOfShard(shard);
+  for (size_t k : owned) {
+    const ChunkSpec& c = plan_.chunks()[chunks[k]];
+    frame.AddCopy(shards_[shard].chunk_headers[k]);
+    frame.AddReference(
+        absl::string_view(bytes + FlatOffset(layout_, c) * element_bytes,
+                          static_cast<size_t>(c.length * element_bytes)));
+  }
+  return frame.Finish();
 }
 
 void PushFrames::SetRows(uint32_t table, int dim,
@@ -201,6 +226,14 @@ std::vector<std::vector<grpc::ByteBuffer>> PushFrames::BuildTopK(
         absl::string_view(reinterpret_cast<const char*>(chunk.values.data()),
                           chunk.values.size() * sizeof(float)));
   });
+}
+
+absl::StatusOr<uint64_t> PushedVersion(const grpc::ByteBuffer& buffer) {
+  proto::PushResponse response;
+  if (!ParseMessage(buffer, &response)) {
+    return absl::DataLossError("malformed PushResponse");
+  }
+  return response.version();
 }
 
 }  // namespace paramd

@@ -20,6 +20,7 @@
 #include <utility>
 #include <vector>
 
+#include "absl/status/statusor.h"
 #include "absl/types/span.h"
 #include "common/job_config.h"
 #include "common/model_spec.h"
@@ -41,6 +42,20 @@ class PushFrames {
   std::vector<std::vector<grpc::ByteBuffer>> Build(
       uint64_t clock, float loss,
       std::shared_ptr<const std::vector<float>> gradients);
+
+  // One message of shard `shard`'s push at `clock`, for a push sent piece
+  // by piece (worker.overlap): the push header when `first`, then the
+  // shard's owned chunks `owned` (indices into plan.ChunksOfShard(shard)),
+  // read from the flat buffer `flat` — float32, or under fp16 halves made
+  // with Halve — that `owner` keeps alive. Carries no rows.
+  grpc::ByteBuffer Piece(uint64_t clock, float loss, int shard, bool first,
+                         absl::Span<const size_t> owned, const void* flat,
+                         std::shared_ptr<const void> owner) const;
+  // Whether pushes travel as float16 (compression fp16).
+  bool fp16() const { return fp16_; }
+  // float32 -> float16 for a push (the first values beyond half's range
+  // are logged once).
+  void Halve(absl::Span<const float> from, absl::Span<uint16_t> to);
 
   // Row gradients of embedding table `table` (dim floats per id; ids
   // sorted and distinct) that every push from now on carries, each row to
@@ -96,6 +111,9 @@ class PushFrames {
   uint64_t topk_clock_ = 0;
   std::shared_ptr<const std::vector<TopKCompressor::Chunk>> topk_last_;
 };
+
+// The version in a PushResponse (DataLoss when it does not parse).
+absl::StatusOr<uint64_t> PushedVersion(const grpc::ByteBuffer& buffer);
 
 }  // namespace paramd
 

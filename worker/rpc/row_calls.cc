@@ -19,6 +19,7 @@ void GrpcParameterClient::SetRowGradients(uint32_t table,
                                           absl::Span<const uint64_t> ids,
                                           absl::Span<const float> grads) {
   push_frames_.SetRows(table, config_.model.embeddings[table].dim, ids, grads);
+  has_rows_ = true;
 }
 
 absl::Status GrpcParameterClient::PullRows(uint64_t clock, uint32_t table,

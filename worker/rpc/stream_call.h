@@ -12,11 +12,14 @@
 #include <grpcpp/support/byte_buffer.h>
 #include <grpcpp/support/client_callback.h>
 
+#include <deque>
 #include <functional>
 #include <string>
 #include <vector>
 
+#include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
+#include "absl/synchronization/mutex.h"
 
 namespace paramd {
 
@@ -49,6 +52,45 @@ class StreamCall final
   size_t next_ = 0;  // Touched by the write path only.
   grpc::ByteBuffer incoming_;
   Reader reader_;
+  absl::Status read_error_;  // Touched by the read path only.
+  std::function<void(absl::Status)> done_;
+};
+
+// OpenStream: a streaming RPC whose messages are not all known when it
+// starts (worker.overlap sends a push piece by piece). Write queues each
+// message (one is on the wire at a time) from any thread; the last one
+// half-closes. Replies go to the reader as in StreamCall; `done` runs
+// exactly once. After Write(..., last=true) or Abandon the handle must not
+// be used again (the call deletes itself once it is over).
+class OpenStream final
+    : public grpc::ClientBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer> {
+ public:
+  static OpenStream* Start(grpc::GenericStub* stub,
+                           grpc::ClientContext* context,
+                           const std::string& method, StreamCall::Reader reader,
+                           std::function<void(absl::Status)> done);
+
+  void Write(grpc::ByteBuffer message, bool last) ABSL_LOCKS_EXCLUDED(mu_);
+  // Cancels the call (it ends with CANCELLED unless already over).
+  void Abandon();
+
+ private:
+  OpenStream(grpc::ClientContext* context, StreamCall::Reader reader,
+             std::function<void(absl::Status)> done);
+
+  // Starts the queue's first write.
+  void WriteFront() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void OnWriteDone(bool ok) override;
+  void OnReadDone(bool ok) override;
+  void OnDone(const grpc::Status& status) override;
+
+  grpc::ClientContext* const context_;
+  absl::Mutex mu_;
+  std::deque<std::pair<grpc::ByteBuffer, bool>> queue_ ABSL_GUARDED_BY(mu_);
+  bool writing_ ABSL_GUARDED_BY(mu_) = false;
+  bool failed_ ABSL_GUARDED_BY(mu_) = false;
+  grpc::ByteBuffer incoming_;
+  StreamCall::Reader reader_;
   absl::Status read_error_;  // Touched by the read path only.
   std::function<void(absl::Status)> done_;
 };
