@@ -227,6 +227,9 @@ struct WorkerConfig {
   std::string device = "auto";  // auto, cpu or cuda
   bool allow_tf32 = false;      // cuda: let cuBLAS use TF32 tensor cores
   int threads = 1;              // Compute threads per worker process.
+  // Overlap each step's push with its backward pass and the next step's
+  // forward pass with the pull (worker/parameter_client.h StepExchange).
+  bool overlap = false;
   // OpenBLAS kernel: "auto", "library" or an OpenBLAS core name
   // (worker/blas.h).
   std::string blas_core = "auto";

@@ -375,9 +375,10 @@ class JobParser {
   }
 
   absl::Status ParseWorker(const YAML::Node& root, JobConfig* c) {
-    ASSIGN_OR_RETURN(const YAML::Node w,
-                     Section(root, "worker", false,
-                             {"device", "threads", "blas_core", "allow_tf32"}));
+    ASSIGN_OR_RETURN(
+        const YAML::Node w,
+        Section(root, "worker", false,
+                {"device", "threads", "blas_core", "allow_tf32", "overlap"}));
     RETURN_IF_ERROR(r_.Get(w, "worker", "device", false, &c->worker.device));
     if (c->worker.device != "auto" && c->worker.device != "cpu" &&
         c->worker.device != "cuda") {
@@ -391,6 +392,17 @@ class JobParser {
     if (c->worker.threads < 1 || c->worker.threads > 256) {
       return r_.Error(w["threads"], "worker.threads",
                       "must be between 1 and 256");
+    }
+    RETURN_IF_ERROR(r_.Get(w, "worker", "overlap", false, &c->worker.overlap));
+    if (c->worker.overlap && !c->model.embeddings.empty()) {
+      return r_.Error(w["overlap"], "worker.overlap",
+                      "not with model.embeddings: a step's rows ride in its "
+                      "first push message, before the gradient exists");
+    }
+    if (c->worker.overlap && c->compression.topk()) {
+      return r_.Error(w["overlap"], "worker.overlap",
+                      "not with compression topk: it selects over the whole "
+                      "gradient at once");
     }
     RETURN_IF_ERROR(
         r_.Get(w, "worker", "blas_core", false, &c->worker.blas_core));

@@ -233,6 +233,11 @@ TEST_CASE("each bad job file names file, line and field", "[config]") {
        "ratio: 0.1", "applies to type topk only"},
       {"metrics port out of range", good + "metrics:\n  port: 70000\n",
        "metrics.port", "port: 70000", "must be between 0 (off) and 65535"},
+      {"overlap with top-k",
+       good + "compression:\n  type: topk\nworker:\n  overlap: true\n",
+       "worker.overlap", "overlap: true", "not with compression topk"},
+      {"overlap not a boolean", good + "worker:\n  overlap: maybe\n",
+       "worker.overlap", "overlap: maybe", "a boolean"},
       {"bad chunk size",
        absl::StrReplaceAll(good, {{"chunk_bytes: 16384", "chunk_bytes: 6"}}),
        "partition.chunk_bytes", "chunk_bytes: 6", "multiple of 4"},
@@ -395,6 +400,12 @@ TEST_CASE("compression and metrics parse", "[config]") {
   REQUIRE(e.ok());
   CHECK(e->compression.pull_fp16());
   CHECK(c->metrics.bind == "127.0.0.1");
+  CHECK_FALSE(e->worker.overlap);
+  absl::StatusOr<JobConfig> v = LoadJobConfig(testing::WriteFile(
+      dir + "/v.yaml", testing::JobYaml(o) + "compression:\n  type: fp16\n"
+                                             "worker:\n  overlap: true\n"));
+  REQUIRE(v.ok());
+  CHECK(v->worker.overlap);
 }
 
 TEST_CASE("host:port parsing", "[config]") {
@@ -486,6 +497,8 @@ TEST_CASE("embedding tables parse with their defaults and bad ones are named",
       {absl::StrReplaceAll(BagJob(good_table),
                            {{"type: embedding_bag", "type: mlp"}}),
        "model.embeddings: applies to embedding models only"},
+      {BagJob(good_table) + "worker:\n  overlap: true\n",
+       "worker.overlap: not with model.embeddings"},
   };
   for (const Case& k : cases) {
     if (k.says.empty()) continue;

@@ -135,6 +135,7 @@ void Trainer::HeartbeatLoop() {
 }
 
 absl::StatusOr<uint64_t> Trainer::Join() {
+  pending_.reset();
   ASSIGN_OR_RETURN(uint64_t clock, client_->Register());
   pulled_clock_ = -1;
   absl::MutexLock lock(&mu_);
@@ -165,12 +166,19 @@ absl::Status Trainer::Train() {
       if (!stepped) continue;
       ++done_steps;
       if (clock % steps == 0) {
+        // The epoch's last parameters are evaluated.
+        if (absl::Status s = FinishPending(); !s.ok()) {
+          if (!absl::IsAborted(s)) return s;
+          RETURN_IF_ERROR(Rejoin(s, &clock));
+          continue;
+        }
         RETURN_IF_ERROR(EndEpoch(
             epoch, absl::ToDoubleSeconds(absl::Now() - epoch.start), &clock));
       }
     }
     // The final parameters; a restarted server may send the rank back.
-    absl::Status s = PullAt(clock);
+    absl::Status s = FinishPending();
+    if (s.ok()) s = PullAt(clock);
     if (!absl::IsAborted(s)) return s;
     RETURN_IF_ERROR(Rejoin(s, &clock));
   }
@@ -200,7 +208,8 @@ void Trainer::LogStart(uint64_t clock) const {
 
 absl::Status Trainer::Step(uint64_t* clock, Batch* batch, EpochState* epoch,
                            bool* stepped) {
-  if (absl::Status s = PullAt(*clock); !s.ok()) {
+  // With an exchange in flight, that brings this clock's parameters.
+  if (absl::Status s = pending_ ? absl::OkStatus() : PullAt(*clock); !s.ok()) {
     // A shard that restarted no longer knows the rank.
     if (absl::IsAborted(s)) return Rejoin(s, clock);
     return s;
@@ -217,6 +226,10 @@ absl::Status Trainer::Step(uint64_t* clock, Batch* batch, EpochState* epoch,
   }
   // Computed straight into the buffer the push sends from.
   const absl::Span<float> grads = client_->GradientBuffer();
+  if (config_.worker.overlap) {
+    return OverlappedStep(clock, input, batch->y.data(), n, grads, epoch,
+                          stepped);
+  }
   ASSIGN_OR_RETURN(double loss, model_->ComputeGradients(
                                     params_, input, batch->y.data(), n, grads));
   if (bag_.has_value()) {
@@ -247,6 +260,66 @@ absl::Status Trainer::Step(uint64_t* clock, Batch* batch, EpochState* epoch,
   epoch->loss_sum += loss * n;
   epoch->samples += n;
   *stepped = true;
+  return absl::OkStatus();
+}
+
+absl::Status Trainer::OverlappedStep(uint64_t* clock, const float* input,
+                                     const int32_t* y, int n,
+                                     absl::Span<float> grads, EpochState* epoch,
+                                     bool* stepped) {
+  std::unique_ptr<StepExchange> next;
+  StepHooks hooks;
+  hooks.piece = config_.chunk_bytes / static_cast<int64_t>(sizeof(float));
+  hooks.await_params = [this](int64_t begin, int64_t end) {
+    return pending_ ? pending_->AwaitParams(begin, end) : absl::OkStatus();
+  };
+  hooks.gradients_begin = [&](double loss) -> absl::Status {
+    // The forward pass read all of params_: the last exchange is done.
+    RETURN_IF_ERROR(FinishPending());
+    next_params_.resize(params_.size());
+    next = client_->StartPushPull(*clock, grads, static_cast<float>(loss),
+                                  absl::MakeSpan(next_params_));
+    return absl::OkStatus();
+  };
+  hooks.gradient_ready = [&](int64_t begin, int64_t end) {
+    next->GradientReady(begin, end);
+  };
+  absl::StatusOr<double> loss =
+      model_->ComputeOverlapped(params_, input, y, n, grads, hooks);
+  if (!loss.ok()) {
+    pending_.reset();
+    if (absl::IsAborted(loss.status())) return Rejoin(loss.status(), clock);
+    return loss.status();
+  }
+  if (IsSlow()) {
+    std::this_thread::sleep_for(
+        std::chrono::milliseconds(config_.testing.slow_step_ms));
+  }
+  // The next step computes on what this exchange brings.
+  pending_ = std::move(next);
+  pending_clock_ = *clock;
+  pending_loss_ = *loss;
+  std::swap(params_, next_params_);
+  pulled_clock_ = -1;
+  ++*clock;
+  {
+    absl::MutexLock lock(&mu_);
+    clock_ = *clock;
+  }
+  epoch->loss_sum += *loss * n;
+  epoch->samples += n;
+  *stepped = true;
+  return absl::OkStatus();
+}
+
+absl::Status Trainer::FinishPending() {
+  if (pending_ == nullptr) return absl::OkStatus();
+  absl::StatusOr<uint64_t> version = pending_->Finish();
+  pending_.reset();
+  RETURN_IF_ERROR(version.status());
+  pulled_clock_ = static_cast<int64_t>(pending_clock_ + 1);
+  if (options_.on_step) options_.on_step(pending_clock_, pending_loss_);
+  if (options_.on_pull) options_.on_pull(*version, params_);
   return absl::OkStatus();
 }
 

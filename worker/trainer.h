@@ -80,6 +80,14 @@ class Trainer {
   // the shards give). Adds the batch to `epoch`.
   absl::Status Step(uint64_t* clock, Batch* batch, EpochState* epoch,
                     bool* stepped);
+  // worker.overlap: the step's compute through StepHooks, its exchange
+  // left in flight (pending_) for the next step's forward pass to read.
+  absl::Status OverlappedStep(uint64_t* clock, const float* input,
+                              const int32_t* y, int n, absl::Span<float> grads,
+                              EpochState* epoch, bool* stepped);
+  // Waits for the exchange in flight, if any: params_ then hold the clock
+  // after its step. Its error is returned (ABORTED: register again).
+  absl::Status FinishPending();
   bool IsSlow() const;
   // Registers (again) and returns the clock to continue from.
   absl::StatusOr<uint64_t> Join();
@@ -116,11 +124,19 @@ class Trainer {
   std::vector<int32_t> test_y_;
 
   std::vector<float> params_;
-  int64_t pulled_clock_ = -1;
+  int64_t pulled_clock_ = -1;  // Clock whose parameters params_ holds.
   // embedding_bag models: the sparse front, its output and row gradients.
   std::optional<EmbeddingBag> bag_;
   std::vector<float> bag_out_;
-  std::vector<float> row_grads_;  // Clock whose parameters params_ holds.
+  std::vector<float> row_grads_;
+  // worker.overlap: the last step's exchange, still bringing the next
+  // clock's parameters into params_ (after it is destroyed before client_);
+  // the step it pushed and its loss; next_params_, the buffer the next
+  // exchange fills while a step's backward pass still reads params_.
+  std::unique_ptr<StepExchange> pending_;
+  uint64_t pending_clock_ = 0;
+  double pending_loss_ = 0;
+  std::vector<float> next_params_;
 
   // The heartbeat thread's state.
   absl::Mutex mu_;
