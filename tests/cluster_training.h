@@ -1,0 +1,44 @@
+// Training a whole job's workers against a LocalCluster in one test
+// process, and what to check of the run: every worker in its own thread
+// through the gRPC client, each pulled version's parameters hashed and
+// each step's loss kept.
+#ifndef PARAMD_TESTS_CLUSTER_TRAINING_H_
+#define PARAMD_TESTS_CLUSTER_TRAINING_H_
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <vector>
+
+#include "absl/types/span.h"
+#include "common/job_config.h"
+#include "tests/local_cluster.h"
+#include "worker/trainer.h"
+
+namespace paramd::testing {
+
+// FNV-1a of the bytes of `values`.
+uint64_t Hash(absl::Span<const float> values);
+
+// What the workers of one run saw.
+struct Observed {
+  std::mutex mu;
+  std::map<int, std::map<uint64_t, uint64_t>> seen;  // rank → version → hash
+  std::map<int, std::vector<double>> losses;         // rank → per-step loss
+};
+
+// Runs every worker of `config` in its own thread against `cluster`;
+// returns the trainers (for their final parameters) once all succeeded
+// (fails the test otherwise).
+std::vector<std::unique_ptr<Trainer>> TrainAll(const JobConfig& config,
+                                               LocalCluster& cluster,
+                                               Observed& observed);
+
+// Each worker took `steps` steps, and its median loss over the last 16 is
+// well below that over the first 16.
+void CheckLossFalls(Observed& observed, int workers, uint64_t steps);
+
+}  // namespace paramd::testing
+
+#endif  // PARAMD_TESTS_CLUSTER_TRAINING_H_
