@@ -19,8 +19,13 @@ absl::Time LinkShaper::Reserve(Direction d, uint64_t bytes, absl::Time now) {
 
 void LinkShaper::Transfer(Direction d, uint64_t bytes) {
   if (!enabled()) return;
-  const absl::Time now = absl::Now();
-  absl::SleepFor(Reserve(d, bytes, now) - now);
+  SleepUntil(Reserve(d, bytes, absl::Now()));
+}
+
+void LinkShaper::SleepUntil(absl::Time t) const {
+  if (!enabled()) return;
+  const absl::Duration left = t - absl::Now();
+  if (left > absl::ZeroDuration()) absl::SleepFor(left);
 }
 
 }  // namespace paramd

@@ -38,6 +38,12 @@ class LinkShaper {
   // Reserve, then sleep until the transfer ends (nothing when off).
   void Transfer(Direction d, uint64_t bytes) ABSL_LOCKS_EXCLUDED(mu_);
 
+  // Sleeps until `t` (nothing when off). A stream's messages are reserved
+  // as they come and slept for once, to the last one's end, or each to its
+  // own end from reservations made together: a sleep's overshoot then
+  // delays no later message, as it would if each message slept in turn.
+  void SleepUntil(absl::Time t) const;
+
  private:
   const double bytes_per_second_;
   absl::Mutex mu_;

@@ -31,6 +31,21 @@ TEST_CASE("a link of 0 Mb/s does not shape", "[shaper]") {
   const absl::Time t0 = absl::FromUnixSeconds(5);
   CHECK(off.Reserve(LinkShaper::kIn, 1 << 30, t0) == t0);
   off.Transfer(LinkShaper::kOut, 1 << 30);  // Returns at once.
+  off.SleepUntil(absl::InfiniteFuture());   // So does this.
+}
+
+TEST_CASE(
+    "a stream's messages booked together follow each other on the link, "
+    "and a time already past is not slept for",
+    "[shaper]") {
+  LinkShaper link(8);
+  const absl::Time t0 = absl::FromUnixSeconds(2000);
+  // Three parts booked at once are back to back, whatever a sleep for the
+  // first overshoots.
+  CHECK(link.Reserve(LinkShaper::kOut, 1000, t0) == t0 + absl::Milliseconds(1));
+  CHECK(link.Reserve(LinkShaper::kOut, 1000, t0) == t0 + absl::Milliseconds(2));
+  CHECK(link.Reserve(LinkShaper::kOut, 1000, t0) == t0 + absl::Milliseconds(3));
+  link.SleepUntil(t0);  // Long past: returns at once.
 }
 
 }  // namespace

@@ -316,8 +316,10 @@ grpc::Status GrpcParameterService::PushStream(
   std::deque<ReceivedFrame> frames;
   PushAssembler push(shard_);
   grpc::ByteBuffer message;
+  // testing.link_mbps: when the last message would have arrived.
+  absl::Time arrived = absl::InfinitePast();
   while (reader->Read(&message)) {
-    link_.Transfer(LinkShaper::kIn, message.Length());
+    arrived = link_.Reserve(LinkShaper::kIn, message.Length(), absl::Now());
     frames.emplace_back();
     absl::Status s =
         CheckSize(absl::StrCat("PushStream message ", frames.size()), message,
@@ -333,6 +335,7 @@ grpc::Status GrpcParameterService::PushStream(
       return ToGrpcStatus(s);
     }
   }
+  link_.SleepUntil(arrived);
   proto::PushResponse reply;
   if (absl::Status s = push.Finish(context->IsCancelled(), &reply); !s.ok()) {
     return ToGrpcStatus(s);
@@ -365,10 +368,17 @@ grpc::Status GrpcParameterService::PullStream(
   const int64_t message_bytes = pull.stream_message_bytes() > 0
                                     ? pull.stream_message_bytes()
                                     : kStreamMessageBytes;
+  // Every part booked on the link at once; each leaves when it would have.
+  std::vector<grpc::ByteBuffer> parts;
+  std::vector<absl::Time> sent;
   for (const auto& [begin, end] : GroupChunks(bytes, message_bytes)) {
-    grpc::ByteBuffer part = PullFrame(snapshot, begin, end, half);
-    link_.Transfer(LinkShaper::kOut, part.Length());
-    if (!writer->Write(part)) {
+    parts.push_back(PullFrame(snapshot, begin, end, half));
+    sent.push_back(
+        link_.Reserve(LinkShaper::kOut, parts.back().Length(), absl::Now()));
+  }
+  for (size_t i = 0; i < parts.size(); ++i) {
+    link_.SleepUntil(sent[i]);
+    if (!writer->Write(parts[i])) {
       return ToGrpcStatus(
           absl::CancelledError("PullStream: the worker went away"));
     }
