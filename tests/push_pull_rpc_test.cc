@@ -1,7 +1,8 @@
 // The PushPull RPC through a plain protobuf client over real gRPC: the push
 // applies exactly once, the next clock's parameters come back (as float16
 // when asked), a refused push pulls nothing, and under sync the call waits
-// for the round like a pull.
+// for the round like a pull; StepStream does the same step after step on
+// one stream.
 #include <grpcpp/create_channel.h>
 
 #include <catch2/catch.hpp>
@@ -194,6 +195,74 @@ TEST_CASE("under sync a PushPull waits for the round, as a pull does",
   REQUIRE(first_status.ok());
   CHECK(first.version() == 1);
   CHECK(first.SerializeAsString() == second.SerializeAsString());
+}
+
+TEST_CASE(
+    "StepStream answers each step as PushPull does, in order, on one open "
+    "stream; a refused step ends it and nothing of it is applied",
+    "[integration][pushpull][stepstream]") {
+  const JobConfig config = OneShardJob(1);
+  LocalCluster cluster(config);
+  Client client(config, cluster);
+  testing::RegisterOverGrpc(*client.stub, config, client.shard.plan(), 0);
+
+  // The same two steps as unary PushPulls on a second shard of the same
+  // job give the parameters to expect.
+  LocalCluster twin(config);
+  Client reference(config, twin);
+  testing::RegisterOverGrpc(*reference.stub, config, reference.shard.plan(), 0);
+  std::vector<proto::PullResponse> expected(2);
+  REQUIRE(
+      reference.PushPull(reference.Gradient(0, 0, 1.0f), &expected[0]).ok());
+  REQUIRE(
+      reference.PushPull(reference.Gradient(0, 1, 0.5f), &expected[1]).ok());
+
+  {
+    grpc::ClientContext c;
+    auto stream = client.stub->StepStream(&c);
+    for (uint64_t clock = 0; clock < 2; ++clock) {
+      REQUIRE(stream->Write(client.Gradient(0, clock, clock == 0 ? 1 : 0.5f)));
+      proto::PullResponse reply;
+      REQUIRE(stream->Read(&reply));
+      CHECK(reply.version() == clock + 1);
+      CHECK(reply.SerializeAsString() == expected[clock].SerializeAsString());
+    }
+    // A retry of step 1 on the same stream (its reply thought lost): a
+    // duplicate, the same parameters back.
+    REQUIRE(stream->Write(client.Gradient(0, 1, 0.5f)));
+    proto::PullResponse again;
+    REQUIRE(stream->Read(&again));
+    CHECK(again.SerializeAsString() == expected[1].SerializeAsString());
+    stream->WritesDone();
+    const grpc::Status s = stream->Finish();
+    INFO(s.error_message());
+    CHECK(s.ok());
+  }
+  CHECK(client.Status().version() == 2);
+  CHECK(client.Status().pushes() == 2);
+
+  // A bad step ends the stream with its error; the next stream goes on.
+  {
+    grpc::ClientContext c;
+    auto stream = client.stub->StepStream(&c);
+    proto::PushRequest bad = client.Gradient(0, 2, 1.0f);
+    bad.mutable_chunks(0)->mutable_data()->resize(4);
+    REQUIRE(stream->Write(bad));
+    proto::PullResponse none;
+    CHECK_FALSE(stream->Read(&none));
+    const grpc::Status s = stream->Finish();
+    CHECK(s.error_code() == grpc::StatusCode::INVALID_ARGUMENT);
+    CHECK_THAT(s.error_message(), Catch::StartsWith("Push: chunk"));
+  }
+  CHECK(client.Status().version() == 2);
+  grpc::ClientContext c;
+  auto stream = client.stub->StepStream(&c);
+  REQUIRE(stream->Write(client.Gradient(0, 2, 1.0f)));
+  proto::PullResponse third;
+  REQUIRE(stream->Read(&third));
+  CHECK(third.version() == 3);
+  stream->WritesDone();
+  CHECK(stream->Finish().ok());
 }
 
 }  // namespace

@@ -144,8 +144,9 @@ TEST_CASE(
   // Every other method, streams included, with a wrong token.
   auto channel = CreateJobChannel(address, wrong);
   auto stub = proto::ParameterService::NewStub(channel);
-  for (const char* rpc : {"Push", "Pull", "PushPull", "Heartbeat",
-                          "ReportEpoch", "PushStream", "PullStream"}) {
+  for (const char* rpc :
+       {"Push", "Pull", "PushPull", "Heartbeat", "ReportEpoch", "PushStream",
+        "PullStream", "StepStream"}) {
     grpc::ClientContext c;
     grpc::Status r;
     if (std::string(rpc) == "Push") {
@@ -168,6 +169,13 @@ TEST_CASE(
       auto writer = stub->PushStream(&c, &resp);
       writer->WritesDone();
       r = writer->Finish();
+    } else if (std::string(rpc) == "StepStream") {
+      auto stream = stub->StepStream(&c);
+      stream->WritesDone();
+      proto::PullResponse part;
+      while (stream->Read(&part)) {
+      }
+      r = stream->Finish();
     } else {
       auto reader = stub->PullStream(&c, proto::PullRequest());
       proto::PullResponse part;

@@ -160,6 +160,20 @@ GrpcParameterService::GrpcParameterService(Shard* shard,
             return service->PullStream(context, request, writer);
           },
           this)));
+  names_.push_back(std::make_unique<std::string>(MethodName("StepStream")));
+  AddMethod(new grpc::internal::RpcServiceMethod(
+      names_.back()->c_str(), grpc::internal::RpcMethod::BIDI_STREAMING,
+      new grpc::internal::BidiStreamingHandler<
+          GrpcParameterService, grpc::ByteBuffer, grpc::ByteBuffer>(
+          [](GrpcParameterService* service, grpc::ServerContext* context,
+             grpc::ServerReaderWriter<grpc::ByteBuffer, grpc::ByteBuffer>*
+                 stream) {
+            grpc::Status auth =
+                CheckCallToken(*service->security_, *context, "StepStream");
+            if (!auth.ok()) return auth;
+            return service->StepStream(context, stream);
+          },
+          this)));
   AddUnary("ReportEpoch", &GrpcParameterService::ReportEpoch);
 }
 
@@ -259,10 +273,44 @@ grpc::Status GrpcParameterService::Pull(grpc::ServerContext* context,
 grpc::Status GrpcParameterService::PushPull(grpc::ServerContext* context,
                                             const grpc::ByteBuffer* request,
                                             grpc::ByteBuffer* response) {
+  if (absl::Status s = PushThenPull("PushPull", context, *request, response);
+      !s.ok()) {
+    return ToGrpcStatus(s);
+  }
+  return MaybeLoseReply(shard_->config().testing, "PushPull", grpc::Status::OK);
+}
+
+grpc::Status GrpcParameterService::StepStream(
+    grpc::ServerContext* context,
+    grpc::ServerReaderWriter<grpc::ByteBuffer, grpc::ByteBuffer>* stream) {
+  grpc::ByteBuffer request;
+  // One PushPull per message, in order, until the worker half-closes.
+  while (stream->Read(&request)) {
+    grpc::ByteBuffer reply;
+    if (absl::Status s = PushThenPull("StepStream", context, request, &reply);
+        !s.ok()) {
+      return ToGrpcStatus(s);
+    }
+    if (grpc::Status lost = MaybeLoseReply(shard_->config().testing,
+                                           "StepStream", grpc::Status::OK);
+        !lost.ok()) {
+      return lost;
+    }
+    if (!stream->Write(reply)) {
+      return ToGrpcStatus(
+          absl::CancelledError("StepStream: the worker went away"));
+    }
+  }
+  return grpc::Status::OK;
+}
+
+absl::Status GrpcParameterService::PushThenPull(const char* rpc,
+                                                grpc::ServerContext* context,
+                                                const grpc::ByteBuffer& request,
+                                                grpc::ByteBuffer* response) {
   PushView view;
   proto::PushResponse pushed;
-  absl::Status s = ApplyPush("PushPull", *request, &view, &pushed);
-  if (!s.ok()) return ToGrpcStatus(s);
+  RETURN_IF_ERROR(ApplyPush(rpc, request, &view, &pushed));
   // The pull of the next clock, on this thread: no hand-off between the
   // push that completes a version and the pull that waits for it.
   proto::PullRequest pull;
@@ -271,12 +319,11 @@ grpc::Status GrpcParameterService::PushPull(grpc::ServerContext* context,
   pull.set_clock(view.clock + 1);
   pull.set_dtype(static_cast<proto::DType>(view.pull_dtype));
   std::shared_ptr<const ParamSnapshot> snapshot;
-  s = AwaitPull(context, pull, &snapshot);
-  if (!s.ok()) return ToGrpcStatus(s);
+  RETURN_IF_ERROR(AwaitPull(context, pull, &snapshot));
   *response = PullFrame(snapshot, 0, snapshot->params.size(),
                         pull.dtype() == proto::DTYPE_FLOAT16);
   link_.Transfer(LinkShaper::kOut, response->Length());
-  return MaybeLoseReply(shard_->config().testing, "PushPull", grpc::Status::OK);
+  return absl::OkStatus();
 }
 
 grpc::Status GrpcParameterService::PullRows(grpc::ServerContext* context,

@@ -51,6 +51,14 @@ class GrpcParameterService final : public grpc::Service {
   grpc::Status PushPull(grpc::ServerContext* context,
                         const grpc::ByteBuffer* request,
                         grpc::ByteBuffer* response);
+  grpc::Status StepStream(
+      grpc::ServerContext* context,
+      grpc::ServerReaderWriter<grpc::ByteBuffer, grpc::ByteBuffer>* stream);
+  // A PushPull's work: applies the push in `request`, then waits for the
+  // pull of its clock + 1 and frames it into `response`.
+  absl::Status PushThenPull(const char* rpc, grpc::ServerContext* context,
+                            const grpc::ByteBuffer& request,
+                            grpc::ByteBuffer* response);
   grpc::Status Pull(grpc::ServerContext* context,
                     const grpc::ByteBuffer* request,
                     grpc::ByteBuffer* response);
