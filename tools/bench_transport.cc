@@ -86,10 +86,12 @@ struct RunControl {
 // One worker thread: registers, warms up with one untimed push+pull, waits
 // for `go`, then runs `mode` until `stop` (and at least kMinOps times).
 void RunWorker(const ClientSetup& setup,
-               const std::vector<std::string>& addresses, Mode mode,
-               RunControl& control, WorkerRun& run) {
-  GrpcParameterClient client(setup, addresses, GrpcClientOptions(),
-                             JobSecurity());
+               const std::vector<std::string>& addresses,
+               const TransportOptions& o, Mode mode, RunControl& control,
+               WorkerRun& run) {
+  GrpcClientOptions options;
+  options.step_stream = o.step_stream;
+  GrpcParameterClient client(setup, addresses, options, JobSecurity());
   absl::StatusOr<uint64_t> clock = client.Register();
   std::vector<float> params(setup.layout->total);
   // Gradients go where a trainer computes them: into the client's buffer,
@@ -206,7 +208,7 @@ absl::StatusOr<TransportResult> RunTransport(int64_t bytes, Mode mode,
   for (int rank = 0; rank < o.workers; ++rank) {
     threads.emplace_back([&, rank] {
       RunWorker(ClientSetup{&config, &plan, &layout, rank},
-                cluster->addresses(), mode, control, runs[rank]);
+                cluster->addresses(), o, mode, control, runs[rank]);
     });
   }
   if (control.ready->Block()) delete control.ready;

@@ -20,6 +20,10 @@
 //       [--sizes 4K,64K,1M,16M,64M] [--modes push,pull,push+pull]
 //       [--seconds S] [--chunk_bytes B] [--policy async|sync]
 //       [--optimizer_sizes 1M,16M,64M] [--skip_transport] [--skip_optimizers]
+//       [--unary_push_pull]
+//
+// --unary_push_pull: push+pull as one unary PushPull call per step instead
+// of a step of a StepStream kept open (the workers' way), for an A/B.
 #include <algorithm>
 #include <cstdio>
 #include <string>
@@ -96,6 +100,7 @@ absl::StatusOr<BenchOptions> ParseOptions(const ParsedFlags& flags) {
                    ParseModes(flags.Get("modes", "push,pull,push+pull")));
   o.skip_transport = flags.Has("skip_transport");
   o.skip_optimizers = flags.Has("skip_optimizers");
+  o.transport.step_stream = !flags.Has("unary_push_pull");
   return o;
 }
 
@@ -162,7 +167,7 @@ int Main(int argc, char** argv) {
       ParseFlags(argc, argv,
                  {"clusters", "sizes", "modes", "seconds", "chunk_bytes",
                   "policy", "optimizer_sizes", "log_level"},
-                 {"skip_transport", "skip_optimizers"});
+                 {"skip_transport", "skip_optimizers", "unary_push_pull"});
   if (!flags.ok()) return fail(flags.status());
   if (absl::Status s =
           InitLogging("paramd-bench", flags->Get("log_level", "warn"));

@@ -65,6 +65,7 @@ GrpcParameterClient::GrpcParameterClient(const ClientSetup& setup,
       pull_stream_method_(MethodName("PullStream")),
       push_pull_method_(MethodName("PushPull")),
       pull_rows_method_(MethodName("PullRows")),
+      step_stream_method_(MethodName("StepStream")),
       push_frames_(*setup.config, *setup.plan, *setup.layout, setup.rank),
       gradients_(std::make_shared<std::vector<float>>(setup.layout->total)) {
   for (int s = 0; s < static_cast<int>(addresses.size()); ++s) {
@@ -220,15 +221,31 @@ void GrpcParameterClient::StartPush(int shard,
                           });
 }
 
+void GrpcParameterClient::OpenStepStream(int shard) {
+  ShardConn& conn = shards_[shard];
+  if (conn.steps != nullptr && !conn.steps->over()) return;
+  conn.steps.reset();
+  conn.steps =
+      std::make_unique<StepStream>(conn.generic.get(), step_stream_method_,
+                                   std::make_unique<grpc::ClientContext>());
+}
+
 void GrpcParameterClient::StartPushPull(
-    int shard, grpc::ByteBuffer message, grpc::ClientContext* context,
-    PullSink* sink, std::function<void(absl::Status)> done) {
-  // It waits as a pull does, after pushing.
-  context->set_deadline(
-      DeadlineIn(std::max(options_.push_timeout, options_.pull_timeout)));
+    int shard, grpc::ByteBuffer message, PullSink* sink,
+    std::function<void(absl::Status)> done) {
+  if (!options_.step_stream) {
+    // A unary PushPull; its context lives until the call ends.
+    auto context = std::make_shared<grpc::ClientContext>();
+    context->set_deadline(
+        DeadlineIn(std::max(options_.push_timeout, options_.pull_timeout)));
+    UnaryIntoSink(shard, push_pull_method_, std::move(message), context.get(),
+                  sink, [context, done = std::move(done)](absl::Status s) {
+                    done(std::move(s));
+                  });
+    return;
+  }
   // The message's header carries pull_dtype (PushFrames).
-  UnaryIntoSink(shard, push_pull_method_, std::move(message), context, sink,
-                std::move(done));
+  shards_[shard].steps->Step(std::move(message), sink, std::move(done));
 }
 
 absl::StatusOr<uint64_t> GrpcParameterClient::Retrying(
@@ -376,26 +393,39 @@ absl::StatusOr<uint64_t> GrpcParameterClient::PushPullOnce(
     combined[i] = messages[i].size() == 1 && !shards_[i].pull_streams;
     calls += combined[i] ? 1 : 2;
   }
-  absl::BlockingCounter pending(calls);
+  // Every stream the step takes is open before any call can fail and
+  // cancel them.
+  for (int i = 0; i < n; ++i) {
+    if (combined[i] && options_.step_stream) OpenStepStream(i);
+  }
+  absl::Mutex mu;
+  int pending = calls;
+  auto finish_call = [&] {
+    absl::MutexLock lock(&mu);
+    --pending;
+  };
   // A refused push means the pulls would wait in vain.
   auto cancel_pulls = [&] {
     for (auto& c : pull_contexts) c.TryCancel();
+    for (int i = 0; i < n; ++i) {
+      if (combined[i] && options_.step_stream) shards_[i].steps->Cancel();
+    }
   };
   for (int i = 0; i < n; ++i) {
     if (combined[i]) continue;
     StartPull(i, clock + 1, &pull_contexts[i], &sinks[i],
               [&, i](absl::Status s) {
                 pull_status[i] = std::move(s);
-                pending.DecrementCount();
+                finish_call();
               });
   }
   for (int i = 0; i < n; ++i) {
     if (combined[i]) {
-      StartPushPull(i, std::move(messages[i][0]), &pull_contexts[i], &sinks[i],
+      StartPushPull(i, std::move(messages[i][0]), &sinks[i],
                     [&, i](absl::Status s) {
                       if (!s.ok()) cancel_pulls();
                       pull_status[i] = std::move(s);
-                      pending.DecrementCount();
+                      finish_call();
                     });
       continue;
     }
@@ -403,10 +433,31 @@ absl::StatusOr<uint64_t> GrpcParameterClient::PushPullOnce(
               [&, i](absl::Status s) {
                 if (!s.ok()) cancel_pulls();
                 push_status[i] = std::move(s);
-                pending.DecrementCount();
+                finish_call();
               });
   }
-  pending.Wait();
+  // The unary calls have deadlines; the streams' steps are bounded here.
+  const absl::Time deadline =
+      absl::Now() + std::max(options_.push_timeout, options_.pull_timeout);
+  bool timed_out = false;
+  mu.Lock();
+  if (!mu.AwaitWithDeadline(absl::Condition(
+                                +[](int* p) { return *p == 0; }, &pending),
+                            deadline)) {
+    timed_out = true;
+    mu.Unlock();
+    cancel_pulls();
+    mu.Lock();
+    mu.Await(absl::Condition(
+        +[](int* p) { return *p == 0; }, &pending));
+  }
+  mu.Unlock();
+  if (timed_out) {
+    return absl::DeadlineExceededError(
+        absl::StrCat("PushPull at clock ", clock, ": no reply within ",
+                     absl::FormatDuration(std::max(options_.push_timeout,
+                                                   options_.pull_timeout))));
+  }
   // The failure to report: a push's before a pull's, and one that was not
   // the cancellation a failure caused in the other calls.
   absl::Status failure;

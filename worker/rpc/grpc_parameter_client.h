@@ -7,7 +7,9 @@
 // whose chunks fill several messages (kStreamMessageBytes) is pushed and
 // pulled through PushStream and PullStream (proto/paramd.proto), so each
 // end works on one message while the next is on the wire; a smaller one
-// through unary Push and Pull, which cost less per call.
+// through unary Push and Pull, which cost less per call. A step of a shard
+// whose push and pull each fit one message is one PushPull, sent as a step
+// of a StepStream that stays open across steps.
 //
 // Thread-compatible: one training loop uses it at a time.
 #ifndef PARAMD_WORKER_RPC_GRPC_PARAMETER_CLIENT_H_
@@ -33,6 +35,7 @@
 #include "worker/parameter_client.h"
 #include "worker/rpc/pull_sink.h"
 #include "worker/rpc/push_frames.h"
+#include "worker/rpc/step_stream.h"
 
 namespace paramd {
 
@@ -49,6 +52,10 @@ struct GrpcClientOptions {
   // again, with exponential backoff and jitter, for this long after its
   // first failure (liveness.give_up_seconds; the factory sets it).
   absl::Duration give_up = absl::Seconds(120);
+  // A shard whose push and pull each fit one message: PushPull as a step
+  // of a StepStream kept open across steps (no per-step call setup);
+  // false: a unary PushPull call per step.
+  bool step_stream = true;
 };
 
 class GrpcParameterClient final : public ParameterClient {
@@ -119,10 +126,12 @@ class GrpcParameterClient final : public ParameterClient {
   void StartPull(int shard, uint64_t clock, grpc::ClientContext* context,
                  PullSink* sink, std::function<void(absl::Status)> done);
   // Starts one shard's PushPull (the push in one message, the pull of
-  // clock + 1 back in one message) into `sink`.
-  void StartPushPull(int shard, grpc::ByteBuffer message,
-                     grpc::ClientContext* context, PullSink* sink,
+  // clock + 1 back in one message) into `sink`, as a step of its
+  // StepStream.
+  void StartPushPull(int shard, grpc::ByteBuffer message, PullSink* sink,
                      std::function<void(absl::Status)> done);
+  // Opens the shard's StepStream unless one is open.
+  void OpenStepStream(int shard);
   // One unary call of `method` whose single reply goes to `sink`.
   void UnaryIntoSink(int shard, const std::string& method,
                      grpc::ByteBuffer message, grpc::ClientContext* context,
@@ -141,6 +150,9 @@ class GrpcParameterClient final : public ParameterClient {
     // Whether pulls use PullStream: the shard's chunks fill several
     // messages.
     bool pull_streams = false;
+    // The shard's StepStream, opened by the first PushPull that needs it
+    // and again after it ended.
+    std::unique_ptr<StepStream> steps;
   };
 
   const JobConfig& config_;
@@ -152,7 +164,8 @@ class GrpcParameterClient final : public ParameterClient {
   const uint64_t incarnation_;  // Random, for this process.
   // Full method names, as gRPC calls them.
   const std::string push_method_, pull_method_, push_stream_method_,
-      pull_stream_method_, push_pull_method_, pull_rows_method_;
+      pull_stream_method_, push_pull_method_, pull_rows_method_,
+      step_stream_method_;
   std::vector<ShardConn> shards_;
   PushFrames push_frames_;
   // Gradients are sent from here; gRPC (or an exchange) holds a reference
