@@ -139,6 +139,7 @@ class GrpcParameterClient final : public ParameterClient {
   void StartPush(int shard, std::vector<grpc::ByteBuffer> messages,
                  grpc::ClientContext* context, grpc::ByteBuffer* response,
                  std::function<void(absl::Status)> done);
+  static std::chrono::system_clock::time_point DeadlineIn(absl::Duration d);
   // The version served: the smallest across shards.
   static absl::StatusOr<uint64_t> PulledVersion(
       const std::vector<PullSink>& sinks);
@@ -173,6 +174,9 @@ class GrpcParameterClient final : public ParameterClient {
   std::shared_ptr<std::vector<float>> gradients_, spare_;
   bool has_rows_ = false;  // SetRowGradients was called.
 };
+
+// `s` with "<what><shard>: " before its message, e.g. "Push to shard 1: ".
+absl::Status PrefixStatus(const absl::Status& s, const char* what, int shard);
 
 // Makes GrpcParameterClients for the shards at `servers` (one "host:port"
 // per shard; empty: the job's cluster.servers).
