@@ -8,59 +8,12 @@ void StreamCall::Start(grpc::GenericStub* stub, grpc::ClientContext* context,
                        const std::string& method,
                        std::vector<grpc::ByteBuffer> messages, Reader reader,
                        std::function<void(absl::Status)> done) {
-  // Deletes itself in OnDone.
-  auto* call = new StreamCall(context, std::move(messages), std::move(reader),
-                              std::move(done));
-  stub->PrepareBidiStreamingCall(context, method, grpc::StubOptions(), call);
-  call->StartRead(&call->incoming_);
-  call->WriteNext();
-  call->StartCall();
-}
-
-StreamCall::StreamCall(grpc::ClientContext* context,
-                       std::vector<grpc::ByteBuffer> messages, Reader reader,
-                       std::function<void(absl::Status)> done)
-    : context_(context),
-      messages_(std::move(messages)),
-      reader_(std::move(reader)),
-      done_(std::move(done)) {}
-
-void StreamCall::WriteNext() {
-  if (messages_.empty()) {
-    StartWritesDone();
-    return;
+  OpenStream* call = OpenStream::Start(stub, context, method, std::move(reader),
+                                       std::move(done));
+  // The last Write hands the call over to gRPC: `call` is not used after.
+  for (size_t i = 0; i < messages.size(); ++i) {
+    call->Write(std::move(messages[i]), i + 1 == messages.size());
   }
-  // The last message half-closes the stream with it.
-  if (next_ + 1 == messages_.size()) {
-    StartWriteLast(&messages_[next_], grpc::WriteOptions());
-  } else {
-    StartWrite(&messages_[next_]);
-  }
-}
-
-void StreamCall::OnWriteDone(bool ok) {
-  if (!ok) return;  // The call is over; OnDone says why.
-  ++next_;
-  if (next_ < messages_.size()) WriteNext();
-}
-
-void StreamCall::OnReadDone(bool ok) {
-  if (!ok) return;  // No more messages.
-  absl::Status s = reader_(incoming_);
-  if (!s.ok()) {
-    read_error_ = std::move(s);
-    context_->TryCancel();
-    return;
-  }
-  StartRead(&incoming_);
-}
-
-void StreamCall::OnDone(const grpc::Status& status) {
-  std::function<void(absl::Status)> done = std::move(done_);
-  absl::Status result =
-      !read_error_.ok() ? std::move(read_error_) : FromGrpcStatus(status);
-  delete this;
-  done(std::move(result));
 }
 
 OpenStream* OpenStream::Start(grpc::GenericStub* stub,

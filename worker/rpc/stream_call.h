@@ -1,9 +1,9 @@
-// StreamCall: one streaming RPC through a grpc::GenericStub, driven by
-// gRPC's callback API. It sends its messages in order and half-closes,
-// hands each received message to a reader as it arrives (on a gRPC
-// thread, while later messages are still on the wire), and reports how the
-// call ended. Works for client-, server- and bidirectional-streaming
-// methods alike: on the wire they are the same.
+// Streaming RPCs through a grpc::GenericStub, driven by gRPC's callback
+// API: messages go out in order, each received message goes to a reader as
+// it arrives (on a gRPC thread, while later messages are still on the
+// wire), and the caller hears once how the call ended. Works for client-,
+// server- and bidirectional-streaming methods alike: on the wire they are
+// the same.
 #ifndef PARAMD_WORKER_RPC_STREAM_CALL_H_
 #define PARAMD_WORKER_RPC_STREAM_CALL_H_
 
@@ -23,37 +23,20 @@
 
 namespace paramd {
 
-class StreamCall final
-    : public grpc::ClientBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer> {
- public:
+// StreamCall::Start: a streaming call whose messages are all known when it
+// starts (an OpenStream given them all at once).
+struct StreamCall {
   // Returns OK to go on reading, or an error that cancels the call.
   using Reader = std::function<absl::Status(const grpc::ByteBuffer&)>;
 
-  // Starts the call; `done` runs exactly once, on a gRPC thread, with the
+  // Starts the call, sends `messages` (at least one) in order and
+  // half-closes; `done` runs exactly once, on a gRPC thread, with the
   // reader's error if it refused a message, else the call's status.
   // `context` must outlive `done` (cancel the call through it).
   static void Start(grpc::GenericStub* stub, grpc::ClientContext* context,
                     const std::string& method,
                     std::vector<grpc::ByteBuffer> messages, Reader reader,
                     std::function<void(absl::Status)> done);
-
- private:
-  StreamCall(grpc::ClientContext* context,
-             std::vector<grpc::ByteBuffer> messages, Reader reader,
-             std::function<void(absl::Status)> done);
-
-  void WriteNext();
-  void OnWriteDone(bool ok) override;
-  void OnReadDone(bool ok) override;
-  void OnDone(const grpc::Status& status) override;
-
-  grpc::ClientContext* const context_;
-  std::vector<grpc::ByteBuffer> messages_;
-  size_t next_ = 0;  // Touched by the write path only.
-  grpc::ByteBuffer incoming_;
-  Reader reader_;
-  absl::Status read_error_;  // Touched by the read path only.
-  std::function<void(absl::Status)> done_;
 };
 
 // OpenStream: a streaming RPC whose messages are not all known when it
