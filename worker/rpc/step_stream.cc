@@ -36,7 +36,9 @@ void StepStream::Release() {
 
 bool StepStream::over() const {
   absl::MutexLock lock(&mu_);
-  return over_;
+  // Once the read side ended no reply can come, though OnDone may not
+  // have run yet.
+  return over_ || !held_;
 }
 
 void StepStream::Step(grpc::ByteBuffer message, PullSink* sink,
