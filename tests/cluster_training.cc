@@ -6,6 +6,7 @@
 #include <thread>
 
 #include "absl/status/status.h"
+#include "proto/paramd.pb.h"
 #include "worker/rpc/grpc_parameter_client.h"
 
 namespace paramd::testing {
@@ -75,6 +76,70 @@ void CheckLossFalls(Observed& observed, int workers, uint64_t steps) {
     INFO("rank " << rank << ": median loss of first 16 steps " << first
                  << ", of last 16 " << last);
     CHECK(last < 0.6 * first);
+  }
+}
+
+void CheckFloat16HalvesTheBytes(const JobConfig& config, uint64_t steps) {
+  JobConfig half = config;
+  half.compression.type = "fp16";
+  half.compression.pull = "fp16";
+  uint64_t float_bytes_in = 0, float_bytes_out = 0;
+  {
+    LocalCluster cluster(config);
+    Observed observed;
+    TrainAll(config, cluster, observed);
+    proto::ShardStatus st;
+    cluster.server(0).shard()->GetStatus(&st);
+    float_bytes_in = st.bytes_in();
+    float_bytes_out = st.bytes_out();
+  }
+  LocalCluster cluster(half);
+  Observed observed;
+  const auto trainers = TrainAll(half, cluster, observed);
+  REQUIRE(observed.seen[0].size() == steps + 1);
+  CHECK(observed.seen[0] == observed.seen[1]);
+  CHECK(trainers[0]->params() == trainers[1]->params());
+  CheckLossFalls(observed, 2, steps);
+  proto::ShardStatus st;
+  cluster.server(0).shard()->GetStatus(&st);
+  CHECK(st.version() == steps);
+  CHECK(st.bytes_in() * 2 == float_bytes_in);
+  CHECK(st.bytes_out() * 2 == float_bytes_out);
+}
+
+void CheckDroppedRepliesChangeNothing(const JobConfig& calm, uint64_t steps) {
+  JobConfig lossy = calm;
+  lossy.testing.drop_reply_probability = 0.2;
+  std::vector<float> expected;
+  {
+    LocalCluster cluster(calm);
+    Observed observed;
+    expected = TrainAll(calm, cluster, observed)[0]->params();
+  }
+  LocalCluster cluster(lossy);
+  Observed observed;
+  const auto trainers = TrainAll(lossy, cluster, observed);
+  // Every push applied once: the same parameters, bit for bit.
+  for (const auto& trainer : trainers) CHECK(trainer->params() == expected);
+  for (int shard = 0; shard < lossy.num_shards(); ++shard) {
+    proto::ShardStatus st;
+    cluster.server(shard).shard()->GetStatus(&st);
+    CHECK(st.version() == steps);
+    for (const auto& w : st.workers()) CHECK(w.pushes() == st.version());
+  }
+}
+
+void CheckEveryPushApplied(LocalCluster& cluster, const JobConfig& config,
+                           uint64_t steps) {
+  for (int shard = 0; shard < config.num_shards(); ++shard) {
+    proto::ShardStatus st;
+    cluster.server(shard).shard()->GetStatus(&st);
+    CHECK(st.policy() == PolicyName(config.policy.type));
+    CHECK(st.version() == config.num_workers * steps);
+    for (const auto& w : st.workers()) {
+      CHECK(w.state() == "finished");
+      CHECK(w.clock() == steps);
+    }
   }
 }
 

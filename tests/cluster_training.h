@@ -39,6 +39,21 @@ std::vector<std::unique_ptr<Trainer>> TrainAll(const JobConfig& config,
 // well below that over the first 16.
 void CheckLossFalls(Observed& observed, int workers, uint64_t steps);
 
+// Trains `config` (sync), then the same job with float16 both ways: the
+// float16 run goes `steps` steps in lock-step, its loss falls, and shard 0
+// received and sent exactly half the bytes of the float32 run.
+void CheckFloat16HalvesTheBytes(const JobConfig& config, uint64_t steps);
+
+// Trains `calm` (sync), then the same job with 20% of replies dropped: the
+// lossy run ends on the calm run's parameters bit for bit, every shard at
+// version `steps` with each worker's pushes counted once.
+void CheckDroppedRepliesChangeNothing(const JobConfig& calm, uint64_t steps);
+
+// Under async or ssp after every worker finished: each shard applied every
+// push (version = workers × `steps`) and saw each worker finish at `steps`.
+void CheckEveryPushApplied(LocalCluster& cluster, const JobConfig& config,
+                           uint64_t steps);
+
 }  // namespace paramd::testing
 
 #endif  // PARAMD_TESTS_CLUSTER_TRAINING_H_

@@ -28,7 +28,6 @@ namespace paramd {
 namespace {
 
 using testing::CheckLossFalls;
-using testing::Hash;
 using testing::JobOptions;
 using testing::LocalCluster;
 using testing::Observed;
@@ -126,33 +125,8 @@ TEST_CASE(
   o.layers = "[784, 1024, 10]";  // Streams: each shard > one message.
   o.epochs = 1;
   o.train_limit = 3072;
-  JobConfig config = testing::MakeJob(o, testing::NewTempDir());
-  JobConfig half = config;
-  half.compression.type = "fp16";
-  half.compression.pull = "fp16";
-  uint64_t float_bytes = 0, float_bytes_out = 0;
-  {
-    LocalCluster cluster(config);
-    Observed observed;
-    TrainAll(config, cluster, observed);
-    proto::ShardStatus st;
-    cluster.server(0).shard()->GetStatus(&st);
-    float_bytes = st.bytes_in();
-    float_bytes_out = st.bytes_out();
-  }
-  LocalCluster cluster(half);
-  Observed observed;
-  const auto trainers = TrainAll(half, cluster, observed);
-  const uint64_t steps = 48;
-  REQUIRE(observed.seen[0].size() == steps + 1);
-  CHECK(observed.seen[0] == observed.seen[1]);
-  CHECK(trainers[0]->params() == trainers[1]->params());
-  CheckLossFalls(observed, 2, steps);
-  proto::ShardStatus st;
-  cluster.server(0).shard()->GetStatus(&st);
-  CHECK(st.version() == steps);
-  CHECK(st.bytes_in() * 2 == float_bytes);
-  CHECK(st.bytes_out() * 2 == float_bytes_out);
+  testing::CheckFloat16HalvesTheBytes(
+      testing::MakeJob(o, testing::NewTempDir()), 48);
 }
 
 TEST_CASE(
@@ -206,21 +180,12 @@ void RunStalenessPolicy(const std::string& policy) {
   Observed observed;
   TrainAll(config, cluster, observed);
   const uint64_t steps = 3 * 48;
-  for (int shard = 0; shard < 2; ++shard) {
-    proto::ShardStatus st;
-    cluster.server(shard).shard()->GetStatus(&st);
-    CHECK(st.policy() == policy);
-    CHECK(st.version() == 2 * steps);
-    for (const auto& w : st.workers()) {
-      CHECK(w.state() == "finished");
-      CHECK(w.clock() == steps);
-    }
-    if (shard == 0) {
-      REQUIRE(st.epochs_size() == 3);
-      CHECK(st.epochs(2).complete());
-      CHECK(st.epochs(2).test_accuracy() > 0.6);
-    }
-  }
+  testing::CheckEveryPushApplied(cluster, config, steps);
+  proto::ShardStatus st;
+  cluster.server(0).shard()->GetStatus(&st);
+  REQUIRE(st.epochs_size() == 3);
+  CHECK(st.epochs(2).complete());
+  CHECK(st.epochs(2).test_accuracy() > 0.6);
   CheckLossFalls(observed, 2, steps);
 }
 
@@ -232,27 +197,8 @@ TEST_CASE(
   o.epochs = 1;
   o.train_limit = 1024;
   o.test_limit = 256;
-  const JobConfig plain = testing::MakeJob(o, testing::NewTempDir());
-  JobConfig lossy = plain;
-  lossy.testing.drop_reply_probability = 0.2;
-  std::vector<float> expected;
-  {
-    LocalCluster cluster(plain);
-    Observed observed;
-    expected = TrainAll(plain, cluster, observed)[0]->params();
-  }
-  LocalCluster cluster(lossy);
-  Observed observed;
-  const auto trainers = TrainAll(lossy, cluster, observed);
-  // Every push applied once: the same parameters, bit for bit.
-  CHECK(trainers[0]->params() == expected);
-  CHECK(trainers[1]->params() == expected);
-  for (int shard = 0; shard < 2; ++shard) {
-    proto::ShardStatus st;
-    cluster.server(shard).shard()->GetStatus(&st);
-    CHECK(st.version() == 1024 / 2 / 32);
-    for (const auto& w : st.workers()) CHECK(w.pushes() == st.version());
-  }
+  testing::CheckDroppedRepliesChangeNothing(
+      testing::MakeJob(o, testing::NewTempDir()), 1024 / 2 / 32);
 }
 
 TEST_CASE("2 servers + 2 workers train under async over loopback gRPC",

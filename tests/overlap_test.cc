@@ -86,26 +86,7 @@ TEST_CASE(
   o.epochs = 1;
   o.train_limit = 1024;
   o.test_limit = 256;
-  const JobConfig calm = OverlapJob(o);
-  JobConfig lossy = calm;
-  lossy.testing.drop_reply_probability = 0.2;
-  std::vector<float> expected;
-  {
-    LocalCluster cluster(calm);
-    Observed observed;
-    expected = TrainAll(calm, cluster, observed)[0]->params();
-  }
-  LocalCluster cluster(lossy);
-  Observed observed;
-  const auto trainers = TrainAll(lossy, cluster, observed);
-  CHECK(trainers[0]->params() == expected);
-  CHECK(trainers[1]->params() == expected);
-  for (int s = 0; s < 2; ++s) {
-    proto::ShardStatus st;
-    cluster.server(s).shard()->GetStatus(&st);
-    CHECK(st.version() == 1024 / 2 / 32);
-    for (const auto& w : st.workers()) CHECK(w.pushes() == st.version());
-  }
+  testing::CheckDroppedRepliesChangeNothing(OverlapJob(o), 1024 / 2 / 32);
 }
 
 TEST_CASE("overlapped float16 both ways: lock-step at half the bytes",
@@ -113,33 +94,7 @@ TEST_CASE("overlapped float16 both ways: lock-step at half the bytes",
   JobOptions o;
   o.epochs = 1;
   o.train_limit = 3072;
-  const JobConfig full = OverlapJob(o);
-  JobConfig half = full;
-  half.compression.type = "fp16";
-  half.compression.pull = "fp16";
-  uint64_t bytes_in = 0, bytes_out = 0;
-  {
-    LocalCluster cluster(full);
-    Observed observed;
-    TrainAll(full, cluster, observed);
-    proto::ShardStatus st;
-    cluster.server(0).shard()->GetStatus(&st);
-    bytes_in = st.bytes_in();
-    bytes_out = st.bytes_out();
-  }
-  LocalCluster cluster(half);
-  Observed observed;
-  const auto trainers = TrainAll(half, cluster, observed);
-  const uint64_t steps = 48;
-  REQUIRE(observed.seen[0].size() == steps + 1);
-  CHECK(observed.seen[0] == observed.seen[1]);
-  CHECK(trainers[0]->params() == trainers[1]->params());
-  CheckLossFalls(observed, 2, steps);
-  proto::ShardStatus st;
-  cluster.server(0).shard()->GetStatus(&st);
-  CHECK(st.version() == steps);
-  CHECK(st.bytes_in() * 2 == bytes_in);
-  CHECK(st.bytes_out() * 2 == bytes_out);
+  testing::CheckFloat16HalvesTheBytes(OverlapJob(o), 48);
 }
 
 TEST_CASE("overlapped steps under async lose no push and learn",
@@ -154,12 +109,7 @@ TEST_CASE("overlapped steps under async lose no push and learn",
   Observed observed;
   TrainAll(config, cluster, observed);
   const uint64_t steps = 3 * 48;
-  for (int s = 0; s < 2; ++s) {
-    proto::ShardStatus st;
-    cluster.server(s).shard()->GetStatus(&st);
-    CHECK(st.version() == 2 * steps);
-    for (const auto& w : st.workers()) CHECK(w.clock() == steps);
-  }
+  testing::CheckEveryPushApplied(cluster, config, steps);
   CheckLossFalls(observed, 2, steps);
 }
 
