@@ -17,13 +17,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 rounds="${1:-3}"
 link="${LINK_MBPS:-0}"
-bazel build --noshow_progress //tools:paramctl //server:paramd-server \
-  //worker:paramd-worker
-out="$(mktemp -d)"
-trap 'rm -rf "$out"' EXIT
-field() {
-  sed -n "s/^  \"$2\": \\([0-9.]*\\),\$/\\1/p" "$1"
-}
+# shellcheck source=scripts/run-summary.sh
+source scripts/run-summary.sh  # $out, field, median
 declare -A rates accs bytes
 kinds=(none fp16 topk)
 for ((i = 1; i <= rounds; i++)); do
@@ -46,7 +41,6 @@ for ((i = 1; i <= rounds; i++)); do
     rates[$kind]+="$r " accs[$kind]+="$a " bytes[$kind]="$b/$f"
   done
 done
-median() { printf '%s\n' "$@" | sort -g | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
 [[ "$link" == 0 ]] || echo "links shaped to $link Mb/s each way per shard"
 echo "| compression | push bytes / worker step | of float32 | samples/s (median) | final test accuracy |"
 echo "| --- | ---: | ---: | ---: | ---: |"

@@ -20,13 +20,8 @@ link="${LINK_MBPS:-1000}"
 batch="${BATCH:-64}"
 workers="${WORKERS:-2}"
 epochs="${EPOCHS:-2}"
-bazel build --noshow_progress //tools:paramctl //server:paramd-server \
-  //worker:paramd-worker
-out="$(mktemp -d)"
-trap 'rm -rf "$out"' EXIT
-field() {
-  sed -n "s/^  \"$2\": \\([0-9.]*\\),\$/\\1/p" "$1"
-}
+# shellcheck source=scripts/run-summary.sh
+source scripts/run-summary.sh  # $out, field, median
 for mode in false true; do
   sed -e "s/^  batch_size: .*/  batch_size: $batch/" \
     -e "s/^  workers: .*/  workers: $workers/" \
@@ -50,7 +45,6 @@ for ((i = 1; i <= rounds; i++)); do
     rates[$mode]+="$r " accs[$mode]+="$a "
   done
 done
-median() { printf '%s\n' "$@" | sort -g | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
 # shellcheck disable=SC2086
 off="$(median ${rates[false]})" on="$(median ${rates[true]})"
 echo "batch $batch, $workers worker(s), $epochs epoch(s), links ${link} Mb/s each way per shard (0: not shaped)"
