@@ -70,23 +70,27 @@ std::vector<std::vector<grpc::ByteBuffer>> PushFrames::Build(
     std::shared_ptr<const std::vector<float>> gradients) {
   if (topk_ != nullptr) return BuildTopK(clock, loss, *gradients);
   // The bytes that travel: the float32 buffer itself, or its halves.
-  const char* flat = reinterpret_cast<const char*>(gradients->data());
-  int64_t element_bytes = kElementBytes;
+  const void* flat = gradients->data();
   std::shared_ptr<const void> owner = gradients;
   if (fp16_) {
     auto halves = std::make_shared<std::vector<uint16_t>>(gradients->size());
     Halve(*gradients, absl::MakeSpan(*halves));
-    flat = reinterpret_cast<const char*>(halves->data());
-    element_bytes = 2;
+    flat = halves->data();
     owner = std::move(halves);
   }
-  return Frame(
-      clock, loss, std::move(owner), [&](FrameBuilder& frame, int global) {
-        const ChunkSpec& c = plan_.chunks()[global];
-        frame.AddReference(
-            absl::string_view(flat + FlatOffset(layout_, c) * element_bytes,
-                              static_cast<size_t>(c.length * element_bytes)));
-      });
+  return Frame(clock, loss, std::move(owner), DenseChunk(flat));
+}
+
+std::function<void(FrameBuilder&, int)> PushFrames::DenseChunk(
+    const void* flat) const {
+  const int64_t element_bytes = fp16_ ? 2 : kElementBytes;
+  const char* bytes = static_cast<const char*>(flat);
+  return [this, bytes, element_bytes](FrameBuilder& frame, int global) {
+    const ChunkSpec& c = plan_.chunks()[global];
+    frame.AddReference(
+        absl::string_view(bytes + FlatOffset(layout_, c) * element_bytes,
+                          static_cast<size_t>(c.length * element_bytes)));
+  };
 }
 
 void PushFrames::Halve(absl::Span<const float> from, absl::Span<uint16_t> to) {
@@ -104,22 +108,8 @@ grpc::ByteBuffer PushFrames::Piece(uint64_t clock, float loss, int shard,
                                    bool first, absl::Span<const size_t> owned,
                                    const void* flat,
                                    std::shared_ptr<const void> owner) const {
-  FrameBuilder frame(std::move(owner));
-  if (first) {
-    frame.AddCopy(EncodePushHeader(job_id_, static_cast<uint32_t>(rank_), clock,
-                                   loss, pull_dtype_));
-  }
-  const int64_t element_bytes = fp16_ ? 2 : kElementBytes;
-  const char* bytes = static_cast<const char*>(flat);
-  const std::vector<int>& chunks = plan_.ChunksOfShard(shard);
-  for (size_t k : owned) {
-    const ChunkSpec& c = plan_.chunks()[chunks[k]];
-    frame.AddCopy(shards_[shard].chunk_headers[k]);
-    frame.AddReference(
-        absl::string_view(bytes + FlatOffset(layout_, c) * element_bytes,
-                          static_cast<size_t>(c.length * element_bytes)));
-  }
-  return frame.Finish();
+  return Message(clock, loss, shard, first, owned, std::move(owner),
+                 DenseChunk(flat));
 }
 
 void PushFrames::SetRows(uint32_t table, int dim,
@@ -153,31 +143,41 @@ void PushFrames::SetRows(uint32_t table, int dim,
 std::vector<std::vector<grpc::ByteBuffer>> PushFrames::Frame(
     uint64_t clock, float loss, std::shared_ptr<const void> owner,
     const std::function<void(FrameBuilder&, int)>& add_chunk) const {
-  const std::string header = EncodePushHeader(
-      job_id_, static_cast<uint32_t>(rank_), clock, loss, pull_dtype_);
-  if (rows_ != nullptr) {
-    // The frames keep both the gradients and the rows alive.
+  std::vector<std::vector<grpc::ByteBuffer>> messages(shards_.size());
+  std::vector<size_t> owned;
+  for (size_t i = 0; i < shards_.size(); ++i) {
+    for (const auto& [begin, end] : shards_[i].groups) {
+      owned.clear();
+      for (size_t k = begin; k < end; ++k) owned.push_back(k);
+      messages[i].push_back(Message(clock, loss, static_cast<int>(i),
+                                    begin == 0, owned, owner, add_chunk));
+    }
+  }
+  return messages;
+}
+
+grpc::ByteBuffer PushFrames::Message(
+    uint64_t clock, float loss, int shard, bool first,
+    absl::Span<const size_t> owned, std::shared_ptr<const void> owner,
+    const std::function<void(FrameBuilder&, int)>& add_chunk) const {
+  if (first && rows_ != nullptr) {
+    // The frame keeps both the gradients and the rows alive.
     owner = std::make_shared<
         std::pair<std::shared_ptr<const void>, std::shared_ptr<const Rows>>>(
         std::move(owner), rows_);
   }
-  std::vector<std::vector<grpc::ByteBuffer>> messages(shards_.size());
-  for (size_t i = 0; i < shards_.size(); ++i) {
-    const std::vector<int>& owned = plan_.ChunksOfShard(static_cast<int>(i));
-    for (const auto& [begin, end] : shards_[i].groups) {
-      FrameBuilder frame(owner);
-      if (begin == 0) {
-        frame.AddCopy(header);
-        AddRows(frame, i);
-      }
-      for (size_t k = begin; k < end; ++k) {
-        frame.AddCopy(shards_[i].chunk_headers[k]);
-        add_chunk(frame, owned[k]);
-      }
-      messages[i].push_back(frame.Finish());
-    }
+  FrameBuilder frame(std::move(owner));
+  if (first) {
+    frame.AddCopy(EncodePushHeader(job_id_, static_cast<uint32_t>(rank_), clock,
+                                   loss, pull_dtype_));
+    AddRows(frame, static_cast<size_t>(shard));
   }
-  return messages;
+  const std::vector<int>& chunks = plan_.ChunksOfShard(shard);
+  for (size_t k : owned) {
+    frame.AddCopy(shards_[shard].chunk_headers[k]);
+    add_chunk(frame, chunks[k]);
+  }
+  return frame.Finish();
 }
 
 void PushFrames::AddRows(FrameBuilder& frame, size_t shard) const {

@@ -47,7 +47,8 @@ class PushFrames {
   // by piece (worker.overlap): the push header when `first`, then the
   // shard's owned chunks `owned` (indices into plan.ChunksOfShard(shard)),
   // read from the flat buffer `flat` — float32, or under fp16 halves made
-  // with Halve — that `owner` keeps alive. Carries no rows.
+  // with Halve — that `owner` keeps alive. The first also carries the
+  // rows SetRows gave.
   grpc::ByteBuffer Piece(uint64_t clock, float loss, int shard, bool first,
                          absl::Span<const size_t> owned, const void* flat,
                          std::shared_ptr<const void> owner) const;
@@ -67,12 +68,22 @@ class PushFrames {
  private:
   std::vector<std::vector<grpc::ByteBuffer>> BuildTopK(
       uint64_t clock, float loss, const std::vector<float>& gradients);
-  // Each shard's messages: the push header, then for each owned chunk its
-  // framing and what `add_chunk(frame, global chunk)` adds; `owner`
-  // keeps the referenced bytes alive.
+  // Each shard's messages, one per group of its chunks (Message);
+  // `owner` keeps the referenced bytes alive.
   std::vector<std::vector<grpc::ByteBuffer>> Frame(
       uint64_t clock, float loss, std::shared_ptr<const void> owner,
       const std::function<void(FrameBuilder&, int)>& add_chunk) const;
+  // One message of shard `shard`: when `first` the push header and the
+  // shard's rows, then for each of its owned chunks `owned` (indices into
+  // plan.ChunksOfShard(shard)) the chunk's framing and what
+  // `add_chunk(frame, global chunk)` adds.
+  grpc::ByteBuffer Message(
+      uint64_t clock, float loss, int shard, bool first,
+      absl::Span<const size_t> owned, std::shared_ptr<const void> owner,
+      const std::function<void(FrameBuilder&, int)>& add_chunk) const;
+  // add_chunk for dense chunks read from the flat buffer `flat` (float32,
+  // or halves under fp16).
+  std::function<void(FrameBuilder&, int)> DenseChunk(const void* flat) const;
 
   // One table's rows bound for one shard, as they travel.
   struct ShardRows {
