@@ -128,26 +128,24 @@ absl::StatusOr<uint64_t> GrpcParameterClient::PushPullOnce(
               });
   }
   // The unary calls have deadlines; the streams' steps are bounded here.
-  const absl::Time deadline =
-      absl::Now() + std::max(options_.push_timeout, options_.pull_timeout);
+  const absl::Duration limit =
+      std::max(options_.push_timeout, options_.pull_timeout);
+  const absl::Condition all_ended(
+      +[](int* p) { return *p == 0; }, &pending);
   bool timed_out = false;
   mu.Lock();
-  if (!mu.AwaitWithDeadline(absl::Condition(
-                                +[](int* p) { return *p == 0; }, &pending),
-                            deadline)) {
+  if (!mu.AwaitWithDeadline(all_ended, absl::Now() + limit)) {
     timed_out = true;
     mu.Unlock();
     cancel_pulls();
     mu.Lock();
-    mu.Await(absl::Condition(
-        +[](int* p) { return *p == 0; }, &pending));
+    mu.Await(all_ended);
   }
   mu.Unlock();
   if (timed_out) {
     return absl::DeadlineExceededError(
         absl::StrCat("PushPull at clock ", clock, ": no reply within ",
-                     absl::FormatDuration(std::max(options_.push_timeout,
-                                                   options_.pull_timeout))));
+                     absl::FormatDuration(limit)));
   }
   // The failure to report: a push's before a pull's, and one that was not
   // the cancellation a failure caused in the other calls.
