@@ -33,6 +33,7 @@
 #include "common/rpc/credentials.h"
 #include "proto/paramd.grpc.pb.h"
 #include "worker/parameter_client.h"
+#include "worker/rpc/overlap_exchange.h"
 #include "worker/rpc/pull_sink.h"
 #include "worker/rpc/push_frames.h"
 #include "worker/rpc/step_stream.h"
@@ -173,6 +174,8 @@ class GrpcParameterClient final : public ParameterClient {
   // until sent. `spare_`: the buffer before, reused once released.
   std::shared_ptr<std::vector<float>> gradients_, spare_;
   bool has_rows_ = false;  // SetRowGradients was called.
+  // The plan as overlapped exchanges look chunks up; made by the first.
+  std::unique_ptr<OverlapIndex> overlap_index_;
 };
 
 // `s` with "<what><shard>: " before its message, e.g. "Push to shard 1: ".

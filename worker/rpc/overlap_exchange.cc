@@ -8,12 +8,25 @@
 
 namespace paramd {
 
+OverlapIndex::OverlapIndex(const PartitionPlan& plan, const FlatLayout& layout)
+    : local(plan.chunks().size()) {
+  for (const ChunkSpec& c : plan.chunks()) {
+    begin.push_back(FlatOffset(layout, c));
+  }
+  for (int s = 0; s < plan.num_shards(); ++s) {
+    const std::vector<int>& owned = plan.ChunksOfShard(s);
+    for (size_t k = 0; k < owned.size(); ++k) local[owned[k]] = k;
+  }
+}
+
 OverlapExchange::OverlapExchange(
-    const PartitionPlan& plan, const FlatLayout& layout, PushFrames* frames,
-    uint64_t clock, float loss, std::shared_ptr<const std::vector<float>> grads,
-    absl::Span<float> params, OverlapCalls calls)
+    const PartitionPlan& plan, const FlatLayout& layout,
+    const OverlapIndex& index, PushFrames* frames, uint64_t clock, float loss,
+    std::shared_ptr<const std::vector<float>> grads, absl::Span<float> params,
+    OverlapCalls calls)
     : plan_(plan),
       layout_(layout),
+      index_(index),
       frames_(frames),
       clock_(clock),
       loss_(loss),
@@ -26,17 +39,10 @@ OverlapExchange::OverlapExchange(
   if (frames_->fp16()) {
     halves_ = std::make_shared<std::vector<uint16_t>>(grads_->size());
   }
-  const std::vector<ChunkSpec>& chunks = plan_.chunks();
-  local_.resize(chunks.size());
   for (int s = 0; s < num_shards_; ++s) {
-    const std::vector<int>& owned = plan_.ChunksOfShard(s);
-    for (size_t k = 0; k < owned.size(); ++k) local_[owned[k]] = k;
-    unsent_[s] = owned.size();
+    unsent_[s] = plan_.ChunksOfShard(s).size();
   }
-  for (const ChunkSpec& c : chunks) {
-    chunk_begin_.push_back(FlatOffset(layout_, c));
-    unready_.push_back(c.length);
-  }
+  for (const ChunkSpec& c : plan_.chunks()) unready_.push_back(c.length);
   {
     absl::MutexLock lock(&mu_);
     for (int s = 0; s < num_shards_; ++s) {
@@ -108,11 +114,11 @@ void OverlapExchange::CancelAll() {
 
 std::pair<size_t, size_t> OverlapExchange::ChunksOver(int64_t begin,
                                                       int64_t end) const {
+  const std::vector<int64_t>& starts = index_.begin;
   auto first =
-      std::upper_bound(chunk_begin_.begin(), chunk_begin_.end(), begin) -
-      chunk_begin_.begin();
-  auto last = std::lower_bound(chunk_begin_.begin(), chunk_begin_.end(), end) -
-              chunk_begin_.begin();
+      std::upper_bound(starts.begin(), starts.end(), begin) - starts.begin();
+  auto last =
+      std::lower_bound(starts.begin(), starts.end(), end) - starts.begin();
   return {static_cast<size_t>(std::max<ptrdiff_t>(first - 1, 0)),
           static_cast<size_t>(last)};
 }
@@ -121,12 +127,13 @@ void OverlapExchange::GradientReady(int64_t begin, int64_t end) {
   std::vector<std::vector<size_t>> ready(num_shards_);
   const auto [first, last] = ChunksOver(begin, end);
   for (size_t g = first; g < last; ++g) {
-    const int64_t chunk_end = chunk_begin_[g] + plan_.chunks()[g].length;
+    const int64_t chunk_end = index_.begin[g] + plan_.chunks()[g].length;
     const int64_t covered =
-        std::min(end, chunk_end) - std::max(begin, chunk_begin_[g]);
+        std::min(end, chunk_end) - std::max(begin, index_.begin[g]);
     if (covered <= 0 || unready_[g] == 0) continue;
     unready_[g] -= std::min(covered, unready_[g]);
-    if (unready_[g] == 0) ready[plan_.chunks()[g].shard].push_back(local_[g]);
+    if (unready_[g] == 0)
+      ready[plan_.chunks()[g].shard].push_back(index_.local[g]);
   }
   for (int s = 0; s < num_shards_; ++s) {
     if (!ready[s].empty()) Send(s, ready[s]);

@@ -43,6 +43,13 @@
 
 namespace paramd {
 
+// How an exchange finds chunks, from the plan: built once per client.
+struct OverlapIndex {
+  OverlapIndex(const PartitionPlan& plan, const FlatLayout& layout);
+  std::vector<int64_t> begin;  // By global chunk: flat offset, ascending.
+  std::vector<size_t> local;   // By global chunk: index in its shard's list.
+};
+
 // The calls an exchange makes, from its client.
 struct OverlapCalls {
   std::vector<grpc::GenericStub*> stubs;  // By shard.
@@ -57,11 +64,12 @@ struct OverlapCalls {
 
 class OverlapExchange final : public StepExchange {
  public:
-  // `plan`, `layout` and `frames` outlive the exchange; `grads` is the
-  // buffer the gradient is computed into, `params` where clock + 1 goes.
+  // `plan`, `layout`, `index` (of them) and `frames` outlive the exchange;
+  // `grads` is the buffer the gradient is computed into, `params` where
+  // clock + 1 goes.
   OverlapExchange(const PartitionPlan& plan, const FlatLayout& layout,
-                  PushFrames* frames, uint64_t clock, float loss,
-                  std::shared_ptr<const std::vector<float>> grads,
+                  const OverlapIndex& index, PushFrames* frames, uint64_t clock,
+                  float loss, std::shared_ptr<const std::vector<float>> grads,
                   absl::Span<float> params, OverlapCalls calls);
   // Cancels whatever still runs and waits for it to end.
   ~OverlapExchange() override;
@@ -84,6 +92,7 @@ class OverlapExchange final : public StepExchange {
 
   const PartitionPlan& plan_;
   const FlatLayout& layout_;
+  const OverlapIndex& index_;
   PushFrames* const frames_;
   const uint64_t clock_;
   const float loss_;
@@ -93,12 +102,10 @@ class OverlapExchange final : public StepExchange {
   const int num_shards_;
 
   // The caller's thread only.
-  std::vector<int64_t> chunk_begin_;  // By global chunk: flat offset.
-  std::vector<int64_t> unready_;      // Floats not yet reported final.
-  std::vector<size_t> local_;         // Index in its shard's owned list.
-  std::vector<size_t> unsent_;        // By shard: owned chunks unsent.
-  std::vector<char> started_;         // By shard: header sent.
-  std::vector<OpenStream*> pushes_;   // By shard; null once closed.
+  std::vector<int64_t> unready_;     // By global chunk: floats not yet final.
+  std::vector<size_t> unsent_;       // By shard: owned chunks unsent.
+  std::vector<char> started_;        // By shard: header sent.
+  std::vector<OpenStream*> pushes_;  // By shard; null once closed.
   std::vector<std::unique_ptr<grpc::ClientContext>> contexts_;
   std::optional<absl::StatusOr<uint64_t>> result_;
 

@@ -32,9 +32,12 @@ std::unique_ptr<StepExchange> GrpcParameterClient::StartPushPull(
   calls.redo = [this, clock, held, loss, params] {
     return PushPull(clock, *held, loss, params);
   };
-  return std::make_unique<OverlapExchange>(*plan_, *layout_, &push_frames_,
-                                           clock, loss, std::move(held), params,
-                                           std::move(calls));
+  if (overlap_index_ == nullptr) {
+    overlap_index_ = std::make_unique<OverlapIndex>(*plan_, *layout_);
+  }
+  return std::make_unique<OverlapExchange>(
+      *plan_, *layout_, *overlap_index_, &push_frames_, clock, loss,
+      std::move(held), params, std::move(calls));
 }
 
 void GrpcParameterClient::OpenStepStream(int shard) {
