@@ -28,8 +28,7 @@ class MeteredExchange : public StepExchange {
     if (!recorded_) {
       recorded_ = true;
       const absl::Duration d = absl::Now() - start_;
-      m_->OnPush(d, push_bytes_, v.ok());
-      m_->OnPull(d, pull_bytes_, v.ok());
+      m_->OnPushPull(d, push_bytes_, pull_bytes_, v.ok());
     }
     return v;
   }
@@ -89,15 +88,13 @@ class MeteredClient : public ParameterClient {
         inner_->StartPushPull(clock, grads, loss, params), m_,
         grads.size() * sizeof(float), params.size() * sizeof(float));
   }
-  // One round trip: counted as a push and a pull, the time as push time.
   absl::StatusOr<uint64_t> PushPull(uint64_t clock,
                                     absl::Span<const float> grads, float loss,
                                     absl::Span<float> params) override {
     const absl::Time start = absl::Now();
     absl::StatusOr<uint64_t> v = inner_->PushPull(clock, grads, loss, params);
-    const absl::Duration d = absl::Now() - start;
-    m_->OnPush(d, grads.size() * sizeof(float), v.ok());
-    m_->OnPull(d, params.size() * sizeof(float), v.ok());
+    m_->OnPushPull(absl::Now() - start, grads.size() * sizeof(float),
+                   params.size() * sizeof(float), v.ok());
     return v;
   }
   void Heartbeat(uint64_t clock, bool finished,
@@ -143,6 +140,12 @@ void WorkerMetrics::OnPush(absl::Duration d, size_t bytes, bool ok) {
 
 void WorkerMetrics::OnPull(absl::Duration d, size_t bytes, bool ok) {
   OnCall(pull_seconds_, pulls_, bytes_in_, d, bytes, ok);
+}
+
+void WorkerMetrics::OnPushPull(absl::Duration d, size_t push_bytes,
+                               size_t pull_bytes, bool ok) {
+  OnPush(d, push_bytes, ok);
+  OnPull(d, pull_bytes, ok);
 }
 
 void WorkerMetrics::OnCall(Histogram& seconds, std::atomic<uint64_t>& calls,

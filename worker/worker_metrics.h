@@ -38,6 +38,10 @@ class WorkerMetrics {
   void OnRegister(bool ok);
   void OnPush(absl::Duration d, size_t bytes, bool ok);
   void OnPull(absl::Duration d, size_t bytes, bool ok);
+  // One round trip (a PushPull, an overlapped exchange): counted as a push
+  // and a pull, each taking the whole time.
+  void OnPushPull(absl::Duration d, size_t push_bytes, size_t pull_bytes,
+                  bool ok);
   // A push or a pull into its histogram and counters; a failed one counts
   // in failed_calls_ only.
   void OnCall(Histogram& seconds, std::atomic<uint64_t>& calls,
