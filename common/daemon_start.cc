@@ -44,8 +44,8 @@ absl::Status WritePortFile(const std::string& flag, const std::string& path,
   return absl::OkStatus();
 }
 
-absl::StatusOr<std::unique_ptr<HttpServer>> StartMetricsEndpoint(
-    const DaemonStart& start, int offset, HttpHandler metrics) {
+absl::StatusOr<std::unique_ptr<MetricsEndpoint>> StartMetricsEndpoint(
+    const DaemonStart& start, int offset, MetricsCollector collect) {
   std::string address;
   if (start.flags.Has("metrics_listen")) {
     address = start.flags.Get("metrics_listen", "");
@@ -56,19 +56,12 @@ absl::StatusOr<std::unique_ptr<HttpServer>> StartMetricsEndpoint(
           absl::StrCat("metrics.port ", start.config.metrics.port, " + ",
                        offset, " is past 65535"));
     }
-    std::string bind = start.config.metrics.bind;
-    if (bind.find(':') != std::string::npos && bind.front() != '[') {
-      bind = absl::StrCat("[", bind, "]");  // A bare IPv6 address.
-    }
-    address = absl::StrCat(bind, ":", port);
+    address = absl::StrCat(start.config.metrics.bind, ":", port);
   } else {
     return nullptr;
   }
-  std::map<std::string, HttpHandler> handlers;
-  handlers["/metrics"] = std::move(metrics);
-  handlers["/healthz"] = [] { return HttpResponse{200, "text/plain", "ok\n"}; };
-  ASSIGN_OR_RETURN(std::unique_ptr<HttpServer> server,
-                   HttpServer::Start(address, std::move(handlers)));
+  ASSIGN_OR_RETURN(std::unique_ptr<MetricsEndpoint> server,
+                   MetricsEndpoint::Start(address, std::move(collect)));
   if (start.flags.Has("metrics_port_file")) {
     RETURN_IF_ERROR(WritePortFile("metrics_port_file",
                                   start.flags.Get("metrics_port_file", ""),

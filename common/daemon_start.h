@@ -10,7 +10,7 @@
 #include "absl/status/statusor.h"
 #include "common/flags.h"
 #include "common/job_config.h"
-#include "common/metrics/http_server.h"
+#include "common/metrics/metrics_endpoint.h"
 
 namespace paramd {
 
@@ -47,12 +47,12 @@ std::optional<DaemonStart> StartDaemon(const DaemonSpec& spec, int argc,
 absl::Status WritePortFile(const std::string& flag, const std::string& path,
                            int port);
 
-// Serves GET /metrics (from `metrics`) and GET /healthz ("ok") when the
+// Serves GET /metrics (from `collect`) and GET /healthz ("ok") when the
 // daemon has an address for them: --metrics_listen HOST:PORT (port 0: any
 // free port), else metrics.bind:(metrics.port + offset) when metrics.port
 // is set; null when neither. Writes the bound port to --metrics_port_file.
-absl::StatusOr<std::unique_ptr<HttpServer>> StartMetricsEndpoint(
-    const DaemonStart& start, int offset, HttpHandler metrics);
+absl::StatusOr<std::unique_ptr<MetricsEndpoint>> StartMetricsEndpoint(
+    const DaemonStart& start, int offset, MetricsCollector collect);
 
 }  // namespace paramd
 

@@ -1,5 +1,7 @@
 #include "common/run_sections.h"
 
+#include <arpa/inet.h>
+
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
 
@@ -164,9 +166,11 @@ absl::Status ParseMetricsSection(YamlReader& reader, const YAML::Node& m,
                         "must be between 0 (off) and 65535");
   }
   RETURN_IF_ERROR(reader.Get(m, "metrics", "bind", false, &out->bind));
-  if (out->bind.empty()) {
+  in_addr parsed;
+  if (inet_pton(AF_INET, out->bind.c_str(), &parsed) != 1) {
     return reader.Error(m["bind"], "metrics.bind",
-                        "must name an interface, e.g. 0.0.0.0 or 127.0.0.1");
+                        "must be an IPv4 address, e.g. 0.0.0.0 or 127.0.0.1 "
+                        "(the metrics endpoint does not serve IPv6)");
   }
   return absl::OkStatus();
 }

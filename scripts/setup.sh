@@ -15,6 +15,7 @@ PACKAGES=(
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
   libabsl-dev libspdlog-dev libfmt-dev catch2 libyaml-cpp-dev zlib1g-dev
   libopenblas-dev dataset-fashion-mnist openssl
+  prometheus-cpp-dev libcivetweb-dev libcurl4-openssl-dev
 )
 
 # Packages of `list` (an array name) that are not installed.

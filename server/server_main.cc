@@ -25,7 +25,6 @@
 #include "absl/strings/str_cat.h"
 #include "common/daemon_start.h"
 #include "common/job_config.h"
-#include "common/metrics/exposition.h"
 #include "common/slurm.h"
 #include "common/status_macros.h"
 #include "server/rpc/parameter_server.h"
@@ -109,10 +108,9 @@ int Serve(const DaemonStart& start, ParameterServer& server) {
     }
   }
   const absl::Time started = absl::Now();
-  absl::StatusOr<std::unique_ptr<HttpServer>> metrics =
+  absl::StatusOr<std::unique_ptr<MetricsEndpoint>> metrics =
       StartMetricsEndpoint(start, shard_id, [&server, started] {
-        return HttpResponse{200, kMetricsContentType,
-                            ShardMetricsText(*server.shard(), started)};
+        return ShardMetrics(*server.shard(), started);
       });
   if (!metrics.ok()) {
     spdlog::error("shard {}: metrics: {}", shard_id,

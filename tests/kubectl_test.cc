@@ -8,7 +8,7 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
-#include "common/metrics/http_server.h"
+#include "tests/http_stub.h"
 #include "tests/skip_main.h"
 #include "tests/subprocess.h"
 #include "tests/test_files.h"
@@ -34,7 +34,7 @@ std::string ResourceList(const std::string& group_version,
 }
 
 // Discovery for the five kinds paramctl k8s writes, nothing else.
-std::unique_ptr<HttpServer> DiscoveryStub() {
+std::unique_ptr<HttpStub> DiscoveryStub() {
   std::map<std::string, HttpHandler> h;
   h["/api"] = [] {
     return Json(R"({"kind":"APIVersions","versions":["v1"],)"
@@ -69,8 +69,8 @@ std::unique_ptr<HttpServer> DiscoveryStub() {
     return Json(ResourceList("policy/v1", "poddisruptionbudgets",
                              "PodDisruptionBudget"));
   };
-  absl::StatusOr<std::unique_ptr<HttpServer>> server =
-      HttpServer::Start("127.0.0.1:0", std::move(h));
+  absl::StatusOr<std::unique_ptr<HttpStub>> server =
+      HttpStub::Start(std::move(h));
   REQUIRE(server.ok());
   return *std::move(server);
 }
@@ -97,7 +97,7 @@ TEST_CASE("kubectl create --dry-run=client accepts the rendered manifests",
   Subprocess paramctl({"tools/paramctl", "k8s", job, "--namespace", "train",
                        "--output", dir + "/manifests.yaml"});
   REQUIRE(paramctl.Wait(absl::Minutes(1)) == 0);
-  std::unique_ptr<HttpServer> stub = DiscoveryStub();
+  std::unique_ptr<HttpStub> stub = DiscoveryStub();
   auto [rc, out] = DryRun(dir, stub->port(), dir + "/manifests.yaml");
   INFO(out);
   CHECK(rc == 0);
@@ -116,7 +116,7 @@ TEST_CASE("the stub is no rubber stamp: kubectl refuses an unknown kind",
   const std::string bad = WriteFile(
       dir + "/bad.yaml",
       "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: x\n");
-  std::unique_ptr<HttpServer> stub = DiscoveryStub();
+  std::unique_ptr<HttpStub> stub = DiscoveryStub();
   auto [rc, out] = DryRun(dir, stub->port(), bad);
   INFO(out);
   CHECK(rc != 0);

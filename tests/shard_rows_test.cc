@@ -15,6 +15,7 @@
 #include "absl/time/clock.h"
 #include "common/half.h"
 #include "common/rows.h"
+#include "common/metrics/metric_families.h"
 #include "server/shard.h"
 #include "server/shard_metrics.h"
 #include "tests/test_files.h"
@@ -144,7 +145,7 @@ TEST_CASE("sync averages rows pushed by some workers over the round",
   CHECK(status.tables(0).rows_pulled() == 4);
   CHECK(status.tables(0).bytes() > 3 * kDim * 4);
   // And in the Prometheus metrics.
-  const std::string metrics = ShardMetricsText(*shard, absl::Now());
+  const std::string metrics = MetricsText(ShardMetrics(*shard, absl::Now()));
   CHECK_THAT(metrics, Catch::Contains("paramd_table_rows{paramd_job=\"test-"
                                       "job\",shard=\"0\",table=\"emb\"} 3\n"));
   CHECK_THAT(metrics,

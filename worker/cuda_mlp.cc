@@ -1,4 +1,6 @@
-#include "worker/cuda_mlp.h"
+// The CUDA backend proper, built into libparamd_cuda.so (see
+// worker/cuda_backend_api.h); programs reach it through worker/cuda_mlp.h.
+#include "worker/cuda_backend_api.h"
 
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
@@ -359,8 +361,6 @@ class CudaMlp : public Model {
   PinnedBuffer<float> h_dx_;
 };
 
-}  // namespace
-
 absl::Status CudaDeviceStatus() {
   int count = 0;
   const cudaError_t e = cudaGetDeviceCount(&count);
@@ -418,4 +418,12 @@ absl::StatusOr<double> CudaSgemmTflops(int m, int n, int k, bool allow_tf32,
   return 2.0 * m * n * k * iterations / (ms * 1e-3) / 1e12;
 }
 
+}  // namespace
 }  // namespace paramd
+
+extern "C" const paramd::CudaBackendApi* ParamdCudaBackend() {
+  static const paramd::CudaBackendApi api = {
+      paramd::kCudaBackendAbi, &paramd::CudaDeviceStatus,
+      &paramd::MakeCudaMlp, &paramd::CudaSgemmTflops};
+  return &api;
+}

@@ -8,8 +8,11 @@
 // them. TF32 is off unless worker.allow_tf32. Every CUDA and cuBLAS call is
 // checked; a failure becomes a status naming the call.
 //
-// A build without a CUDA toolkit links worker/cuda_unavailable.cc instead:
-// the same functions, answering that the backend was left out.
+// The backend lives in a plugin, libparamd_cuda.so, built beside
+// paramd-worker when a CUDA toolkit is there at build time and loaded on
+// first use (worker/cuda_backend_api.h says why); these functions load it
+// once and call it. Without the plugin each answers UNAVAILABLE, saying the
+// backend was left out. Thread-safe.
 #ifndef PARAMD_WORKER_CUDA_MLP_H_
 #define PARAMD_WORKER_CUDA_MLP_H_
 

@@ -11,7 +11,6 @@
 
 #include "absl/strings/str_split.h"
 #include "common/daemon_start.h"
-#include "common/metrics/exposition.h"
 #include "spdlog/spdlog.h"
 #include "worker/rpc/grpc_parameter_client.h"
 #include "worker/trainer.h"
@@ -45,10 +44,11 @@ int Run(int argc, char** argv) {
   options.on_step = [&metrics](uint64_t clock, double loss) {
     metrics.OnStep(clock, loss);
   };
-  absl::StatusOr<std::unique_ptr<HttpServer>> endpoint = StartMetricsEndpoint(
-      *start, start->config.num_shards() + rank, [&metrics, started] {
-        return HttpResponse{200, kMetricsContentType, metrics.Text(started)};
-      });
+  absl::StatusOr<std::unique_ptr<MetricsEndpoint>> endpoint =
+      StartMetricsEndpoint(*start, start->config.num_shards() + rank,
+                           [&metrics, started] {
+                             return metrics.Families(started);
+                           });
   if (!endpoint.ok()) {
     std::fprintf(stderr, "paramd-worker: rank %d: metrics: %s\n", rank,
                  std::string(endpoint.status().message()).c_str());

@@ -1,7 +1,7 @@
 #include "worker/worker_metrics.h"
 
 #include "absl/strings/str_cat.h"
-#include "common/metrics/exposition.h"
+#include "common/metrics/metric_families.h"
 
 namespace paramd {
 
@@ -170,8 +170,9 @@ void WorkerMetrics::OnEpoch(const EpochReport& r) {
       r.train_seconds > 0 ? r.train_samples / r.train_seconds : 0;
 }
 
-std::string WorkerMetrics::Text(absl::Time process_started) const {
-  MetricsText text({{"paramd_job", job_id_}, {"rank", absl::StrCat(rank_)}});
+std::vector<prometheus::MetricFamily> WorkerMetrics::Families(
+    absl::Time process_started) const {
+  MetricFamilies text({{"paramd_job", job_id_}, {"rank", absl::StrCat(rank_)}});
   using T = MetricType;
   auto one = [&](const char* name, T type, const char* help, double value) {
     text.Declare(name, type, help);
@@ -180,54 +181,54 @@ std::string WorkerMetrics::Text(absl::Time process_started) const {
   auto load = [](const std::atomic<uint64_t>& a) {
     return static_cast<double>(a.load(std::memory_order_relaxed));
   };
-  one("paramd_worker_steps_total", T::kCounter,
+  one("paramd_worker_steps_total", T::Counter,
       "Training steps this process computed.", load(steps_));
-  one("paramd_worker_clock", T::kGauge, "The worker's clock: its next step.",
+  one("paramd_worker_clock", T::Gauge, "The worker's clock: its next step.",
       load(clock_));
-  one("paramd_worker_batch_loss", T::kGauge, "Loss of the last batch.",
+  one("paramd_worker_batch_loss", T::Gauge, "Loss of the last batch.",
       last_loss_.load(std::memory_order_relaxed));
-  one("paramd_worker_pushes_total", T::kCounter, "Pushes every shard accepted.",
+  one("paramd_worker_pushes_total", T::Counter, "Pushes every shard accepted.",
       load(pushes_));
-  one("paramd_worker_pulls_total", T::kCounter, "Pulls every shard served.",
+  one("paramd_worker_pulls_total", T::Counter, "Pulls every shard served.",
       load(pulls_));
-  one("paramd_worker_failed_calls_total", T::kCounter,
+  one("paramd_worker_failed_calls_total", T::Counter,
       "Pushes and pulls that failed after the client's retries.",
       load(failed_calls_));
-  one("paramd_worker_sent_bytes_total", T::kCounter,
+  one("paramd_worker_sent_bytes_total", T::Counter,
       "Gradient bytes pushed, as float32 (before compression; all shards).",
       load(bytes_out_));
-  one("paramd_worker_received_bytes_total", T::kCounter,
+  one("paramd_worker_received_bytes_total", T::Counter,
       "Parameter bytes pulled, as float32 (before compression; all shards).",
       load(bytes_in_));
-  one("paramd_worker_registrations_total", T::kCounter,
+  one("paramd_worker_registrations_total", T::Counter,
       "Registrations with the shards (more than 1 after the shards dropped "
       "this rank and it joined again).",
       load(registrations_));
-  text.Declare("paramd_worker_push_seconds", T::kHistogram,
+  text.Declare("paramd_worker_push_seconds", T::Histogram,
                "Time of a push (with its pull when they go together) to "
                "every shard, as the worker sees it.");
   text.AddHistogram("paramd_worker_push_seconds", {}, push_seconds_.Snapshot());
-  text.Declare("paramd_worker_pull_seconds", T::kHistogram,
+  text.Declare("paramd_worker_pull_seconds", T::Histogram,
                "Time of a pull from every shard, as the worker sees it.");
   text.AddHistogram("paramd_worker_pull_seconds", {}, pull_seconds_.Snapshot());
   {
     absl::MutexLock lock(&mu_);
     if (epoch_ > 0) {
-      one("paramd_worker_epoch", T::kGauge, "The last epoch this rank ended.",
+      one("paramd_worker_epoch", T::Gauge, "The last epoch this rank ended.",
           epoch_);
-      one("paramd_worker_epoch_train_loss", T::kGauge,
+      one("paramd_worker_epoch_train_loss", T::Gauge,
           "This rank's mean training loss in its last epoch.", epoch_loss_);
-      one("paramd_worker_epoch_test_accuracy", T::kGauge,
+      one("paramd_worker_epoch_test_accuracy", T::Gauge,
           "Accuracy on this rank's share of the test set after its last "
           "epoch.",
           epoch_accuracy_);
-      one("paramd_worker_epoch_samples_per_second", T::kGauge,
+      one("paramd_worker_epoch_samples_per_second", T::Gauge,
           "This rank's training samples per second in its last epoch.",
           epoch_samples_per_second_);
     }
   }
   AddProcessMetrics(text, process_started);
-  return text.Render();
+  return text.Take();
 }
 
 }  // namespace paramd

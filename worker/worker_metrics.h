@@ -9,12 +9,14 @@
 #include <atomic>
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "common/epoch_report.h"
 #include "common/metrics/histogram.h"
+#include "prometheus/metric_family.h"
 #include "worker/parameter_client.h"
 
 namespace paramd {
@@ -30,7 +32,9 @@ class WorkerMetrics {
   // The trainer's on_step: a step at `clock` with this batch loss.
   void OnStep(uint64_t clock, double loss);
 
-  std::string Text(absl::Time process_started) const;
+  // This process's samples now, for a scrape (thread-safe).
+  std::vector<prometheus::MetricFamily> Families(
+      absl::Time process_started) const;
 
  private:
   friend class MeteredClient;
