@@ -12,7 +12,7 @@
 #
 # With LINK_MBPS each job runs with `testing: {link_mbps: N}`: every
 # shard's link carries N megabits per second each way
-# (server/link_shaper.h), as on a real network, where the bytes matter.
+# (server/faults/link_shaper.h), as on a real network, where the bytes matter.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 rounds="${1:-3}"

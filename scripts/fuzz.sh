@@ -43,13 +43,13 @@ for t in "${targets[@]}"; do
   case "$t" in
     wire_decoder)
       build wire_decoder tests/fuzz/wire_decoder_fuzzer.cc \
-        tests/wire_differential.cc common/wire_format.cc \
+        tests/wire_differential.cc common/wire/wire_format.cc \
         "$work/gen/proto/paramd.pb.cc" -lprotobuf
       corpus=tests/fuzz/corpus/wire ;;
     job_file)
-      build job_file tests/fuzz/job_file_fuzzer.cc common/job_file.cc \
-        common/yaml_reader.cc common/optimizer_section.cc common/run_sections.cc \
-        common/job_config.cc -lyaml-cpp
+      build job_file tests/fuzz/job_file_fuzzer.cc common/config/job_file.cc \
+        common/config/yaml_reader.cc common/config/optimizer_section.cc common/config/run_sections.cc \
+        common/config/job_config.cc -lyaml-cpp
       corpus=tests/fuzz/corpus/job_file ;;
     *) echo "fuzz: unknown target '$t' (wire_decoder, job_file)" >&2; exit 2 ;;
   esac

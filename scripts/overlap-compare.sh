@@ -5,7 +5,7 @@
 # medians and their ratio. Overlap hides transfer time behind compute, so
 # it is measured where the network is the bound: every shard's link is
 # shaped to LINK_MBPS megabits per second each way (testing.link_mbps,
-# server/link_shaper.h; 0: loopback as it is).
+# server/faults/link_shaper.h; 0: loopback as it is).
 #
 #   scripts/overlap-compare.sh [ROUNDS]          (default 3)
 #   LINK_MBPS=1000 BATCH=512 WORKERS=1 EPOCHS=2 scripts/overlap-compare.sh

@@ -13,7 +13,8 @@
 // "ok" at /healthz; --metrics_port_file PATH receives that port.
 // For a job whose servers come from Slurm (cluster.servers: {slurm: N}) it
 // listens on every interface at its port from the placement rule
-// (common/slurm.h), and refuses to start on another node than the rule's.
+// (common/launch/slurm.h), and refuses to start on another node than the
+// rule's.
 #include <signal.h>
 #include <unistd.h>
 
@@ -23,12 +24,12 @@
 #include <string>
 
 #include "absl/strings/str_cat.h"
-#include "common/daemon_start.h"
-#include "common/job_config.h"
-#include "common/slurm.h"
-#include "common/status_macros.h"
+#include "common/base/status_macros.h"
+#include "common/config/job_config.h"
+#include "common/launch/daemon_start.h"
+#include "common/launch/slurm.h"
 #include "server/rpc/parameter_server.h"
-#include "server/shard_metrics.h"
+#include "server/shard/shard_metrics.h"
 #include "spdlog/spdlog.h"
 
 namespace paramd {

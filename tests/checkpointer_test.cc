@@ -2,7 +2,7 @@
 // purpose: torn writes, bad checksums, another job or plan, a full disk and
 // a failed rename each give a clear error and never cost an earlier
 // checkpoint.
-#include "server/checkpointer.h"
+#include "server/checkpoint/checkpointer.h"
 
 #include <catch2/catch.hpp>
 #include <functional>

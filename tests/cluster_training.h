@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "absl/types/span.h"
-#include "common/job_config.h"
+#include "common/config/job_config.h"
 #include "tests/local_cluster.h"
 #include "worker/trainer.h"
 

@@ -1,15 +1,15 @@
 // The CUDA MLP against the CPU MLP on the same random inputs: each layer
 // shape alone, then the whole MLP's step, relative error <= 1e-5 with TF32
 // off. Skipped (tests/cuda_test_main.cc) where no CUDA device exists.
-#include "worker/cuda_mlp.h"
+#include "worker/model/cuda_mlp.h"
 
 #include <catch2/catch.hpp>
 #include <cmath>
 #include <random>
 
-#include "common/model_spec.h"
-#include "worker/blas.h"
-#include "worker/cpu_mlp.h"
+#include "common/model/model_spec.h"
+#include "worker/model/blas.h"
+#include "worker/model/cpu_mlp.h"
 
 namespace paramd {
 namespace {

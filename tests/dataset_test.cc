@@ -1,14 +1,14 @@
 // IDX files written by the test, read back (gzip and plain); damaged files
 // refused; rank partitions disjoint, covering, equal in steps, reshuffled per
 // epoch reproducibly.
-#include "worker/dataset.h"
+#include "worker/data/dataset.h"
 
 #include <algorithm>
 #include <catch2/catch.hpp>
 #include <set>
 
 #include "tests/test_files.h"
-#include "worker/idx_reader.h"
+#include "worker/data/idx_reader.h"
 
 namespace paramd {
 namespace {

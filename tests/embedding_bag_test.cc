@@ -1,7 +1,7 @@
-// EmbeddingBag (worker/embedding_bag.h): an image's hashed features, the
+// EmbeddingBag (worker/model/embedding_bag.h): an image's hashed features, the
 // batch's de-duplicated ids, and the bag's forward and backward passes
 // against a reference written out from the definition.
-#include "worker/embedding_bag.h"
+#include "worker/model/embedding_bag.h"
 
 #include <algorithm>
 #include <catch2/catch.hpp>

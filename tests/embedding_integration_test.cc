@@ -10,12 +10,12 @@
 #include <thread>
 
 #include "absl/strings/str_cat.h"
-#include "common/rows.h"
+#include "common/model/rows.h"
 #include "proto/paramd.grpc.pb.h"
 #include "tests/local_cluster.h"
 #include "tests/test_files.h"
-#include "worker/dataset.h"
-#include "worker/embedding_bag.h"
+#include "worker/data/dataset.h"
+#include "worker/model/embedding_bag.h"
 #include "worker/rpc/grpc_parameter_client.h"
 #include "worker/trainer.h"
 

@@ -1,6 +1,6 @@
-// IEEE half conversions (common/half.h): exact values, rounding, subnormals,
-// infinities, NaN, saturation, and F16C against the portable code.
-#include "common/half.h"
+// IEEE half conversions (common/base/half.h): exact values, rounding,
+// subnormals, infinities, NaN, saturation, and F16C against the portable code.
+#include "common/base/half.h"
 
 #include <catch2/catch.hpp>
 #include <cmath>

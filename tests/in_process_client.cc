@@ -6,9 +6,9 @@
 #include <map>
 
 #include "absl/strings/str_cat.h"
-#include "common/rows.h"
-#include "common/status_macros.h"
-#include "common/wire_format.h"
+#include "common/base/status_macros.h"
+#include "common/model/rows.h"
+#include "common/wire/wire_format.h"
 #include "worker/rpc/proto_convert.h"
 
 namespace paramd::testing {

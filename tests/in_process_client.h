@@ -8,8 +8,8 @@
 #include <memory>
 #include <vector>
 
-#include "common/job_config.h"
-#include "server/shard.h"
+#include "common/config/job_config.h"
+#include "server/shard/shard.h"
 #include "worker/parameter_client.h"
 
 namespace paramd::testing {

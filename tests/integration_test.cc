@@ -14,7 +14,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/notification.h"
-#include "common/wire_format.h"
+#include "common/wire/wire_format.h"
 #include "proto/paramd.grpc.pb.h"
 #include "tests/cluster_training.h"
 #include "tests/local_cluster.h"

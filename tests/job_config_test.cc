@@ -1,13 +1,13 @@
 // The job file: good files load into the typed config; each kind of bad
 // file is refused with one line naming file, line and field.
-#include "common/job_config.h"
+#include "common/config/job_config.h"
 
 #include <catch2/catch.hpp>
 #include <string>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
-#include "common/job_file.h"
+#include "common/config/job_file.h"
 #include "tests/test_files.h"
 
 namespace paramd {
@@ -233,8 +233,9 @@ TEST_CASE("each bad job file names file, line and field", "[config]") {
        "ratio: 0.1", "applies to type topk only"},
       {"metrics port out of range", good + "metrics:\n  port: 70000\n",
        "metrics.port", "port: 70000", "must be between 0 (off) and 65535"},
-      {"metrics bind not IPv4", good + "metrics:\n  port: 9400\n  bind: \"::\"\n",
-       "metrics.bind", "bind: \"::\"", "must be an IPv4 address"},
+      {"metrics bind not IPv4",
+       good + "metrics:\n  port: 9400\n  bind: \"::\"\n", "metrics.bind",
+       "bind: \"::\"", "must be an IPv4 address"},
       {"overlap with top-k",
        good + "compression:\n  type: topk\nworker:\n  overlap: true\n",
        "worker.overlap", "overlap: true", "not with compression topk"},

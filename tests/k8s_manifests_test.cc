@@ -1,6 +1,6 @@
-// paramctl k8s's manifests (tools/k8s_manifests.h), parsed back and checked
-// object by object; kubectl reads them in kubectl_test.
-#include "tools/k8s_manifests.h"
+// paramctl k8s's manifests (tools/deploy/k8s_manifests.h), parsed back and
+// checked object by object; kubectl reads them in kubectl_test.
+#include "tools/deploy/k8s_manifests.h"
 
 #include <yaml-cpp/yaml.h>
 
@@ -8,7 +8,7 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
-#include "common/job_file.h"
+#include "common/config/job_file.h"
 #include "tests/test_files.h"
 
 namespace paramd {

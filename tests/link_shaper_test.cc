@@ -1,6 +1,6 @@
 // The simulated link of testing.link_mbps: transfers in one direction
 // queue behind each other at the given rate; the two directions do not.
-#include "server/link_shaper.h"
+#include "server/faults/link_shaper.h"
 
 #include <catch2/catch.hpp>
 

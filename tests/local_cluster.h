@@ -7,9 +7,9 @@
 #include <string>
 #include <vector>
 
-#include "common/clock.h"
-#include "common/job_config.h"
-#include "common/partitioner.h"
+#include "common/base/clock.h"
+#include "common/config/job_config.h"
+#include "common/model/partitioner.h"
 #include "proto/paramd.grpc.pb.h"
 #include "server/rpc/parameter_server.h"
 

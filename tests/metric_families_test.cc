@@ -30,8 +30,7 @@ TEST_CASE("families keep their samples together, in declaration order",
         "b{job=\"j\",rank=\"0\"} -1\n");
 }
 
-TEST_CASE("label values are escaped; large counters stay exact",
-          "[metrics]") {
+TEST_CASE("label values are escaped; large counters stay exact", "[metrics]") {
   MetricFamilies text;
   text.Declare("m", MetricType::Gauge, "M.");
   text.Add("m", {{"path", "a\"b\\c\nd"}}, 1);
@@ -64,8 +63,9 @@ TEST_CASE("a histogram's buckets are cumulative and end in +Inf", "[metrics]") {
   text.Declare("t_seconds", MetricType::Histogram, "T.");
   text.AddHistogram("t_seconds", {{"rank", "2"}}, finite.Snapshot());
   const std::string out = MetricsText(text.families());
-  CHECK(absl::StartsWith(out, "# HELP t_seconds T.\n"
-                              "# TYPE t_seconds histogram\n"));
+  CHECK(absl::StartsWith(out,
+                         "# HELP t_seconds T.\n"
+                         "# TYPE t_seconds histogram\n"));
   for (const char* line :
        {"t_seconds_bucket{shard=\"0\",rank=\"2\",le=\"1\"} 1\n",
         "t_seconds_bucket{shard=\"0\",rank=\"2\",le=\"2\"} 2\n",

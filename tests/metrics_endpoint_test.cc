@@ -79,18 +79,16 @@ TEST_CASE("a port in use and a bad address are errors; Stop ends serving",
   std::unique_ptr<MetricsEndpoint> endpoint = Serve(counted);
   const std::string taken = "127.0.0.1:" + std::to_string(endpoint->port());
   absl::StatusOr<std::unique_ptr<MetricsEndpoint>> second =
-      MetricsEndpoint::Start(taken, [] {
-        return std::vector<prometheus::MetricFamily>();
-      });
+      MetricsEndpoint::Start(
+          taken, [] { return std::vector<prometheus::MetricFamily>(); });
   REQUIRE_FALSE(second.ok());
   CHECK(second.status().code() == absl::StatusCode::kUnavailable);
   CHECK(absl::StrContains(second.status().message(), taken));
   for (const char* bad : {"nonsense", "[::1]:0", "127.0.0.1:70000", ":9400"}) {
     INFO(bad);
     absl::StatusOr<std::unique_ptr<MetricsEndpoint>> refused =
-        MetricsEndpoint::Start(bad, [] {
-          return std::vector<prometheus::MetricFamily>();
-        });
+        MetricsEndpoint::Start(
+            bad, [] { return std::vector<prometheus::MetricFamily>(); });
     REQUIRE_FALSE(refused.ok());
     CHECK(refused.status().code() == absl::StatusCode::kInvalidArgument);
     CHECK(absl::StrContains(refused.status().message(), bad));

@@ -4,9 +4,9 @@
 #include <cmath>
 #include <random>
 
-#include "common/model_spec.h"
-#include "worker/blas.h"
-#include "worker/cpu_mlp.h"
+#include "common/model/model_spec.h"
+#include "worker/model/blas.h"
+#include "worker/model/cpu_mlp.h"
 
 namespace paramd {
 namespace {

@@ -1,12 +1,12 @@
 // worker.device: auto falls back to the CPU where no CUDA device can be
 // used; cuda there is a clear error naming the field and the reason; with a
 // device, both give the CUDA backend.
-#include "worker/model_factory.h"
+#include "worker/model/model_factory.h"
 
 #include <catch2/catch.hpp>
 
 #include "tests/test_files.h"
-#include "worker/cuda_mlp.h"
+#include "worker/model/cuda_mlp.h"
 
 namespace paramd {
 namespace {

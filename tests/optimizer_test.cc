@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "server/optimizer.h"
+#include "server/optimizer/optimizer.h"
 
 namespace paramd {
 namespace {

@@ -8,8 +8,8 @@
 #include <catch2/catch.hpp>
 #include <cmath>
 
-#include "common/partitioner.h"
-#include "common/wire_format.h"
+#include "common/model/partitioner.h"
+#include "common/wire/wire_format.h"
 #include "proto/paramd.grpc.pb.h"
 #include "tests/cluster_training.h"
 #include "tests/local_cluster.h"

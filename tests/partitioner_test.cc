@@ -1,13 +1,13 @@
 // The partition plan: chunks bounded by chunk_bytes, covering every tensor
 // exactly, placed deterministically and balanced by bytes.
-#include "common/partitioner.h"
+#include "common/model/partitioner.h"
 
 #include <algorithm>
 #include <catch2/catch.hpp>
 #include <map>
 #include <set>
 
-#include "common/model_spec.h"
+#include "common/model/model_spec.h"
 
 namespace paramd {
 namespace {

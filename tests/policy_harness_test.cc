@@ -8,9 +8,9 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
-#include "common/partitioner.h"
-#include "server/optimizer.h"
-#include "server/update_policy.h"
+#include "common/model/partitioner.h"
+#include "server/optimizer/optimizer.h"
+#include "server/policy/update_policy.h"
 
 namespace paramd {
 namespace {

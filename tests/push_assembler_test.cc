@@ -1,13 +1,13 @@
 // A push streamed as several messages, assembled without sockets: each
 // message checked as it arrives, the push applied whole or not at all.
-#include "server/push_assembler.h"
+#include "server/shard/push_assembler.h"
 
 #include <catch2/catch.hpp>
 #include <cmath>
 #include <string>
 #include <vector>
 
-#include "server/shard.h"
+#include "server/shard/shard.h"
 #include "tests/test_files.h"
 
 namespace paramd {

@@ -10,7 +10,7 @@
 #include <thread>
 
 #include "absl/strings/match.h"
-#include "common/half.h"
+#include "common/base/half.h"
 #include "proto/paramd.grpc.pb.h"
 #include "tests/local_cluster.h"
 #include "tests/test_files.h"

@@ -1,8 +1,8 @@
-// RowTable (server/row_table.h): sparse SGD, Adagrad and lazy Adam on rows
-// equal the dense optimizer's update of the same rows, bit for bit; rows
+// RowTable (server/store/row_table.h): sparse SGD, Adagrad and lazy Adam on
+// rows equal the dense optimizer's update of the same rows, bit for bit; rows
 // not pushed keep their initial values and take no memory; a saved table
 // restores exactly, and a damaged save changes nothing.
-#include "server/row_table.h"
+#include "server/store/row_table.h"
 
 #include <catch2/catch.hpp>
 #include <cstring>
@@ -11,8 +11,8 @@
 #include <vector>
 
 #include "absl/strings/match.h"
-#include "common/rows.h"
-#include "server/optimizer.h"
+#include "common/model/rows.h"
+#include "server/optimizer/optimizer.h"
 
 namespace paramd {
 namespace {

@@ -1,8 +1,8 @@
-// Embedding-table rows (common/rows.h): placement on shards is a pure
+// Embedding-table rows (common/model/rows.h): placement on shards is a pure
 // function of (table, row) and balanced; a row's initial values are a pure
 // function of (seed, table, row) and have the declared distribution; id
 // lists are checked for order, duplicates and range.
-#include "common/rows.h"
+#include "common/model/rows.h"
 
 #include <catch2/catch.hpp>
 #include <cmath>

@@ -1,5 +1,5 @@
-// What paramctl run reports when a job ends (tools/run_report.h).
-#include "tools/run_report.h"
+// What paramctl run reports when a job ends (tools/ctl/run_report.h).
+#include "tools/ctl/run_report.h"
 
 #include <catch2/catch.hpp>
 

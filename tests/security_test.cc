@@ -2,19 +2,19 @@
 // with a wrong one, plain text to a TLS server, a client that trusts
 // another CA, mutual TLS without a client certificate; and training with
 // both on. Certificates are made with openssl at test time
-// (tools/local_secrets, what paramctl run --make-secrets uses).
+// (tools/ctl/local_secrets, what paramctl run --make-secrets uses).
 #include <grpcpp/create_channel.h>
 
 #include <catch2/catch.hpp>
 #include <fstream>
 #include <thread>
 
-#include "common/job_token.h"
+#include "common/base/job_token.h"
 #include "common/rpc/credentials.h"
 #include "proto/paramd.grpc.pb.h"
 #include "tests/local_cluster.h"
 #include "tests/test_files.h"
-#include "tools/local_secrets.h"
+#include "tools/ctl/local_secrets.h"
 #include "worker/rpc/grpc_parameter_client.h"
 #include "worker/trainer.h"
 

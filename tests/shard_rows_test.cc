@@ -1,4 +1,4 @@
-// A shard's embedding-table rows (server/shard_rows.cc): rows pushed by
+// A shard's embedding-table rows (server/shard/shard_rows.cc): rows pushed by
 // only some workers of a sync round are averaged over the round's pushes,
 // as DDP averages; async applies each push at once; malformed row blocks
 // and PullRows requests are refused by name and change nothing; a table's
@@ -13,11 +13,11 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
-#include "common/half.h"
-#include "common/rows.h"
+#include "common/base/half.h"
 #include "common/metrics/metric_families.h"
-#include "server/shard.h"
-#include "server/shard_metrics.h"
+#include "common/model/rows.h"
+#include "server/shard/shard.h"
+#include "server/shard/shard_metrics.h"
 #include "tests/test_files.h"
 #include "tests/whole_push.h"
 

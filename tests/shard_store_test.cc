@@ -1,13 +1,13 @@
 // The shard store: optimizer state lives with each chunk, and a saved state
 // restored into a fresh store continues exactly as the original would.
-#include "server/shard_store.h"
+#include "server/store/shard_store.h"
 
 #include <catch2/catch.hpp>
 #include <string>
 
-#include "common/half.h"
-#include "common/partitioner.h"
-#include "server/optimizer.h"
+#include "common/base/half.h"
+#include "common/model/partitioner.h"
+#include "server/optimizer/optimizer.h"
 
 namespace paramd {
 namespace {

@@ -1,6 +1,6 @@
 // The shard's request checks, as plain C++: every bad request is refused
 // with an error naming it, and the shard's state stays exactly as it was.
-#include "server/shard.h"
+#include "server/shard/shard.h"
 
 #include <atomic>
 #include <catch2/catch.hpp>
@@ -9,7 +9,7 @@
 #include <thread>
 
 #include "absl/strings/match.h"
-#include "common/half.h"
+#include "common/base/half.h"
 #include "tests/test_files.h"
 #include "tests/whole_push.h"
 

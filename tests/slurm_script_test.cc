@@ -1,6 +1,6 @@
-// paramctl slurm's batch script (tools/slurm_script.h), as text; the real
-// Slurm runs it in slurm_cluster_test.
-#include "tools/slurm_script.h"
+// paramctl slurm's batch script (tools/deploy/slurm_script.h), as text; the
+// real Slurm runs it in slurm_cluster_test.
+#include "tools/deploy/slurm_script.h"
 
 #include <catch2/catch.hpp>
 

@@ -1,10 +1,10 @@
-// Slurm's host lists and the placement rule of common/slurm.h.
-#include "common/slurm.h"
+// Slurm's host lists and the placement rule of common/launch/slurm.h.
+#include "common/launch/slurm.h"
 
 #include <catch2/catch.hpp>
 #include <map>
 
-#include "common/job_file.h"
+#include "common/config/job_file.h"
 #include "tests/test_files.h"
 
 namespace paramd {

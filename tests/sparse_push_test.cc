@@ -9,8 +9,8 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
-#include "common/half.h"
-#include "server/shard.h"
+#include "common/base/half.h"
+#include "server/shard/shard.h"
 #include "tests/test_files.h"
 #include "tests/whole_push.h"
 

@@ -1,6 +1,6 @@
 // The status table and JSON that paramctl prints, from fixed ShardStatus
 // messages: no servers, no gRPC.
-#include "tools/status_format.h"
+#include "tools/ctl/status_format.h"
 
 #include <catch2/catch.hpp>
 #include <string>

@@ -5,12 +5,12 @@
 #include <cmath>
 #include <cstdio>
 
-#include "common/model_spec.h"
+#include "common/model/model_spec.h"
 #include "tests/local_cluster.h"
 #include "tests/test_files.h"
-#include "worker/blas.h"
-#include "worker/cpu_mlp.h"
-#include "worker/dataset.h"
+#include "worker/data/dataset.h"
+#include "worker/model/blas.h"
+#include "worker/model/cpu_mlp.h"
 #include "worker/rpc/grpc_parameter_client.h"
 #include "worker/trainer.h"
 

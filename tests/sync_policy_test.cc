@@ -1,15 +1,15 @@
 // The sync (BSP) policy as plain C++, without sockets: a pull for version
 // t+1 waits until every worker pushed its clock-t gradient; the mean is
 // applied in one step; wrong pushes change nothing.
-#include "server/sync_policy.h"
+#include "server/policy/sync_policy.h"
 
 #include <catch2/catch.hpp>
 #include <cmath>
 #include <future>
 #include <thread>
 
-#include "common/partitioner.h"
-#include "server/optimizer.h"
+#include "common/model/partitioner.h"
+#include "server/optimizer/optimizer.h"
 
 namespace paramd {
 namespace {

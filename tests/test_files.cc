@@ -9,7 +9,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "common/job_file.h"
+#include "common/config/job_file.h"
 
 namespace paramd::testing {
 

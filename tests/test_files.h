@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "common/job_config.h"
+#include "common/config/job_config.h"
 
 namespace paramd::testing {
 

@@ -9,7 +9,7 @@
 
 #include "tests/in_process_client.h"
 #include "tests/test_files.h"
-#include "worker/model_factory.h"
+#include "worker/model/model_factory.h"
 
 namespace paramd {
 namespace {

@@ -7,7 +7,7 @@
 #include <string>
 
 #include "proto/paramd.pb.h"
-#include "server/shard.h"
+#include "server/shard/shard.h"
 
 namespace paramd::testing {
 

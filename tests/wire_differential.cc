@@ -8,7 +8,7 @@
 
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
-#include "common/wire_format.h"
+#include "common/wire/wire_format.h"
 #include "proto/paramd.pb.h"
 
 namespace paramd::testing {

@@ -1,5 +1,5 @@
 // Differential check of the hand-written Push/Pull decoders
-// (common/wire_format.h) against protobuf's own parser: for the same bytes
+// (common/wire/wire_format.h) against protobuf's own parser: for the same bytes
 // both must accept or both refuse, and when both accept they must read the
 // same fields and chunk bytes. Shared by wire_differential_test and a
 // fuzz target.

@@ -1,7 +1,7 @@
 // The hand-written wire format of Push and Pull: what it writes is the
 // protobuf message, what protobuf writes decodes here, however the bytes
 // are split into segments, and damaged messages are refused, not misread.
-#include "common/wire_format.h"
+#include "common/wire/wire_format.h"
 
 #include <algorithm>
 #include <catch2/catch.hpp>
@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "absl/strings/match.h"
-#include "common/row_wire.h"
+#include "common/wire/row_wire.h"
 #include "proto/paramd.pb.h"
 
 namespace paramd {

@@ -14,10 +14,10 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
-#include "common/flags.h"
-#include "common/job_file.h"
-#include "server/shard.h"
-#include "tools/bench_timing.h"
+#include "common/base/flags.h"
+#include "common/config/job_file.h"
+#include "server/shard/shard.h"
+#include "tools/bench/bench_timing.h"
 
 namespace paramd {
 namespace {

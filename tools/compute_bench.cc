@@ -10,11 +10,11 @@
 #include <random>
 #include <vector>
 
-#include "common/flags.h"
-#include "common/model_spec.h"
-#include "tools/bench_timing.h"
-#include "worker/blas.h"
-#include "worker/cpu_mlp.h"
+#include "common/base/flags.h"
+#include "common/model/model_spec.h"
+#include "tools/bench/bench_timing.h"
+#include "worker/model/blas.h"
+#include "worker/model/cpu_mlp.h"
 
 namespace paramd {
 namespace {

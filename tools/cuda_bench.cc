@@ -10,13 +10,13 @@
 #include <cstdio>
 #include <random>
 
-#include "common/flags.h"
-#include "common/model_spec.h"
-#include "common/process_setup.h"
-#include "tools/bench_timing.h"
-#include "worker/blas.h"
-#include "worker/cpu_mlp.h"
-#include "worker/cuda_mlp.h"
+#include "common/base/flags.h"
+#include "common/base/process_setup.h"
+#include "common/model/model_spec.h"
+#include "tools/bench/bench_timing.h"
+#include "worker/model/blas.h"
+#include "worker/model/cpu_mlp.h"
+#include "worker/model/cuda_mlp.h"
 
 namespace paramd {
 namespace {

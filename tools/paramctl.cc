@@ -21,17 +21,17 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
-#include "common/flags.h"
-#include "common/job_config.h"
-#include "common/job_file.h"
-#include "common/model_spec.h"
-#include "common/partitioner.h"
-#include "common/slurm.h"
-#include "tools/binaries.h"
-#include "tools/job_runner.h"
-#include "tools/k8s_manifests.h"
-#include "tools/slurm_script.h"
-#include "tools/status_client.h"
+#include "common/base/flags.h"
+#include "common/config/job_config.h"
+#include "common/config/job_file.h"
+#include "common/launch/slurm.h"
+#include "common/model/model_spec.h"
+#include "common/model/partitioner.h"
+#include "tools/ctl/binaries.h"
+#include "tools/ctl/job_runner.h"
+#include "tools/ctl/status_client.h"
+#include "tools/deploy/k8s_manifests.h"
+#include "tools/deploy/slurm_script.h"
 
 namespace paramd {
 namespace {
@@ -220,7 +220,7 @@ int WriteOutput(const ParsedFlags& flags, const std::string& text,
   return 0;
 }
 
-// Writes the Slurm batch script of a job (tools/slurm_script.h).
+// Writes the Slurm batch script of a job (tools/deploy/slurm_script.h).
 int Slurm(const std::string& path, const ParsedFlags& flags) {
   std::optional<JobConfig> config = LoadOrSay(path);
   if (!config) return 1;
@@ -260,7 +260,7 @@ int Slurm(const std::string& path, const ParsedFlags& flags) {
   return code;
 }
 
-// Writes the Kubernetes manifests of a job (tools/k8s_manifests.h).
+// Writes the Kubernetes manifests of a job (tools/deploy/k8s_manifests.h).
 int K8s(const std::string& path, const ParsedFlags& flags) {
   std::optional<JobConfig> config = LoadOrSay(path);
   if (!config) return 1;

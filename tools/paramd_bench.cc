@@ -34,14 +34,14 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
-#include "common/flags.h"
-#include "common/logging.h"
-#include "common/process_setup.h"
-#include "common/status_macros.h"
-#include "tools/bench_ceilings.h"
-#include "tools/bench_optimizers.h"
-#include "tools/bench_transport.h"
-#include "tools/bench_util.h"
+#include "common/base/flags.h"
+#include "common/base/logging.h"
+#include "common/base/process_setup.h"
+#include "common/base/status_macros.h"
+#include "tools/bench/bench_ceilings.h"
+#include "tools/bench/bench_optimizers.h"
+#include "tools/bench/bench_transport.h"
+#include "tools/bench/bench_util.h"
 
 namespace paramd {
 namespace {

@@ -31,13 +31,13 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
-#include "common/flags.h"
-#include "common/job_config.h"
-#include "common/job_file.h"
-#include "common/model_spec.h"
-#include "common/partitioner.h"
-#include "tools/binaries.h"
-#include "tools/load_run.h"
+#include "common/base/flags.h"
+#include "common/config/job_config.h"
+#include "common/config/job_file.h"
+#include "common/model/model_spec.h"
+#include "common/model/partitioner.h"
+#include "tools/ctl/binaries.h"
+#include "tools/load/load_run.h"
 
 namespace paramd {
 namespace {

@@ -1,7 +1,7 @@
 // rows_bench: embedding tables at scale. Starts real paramd-server
 // processes and worker processes (this binary, --role worker) that train
 // an embedding_concat model — 26 categorical fields of a synthetic click
-// log (tools/click_log.h), rows of a 2^32-row table concatenated into an
+// log (tools/rows/click_log.h), rows of a 2^32-row table concatenated into an
 // MLP with a logistic (2-way softmax) output — and prints rows pulled and
 // pushed per second, bytes per step, each worker's peak RSS, the servers'
 // rows, bytes per row against the ideal dim × 4 × (1 + slots), and the
@@ -27,15 +27,15 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
-#include "common/flags.h"
-#include "common/job_file.h"
+#include "common/base/flags.h"
+#include "common/base/status_macros.h"
+#include "common/config/job_file.h"
 #include "common/rpc/credentials.h"
-#include "common/status_macros.h"
-#include "tools/binaries.h"
-#include "tools/click_log.h"
-#include "tools/rows_bench_worker.h"
-#include "tools/status_client.h"
-#include "tools/supervisor.h"
+#include "tools/ctl/binaries.h"
+#include "tools/ctl/status_client.h"
+#include "tools/ctl/supervisor.h"
+#include "tools/rows/click_log.h"
+#include "tools/rows/rows_bench_worker.h"
 
 namespace paramd {
 namespace {

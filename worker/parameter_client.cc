@@ -2,7 +2,7 @@
 
 #include <optional>
 
-#include "common/status_macros.h"
+#include "common/base/status_macros.h"
 
 namespace paramd {
 namespace {

@@ -1,6 +1,6 @@
 // ParameterClient: a worker's view of every shard of the job, as the
 // training loop sees it. It splits the flat gradient buffer (FlatLayout,
-// common/model_spec.h) into each shard's chunks, joins pulled chunks back
+// common/model/model_spec.h) into each shard's chunks, joins pulled chunks back
 // into the flat parameters, and speaks for one rank.
 //
 // Plain C++: no gRPC or protobuf types. The gRPC implementation is made by
@@ -19,10 +19,10 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "absl/types/span.h"
-#include "common/epoch_report.h"
-#include "common/job_config.h"
-#include "common/model_spec.h"
-#include "common/partitioner.h"
+#include "common/base/epoch_report.h"
+#include "common/config/job_config.h"
+#include "common/model/model_spec.h"
+#include "common/model/partitioner.h"
 
 namespace paramd {
 
@@ -93,7 +93,7 @@ class ParameterClient {
   // Fills `out` (dim floats per id) with the rows `ids` of embedding table
   // `table` (model.embeddings; ids sorted, distinct, below its rows) for a
   // worker at `clock` (waiting as Pull does): each row from the shard that
-  // owns it (common/rows.h), every shard at once.
+  // owns it (common/model/rows.h), every shard at once.
   virtual absl::Status PullRows(uint64_t clock, uint32_t table,
                                 absl::Span<const uint64_t> ids,
                                 absl::Span<float> out) = 0;

@@ -5,9 +5,9 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
-#include "common/status_macros.h"
+#include "common/base/status_macros.h"
 #include "spdlog/spdlog.h"
-#include "worker/model_factory.h"
+#include "worker/model/model_factory.h"
 
 namespace paramd {
 

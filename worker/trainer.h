@@ -22,12 +22,12 @@
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
-#include "common/job_config.h"
-#include "common/model_spec.h"
-#include "common/partitioner.h"
-#include "worker/dataset.h"
-#include "worker/embedding_bag.h"
-#include "worker/model.h"
+#include "common/config/job_config.h"
+#include "common/model/model_spec.h"
+#include "common/model/partitioner.h"
+#include "worker/data/dataset.h"
+#include "worker/model/embedding_bag.h"
+#include "worker/model/model.h"
 #include "worker/parameter_client.h"
 
 namespace paramd {

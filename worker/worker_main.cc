@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "absl/strings/str_split.h"
-#include "common/daemon_start.h"
+#include "common/launch/daemon_start.h"
 #include "spdlog/spdlog.h"
 #include "worker/rpc/grpc_parameter_client.h"
 #include "worker/trainer.h"
@@ -45,10 +45,9 @@ int Run(int argc, char** argv) {
     metrics.OnStep(clock, loss);
   };
   absl::StatusOr<std::unique_ptr<MetricsEndpoint>> endpoint =
-      StartMetricsEndpoint(*start, start->config.num_shards() + rank,
-                           [&metrics, started] {
-                             return metrics.Families(started);
-                           });
+      StartMetricsEndpoint(
+          *start, start->config.num_shards() + rank,
+          [&metrics, started] { return metrics.Families(started); });
   if (!endpoint.ok()) {
     std::fprintf(stderr, "paramd-worker: rank %d: metrics: %s\n", rank,
                  std::string(endpoint.status().message()).c_str());

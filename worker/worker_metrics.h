@@ -14,7 +14,7 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
-#include "common/epoch_report.h"
+#include "common/base/epoch_report.h"
 #include "common/metrics/histogram.h"
 #include "prometheus/metric_family.h"
 #include "worker/parameter_client.h"

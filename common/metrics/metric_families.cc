@@ -111,8 +111,7 @@ void AddProcessMetrics(MetricFamilies& families, absl::Time started) {
   families.Add("process_start_time_seconds", {}, absl::ToUnixSeconds(started));
 }
 
-std::string MetricsText(
-    const std::vector<prometheus::MetricFamily>& families) {
+std::string MetricsText(const std::vector<prometheus::MetricFamily>& families) {
   std::ostringstream out;
   prometheus::TextSerializer().Serialize(out, families);
   return out.str();

@@ -88,9 +88,9 @@ absl::StatusOr<std::unique_ptr<MetricsEndpoint>> MetricsEndpoint::Start(
                                  "2"},
         &callbacks);
   } catch (const std::exception& e) {
-    return absl::UnavailableError(absl::StrCat(
-        "metrics endpoint: cannot listen on ", address, ": ",
-        start_error.empty() ? e.what() : start_error));
+    return absl::UnavailableError(
+        absl::StrCat("metrics endpoint: cannot listen on ", address, ": ",
+                     start_error.empty() ? e.what() : start_error));
   }
   const std::vector<int> ports = exposer->GetListeningPorts();
   if (ports.empty()) {

@@ -10,8 +10,8 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
-#include "common/job_token.h"
-#include "common/status_macros.h"
+#include "common/base/job_token.h"
+#include "common/base/status_macros.h"
 
 namespace paramd {
 namespace {

@@ -1,4 +1,4 @@
-// The job's security section (common/job_config.h) made into gRPC
+// The job's security section (common/config/job_config.h) made into gRPC
 // credentials: TLS for servers and channels, and the job token every call
 // carries. Files are read once, by LoadSecurity, with errors naming the
 // field and path.
@@ -15,7 +15,7 @@
 #include <string>
 
 #include "absl/status/statusor.h"
-#include "common/job_config.h"
+#include "common/config/job_config.h"
 
 namespace paramd {
 

@@ -1,4 +1,4 @@
-// grpc::ByteBuffer <-> the segments and pieces of common/wire_format.h.
+// grpc::ByteBuffer <-> the segments and pieces of common/wire/wire_format.h.
 //
 // A FrameBuilder makes a ByteBuffer of small framing strings (copied) and
 // large data referenced in place: each data slice holds a reference to an

@@ -8,13 +8,13 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
-#include "common/row_wire.h"
+#include "common/base/status_macros.h"
 #include "common/rpc/credentials.h"
 #include "common/rpc/grpc_frames.h"
 #include "common/rpc/grpc_status.h"
-#include "common/status_macros.h"
-#include "common/wire_format.h"
-#include "server/push_assembler.h"
+#include "common/wire/row_wire.h"
+#include "common/wire/wire_format.h"
+#include "server/shard/push_assembler.h"
 
 namespace paramd {
 namespace {

@@ -12,14 +12,14 @@
 
 #include "common/rpc/credentials.h"
 #include "proto/paramd.grpc.pb.h"
-#include "server/link_shaper.h"
-#include "server/shard.h"
+#include "server/faults/link_shaper.h"
+#include "server/shard/shard.h"
 
 namespace paramd {
 
 // proto::ParameterService, assembled by hand rather than from the
 // generated base class so that Push and Pull can keep tensor bytes out of
-// protobuf messages (common/wire_format.h): a push is decoded from the
+// protobuf messages (common/wire/wire_format.h): a push is decoded from the
 // received slices, copying each chunk at most once, and a pull's reply
 // references the shard's snapshot of the version in place, so one copy of
 // a version serves every worker that pulls it. On the wire these are

@@ -10,12 +10,12 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/blocking_counter.h"
-#include "common/half.h"
+#include "common/base/half.h"
+#include "common/base/status_macros.h"
 #include "common/rpc/credentials.h"
 #include "common/rpc/grpc_frames.h"
 #include "common/rpc/grpc_status.h"
-#include "common/status_macros.h"
-#include "common/wire_format.h"
+#include "common/wire/wire_format.h"
 #include "spdlog/spdlog.h"
 #include "worker/rpc/proto_convert.h"
 #include "worker/rpc/pull_sink.h"
@@ -72,7 +72,7 @@ GrpcParameterClient::GrpcParameterClient(const ClientSetup& setup,
     grpc::ChannelArguments args;
     const int64_t bytes = plan_->BytesOnShard(s);
     // With embedding tables a step's rows ride along (at most 64 MiB,
-    // server/shard.h kMaxRowMessageBytes).
+    // server/shard/shard.h kMaxRowMessageBytes).
     const int64_t rows =
         setup.config->model.embeddings.empty() ? 0 : int64_t{64} << 20;
     const int limit = static_cast<int>(std::min<int64_t>(

@@ -1,8 +1,8 @@
 // GrpcParameterClient: the ParameterClient (worker/parameter_client.h)
 // that talks to every shard over gRPC, concurrently.
 //
-// Tensor bytes stay out of protobuf messages (common/wire_format.h): a push
-// sends each chunk straight from the gradient buffer, and a pull copies
+// Tensor bytes stay out of protobuf messages (common/wire/wire_format.h): a
+// push sends each chunk straight from the gradient buffer, and a pull copies
 // each received chunk once, straight to its place in `params`. A shard
 // whose chunks fill several messages (kStreamMessageBytes) is pushed and
 // pulled through PushStream and PullStream (proto/paramd.proto), so each
@@ -27,9 +27,9 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "absl/types/span.h"
-#include "common/job_config.h"
-#include "common/model_spec.h"
-#include "common/partitioner.h"
+#include "common/config/job_config.h"
+#include "common/model/model_spec.h"
+#include "common/model/partitioner.h"
 #include "common/rpc/credentials.h"
 #include "proto/paramd.grpc.pb.h"
 #include "worker/parameter_client.h"

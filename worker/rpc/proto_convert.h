@@ -1,12 +1,12 @@
 // The worker's conversions between its plain structs and the wire's
 // protobuf messages, for every client (gRPC or in process); the server's
-// are in server/proto_convert.h.
+// are in server/shard/proto_convert.h.
 #ifndef PARAMD_WORKER_RPC_PROTO_CONVERT_H_
 #define PARAMD_WORKER_RPC_PROTO_CONVERT_H_
 
 #include <string>
 
-#include "common/epoch_report.h"
+#include "common/base/epoch_report.h"
 #include "proto/paramd.pb.h"
 #include "worker/parameter_client.h"
 

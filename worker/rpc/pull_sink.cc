@@ -3,10 +3,10 @@
 #include <algorithm>
 
 #include "absl/strings/str_cat.h"
-#include "common/half.h"
+#include "common/base/half.h"
+#include "common/base/status_macros.h"
 #include "common/rpc/grpc_frames.h"
-#include "common/status_macros.h"
-#include "common/wire_format.h"
+#include "common/wire/wire_format.h"
 #include "proto/paramd.pb.h"
 
 namespace paramd {

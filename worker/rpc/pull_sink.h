@@ -16,8 +16,8 @@
 
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
-#include "common/model_spec.h"
-#include "common/partitioner.h"
+#include "common/model/model_spec.h"
+#include "common/model/partitioner.h"
 
 namespace paramd {
 

@@ -1,10 +1,10 @@
 #include "worker/rpc/push_frames.h"
 
-#include "common/half.h"
-#include "common/row_wire.h"
-#include "common/rows.h"
+#include "common/base/half.h"
+#include "common/model/rows.h"
 #include "common/rpc/grpc_frames.h"
-#include "common/wire_format.h"
+#include "common/wire/row_wire.h"
+#include "common/wire/wire_format.h"
 #include "proto/paramd.pb.h"
 #include "spdlog/spdlog.h"
 

@@ -3,7 +3,7 @@
 // every chunk it owns and the groups of chunks one message carries
 // (GroupChunks over the bytes that travel). Per push, Build frames the
 // gradient buffer itself (float32) or, under compression fp16, its halves
-// (common/half.h; the first push with values beyond half's range logs how
+// (common/base/half.h; the first push with values beyond half's range logs how
 // many were sent as ±65504), or under compression topk each chunk's
 // selected (index, value) pairs (worker/topk.h). A retry of the last push
 // (Build again at the same clock) sends the same selection: the error
@@ -22,9 +22,9 @@
 
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
-#include "common/job_config.h"
-#include "common/model_spec.h"
-#include "common/partitioner.h"
+#include "common/config/job_config.h"
+#include "common/model/model_spec.h"
+#include "common/model/partitioner.h"
 #include "common/rpc/grpc_frames.h"
 #include "worker/topk.h"
 
@@ -60,8 +60,8 @@ class PushFrames {
 
   // Row gradients of embedding table `table` (dim floats per id; ids
   // sorted and distinct) that every push from now on carries, each row to
-  // the shard that owns it (common/rows.h), until replaced: a retried push
-  // resends them. As float16 under compression fp16.
+  // the shard that owns it (common/model/rows.h), until replaced: a retried
+  // push resends them. As float16 under compression fp16.
   void SetRows(uint32_t table, int dim, absl::Span<const uint64_t> ids,
                absl::Span<const float> grads);
 

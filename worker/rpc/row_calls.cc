@@ -3,13 +3,13 @@
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
-#include "common/half.h"
-#include "common/row_wire.h"
-#include "common/rows.h"
+#include "common/base/half.h"
+#include "common/base/status_macros.h"
+#include "common/model/rows.h"
 #include "common/rpc/grpc_frames.h"
 #include "common/rpc/grpc_status.h"
-#include "common/status_macros.h"
-#include "common/wire_format.h"
+#include "common/wire/row_wire.h"
+#include "common/wire/wire_format.h"
 #include "proto/paramd.pb.h"
 #include "worker/rpc/grpc_parameter_client.h"
 

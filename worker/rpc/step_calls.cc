@@ -5,8 +5,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
+#include "common/base/status_macros.h"
 #include "common/rpc/grpc_frames.h"
-#include "common/status_macros.h"
 #include "worker/rpc/grpc_parameter_client.h"
 #include "worker/rpc/overlap_exchange.h"
 

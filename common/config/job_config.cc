@@ -1,0 +1,37 @@
+#include "common/config/job_config.h"
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+
+namespace paramd {
+
+const char* PolicyName(PolicyType type) {
+  switch (type) {
+    case PolicyType::kSync:
+      return "sync";
+    case PolicyType::kAsync:
+      return "async";
+    case PolicyType::kSsp:
+      return "ssp";
+  }
+  return "unknown";
+}
+
+absl::Status ParseHostPort(const std::string& address, std::string* host,
+                           int* port) {
+  const size_t colon = address.rfind(':');
+  if (colon == std::string::npos || colon == 0 || colon + 1 == address.size()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("expected \"host:port\", got '", address, "'"));
+  }
+  int p = -1;
+  if (!absl::SimpleAtoi(address.substr(colon + 1), &p) || p < 0 || p > 65535) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("port of '", address, "' must be in [0, 65535]"));
+  }
+  *host = address.substr(0, colon);
+  *port = p;
+  return absl::OkStatus();
+}
+
+}  // namespace paramd

@@ -1,0 +1,276 @@
+// The job's typed configuration: what the job file (common/config/job_file.h)
+// reads into, and what every module takes. Plain structs, no YAML: code
+// that only reads a configuration does not link the parser.
+#ifndef PARAMD_COMMON_CONFIG_JOB_CONFIG_H_
+#define PARAMD_COMMON_CONFIG_JOB_CONFIG_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+
+namespace paramd {
+
+enum class PolicyType { kSync, kAsync, kSsp };
+
+const char* PolicyName(PolicyType type);
+
+enum class ScheduleType { kConstant, kStep, kCosine };
+
+struct ScheduleConfig {
+  ScheduleType type = ScheduleType::kConstant;
+  int64_t warmup_steps = 0;  // Linear warm-up from 0 over these steps.
+  int64_t step_size = 1;     // step: multiply by gamma every step_size steps.
+  double gamma = 0.1;
+  int64_t total_steps = 0;  // cosine: steps (warm-up included) to min_lr.
+  double min_lr = 0;
+};
+
+// One embedding table (model.embeddings): `rows` virtual rows of `dim`
+// floats, sharded by row (common/model/rows.h). Only rows ever pushed take
+// memory; a row starts at InitRow's values.
+struct EmbeddingTableConfig {
+  std::string name;
+  uint64_t rows = 0;  // Ids are in [0, rows); at most 2^40.
+  int dim = 0;
+  std::string init = "normal";  // normal (std init_scale), uniform (±), zeros
+  double init_scale = 0.01;
+  // sgd (no momentum), adagrad or adam: lazy Adam, whose moments of rows
+  // not pushed in a step do not move (docs/job-file.md).
+  std::string optimizer = "adam";
+  double learning_rate = 0.01;
+  double beta1 = 0.9, beta2 = 0.999;  // adam
+  double eps = 0;                     // adam 1e-8, adagrad 1e-10 when 0
+  // Over the table's steps on its shard (one per applied update).
+  ScheduleConfig schedule;
+  // The rows one shard may hold; a push that would create more is refused
+  // with RESOURCE_EXHAUSTED naming the table and shard. 0: no limit.
+  uint64_t max_rows = 0;
+};
+
+// embedding_bag models: how an image becomes row ids of the table;
+// embedding_concat models: how many ids (fields) a sample has.
+struct FeaturesConfig {
+  int fields = 0;                 // embedding_concat: ids per sample.
+  int levels = 4;                 // Intensity quantised to this many levels.
+  bool pairs = true;              // Also horizontal and vertical pixel pairs.
+  std::string combiner = "mean";  // mean or sum of the rows of a sample.
+};
+
+struct ModelConfig {
+  // "mlp": layers only. "embedding_bag": each sample's hashed features
+  // (`features`) select rows of embeddings[0], combined into a vector of
+  // its dim, which feeds the MLP of `layers` (layers[0] = dim).
+  // "embedding_concat": each sample carries features.fields ids (one per
+  // categorical field); their rows, concatenated, feed the MLP (layers[0]
+  // = fields × dim). Its samples come from tools/rows_bench's synthetic
+  // click log.
+  std::string type = "mlp";
+  std::vector<int> layers;  // Widths, input first, classes last.
+  std::vector<EmbeddingTableConfig> embeddings;
+  FeaturesConfig features;
+};
+
+struct DataConfig {
+  // Absolute paths after loading (relative ones resolve against the job
+  // file's folder).
+  std::string train_images;
+  std::string train_labels;
+  std::string test_images;
+  std::string test_labels;
+  int64_t train_limit = 0;  // Use only the first N training samples; 0: all.
+  int64_t test_limit = 0;   // Use only the first N test samples; 0: all.
+};
+
+struct TrainingConfig {
+  int epochs = 0;
+  int batch_size = 0;
+  bool shuffle = true;
+};
+
+struct OptimizerConfig {
+  std::string type = "sgd";  // sgd, adam, adamw, rmsprop or adagrad
+  double learning_rate = 0;
+  double momentum = 0;      // sgd, rmsprop
+  double weight_decay = 0;  // L2 in the gradient; decoupled for adamw
+  bool nesterov = false;    // sgd
+  double beta1 = 0.9;       // adam, adamw
+  double beta2 = 0.999;     // adam, adamw
+  double alpha = 0.99;      // rmsprop: smoothing of the squared gradient
+  double eps = 0;           // adam, adamw, rmsprop 1e-8; adagrad 1e-10
+  ScheduleConfig schedule;
+};
+
+struct PolicyConfig {
+  PolicyType type = PolicyType::kSync;
+  // ssp only: how many clocks a worker may run ahead of the slowest live
+  // worker.
+  int staleness = 0;
+};
+
+struct LivenessConfig {
+  // A worker not heard from for this long is dropped from the live set.
+  double lease_seconds = 10;
+  // How often workers send heartbeats.
+  double heartbeat_seconds = 1;
+  // A pull waiting longer than this is logged once with what it waits on.
+  double warn_after_seconds = 30;
+  // A worker retries a call a server did not answer (UNAVAILABLE,
+  // DEADLINE_EXCEEDED) with backoff for this long, then gives up naming
+  // the shard.
+  double give_up_seconds = 120;
+};
+
+// Each shard's checkpoints (server/checkpoint/checkpointer.h). Off without a
+// dir.
+struct CheckpointConfig {
+  // Absolute after loading (relative: against the job file's folder).
+  std::string dir;
+  // A checkpoint every this many versions (and on SIGTERM).
+  int64_t every_steps = 100;
+  // Checkpoints kept per shard.
+  int keep = 3;
+};
+
+// What `paramctl run` does when a process of the job dies.
+struct RestartConfig {
+  int max = 3;  // Restarts per process; 0: a death stops the job.
+  double backoff_seconds = 1;  // Wait before a restart, doubled each time.
+};
+
+// Bounds on what one server holds, so that overload is refused
+// (RESOURCE_EXHAUSTED) rather than grown into.
+struct LimitsConfig {
+  // Push and pull calls one rank may have inside one shard at a time (a
+  // worker needs two: a push and the next pull).
+  int max_inflight_per_worker = 4;
+  // Memory gRPC may use for one server's connections: messages received
+  // and not yet handled. 0: 4 x workers x the largest message, at least
+  // 256 MiB.
+  int64_t transport_memory_mb = 0;
+};
+
+// What travels on the wire (`compression`).
+struct CompressionConfig {
+  // "none": float32 gradients; "fp16": IEEE half gradients (common/base/half.h;
+  // beyond ±65504 saturates), widened to float32 by the servers, which keep
+  // float32 parameters and optimizer state. "topk": per chunk, the `ratio`
+  // share of entries of largest magnitude as (index, value) pairs
+  // (worker/topk.h); with `error_feedback` the rest is kept on the worker
+  // and added to the next gradient.
+  std::string type = "none";
+  double ratio = 0.01;
+  bool error_feedback = true;
+  // topk: momentum correction (0: off). Each worker keeps SGD's momentum
+  // itself, v = momentum * v + g, selects from v + residual, and restarts
+  // v at the entries it sent; the servers then run plain SGD.
+  double momentum = 0;
+  // What parameters are pulled as: "float32" or "fp16" (IEEE half; the
+  // servers keep float32 and convert each version once).
+  std::string pull = "float32";
+  bool fp16() const { return type == "fp16"; }
+  bool pull_fp16() const { return pull == "fp16"; }
+  bool topk() const { return type == "topk"; }
+};
+
+// Prometheus metrics (`metrics`): each process serves GET /metrics over
+// HTTP. Server shard K listens on port + K, worker rank R on port +
+// num_servers + R, so that a whole job fits on one host; a process's
+// --metrics_listen flag overrides both.
+struct MetricsConfig {
+  int port = 0;                  // 0: off.
+  std::string bind = "0.0.0.0";  // The interface to listen on.
+};
+
+// Who may talk to the job's servers. Paths are absolute after loading
+// (relative ones resolve against the job file's folder); the files are read
+// when a process starts (common/rpc/credentials.h). Empty: off.
+struct SecurityConfig {
+  // A file holding the job token. Servers answer UNAUTHENTICATED to any
+  // call without it ("authorization: Bearer <token>" metadata).
+  std::string token_file;
+  // TLS: the servers' certificate chain and private key (PEM). With a
+  // certificate every channel is TLS.
+  std::string tls_cert;
+  std::string tls_key;
+  // The CA bundle clients check the servers' certificates against (and
+  // servers check clients' with mutual_tls); default: tls_cert, for a
+  // self-signed one.
+  std::string tls_ca;
+  // Servers require a client certificate signed by tls_ca; clients present
+  // tls_client_cert/tls_client_key (default: tls_cert/tls_key).
+  bool mutual_tls = false;
+  std::string tls_client_cert;
+  std::string tls_client_key;
+  // The name clients expect in the servers' certificate; default: the host
+  // of each server's address.
+  std::string tls_server_name;
+
+  bool tls() const { return !tls_cert.empty(); }
+};
+
+// Testing aids, documented as such: they make a run slower on purpose.
+struct TestingConfig {
+  int slow_rank = -1;  // This rank sleeps slow_step_ms per step.
+  int slow_step_ms = 0;
+  // Servers: after handling a push or pull, hold the reply a random 0 to
+  // delay_reply_ms, and drop it (answer UNAVAILABLE although the request
+  // was handled) with this probability, so that clients retry.
+  double drop_reply_probability = 0;
+  int delay_reply_ms = 0;
+  // Servers: shape pushed and pulled bytes as if each shard's link carried
+  // this many megabits per second each way (0: off);
+  // server/faults/link_shaper.h.
+  double link_mbps = 0;
+};
+
+struct WorkerConfig {
+  std::string device = "auto";  // auto, cpu or cuda
+  bool allow_tf32 = false;      // cuda: let cuBLAS use TF32 tensor cores
+  int threads = 1;              // Compute threads per worker process.
+  // Overlap each step's push with its backward pass and the next step's
+  // forward pass with the pull (worker/parameter_client.h StepExchange).
+  bool overlap = false;
+  // OpenBLAS kernel: "auto", "library" or an OpenBLAS core name
+  // (worker/model/blas.h).
+  std::string blas_core = "auto";
+};
+
+struct JobConfig {
+  std::string path;  // The file this was read from.
+  std::string job_id;
+  uint64_t seed = 1;
+  std::vector<std::string> servers;  // "host:port", one per shard.
+  // cluster.servers: {slurm: N}: the N addresses come from the Slurm job the
+  // process runs in (common/launch/slurm.h); until resolved, `servers` holds N
+  // empty strings.
+  bool servers_from_slurm = false;
+  int slurm_port = 0;  // Port of server 0 (K: + K); 0: from the job id.
+  int num_workers = 0;
+  ModelConfig model;
+  DataConfig data;
+  TrainingConfig training;
+  OptimizerConfig optimizer;
+  PolicyConfig policy;
+  LivenessConfig liveness;
+  LimitsConfig limits;
+  SecurityConfig security;
+  CheckpointConfig checkpoint;
+  RestartConfig restart;
+  MetricsConfig metrics;
+  CompressionConfig compression;
+  int64_t chunk_bytes = 1 << 20;
+  WorkerConfig worker;
+  TestingConfig testing;
+
+  int num_shards() const { return static_cast<int>(servers.size()); }
+};
+
+// Splits "host:port"; the port must be in [0, 65535].
+absl::Status ParseHostPort(const std::string& address, std::string* host,
+                           int* port);
+
+}  // namespace paramd
+
+#endif  // PARAMD_COMMON_CONFIG_JOB_CONFIG_H_

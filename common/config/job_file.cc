@@ -1,0 +1,457 @@
+#include "common/config/job_file.h"
+
+#include <yaml-cpp/yaml.h>
+
+#include <cctype>
+#include <fstream>
+#include <map>
+#include <set>
+#include <sstream>
+
+#include "absl/status/status.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "common/base/status_macros.h"
+#include "common/config/model_section.h"
+#include "common/config/optimizer_section.h"
+#include "common/config/run_sections.h"
+#include "common/config/yaml_reader.h"
+
+namespace paramd {
+namespace {
+
+constexpr char kDefaultDataDir[] = "/usr/share/datasets/fashion-mnist";
+
+std::string DirName(const std::string& path) {
+  const size_t slash = path.rfind('/');
+  if (slash == std::string::npos) return ".";
+  if (slash == 0) return "/";
+  return path.substr(0, slash);
+}
+
+std::string Resolve(const std::string& base_dir, const std::string& path) {
+  if (path.empty() || path[0] == '/') return path;
+  return absl::StrCat(base_dir, "/", path);
+}
+
+class JobParser {
+ public:
+  JobParser(const std::string& path) : r_(path), path_(path) {}
+
+  absl::StatusOr<JobConfig> Parse(const YAML::Node& root) {
+    JobConfig c;
+    c.path = path_;
+    if (!root.IsDefined() || root.IsNull()) {
+      return r_.ErrorAtLine(1, "(document)", "the job file is empty");
+    }
+    RETURN_IF_ERROR(r_.CheckMapping(
+        root, "",
+        {"job", "cluster", "model", "data", "training", "optimizer", "policy",
+         "liveness", "limits", "security", "checkpoint", "restart", "metrics",
+         "compression", "partition", "worker", "testing"}));
+    for (auto step : {&JobParser::ParseJob, &JobParser::ParseCluster,
+                      &JobParser::ParseModel, &JobParser::ParseData,
+                      &JobParser::ParseTraining, &JobParser::ParseOptimizer,
+                      &JobParser::ParsePolicy, &JobParser::ParseLiveness,
+                      &JobParser::ParseLimits, &JobParser::ParseSecurity,
+                      &JobParser::ParseCheckpoint, &JobParser::ParseRestart,
+                      &JobParser::ParseMetrics, &JobParser::ParseCompression,
+                      &JobParser::ParsePartition, &JobParser::ParseWorker,
+                      &JobParser::ParseTesting}) {
+      RETURN_IF_ERROR((this->*step)(root, &c));
+    }
+    return c;
+  }
+
+ private:
+  // Returns the section `name` of `root`, checking its keys. A missing
+  // optional section yields an empty mapping.
+  absl::StatusOr<YAML::Node> Section(const YAML::Node& root,
+                                     const std::string& name, bool required,
+                                     const std::set<std::string>& keys) {
+    YAML::Node node = root[name];
+    if (!node.IsDefined() || node.IsNull()) {
+      if (required) {
+        return r_.MissingError(root, "", name, "missing required section");
+      }
+      return YAML::Node(YAML::NodeType::Map);
+    }
+    RETURN_IF_ERROR(r_.CheckMapping(node, name, keys));
+    return node;
+  }
+
+  absl::Status ParseJob(const YAML::Node& root, JobConfig* c) {
+    ASSIGN_OR_RETURN(const YAML::Node job,
+                     Section(root, "job", true, {"id", "seed"}));
+    RETURN_IF_ERROR(r_.Get(job, "job", "id", true, &c->job_id));
+    if (c->job_id.empty()) {
+      return r_.Error(job["id"], "job.id", "must not be empty");
+    }
+    return r_.Get(job, "job", "seed", false, &c->seed);
+  }
+
+  absl::Status ParseCluster(const YAML::Node& root, JobConfig* c) {
+    ASSIGN_OR_RETURN(const YAML::Node cluster,
+                     Section(root, "cluster", true, {"servers", "workers"}));
+    const YAML::Node servers = cluster["servers"];
+    if (!servers.IsDefined() || servers.IsNull()) {
+      return r_.MissingError(cluster, "cluster", "cluster.servers",
+                             "missing required field");
+    }
+    if (servers.IsMap()) {
+      RETURN_IF_ERROR(ParseSlurmServers(servers, c));
+    } else if (!servers.IsSequence() || servers.size() == 0) {
+      return r_.Error(servers, "cluster.servers",
+                      "expected a non-empty list of \"host:port\" addresses, "
+                      "or {slurm: N}");
+    }
+    std::set<std::string> seen;
+    for (size_t i = 0; servers.IsSequence() && i < servers.size(); ++i) {
+      const std::string field = absl::StrCat("cluster.servers[", i, "]");
+      if (!servers[i].IsScalar()) {
+        return r_.Error(servers[i], field, "expected \"host:port\"");
+      }
+      const std::string address = servers[i].Scalar();
+      std::string host;
+      int port = 0;
+      if (absl::Status s = ParseHostPort(address, &host, &port); !s.ok()) {
+        return r_.Error(servers[i], field, std::string(s.message()));
+      }
+      if (port != 0 && !seen.insert(address).second) {
+        return r_.Error(servers[i], field,
+                        absl::StrCat("address '", address, "' listed twice"));
+      }
+      c->servers.push_back(address);
+    }
+    RETURN_IF_ERROR(
+        r_.Get(cluster, "cluster", "workers", true, &c->num_workers));
+    if (c->num_workers < 1 || c->num_workers > 4096) {
+      return r_.Error(cluster["workers"], "cluster.workers",
+                      "must be between 1 and 4096");
+    }
+    return absl::OkStatus();
+  }
+
+  // cluster.servers: {slurm: N, port: P}.
+  absl::Status ParseSlurmServers(const YAML::Node& servers, JobConfig* c) {
+    RETURN_IF_ERROR(
+        r_.CheckMapping(servers, "cluster.servers", {"slurm", "port"}));
+    int count = 0;
+    RETURN_IF_ERROR(r_.Get(servers, "cluster.servers", "slurm", true, &count));
+    if (count < 1 || count > 1024) {
+      return r_.Error(servers["slurm"], "cluster.servers.slurm",
+                      "must be between 1 and 1024 servers");
+    }
+    RETURN_IF_ERROR(
+        r_.Get(servers, "cluster.servers", "port", false, &c->slurm_port));
+    if (c->slurm_port < 0 || c->slurm_port + count - 1 > 65535) {
+      return r_.Error(servers["port"], "cluster.servers.port",
+                      absl::StrCat("must be 0 (from the job id) or a port "
+                                   "with room for ",
+                                   count, " servers"));
+    }
+    c->servers_from_slurm = true;
+    c->servers.assign(count, "");
+    return absl::OkStatus();
+  }
+
+  absl::Status ParseModel(const YAML::Node& root, JobConfig* c) {
+    ASSIGN_OR_RETURN(const YAML::Node model,
+                     Section(root, "model", true,
+                             {"type", "layers", "embeddings", "features"}));
+    return ParseModelSection(r_, model, &c->model);
+  }
+
+  absl::Status ParseData(const YAML::Node& root, JobConfig* c) {
+    ASSIGN_OR_RETURN(
+        const YAML::Node data,
+        Section(root, "data", false,
+                {"dir", "train_images", "train_labels", "test_images",
+                 "test_labels", "train_limit", "test_limit"}));
+    std::string dir = kDefaultDataDir;
+    RETURN_IF_ERROR(r_.Get(data, "data", "dir", false, &dir));
+    dir = Resolve(DirName(path_), dir);
+    struct File {
+      const char* key;
+      const char* default_name;
+      std::string* out;
+    };
+    const File files[] = {
+        {"train_images", "train-images-idx3-ubyte.gz", &c->data.train_images},
+        {"train_labels", "train-labels-idx1-ubyte.gz", &c->data.train_labels},
+        {"test_images", "t10k-images-idx3-ubyte.gz", &c->data.test_images},
+        {"test_labels", "t10k-labels-idx1-ubyte.gz", &c->data.test_labels},
+    };
+    for (const File& f : files) {
+      std::string name = f.default_name;
+      RETURN_IF_ERROR(r_.Get(data, "data", f.key, false, &name));
+      *f.out = Resolve(dir, name);
+      std::ifstream probe(*f.out, std::ios::binary);
+      if (!probe.good()) {
+        // Point at the key when given, else at `data.dir` (or the section).
+        const YAML::Node at = data[f.key].IsDefined()   ? data[f.key]
+                              : data["dir"].IsDefined() ? data["dir"]
+                                                        : data;
+        return r_.Error(
+            at, absl::StrCat("data.", f.key),
+            absl::StrCat("cannot read '", *f.out,
+                         "' (install dataset-fashion-mnist or set data.dir)"));
+      }
+    }
+    for (auto [key, out] : {std::pair{"train_limit", &c->data.train_limit},
+                            std::pair{"test_limit", &c->data.test_limit}}) {
+      RETURN_IF_ERROR(r_.Get(data, "data", key, false, out));
+      if (*out < 0) {
+        return r_.Error(data[key], absl::StrCat("data.", key),
+                        "must be >= 0 (0 means all samples)");
+      }
+    }
+    return absl::OkStatus();
+  }
+
+  absl::Status ParseTraining(const YAML::Node& root, JobConfig* c) {
+    ASSIGN_OR_RETURN(
+        const YAML::Node t,
+        Section(root, "training", true, {"epochs", "batch_size", "shuffle"}));
+    TrainingConfig& tc = c->training;
+    RETURN_IF_ERROR(r_.Get(t, "training", "epochs", true, &tc.epochs));
+    if (tc.epochs < 1 || tc.epochs > 100000) {
+      return r_.Error(t["epochs"], "training.epochs",
+                      "must be between 1 and 100000");
+    }
+    RETURN_IF_ERROR(r_.Get(t, "training", "batch_size", true, &tc.batch_size));
+    if (tc.batch_size < 1 || tc.batch_size > (1 << 20)) {
+      return r_.Error(t["batch_size"], "training.batch_size",
+                      "must be between 1 and 1048576");
+    }
+    return r_.Get(t, "training", "shuffle", false, &tc.shuffle);
+  }
+
+  absl::Status ParseOptimizer(const YAML::Node& root, JobConfig* c) {
+    ASSIGN_OR_RETURN(const YAML::Node o,
+                     Section(root, "optimizer", true, OptimizerSectionKeys()));
+    return ParseOptimizerSection(r_, o, &c->optimizer);
+  }
+
+  absl::Status ParsePolicy(const YAML::Node& root, JobConfig* c) {
+    ASSIGN_OR_RETURN(const YAML::Node p,
+                     Section(root, "policy", true, {"type", "staleness"}));
+    std::string type;
+    RETURN_IF_ERROR(r_.Get(p, "policy", "type", true, &type));
+    if (type == "sync") {
+      c->policy.type = PolicyType::kSync;
+    } else if (type == "async") {
+      c->policy.type = PolicyType::kAsync;
+    } else if (type == "ssp") {
+      c->policy.type = PolicyType::kSsp;
+    } else {
+      return r_.Error(p["type"], "policy.type",
+                      absl::StrCat("unknown policy '", type,
+                                   "' (expected: sync, async or ssp)"));
+    }
+    const bool has_staleness = p["staleness"].IsDefined();
+    if (c->policy.type == PolicyType::kSsp) {
+      RETURN_IF_ERROR(
+          r_.Get(p, "policy", "staleness", true, &c->policy.staleness));
+      if (c->policy.staleness < 0 || c->policy.staleness > 1000000) {
+        return r_.Error(p["staleness"], "policy.staleness",
+                        "must be between 0 and 1000000");
+      }
+    } else if (has_staleness) {
+      return r_.Error(p["staleness"], "policy.staleness",
+                      "only applies to policy.type ssp");
+    }
+    return absl::OkStatus();
+  }
+
+  absl::Status ParseLiveness(const YAML::Node& root, JobConfig* c) {
+    ASSIGN_OR_RETURN(const YAML::Node l,
+                     Section(root, "liveness", false,
+                             {"lease_seconds", "heartbeat_seconds",
+                              "warn_after_seconds", "give_up_seconds"}));
+    LivenessConfig& lc = c->liveness;
+    for (auto [key, out] :
+         {std::pair{"lease_seconds", &lc.lease_seconds},
+          std::pair{"heartbeat_seconds", &lc.heartbeat_seconds},
+          std::pair{"warn_after_seconds", &lc.warn_after_seconds},
+          std::pair{"give_up_seconds", &lc.give_up_seconds}}) {
+      RETURN_IF_ERROR(r_.Get(l, "liveness", key, false, out));
+      if (!(*out > 0) || *out > 86400) {
+        return r_.Error(l[key], absl::StrCat("liveness.", key),
+                        "must be > 0 and at most 86400 seconds");
+      }
+    }
+    if (lc.heartbeat_seconds * 2 > lc.lease_seconds) {
+      const YAML::Node at = l["heartbeat_seconds"].IsDefined()
+                                ? l["heartbeat_seconds"]
+                                : l["lease_seconds"];
+      return r_.Error(at, "liveness.heartbeat_seconds",
+                      "must be at most half of liveness.lease_seconds, or "
+                      "live workers would lose their lease");
+    }
+    return absl::OkStatus();
+  }
+
+  // The sections of common/config/run_sections.h: each reads its keys there.
+  absl::Status ParseLimits(const YAML::Node& root, JobConfig* c) {
+    ASSIGN_OR_RETURN(const YAML::Node l, Section(root, "limits", false,
+                                                 {"max_inflight_per_worker",
+                                                  "transport_memory_mb"}));
+    return ParseLimitsSection(r_, l, &c->limits);
+  }
+
+  absl::Status ParseSecurity(const YAML::Node& root, JobConfig* c) {
+    ASSIGN_OR_RETURN(
+        const YAML::Node sec,
+        Section(root, "security", false,
+                {"token_file", "tls_cert", "tls_key", "tls_ca", "mutual_tls",
+                 "tls_client_cert", "tls_client_key", "tls_server_name"}));
+    return ParseSecuritySection(r_, sec, Resolver(), &c->security);
+  }
+
+  absl::Status ParseCheckpoint(const YAML::Node& root, JobConfig* c) {
+    ASSIGN_OR_RETURN(
+        const YAML::Node ck,
+        Section(root, "checkpoint", false, {"dir", "every_steps", "keep"}));
+    return ParseCheckpointSection(r_, ck, Resolver(), &c->checkpoint);
+  }
+
+  absl::Status ParseRestart(const YAML::Node& root, JobConfig* c) {
+    ASSIGN_OR_RETURN(const YAML::Node r, Section(root, "restart", false,
+                                                 {"max", "backoff_seconds"}));
+    return ParseRestartSection(r_, r, &c->restart);
+  }
+
+  absl::Status ParseMetrics(const YAML::Node& root, JobConfig* c) {
+    ASSIGN_OR_RETURN(const YAML::Node m,
+                     Section(root, "metrics", false, {"port", "bind"}));
+    return ParseMetricsSection(r_, m, &c->metrics);
+  }
+
+  absl::Status ParseCompression(const YAML::Node& root, JobConfig* c) {
+    ASSIGN_OR_RETURN(
+        const YAML::Node n,
+        Section(root, "compression", false,
+                {"type", "ratio", "error_feedback", "momentum", "pull"}));
+    RETURN_IF_ERROR(ParseCompressionSection(r_, n, &c->compression));
+    // Momentum correction replaces the servers' momentum, never adds to it.
+    if (c->compression.momentum > 0 &&
+        (c->optimizer.type != "sgd" || c->optimizer.momentum != 0)) {
+      return r_.Error(n["momentum"], "compression.momentum",
+                      "moves SGD's momentum to the workers: it needs "
+                      "optimizer.type sgd with optimizer.momentum 0");
+    }
+    return absl::OkStatus();
+  }
+
+  // Resolves paths against the job file's folder.
+  PathResolver Resolver() const {
+    return [dir = DirName(path_)](const std::string& p) {
+      return Resolve(dir, p);
+    };
+  }
+
+  absl::Status ParseTesting(const YAML::Node& root, JobConfig* c) {
+    ASSIGN_OR_RETURN(
+        const YAML::Node t,
+        Section(root, "testing", false,
+                {"slow_rank", "slow_step_ms", "drop_reply_probability",
+                 "delay_reply_ms", "link_mbps"}));
+    return ParseTestingSection(r_, t, c->num_workers, &c->testing);
+  }
+
+  absl::Status ParsePartition(const YAML::Node& root, JobConfig* c) {
+    ASSIGN_OR_RETURN(const YAML::Node p,
+                     Section(root, "partition", false, {"chunk_bytes"}));
+    RETURN_IF_ERROR(
+        r_.Get(p, "partition", "chunk_bytes", false, &c->chunk_bytes));
+    if (c->chunk_bytes < 4 || c->chunk_bytes > (int64_t{1} << 30) ||
+        c->chunk_bytes % 4 != 0) {
+      return r_.Error(p["chunk_bytes"], "partition.chunk_bytes",
+                      "must be a multiple of 4 between 4 and 1073741824");
+    }
+    return absl::OkStatus();
+  }
+
+  absl::Status ParseWorker(const YAML::Node& root, JobConfig* c) {
+    ASSIGN_OR_RETURN(
+        const YAML::Node w,
+        Section(root, "worker", false,
+                {"device", "threads", "blas_core", "allow_tf32", "overlap"}));
+    RETURN_IF_ERROR(r_.Get(w, "worker", "device", false, &c->worker.device));
+    if (c->worker.device != "auto" && c->worker.device != "cpu" &&
+        c->worker.device != "cuda") {
+      return r_.Error(w["device"], "worker.device",
+                      absl::StrCat("unknown device '", c->worker.device,
+                                   "' (expected: auto, cpu or cuda)"));
+    }
+    RETURN_IF_ERROR(
+        r_.Get(w, "worker", "allow_tf32", false, &c->worker.allow_tf32));
+    RETURN_IF_ERROR(r_.Get(w, "worker", "threads", false, &c->worker.threads));
+    if (c->worker.threads < 1 || c->worker.threads > 256) {
+      return r_.Error(w["threads"], "worker.threads",
+                      "must be between 1 and 256");
+    }
+    RETURN_IF_ERROR(r_.Get(w, "worker", "overlap", false, &c->worker.overlap));
+    if (c->worker.overlap && !c->model.embeddings.empty()) {
+      return r_.Error(w["overlap"], "worker.overlap",
+                      "not with model.embeddings: a step's rows ride in its "
+                      "first push message, before the gradient exists");
+    }
+    if (c->worker.overlap && c->compression.topk()) {
+      return r_.Error(w["overlap"], "worker.overlap",
+                      "not with compression topk: it selects over the whole "
+                      "gradient at once");
+    }
+    RETURN_IF_ERROR(
+        r_.Get(w, "worker", "blas_core", false, &c->worker.blas_core));
+    for (char ch : c->worker.blas_core) {
+      if (!std::isalnum(static_cast<unsigned char>(ch))) {
+        return r_.Error(w["blas_core"], "worker.blas_core",
+                        "expected auto, library or an OpenBLAS core name "
+                        "such as Haswell");
+      }
+    }
+    return absl::OkStatus();
+  }
+
+  YamlReader r_;
+  std::string path_;
+};
+
+}  // namespace
+
+absl::StatusOr<JobConfig> ParseJobConfig(const std::string& yaml_text,
+                                         const std::string& path) {
+  YAML::Node root;
+  try {
+    root = YAML::Load(yaml_text);
+  } catch (const YAML::Exception& e) {
+    return absl::InvalidArgumentError(
+        absl::StrFormat("%s:%d: (syntax): %s", path,
+                        e.mark.is_null() ? 1 : e.mark.line + 1, e.msg));
+  }
+  try {
+    return JobParser(path).Parse(root);
+  } catch (const YAML::Exception& e) {
+    // Defensive: yaml-cpp reports misuse (e.g. indexing a scalar) by
+    // throwing; no exception leaves this module.
+    return absl::InvalidArgumentError(
+        absl::StrFormat("%s:%d: (structure): %s", path,
+                        e.mark.is_null() ? 1 : e.mark.line + 1, e.msg));
+  }
+}
+
+absl::StatusOr<JobConfig> LoadJobConfig(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in.good()) {
+    return absl::NotFoundError(
+        absl::StrCat(path, ":0: (file): cannot open the job file"));
+  }
+  std::stringstream text;
+  text << in.rdbuf();
+  return ParseJobConfig(text.str(), path);
+}
+
+}  // namespace paramd

@@ -1,0 +1,228 @@
+#include "common/config/model_section.h"
+
+#include <set>
+#include <string>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "common/base/status_macros.h"
+#include "common/config/optimizer_section.h"
+
+namespace paramd {
+namespace {
+
+absl::Status ParseLayers(YamlReader& r, const YAML::Node& model,
+                         ModelConfig* out) {
+  const YAML::Node layers = model["layers"];
+  if (!layers.IsDefined() || layers.IsNull()) {
+    return r.MissingError(model, "model", "model.layers",
+                          "missing required field");
+  }
+  if (!layers.IsSequence() || layers.size() < 2) {
+    return r.Error(layers, "model.layers",
+                   "expected a list of at least two layer widths");
+  }
+  for (size_t i = 0; i < layers.size(); ++i) {
+    const std::string field = absl::StrCat("model.layers[", i, "]");
+    int width = 0;
+    if (!layers[i].IsScalar() ||
+        !absl::SimpleAtoi(layers[i].Scalar(), &width) || width < 1 ||
+        width > (1 << 20)) {
+      return r.Error(layers[i], field,
+                     "expected a positive integer width (at most 1048576)");
+    }
+    out->layers.push_back(width);
+  }
+  return absl::OkStatus();
+}
+
+// The table's optimizer: a mapping {type, learning_rate, ...}.
+absl::Status ParseTableOptimizer(YamlReader& r, const YAML::Node& node,
+                                 const std::string& f,
+                                 EmbeddingTableConfig* t) {
+  const bool given = node.IsDefined() && !node.IsNull();
+  if (given) {
+    RETURN_IF_ERROR(r.CheckMapping(
+        node, f,
+        {"type", "learning_rate", "beta1", "beta2", "eps", "schedule"}));
+    RETURN_IF_ERROR(r.Get(node, f, "type", false, &t->optimizer));
+    if (t->optimizer != "sgd" && t->optimizer != "adagrad" &&
+        t->optimizer != "adam") {
+      return r.Error(node["type"], f + ".type",
+                     absl::StrCat("unknown table optimizer '", t->optimizer,
+                                  "' (expected: sgd, adagrad or adam)"));
+    }
+  }
+  // The type's default, kept unless the section gives eps.
+  t->eps = t->optimizer == "adagrad" ? 1e-10 : 1e-8;
+  if (!given) return absl::OkStatus();
+  if (t->optimizer != "adam") {
+    for (const char* key : {"beta1", "beta2"}) {
+      if (node[key].IsDefined()) {
+        return r.Error(
+            node[key], absl::StrCat(f, ".", key),
+            absl::StrCat("does not apply to ", f, ".type ", t->optimizer));
+      }
+    }
+  }
+  if (t->optimizer == "sgd" && node["eps"].IsDefined()) {
+    return r.Error(node["eps"], f + ".eps", "does not apply to sgd");
+  }
+  RETURN_IF_ERROR(r.Get(node, f, "learning_rate", false, &t->learning_rate));
+  if (!(t->learning_rate > 0 && t->learning_rate < 1e9)) {
+    return r.Error(node["learning_rate"], f + ".learning_rate", "must be > 0");
+  }
+  for (auto [key, out] :
+       {std::pair{"beta1", &t->beta1}, std::pair{"beta2", &t->beta2}}) {
+    RETURN_IF_ERROR(r.Get(node, f, key, false, out));
+    if (!(*out >= 0 && *out < 1)) {
+      return r.Error(node[key], absl::StrCat(f, ".", key), "must be in [0, 1)");
+    }
+  }
+  RETURN_IF_ERROR(r.Get(node, f, "eps", false, &t->eps));
+  if (!(t->eps > 0 && t->eps < 1)) {
+    return r.Error(node["eps"], f + ".eps", "must be in (0, 1)");
+  }
+  return ParseScheduleSection(r, node, f + ".schedule", t->learning_rate,
+                              &t->schedule);
+}
+
+absl::Status ParseTable(YamlReader& r, const YAML::Node& node,
+                        const std::string& f, EmbeddingTableConfig* t) {
+  RETURN_IF_ERROR(r.CheckMapping(
+      node, f,
+      {"name", "rows", "dim", "init", "init_scale", "optimizer", "max_rows"}));
+  RETURN_IF_ERROR(r.Get(node, f, "name", true, &t->name));
+  if (t->name.empty()) {
+    return r.Error(node["name"], f + ".name", "must not be empty");
+  }
+  RETURN_IF_ERROR(r.Get(node, f, "rows", true, &t->rows));
+  if (t->rows < 1 || t->rows > kMaxTableRows) {
+    return r.Error(node["rows"], f + ".rows",
+                   "must be in [1, 2^40] (1099511627776)");
+  }
+  RETURN_IF_ERROR(r.Get(node, f, "dim", true, &t->dim));
+  if (t->dim < 1 || t->dim > 4096) {
+    return r.Error(node["dim"], f + ".dim", "must be in [1, 4096]");
+  }
+  RETURN_IF_ERROR(r.Get(node, f, "init", false, &t->init));
+  if (t->init != "normal" && t->init != "uniform" && t->init != "zeros") {
+    return r.Error(node["init"], f + ".init",
+                   absl::StrCat("unknown initialiser '", t->init,
+                                "' (expected: normal, uniform or zeros)"));
+  }
+  RETURN_IF_ERROR(r.Get(node, f, "init_scale", false, &t->init_scale));
+  if (!(t->init_scale >= 0 && t->init_scale < 1e6)) {
+    return r.Error(node["init_scale"], f + ".init_scale", "must be >= 0");
+  }
+  RETURN_IF_ERROR(r.Get(node, f, "max_rows", false, &t->max_rows));
+  return ParseTableOptimizer(r, node["optimizer"], f + ".optimizer", t);
+}
+
+absl::Status ParseConcatFeatures(YamlReader& r, const YAML::Node& model,
+                                 ModelConfig* out) {
+  const YAML::Node node = model["features"];
+  const std::string f = "model.features";
+  if (!node.IsDefined() || node.IsNull()) {
+    return r.MissingError(model, "model", f,
+                          "an embedding_concat model needs features.fields");
+  }
+  RETURN_IF_ERROR(r.CheckMapping(node, f, {"fields"}));
+  RETURN_IF_ERROR(r.Get(node, f, "fields", true, &out->features.fields));
+  if (out->features.fields < 1 || out->features.fields > 1024) {
+    return r.Error(node["fields"], f + ".fields", "must be in [1, 1024]");
+  }
+  const int64_t width = int64_t{out->features.fields} * out->embeddings[0].dim;
+  if (out->layers.front() != width) {
+    return r.Error(model["layers"][0], "model.layers[0]",
+                   absl::StrCat("an embedding_concat model's first width "
+                                "must be features.fields × dim, ",
+                                width));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ParseFeatures(YamlReader& r, const YAML::Node& node,
+                           FeaturesConfig* out) {
+  if (!node.IsDefined() || node.IsNull()) return absl::OkStatus();
+  const std::string f = "model.features";
+  RETURN_IF_ERROR(r.CheckMapping(node, f, {"levels", "pairs", "combiner"}));
+  RETURN_IF_ERROR(r.Get(node, f, "levels", false, &out->levels));
+  if (out->levels < 2 || out->levels > 256) {
+    return r.Error(node["levels"], f + ".levels", "must be in [2, 256]");
+  }
+  RETURN_IF_ERROR(r.Get(node, f, "pairs", false, &out->pairs));
+  RETURN_IF_ERROR(r.Get(node, f, "combiner", false, &out->combiner));
+  if (out->combiner != "mean" && out->combiner != "sum") {
+    return r.Error(node["combiner"], f + ".combiner",
+                   absl::StrCat("unknown combiner '", out->combiner,
+                                "' (expected: mean or sum)"));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ParseEmbeddings(YamlReader& r, const YAML::Node& model,
+                             ModelConfig* out) {
+  const YAML::Node tables = model["embeddings"];
+  if (out->type == "mlp") {
+    for (const char* key : {"embeddings", "features"}) {
+      if (model[key].IsDefined()) {
+        return r.Error(model[key], absl::StrCat("model.", key),
+                       "applies to embedding models only (model.type "
+                       "embedding_bag or embedding_concat)");
+      }
+    }
+    return absl::OkStatus();
+  }
+  if (!tables.IsDefined() || tables.IsNull()) {
+    return r.MissingError(
+        model, "model", "model.embeddings",
+        absl::StrCat("an ", out->type, " model needs one table"));
+  }
+  if (!tables.IsSequence() || tables.size() != 1) {
+    return r.Error(tables, "model.embeddings",
+                   absl::StrCat("expected a list of exactly one table (an ",
+                                out->type, " model reads one)"));
+  }
+  std::set<std::string> names;
+  for (size_t i = 0; i < tables.size(); ++i) {
+    const std::string f = absl::StrCat("model.embeddings[", i, "]");
+    EmbeddingTableConfig t;
+    RETURN_IF_ERROR(ParseTable(r, tables[i], f, &t));
+    if (!names.insert(t.name).second) {
+      return r.Error(tables[i]["name"], f + ".name",
+                     absl::StrCat("table '", t.name, "' is declared twice"));
+    }
+    out->embeddings.push_back(std::move(t));
+  }
+  if (out->type == "embedding_concat") {
+    return ParseConcatFeatures(r, model, out);
+  }
+  if (out->layers.front() != out->embeddings[0].dim) {
+    return r.Error(model["layers"][0], "model.layers[0]",
+                   absl::StrCat("an embedding_bag model's first width must "
+                                "be its table's dim, ",
+                                out->embeddings[0].dim));
+  }
+  return ParseFeatures(r, model["features"], &out->features);
+}
+
+}  // namespace
+
+absl::Status ParseModelSection(YamlReader& r, const YAML::Node& model,
+                               ModelConfig* out) {
+  RETURN_IF_ERROR(r.CheckMapping(model, "model",
+                                 {"type", "layers", "embeddings", "features"}));
+  RETURN_IF_ERROR(r.Get(model, "model", "type", false, &out->type));
+  if (out->type != "mlp" && out->type != "embedding_bag" &&
+      out->type != "embedding_concat") {
+    return r.Error(model["type"], "model.type",
+                   absl::StrCat("unknown model type '", out->type,
+                                "' (expected: mlp, embedding_bag or "
+                                "embedding_concat)"));
+  }
+  RETURN_IF_ERROR(ParseLayers(r, model, out));
+  return ParseEmbeddings(r, model, out);
+}
+
+}  // namespace paramd

@@ -1,0 +1,214 @@
+#include "common/config/run_sections.h"
+
+#include <arpa/inet.h>
+
+#include "absl/strings/str_cat.h"
+#include "common/base/status_macros.h"
+
+namespace paramd {
+
+absl::Status ParseLimitsSection(YamlReader& reader, const YAML::Node& l,
+                                LimitsConfig* out) {
+  LimitsConfig& lc = *out;
+  RETURN_IF_ERROR(reader.Get(l, "limits", "max_inflight_per_worker", false,
+                             &lc.max_inflight_per_worker));
+  if (lc.max_inflight_per_worker < 2 || lc.max_inflight_per_worker > 1024) {
+    return reader.Error(l["max_inflight_per_worker"],
+                        "limits.max_inflight_per_worker",
+                        "must be between 2 (a push and a pull) and 1024");
+  }
+  RETURN_IF_ERROR(reader.Get(l, "limits", "transport_memory_mb", false,
+                             &lc.transport_memory_mb));
+  if (lc.transport_memory_mb < 0 || lc.transport_memory_mb > (1 << 20)) {
+    return reader.Error(l["transport_memory_mb"], "limits.transport_memory_mb",
+                        "must be between 0 (automatic) and 1048576");
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ParseSecuritySection(YamlReader& reader, const YAML::Node& sec,
+                                  const PathResolver& resolve,
+                                  SecurityConfig* out) {
+  SecurityConfig& sc = *out;
+  for (auto [key, path] :
+       {std::pair{"token_file", &sc.token_file},
+        std::pair{"tls_cert", &sc.tls_cert}, std::pair{"tls_key", &sc.tls_key},
+        std::pair{"tls_ca", &sc.tls_ca},
+        std::pair{"tls_client_cert", &sc.tls_client_cert},
+        std::pair{"tls_client_key", &sc.tls_client_key}}) {
+    RETURN_IF_ERROR(reader.Get(sec, "security", key, false, path));
+    *path = resolve(*path);
+  }
+  RETURN_IF_ERROR(
+      reader.Get(sec, "security", "mutual_tls", false, &sc.mutual_tls));
+  RETURN_IF_ERROR(reader.Get(sec, "security", "tls_server_name", false,
+                             &sc.tls_server_name));
+  if (sc.tls_cert.empty() != sc.tls_key.empty()) {
+    const bool cert = !sc.tls_cert.empty();
+    return reader.Error(sec[cert ? "tls_cert" : "tls_key"],
+                        cert ? "security.tls_key" : "security.tls_cert",
+                        "missing: tls_cert and tls_key come together");
+  }
+  if (!sc.tls()) {
+    for (const char* key : {"tls_ca", "mutual_tls", "tls_client_cert",
+                            "tls_client_key", "tls_server_name"}) {
+      if (sec[key].IsDefined()) {
+        return reader.Error(sec[key], absl::StrCat("security.", key),
+                            "only applies with security.tls_cert and tls_key");
+      }
+    }
+  }
+  if (sc.tls_ca.empty()) sc.tls_ca = sc.tls_cert;
+  if (sc.tls_client_cert.empty() != sc.tls_client_key.empty()) {
+    const bool cert = !sc.tls_client_cert.empty();
+    return reader.Error(
+        sec[cert ? "tls_client_cert" : "tls_client_key"],
+        cert ? "security.tls_client_key" : "security.tls_client_cert",
+        "missing: tls_client_cert and tls_client_key come "
+        "together");
+  }
+  if (!sc.mutual_tls && !sc.tls_client_cert.empty()) {
+    return reader.Error(sec["tls_client_cert"], "security.tls_client_cert",
+                        "only applies with security.mutual_tls: true");
+  }
+  if (sc.mutual_tls && sc.tls_client_cert.empty()) {
+    sc.tls_client_cert = sc.tls_cert;
+    sc.tls_client_key = sc.tls_key;
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ParseCheckpointSection(YamlReader& reader, const YAML::Node& ck,
+                                    const PathResolver& resolve,
+                                    CheckpointConfig* out) {
+  CheckpointConfig& cc = *out;
+  RETURN_IF_ERROR(reader.Get(ck, "checkpoint", "dir", false, &cc.dir));
+  cc.dir = resolve(cc.dir);
+  RETURN_IF_ERROR(
+      reader.Get(ck, "checkpoint", "every_steps", false, &cc.every_steps));
+  if (cc.every_steps < 1) {
+    return reader.Error(ck["every_steps"], "checkpoint.every_steps",
+                        "must be >= 1");
+  }
+  RETURN_IF_ERROR(reader.Get(ck, "checkpoint", "keep", false, &cc.keep));
+  if (cc.keep < 1 || cc.keep > 1000) {
+    return reader.Error(ck["keep"], "checkpoint.keep",
+                        "must be between 1 and 1000");
+  }
+  if (cc.dir.empty()) {
+    for (const char* key : {"every_steps", "keep"}) {
+      if (ck[key].IsDefined()) {
+        return reader.Error(ck[key], absl::StrCat("checkpoint.", key),
+                            "only applies with checkpoint.dir");
+      }
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ParseRestartSection(YamlReader& reader, const YAML::Node& r,
+                                 RestartConfig* out) {
+  RETURN_IF_ERROR(reader.Get(r, "restart", "max", false, &out->max));
+  if (out->max < 0 || out->max > 1000) {
+    return reader.Error(r["max"], "restart.max", "must be between 0 and 1000");
+  }
+  RETURN_IF_ERROR(reader.Get(r, "restart", "backoff_seconds", false,
+                             &out->backoff_seconds));
+  if (!(out->backoff_seconds >= 0) || out->backoff_seconds > 3600) {
+    return reader.Error(r["backoff_seconds"], "restart.backoff_seconds",
+                        "must be between 0 and 3600");
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ParseCompressionSection(YamlReader& reader, const YAML::Node& c,
+                                     CompressionConfig* out) {
+  RETURN_IF_ERROR(reader.Get(c, "compression", "type", false, &out->type));
+  if (out->type != "none" && out->type != "fp16" && out->type != "topk") {
+    return reader.Error(
+        c["type"], "compression.type",
+        absl::StrCat("'", out->type, "' is not one of: none, fp16, topk"));
+  }
+  for (const char* key : {"ratio", "error_feedback", "momentum"}) {
+    if (c[key] && !out->topk()) {
+      return reader.Error(c[key], absl::StrCat("compression.", key),
+                          "applies to type topk only");
+    }
+  }
+  RETURN_IF_ERROR(reader.Get(c, "compression", "ratio", false, &out->ratio));
+  if (!(out->ratio > 0 && out->ratio <= 1)) {
+    return reader.Error(c["ratio"], "compression.ratio",
+                        "must be in (0, 1]: the share of each chunk's "
+                        "entries sent");
+  }
+  RETURN_IF_ERROR(reader.Get(c, "compression", "error_feedback", false,
+                             &out->error_feedback));
+  RETURN_IF_ERROR(
+      reader.Get(c, "compression", "momentum", false, &out->momentum));
+  if (!(out->momentum >= 0 && out->momentum < 1)) {
+    return reader.Error(c["momentum"], "compression.momentum",
+                        "must be in [0, 1)");
+  }
+  RETURN_IF_ERROR(reader.Get(c, "compression", "pull", false, &out->pull));
+  if (out->pull != "float32" && out->pull != "fp16") {
+    return reader.Error(
+        c["pull"], "compression.pull",
+        absl::StrCat("'", out->pull, "' is not one of: float32, fp16"));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ParseMetricsSection(YamlReader& reader, const YAML::Node& m,
+                                 MetricsConfig* out) {
+  RETURN_IF_ERROR(reader.Get(m, "metrics", "port", false, &out->port));
+  if (out->port < 0 || out->port > 65535) {
+    return reader.Error(m["port"], "metrics.port",
+                        "must be between 0 (off) and 65535");
+  }
+  RETURN_IF_ERROR(reader.Get(m, "metrics", "bind", false, &out->bind));
+  in_addr parsed;
+  if (inet_pton(AF_INET, out->bind.c_str(), &parsed) != 1) {
+    return reader.Error(m["bind"], "metrics.bind",
+                        "must be an IPv4 address, e.g. 0.0.0.0 or 127.0.0.1 "
+                        "(the metrics endpoint does not serve IPv6)");
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ParseTestingSection(YamlReader& reader, const YAML::Node& t,
+                                 int num_workers, TestingConfig* out) {
+  RETURN_IF_ERROR(
+      reader.Get(t, "testing", "slow_rank", false, &out->slow_rank));
+  if (out->slow_rank < -1 || out->slow_rank >= num_workers) {
+    return reader.Error(t["slow_rank"], "testing.slow_rank",
+                        absl::StrCat("must be a rank in [0, ", num_workers,
+                                     ") or -1 for none"));
+  }
+  RETURN_IF_ERROR(
+      reader.Get(t, "testing", "slow_step_ms", false, &out->slow_step_ms));
+  if (out->slow_step_ms < 0 || out->slow_step_ms > 60000) {
+    return reader.Error(t["slow_step_ms"], "testing.slow_step_ms",
+                        "must be between 0 and 60000");
+  }
+  RETURN_IF_ERROR(reader.Get(t, "testing", "drop_reply_probability", false,
+                             &out->drop_reply_probability));
+  if (!(out->drop_reply_probability >= 0 && out->drop_reply_probability <= 1)) {
+    return reader.Error(t["drop_reply_probability"],
+                        "testing.drop_reply_probability", "must be in [0, 1]");
+  }
+  RETURN_IF_ERROR(
+      reader.Get(t, "testing", "delay_reply_ms", false, &out->delay_reply_ms));
+  if (out->delay_reply_ms < 0 || out->delay_reply_ms > 60000) {
+    return reader.Error(t["delay_reply_ms"], "testing.delay_reply_ms",
+                        "must be between 0 and 60000");
+  }
+  RETURN_IF_ERROR(
+      reader.Get(t, "testing", "link_mbps", false, &out->link_mbps));
+  if (!(out->link_mbps >= 0 && out->link_mbps <= 1e6)) {
+    return reader.Error(t["link_mbps"], "testing.link_mbps",
+                        "must be between 0 (off) and 1000000");
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace paramd

@@ -1,0 +1,47 @@
+#include "common/model/model_spec.h"
+
+#include <cmath>
+
+#include "absl/strings/str_cat.h"
+#include "common/base/mix.h"
+
+namespace paramd {
+
+ModelSpec BuildModelSpec(const ModelConfig& config) {
+  ModelSpec spec;
+  for (size_t l = 0; l + 1 < config.layers.size(); ++l) {
+    const int64_t in = config.layers[l];
+    const int64_t out = config.layers[l + 1];
+    const float bound = 1.0f / std::sqrt(static_cast<float>(in));
+    spec.tensors.push_back(
+        {absl::StrCat("fc", l + 1, ".weight"), {in, out}, in * out, bound});
+    spec.tensors.push_back(
+        {absl::StrCat("fc", l + 1, ".bias"), {out}, out, bound});
+  }
+  for (const TensorSpec& t : spec.tensors)
+    spec.total_elements += t.num_elements;
+  for (const EmbeddingTableConfig& t : config.embeddings) {
+    spec.tables.push_back({t.name, t.rows, t.dim});
+  }
+  return spec;
+}
+
+void InitTensorRange(const TensorSpec& tensor, uint64_t seed, int tensor_id,
+                     int64_t begin, absl::Span<float> out) {
+  const uint64_t stream = Mix(seed ^ Mix(static_cast<uint64_t>(tensor_id) + 1));
+  for (size_t i = 0; i < out.size(); ++i) {
+    const uint64_t bits = Mix(stream + static_cast<uint64_t>(begin + i));
+    // 24 random bits → [0, 1) exactly representable in float.
+    const float unit = static_cast<float>(bits >> 40) * (1.0f / 16777216.0f);
+    out[i] = (2.0f * unit - 1.0f) * tensor.init_bound;
+  }
+}
+
+FlatLayout::FlatLayout(const ModelSpec& spec) {
+  for (const TensorSpec& t : spec.tensors) {
+    offset.push_back(total);
+    total += t.num_elements;
+  }
+}
+
+}  // namespace paramd

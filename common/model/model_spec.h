@@ -1,0 +1,59 @@
+// The model's named dense tensors, their shapes and their deterministic
+// initial values.
+//
+// Servers and workers both derive the spec from the job file. Initial values
+// are a pure function of (seed, tensor, element index), so a server can
+// initialise any chunk of a tensor on its own and every process agrees.
+#ifndef PARAMD_COMMON_MODEL_MODEL_SPEC_H_
+#define PARAMD_COMMON_MODEL_MODEL_SPEC_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/types/span.h"
+#include "common/config/job_config.h"
+
+namespace paramd {
+
+struct TensorSpec {
+  std::string name;            // e.g. "fc1.weight"
+  std::vector<int64_t> shape;  // e.g. {784, 256}: [inputs, outputs]
+  int64_t num_elements = 0;
+  float init_bound = 0;  // Initial values are uniform in ±bound.
+};
+
+// An embedding table (model.embeddings): rows live on every shard, by
+// row (common/model/rows.h), not in the partition plan's chunks.
+struct TableSpec {
+  std::string name;
+  uint64_t rows = 0;
+  int dim = 0;
+};
+
+struct ModelSpec {
+  std::vector<TensorSpec> tensors;
+  std::vector<TableSpec> tables;
+  int64_t total_elements = 0;
+};
+
+// The MLP of `config`: for each layer l (1-based) "fcl.weight" [in, out]
+// then "fcl.bias" [out]. Both are initialised uniform in ±1/sqrt(in).
+ModelSpec BuildModelSpec(const ModelConfig& config);
+
+// Writes the initial values of elements [begin, begin + out.size()) of
+// tensor `tensor_id` into `out`.
+void InitTensorRange(const TensorSpec& tensor, uint64_t seed, int tensor_id,
+                     int64_t begin, absl::Span<float> out);
+
+// Where each tensor lies in a flat buffer of all of them, concatenated in
+// spec order: how workers hold parameters and gradients.
+struct FlatLayout {
+  explicit FlatLayout(const ModelSpec& spec);
+  std::vector<int64_t> offset;  // By tensor id.
+  int64_t total = 0;
+};
+
+}  // namespace paramd
+
+#endif  // PARAMD_COMMON_MODEL_MODEL_SPEC_H_

@@ -1,0 +1,93 @@
+#!/usr/bin/env python3
+"""Regenerates the package map in docs/architecture.md from the tree: each
+production package (its BUILD file's opening comment) and each of its
+files (the first sentence of its opening comment; a .cc with a header of the
+same name shares the header's row). Writes between the markers
+<!-- map:begin --> and <!-- map:end -->.
+
+  /usr/bin/python3 scripts/architecture-map.py          rewrite the map
+  /usr/bin/python3 scripts/architecture-map.py --check  exit 1 if stale
+"""
+import os
+import re
+import subprocess
+import sys
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+DOC = os.path.join(ROOT, 'docs', 'architecture.md')
+TOPS = ('proto', 'common', 'server', 'worker', 'tools')
+SOURCES = ('.h', '.cc', '.cu', '.proto')
+
+
+def opening_comment(path):
+    lines = []
+    with open(path, encoding='utf-8') as f:
+        for line in f:
+            s = line.strip()
+            if s.startswith(('load(', 'package(')) or (not s and not lines):
+                continue
+            if not s.startswith(('//', '#')) or s.startswith('#include') or \
+                    s.startswith(('#ifndef', '#define', '#pragma')):
+                break
+            lines.append(s.lstrip('/#').strip())
+    return ' '.join(l for l in lines if l)
+
+
+def first_sentence(text, limit=160):
+    m = re.match(r'(.+?\.)(\s|$)', text)
+    s = m.group(1) if m else text
+    if len(s) > limit:
+        s = s[:limit].rsplit(' ', 1)[0] + ' …'
+    return s.replace('|', '\\|')
+
+
+def tracked():
+    out = subprocess.check_output(['git', 'ls-files'], cwd=ROOT).decode()
+    return [p for p in out.split('\n') if p.startswith(TOPS)]
+
+
+def build_map():
+    files = tracked()
+    packages = sorted({os.path.dirname(p) for p in files
+                       if os.path.basename(p) == 'BUILD'})
+    rows = ['| package | what it holds | files |', '| --- | --- | --- |']
+    for pkg in packages:
+        about = first_sentence(opening_comment(os.path.join(ROOT, pkg, 'BUILD')),
+                               limit=400) or '—'
+        own = sorted(p for p in files if os.path.dirname(p) == pkg
+                     and p.endswith(SOURCES))
+        stems = {}
+        for p in own:
+            stems.setdefault(os.path.splitext(p)[0], []).append(p)
+        cells = []
+        for stem, group in sorted(stems.items()):
+            exts = sorted(os.path.splitext(p)[1] for p in group)
+            lead = next((p for p in group if p.endswith('.h')), group[0])
+            name = os.path.basename(stem)
+            label = (f'`{name}{exts[0]}`' if len(exts) == 1 else
+                     f'`{name}.{{{",".join(e[1:] for e in exts)}}}`')
+            what = first_sentence(opening_comment(os.path.join(ROOT, lead)))
+            if not what and len(group) > 1:
+                what = first_sentence(opening_comment(os.path.join(ROOT, group[-1])))
+            cells.append(f'{label} {what}' if what else label)
+        rows.append(f'| `{pkg}/` | {about} | {"<br>".join(cells)} |')
+    return '\n'.join(rows) + '\n'
+
+
+def main():
+    doc = open(DOC, encoding='utf-8').read()
+    begin, end = '<!-- map:begin -->\n', '<!-- map:end -->'
+    i, j = doc.index(begin) + len(begin), doc.index(end)
+    new = doc[:i] + build_map() + doc[j:]
+    if '--check' in sys.argv:
+        if new != doc:
+            print('docs/architecture.md: the package map is stale; run '
+                  'scripts/architecture-map.py')
+            return 1
+        return 0
+    open(DOC, 'w', encoding='utf-8').write(new)
+    return 0
+
+
+if __name__ == '__main__':
+    sys.exit(main())

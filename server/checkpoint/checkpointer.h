@@ -1,0 +1,96 @@
+// Checkpointer: a shard's durable state in checkpoint.dir.
+//
+// A checkpoint holds the shard's parameters and optimizer slots (the
+// store's SaveState), its version, every rank's clock and last accepted
+// push (so a push retried across a restart is still applied once), and the
+// job's fingerprint: job id plus partition-plan fingerprint. Files are
+// named shard-K-vVERSION.ckpt (VERSION zero-padded, so names sort by
+// version), written atomically (temporary file, fsync, rename, fsync of
+// the folder) and end with a CRC-32 of everything before it. The newest
+// `keep` are kept.
+//
+// Restore takes the newest checkpoint that reads back whole; a damaged one
+// (torn, truncated, bad checksum) is skipped, with a line saying so. One of
+// another job or plan is an error naming both fingerprints. Checkpoints
+// that exist but are all damaged are an error too: a shard never starts
+// from scratch silently.
+#ifndef PARAMD_SERVER_CHECKPOINT_CHECKPOINTER_H_
+#define PARAMD_SERVER_CHECKPOINT_CHECKPOINTER_H_
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "server/checkpoint/file_system.h"
+
+namespace paramd {
+
+struct CheckpointState {
+  std::string job_id;
+  uint64_t plan_fingerprint = 0;
+  int shard = 0;
+  std::string policy;
+  uint64_t version = 0;
+  // By rank: the next clock each rank pushes, and the clock of the last
+  // push accepted from it (-1: none since it joined).
+  std::vector<uint64_t> clocks;
+  std::vector<int64_t> last_accepted;
+  std::string store_state;    // ShardStore::SaveState
+  std::string metrics_state;  // JobMetrics::SaveState (epoch reports)
+};
+
+// The byte form, and back (DataLoss naming what is wrong).
+std::string EncodeCheckpoint(const CheckpointState& state);
+absl::StatusOr<CheckpointState> DecodeCheckpoint(absl::string_view bytes);
+
+struct RestoredCheckpoint {
+  std::optional<CheckpointState> state;  // None: no checkpoint exists.
+  std::string path;                      // The one restored.
+  // Newer checkpoints skipped as damaged: "PATH: why".
+  std::vector<std::string> skipped;
+};
+
+class Checkpointer {
+ public:
+  // `fs` must outlive the checkpointer.
+  Checkpointer(FileSystem* fs, std::string dir, int shard, int keep);
+
+  // Writes `state` atomically, then removes all but the newest `keep`.
+  // On error no earlier checkpoint was removed or changed. Returns the
+  // path written.
+  absl::StatusOr<std::string> Save(const CheckpointState& state);
+
+  // The newest checkpoint that reads back whole, checked against the job.
+  absl::StatusOr<RestoredCheckpoint> LoadNewest(const std::string& job_id,
+                                                uint64_t plan_fingerprint);
+
+  // The job's epoch reports (JobMetrics::SaveState), kept beside the
+  // checkpoints in shard-K.metrics and rewritten atomically on every
+  // report, so that a restart loses none: they arrive between checkpoints.
+  absl::Status SaveMetrics(absl::string_view metrics);
+  // None when there is no metrics file; DataLoss when it is damaged.
+  absl::StatusOr<std::optional<std::string>> LoadMetrics();
+
+  // Removes every checkpoint and the metrics file of this shard (a fresh
+  // start).
+  absl::Status RemoveAll();
+
+  const std::string& dir() const { return dir_; }
+
+ private:
+  // This shard's checkpoint paths, newest first.
+  absl::StatusOr<std::vector<std::string>> Existing();
+  std::string PathFor(uint64_t version) const;
+  std::string MetricsPath() const;
+
+  FileSystem* const fs_;
+  const std::string dir_;
+  const int shard_;
+  const int keep_;
+};
+
+}  // namespace paramd
+
+#endif  // PARAMD_SERVER_CHECKPOINT_CHECKPOINTER_H_

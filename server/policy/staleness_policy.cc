@@ -1,0 +1,84 @@
+#include "server/policy/staleness_policy.h"
+
+#include <algorithm>
+
+#include "absl/strings/str_cat.h"
+#include "common/base/status_macros.h"
+
+namespace paramd {
+
+StalenessPolicy::StalenessPolicy(int num_workers, ShardStore* store,
+                                 int64_t staleness)
+    : UpdatePolicy(num_workers, store), staleness_(staleness) {}
+
+uint64_t StalenessPolicy::SlowestLive() const {
+  uint64_t slowest = UINT64_MAX;
+  for (const PolicyWorker& w : workers_) {
+    if (w.live) slowest = std::min(slowest, w.clock);
+  }
+  return slowest;
+}
+
+uint64_t StalenessPolicy::Needed(uint64_t clock) const {
+  if (staleness_ == kUnbounded || clock <= static_cast<uint64_t>(staleness_)) {
+    return 0;
+  }
+  return clock - static_cast<uint64_t>(staleness_);
+}
+
+absl::Status StalenessPolicy::CanJoinAt(int rank, uint64_t clock) {
+  if (clock < workers_[rank].clock) {
+    return absl::AbortedError(absl::StrCat(
+        "Register: rank ", rank, " cannot join at clock ", clock,
+        " below its own clock ", workers_[rank].clock, " (register again)"));
+  }
+  return absl::OkStatus();
+}
+
+uint64_t StalenessPolicy::JoinClock(int rank) const {
+  // A rank never dropped (a first registration, or a restart within its
+  // lease) continues from its own clock: the others waited for it.
+  if (workers_[rank].live) return workers_[rank].clock;
+  uint64_t others = UINT64_MAX;
+  for (int r = 0; r < num_workers_; ++r) {
+    if (r != rank && workers_[r].live)
+      others = std::min(others, workers_[r].clock);
+  }
+  const uint64_t own = workers_[rank].clock;
+  return others == UINT64_MAX ? own : std::max(own, others);
+}
+
+absl::Status StalenessPolicy::Accept(
+    int rank, uint64_t clock, absl::Span<const absl::Span<const float>> grads,
+    absl::Span<const RowGrads> rows) {
+  if (clock != workers_[rank].clock) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "Push: rank ", rank, " sent a gradient for clock ", clock,
+        "; its next clock on this shard is ", workers_[rank].clock));
+  }
+  RETURN_IF_ERROR(CheckRowRoom(
+      rows, [](uint32_t, uint64_t) { return false; },
+      std::vector<uint64_t>(store_->num_tables(), 0)));
+  store_->ApplyStep(grads, 1.0f, rows);
+  workers_[rank].clock = clock + 1;
+  return absl::OkStatus();
+}
+
+bool StalenessPolicy::Readable(int rank, uint64_t clock) const {
+  return workers_[rank].clock >= clock && SlowestLive() >= Needed(clock);
+}
+
+std::string StalenessPolicy::Describe(int rank, uint64_t clock) const {
+  if (workers_[rank].clock < clock) {
+    return absl::StrCat("its own push of clock ", clock - 1);
+  }
+  const uint64_t needed = Needed(clock);
+  const std::string behind =
+      LiveRanks([this, needed](int r) ABSL_NO_THREAD_SAFETY_ANALYSIS {
+        return workers_[r].clock < needed;
+      });
+  return absl::StrCat("rank(s) ", behind, " to reach clock ", needed,
+                      " (staleness bound ", staleness_, ")");
+}
+
+}  // namespace paramd

@@ -1,0 +1,189 @@
+#include "server/policy/sync_policy.h"
+
+#include <algorithm>
+
+#include "absl/strings/str_cat.h"
+#include "common/base/status_macros.h"
+
+namespace paramd {
+
+SyncPolicy::SyncPolicy(int num_workers, ShardStore* store)
+    : UpdatePolicy(num_workers, store) {
+  absl::MutexLock lock(&mu_);
+  round_ = store_->version();
+  pushed_.assign(num_workers_, false);
+  expected_from_.assign(num_workers_, round_);
+  for (int i = 0; i < store_->num_chunks(); ++i) {
+    sum_.emplace_back(store_->chunk_spec(i).length, 0.0);
+    mean_.emplace_back(store_->chunk_spec(i).length, 0.0f);
+  }
+  row_sums_.resize(store_->num_tables());
+}
+
+void SyncPolicy::AddRows(absl::Span<const RowGrads> rows) {
+  for (const RowGrads& r : rows) {
+    RowSums& sums = row_sums_[r.table];
+    const RowTable& table = store_->table(r.table);
+    const size_t dim = table.dim();
+    for (size_t i = 0; i < r.ids.size(); ++i) {
+      auto [it, added] =
+          sums.at.emplace(r.ids[i], static_cast<uint32_t>(sums.ids.size()));
+      if (added) {
+        sums.ids.push_back(r.ids[i]);
+        sums.sums.resize(sums.sums.size() + dim, 0.0);
+        if (!table.Holds(r.ids[i])) ++sums.fresh;
+      }
+      double* s = &sums.sums[static_cast<size_t>(it->second) * dim];
+      const float* g = &r.values[i * dim];
+      for (size_t j = 0; j < dim; ++j) s[j] += g[j];
+    }
+  }
+}
+
+void SyncPolicy::ClearRows() {
+  for (RowSums& sums : row_sums_) {
+    sums.at.clear();
+    sums.ids.clear();
+    sums.sums.clear();
+    sums.fresh = 0;
+  }
+}
+
+uint64_t SyncPolicy::JoinClock(int rank) const {
+  return pushed_[rank] ? round_ + 1 : round_;
+}
+
+absl::Status SyncPolicy::CanJoinAt(int rank, uint64_t clock) {
+  if (clock < JoinClock(rank)) {
+    return absl::AbortedError(absl::StrCat(
+        "Register: rank ", rank, " cannot join at clock ", clock,
+        "; the sync round moved on to ", round_, " (register again)"));
+  }
+  expected_from_[rank] = clock;
+  return absl::OkStatus();
+}
+
+void SyncPolicy::OnLeave(int /*rank*/) { MaybeFinishRound(); }
+
+void SyncPolicy::CatchUp(uint64_t clock) {
+  if (num_pushed_ > 0 || clock <= round_) return;
+  round_ = clock;
+  store_->AdvanceVersionTo(clock);
+  for (uint64_t& from : expected_from_) from = std::max(from, round_);
+}
+
+void SyncPolicy::OnRestore() {
+  ClearRows();
+  round_ = store_->version();
+  pushed_.assign(num_workers_, false);
+  num_pushed_ = 0;
+  for (int r = 0; r < num_workers_; ++r) {
+    expected_from_[r] = round_;
+    workers_[r].clock = std::min(workers_[r].clock, round_);
+  }
+}
+
+void SyncPolicy::AdjustCapture(PolicyState* state) const {
+  // The open round's pushes are not in the store: their ranks are back at
+  // the round, and a retry of them is applied, not acknowledged.
+  for (int r = 0; r < num_workers_; ++r) {
+    if (!pushed_[r]) continue;
+    state->clocks[r] = round_;
+    state->last_accepted[r] = -1;
+  }
+}
+
+// A rank joining at a later round than one it was expected in (a retried
+// registration) no longer holds the current round.
+void SyncPolicy::OnJoin(int /*rank*/) { MaybeFinishRound(); }
+
+absl::Status SyncPolicy::Accept(int rank, uint64_t clock,
+                                absl::Span<const absl::Span<const float>> grads,
+                                absl::Span<const RowGrads> rows) {
+  if (clock != round_ || clock < expected_from_[rank]) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("Push: rank ", rank, " sent a gradient for clock ", clock,
+                     " but the sync round is ", round_,
+                     clock < round_ ? " (that round is already applied)"
+                                    : " (pull the current version first)"));
+  }
+  if (pushed_[rank]) {
+    return absl::AlreadyExistsError(absl::StrCat(
+        "Push: rank ", rank, " already pushed its gradient for clock ", clock));
+  }
+  std::vector<uint64_t> pending_new;
+  for (const RowSums& sums : row_sums_) pending_new.push_back(sums.fresh);
+  RETURN_IF_ERROR(CheckRowRoom(
+      rows,
+      [this](uint32_t table, uint64_t id) ABSL_NO_THREAD_SAFETY_ANALYSIS {
+        return row_sums_[table].at.contains(id);
+      },
+      pending_new));
+  AddRows(rows);
+  // The first gradient of a round overwrites the sum; later ones add.
+  const bool first = num_pushed_ == 0;
+  for (size_t c = 0; c < sum_.size(); ++c) {
+    double* __restrict s = sum_[c].data();
+    const float* __restrict g = grads[c].data();
+    const size_t n = sum_[c].size();
+    if (first) {
+      for (size_t i = 0; i < n; ++i) s[i] = g[i];
+    } else {
+      for (size_t i = 0; i < n; ++i) s[i] += g[i];
+    }
+  }
+  pushed_[rank] = true;
+  ++num_pushed_;
+  workers_[rank].clock = clock + 1;
+  MaybeFinishRound();
+  return absl::OkStatus();
+}
+
+void SyncPolicy::MaybeFinishRound() {
+  if (num_pushed_ == 0) return;
+  for (int r = 0; r < num_workers_; ++r) {
+    if (Expected(r)) return;
+  }
+  // The mean, rounded once: for two workers exactly what summing in float
+  // and halving gave, without its overflow.
+  const double inverse = 1.0 / num_pushed_;
+  for (size_t c = 0; c < sum_.size(); ++c) {
+    const double* __restrict s = sum_[c].data();
+    float* __restrict m = mean_[c].data();
+    for (size_t i = 0; i < sum_[c].size(); ++i) {
+      m[i] = static_cast<float>(s[i] * inverse);
+    }
+  }
+  // Rows as DDP averages them: the sum over the round's pushes divided by
+  // the number of pushes, also for rows only some workers pushed.
+  std::vector<RowGrads> rows;
+  for (size_t t = 0; t < row_sums_.size(); ++t) {
+    RowSums& sums = row_sums_[t];
+    if (sums.ids.empty()) continue;
+    sums.mean.resize(sums.sums.size());
+    for (size_t i = 0; i < sums.sums.size(); ++i) {
+      sums.mean[i] = static_cast<float>(sums.sums[i] * inverse);
+    }
+    rows.push_back(RowGrads{static_cast<uint32_t>(t), sums.ids, sums.mean});
+  }
+  std::vector<absl::Span<const float>> views(mean_.begin(), mean_.end());
+  store_->ApplyStep(views, 1.0f, rows);
+  ClearRows();
+  ++round_;
+  num_pushed_ = 0;
+  std::fill(pushed_.begin(), pushed_.end(), false);
+}
+
+bool SyncPolicy::Readable(int /*rank*/, uint64_t clock) const {
+  return round_ >= clock;
+}
+
+std::string SyncPolicy::Describe(int /*rank*/, uint64_t clock) const {
+  const std::string missing = LiveRanks(
+      [this](int r) ABSL_NO_THREAD_SAFETY_ANALYSIS { return Expected(r); });
+  return absl::StrCat("version ", clock, ": round ", round_,
+                      " waits for rank(s) ", missing.empty() ? "-" : missing,
+                      " to push clock ", round_);
+}
+
+}  // namespace paramd

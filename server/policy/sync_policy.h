@@ -1,0 +1,85 @@
+// SyncPolicy: bulk-synchronous parallel (BSP) over the live workers.
+//
+// Round t collects one clock-t gradient from each live worker; when every
+// live worker has pushed (a worker leaving mid-round stops being waited
+// for; a gradient it already pushed still counts), their mean is applied in
+// one optimizer step and version t+1 is published. A worker at clock c may
+// read once the version is at least c. Pushes for another round, or a
+// second push of a rank in one round, are refused and change nothing. A
+// rank (re)joins at the current round (the next one if its gradient for
+// the current round is already in) or a later one: rounds before that do
+// not wait for it.
+#ifndef PARAMD_SERVER_POLICY_SYNC_POLICY_H_
+#define PARAMD_SERVER_POLICY_SYNC_POLICY_H_
+
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "server/policy/update_policy.h"
+
+namespace paramd {
+
+class SyncPolicy : public UpdatePolicy {
+ public:
+  // `store` must outlive the policy.
+  SyncPolicy(int num_workers, ShardStore* store);
+
+  const char* name() const override { return "sync"; }
+
+ protected:
+  uint64_t JoinClock(int rank) const override
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  absl::Status CanJoinAt(int rank, uint64_t clock) override
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void OnLeave(int rank) override ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void OnJoin(int rank) override ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void CatchUp(uint64_t clock) override ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void OnRestore() override ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void AdjustCapture(PolicyState* state) const override
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  absl::Status Accept(int rank, uint64_t clock,
+                      absl::Span<const absl::Span<const float>> grads,
+                      absl::Span<const RowGrads> rows) override
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  bool Readable(int rank, uint64_t clock) const override
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  std::string Describe(int rank, uint64_t clock) const override
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+
+ private:
+  // Whether round_ waits for `rank`.
+  bool Expected(int rank) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    return workers_[rank].live && !pushed_[rank] &&
+           expected_from_[rank] <= round_;
+  }
+  // Applies the round once every expected rank has pushed.
+  void MaybeFinishRound() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+
+  uint64_t round_ ABSL_GUARDED_BY(mu_) = 0;  // == store_->version()
+  std::vector<bool> pushed_ ABSL_GUARDED_BY(mu_);
+  // The first round each rank takes part in (after it joined).
+  std::vector<uint64_t> expected_from_ ABSL_GUARDED_BY(mu_);
+  int num_pushed_ ABSL_GUARDED_BY(mu_) = 0;
+  // The round's row gradients by table: the sum of every push's rows.
+  struct RowSums {
+    absl::flat_hash_map<uint64_t, uint32_t> at;  // Id → its place in ids.
+    std::vector<uint64_t> ids;
+    std::vector<double> sums;  // dim per id.
+    std::vector<float> mean;
+    uint64_t fresh = 0;  // Ids the table did not hold when added.
+  };
+  std::vector<RowSums> row_sums_ ABSL_GUARDED_BY(mu_);
+  // Adds `rows` to row_sums_.
+  void AddRows(absl::Span<const RowGrads> rows)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void ClearRows() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Sum of this round's gradients, by local chunk, in double: finite
+  // float gradients never overflow it (two of 3e38 sum to 6e38).
+  std::vector<std::vector<double>> sum_ ABSL_GUARDED_BY(mu_);
+  // The round's mean, rounded to float once, for the optimizer.
+  std::vector<std::vector<float>> mean_ ABSL_GUARDED_BY(mu_);
+};
+
+}  // namespace paramd
+
+#endif  // PARAMD_SERVER_POLICY_SYNC_POLICY_H_

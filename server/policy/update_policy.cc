@@ -1,0 +1,236 @@
+#include "server/policy/update_policy.h"
+
+#include <algorithm>
+
+#include "absl/strings/str_cat.h"
+#include "common/base/status_macros.h"
+#include "server/policy/staleness_policy.h"
+#include "server/policy/sync_policy.h"
+
+namespace paramd {
+
+UpdatePolicy::UpdatePolicy(int num_workers, ShardStore* store)
+    : num_workers_(num_workers),
+      store_(store),
+      workers_(num_workers),
+      last_accepted_(num_workers, -1) {}
+
+uint64_t UpdatePolicy::ProposeClock(int rank) {
+  absl::MutexLock lock(&mu_);
+  return JoinClock(rank);
+}
+
+absl::Status UpdatePolicy::Join(int rank, uint64_t clock) {
+  absl::MutexLock lock(&mu_);
+  // Every shard's proposal is within a step of this shard's clocks (a
+  // worker's push of a step reaches every shard before its next step), so
+  // a clock beyond that came from no proposal: refused, or the rank would
+  // drop out of every round until it got there.
+  uint64_t largest = JoinClock(rank);
+  for (const PolicyWorker& w : workers_) largest = std::max(largest, w.clock);
+  if (restored_ && clock > largest) {
+    CatchUp(clock);
+  } else if (clock > largest + kJoinSlack) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "Register: rank ", rank, " asks to join at clock ", clock,
+        ", beyond any clock a shard proposes (this shard's largest is ",
+        largest, "); register without join for a proposal"));
+  }
+  RETURN_IF_ERROR(CanJoinAt(rank, clock));
+  workers_[rank].live = true;
+  workers_[rank].clock = clock;
+  // The last accepted push stays recognisable as applied when the rank
+  // joins past it (it retries it after registering again, say across a
+  // server restart); joining at or below it, the rank pushes those clocks
+  // anew.
+  if (last_accepted_[rank] >= 0 &&
+      static_cast<uint64_t>(last_accepted_[rank]) >= clock) {
+    last_accepted_[rank] = -1;
+  }
+  OnJoin(rank);
+  return absl::OkStatus();
+}
+
+void UpdatePolicy::Leave(int rank) {
+  absl::MutexLock lock(&mu_);
+  if (!workers_[rank].live) return;
+  workers_[rank].live = false;
+  OnLeave(rank);
+}
+
+absl::Status UpdatePolicy::Push(int rank, uint64_t clock,
+                                absl::Span<const absl::Span<const float>> grads,
+                                absl::Span<const RowGrads> rows,
+                                bool* duplicate) {
+  absl::MutexLock lock(&mu_);
+  if (duplicate != nullptr) *duplicate = false;
+  if (shutdown_) return absl::UnavailableError("the shard is shutting down");
+  if (rank < 0 || rank >= num_workers_) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "Push: rank ", rank, " is outside [0, ", num_workers_, ")"));
+  }
+  if (clock <= static_cast<uint64_t>(INT64_MAX) &&
+      last_accepted_[rank] == static_cast<int64_t>(clock)) {
+    if (duplicate != nullptr) *duplicate = true;
+    return absl::OkStatus();
+  }
+  if (!workers_[rank].live) {
+    return absl::AbortedError(absl::StrCat(
+        "Push: rank ", rank,
+        " was dropped from the live set (lease expired or finished); "
+        "register again"));
+  }
+  RETURN_IF_ERROR(Accept(rank, clock, grads, rows));
+  last_accepted_[rank] = static_cast<int64_t>(clock);
+  restored_ = false;
+  const uint64_t version = store_->version();
+  if (capture_every_ > 0 && version != captured_version_ &&
+      version % capture_every_ == 0) {
+    captured_ = CaptureLocked();
+    captured_version_ = version;
+  }
+  return absl::OkStatus();
+}
+
+absl::Status UpdatePolicy::CheckRowRoom(
+    absl::Span<const RowGrads> rows,
+    const std::function<bool(uint32_t, uint64_t)>& pending,
+    const std::vector<uint64_t>& pending_new) const {
+  for (const RowGrads& r : rows) {
+    const RowTable& table = store_->table(r.table);
+    const uint64_t limit =
+        table.config().max_rows > 0 ? table.config().max_rows : UINT32_MAX - 1;
+    uint64_t fresh = 0;
+    for (uint64_t id : r.ids) {
+      if (!table.Holds(id) && !pending(r.table, id)) ++fresh;
+    }
+    const uint64_t held = table.rows() + pending_new[r.table];
+    if (held + fresh > limit) {
+      return absl::ResourceExhaustedError(absl::StrCat(
+          "Push: table '", table.config().name, "' on shard ", store_->shard(),
+          " holds ", held, " rows (with this round's); ", fresh,
+          " new rows would pass its limit of ", limit,
+          table.config().max_rows > 0 ? " (model.embeddings max_rows)"
+                                      : " rows per shard"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+PolicyState UpdatePolicy::CaptureLocked() const {
+  PolicyState state;
+  state.version = store_->version();
+  for (const PolicyWorker& w : workers_) state.clocks.push_back(w.clock);
+  state.last_accepted = last_accepted_;
+  store_->SaveState(&state.store_state);
+  AdjustCapture(&state);
+  return state;
+}
+
+PolicyState UpdatePolicy::Capture() {
+  absl::MutexLock lock(&mu_);
+  return CaptureLocked();
+}
+
+void UpdatePolicy::CaptureEvery(uint64_t n) {
+  absl::MutexLock lock(&mu_);
+  capture_every_ = n;
+  captured_version_ = store_->version();
+}
+
+std::optional<PolicyState> UpdatePolicy::TakeCaptured() {
+  absl::MutexLock lock(&mu_);
+  std::optional<PolicyState> out = std::move(captured_);
+  captured_.reset();
+  return out;
+}
+
+absl::Status UpdatePolicy::Restore(const PolicyState& state) {
+  absl::MutexLock lock(&mu_);
+  if (state.clocks.size() != workers_.size() ||
+      state.last_accepted.size() != workers_.size()) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("the checkpoint has ", state.clocks.size(),
+                     " workers; the job has ", workers_.size()));
+  }
+  RETURN_IF_ERROR(store_->RestoreState(state.store_state));
+  for (size_t r = 0; r < workers_.size(); ++r) {
+    workers_[r].clock = state.clocks[r];
+    last_accepted_[r] = state.last_accepted[r];
+  }
+  captured_version_ = store_->version();
+  restored_ = true;
+  OnRestore();
+  return absl::OkStatus();
+}
+
+absl::Status UpdatePolicy::WaitReadable(int rank, uint64_t clock,
+                                        absl::Time deadline) {
+  absl::MutexLock lock(&mu_);
+  auto ready = [this, rank, clock]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    return shutdown_ || Readable(rank, clock);
+  };
+  if (!ready()) {
+    ++blocked_;
+    mu_.AwaitWithDeadline(absl::Condition(&ready), deadline);
+    --blocked_;
+  }
+  if (shutdown_) return absl::UnavailableError("the shard is shutting down");
+  if (!Readable(rank, clock)) {
+    return absl::DeadlineExceededError(
+        absl::StrCat("Pull: rank ", rank, " at clock ", clock, " waits for ",
+                     Describe(rank, clock)));
+  }
+  return absl::OkStatus();
+}
+
+std::string UpdatePolicy::WaitingOn(int rank, uint64_t clock) {
+  absl::MutexLock lock(&mu_);
+  return Readable(rank, clock) ? "" : Describe(rank, clock);
+}
+
+std::vector<PolicyWorker> UpdatePolicy::Workers() {
+  absl::MutexLock lock(&mu_);
+  return workers_;
+}
+
+bool UpdatePolicy::TEST_AwaitWorker(int rank, uint64_t clock, bool live,
+                                    absl::Duration timeout) {
+  absl::MutexLock lock(&mu_);
+  auto reached = [this, rank, clock,
+                  live]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    return workers_[rank].clock >= clock && workers_[rank].live == live;
+  };
+  return mu_.AwaitWithTimeout(absl::Condition(&reached), timeout);
+}
+
+bool UpdatePolicy::TEST_AwaitBlocked(int n, absl::Duration timeout) {
+  absl::MutexLock lock(&mu_);
+  auto reached = [this, n]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    return blocked_ >= n;
+  };
+  return mu_.AwaitWithTimeout(absl::Condition(&reached), timeout);
+}
+
+void UpdatePolicy::Shutdown() {
+  absl::MutexLock lock(&mu_);
+  shutdown_ = true;
+}
+
+std::unique_ptr<UpdatePolicy> MakeUpdatePolicy(const PolicyConfig& config,
+                                               int num_workers,
+                                               ShardStore* store) {
+  switch (config.type) {
+    case PolicyType::kSync:
+      return std::make_unique<SyncPolicy>(num_workers, store);
+    case PolicyType::kAsync:
+      return std::make_unique<StalenessPolicy>(num_workers, store,
+                                               StalenessPolicy::kUnbounded);
+    case PolicyType::kSsp:
+      return std::make_unique<StalenessPolicy>(num_workers, store,
+                                               config.staleness);
+  }
+  return nullptr;
+}
+
+}  // namespace paramd

@@ -1,0 +1,199 @@
+// UpdatePolicy: a shard's consistency rule — when pushed gradients reach
+// the store and when a pull may be served — over a live set of workers.
+//
+// Every rank starts live (expected). A rank leaves the live set when its
+// lease expires or it says it finished; waits stop counting on it, and a
+// push from it is refused with Aborted ("register again") until it joins
+// again. Implementations are thread-safe plain C++ (no gRPC), tested
+// without sockets.
+#ifndef PARAMD_SERVER_POLICY_UPDATE_POLICY_H_
+#define PARAMD_SERVER_POLICY_UPDATE_POLICY_H_
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/status.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+#include "absl/types/span.h"
+#include "common/config/job_config.h"
+#include "server/store/shard_store.h"
+
+namespace paramd {
+
+struct PolicyWorker {
+  bool live = true;
+  uint64_t clock = 0;  // Pushes of this rank the policy has accepted.
+};
+
+// The policy's part of a checkpoint, with the store's state at the same
+// version (server/checkpoint/checkpointer.h).
+struct PolicyState {
+  uint64_t version = 0;
+  std::vector<uint64_t> clocks;        // By rank: the next clock it pushes.
+  std::vector<int64_t> last_accepted;  // By rank; -1: none.
+  std::string store_state;             // ShardStore::SaveState
+};
+
+class UpdatePolicy {
+ public:
+  static constexpr uint64_t kJoinSlack = 2;
+
+  virtual ~UpdatePolicy() = default;
+
+  virtual const char* name() const = 0;
+
+  // The clock `rank` could (re)join at now; changes nothing.
+  uint64_t ProposeClock(int rank) ABSL_LOCKS_EXCLUDED(mu_);
+  // (Re)joins `rank` to the live set at `clock` (a ProposeClock answer, or
+  // larger). Aborted when the policy has moved past `clock` meanwhile;
+  // InvalidArgument when `clock` is more than kJoinSlack beyond every clock
+  // this shard knows (no shard proposes that).
+  absl::Status Join(int rank, uint64_t clock) ABSL_LOCKS_EXCLUDED(mu_);
+  // Drops `rank` from the live set; waits no longer count on it.
+  void Leave(int rank) ABSL_LOCKS_EXCLUDED(mu_);
+
+  // Accepts `rank`'s gradient computed at `clock`. grads[local] is the
+  // gradient of the store's chunk `local`, already checked for size and
+  // finiteness. On error nothing is applied or kept.
+  //
+  // Exactly once: a push of the (rank, clock) this policy accepted last
+  // from `rank` is a retry (its reply was lost): OK, nothing applied
+  // again, `*duplicate` (when not null) set. A rank's accepted clocks only
+  // grow, so only its last push can be retried; it stays recognised when
+  // the rank joins again past it, and across a checkpoint and restore.
+  //
+  // `rows` are gradients of embedding-table rows this shard owns (at most
+  // one entry per table, ids distinct), applied in the same step as the
+  // chunks: summed and averaged with the round's under sync, at once
+  // otherwise. A push that would take a table past its max_rows is
+  // refused (RESOURCE_EXHAUSTED, naming table and shard).
+  absl::Status Push(int rank, uint64_t clock,
+                    absl::Span<const absl::Span<const float>> grads,
+                    absl::Span<const RowGrads> rows = {},
+                    bool* duplicate = nullptr) ABSL_LOCKS_EXCLUDED(mu_);
+
+  // Blocks until a worker `rank` at `clock` may read the store. Returns
+  // DeadlineExceeded at `deadline` (nothing changed; the caller may wait
+  // again; the message says what the pull waits for) and Unavailable once
+  // Shutdown was called.
+  absl::Status WaitReadable(int rank, uint64_t clock, absl::Time deadline)
+      ABSL_LOCKS_EXCLUDED(mu_);
+
+  // What a pull by `rank` at `clock` waits for now, e.g. "ranks 1, 3 to
+  // push clock 7"; empty when it may proceed.
+  std::string WaitingOn(int rank, uint64_t clock) ABSL_LOCKS_EXCLUDED(mu_);
+
+  std::vector<PolicyWorker> Workers() ABSL_LOCKS_EXCLUDED(mu_);
+
+  // Wakes every waiter with Unavailable; later calls fail at once.
+  void Shutdown() ABSL_LOCKS_EXCLUDED(mu_);
+
+  // The state now, store included, consistent with one version: a sync
+  // round still open is left out (its pushes count as not received, so
+  // their retries are applied after a restore).
+  PolicyState Capture() ABSL_LOCKS_EXCLUDED(mu_);
+  // From now on, Push captures the state whenever the store reaches a
+  // multiple of `n` versions; TakeCaptured hands the newest over once.
+  void CaptureEvery(uint64_t n) ABSL_LOCKS_EXCLUDED(mu_);
+  std::optional<PolicyState> TakeCaptured() ABSL_LOCKS_EXCLUDED(mu_);
+  // Replaces the store's and the policy's state with a captured one (before
+  // serving). Until the first push after it, a rank may join at a clock
+  // past every clock this shard knows: the shard was restored from an
+  // older checkpoint and moves on to the job's clock (the versions in
+  // between are lost here).
+  absl::Status Restore(const PolicyState& state) ABSL_LOCKS_EXCLUDED(mu_);
+
+  // For tests: waits up to `timeout` until `rank` has reached `clock` and
+  // its liveness is `live`; false on timeout.
+  bool TEST_AwaitWorker(int rank, uint64_t clock, bool live,
+                        absl::Duration timeout) ABSL_LOCKS_EXCLUDED(mu_);
+  // For tests: waits up to `timeout` until `n` WaitReadable calls are
+  // blocked (found the store not yet readable and wait); false on timeout.
+  bool TEST_AwaitBlocked(int n, absl::Duration timeout)
+      ABSL_LOCKS_EXCLUDED(mu_);
+
+ protected:
+  UpdatePolicy(int num_workers, ShardStore* store);
+
+  // Hooks for the policies, called with mu_ held.
+  virtual uint64_t JoinClock(int rank) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) = 0;
+  // Whether `rank` may join at `clock`; the base then marks it live there.
+  virtual absl::Status CanJoinAt(int rank, uint64_t clock)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    return absl::OkStatus();
+  }
+  virtual void OnLeave(int rank) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {}
+  // A restored shard asked to join `rank` at `clock`, beyond the clocks it
+  // knows: catch up (sync moves its round and the store's version).
+  virtual void CatchUp(uint64_t clock) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {}
+  // After Restore replaced the store and the clocks.
+  virtual void OnRestore() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {}
+  // Capture's hook: leave out what the state does not hold yet.
+  virtual void AdjustCapture(PolicyState* state) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {}
+  PolicyState CaptureLocked() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // After `rank` joined (it may have been live and expected before).
+  virtual void OnJoin(int rank) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {}
+  virtual absl::Status Accept(int rank, uint64_t clock,
+                              absl::Span<const absl::Span<const float>> grads,
+                              absl::Span<const RowGrads> rows)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) = 0;
+  // RESOURCE_EXHAUSTED when the new rows of `rows` (those the table does
+  // not hold and `pending(table, id)` does not count yet) would take a
+  // table past its max_rows (or 2^32 - 1 rows on one shard).
+  absl::Status CheckRowRoom(
+      absl::Span<const RowGrads> rows,
+      const std::function<bool(uint32_t, uint64_t)>& pending,
+      const std::vector<uint64_t>& pending_new) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  virtual bool Readable(int rank, uint64_t clock) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) = 0;
+  virtual std::string Describe(int rank, uint64_t clock) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) = 0;
+
+  // "1, 3" for the live ranks r with pred(r).
+  template <typename Pred>
+  std::string LiveRanks(Pred pred) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+
+  const int num_workers_;
+  ShardStore* const store_;
+
+  absl::Mutex mu_;
+  std::vector<PolicyWorker> workers_ ABSL_GUARDED_BY(mu_);
+  // The clock of each rank's last accepted push since it joined; -1: none.
+  std::vector<int64_t> last_accepted_ ABSL_GUARDED_BY(mu_);
+  uint64_t capture_every_ ABSL_GUARDED_BY(mu_) = 0;
+  uint64_t captured_version_ ABSL_GUARDED_BY(mu_) = 0;
+  std::optional<PolicyState> captured_ ABSL_GUARDED_BY(mu_);
+  bool restored_ ABSL_GUARDED_BY(mu_) = false;  // No push since Restore.
+  bool shutdown_ ABSL_GUARDED_BY(mu_) = false;
+  int blocked_ ABSL_GUARDED_BY(mu_) = 0;  // WaitReadable calls waiting now.
+};
+
+template <typename Pred>
+std::string UpdatePolicy::LiveRanks(Pred pred) const {
+  std::string out;
+  for (int r = 0; r < num_workers_; ++r) {
+    if (workers_[r].live && pred(r)) {
+      if (!out.empty()) out += ", ";
+      out += std::to_string(r);
+    }
+  }
+  return out;
+}
+
+// The policy `config` names, over `store`, which must outlive it.
+std::unique_ptr<UpdatePolicy> MakeUpdatePolicy(const PolicyConfig& config,
+                                               int num_workers,
+                                               ShardStore* store);
+
+}  // namespace paramd
+
+#endif  // PARAMD_SERVER_POLICY_UPDATE_POLICY_H_

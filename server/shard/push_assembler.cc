@@ -1,0 +1,73 @@
+#include "server/shard/push_assembler.h"
+
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "common/base/status_macros.h"
+
+namespace paramd {
+
+absl::Status PushAssembler::Add(absl::Span<const absl::string_view> segments) {
+  if (!error_.ok()) return error_;
+  ++messages_;
+  error_ = AddChecked(segments);
+  return error_;
+}
+
+absl::Status PushAssembler::AddChecked(
+    absl::Span<const absl::string_view> segments) {
+  PushView part;
+  storage_.emplace_back();
+  absl::Status s = DecodePush(segments, &part, &storage_.back());
+  // Checked now, while the next message is on the wire and this one's
+  // bytes are still in cache.
+  if (s.ok()) s = shard_->CheckChunks(absl::MakeSpan(part.chunks));
+  if (!s.ok()) {
+    return absl::Status(s.code(), absl::StrCat("PushStream message ", messages_,
+                                               ": ", s.message()));
+  }
+  const bool first = messages_ == 1;
+  if (!first && (!part.job_id.empty() || part.rank != 0 || part.clock != 0 ||
+                 part.loss != 0)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "PushStream message ", messages_,
+        ": only the first message names job_id, rank, clock and loss"));
+  }
+  if (first) {
+    push_ = std::move(part);
+  } else {
+    push_.chunks.insert(push_.chunks.end(), part.chunks.begin(),
+                        part.chunks.end());
+    push_.rows.insert(push_.rows.end(), part.rows.begin(), part.rows.end());
+  }
+  // Shard::Push refuses a second block of a table; this bounds the list.
+  if (push_.rows.size() > static_cast<size_t>(shard_->store().num_tables())) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("PushStream: more row blocks than the job's ",
+                     shard_->store().num_tables(), " embedding table(s)"));
+  }
+  // Bounded by what one push can hold, however long the stream.
+  if (push_.chunks.size() > static_cast<size_t>(shard_->store().num_chunks())) {
+    return absl::InvalidArgumentError(absl::StrCat("PushStream: more than the ",
+                                                   shard_->store().num_chunks(),
+                                                   " chunks this shard owns"));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status PushAssembler::Finish(bool cancelled,
+                                   proto::PushResponse* response) {
+  RETURN_IF_ERROR(error_);
+  if (messages_ == 0) {
+    return absl::InvalidArgumentError("PushStream: no message arrived");
+  }
+  // A stream that broke off reads as ended: only a worker that is still
+  // there gets its push applied (a partial one is refused by Push anyway).
+  if (cancelled) {
+    return absl::CancelledError(
+        "PushStream: the worker cancelled the push; nothing applied");
+  }
+  return shard_->Push(push_, response);
+}
+
+}  // namespace paramd

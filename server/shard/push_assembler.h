@@ -1,0 +1,62 @@
+// PushAssembler: one push that arrives as a stream of messages
+// (PushStream in proto/paramd.proto), assembled and checked as it comes and
+// applied to the shard only when it is whole.
+//
+// Each message is decoded and its chunks checked (ownership, dtype, size,
+// finiteness) when it is added, while the next one is still on the wire.
+// Only the first message may name job_id, rank, clock and loss; the chunks
+// of all messages together may not outnumber those the shard owns. Any
+// refused message refuses the whole push: Finish then applies nothing.
+// Plain C++, no gRPC: the rpc layer reads messages and hands over their
+// bytes.
+//
+// Thread-compatible: one stream's handler uses it.
+#ifndef PARAMD_SERVER_SHARD_PUSH_ASSEMBLER_H_
+#define PARAMD_SERVER_SHARD_PUSH_ASSEMBLER_H_
+
+#include <deque>
+#include <memory>
+
+#include "absl/status/status.h"
+#include "absl/strings/string_view.h"
+#include "absl/types/span.h"
+#include "common/wire/wire_format.h"
+#include "proto/paramd.pb.h"
+#include "server/shard/shard.h"
+
+namespace paramd {
+
+class PushAssembler {
+ public:
+  // `shard` outlives the assembler.
+  explicit PushAssembler(Shard* shard) : shard_(shard) {}
+
+  // Adds the next message: `segments` are its bytes as received (one
+  // PushRequest in the wire format of common/wire/wire_format.h), which must
+  // stay unchanged until Finish returns. An error names the message and
+  // refuses the push; later calls return it again.
+  absl::Status Add(absl::Span<const absl::string_view> segments);
+
+  // Applies the assembled push to the shard (Shard::Push) and fills
+  // `response`. Refused, with nothing applied, when no message arrived or
+  // an Add failed; `cancelled`: the sender went away before the end, so
+  // nothing is applied either.
+  absl::Status Finish(bool cancelled, proto::PushResponse* response);
+
+  size_t messages() const { return messages_; }
+
+ private:
+  absl::Status AddChecked(absl::Span<const absl::string_view> segments);
+
+  Shard* const shard_;
+  PushView push_;
+  // Chunks that had to be copied out of the received bytes (misaligned or
+  // split across slices) live here until Finish.
+  std::deque<std::unique_ptr<float[]>> storage_;
+  size_t messages_ = 0;
+  absl::Status error_;
+};
+
+}  // namespace paramd
+
+#endif  // PARAMD_SERVER_SHARD_PUSH_ASSEMBLER_H_

@@ -1,0 +1,456 @@
+#include "server/shard/shard.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
+#include "absl/cleanup/cleanup.h"
+#include "absl/strings/escaping.h"
+#include "absl/strings/str_cat.h"
+#include "common/base/status_macros.h"
+#include "server/shard/proto_convert.h"
+#include "server/shard/push_chunks.h"
+#include "spdlog/spdlog.h"
+
+namespace paramd {
+namespace {
+
+// Client bytes as they may appear in an error: escaped (no control or NUL
+// bytes reach a log or a terminal) and cut to 64 bytes.
+std::string QuoteClientBytes(absl::string_view bytes) {
+  constexpr size_t kMax = 64;
+  std::string out = absl::CHexEscape(bytes.substr(0, kMax));
+  if (bytes.size() > kMax) absl::StrAppend(&out, "...");
+  return out;
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<Shard>> Shard::Create(
+    const JobConfig& config, int shard_id, Clock* clock,
+    const ShardOptions& options) {
+  if (shard_id < 0 || shard_id >= config.num_shards()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--shard: ", shard_id, " is outside [0, ", config.num_shards(),
+        ") for the ", config.num_shards(), " servers in ", config.path));
+  }
+  ModelSpec spec = BuildModelSpec(config.model);
+  ASSIGN_OR_RETURN(
+      PartitionPlan plan,
+      PartitionPlan::Build(spec, config.chunk_bytes, config.num_shards()));
+  ASSIGN_OR_RETURN(std::unique_ptr<Optimizer> optimizer,
+                   MakeOptimizer(config.optimizer));
+  std::vector<std::unique_ptr<RowTable>> tables;
+  for (size_t t = 0; t < config.model.embeddings.size(); ++t) {
+    const EmbeddingTableConfig& table = config.model.embeddings[t];
+    ASSIGN_OR_RETURN(std::unique_ptr<Optimizer> rows_optimizer,
+                     MakeRowOptimizer(table));
+    tables.push_back(std::make_unique<RowTable>(table, static_cast<uint32_t>(t),
+                                                config.seed,
+                                                std::move(rows_optimizer)));
+  }
+  auto shard = std::unique_ptr<Shard>(new Shard(
+      config, shard_id, std::move(spec), std::move(plan), std::move(optimizer),
+      std::move(tables), clock != nullptr ? clock : RealClock()));
+  if (!config.checkpoint.dir.empty()) {
+    RETURN_IF_ERROR(shard->OpenCheckpoints(options));
+  }
+  return shard;
+}
+
+Shard::Shard(const JobConfig& config, int shard_id, ModelSpec spec,
+             PartitionPlan plan, std::unique_ptr<Optimizer> optimizer,
+             std::vector<std::unique_ptr<RowTable>> tables, Clock* clock)
+    : config_(config),
+      shard_id_(shard_id),
+      spec_(std::move(spec)),
+      plan_(std::move(plan)),
+      clock_(clock),
+      started_(clock->Now()),
+      store_(spec_, plan_, shard_id, config.seed, std::move(optimizer),
+             std::move(tables)),
+      policy_(MakeUpdatePolicy(config.policy, config.num_workers, &store_)),
+      workers_(config.num_workers),
+      metrics_(config.num_workers),
+      inflight_(config.num_workers, 0) {}
+
+absl::Status Shard::EnterCall(const char* rpc, int rank) {
+  absl::MutexLock lock(&inflight_mu_);
+  const int limit = config_.limits.max_inflight_per_worker;
+  if (inflight_[rank] >= limit) {
+    return absl::ResourceExhaustedError(absl::StrCat(
+        rpc, ": rank ", rank, " already has ", inflight_[rank],
+        " pushes and pulls in shard ", shard_id_,
+        ", the limit (limits.max_inflight_per_worker is ", limit, ")"));
+  }
+  ++inflight_[rank];
+  return absl::OkStatus();
+}
+
+void Shard::LeaveCall(int rank) {
+  absl::MutexLock lock(&inflight_mu_);
+  --inflight_[rank];
+}
+
+int64_t Shard::max_message_bytes() const {
+  // Every chunk plus generous framing; at least 4 MiB, and with embedding
+  // tables room for a step's rows (kMaxRowMessageBytes).
+  return std::max<int64_t>(
+      store_.num_tables() > 0 ? kMaxRowMessageBytes : 4 << 20,
+      store_.bytes() + 64 * store_.num_chunks() + (1 << 20) +
+          (store_.num_tables() > 0 ? kMaxRowMessageBytes : 0));
+}
+
+int64_t Shard::transport_memory_bytes() const {
+  if (config_.limits.transport_memory_mb > 0) {
+    return config_.limits.transport_memory_mb << 20;
+  }
+  return std::max<int64_t>(
+      256 << 20, int64_t{4} * config_.num_workers * max_message_bytes());
+}
+
+absl::Status Shard::CheckWorker(const char* rpc, const std::string& job_id,
+                                uint32_t rank) const {
+  if (job_id != config_.job_id) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        rpc, ": job_id '", QuoteClientBytes(job_id),
+        "' does not match this shard's job '", config_.job_id, "'"));
+  }
+  if (rank >= static_cast<uint32_t>(config_.num_workers)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        rpc, ": rank ", rank, " is outside [0, ", config_.num_workers, ")"));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Shard::CheckRegisteredWorker(const char* rpc,
+                                          const std::string& job_id,
+                                          uint32_t rank) const {
+  RETURN_IF_ERROR(CheckWorker(rpc, job_id, rank));
+  if (!workers_.IsRegistered(static_cast<int>(rank))) {
+    return absl::AbortedError(
+        absl::StrCat(rpc, ": rank ", rank, " has not registered with shard ",
+                     shard_id_, " (Register with join first)"));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Shard::Register(const proto::RegisterRequest& request,
+                             proto::RegisterResponse* response) {
+  RETURN_IF_ERROR(CheckWorker("Register", request.job_id(), request.rank()));
+  if (request.launch() != launch_) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "Register: rank ", request.rank(), " belongs to launch '",
+        QuoteClientBytes(request.launch()), "' but this shard serves launch '",
+        launch_,
+        "': another start of the same job is using these servers' ports"));
+  }
+  if (request.plan_fingerprint() != plan_.fingerprint()) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "Register: rank ", request.rank(),
+        " computed a different partition plan (fingerprint ",
+        request.plan_fingerprint(), ", shard has ", plan_.fingerprint(),
+        "): the worker and server read different job files"));
+  }
+  const int rank = static_cast<int>(request.rank());
+  response->set_shard(shard_id_);
+  if (!request.join()) {
+    workers_.OnSeen(rank, clock_->Now());
+    response->set_version(store_.version());
+    response->set_clock(policy_->ProposeClock(rank));
+    return absl::OkStatus();
+  }
+  RETURN_IF_ERROR(policy_->Join(rank, request.clock()));
+  workers_.OnRegister(rank, request.incarnation(), clock_->Now());
+  spdlog::info("shard {}: rank {} registered; it continues from clock {}",
+               shard_id_, rank, request.clock());
+  response->set_version(store_.version());
+  response->set_clock(request.clock());
+  return absl::OkStatus();
+}
+
+absl::Status Shard::Push(const proto::PushRequest& request,
+                         proto::PushResponse* response) {
+  PushView view;
+  view.job_id = request.job_id();
+  view.rank = request.rank();
+  view.clock = request.clock();
+  view.loss = request.loss();
+  for (const proto::TensorChunk& chunk : request.chunks()) {
+    view.chunks.push_back(ChunkView{chunk.tensor_id(), chunk.chunk_index(),
+                                    chunk.dtype(), chunk.data(),
+                                    chunk.indices()});
+  }
+  for (const proto::RowBlock& rows : request.rows()) {
+    view.rows.push_back(
+        RowView{rows.table(), rows.dtype(), rows.ids(), rows.data()});
+  }
+  return Push(view, response);
+}
+
+absl::Status Shard::CheckChunk(const ChunkView& chunk, int* local) const {
+  const int global = plan_.Find(chunk.tensor_id, chunk.chunk_index);
+  *local = global < 0 ? -1 : store_.LocalIndex(global);
+  const std::string where = absl::StrCat("Push: chunk ", chunk.chunk_index,
+                                         " of tensor ", chunk.tensor_id);
+  if (*local < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(where, " is not owned by shard ", shard_id_));
+  }
+  const ChunkSpec& spec = store_.chunk_spec(*local);
+  return CheckChunkPayload(
+      chunk, spec.length, spec.offset,
+      absl::StrCat(where, " (", spec_.tensors[spec.tensor_id].name, ")"));
+}
+
+absl::Status Shard::CheckChunks(absl::Span<ChunkView> chunks) const {
+  for (ChunkView& chunk : chunks) {
+    int local;
+    RETURN_IF_ERROR(CheckChunk(chunk, &local));
+    chunk.checked_local = local;
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Shard::Push(const PushView& request,
+                         proto::PushResponse* response) {
+  RETURN_IF_ERROR(CheckRegisteredWorker("Push", request.job_id, request.rank));
+  RETURN_IF_ERROR(EnterCall("Push", static_cast<int>(request.rank)));
+  const absl::Time entered = clock_->Now();
+  absl::Cleanup leave = [this, &request, entered] {
+    stats_.RecordPushTime(clock_->Now() - entered);
+    LeaveCall(static_cast<int>(request.rank));
+  };
+  const int n = store_.num_chunks();
+  if (request.chunks.size() != static_cast<size_t>(n)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "Push: rank ", request.rank, " sent ", request.chunks.size(),
+        " chunks; shard ", shard_id_, " owns ", n));
+  }
+  std::vector<absl::Span<const float>> grads(n);
+  // float16 or sparse chunks as the float32 gradients they stand for.
+  std::vector<std::vector<float>> widened;
+  widened.reserve(n);  // No reallocation: grads point into it.
+  std::vector<bool> seen(n, false);
+  uint64_t bytes = 0;
+  uint64_t float32_bytes = 0;
+  for (const ChunkView& chunk : request.chunks) {
+    int local = chunk.checked_local;
+    if (local < 0) {
+      RETURN_IF_ERROR(CheckChunk(chunk, &local));
+    }
+    if (seen[local]) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "Push: chunk ", chunk.chunk_index, " of tensor ", chunk.tensor_id,
+          " (", spec_.tensors[chunk.tensor_id].name, ") appears twice"));
+    }
+    seen[local] = true;
+    const int64_t length = store_.chunk_spec(local).length;
+    widened.emplace_back();
+    grads[local] = ChunkGradient(chunk, length, &widened.back());
+    bytes += WireBytes(chunk);
+    float32_bytes += static_cast<uint64_t>(length) * kElementBytes;
+  }
+  PushRows rows;
+  RETURN_IF_ERROR(CheckRows(request, &rows));
+  bytes += rows.wire_bytes;
+  float32_bytes += rows.float32_bytes;
+  const absl::Time now = clock_->Now();
+  workers_.OnSeen(static_cast<int>(request.rank), now);
+  bool duplicate = false;
+  RETURN_IF_ERROR(policy_->Push(static_cast<int>(request.rank), request.clock,
+                                grads, rows.grads, &duplicate));
+  if (!duplicate) {
+    for (const RowGrads& r : rows.grads) {
+      store_.table(r.table).CountPushed(r.ids.size());
+    }
+    workers_.OnPush(static_cast<int>(request.rank), bytes, request.loss, now);
+    stats_.RecordPush(now);
+    stats_.RecordPushFloat32Bytes(float32_bytes);
+  }
+  if (checkpointer_ != nullptr) {
+    if (std::optional<PolicyState> state = policy_->TakeCaptured()) {
+      (void)WriteCheckpoint(*state);  // A failure is logged; pushes go on.
+    }
+  }
+  response->set_version(store_.version());
+  response->set_duplicate(duplicate);
+  return absl::OkStatus();
+}
+
+absl::Status Shard::Pull(const proto::PullRequest& request, absl::Time deadline,
+                         const std::function<bool()>& cancelled,
+                         proto::PullResponse* response) {
+  std::shared_ptr<const ParamSnapshot> snapshot;
+  RETURN_IF_ERROR(Pull(request, deadline, cancelled, &snapshot));
+  response->set_version(snapshot->version);
+  const bool half = request.dtype() == proto::DTYPE_FLOAT16;
+  for (size_t i = 0; i < snapshot->params.size(); ++i) {
+    const ChunkSpec& spec = store_.chunk_spec(static_cast<int>(i));
+    proto::TensorChunk* chunk = response->add_chunks();
+    chunk->set_tensor_id(spec.tensor_id);
+    chunk->set_chunk_index(spec.chunk_index);
+    chunk->set_dtype(half ? proto::DTYPE_FLOAT16 : proto::DTYPE_FLOAT32);
+    if (half) {
+      const std::vector<uint16_t>& h = snapshot->Halves()[i];
+      chunk->set_data(h.data(), h.size() * sizeof(uint16_t));
+    } else {
+      chunk->set_data(snapshot->params[i].data(),
+                      snapshot->params[i].size() * sizeof(float));
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Shard::Pull(const proto::PullRequest& request, absl::Time deadline,
+                         const std::function<bool()>& cancelled,
+                         std::shared_ptr<const ParamSnapshot>* snapshot) {
+  RETURN_IF_ERROR(
+      CheckRegisteredWorker("Pull", request.job_id(), request.rank()));
+  const proto::DType dtype = request.dtype();
+  RETURN_IF_ERROR(CheckPullDtype("Pull", dtype));
+  const int rank = static_cast<int>(request.rank());
+  RETURN_IF_ERROR(EnterCall("Pull", rank));
+  absl::Cleanup leave = [this, rank] { LeaveCall(rank); };
+  const absl::Time start = clock_->Now();
+  workers_.OnSeen(rank, start);
+  RETURN_IF_ERROR(
+      AwaitReadable(rank, request.clock(), start, deadline, cancelled));
+  const absl::Time now = clock_->Now();
+  stats_.RecordPullWait(now - start);
+  *snapshot = store_.Snapshot();
+  stats_.RecordPullTime(clock_->Now() - start);
+  const uint64_t bytes = static_cast<uint64_t>(store_.bytes()) /
+                         (dtype == proto::DTYPE_FLOAT16 ? 2 : 1);
+  workers_.OnPull(rank, bytes, now);
+  return absl::OkStatus();
+}
+
+absl::Status Shard::CheckPullDtype(const char* rpc, int dtype) {
+  if (dtype == proto::DTYPE_UNSPECIFIED || dtype == proto::DTYPE_FLOAT32 ||
+      dtype == proto::DTYPE_FLOAT16) {
+    return absl::OkStatus();
+  }
+  return absl::InvalidArgumentError(
+      absl::StrCat(rpc, ": dtype ", dtype,
+                   "; expected DTYPE_FLOAT32 (or unset) or DTYPE_FLOAT16"));
+}
+
+absl::Status Shard::AwaitReadable(int rank, uint64_t clock, absl::Time start,
+                                  absl::Time deadline,
+                                  const std::function<bool()>& cancelled) {
+  absl::Status s = policy_->WaitReadable(rank, clock, absl::InfinitePast());
+  if (!absl::IsDeadlineExceeded(s)) return s;
+  // Wait, visible to Tick and the status RPC meanwhile, in slices so that
+  // a caller who gave up frees this thread.
+  const uint64_t id = waiters_.Add(rank, clock, start);
+  while (true) {
+    const absl::Time slice =
+        std::min(deadline, absl::Now() + absl::Milliseconds(200));
+    s = policy_->WaitReadable(rank, clock, slice);
+    if (!absl::IsDeadlineExceeded(s)) break;
+    if (absl::Now() >= deadline) break;
+    if (cancelled && cancelled()) {
+      s = absl::CancelledError("Pull: the caller cancelled");
+      break;
+    }
+  }
+  waiters_.Remove(id);
+  return s;
+}
+
+absl::Status Shard::Heartbeat(const proto::HeartbeatRequest& request,
+                              proto::HeartbeatResponse* response) {
+  RETURN_IF_ERROR(
+      CheckRegisteredWorker("Heartbeat", request.job_id(), request.rank()));
+  const int rank = static_cast<int>(request.rank());
+  if (request.finished()) {
+    workers_.OnFinished(rank, clock_->Now());
+    policy_->Leave(rank);
+    spdlog::info("shard {}: rank {} finished at clock {}", shard_id_, rank,
+                 request.clock());
+  } else {
+    workers_.OnSeen(rank, clock_->Now());
+  }
+  response->set_version(store_.version());
+  return absl::OkStatus();
+}
+
+absl::Status Shard::ReportEpoch(const proto::ReportEpochRequest& request) {
+  RETURN_IF_ERROR(
+      CheckRegisteredWorker("ReportEpoch", request.job_id(), request.rank()));
+  if (request.epoch() < 1 ||
+      request.epoch() > static_cast<uint32_t>(config_.training.epochs)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("ReportEpoch: epoch ", request.epoch(), " is outside [1, ",
+                     config_.training.epochs, "]"));
+  }
+  if (request.test_correct() > request.test_total()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("ReportEpoch: test_correct ", request.test_correct(),
+                     " is more than test_total ", request.test_total()));
+  }
+  for (auto [field, value] :
+       {std::pair{"train_loss_sum", request.train_loss_sum()},
+        std::pair{"train_seconds", request.train_seconds()}}) {
+    if (!std::isfinite(value) || value < 0) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "ReportEpoch: ", field, " ", value, " must be finite and >= 0"));
+    }
+  }
+  workers_.OnSeen(static_cast<int>(request.rank()), clock_->Now());
+  metrics_.Report(static_cast<int>(request.epoch()),
+                  static_cast<int>(request.rank()), ToEpochReport(request));
+  if (checkpointer_ != nullptr) {
+    absl::MutexLock lock(&checkpoint_mu_);
+    if (absl::Status s = checkpointer_->SaveMetrics(metrics_.SaveState());
+        !s.ok()) {
+      // The report counts now; only a restart before the next checkpoint
+      // would lose it.
+      spdlog::error("shard {}: epoch reports not saved: {}", shard_id_,
+                    std::string(s.message()));
+    }
+  }
+  return absl::OkStatus();
+}
+
+void Shard::Tick() {
+  const absl::Time now = clock_->Now();
+  ExpireLeases(now);
+  for (const PullWaiters::Waiter& w : waiters_.TakeOverdue(
+           now, absl::Seconds(config_.liveness.warn_after_seconds))) {
+    spdlog::warn(
+        "shard {}: a pull of rank {} at clock {} has waited {:.1f}s "
+        "for {}",
+        shard_id_, w.rank, w.clock, absl::ToDoubleSeconds(now - w.since),
+        policy_->WaitingOn(w.rank, w.clock));
+  }
+}
+
+void Shard::ExpireLeases(absl::Time now) {
+  const absl::Time job_start = workers_.job_start();
+  if (now < job_start) return;
+  const absl::Duration lease = absl::Seconds(config_.liveness.lease_seconds);
+  const std::vector<WorkerInfo> info = workers_.Snapshot();
+  const std::vector<PolicyWorker> live = policy_->Workers();
+  for (int r = 0; r < static_cast<int>(info.size()); ++r) {
+    // A rank never heard from counts from the job's start.
+    const absl::Time seen = std::max(info[r].last_seen, job_start);
+    if (live[r].live && now - seen > lease) {
+      policy_->Leave(r);
+      spdlog::warn(
+          "shard {}: rank {} silent for {:.1f}s (lease {}s): dropped from "
+          "the live set at clock {}",
+          shard_id_, r, absl::ToDoubleSeconds(now - seen),
+          config_.liveness.lease_seconds, live[r].clock);
+    }
+  }
+}
+
+void Shard::Shutdown() { policy_->Shutdown(); }
+
+bool Shard::TEST_AwaitWaitingPulls(size_t n, absl::Duration timeout) {
+  return waiters_.TEST_AwaitCount(n, timeout);
+}
+
+}  // namespace paramd

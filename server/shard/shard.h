@@ -1,0 +1,226 @@
+// Shard: the logic of one parameter-server shard, behind the RPC layer.
+//
+// It validates requests (job id, rank, plan, chunk set, sizes, dtype,
+// finiteness) before anything changes, then hands gradients to the job's
+// UpdatePolicy, serves parameters from the ShardStore, and keeps per-worker
+// counters and the job's epoch metrics. Tick(), called periodically, drops
+// workers whose lease expired and logs pulls that wait too long, once
+// each, with what they wait on. Time comes from a Clock, so tests drive
+// leases with a FakeClock. It speaks protobuf messages but knows nothing
+// of gRPC; rpc adapters call it. Thread-safe.
+#ifndef PARAMD_SERVER_SHARD_SHARD_H_
+#define PARAMD_SERVER_SHARD_SHARD_H_
+
+#include <functional>
+#include <memory>
+
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+#include "common/base/clock.h"
+#include "common/config/job_config.h"
+#include "common/model/model_spec.h"
+#include "common/model/partitioner.h"
+#include "common/wire/row_wire.h"
+#include "common/wire/wire_format.h"
+#include "proto/paramd.pb.h"
+#include "server/checkpoint/checkpointer.h"
+#include "server/checkpoint/file_system.h"
+#include "server/policy/pull_waiters.h"
+#include "server/policy/update_policy.h"
+#include "server/policy/worker_registry.h"
+#include "server/shard/job_metrics.h"
+#include "server/shard/shard_stats.h"
+#include "server/store/shard_store.h"
+
+namespace paramd {
+
+struct ShardOptions {
+  // Where checkpoints go (LocalFileSystem() when null); must outlive the
+  // shard.
+  FileSystem* file_system = nullptr;
+  // Discard this shard's checkpoints instead of restoring the newest.
+  bool fresh = false;
+};
+
+class Shard {
+ public:
+  // What a push's row blocks, or a PullRows request or reply, may hold.
+  static constexpr int64_t kMaxRowMessageBytes = int64_t{64} << 20;
+
+  // Builds shard `shard_id` of the job: its plan, initial parameters,
+  // optimizer and policy; with checkpoint.dir, restores the newest valid
+  // checkpoint there (an error when every one is damaged, or one is of
+  // another job or plan). `clock` (RealClock() when null) must outlive the
+  // shard.
+  static absl::StatusOr<std::unique_ptr<Shard>> Create(
+      const JobConfig& config, int shard_id, Clock* clock = nullptr,
+      const ShardOptions& options = ShardOptions());
+
+  // Writes a checkpoint of the state now; returns its path.
+  // FailedPrecondition without checkpoint.dir.
+  absl::StatusOr<proto::CheckpointResponse> CheckpointNow();
+
+  absl::Status Register(const proto::RegisterRequest& request,
+                        proto::RegisterResponse* response);
+  // On error the shard's state is exactly as before. The gRPC service
+  // decodes pushes straight into a PushView (common/wire/wire_format.h); the
+  // protobuf form is for callers that hold a message.
+  absl::Status Push(const PushView& request, proto::PushResponse* response);
+  absl::Status Push(const proto::PushRequest& request,
+                    proto::PushResponse* response);
+  // Checks chunks of a push that is still arriving (ownership, dtype,
+  // size, finiteness) and records each one's local index, so that Push
+  // does not read them again: a streamed push is checked message by message
+  // while the next is on the wire. Push still checks the set is complete,
+  // without duplicates.
+  absl::Status CheckChunks(absl::Span<ChunkView> chunks) const;
+  // Waits until the policy lets the pull proceed; DeadlineExceeded at
+  // `deadline` (real time; the caller may call again), Cancelled once
+  // `cancelled` (checked a few times a second) says the caller gave up,
+  // Unavailable after Shutdown.
+  // On success `*snapshot` holds every chunk at the version served, shared
+  // with every other pull of that version and never changed.
+  absl::Status Pull(const proto::PullRequest& request, absl::Time deadline,
+                    const std::function<bool()>& cancelled,
+                    std::shared_ptr<const ParamSnapshot>* snapshot);
+  // The same, copied into a protobuf message.
+  absl::Status Pull(const proto::PullRequest& request, absl::Time deadline,
+                    const std::function<bool()>& cancelled,
+                    proto::PullResponse* response);
+  // Rows of one embedding table for a worker at request.clock: waits as
+  // Pull does, then reads each id's row (its initial value if never
+  // pushed). Ids must pass RowBlock's rules (sorted, distinct, in range,
+  // owned by this shard).
+  struct RowsReply {
+    uint64_t version = 0;
+    int dtype = 0;                 // proto::DType of the values.
+    std::vector<float> values;     // float32: dim per id.
+    std::vector<uint16_t> halves;  // float16: dim per id.
+    absl::string_view bytes() const;
+  };
+  absl::Status PullRows(const PullRowsView& request, absl::Time deadline,
+                        const std::function<bool()>& cancelled,
+                        RowsReply* reply);
+  absl::Status PullRows(const proto::PullRowsRequest& request,
+                        absl::Time deadline,
+                        const std::function<bool()>& cancelled,
+                        proto::PullRowsResponse* response);
+  absl::Status Heartbeat(const proto::HeartbeatRequest& request,
+                         proto::HeartbeatResponse* response);
+  absl::Status ReportEpoch(const proto::ReportEpochRequest& request);
+  void GetStatus(proto::ShardStatus* status) const;
+
+  // Drops workers silent for longer than their lease from the live set and
+  // logs pulls waiting longer than warn_after_seconds (once each).
+  void Tick();
+
+  // Wakes every waiting pull with Unavailable.
+  void Shutdown();
+
+  // The launch this shard serves (see RegisterRequest.launch); set before
+  // serving. Registrations from another launch are refused.
+  void set_launch(std::string launch) { launch_ = std::move(launch); }
+
+  const JobConfig& config() const { return config_; }
+  const PartitionPlan& plan() const { return plan_; }
+  const ShardStore& store() const { return store_; }
+  const ShardStats& stats() const { return stats_; }
+  UpdatePolicy& policy() { return *policy_; }
+
+  // For tests: waits up to `timeout` until `n` pulls are waiting.
+  bool TEST_AwaitWaitingPulls(size_t n, absl::Duration timeout);
+  // The largest message a worker of this job sends this shard.
+  int64_t max_message_bytes() const;
+  // What gRPC may hold for this shard's connections
+  // (limits.transport_memory_mb).
+  int64_t transport_memory_bytes() const;
+
+ private:
+  Shard(const JobConfig& config, int shard_id, ModelSpec spec,
+        PartitionPlan plan, std::unique_ptr<Optimizer> optimizer,
+        std::vector<std::unique_ptr<RowTable>> tables, Clock* clock);
+
+  // Opens checkpoint.dir: discards (fresh) or restores.
+  absl::Status OpenCheckpoints(const ShardOptions& options);
+  // Writes `state` and records it for status; logs a failure (training
+  // goes on: the previous checkpoints are intact).
+  absl::StatusOr<std::string> WriteCheckpoint(const PolicyState& state);
+  CheckpointState ToCheckpoint(const PolicyState& state) const;
+
+  absl::Status CheckWorker(const char* rpc, const std::string& job_id,
+                           uint32_t rank) const;
+  // CheckWorker, then Aborted unless `rank` has registered (joined) with
+  // this shard: what every RPC but Register requires.
+  absl::Status CheckRegisteredWorker(const char* rpc, const std::string& job_id,
+                                     uint32_t rank) const;
+  // Counts one more push or pull of `rank` inside the shard, or refuses it
+  // (RESOURCE_EXHAUSTED) past limits.max_inflight_per_worker; a counted
+  // call calls LeaveCall when it ends.
+  absl::Status EnterCall(const char* rpc, int rank);
+  void LeaveCall(int rank);
+  // A push's row blocks, checked and widened to float32.
+  struct PushRows {
+    std::vector<std::vector<uint64_t>> ids;
+    std::vector<std::vector<float>> values;
+    std::vector<RowGrads> grads;
+    uint64_t wire_bytes = 0, float32_bytes = 0;
+  };
+  absl::Status CheckRows(const PushView& request, PushRows* out) const;
+  // Decodes and checks `ids` of `table` for `rpc` ("Push", "PullRows").
+  absl::Status CheckRowIds(const char* rpc, uint32_t table,
+                           absl::string_view ids,
+                           std::vector<uint64_t>* out) const;
+  // The tables' part of GetStatus.
+  void FillTables(proto::ShardStatus* status) const;
+  // Everything Push requires of one chunk but its uniqueness; `*local` is
+  // its local index (-1 if another shard owns it).
+  absl::Status CheckChunk(const ChunkView& chunk, int* local) const;
+
+  // InvalidArgument naming `rpc` unless `dtype` is one a pull may ask for
+  // (float32, unset, or float16).
+  static absl::Status CheckPullDtype(const char* rpc, int dtype);
+  // Waits until a pull of `rank` at `clock` may be served, visible to Tick
+  // and the status RPC meanwhile; as Pull.
+  absl::Status AwaitReadable(int rank, uint64_t clock, absl::Time start,
+                             absl::Time deadline,
+                             const std::function<bool()>& cancelled);
+  // Drops ranks whose lease expired from the live set.
+  void ExpireLeases(absl::Time now);
+  // GetStatus's parts.
+  void FillWorkers(absl::Time now, proto::ShardStatus* status) const;
+  void FillWaiting(absl::Time now, proto::ShardStatus* status) const;
+
+  // Constant after construction.
+  const JobConfig config_;
+  const int shard_id_;
+  const ModelSpec spec_;
+  const PartitionPlan plan_;
+  Clock* const clock_;
+  const absl::Time started_;
+  std::string launch_;  // Set before serving, then constant.
+
+  // Each internally synchronised.
+  ShardStore store_;
+  std::unique_ptr<UpdatePolicy> policy_;
+  WorkerRegistry workers_;
+  JobMetrics metrics_;
+  ShardStats stats_;
+  PullWaiters waiters_;
+
+  std::unique_ptr<Checkpointer> checkpointer_;  // Null: no checkpoint.dir.
+  std::string restored_from_;                   // Set before serving.
+  // One checkpoint written at a time; the newest's path, version, time.
+  mutable absl::Mutex checkpoint_mu_;
+  std::string checkpoint_path_ ABSL_GUARDED_BY(checkpoint_mu_);
+  uint64_t checkpoint_version_ ABSL_GUARDED_BY(checkpoint_mu_) = 0;
+  absl::Time checkpoint_time_ ABSL_GUARDED_BY(checkpoint_mu_);
+
+  mutable absl::Mutex inflight_mu_;
+  // Pushes and pulls inside the shard, by rank.
+  std::vector<int> inflight_ ABSL_GUARDED_BY(inflight_mu_);
+};
+
+}  // namespace paramd
+
+#endif  // PARAMD_SERVER_SHARD_SHARD_H_

@@ -1,0 +1,114 @@
+// RowTable: the rows of one embedding table that one shard holds, with
+// their optimizer state.
+//
+// Index: absl::flat_hash_map from row id to a slot number (Swiss table:
+// open addressing with one control byte per entry, 16 bytes per entry at
+// most 7/8 full). Storage: slabs of kSlabRows rows, each row's values
+// followed by its optimizer slots (dim floats each), so one row is one
+// contiguous piece and growing never moves a row. Rows never pushed are
+// not stored: Read answers their initial values (common/model/rows.h).
+//
+// An update gathers the touched rows into contiguous buffers, runs the
+// dense Optimizer over them (element-wise, so equal to the dense update of
+// those rows) and scatters them back. Thread-safe: Apply takes the lock
+// exclusively, Read shares it.
+#ifndef PARAMD_SERVER_STORE_ROW_TABLE_H_
+#define PARAMD_SERVER_STORE_ROW_TABLE_H_
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/container/flat_hash_map.h"
+#include "absl/status/status.h"
+#include "absl/strings/string_view.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/types/span.h"
+#include "common/config/job_config.h"
+#include "server/optimizer/optimizer.h"
+
+namespace paramd {
+
+// The table's optimizer (sgd, adagrad or lazy adam) as the dense one.
+absl::StatusOr<std::unique_ptr<Optimizer>> MakeRowOptimizer(
+    const EmbeddingTableConfig& config);
+
+class RowTable {
+ public:
+  static constexpr size_t kSlabRows = 4096;
+
+  RowTable(const EmbeddingTableConfig& config, uint32_t table, uint64_t seed,
+           std::unique_ptr<Optimizer> optimizer);
+
+  const EmbeddingTableConfig& config() const { return config_; }
+  int dim() const { return config_.dim; }
+
+  // Writes the rows `ids` (each below rows) into out[i * dim, (i+1) * dim).
+  void Read(absl::Span<const uint64_t> ids, float* out) const
+      ABSL_LOCKS_EXCLUDED(mu_);
+  bool Holds(uint64_t id) const ABSL_LOCKS_EXCLUDED(mu_);
+  // One optimizer step over the rows `ids` (distinct) with gradient
+  // grads[i * dim + j] * scale, creating rows not held yet at their
+  // initial values. Other rows do not change (lazy).
+  void Apply(absl::Span<const uint64_t> ids, absl::Span<const float> grads,
+             float scale) ABSL_LOCKS_EXCLUDED(mu_);
+
+  uint64_t rows() const ABSL_LOCKS_EXCLUDED(mu_);
+  // Memory held: slabs and the index.
+  uint64_t bytes() const ABSL_LOCKS_EXCLUDED(mu_);
+  // Counters for status: rows served by pulls, row gradients accepted.
+  void CountPulled(uint64_t n) const { rows_pulled_ += n; }
+  void CountPushed(uint64_t n) const { rows_pushed_ += n; }
+  uint64_t rows_pulled() const { return rows_pulled_.load(); }
+  uint64_t rows_pushed() const { return rows_pushed_.load(); }
+
+  // Optimizer steps applied (the lazy Adam's bias-correction count).
+  int64_t steps() const ABSL_LOCKS_EXCLUDED(mu_);
+
+  // Appends the steps, every row's id, values and slots to `out`.
+  void Save(std::string* out) const ABSL_LOCKS_EXCLUDED(mu_);
+  // A Save's rows, read and checked, not yet installed.
+  struct Saved {
+    absl::flat_hash_map<uint64_t, uint32_t> index;
+    std::vector<std::unique_ptr<float[]>> slabs;
+    uint32_t size = 0;
+    int64_t steps = 0;
+  };
+  // Reads a Save of this table from the front of `*in` (which moves past
+  // it); changes nothing here.
+  absl::StatusOr<Saved> Parse(absl::string_view* in) const;
+  // Replaces the rows with `saved`'s.
+  void Install(Saved saved) ABSL_LOCKS_EXCLUDED(mu_);
+
+ private:
+  float* RowAt(uint32_t slot) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  const float* RowAt(uint32_t slot) const ABSL_SHARED_LOCKS_REQUIRED(mu_);
+  // Adds row `id` at its initial values (slots zero); returns its slot.
+  uint32_t AddRow(uint64_t id) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+
+  const EmbeddingTableConfig config_;
+  const uint32_t table_;
+  const uint64_t seed_;
+  const std::unique_ptr<Optimizer> optimizer_;
+  const size_t stride_;  // Floats per row: dim × (1 + slots).
+
+  mutable std::atomic<uint64_t> rows_pulled_{0};
+  mutable std::atomic<uint64_t> rows_pushed_{0};
+
+  mutable absl::Mutex mu_;
+  absl::flat_hash_map<uint64_t, uint32_t> index_ ABSL_GUARDED_BY(mu_);
+  std::vector<std::unique_ptr<float[]>> slabs_ ABSL_GUARDED_BY(mu_);
+  uint32_t size_ ABSL_GUARDED_BY(mu_) = 0;
+  int64_t steps_ ABSL_GUARDED_BY(mu_) = 0;
+  // Apply's gathered rows: values, then one buffer per slot.
+  std::vector<float> params_ ABSL_GUARDED_BY(mu_);
+  std::vector<std::vector<float>> slots_ ABSL_GUARDED_BY(mu_);
+  std::vector<uint32_t> where_ ABSL_GUARDED_BY(mu_);
+};
+
+}  // namespace paramd
+
+#endif  // PARAMD_SERVER_STORE_ROW_TABLE_H_

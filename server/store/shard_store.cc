@@ -1,0 +1,218 @@
+#include "server/store/shard_store.h"
+
+#include <cstring>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "common/base/half.h"
+#include "server/store/state_bytes.h"
+
+namespace paramd {
+namespace {
+
+constexpr char kMagic[4] = {'P', 'D', 'S', 'S'};
+constexpr uint32_t kFormat = 1;
+
+}  // namespace
+
+ShardStore::ShardStore(const ModelSpec& spec, const PartitionPlan& plan,
+                       int shard, uint64_t seed,
+                       std::unique_ptr<Optimizer> optimizer,
+                       std::vector<std::unique_ptr<RowTable>> tables)
+    : optimizer_(std::move(optimizer)),
+      local_of_global_(plan.chunks().size(), -1),
+      shard_(shard),
+      tables_(std::move(tables)) {
+  absl::MutexLock lock(&mu_);
+  params_ = std::make_shared<ParamSnapshot>();
+  for (int global : plan.ChunksOfShard(shard)) {
+    const ChunkSpec& c = plan.chunks()[global];
+    local_of_global_[global] = static_cast<int>(specs_.size());
+    specs_.push_back(c);
+    std::vector<float> values(c.length);
+    InitTensorRange(spec.tensors[c.tensor_id], seed, c.tensor_id, c.offset,
+                    absl::MakeSpan(values));
+    params_->params.push_back(std::move(values));
+    slots_.emplace_back(optimizer_->num_slots(),
+                        std::vector<float>(c.length, 0.0f));
+    bytes_ += c.length * kElementBytes;
+  }
+}
+
+const std::vector<std::vector<uint16_t>>& ParamSnapshot::Halves() const {
+  absl::MutexLock lock(&halves_mu_);
+  if (halves_version_ != version) {
+    halves_.resize(params.size());
+    for (size_t i = 0; i < params.size(); ++i) {
+      halves_[i].resize(params[i].size());
+      FloatsToHalves(params[i], absl::MakeSpan(halves_[i]));
+    }
+    halves_version_ = version;
+  }
+  // Unchanged while the caller holds the snapshot: only a snapshot nobody
+  // holds is stepped.
+  return halves_;
+}
+
+int ShardStore::LocalIndex(int global) const {
+  if (global < 0 || global >= static_cast<int>(local_of_global_.size())) {
+    return -1;
+  }
+  return local_of_global_[global];
+}
+
+void ShardStore::ApplyStep(absl::Span<const absl::Span<const float>> grads,
+                           float scale, absl::Span<const RowGrads> rows) {
+  absl::MutexLock lock(&mu_);
+  for (const RowGrads& r : rows) {
+    if (!r.ids.empty()) tables_[r.table]->Apply(r.ids, r.values, scale);
+  }
+  // Snapshots are handed out only under mu_, so a count of 1 means no pull
+  // still sends this version: step it in place. Otherwise step a copy
+  // (into the previous buffer when no pull holds that one any more).
+  if (params_.use_count() > 1) {
+    std::shared_ptr<ParamSnapshot> next =
+        spare_ != nullptr && spare_.use_count() == 1
+            ? std::move(spare_)
+            : std::make_shared<ParamSnapshot>();
+    next->params.resize(params_->params.size());
+    for (size_t i = 0; i < params_->params.size(); ++i) {
+      next->params[i].assign(params_->params[i].begin(),
+                             params_->params[i].end());
+    }
+    spare_ = std::exchange(params_, std::move(next));
+  }
+  const int64_t step = static_cast<int64_t>(version_) + 1;
+  std::vector<std::vector<float>>& params = params_->params;
+  for (size_t i = 0; i < params.size(); ++i) {
+    optimizer_->Apply(absl::MakeSpan(params[i]), grads[i], scale,
+                      absl::MakeSpan(slots_[i]), step);
+  }
+  ++version_;
+  params_->version = version_;
+}
+
+void ShardStore::SaveState(std::string* out) const {
+  absl::ReaderMutexLock lock(&mu_);
+  out->clear();
+  out->append(kMagic, sizeof(kMagic));
+  PutBytes(out, kFormat);
+  PutBytes(out, static_cast<uint32_t>(specs_.size()));
+  PutBytes(out, static_cast<uint32_t>(optimizer_->num_slots()));
+  PutBytes(out, version_);
+  for (size_t i = 0; i < specs_.size(); ++i) {
+    PutBytes(out, static_cast<uint32_t>(specs_[i].tensor_id));
+    PutBytes(out, static_cast<uint32_t>(specs_[i].chunk_index));
+    PutBytes(out, static_cast<uint64_t>(specs_[i].length));
+    out->append(reinterpret_cast<const char*>(params_->params[i].data()),
+                params_->params[i].size() * sizeof(float));
+    for (const std::vector<float>& slot : slots_[i]) {
+      out->append(reinterpret_cast<const char*>(slot.data()),
+                  slot.size() * sizeof(float));
+    }
+  }
+  // Then the tables' rows (none for a dense model).
+  for (const auto& table : tables_) table->Save(out);
+}
+
+absl::Status ShardStore::RestoreState(absl::string_view state) {
+  ByteCursor in(state);
+  char magic[4];
+  uint32_t format = 0, chunks = 0, slots = 0;
+  uint64_t version = 0;
+  if (!in.Bytes(magic, 4) || std::memcmp(magic, kMagic, 4) != 0 ||
+      !in.Get(&format) || format != kFormat) {
+    return absl::InvalidArgumentError("RestoreState: not a shard state");
+  }
+  if (!in.Get(&chunks) || !in.Get(&slots) || !in.Get(&version)) {
+    return absl::DataLossError("RestoreState: truncated header");
+  }
+  if (chunks != specs_.size() ||
+      slots != static_cast<uint32_t>(optimizer_->num_slots())) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("RestoreState: state has ", chunks, " chunks with ", slots,
+                     " optimizer slots; this shard has ", specs_.size(),
+                     " with ", optimizer_->num_slots()));
+  }
+  // Read everything into new buffers first: on any error, nothing changes.
+  std::vector<std::vector<float>> params(chunks);
+  std::vector<std::vector<std::vector<float>>> slot_values(chunks);
+  for (uint32_t i = 0; i < chunks; ++i) {
+    uint32_t tensor = 0, index = 0;
+    uint64_t length = 0;
+    if (!in.Get(&tensor) || !in.Get(&index) || !in.Get(&length)) {
+      return absl::DataLossError("RestoreState: truncated chunk header");
+    }
+    const ChunkSpec& spec = specs_[i];
+    if (tensor != static_cast<uint32_t>(spec.tensor_id) ||
+        index != static_cast<uint32_t>(spec.chunk_index) ||
+        length != static_cast<uint64_t>(spec.length)) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "RestoreState: chunk ", i, " is chunk ", index, " of tensor ", tensor,
+          " (", length, " elements); expected chunk ", spec.chunk_index,
+          " of tensor ", spec.tensor_id, " (", spec.length, ")"));
+    }
+    params[i].resize(length);
+    if (!in.Bytes(params[i].data(), length * sizeof(float))) {
+      return absl::DataLossError("RestoreState: truncated parameters");
+    }
+    slot_values[i].assign(slots, std::vector<float>(length));
+    for (std::vector<float>& slot : slot_values[i]) {
+      if (!in.Bytes(slot.data(), length * sizeof(float))) {
+        return absl::DataLossError("RestoreState: truncated optimizer slots");
+      }
+    }
+  }
+  std::vector<RowTable::Saved> rows;
+  for (const auto& table : tables_) {
+    absl::StatusOr<RowTable::Saved> saved = table->Parse(in.rest());
+    if (!saved.ok()) return saved.status();
+    rows.push_back(std::move(*saved));
+  }
+  if (!in.done()) {
+    return absl::DataLossError("RestoreState: trailing bytes after the state");
+  }
+  for (size_t t = 0; t < tables_.size(); ++t) {
+    tables_[t]->Install(std::move(rows[t]));
+  }
+  absl::MutexLock lock(&mu_);
+  // Pulls may still send the old snapshot: restore into a new one.
+  params_ = std::make_shared<ParamSnapshot>();
+  params_->params = std::move(params);
+  params_->version = version;
+  spare_.reset();
+  slots_ = std::move(slot_values);
+  version_ = version;
+  return absl::OkStatus();
+}
+
+void ShardStore::AdvanceVersionTo(uint64_t version) {
+  absl::MutexLock lock(&mu_);
+  if (version <= version_) return;
+  // Pulls may still send the current snapshot: the new version gets its
+  // own.
+  auto next = std::make_shared<ParamSnapshot>(*params_);
+  next->version = version;
+  params_ = std::move(next);
+  spare_.reset();
+  version_ = version;
+}
+
+uint64_t ShardStore::version() const {
+  absl::ReaderMutexLock lock(&mu_);
+  return version_;
+}
+
+std::shared_ptr<const ParamSnapshot> ShardStore::Snapshot() const {
+  absl::ReaderMutexLock lock(&mu_);
+  return params_;
+}
+
+void ShardStore::Read(
+    const std::function<void(uint64_t, absl::Span<const std::vector<float>>)>&
+        read) const {
+  absl::ReaderMutexLock lock(&mu_);
+  read(version_, params_->params);
+}
+
+}  // namespace paramd

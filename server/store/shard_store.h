@@ -1,0 +1,139 @@
+// ShardStore: the parameter chunks one shard owns, their optimizer slots,
+// and the version (number of optimizer steps applied).
+//
+// Thread-safe: steps take the lock exclusively, reads share it, so a reader
+// always sees every chunk at one version. The store decides nothing about
+// when a step happens; an UpdatePolicy calls ApplyStep.
+#ifndef PARAMD_SERVER_STORE_SHARD_STORE_H_
+#define PARAMD_SERVER_STORE_SHARD_STORE_H_
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/status.h"
+#include "absl/strings/string_view.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/types/span.h"
+#include "common/model/model_spec.h"
+#include "common/model/partitioner.h"
+#include "server/optimizer/optimizer.h"
+#include "server/store/row_table.h"
+
+namespace paramd {
+
+// Every chunk's parameters at one version, by local chunk index. Never
+// changed once handed out, so pulls can send it without holding a lock.
+struct ParamSnapshot {
+  ParamSnapshot() = default;
+  ParamSnapshot(const ParamSnapshot& other)
+      : version(other.version), params(other.params) {}
+
+  uint64_t version = 0;
+  std::vector<std::vector<float>> params;
+
+  // The params as IEEE half (common/base/half.h; beyond ±65504 saturates), for
+  // pulls that ask for float16: converted by the first such pull of this
+  // version and shared by the others.
+  const std::vector<std::vector<uint16_t>>& Halves() const
+      ABSL_LOCKS_EXCLUDED(halves_mu_);
+
+ private:
+  mutable absl::Mutex halves_mu_;
+  // The version `halves_` holds (a snapshot no pull holds any more is
+  // stepped in place and reused).
+  mutable uint64_t halves_version_ ABSL_GUARDED_BY(halves_mu_) = UINT64_MAX;
+  mutable std::vector<std::vector<uint16_t>> halves_
+      ABSL_GUARDED_BY(halves_mu_);
+};
+
+// One table's gradient rows, as a policy hands them to ApplyStep.
+struct RowGrads {
+  uint32_t table = 0;
+  absl::Span<const uint64_t> ids;  // Distinct.
+  absl::Span<const float> values;  // dim per id, in the ids' order.
+};
+
+class ShardStore {
+ public:
+  // Initialises every chunk `shard` owns in `plan` from the model's
+  // deterministic initialiser with `seed`.
+  // `tables` (by model.embeddings index) hold the shard's rows.
+  ShardStore(const ModelSpec& spec, const PartitionPlan& plan, int shard,
+             uint64_t seed, std::unique_ptr<Optimizer> optimizer,
+             std::vector<std::unique_ptr<RowTable>> tables = {});
+
+  ShardStore(const ShardStore&) = delete;
+  ShardStore& operator=(const ShardStore&) = delete;
+
+  // Chunks are addressed by local index [0, num_chunks()), in the order of
+  // plan.ChunksOfShard(shard).
+  int num_chunks() const { return static_cast<int>(specs_.size()); }
+  const ChunkSpec& chunk_spec(int local) const { return specs_[local]; }
+  // Local index of the plan's chunk `global`, or -1 when another shard owns
+  // it.
+  int LocalIndex(int global) const;
+  int64_t bytes() const { return bytes_; }
+  int shard() const { return shard_; }
+  // The embedding tables, by model.embeddings index (each thread-safe).
+  int num_tables() const { return static_cast<int>(tables_.size()); }
+  const RowTable& table(int t) const { return *tables_[t]; }
+
+  // One optimizer step on every chunk with gradient grads[local] * scale
+  // (grads[local] has the chunk's length), and one on each table's rows in
+  // `rows` (at most one entry per table); the version goes up by one.
+  void ApplyStep(absl::Span<const absl::Span<const float>> grads, float scale,
+                 absl::Span<const RowGrads> rows = {}) ABSL_LOCKS_EXCLUDED(mu_);
+
+  uint64_t version() const ABSL_LOCKS_EXCLUDED(mu_);
+  // Moves the version up to `version` without a step (a shard restored
+  // from an older checkpoint catching up with the job's clock: the steps
+  // in between are lost on this shard). Lower versions change nothing.
+  void AdvanceVersionTo(uint64_t version) ABSL_LOCKS_EXCLUDED(mu_);
+
+  // Writes the version, every chunk's parameters and optimizer slots to
+  // `out` (a self-describing little-endian byte string).
+  void SaveState(std::string* out) const ABSL_LOCKS_EXCLUDED(mu_);
+  // Replaces the version, parameters and slots with a SaveState of a store
+  // with the same chunks and optimizer slot count. On error (damaged,
+  // truncated, or another shape) nothing changes.
+  absl::Status RestoreState(absl::string_view state) ABSL_LOCKS_EXCLUDED(mu_);
+
+  // The parameters at the current version, without a copy: every caller
+  // between two steps shares them, and they never change while anyone
+  // holds them (the next step then works on a copy).
+  std::shared_ptr<const ParamSnapshot> Snapshot() const
+      ABSL_LOCKS_EXCLUDED(mu_);
+
+  // Calls `read(version, params)` with every chunk's parameters, by local
+  // index, under a shared lock: no step runs meanwhile.
+  void Read(
+      const std::function<void(uint64_t, absl::Span<const std::vector<float>>)>&
+          read) const ABSL_LOCKS_EXCLUDED(mu_);
+
+ private:
+  // Constant after construction.
+  std::unique_ptr<Optimizer> optimizer_;
+  std::vector<ChunkSpec> specs_;
+  std::vector<int> local_of_global_;
+  int64_t bytes_ = 0;
+  const int shard_;
+  const std::vector<std::unique_ptr<RowTable>> tables_;
+
+  mutable absl::Mutex mu_;
+  // The parameters at version_. Pulls hold it (Snapshot) while they send
+  // it; a step changes it in place only when none does.
+  std::shared_ptr<ParamSnapshot> params_ ABSL_GUARDED_BY(mu_);
+  // The buffer of an earlier version, reused once no pull holds it.
+  std::shared_ptr<ParamSnapshot> spare_ ABSL_GUARDED_BY(mu_);
+  // slots_[local] holds optimizer_->num_slots() buffers.
+  std::vector<std::vector<std::vector<float>>> slots_ ABSL_GUARDED_BY(mu_);
+  uint64_t version_ ABSL_GUARDED_BY(mu_) = 0;
+};
+
+}  // namespace paramd
+
+#endif  // PARAMD_SERVER_STORE_SHARD_STORE_H_

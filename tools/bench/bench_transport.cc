@@ -1,0 +1,263 @@
+#include "tools/bench/bench_transport.h"
+
+#include <algorithm>
+#include <atomic>
+#include <cstdio>
+#include <memory>
+#include <thread>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "absl/synchronization/barrier.h"
+#include "common/base/status_macros.h"
+#include "common/config/job_config.h"
+#include "common/model/model_spec.h"
+#include "common/model/partitioner.h"
+#include "server/rpc/parameter_server.h"
+#include "tools/bench/bench_util.h"
+#include "worker/rpc/grpc_parameter_client.h"
+
+namespace paramd {
+namespace {
+
+// A job whose model is `bytes` of float parameters: fc1 = 1 x K weights
+// plus K biases, K = bytes / 8. Plain SGD (no slots), so the server's
+// update is the cheapest a real job has.
+JobConfig BenchJob(int64_t bytes, const TransportOptions& o) {
+  JobConfig config;
+  config.path = "paramd-bench";
+  config.job_id = "paramd-bench";
+  config.servers.assign(o.servers, "127.0.0.1:0");
+  config.num_workers = o.workers;
+  config.model.layers = {1, static_cast<int>(std::max<int64_t>(1, bytes / 8))};
+  config.training.epochs = 1;
+  config.training.batch_size = 1;
+  config.optimizer.type = "sgd";
+  config.optimizer.learning_rate = 1e-6;
+  config.policy.type =
+      o.policy == "sync" ? PolicyType::kSync : PolicyType::kAsync;
+  config.liveness.lease_seconds = 3600;  // No heartbeats in the bench.
+  config.liveness.warn_after_seconds = 3600;
+  config.chunk_bytes = o.chunk_bytes;
+  return config;
+}
+
+class BenchCluster {
+ public:
+  static absl::StatusOr<std::unique_ptr<BenchCluster>> Start(
+      const JobConfig& config) {
+    auto cluster = std::unique_ptr<BenchCluster>(new BenchCluster());
+    for (int k = 0; k < config.num_shards(); ++k) {
+      auto server = ParameterServer::Create(config, k);
+      if (!server.ok()) return server.status();
+      ASSIGN_OR_RETURN(int port, (*server)->Start("127.0.0.1:0"));
+      cluster->addresses_.push_back(absl::StrCat("127.0.0.1:", port));
+      cluster->servers_.push_back(*std::move(server));
+    }
+    return cluster;
+  }
+  ~BenchCluster() {
+    for (auto& s : servers_) s->Shutdown();
+    for (auto& s : servers_) s->Wait();
+  }
+  const std::vector<std::string>& addresses() const { return addresses_; }
+
+ private:
+  BenchCluster() = default;
+  std::vector<std::unique_ptr<ParameterServer>> servers_;
+  std::vector<std::string> addresses_;
+};
+
+constexpr size_t kMinOps = 5;
+
+struct WorkerRun {
+  absl::Status status;
+  std::vector<double> latencies;
+};
+
+// What the worker threads of one run share.
+struct RunControl {
+  explicit RunControl(int workers) : ready(new absl::Barrier(workers + 1)) {}
+  absl::Barrier* ready;  // Deleted by the last thread through it.
+  std::atomic<bool> go{false};
+  std::atomic<bool> stop{false};
+};
+
+// One worker thread: registers, warms up with one untimed push+pull, waits
+// for `go`, then runs `mode` until `stop` (and at least kMinOps times).
+void RunWorker(const ClientSetup& setup,
+               const std::vector<std::string>& addresses,
+               const TransportOptions& o, Mode mode, RunControl& control,
+               WorkerRun& run) {
+  GrpcClientOptions options;
+  options.step_stream = o.step_stream;
+  GrpcParameterClient client(setup, addresses, options, JobSecurity());
+  absl::StatusOr<uint64_t> clock = client.Register();
+  std::vector<float> params(setup.layout->total);
+  // Gradients go where a trainer computes them: into the client's buffer,
+  // which a push sends in place.
+  const float* filled = nullptr;
+  auto gradients = [&] {
+    absl::Span<float> g = client.GradientBuffer();
+    if (g.data() != filled) {
+      std::fill(g.begin(), g.end(), 1e-3f);
+      filled = g.data();
+    }
+    return g;
+  };
+  // One untimed operation warms connections and buffers.
+  if (clock.ok()) {
+    absl::StatusOr<uint64_t> v =
+        client.PushPull(*clock, gradients(), 0, absl::MakeSpan(params));
+    if (v.ok()) ++*clock;
+    if (!v.ok()) clock = v.status();
+  }
+  if (control.ready->Block()) delete control.ready;
+  if (!clock.ok()) {
+    run.status = clock.status();
+    return;
+  }
+  while (!control.go.load()) std::this_thread::yield();
+  uint64_t c = *clock;
+  while (!control.stop.load(std::memory_order_relaxed) ||
+         run.latencies.size() < kMinOps) {
+    const auto t = SteadyClock::now();
+    absl::StatusOr<uint64_t> v;
+    switch (mode) {
+      case Mode::kPush:
+        v = client.Push(c, gradients(), 0);
+        break;
+      case Mode::kPull:
+        v = client.Pull(c, absl::MakeSpan(params));
+        break;
+      case Mode::kPushPull:
+        v = client.PushPull(c, gradients(), 0, absl::MakeSpan(params));
+        break;
+    }
+    if (!v.ok()) {
+      run.status = v.status();
+      return;
+    }
+    if (mode != Mode::kPull) ++c;
+    run.latencies.push_back(Since(t));
+  }
+  client.Heartbeat(c, /*finished=*/true, absl::Seconds(5));
+}
+
+// Throughput and latency of every worker's operations over `elapsed`.
+absl::StatusOr<TransportResult> Summarize(const std::vector<WorkerRun>& runs,
+                                          double bytes_per_op, double elapsed) {
+  TransportResult result;
+  std::vector<double> all;
+  for (const WorkerRun& r : runs) {
+    RETURN_IF_ERROR(r.status);
+    result.ops += static_cast<int64_t>(r.latencies.size());
+    all.insert(all.end(), r.latencies.begin(), r.latencies.end());
+  }
+  result.bytes_per_second =
+      bytes_per_op * static_cast<double>(result.ops) / elapsed;
+  result.p50 = Percentile(all, 50);
+  result.p99 = Percentile(all, 99);
+  return result;
+}
+
+}  // namespace
+
+const char* ModeName(Mode m) {
+  switch (m) {
+    case Mode::kPush:
+      return "push";
+    case Mode::kPull:
+      return "pull";
+    case Mode::kPushPull:
+      return "push+pull";
+  }
+  return "?";
+}
+
+absl::StatusOr<std::vector<Mode>> ParseModes(const std::string& text) {
+  std::vector<Mode> modes;
+  for (absl::string_view m : absl::StrSplit(text, ',', absl::SkipEmpty())) {
+    if (m == "push") {
+      modes.push_back(Mode::kPush);
+    } else if (m == "pull") {
+      modes.push_back(Mode::kPull);
+    } else if (m == "push+pull") {
+      modes.push_back(Mode::kPushPull);
+    } else {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "--modes: '", std::string(m), "' is not push, pull or push+pull"));
+    }
+  }
+  return modes;
+}
+
+absl::StatusOr<TransportResult> RunTransport(int64_t bytes, Mode mode,
+                                             const TransportOptions& o) {
+  const JobConfig config = BenchJob(bytes, o);
+  const ModelSpec spec = BuildModelSpec(config.model);
+  ASSIGN_OR_RETURN(
+      PartitionPlan plan,
+      PartitionPlan::Build(spec, config.chunk_bytes, config.num_shards()));
+  const FlatLayout layout(spec);
+  ASSIGN_OR_RETURN(std::unique_ptr<BenchCluster> cluster,
+                   BenchCluster::Start(config));
+  std::vector<WorkerRun> runs(o.workers);
+  RunControl control(o.workers);
+  std::vector<std::thread> threads;
+  for (int rank = 0; rank < o.workers; ++rank) {
+    threads.emplace_back([&, rank] {
+      RunWorker(ClientSetup{&config, &plan, &layout, rank},
+                cluster->addresses(), o, mode, control, runs[rank]);
+    });
+  }
+  if (control.ready->Block()) delete control.ready;
+  const auto start = SteadyClock::now();
+  control.go.store(true);
+  // Each worker goes on after `seconds` until it did kMinOps operations.
+  std::this_thread::sleep_for(std::chrono::duration<double>(o.seconds));
+  control.stop.store(true);
+  for (std::thread& t : threads) t.join();
+  const double elapsed = Since(start);
+  const double per_op = static_cast<double>(layout.total * kElementBytes) *
+                        (mode == Mode::kPushPull ? 2 : 1);
+  return Summarize(runs, per_op, elapsed);
+}
+
+absl::Status RunTransportSection(const TransportOptions& o,
+                                 const std::vector<int64_t>& sizes,
+                                 const std::vector<Mode>& modes, double tcp_bps,
+                                 TransportGoals* goals) {
+  std::printf(
+      "Transport: %d worker(s) x %d server(s), gRPC over loopback, "
+      "policy %s, chunk_bytes %s\n",
+      o.workers, o.servers, o.policy.c_str(), SizeName(o.chunk_bytes).c_str());
+  std::printf("  %-10s %8s %7s %9s %8s %10s %10s\n", "mode", "size", "ops",
+              "GB/s", "of TCP", "p50 ms", "p99 ms");
+  for (int64_t size : sizes) {
+    for (Mode mode : modes) {
+      absl::StatusOr<TransportResult> r = RunTransport(size, mode, o);
+      if (!r.ok()) {
+        return absl::Status(r.status().code(),
+                            absl::StrCat(ModeName(mode), " ", SizeName(size),
+                                         ": ", r.status().message()));
+      }
+      const double of_tcp = r->bytes_per_second / tcp_bps;
+      std::printf("  %-10s %8s %7lld %9.3f %7.1f%% %10.3f %10.3f\n",
+                  ModeName(mode), SizeName(size).c_str(),
+                  static_cast<long long>(r->ops), r->bytes_per_second / 1e9,
+                  100 * of_tcp, r->p50 * 1e3, r->p99 * 1e3);
+      std::fflush(stdout);
+      if (mode == Mode::kPushPull && o.workers == 1 && o.servers == 1) {
+        if (size == (16 << 20)) goals->pushpull_16m_of_tcp = of_tcp;
+        if (size == 4096) goals->pushpull_4k_p50 = r->p50;
+      }
+    }
+  }
+  std::printf(
+      "  (GB/s counts the bytes of every worker; push+pull moves "
+      "the payload both ways)\n\n");
+  return absl::OkStatus();
+}
+
+}  // namespace paramd

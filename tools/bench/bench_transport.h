@@ -1,0 +1,59 @@
+// paramd-bench's transport section: push, pull and push+pull through real
+// paramd servers and gRPC clients over loopback, N worker threads x M
+// servers in this process.
+#ifndef PARAMD_TOOLS_BENCH_BENCH_TRANSPORT_H_
+#define PARAMD_TOOLS_BENCH_BENCH_TRANSPORT_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+
+namespace paramd {
+
+enum class Mode { kPush, kPull, kPushPull };
+
+const char* ModeName(Mode m);
+
+// "push,pull,push+pull" (any of them, in any order).
+absl::StatusOr<std::vector<Mode>> ParseModes(const std::string& text);
+
+struct TransportOptions {
+  int workers = 1;
+  int servers = 1;
+  int64_t chunk_bytes = 1 << 20;
+  std::string policy = "async";
+  double seconds = 0.6;
+  // PushPull as steps of a long-lived StepStream (the workers' way), or a
+  // unary call per step (--unary_push_pull, for an A/B).
+  bool step_stream = true;
+};
+
+struct TransportResult {
+  int64_t ops = 0;
+  double bytes_per_second = 0;  // All workers together, both directions.
+  double p50 = 0, p99 = 0;      // Seconds per operation.
+};
+
+// `mode` with a model of `bytes` of parameters, for about o.seconds (each
+// worker does at least a few operations).
+absl::StatusOr<TransportResult> RunTransport(int64_t bytes, Mode mode,
+                                             const TransportOptions& o);
+
+// What the goals read from a transport section (-1: not run).
+struct TransportGoals {
+  double pushpull_16m_of_tcp = -1;  // 1x1
+  double pushpull_4k_p50 = -1;      // 1x1, seconds
+};
+
+// Runs and prints every size and mode for o.workers x o.servers, against
+// raw TCP's `tcp_bps`; fills `goals` from the 1x1 shape.
+absl::Status RunTransportSection(const TransportOptions& o,
+                                 const std::vector<int64_t>& sizes,
+                                 const std::vector<Mode>& modes, double tcp_bps,
+                                 TransportGoals* goals);
+
+}  // namespace paramd
+
+#endif  // PARAMD_TOOLS_BENCH_BENCH_TRANSPORT_H_

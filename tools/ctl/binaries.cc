@@ -1,0 +1,21 @@
+#include "tools/ctl/binaries.h"
+
+#include <unistd.h>
+
+#include <filesystem>
+
+namespace paramd {
+
+std::string FindBinary(const std::string& name, const std::string& package) {
+  std::error_code ec;
+  const std::filesystem::path self =
+      std::filesystem::read_symlink("/proc/self/exe", ec);
+  const std::filesystem::path dir = self.parent_path();
+  for (const auto& candidate :
+       {dir / name, dir.parent_path() / package / name}) {
+    if (access(candidate.c_str(), X_OK) == 0) return candidate.string();
+  }
+  return (dir.parent_path() / package / name).string();
+}
+
+}  // namespace paramd

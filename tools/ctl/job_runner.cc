@@ -1,0 +1,479 @@
+#include "tools/ctl/job_runner.h"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <random>
+#include <set>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "absl/time/clock.h"
+#include "common/config/job_config.h"
+#include "common/config/job_file.h"
+#include "tools/ctl/local_secrets.h"
+#include "tools/ctl/run_report.h"
+#include "tools/ctl/status_client.h"
+#include "tools/ctl/supervisor.h"
+
+namespace paramd {
+namespace {
+
+constexpr absl::Duration kStartupTimeout = absl::Seconds(60);
+constexpr absl::Duration kStopGrace = absl::Seconds(5);
+constexpr absl::Duration kProgressEvery = absl::Seconds(1);
+
+int signal_pipe[2] = {-1, -1};
+
+void OnSignal(int signo) {
+  const char c = static_cast<char>(signo);
+  (void)!write(signal_pipe[1], &c, 1);
+}
+
+// Reads the signal that woke us, if any; 0 when none.
+int TakeSignal() {
+  char c = 0;
+  return read(signal_pipe[0], &c, 1) == 1 ? c : 0;
+}
+
+void InstallSignalHandlers() {
+  if (pipe2(signal_pipe, O_CLOEXEC | O_NONBLOCK) != 0) return;
+  struct sigaction sa = {};
+  sa.sa_handler = OnSignal;
+  sigemptyset(&sa.sa_mask);
+  sigaction(SIGINT, &sa, nullptr);
+  sigaction(SIGTERM, &sa, nullptr);
+}
+
+void Say(const std::string& line) {
+  std::printf("paramctl: %s\n", line.c_str());
+  std::fflush(stdout);
+}
+
+std::string FormatDuration(double seconds) {
+  const int s = static_cast<int>(seconds + 0.5);
+  return s >= 60 ? absl::StrFormat("%dm%02ds", s / 60, s % 60)
+                 : absl::StrFormat("%ds", s);
+}
+
+// 16 random hex digits.
+std::string NewLaunchId() {
+  std::random_device random;
+  return absl::StrFormat("%08x%08x", random(), random());
+}
+
+class JobRun {
+ public:
+  JobRun(const RunOptions& options, JobConfig config, JobSecurity security)
+      : options_(options),
+        config_(std::move(config)),
+        security_(std::move(security)),
+        launch_(NewLaunchId()),
+        started_(absl::Now()) {}
+
+  int Run() {
+    char tmpl[] = "/tmp/paramd-run-XXXXXX";
+    const char* dir = mkdtemp(tmpl);
+    if (dir == nullptr) {
+      Say("cannot create a temporary folder for port files");
+      return 1;
+    }
+    run_dir_ = dir;
+    const int code = RunInDir();
+    std::error_code ignored;
+    std::filesystem::remove_all(run_dir_, ignored);
+    return code;
+  }
+
+ private:
+  int RunInDir() {
+    Say(absl::StrFormat(
+        "job '%s': %d server(s), %d worker(s), policy %s, %d epoch(s)",
+        config_.job_id, config_.num_shards(), config_.num_workers,
+        PolicyName(config_.policy.type), config_.training.epochs));
+    for (int k = 0; k < config_.num_shards(); ++k) {
+      procs_.push_back(Proc{absl::StrCat("server ", k), /*server=*/true, k});
+      if (!Start(procs_.back(), options_.fresh)) return 1;
+    }
+    if (int code = AwaitPorts(); code >= 0) return code;
+    for (int r = 0; r < config_.num_workers; ++r) {
+      procs_.push_back(Proc{absl::StrCat("worker ", r), /*server=*/false, r});
+      if (!Start(procs_.back(), false)) return 1;
+    }
+    workers_started_ = absl::Now();
+    return Supervise();
+  }
+
+  // A server or worker of the job, and how often it was restarted.
+  struct Proc {
+    std::string name;  // "server 0", "worker 1"
+    bool server = false;
+    int id = 0;      // Shard or rank.
+    int index = -1;  // In sup_.
+    int restarts = 0;
+    bool done = false;  // A worker that finished.
+    absl::Time restart_at = absl::InfiniteFuture();
+  };
+
+  // Starts `p` (again); a restarted server listens on the port it had, and
+  // restores its newest checkpoint. False (having failed the run) when the
+  // process cannot be started.
+  bool Start(Proc& p, bool fresh) {
+    std::vector<std::string> argv;
+    if (p.server) {
+      argv = {options_.server_binary,
+              "--job",
+              options_.job_path,
+              "--shard",
+              absl::StrCat(p.id),
+              "--listen",
+              addresses_.empty() ? config_.servers[p.id] : addresses_[p.id],
+              "--port_file",
+              PortFile(p.id),
+              "--launch",
+              launch_,
+              "--log_level",
+              options_.log_level};
+      if (fresh) argv.push_back("--fresh");
+    } else {
+      argv = {options_.worker_binary,
+              "--job",
+              options_.job_path,
+              "--rank",
+              absl::StrCat(p.id),
+              "--servers",
+              absl::StrJoin(addresses_, ","),
+              "--launch",
+              launch_,
+              "--log_level",
+              options_.log_level};
+    }
+    auto index = sup_.Spawn(p.name, argv);
+    if (!index.ok()) {
+      Fail(std::string(index.status().message()));
+      return false;
+    }
+    p.index = *index;
+    p.restart_at = absl::InfiniteFuture();
+    Say(absl::StrCat(p.restarts > 0 ? "restarted " : "started ", p.name,
+                     " (pid ", sup_.child(*index).pid, ")"));
+    return true;
+  }
+
+  Proc* FindProc(int index) {
+    for (Proc& p : procs_) {
+      if (p.index == index) return &p;
+    }
+    return nullptr;
+  }
+
+  // Restarts every process whose backoff has passed. Returns -1 to go on,
+  // else the exit code.
+  int RestartDue() {
+    const absl::Time now = absl::Now();
+    for (Proc& p : procs_) {
+      if (p.restart_at <= now && !Start(p, false)) return 1;
+    }
+    return -1;
+  }
+
+  std::string PortFile(int shard) const {
+    return absl::StrCat(run_dir_, "/shard-", shard, ".port");
+  }
+
+  // Waits until every server wrote its port file; fills addresses_.
+  // Returns -1 when all are up, else the exit code.
+  int AwaitPorts() {
+    const absl::Time deadline = absl::Now() + kStartupTimeout;
+    addresses_.assign(config_.num_shards(), "");
+    int ready = 0;
+    while (ready < config_.num_shards()) {
+      if (int code =
+              HandleExits(sup_.Poll(absl::Milliseconds(20), signal_pipe[0]));
+          code >= 0) {
+        return code;
+      }
+      if (int signo = TakeSignal(); signo != 0) return Interrupted(signo);
+      for (int k = 0; k < config_.num_shards(); ++k) {
+        if (!addresses_[k].empty()) continue;
+        std::ifstream in(PortFile(k));
+        int port = 0;
+        if (in >> port && port > 0) {
+          std::string host;
+          int ignored = 0;
+          (void)ParseHostPort(config_.servers[k], &host, &ignored);
+          addresses_[k] = absl::StrCat(host, ":", port);
+          ++ready;
+        }
+      }
+      if (absl::Now() > deadline) {
+        return Fail(absl::StrCat(
+            "servers did not start listening within ",
+            FormatDuration(absl::ToDoubleSeconds(kStartupTimeout))));
+      }
+    }
+    Say(absl::StrCat("servers up at ", absl::StrJoin(addresses_, ", ")));
+    return -1;
+  }
+
+  // Returns -1 to go on, else the exit code. A process that died is
+  // restarted after restart.backoff_seconds (doubled each time), up to
+  // restart.max times; a server only when it can restore a checkpoint.
+  int HandleExits(const std::vector<int>& exited) {
+    for (int i : exited) {
+      const ChildInfo& c = sup_.child(i);
+      Proc* p = FindProc(i);
+      const bool clean =
+          WIFEXITED(c.wait_status) && WEXITSTATUS(c.wait_status) == 0;
+      if (p != nullptr && !p->server && clean) {
+        p->done = true;
+        ++workers_done_;
+        continue;
+      }
+      const std::string why = absl::StrCat(
+          c.name, " (pid ", c.pid, ") ",
+          Supervisor::DescribeExit(c.wait_status),
+          c.last_line.empty() ? ""
+                              : absl::StrCat("; its last line: ", c.last_line));
+      if (p == nullptr || workers_started_ == absl::InfinitePast()) {
+        return Fail(why);
+      }
+      if (p->restarts >= config_.restart.max) {
+        return Fail(absl::StrCat(why, "; restarted ", p->restarts,
+                                 " time(s) already (restart.max ",
+                                 config_.restart.max, ")"));
+      }
+      if (p->server && config_.checkpoint.dir.empty()) {
+        return Fail(absl::StrCat(
+            why,
+            "; a server is restarted only from a checkpoint, and the "
+            "job has no checkpoint.dir"));
+      }
+      const absl::Duration wait = absl::Seconds(
+          config_.restart.backoff_seconds * (1 << std::min(p->restarts, 10)));
+      ++p->restarts;
+      ++restarts_;
+      p->restart_at = absl::Now() + wait;
+      Say(absl::StrCat(why, "; restarting it in ", absl::FormatDuration(wait),
+                       " (restart ", p->restarts, " of ", config_.restart.max,
+                       ")"));
+    }
+    return -1;
+  }
+
+  int Supervise() {
+    absl::Time next_progress = absl::Now() + kProgressEvery;
+    while (workers_done_ < config_.num_workers) {
+      if (int code =
+              HandleExits(sup_.Poll(absl::Milliseconds(200), signal_pipe[0]));
+          code >= 0) {
+        return code;
+      }
+      if (int signo = TakeSignal(); signo != 0) return Interrupted(signo);
+      if (int code = RestartDue(); code >= 0) return code;
+      if (absl::Now() >= next_progress) {
+        ReportProgress();
+        next_progress = absl::Now() + kProgressEvery;
+      }
+    }
+    ReportProgress();
+    const bool complete = epochs_.count(config_.training.epochs) > 0;
+    MeasurePushBytes();
+    std::vector<int> servers;
+    for (const Proc& p : procs_) {
+      if (p.server) servers.push_back(p.index);
+    }
+    sup_.Stop(servers, kStopGrace);
+    const double wall = absl::ToDoubleSeconds(absl::Now() - started_);
+    if (!complete) {
+      Say("the workers finished but shard 0 does not hold the last epoch's "
+          "metrics");
+      return 1;
+    }
+    const proto::EpochMetrics& last = epochs_.rbegin()->second;
+    Say(absl::StrFormat(
+        "done: %d epoch(s) in %s, final test accuracy %.4f, %.0f samples/s "
+        "(median epoch)%s%s",
+        config_.training.epochs, FormatDuration(wall), last.test_accuracy(),
+        MedianSamplesPerSecond(epochs_), PushBytesPhrase(push_),
+        restarts_ == 0 ? "" : absl::StrCat(", ", restarts_, " restart(s)")));
+    if (!options_.summary_path.empty()) {
+      if (!WriteSummary(wall)) return 1;
+      Say(absl::StrCat("summary written to ", options_.summary_path));
+    }
+    return 0;
+  }
+
+  // The bytes one worker step pushes, from every shard's counters.
+  void MeasurePushBytes() {
+    push_ = PushBytesPerStep(
+        QueryAllStatus(addresses_, security_, absl::Seconds(2)));
+  }
+
+  // Prints every newly completed epoch from shard 0's status.
+  void ReportProgress() {
+    auto status = QueryShardStatus(addresses_[0], security_, absl::Seconds(2));
+    if (!status.ok()) return;
+    for (const proto::EpochMetrics& e : status->epochs()) {
+      // A restarted or resumed shard 0 serves the epochs its checkpoint
+      // holds again; each is printed once.
+      if (!e.complete() || epochs_.count(e.epoch()) > 0) continue;
+      epochs_[e.epoch()] = e;
+      const double elapsed =
+          absl::ToDoubleSeconds(absl::Now() - workers_started_);
+      const double eta =
+          elapsed / e.epoch() * (config_.training.epochs - e.epoch());
+      Say(absl::StrFormat(
+          "epoch %d/%d  train loss %.4f  test accuracy %.4f  %.0f samples/s  "
+          "elapsed %s  ETA %s",
+          e.epoch(), config_.training.epochs, e.train_loss(), e.test_accuracy(),
+          e.samples_per_second(), FormatDuration(elapsed),
+          FormatDuration(eta)));
+    }
+  }
+
+  bool WriteSummary(double wall) {
+    std::vector<std::pair<std::string, int>> restarts_by_process;
+    for (const Proc& p : procs_) {
+      if (p.restarts > 0) restarts_by_process.emplace_back(p.name, p.restarts);
+    }
+    const std::string json = SummaryJson(config_, epochs_, wall, push_,
+                                         restarts_, restarts_by_process);
+    std::ofstream out(options_.summary_path, std::ios::trunc);
+    out << json;
+    if (!out.good()) {
+      Say(absl::StrCat("--summary: cannot write ", options_.summary_path));
+      return false;
+    }
+    return true;
+  }
+
+  int Fail(const std::string& why) {
+    Say(absl::StrCat("FAILED: ", why, "; stopping every other process"));
+    sup_.StopAll(kStopGrace);
+    return 1;
+  }
+
+  int Interrupted(int signo) {
+    Say(absl::StrCat("interrupted by ", strsignal(signo),
+                     "; stopping every process"));
+    sup_.StopAll(kStopGrace);
+    return 130;
+  }
+
+  const RunOptions& options_;
+  const JobConfig config_;
+  const JobSecurity security_;  // For the status queries.
+  // Every process of this start of the job registers under it, so that
+  // servers never take workers of another start of the same job.
+  const std::string launch_;
+  const absl::Time started_;
+  absl::Time workers_started_ = absl::InfinitePast();
+  std::string run_dir_;
+  Supervisor sup_;
+  std::vector<Proc> procs_;
+  int restarts_ = 0;
+  std::vector<std::string> addresses_;
+  int workers_done_ = 0;
+  PushBytes push_;  // Per worker step, once the workers are done.
+  std::map<int, proto::EpochMetrics> epochs_;  // By epoch number.
+};
+
+}  // namespace
+
+// Whether the run may start given what checkpoint.dir holds.
+absl::Status CheckCheckpointDir(const JobConfig& config,
+                                const RunOptions& options) {
+  if (options.resume && options.fresh) {
+    return absl::InvalidArgumentError(
+        "--resume and --fresh exclude each other");
+  }
+  if (config.checkpoint.dir.empty()) {
+    if (options.resume || options.fresh) {
+      return absl::FailedPreconditionError(
+          "--resume and --fresh need checkpoint.dir in the job file");
+    }
+    return absl::OkStatus();
+  }
+  int found = 0;
+  std::error_code error;
+  for (const auto& entry :
+       std::filesystem::directory_iterator(config.checkpoint.dir, error)) {
+    const std::string name = entry.path().filename().string();
+    if (name.rfind("shard-", 0) == 0 && name.size() > 5 &&
+        name.compare(name.size() - 5, 5, ".ckpt") == 0) {
+      ++found;
+    }
+  }
+  if (found > 0 && !options.resume && !options.fresh) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "checkpoint.dir ", config.checkpoint.dir, " holds ", found,
+        " checkpoint(s) of an earlier run: pass --resume to continue from "
+        "them or --fresh to discard them"));
+  }
+  if (found == 0 && options.resume) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("--resume: checkpoint.dir ", config.checkpoint.dir,
+                     " holds no checkpoint"));
+  }
+  return absl::OkStatus();
+}
+
+int RunJob(const RunOptions& options) {
+  absl::StatusOr<JobConfig> config = LoadJobConfig(options.job_path);
+  if (!config.ok()) {
+    std::fprintf(stderr, "paramctl: %s\n",
+                 std::string(config.status().message()).c_str());
+    return 1;
+  }
+  if (config->servers_from_slurm) {
+    std::fprintf(stderr,
+                 "paramctl: %s: cluster.servers is {slurm: N}: the job runs "
+                 "under Slurm (paramctl slurm writes its batch script); "
+                 "paramctl run needs a list of addresses\n",
+                 options.job_path.c_str());
+    return 1;
+  }
+  for (const std::string& binary :
+       {options.server_binary, options.worker_binary}) {
+    if (access(binary.c_str(), X_OK) != 0) {
+      std::fprintf(
+          stderr,
+          "paramctl: cannot execute %s (build it with bazel build //...)\n",
+          binary.c_str());
+      return 1;
+    }
+  }
+  if (absl::Status s = CheckCheckpointDir(*config, options); !s.ok()) {
+    std::fprintf(stderr, "paramctl: %s\n", std::string(s.message()).c_str());
+    return 1;
+  }
+  if (options.make_secrets) {
+    absl::StatusOr<std::vector<std::string>> said = MakeLocalSecrets(*config);
+    if (!said.ok()) {
+      std::fprintf(stderr, "paramctl: %s\n",
+                   std::string(said.status().message()).c_str());
+      return 1;
+    }
+    for (const std::string& line : *said) Say(line);
+  }
+  absl::StatusOr<JobSecurity> security = LoadSecurity(config->security);
+  if (!security.ok()) {
+    std::fprintf(stderr, "paramctl: %s\n",
+                 std::string(security.status().message()).c_str());
+    return 1;
+  }
+  InstallSignalHandlers();
+  return JobRun(options, *std::move(config), *std::move(security)).Run();
+}
+
+}  // namespace paramd

@@ -1,0 +1,218 @@
+#include "tools/ctl/status_format.h"
+
+#include <google/protobuf/util/json_util.h>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+
+namespace paramd {
+namespace {
+
+std::string JsonString(const std::string& s) {
+  std::string out = "\"";
+  for (char c : s) {
+    if (c == '"' || c == '\\') {
+      out += '\\';
+      out += c;
+    } else if (static_cast<unsigned char>(c) < 0x20) {
+      out += absl::StrFormat("\\u%04x", c);
+    } else {
+      out += c;
+    }
+  }
+  return out + "\"";
+}
+
+// "job J   policy P   N shard(s)   lease Ls[   epoch E/T[   last test
+// accuracy A]]", from the first shard that answered and shard 0.
+std::string JobLine(const proto::ShardStatus& first,
+                    const proto::ShardStatus* shard0, size_t num_servers) {
+  std::string policy = first.policy();
+  if (first.staleness_bound() >= 0) {
+    absl::StrAppend(&policy, " (staleness ", first.staleness_bound(), ")");
+  }
+  std::string out = absl::StrFormat(
+      "job %s   policy %s   %d shard(s)   lease %gs", first.job_id(), policy,
+      num_servers, first.lease_seconds());
+  if (shard0 != nullptr) {
+    int done = 0;
+    double accuracy = -1;
+    for (const proto::EpochMetrics& e : shard0->epochs()) {
+      if (e.complete()) {
+        done = static_cast<int>(e.epoch());
+        accuracy = e.test_accuracy();
+      }
+    }
+    absl::StrAppendFormat(&out, "   epoch %d/%d", done, shard0->total_epochs());
+    if (accuracy >= 0) {
+      absl::StrAppendFormat(&out, "   last test accuracy %.4f", accuracy);
+    }
+  }
+  return out + "\n\n";
+}
+
+std::string ShardLines(const std::vector<ServerStatus>& servers) {
+  std::string out =
+      absl::StrFormat("%-5s %-21s %-5s %6s %10s %8s %8s %9s %9s %9s %9s\n",
+                      "SHARD", "ADDRESS", "STATE", "CHUNKS", "BYTES", "VERSION",
+                      "PUSHES/S", "WAIT_P50", "WAIT_P99", "MB_IN", "MB_OUT");
+  for (size_t i = 0; i < servers.size(); ++i) {
+    const ServerStatus& s = servers[i];
+    if (!s.status.ok()) {
+      absl::StrAppendFormat(&out, "%-5d %-21s %-5s %s\n", i, s.address, "DOWN",
+                            std::string(s.status.status().message()));
+      continue;
+    }
+    const proto::ShardStatus& st = *s.status;
+    absl::StrAppendFormat(
+        &out,
+        "%-5d %-21s %-5s %6d %10d %8d %8.1f %7.1fms %7.1fms %9.1f %9.1f\n",
+        st.shard(), s.address, "up", st.chunks(), st.bytes(), st.version(),
+        st.pushes_per_second(), st.pull_wait_p50_ms(), st.pull_wait_p99_ms(),
+        st.bytes_in() / 1e6, st.bytes_out() / 1e6);
+  }
+  return out;
+}
+
+// Workers as `first` sees them; traffic summed over all shards.
+std::string WorkerLines(const proto::ShardStatus& first,
+                        const std::vector<ServerStatus>& servers) {
+  std::string out =
+      absl::StrFormat("\n%-5s %-9s %8s %7s %10s %8s %9s %9s %10s %9s\n", "RANK",
+                      "STATE", "CLOCK", "BEHIND", "LAST_SEEN", "PUSHES",
+                      "MB_SENT", "MB_RECV", "LAST_LOSS", "PROCESSES");
+  for (int r = 0; r < first.workers_size(); ++r) {
+    const proto::WorkerStatus& w = first.workers(r);
+    uint64_t in = 0, out_bytes = 0;
+    for (const ServerStatus& s : servers) {
+      if (s.status.ok() && r < s.status->workers_size()) {
+        in += s.status->workers(r).bytes_in();
+        out_bytes += s.status->workers(r).bytes_out();
+      }
+    }
+    absl::StrAppendFormat(
+        &out, "%-5d %-9s %8d %7d %10s %8d %9.1f %9.1f %10.4f %9d\n", w.rank(),
+        w.state(), w.clock(), w.staleness(),
+        w.last_seen_seconds_ago() < 0
+            ? "-"
+            : absl::StrFormat("%.1fs ago", w.last_seen_seconds_ago()),
+        w.pushes(), in / 1e6, out_bytes / 1e6, w.last_loss(),
+        w.registrations());
+  }
+  return out;
+}
+
+std::string WaitingLines(const std::vector<ServerStatus>& servers) {
+  std::string out;
+  for (const ServerStatus& s : servers) {
+    if (!s.status.ok()) continue;
+    for (const proto::WaitingPull& p : s.status->waiting()) {
+      if (out.empty()) out += "\nWAITING PULLS\n";
+      absl::StrAppendFormat(&out,
+                            "  shard %d: rank %d at clock %d, %.1fs: %s\n",
+                            s.status->shard(), p.rank(), p.clock(),
+                            p.waited_seconds(), p.waiting_on());
+    }
+  }
+  return out;
+}
+
+// Each shard's newest checkpoint, and the one it started from.
+std::string CheckpointLines(const std::vector<ServerStatus>& servers) {
+  std::string out;
+  for (const ServerStatus& s : servers) {
+    if (!s.status.ok() || s.status->checkpoint_path().empty()) continue;
+    const proto::ShardStatus& st = *s.status;
+    if (out.empty()) out += "\nCHECKPOINTS\n";
+    absl::StrAppendFormat(
+        &out, "  shard %d: version %d, %.1fs ago, %s%s\n", st.shard(),
+        st.checkpoint_version(), st.checkpoint_age_seconds(),
+        st.checkpoint_path(),
+        st.restored_from().empty()
+            ? ""
+            : absl::StrCat(" (started from ", st.restored_from(), ")"));
+  }
+  return out;
+}
+
+// Each shard's rows of each embedding table.
+std::string TableLines(const std::vector<ServerStatus>& servers) {
+  std::string out;
+  for (const ServerStatus& s : servers) {
+    if (!s.status.ok()) continue;
+    for (const proto::TableStatus& t : s.status->tables()) {
+      if (out.empty()) {
+        out = absl::StrFormat("\n%-5s %-12s %12s %12s %10s %14s %14s\n",
+                              "SHARD", "TABLE", "ROWS", "MAX_ROWS", "MiB",
+                              "ROWS_PULLED", "ROWS_PUSHED");
+      }
+      absl::StrAppendFormat(
+          &out, "%-5d %-12s %12d %12s %10.1f %14d %14d\n", s.status->shard(),
+          t.name(), t.rows(),
+          t.max_rows() == 0 ? std::string("-") : absl::StrCat(t.max_rows()),
+          t.bytes() / 1048576.0, t.rows_pulled(), t.rows_pushed());
+    }
+  }
+  return out;
+}
+
+std::string EpochLines(const proto::ShardStatus& shard0) {
+  if (shard0.epochs_size() == 0) return "";
+  std::string out =
+      absl::StrFormat("\n%-6s %-9s %11s %10s %12s %8s\n", "EPOCH", "REPORTED",
+                      "TRAIN_LOSS", "TEST_ACC", "SAMPLES/S", "DONE");
+  for (const proto::EpochMetrics& e : shard0.epochs()) {
+    absl::StrAppendFormat(
+        &out, "%-6d %-9s %11.4f %10.4f %12.0f %8s\n", e.epoch(),
+        absl::StrCat(e.workers_reported(), "/", shard0.workers_size()),
+        e.train_loss(), e.test_accuracy(), e.samples_per_second(),
+        e.complete() ? "yes" : "no");
+  }
+  return out;
+}
+
+}  // namespace
+
+std::string FormatStatusTable(const std::vector<ServerStatus>& servers) {
+  const proto::ShardStatus* first = nullptr;
+  const proto::ShardStatus* shard0 = nullptr;
+  for (const ServerStatus& s : servers) {
+    if (!s.status.ok()) continue;
+    if (first == nullptr) first = &*s.status;
+    if (s.status->shard() == 0) shard0 = &*s.status;
+  }
+  std::string out;
+  if (first != nullptr) out += JobLine(*first, shard0, servers.size());
+  out += ShardLines(servers);
+  if (first != nullptr) out += WorkerLines(*first, servers);
+  out += WaitingLines(servers);
+  out += CheckpointLines(servers);
+  out += TableLines(servers);
+  if (shard0 != nullptr) out += EpochLines(*shard0);
+  return out;
+}
+
+std::string FormatStatusJson(const std::vector<ServerStatus>& servers) {
+  std::string out = "{\"servers\": [";
+  for (size_t i = 0; i < servers.size(); ++i) {
+    const ServerStatus& s = servers[i];
+    if (i > 0) out += ", ";
+    absl::StrAppend(&out, "{\"address\": ", JsonString(s.address));
+    if (s.status.ok()) {
+      std::string json;
+      google::protobuf::util::JsonPrintOptions options;
+      options.always_print_primitive_fields = true;
+      options.preserve_proto_field_names = true;
+      (void)google::protobuf::util::MessageToJsonString(*s.status, &json,
+                                                        options);
+      absl::StrAppend(&out, ", \"ok\": true, \"status\": ", json, "}");
+    } else {
+      absl::StrAppend(&out, ", \"ok\": false, \"error\": ",
+                      JsonString(std::string(s.status.status().message())),
+                      "}");
+    }
+  }
+  return out + "]}\n";
+}
+
+}  // namespace paramd

@@ -1,0 +1,32 @@
+// The servers' status as text: the table of paramctl status (and the
+// progress lines of paramctl run) and its JSON form. Plain C++ over the
+// protobuf messages; the gRPC queries are in tools/ctl/status_client.h.
+#ifndef PARAMD_TOOLS_CTL_STATUS_FORMAT_H_
+#define PARAMD_TOOLS_CTL_STATUS_FORMAT_H_
+
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "proto/paramd.pb.h"
+
+namespace paramd {
+
+// One server's answer: its status, or why there is none.
+struct ServerStatus {
+  std::string address;
+  absl::StatusOr<proto::ShardStatus> status;
+};
+
+// A readable table: the job's header line, one line per shard, one per
+// worker (as the first shard that answered sees it, traffic summed over
+// shards), the pulls waiting now, and the job's epochs from shard 0.
+std::string FormatStatusTable(const std::vector<ServerStatus>& servers);
+
+// {"servers": [{"address": ..., "ok": true, "status": {ShardStatus as
+// proto3 JSON}} | {"address": ..., "ok": false, "error": ...}]}
+std::string FormatStatusJson(const std::vector<ServerStatus>& servers);
+
+}  // namespace paramd
+
+#endif  // PARAMD_TOOLS_CTL_STATUS_FORMAT_H_

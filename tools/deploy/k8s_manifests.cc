@@ -1,0 +1,365 @@
+#include "tools/deploy/k8s_manifests.h"
+
+#include <yaml-cpp/yaml.h>
+
+#include <algorithm>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "common/model/model_spec.h"
+#include "common/model/partitioner.h"
+
+namespace paramd {
+namespace {
+
+constexpr char kJobMount[] = "/etc/paramd";
+constexpr char kCheckpointMount[] = "/var/lib/paramd/checkpoints";
+
+// A scalar that must stay a string ("true", "9400"): emitted quoted.
+constexpr char kQuotedTag[] = "!paramd-quoted";
+YAML::Node Quoted(const std::string& value) {
+  YAML::Node n(value);
+  n.SetTag(kQuotedTag);
+  return n;
+}
+
+YAML::Node Labels(const std::string& name, const std::string& role) {
+  YAML::Node labels;
+  labels["app.kubernetes.io/name"] = "paramd";
+  labels["app.kubernetes.io/instance"] = name;
+  labels["app.kubernetes.io/component"] = role;
+  return labels;
+}
+
+YAML::Node Metadata(const std::string& name, const std::string& ns,
+                    const std::string& instance, const std::string& role) {
+  YAML::Node m;
+  m["name"] = name;
+  m["namespace"] = Quoted(ns);
+  m["labels"] = Labels(instance, role);
+  return m;
+}
+
+YAML::Node Port(const std::string& name, int port) {
+  YAML::Node p;
+  p["name"] = name;
+  p["containerPort"] = port;
+  p["protocol"] = "TCP";
+  return p;
+}
+
+YAML::Node Probe(int period, int failures) {
+  YAML::Node probe;
+  probe["httpGet"]["path"] = "/healthz";
+  probe["httpGet"]["port"] = "metrics";
+  probe["periodSeconds"] = period;
+  probe["timeoutSeconds"] = 2;
+  probe["failureThreshold"] = failures;
+  return probe;
+}
+
+YAML::Node Resources(const std::string& cpu, int64_t memory_mib, int gpus) {
+  YAML::Node r;
+  r["requests"]["cpu"] = Quoted(cpu);
+  r["requests"]["memory"] = absl::StrCat(memory_mib, "Mi");
+  r["limits"]["memory"] = absl::StrCat(memory_mib, "Mi");
+  if (gpus > 0) {
+    r["requests"]["nvidia.com/gpu"] = gpus;
+    r["limits"]["nvidia.com/gpu"] = gpus;
+  }
+  return r;
+}
+
+YAML::Node JobVolume(const std::string& name) {
+  YAML::Node v;
+  v["name"] = "job";
+  v["configMap"]["name"] = name + "-job";
+  return v;
+}
+
+YAML::Node JobMount() {
+  YAML::Node m;
+  m["name"] = "job";
+  m["mountPath"] = kJobMount;
+  m["readOnly"] = true;
+  return m;
+}
+
+YAML::Node ScrapeAnnotations(int metrics_port) {
+  YAML::Node a;
+  a["prometheus.io/scrape"] = Quoted("true");
+  a["prometheus.io/port"] = Quoted(absl::StrCat(metrics_port));
+  a["prometheus.io/path"] = "/metrics";
+  return a;
+}
+
+// The largest parameter bytes any shard holds.
+int64_t LargestShardBytes(const JobConfig& config) {
+  absl::StatusOr<PartitionPlan> plan = PartitionPlan::Build(
+      BuildModelSpec(config.model), config.chunk_bytes, config.num_shards());
+  int64_t largest = 0;
+  if (!plan.ok()) return largest;
+  for (int k = 0; k < plan->num_shards(); ++k) {
+    largest = std::max<int64_t>(largest, plan->BytesOnShard(k));
+  }
+  return largest;
+}
+
+// Like yaml-cpp's own emission, but scalars tagged Quoted() are double
+// quoted and multi-line ones (the job file) are literal blocks.
+void EmitNode(YAML::Emitter& out, const YAML::Node& node) {
+  switch (node.Type()) {
+    case YAML::NodeType::Map:
+      out << YAML::BeginMap;
+      for (const auto& kv : node) {
+        out << YAML::Key << kv.first.Scalar() << YAML::Value;
+        EmitNode(out, kv.second);
+      }
+      out << YAML::EndMap;
+      break;
+    case YAML::NodeType::Sequence:
+      out << YAML::BeginSeq;
+      for (const auto& item : node) EmitNode(out, item);
+      out << YAML::EndSeq;
+      break;
+    default:
+      if (node.Tag() == kQuotedTag) {
+        out << YAML::DoubleQuoted << node.Scalar();
+      } else if (node.Scalar().find('\n') != std::string::npos) {
+        out << YAML::Literal << node.Scalar();
+      } else {
+        out << node.Scalar();
+      }
+  }
+}
+
+std::string Emit(const YAML::Node& node) {
+  YAML::Emitter out;
+  EmitNode(out, node);
+  return out.c_str();
+}
+
+}  // namespace
+
+int K8sServerPort(const JobConfig& config) {
+  if (config.servers_from_slurm) {
+    return config.slurm_port != 0 ? config.slurm_port : 47300;
+  }
+  std::string host;
+  int port = 0;
+  if (!config.servers.empty() &&
+      ParseHostPort(config.servers[0], &host, &port).ok() && port != 0) {
+    return port;
+  }
+  return 47300;
+}
+
+int K8sMetricsPort(const JobConfig& config) {
+  return config.metrics.port > 0 ? config.metrics.port : 9400;
+}
+
+absl::StatusOr<std::string> K8sName(const std::string& job_id) {
+  std::string name;
+  for (char c : absl::AsciiStrToLower(job_id)) {
+    const bool ok = absl::ascii_isalnum(c);
+    if (ok) {
+      name += c;
+    } else if (!name.empty() && name.back() != '-') {
+      name += '-';
+    }
+  }
+  while (!name.empty() && name.back() == '-') name.pop_back();
+  if (name.empty()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "job.id '", job_id, "' has no letters or digits for Kubernetes names"));
+  }
+  name = absl::StrCat("paramd-", name.substr(0, 40));
+  while (name.back() == '-') name.pop_back();
+  return name;
+}
+
+absl::StatusOr<std::string> K8sManifests(const JobConfig& config,
+                                         const K8sOptions& o) {
+  const SecurityConfig& sec = config.security;
+  if (!sec.token_file.empty() || sec.tls()) {
+    return absl::InvalidArgumentError(
+        "the job has a security section: its files must reach the pods "
+        "from a Secret of yours; paramctl k8s renders jobs without one "
+        "(see docs/deploy.md)");
+  }
+  const std::string& n = o.namespace_name;
+  const bool label =
+      !n.empty() && n.size() <= 63 && absl::ascii_isalnum(n.front()) &&
+      absl::ascii_isalnum(n.back()) &&
+      std::all_of(n.begin(), n.end(), [](char c) {
+        return (absl::ascii_isalnum(c) && !absl::ascii_isupper(c)) || c == '-';
+      });
+  if (!label) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--namespace '", n,
+        "': must be a DNS label (lower-case letters, digits and '-', at "
+        "most 63)"));
+  }
+  if (o.image.empty() ||
+      std::any_of(o.image.begin(), o.image.end(),
+                  [](char c) { return absl::ascii_isspace(c); })) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--image '", o.image, "': must be an image reference"));
+  }
+  absl::StatusOr<std::string> named = K8sName(config.job_id);
+  if (!named.ok()) return named.status();
+  const std::string& name = *named;
+  const std::string& ns = o.namespace_name;
+  const int servers = config.num_shards();
+  const int workers = config.num_workers;
+  const int port = K8sServerPort(config);
+  const int metrics = K8sMetricsPort(config);
+  const std::string job_file = absl::StrCat(kJobMount, "/job.yaml");
+  const std::string service = name + "-servers";
+  std::vector<std::string> addresses;
+  for (int k = 0; k < servers; ++k) {
+    addresses.push_back(absl::StrCat(name, "-server-", k, ".", service, ".", ns,
+                                     ".svc.cluster.local:", port));
+  }
+  const bool checkpoints = !config.checkpoint.dir.empty();
+  std::vector<YAML::Node> docs;
+
+  // The job file.
+  YAML::Node cm;
+  cm["apiVersion"] = "v1";
+  cm["kind"] = "ConfigMap";
+  cm["metadata"] = Metadata(name + "-job", ns, name, "job");
+  cm["data"]["job.yaml"] = o.job_text;
+  docs.push_back(cm);
+
+  // Stable DNS names for the servers.
+  YAML::Node svc;
+  svc["apiVersion"] = "v1";
+  svc["kind"] = "Service";
+  svc["metadata"] = Metadata(service, ns, name, "server");
+  svc["spec"]["clusterIP"] = "None";
+  svc["spec"]["publishNotReadyAddresses"] = true;
+  svc["spec"]["selector"] = Labels(name, "server");
+  YAML::Node grpc_port;
+  grpc_port["name"] = "grpc";
+  grpc_port["port"] = port;
+  grpc_port["targetPort"] = "grpc";
+  YAML::Node metrics_port;
+  metrics_port["name"] = "metrics";
+  metrics_port["port"] = metrics;
+  metrics_port["targetPort"] = "metrics";
+  svc["spec"]["ports"].push_back(grpc_port);
+  svc["spec"]["ports"].push_back(metrics_port);
+  docs.push_back(svc);
+
+  // The servers: pod K (its host name ends in -K) is shard K.
+  const int64_t largest_shard = LargestShardBytes(config);
+  const int64_t shard_mib =
+      std::max<int64_t>(256, 4 * largest_shard / (1 << 20) + 192);
+  std::string server_command = absl::StrCat(
+      "exec paramd-server --job ", job_file, " --shard \"${HOSTNAME##*-}\"",
+      " --listen 0.0.0.0:", port, " --metrics_listen 0.0.0.0:", metrics);
+  if (checkpoints) {
+    absl::StrAppend(&server_command, " --checkpoint_dir ", kCheckpointMount);
+  }
+  YAML::Node server;
+  server["name"] = "server";
+  server["image"] = o.image;
+  server["command"].push_back("/bin/sh");
+  server["command"].push_back("-c");
+  server["command"].push_back(server_command);
+  server["ports"].push_back(Port("grpc", port));
+  server["ports"].push_back(Port("metrics", metrics));
+  server["readinessProbe"] = Probe(2, 3);
+  server["livenessProbe"] = Probe(10, 6);
+  server["resources"] = Resources("1", shard_mib, 0);
+  server["volumeMounts"].push_back(JobMount());
+  if (checkpoints) {
+    YAML::Node m;
+    m["name"] = "checkpoints";
+    m["mountPath"] = kCheckpointMount;
+    server["volumeMounts"].push_back(m);
+  }
+  YAML::Node sts;
+  sts["apiVersion"] = "apps/v1";
+  sts["kind"] = "StatefulSet";
+  sts["metadata"] = Metadata(name + "-server", ns, name, "server");
+  sts["spec"]["serviceName"] = service;
+  sts["spec"]["replicas"] = servers;
+  sts["spec"]["podManagementPolicy"] = "Parallel";
+  sts["spec"]["selector"]["matchLabels"] = Labels(name, "server");
+  sts["spec"]["template"]["metadata"]["labels"] = Labels(name, "server");
+  sts["spec"]["template"]["metadata"]["annotations"] =
+      ScrapeAnnotations(metrics);
+  // SIGTERM writes a checkpoint; give it time.
+  sts["spec"]["template"]["spec"]["terminationGracePeriodSeconds"] = 60;
+  // The image runs as nobody (65534); the checkpoint volume is made its.
+  sts["spec"]["template"]["spec"]["securityContext"]["fsGroup"] = 65534;
+  sts["spec"]["template"]["spec"]["containers"].push_back(server);
+  sts["spec"]["template"]["spec"]["volumes"].push_back(JobVolume(name));
+  if (checkpoints) {
+    YAML::Node claim;
+    claim["metadata"]["name"] = "checkpoints";
+    claim["spec"]["accessModes"].push_back("ReadWriteOnce");
+    claim["spec"]["resources"]["requests"]["storage"] = absl::StrCat(
+        std::max<int64_t>(
+            1, (largest_shard * 3 * (config.checkpoint.keep + 1)) >> 30) +
+            1,
+        "Gi");
+    sts["spec"]["volumeClaimTemplates"].push_back(claim);
+  }
+  docs.push_back(sts);
+
+  // The workers: an Indexed Job, rank = completion index.
+  const bool cuda = config.worker.device == "cuda";
+  YAML::Node worker;
+  worker["name"] = "worker";
+  worker["image"] = o.image;
+  worker["command"].push_back("/bin/sh");
+  worker["command"].push_back("-c");
+  worker["command"].push_back(absl::StrCat(
+      "exec paramd-worker --job ", job_file,
+      " --rank \"$JOB_COMPLETION_INDEX\" --servers ",
+      absl::StrJoin(addresses, ","), " --metrics_listen 0.0.0.0:", metrics));
+  worker["ports"].push_back(Port("metrics", metrics));
+  worker["resources"] =
+      Resources(absl::StrCat(config.worker.threads), 2048, cuda ? 1 : 0);
+  worker["volumeMounts"].push_back(JobMount());
+  YAML::Node job;
+  job["apiVersion"] = "batch/v1";
+  job["kind"] = "Job";
+  job["metadata"] = Metadata(name + "-worker", ns, name, "worker");
+  job["spec"]["completionMode"] = "Indexed";
+  job["spec"]["completions"] = workers;
+  job["spec"]["parallelism"] = workers;
+  // restart.max restarts per worker, as paramctl run allows.
+  job["spec"]["backoffLimit"] = std::max(1, config.restart.max * workers);
+  job["spec"]["template"]["metadata"]["labels"] = Labels(name, "worker");
+  job["spec"]["template"]["metadata"]["annotations"] =
+      ScrapeAnnotations(metrics);
+  job["spec"]["template"]["spec"]["restartPolicy"] = "OnFailure";
+  job["spec"]["template"]["spec"]["containers"].push_back(worker);
+  job["spec"]["template"]["spec"]["volumes"].push_back(JobVolume(name));
+  docs.push_back(job);
+
+  // Voluntary disruptions (drains, upgrades) wait for the job: every shard
+  // is needed.
+  YAML::Node pdb;
+  pdb["apiVersion"] = "policy/v1";
+  pdb["kind"] = "PodDisruptionBudget";
+  pdb["metadata"] = Metadata(name + "-servers", ns, name, "server");
+  pdb["spec"]["minAvailable"] = servers;
+  pdb["spec"]["selector"]["matchLabels"] = Labels(name, "server");
+  docs.push_back(pdb);
+
+  std::string out =
+      absl::StrCat("# Written by `paramctl k8s` for job '", config.job_id,
+                   "'. Apply with kubectl apply -f.\n");
+  for (const YAML::Node& doc : docs) {
+    absl::StrAppend(&out, "---\n", Emit(doc), "\n");
+  }
+  return out;
+}
+
+}  // namespace paramd

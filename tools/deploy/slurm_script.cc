@@ -1,0 +1,121 @@
+#include "tools/deploy/slurm_script.h"
+
+#include <algorithm>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_replace.h"
+
+namespace paramd {
+namespace {
+
+// Single-quoted for bash.
+std::string Quote(const std::string& s) {
+  return absl::StrCat("'", absl::StrReplaceAll(s, {{"'", "'\\''"}}), "'");
+}
+
+// Values that go on #SBATCH lines, which sbatch does not unquote.
+absl::Status CheckDirectiveValue(const char* flag, const std::string& value) {
+  for (char c : value) {
+    if (absl::ascii_isspace(c) || c == '\'' || c == '"' || c == '#' ||
+        c == '\\') {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "--", flag, " '", value, "': no spaces, quotes or '#' allowed"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<std::string> SlurmBatchScript(const JobConfig& config,
+                                             const SlurmScriptOptions& o) {
+  if (!config.servers_from_slurm) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        config.path,
+        ": cluster.servers lists addresses; under Slurm it must say "
+        "{slurm: N} so that addresses come from the job's nodes"));
+  }
+  for (const auto& [flag, value] :
+       {std::pair{"partition", &o.partition}, std::pair{"time", &o.time}}) {
+    if (absl::Status s = CheckDirectiveValue(flag, *value); !s.ok()) return s;
+  }
+  for (const std::string* path : {&o.job_path, &o.log_dir}) {
+    if (absl::Status s = CheckDirectiveValue("job or --logs path", *path);
+        !s.ok()) {
+      return s;
+    }
+  }
+  if (o.gpus_per_worker < 0 || o.nodes < 0) {
+    return absl::InvalidArgumentError(
+        "--nodes and --gpus-per-worker must not be negative");
+  }
+  const int servers = config.num_shards();
+  const int workers = config.num_workers;
+  const int nodes = o.nodes > 0 ? o.nodes : std::max(servers, workers);
+  std::string s = absl::StrCat(
+      "#!/bin/bash\n"
+      "# Written by `paramctl slurm` for job '",
+      config.job_id, "' (", config.path, "):\n# ", servers, " server(s) and ",
+      workers,
+      " worker(s) as one Slurm job with two job steps. Submit with sbatch;\n"
+      "# `scancel JOBID` stops both steps (servers write a checkpoint on "
+      "SIGTERM\n# when the job has checkpoint.dir). Exit status: the "
+      "workers' step's.\n");
+  absl::StrAppend(&s, "#SBATCH --job-name=paramd-", config.job_id, "\n");
+  absl::StrAppend(&s, "#SBATCH --nodes=", nodes, "\n");
+  absl::StrAppend(&s, "#SBATCH --ntasks=", servers + workers, "\n");
+  absl::StrAppend(&s, "#SBATCH --output=", o.log_dir, "/paramd-%j-batch.log\n");
+  if (!o.partition.empty()) {
+    absl::StrAppend(&s, "#SBATCH --partition=", o.partition, "\n");
+  }
+  if (!o.time.empty()) absl::StrAppend(&s, "#SBATCH --time=", o.time, "\n");
+  if (o.gpus_per_worker > 0) {
+    absl::StrAppend(&s, "#SBATCH --gpus=", o.gpus_per_worker * workers, "\n");
+  }
+  absl::StrAppend(&s, "set -uo pipefail\n\n", "JOB=", Quote(o.job_path), "\n",
+                  "SERVER=", Quote(o.server_binary), "\n",
+                  "WORKER=", Quote(o.worker_binary), "\n",
+                  "LOGS=", Quote(o.log_dir), "\n", "SERVERS=", servers, "\n",
+                  "WORKERS=", workers, "\n",
+                  R"(
+# The placement rule of paramd-server and paramd-worker (common/launch/slurm.h):
+# PER servers on each of the first nodes, server K on node K / PER at port
+# base + K; both read the same node list and job id, so no address is typed.
+NODES=${SLURM_JOB_NUM_NODES:-1}
+PER=$(( (SERVERS + NODES - 1) / NODES ))
+SERVER_NODES=$(( (SERVERS + PER - 1) / PER ))
+echo "paramd: job $SLURM_JOB_ID on $SLURM_JOB_NODELIST: $SERVERS server(s), $PER per node"
+
+# scancel sends SIGTERM to both steps and to this script: wait for them.
+trap 'echo "paramd: SIGTERM, stopping"; wait' TERM
+
+srun --overlap --job-name=paramd-servers --nodes=$SERVER_NODES \
+  --ntasks=$SERVERS --ntasks-per-node=$PER --distribution=block \
+  --output="$LOGS/paramd-%j-server-%t.log" \
+  bash -c 'exec "$0" --job "$1" --shard "$SLURM_PROCID"' "$SERVER" "$JOB" &
+servers_pid=$!
+)");
+  absl::StrAppend(
+      &s, "srun --overlap --job-name=paramd-workers --ntasks=$WORKERS \\\n",
+      o.gpus_per_worker > 0
+          ? absl::StrCat("  --gpus-per-task=", o.gpus_per_worker, " \\\n")
+          : "",
+      R"(  --output="$LOGS/paramd-%j-worker-%t.log" \
+  bash -c 'exec "$0" --job "$1" --rank "$SLURM_PROCID"' "$WORKER" "$JOB" &
+workers_pid=$!
+
+wait $workers_pid
+rc=$?
+echo "paramd: workers ended with status $rc; stopping the servers"
+# SIGTERM to the servers' step: each writes a checkpoint (with
+# checkpoint.dir) and exits.
+step=$(squeue -h -s -j "$SLURM_JOB_ID" -o '%i %j' | awk '$2 == "paramd-servers" { print $1 }')
+[[ -n "$step" ]] && scancel --signal=TERM "$step"
+wait $servers_pid
+exit $rc
+)");
+  return s;
+}
+
+}  // namespace paramd

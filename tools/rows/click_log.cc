@@ -1,0 +1,56 @@
+#include "tools/rows/click_log.h"
+
+#include <cmath>
+
+#include "common/base/mix.h"
+
+namespace paramd {
+namespace {
+
+// A double in (0, 1) from 53 bits of `bits`.
+double Open01(uint64_t bits) {
+  return (static_cast<double>(bits >> 11) + 0.5) / 9007199254740992.0;
+}
+
+}  // namespace
+
+ClickLog::ClickLog(const ClickLogOptions& options)
+    : options_(options),
+      a_(1.0 - options.zipf),
+      top_(std::pow(4294967296.0, 1.0 - options.zipf) - 1.0) {}
+
+double ClickLog::ZipfRank(double u) const {
+  // The inverse CDF of the continuous power law on [1, 2^32].
+  return std::pow(top_ * u + 1.0, 1.0 / a_);
+}
+
+uint64_t ClickLog::RowOf(int field, uint32_t value) {
+  return Mix((static_cast<uint64_t>(field) << 32) | value) & 0xFFFFFFFFULL;
+}
+
+double ClickLog::TeacherWeight(int field, uint32_t value) const {
+  const uint64_t h = Mix(Mix(options_.seed ^ 0x7465616368ULL) ^
+                         ((static_cast<uint64_t>(field) << 32) | value));
+  return options_.teacher_scale * NormalFromBits(h);
+}
+
+int ClickLog::Sample(uint64_t index, uint32_t* values,
+                     double* teacher_loss) const {
+  const uint64_t stream = Mix(Mix(options_.seed) ^ Mix(index));
+  double logit = options_.teacher_bias;
+  for (int f = 0; f < options_.fields; ++f) {
+    const double u = Open01(Mix(stream + f));
+    const uint64_t rank =
+        std::min<uint64_t>(static_cast<uint64_t>(ZipfRank(u)), 4294967296ULL);
+    // Scatter ranks over the 32-bit values, per field.
+    values[f] =
+        static_cast<uint32_t>(Mix(rank ^ (static_cast<uint64_t>(f) << 40)));
+    logit += TeacherWeight(f, values[f]);
+  }
+  const double p = 1.0 / (1.0 + std::exp(-logit));
+  const int label = Open01(Mix(stream ^ 0x6C6162656CULL)) < p ? 1 : 0;
+  *teacher_loss = -std::log(label == 1 ? p : 1.0 - p);
+  return label;
+}
+
+}  // namespace paramd

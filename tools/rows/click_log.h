@@ -1,0 +1,54 @@
+// ClickLog: a synthetic click log whose best achievable loss is known.
+//
+// Sample i (any i, in any order: a pure function of seed and i) has
+// `fields` categorical values, each drawn Zipf(s) over 2^32 possible
+// values (rank k with probability ∝ k^-s, then scattered over the 32-bit
+// range by a hash, so popular values are not small numbers), and a click
+// label drawn from a hidden logistic teacher: p = σ(bias + Σ_f w(f, v_f))
+// with w(f, v) ~ normal(0, teacher_scale), a function of (seed, f, v). A
+// model can do no better on average than the teacher's own log loss,
+// which Sample reports with each sample.
+#ifndef PARAMD_TOOLS_ROWS_CLICK_LOG_H_
+#define PARAMD_TOOLS_ROWS_CLICK_LOG_H_
+
+#include <cstdint>
+
+namespace paramd {
+
+struct ClickLogOptions {
+  uint64_t seed = 1;
+  int fields = 26;
+  double zipf = 1.05;          // s > 1.
+  double teacher_scale = 0.5;  // Std of each field's weights.
+  double teacher_bias = -1.0;  // About 27% clicks.
+};
+
+class ClickLog {
+ public:
+  explicit ClickLog(const ClickLogOptions& options);
+
+  int fields() const { return options_.fields; }
+
+  // Writes sample `index`'s fields' values to values[0, fields); returns
+  // its label (0 or 1). `*teacher_loss` gets the teacher's log loss on it,
+  // -log p(label).
+  int Sample(uint64_t index, uint32_t* values, double* teacher_loss) const;
+
+  // The row id of value `v` of field `f` in a table of 2^32 rows.
+  static uint64_t RowOf(int field, uint32_t value);
+
+  // The teacher's weight of (field, value).
+  double TeacherWeight(int field, uint32_t value) const;
+
+ private:
+  // A Zipf(s) rank in [1, 2^32] from a uniform u in (0, 1).
+  double ZipfRank(double u) const;
+
+  const ClickLogOptions options_;
+  const double a_;    // 1 - s
+  const double top_;  // (2^32)^(1-s) - 1
+};
+
+}  // namespace paramd
+
+#endif  // PARAMD_TOOLS_ROWS_CLICK_LOG_H_

@@ -1,0 +1,29 @@
+// Reading IDX files (the MNIST family's format), gzip-compressed or plain.
+//
+// An IDX file is a big-endian header — two zero bytes, a type byte (0x08:
+// unsigned byte), the number of dimensions — then each dimension's size as
+// a 32-bit integer, then the elements. Fashion-MNIST's images are
+// [N, 28, 28] and its labels [N].
+#ifndef PARAMD_WORKER_DATA_IDX_READER_H_
+#define PARAMD_WORKER_DATA_IDX_READER_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+
+namespace paramd {
+
+struct IdxArray {
+  std::vector<int64_t> dims;
+  std::vector<uint8_t> data;  // Row-major, product(dims) bytes.
+};
+
+// Reads an unsigned-byte IDX file (gzip or not) whole. Errors name the file
+// and what is wrong (missing, bad magic, unsupported type, truncated).
+absl::StatusOr<IdxArray> ReadIdxFile(const std::string& path);
+
+}  // namespace paramd
+
+#endif  // PARAMD_WORKER_DATA_IDX_READER_H_

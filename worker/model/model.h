@@ -1,0 +1,77 @@
+// Model: the MLP's forward and backward passes behind one interface, so
+// that the compute backends (cpu, cuda) are interchangeable.
+//
+// Parameters and gradients are flat float buffers: the model spec's tensors
+// concatenated in order (FlatLayout gives each tensor's offset). A Model
+// holds scratch buffers, so one instance is used by one thread at a time.
+#ifndef PARAMD_WORKER_MODEL_MODEL_H_
+#define PARAMD_WORKER_MODEL_MODEL_H_
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/str_cat.h"
+#include "absl/types/span.h"
+#include "common/model/model_spec.h"
+
+namespace paramd {
+
+// How a training step overlaps its compute with the wire (worker.overlap):
+// the forward pass waits for each piece of the parameters just before it
+// uses it, and the backward pass hands on each piece of the gradient as
+// soon as it is final. Ranges are flat [begin, end) offsets.
+struct StepHooks {
+  // A layer's weight is used and produced in pieces of whole rows of at
+  // most this many floats (at least one row); 0: a layer at a time.
+  int64_t piece = 0;
+  // Blocks until params [begin, end) may be read; an error ends the step.
+  std::function<absl::Status(int64_t begin, int64_t end)> await_params;
+  // The forward pass is done: `loss` is the batch's and the gradient's
+  // pieces follow; an error ends the step.
+  std::function<absl::Status(double loss)> gradients_begin;
+  // grads [begin, end) are final (each element is reported once).
+  std::function<void(int64_t begin, int64_t end)> gradient_ready;
+};
+
+class Model {
+ public:
+  virtual ~Model() = default;
+
+  // Which backend runs this model, e.g. "cpu (OpenBLAS, 1 thread)".
+  virtual std::string Describe() const = 0;
+
+  // Mean softmax cross-entropy over the batch x [n × inputs], labels y;
+  // writes d(loss)/d(params) into `grads` (same layout as `params`).
+  virtual absl::StatusOr<double> ComputeGradients(
+      absl::Span<const float> params, const float* x, const int32_t* y, int n,
+      absl::Span<float> grads) = 0;
+
+  // ComputeGradients through `hooks`. This default waits for every
+  // parameter first and hands on the whole gradient at the end; backends
+  // that can do better go layer by layer.
+  virtual absl::StatusOr<double> ComputeOverlapped(
+      absl::Span<const float> params, const float* x, const int32_t* y, int n,
+      absl::Span<float> grads, const StepHooks& hooks);
+
+  // From now on ComputeGradients also yields d(loss)/d(x) [n × inputs]
+  // (InputGradient), for a sparse front that feeds the model
+  // (worker/model/embedding_bag.h). Unimplemented where a backend cannot.
+  virtual absl::Status EnableInputGradient() {
+    return absl::UnimplementedError(
+        absl::StrCat(Describe(), ": no input gradient on this backend"));
+  }
+  virtual absl::Span<const float> InputGradient() const { return {}; }
+
+  // How many of the n samples the model classifies correctly.
+  virtual absl::StatusOr<int64_t> CountCorrect(absl::Span<const float> params,
+                                               const float* x, const int32_t* y,
+                                               int n) = 0;
+};
+
+}  // namespace paramd
+
+#endif  // PARAMD_WORKER_MODEL_MODEL_H_

@@ -1,0 +1,38 @@
+#include "worker/model/model_factory.h"
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "common/base/status_macros.h"
+#include "spdlog/spdlog.h"
+#include "worker/model/cpu_mlp.h"
+#include "worker/model/cuda_mlp.h"
+
+namespace paramd {
+
+absl::StatusOr<std::unique_ptr<Model>> MakeModel(const JobConfig& config,
+                                                 int max_batch) {
+  if (config.model.type != "mlp" && config.model.type != "embedding_bag") {
+    return absl::InvalidArgumentError(
+        absl::StrCat("model.type: unknown model '", config.model.type, "'"));
+  }
+  const std::string& device = config.worker.device;
+  if (device == "cuda" || device == "auto") {
+    absl::Status usable = CudaDeviceStatus();
+    if (usable.ok()) {
+      spdlog::info("worker.device {}: using CUDA", device);
+      return MakeCudaMlp(config.model.layers, max_batch,
+                         config.worker.allow_tf32);
+    }
+    if (device == "cuda") {
+      return absl::FailedPreconditionError(absl::StrCat(
+          config.path, ": worker.device: cuda, but ", usable.message()));
+    }
+    spdlog::info("worker.device auto: {}: using CPU",
+                 std::string(usable.message()));
+  }
+  ASSIGN_OR_RETURN(const Blas* blas, LoadBlas(config.worker.blas_core));
+  return std::make_unique<CpuMlp>(config.model.layers, max_batch,
+                                  config.worker.threads, blas);
+}
+
+}  // namespace paramd
