@@ -53,7 +53,11 @@ absl::StatusOr<std::unique_ptr<Shard>> Shard::Create(
       config, shard_id, std::move(spec), std::move(plan), std::move(optimizer),
       std::move(tables), clock != nullptr ? clock : RealClock()));
   if (!config.checkpoint.dir.empty()) {
-    RETURN_IF_ERROR(shard->OpenCheckpoints(options));
+    ASSIGN_OR_RETURN(shard->checkpoints_,
+                     ShardCheckpoints::Open(
+                         config, shard_id, shard->plan_.fingerprint(),
+                         options.file_system, options.fresh, shard->clock_,
+                         shard->policy_.get(), &shard->metrics_));
   }
   return shard;
 }
@@ -268,9 +272,9 @@ absl::Status Shard::Push(const PushView& request,
     stats_.RecordPush(now);
     stats_.RecordPushFloat32Bytes(float32_bytes);
   }
-  if (checkpointer_ != nullptr) {
+  if (checkpoints_ != nullptr) {
     if (std::optional<PolicyState> state = policy_->TakeCaptured()) {
-      (void)WriteCheckpoint(*state);  // A failure is logged; pushes go on.
+      (void)checkpoints_->Write(*state);  // A failure is logged; pushes go on.
     }
   }
   response->set_version(store_.version());
@@ -401,16 +405,9 @@ absl::Status Shard::ReportEpoch(const proto::ReportEpochRequest& request) {
   workers_.OnSeen(static_cast<int>(request.rank()), clock_->Now());
   metrics_.Report(static_cast<int>(request.epoch()),
                   static_cast<int>(request.rank()), ToEpochReport(request));
-  if (checkpointer_ != nullptr) {
-    absl::MutexLock lock(&checkpoint_mu_);
-    if (absl::Status s = checkpointer_->SaveMetrics(metrics_.SaveState());
-        !s.ok()) {
-      // The report counts now; only a restart before the next checkpoint
-      // would lose it.
-      spdlog::error("shard {}: epoch reports not saved: {}", shard_id_,
-                    std::string(s.message()));
-    }
-  }
+  // The report counts now; only a restart before the next checkpoint
+  // could lose it if saving fails.
+  if (checkpoints_ != nullptr) checkpoints_->SaveReports();
   return absl::OkStatus();
 }
 
@@ -451,6 +448,19 @@ void Shard::Shutdown() { policy_->Shutdown(); }
 
 bool Shard::TEST_AwaitWaitingPulls(size_t n, absl::Duration timeout) {
   return waiters_.TEST_AwaitCount(n, timeout);
+}
+
+absl::StatusOr<proto::CheckpointResponse> Shard::CheckpointNow() {
+  if (checkpoints_ == nullptr) {
+    return absl::FailedPreconditionError(
+        "Checkpoint: the job has no checkpoint.dir");
+  }
+  const PolicyState state = policy_->Capture();
+  ASSIGN_OR_RETURN(std::string path, checkpoints_->Write(state));
+  proto::CheckpointResponse response;
+  response.set_path(path);
+  response.set_version(state.version);
+  return response;
 }
 
 }  // namespace paramd

@@ -24,12 +24,12 @@
 #include "common/wire/row_wire.h"
 #include "common/wire/wire_format.h"
 #include "proto/paramd.pb.h"
-#include "server/checkpoint/checkpointer.h"
 #include "server/checkpoint/file_system.h"
 #include "server/policy/pull_waiters.h"
 #include "server/policy/update_policy.h"
 #include "server/policy/worker_registry.h"
 #include "server/shard/job_metrics.h"
+#include "server/shard/shard_checkpoints.h"
 #include "server/shard/shard_stats.h"
 #include "server/store/shard_store.h"
 
@@ -141,13 +141,6 @@ class Shard {
         PartitionPlan plan, std::unique_ptr<Optimizer> optimizer,
         std::vector<std::unique_ptr<RowTable>> tables, Clock* clock);
 
-  // Opens checkpoint.dir: discards (fresh) or restores.
-  absl::Status OpenCheckpoints(const ShardOptions& options);
-  // Writes `state` and records it for status; logs a failure (training
-  // goes on: the previous checkpoints are intact).
-  absl::StatusOr<std::string> WriteCheckpoint(const PolicyState& state);
-  CheckpointState ToCheckpoint(const PolicyState& state) const;
-
   absl::Status CheckWorker(const char* rpc, const std::string& job_id,
                            uint32_t rank) const;
   // CheckWorker, then Aborted unless `rank` has registered (joined) with
@@ -208,13 +201,8 @@ class Shard {
   ShardStats stats_;
   PullWaiters waiters_;
 
-  std::unique_ptr<Checkpointer> checkpointer_;  // Null: no checkpoint.dir.
-  std::string restored_from_;                   // Set before serving.
-  // One checkpoint written at a time; the newest's path, version, time.
-  mutable absl::Mutex checkpoint_mu_;
-  std::string checkpoint_path_ ABSL_GUARDED_BY(checkpoint_mu_);
-  uint64_t checkpoint_version_ ABSL_GUARDED_BY(checkpoint_mu_) = 0;
-  absl::Time checkpoint_time_ ABSL_GUARDED_BY(checkpoint_mu_);
+  // Null without checkpoint.dir; set before serving.
+  std::unique_ptr<ShardCheckpoints> checkpoints_;
 
   mutable absl::Mutex inflight_mu_;
   // Pushes and pulls inside the shard, by rank.

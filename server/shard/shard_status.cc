@@ -24,16 +24,7 @@ void Shard::GetStatus(proto::ShardStatus* status) const {
   status->set_pushes_per_second(stats_.PushesPerSecond(now));
   status->set_pull_wait_p50_ms(stats_.PullWaitMs(50));
   status->set_pull_wait_p99_ms(stats_.PullWaitMs(99));
-  {
-    absl::MutexLock lock(&checkpoint_mu_);
-    if (!checkpoint_path_.empty()) {
-      status->set_checkpoint_path(checkpoint_path_);
-      status->set_checkpoint_version(checkpoint_version_);
-      status->set_checkpoint_age_seconds(
-          absl::ToDoubleSeconds(now - checkpoint_time_));
-    }
-  }
-  status->set_restored_from(restored_from_);
+  if (checkpoints_ != nullptr) checkpoints_->FillStatus(now, status);
   status->set_bytes_in_float32(stats_.push_float32_bytes());
   FillWorkers(now, status);
   FillWaiting(now, status);

@@ -1,0 +1,155 @@
+#include "server/shard/shard_checkpoints.h"
+
+#include <optional>
+
+#include "absl/strings/str_cat.h"
+#include "common/base/status_macros.h"
+#include "spdlog/spdlog.h"
+
+namespace paramd {
+namespace {
+
+// `s` with "shard K: " (and the file, when given) before its message.
+absl::Status Named(int shard, const absl::Status& s,
+                   const std::string& file = "") {
+  return absl::Status(
+      s.code(), absl::StrCat("shard ", shard, ": ", file,
+                             file.empty() ? "" : ": ", s.message()));
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<ShardCheckpoints>> ShardCheckpoints::Open(
+    const JobConfig& config, int shard, uint64_t plan_fingerprint,
+    FileSystem* file_system, bool fresh, Clock* clock, UpdatePolicy* policy,
+    JobMetrics* metrics) {
+  std::unique_ptr<ShardCheckpoints> checkpoints(new ShardCheckpoints(
+      config, shard, plan_fingerprint,
+      file_system != nullptr ? file_system : LocalFileSystem(), clock, policy,
+      metrics));
+  policy->CaptureEvery(static_cast<uint64_t>(config.checkpoint.every_steps));
+  if (fresh) {
+    RETURN_IF_ERROR(checkpoints->checkpointer_.RemoveAll());
+  } else {
+    RETURN_IF_ERROR(checkpoints->Restore());
+  }
+  return checkpoints;
+}
+
+ShardCheckpoints::ShardCheckpoints(const JobConfig& config, int shard,
+                                   uint64_t plan_fingerprint,
+                                   FileSystem* file_system, Clock* clock,
+                                   UpdatePolicy* policy, JobMetrics* metrics)
+    : job_id_(config.job_id),
+      shard_(shard),
+      plan_fingerprint_(plan_fingerprint),
+      clock_(clock),
+      policy_(policy),
+      metrics_(metrics),
+      checkpointer_(file_system, config.checkpoint.dir, shard,
+                    config.checkpoint.keep) {}
+
+absl::Status ShardCheckpoints::Restore() {
+  absl::StatusOr<RestoredCheckpoint> restored =
+      checkpointer_.LoadNewest(job_id_, plan_fingerprint_);
+  if (!restored.ok()) return Named(shard_, restored.status());
+  for (const std::string& skipped : restored->skipped) {
+    spdlog::warn("shard {}: checkpoint {} is damaged; using an older one",
+                 shard_, skipped);
+  }
+  // The metrics file is newer than any checkpoint when it exists.
+  absl::StatusOr<std::optional<std::string>> reports =
+      checkpointer_.LoadMetrics();
+  if (!reports.ok()) {
+    spdlog::warn("shard {}: {}; epoch reports come from the checkpoint",
+                 shard_, std::string(reports.status().message()));
+  }
+  const bool reports_file = reports.ok() && reports->has_value();
+  if (!restored->state) {
+    if (reports_file) RETURN_IF_ERROR(metrics_->RestoreState(**reports));
+    return absl::OkStatus();
+  }
+  const CheckpointState& c = *restored->state;
+  if (c.policy != policy_->name()) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("shard ", shard_, ": checkpoint ", restored->path,
+                     " was written under policy ", c.policy,
+                     "; the job's policy is ", policy_->name()));
+  }
+  PolicyState state;
+  state.version = c.version;
+  state.clocks = c.clocks;
+  state.last_accepted = c.last_accepted;
+  state.store_state = c.store_state;
+  if (absl::Status s = policy_->Restore(state); !s.ok()) {
+    return Named(shard_, s, restored->path);
+  }
+  if (absl::Status s =
+          metrics_->RestoreState(reports_file ? **reports : c.metrics_state);
+      !s.ok()) {
+    return Named(shard_, s, restored->path);
+  }
+  restored_from_ = restored->path;
+  {
+    absl::MutexLock lock(&mu_);
+    SetNewest(restored->path, c.version);
+  }
+  spdlog::info("shard {}: restored version {} from {}", shard_, c.version,
+               restored->path);
+  return absl::OkStatus();
+}
+
+CheckpointState ShardCheckpoints::ToCheckpoint(const PolicyState& state) const {
+  CheckpointState c;
+  c.job_id = job_id_;
+  c.plan_fingerprint = plan_fingerprint_;
+  c.shard = shard_;
+  c.policy = policy_->name();
+  c.version = state.version;
+  c.clocks = state.clocks;
+  c.last_accepted = state.last_accepted;
+  c.store_state = state.store_state;
+  c.metrics_state = metrics_->SaveState();
+  return c;
+}
+
+void ShardCheckpoints::SetNewest(const std::string& path, uint64_t version) {
+  path_ = path;
+  version_ = version;
+  time_ = clock_->Now();
+}
+
+absl::StatusOr<std::string> ShardCheckpoints::Write(const PolicyState& state) {
+  absl::MutexLock lock(&mu_);
+  // A capture older than one already written adds nothing.
+  if (!path_.empty() && state.version < version_) return path_;
+  absl::StatusOr<std::string> path = checkpointer_.Save(ToCheckpoint(state));
+  if (!path.ok()) {
+    spdlog::error("shard {}: {} (the previous checkpoints are intact)",
+                  shard_, std::string(path.status().message()));
+    return path.status();
+  }
+  SetNewest(*path, state.version);
+  return path;
+}
+
+void ShardCheckpoints::SaveReports() {
+  absl::MutexLock lock(&mu_);
+  if (absl::Status s = checkpointer_.SaveMetrics(metrics_->SaveState());
+      !s.ok()) {
+    spdlog::error("shard {}: epoch reports not saved: {}", shard_,
+                  std::string(s.message()));
+  }
+}
+
+void ShardCheckpoints::FillStatus(absl::Time now,
+                                  proto::ShardStatus* status) const {
+  status->set_restored_from(restored_from_);
+  absl::MutexLock lock(&mu_);
+  if (path_.empty()) return;
+  status->set_checkpoint_path(path_);
+  status->set_checkpoint_version(version_);
+  status->set_checkpoint_age_seconds(absl::ToDoubleSeconds(now - time_));
+}
+
+}  // namespace paramd
