@@ -1,6 +1,6 @@
-// Clock: the seam through which paramd reads the time for leases, wait
-// diagnostics and rates, so tests drive time with a FakeClock instead of
-// sleeping.
+// Clock: the seam through which paramd reads the time and waits for it
+// (leases, wait diagnostics, rates, the link shaper, reply delays), so
+// tests drive time with a FakeClock instead of sleeping.
 #ifndef PARAMD_COMMON_BASE_CLOCK_H_
 #define PARAMD_COMMON_BASE_CLOCK_H_
 
@@ -15,6 +15,9 @@ class Clock {
  public:
   virtual ~Clock() = default;
   virtual absl::Time Now() const = 0;
+  // Returns once Now() has reached `t` (at once when it has). The system
+  // clock sleeps; a FakeClock waits for Advance.
+  virtual void SleepUntil(absl::Time t) const = 0;
 };
 
 // The system's clock. Thread-safe; never destroyed.
@@ -27,6 +30,12 @@ class FakeClock : public Clock {
   absl::Time Now() const override {
     absl::MutexLock lock(&mu_);
     return now_;
+  }
+  void SleepUntil(absl::Time t) const override {
+    absl::MutexLock lock(&mu_);
+    auto reached = [this, t]()
+                       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return now_ >= t; };
+    mu_.Await(absl::Condition(&reached));
   }
   void Advance(absl::Duration d) {
     absl::MutexLock lock(&mu_);

@@ -2,11 +2,10 @@
 
 #include <algorithm>
 
-#include "absl/time/clock.h"
-
 namespace paramd {
 
-LinkShaper::LinkShaper(double mbps) : bytes_per_second_(mbps * 1e6 / 8) {}
+LinkShaper::LinkShaper(double mbps, Clock* clock)
+    : bytes_per_second_(mbps * 1e6 / 8), clock_(clock) {}
 
 absl::Time LinkShaper::Reserve(Direction d, uint64_t bytes, absl::Time now) {
   if (!enabled()) return now;
@@ -17,15 +16,17 @@ absl::Time LinkShaper::Reserve(Direction d, uint64_t bytes, absl::Time now) {
   return busy_until_[d];
 }
 
+absl::Time LinkShaper::Reserve(Direction d, uint64_t bytes) {
+  return Reserve(d, bytes, clock_->Now());
+}
+
 void LinkShaper::Transfer(Direction d, uint64_t bytes) {
   if (!enabled()) return;
-  SleepUntil(Reserve(d, bytes, absl::Now()));
+  SleepUntil(Reserve(d, bytes));
 }
 
 void LinkShaper::SleepUntil(absl::Time t) const {
-  if (!enabled()) return;
-  const absl::Duration left = t - absl::Now();
-  if (left > absl::ZeroDuration()) absl::SleepFor(left);
+  if (enabled()) clock_->SleepUntil(t);
 }
 
 }  // namespace paramd

@@ -9,7 +9,7 @@
 // handler of a pull waits until its reply would have left. Real transfer
 // time on loopback comes on top (it is small beside a shaped link's).
 //
-// Thread-safe.
+// Time comes from a Clock (common/base/clock.h). Thread-safe.
 #ifndef PARAMD_SERVER_FAULTS_LINK_SHAPER_H_
 #define PARAMD_SERVER_FAULTS_LINK_SHAPER_H_
 
@@ -18,6 +18,7 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
+#include "common/base/clock.h"
 
 namespace paramd {
 
@@ -25,8 +26,9 @@ class LinkShaper {
  public:
   enum Direction { kIn = 0, kOut = 1 };
 
-  // `mbps` megabits per second each way; 0: no shaping.
-  explicit LinkShaper(double mbps);
+  // `mbps` megabits per second each way; 0: no shaping. `clock` must
+  // outlive the shaper.
+  explicit LinkShaper(double mbps, Clock* clock = RealClock());
 
   bool enabled() const { return bytes_per_second_ > 0; }
 
@@ -34,6 +36,9 @@ class LinkShaper {
   // returns when it ends.
   absl::Time Reserve(Direction d, uint64_t bytes, absl::Time now)
       ABSL_LOCKS_EXCLUDED(mu_);
+
+  // The same, starting at the clock's now.
+  absl::Time Reserve(Direction d, uint64_t bytes) ABSL_LOCKS_EXCLUDED(mu_);
 
   // Reserve, then sleep until the transfer ends (nothing when off).
   void Transfer(Direction d, uint64_t bytes) ABSL_LOCKS_EXCLUDED(mu_);
@@ -46,6 +51,7 @@ class LinkShaper {
 
  private:
   const double bytes_per_second_;
+  Clock* const clock_;
   absl::Mutex mu_;
   absl::Time busy_until_[2] ABSL_GUARDED_BY(mu_) = {absl::InfinitePast(),
                                                     absl::InfinitePast()};

@@ -4,10 +4,8 @@
 #include <grpcpp/support/method_handler.h>
 
 #include <deque>
-#include <random>
 
 #include "absl/strings/str_cat.h"
-#include "absl/time/clock.h"
 #include "common/base/status_macros.h"
 #include "common/rpc/credentials.h"
 #include "common/rpc/grpc_frames.h"
@@ -32,31 +30,6 @@ absl::Status CheckSize(absl::string_view what, const grpc::ByteBuffer& bytes,
   return absl::ResourceExhaustedError(
       absl::StrCat(what, ": message of ", bytes.Length(),
                    " bytes is over this shard's limit of ", limit, " bytes"));
-}
-
-// testing.delay_reply_ms and drop_reply_probability: after `rpc` was
-// handled with `handled`, holds the reply a random while and may replace
-// it by UNAVAILABLE, as a lost reply would look to the client.
-grpc::Status MaybeLoseReply(const TestingConfig& testing, const char* rpc,
-                            grpc::Status handled) {
-  if (testing.delay_reply_ms == 0 && testing.drop_reply_probability == 0) {
-    return handled;
-  }
-  thread_local std::mt19937_64 random{std::random_device{}()};
-  if (testing.delay_reply_ms > 0) {
-    std::uniform_int_distribution<int> ms(0, testing.delay_reply_ms);
-    absl::SleepFor(absl::Milliseconds(ms(random)));
-  }
-  if (std::uniform_real_distribution<double>(0, 1)(random) <
-      testing.drop_reply_probability) {
-    return grpc::Status(
-        grpc::StatusCode::UNAVAILABLE,
-        absl::StrCat(rpc,
-                     ": reply dropped on purpose "
-                     "(testing.drop_reply_probability); the request "
-                     "was handled"));
-  }
-  return handled;
 }
 
 // Parses `bytes` as a `Request`, calls `call(request, &response)` and
@@ -122,10 +95,9 @@ void GrpcParameterService::AddUnary(
 }
 
 GrpcParameterService::GrpcParameterService(Shard* shard,
-                                           const JobSecurity* security)
-    : shard_(shard),
-      security_(security),
-      link_(shard->config().testing.link_mbps) {
+                                           const JobSecurity* security,
+                                           TransportFaults* faults)
+    : shard_(shard), security_(security), faults_(faults) {
   AddUnary("Register", &GrpcParameterService::Register);
   AddUnary("Push", &GrpcParameterService::Push);
   AddUnary("Pull", &GrpcParameterService::Pull);
@@ -194,7 +166,7 @@ absl::Status GrpcParameterService::ApplyPush(const char* rpc,
   ReceivedFrame frame;
   std::unique_ptr<float[]> storage;
   RETURN_IF_ERROR(CheckSize(rpc, request, shard_->max_message_bytes()));
-  link_.Transfer(LinkShaper::kIn, request.Length());
+  faults_->link.Transfer(LinkShaper::kIn, request.Length());
   RETURN_IF_ERROR(frame.Take(request));
   RETURN_IF_ERROR(DecodePush(frame.segments(), view, &storage));
   return shard_->Push(*view, reply);
@@ -209,7 +181,7 @@ grpc::Status GrpcParameterService::Push(grpc::ServerContext*,
     return ToGrpcStatus(s);
   }
   *response = SerializeMessage(reply);
-  return MaybeLoseReply(shard_->config().testing, "Push", grpc::Status::OK);
+  return ToGrpcStatus(faults_->replies.AfterHandled("Push"));
 }
 
 // Waits for the pull's version; the snapshot holds it.
@@ -266,8 +238,8 @@ grpc::Status GrpcParameterService::Pull(grpc::ServerContext* context,
   }
   *response = PullFrame(snapshot, 0, snapshot->params.size(),
                         pull.dtype() == proto::DTYPE_FLOAT16);
-  link_.Transfer(LinkShaper::kOut, response->Length());
-  return MaybeLoseReply(shard_->config().testing, "Pull", grpc::Status::OK);
+  faults_->link.Transfer(LinkShaper::kOut, response->Length());
+  return ToGrpcStatus(faults_->replies.AfterHandled("Pull"));
 }
 
 grpc::Status GrpcParameterService::PushPull(grpc::ServerContext* context,
@@ -277,7 +249,7 @@ grpc::Status GrpcParameterService::PushPull(grpc::ServerContext* context,
       !s.ok()) {
     return ToGrpcStatus(s);
   }
-  return MaybeLoseReply(shard_->config().testing, "PushPull", grpc::Status::OK);
+  return ToGrpcStatus(faults_->replies.AfterHandled("PushPull"));
 }
 
 grpc::Status GrpcParameterService::StepStream(
@@ -291,10 +263,9 @@ grpc::Status GrpcParameterService::StepStream(
         !s.ok()) {
       return ToGrpcStatus(s);
     }
-    if (grpc::Status lost = MaybeLoseReply(shard_->config().testing,
-                                           "StepStream", grpc::Status::OK);
+    if (absl::Status lost = faults_->replies.AfterHandled("StepStream");
         !lost.ok()) {
-      return lost;
+      return ToGrpcStatus(lost);
     }
     if (!stream->Write(reply)) {
       return ToGrpcStatus(
@@ -322,7 +293,7 @@ absl::Status GrpcParameterService::PushThenPull(const char* rpc,
   RETURN_IF_ERROR(AwaitPull(context, pull, &snapshot));
   *response = PullFrame(snapshot, 0, snapshot->params.size(),
                         pull.dtype() == proto::DTYPE_FLOAT16);
-  link_.Transfer(LinkShaper::kOut, response->Length());
+  faults_->link.Transfer(LinkShaper::kOut, response->Length());
   return absl::OkStatus();
 }
 
@@ -351,8 +322,8 @@ grpc::Status GrpcParameterService::PullRows(grpc::ServerContext* context,
   out.AddCopy(EncodePullRowsHeader(reply->version, reply->dtype, bytes.size()));
   out.AddReference(bytes);
   *response = out.Finish();
-  link_.Transfer(LinkShaper::kOut, response->Length());
-  return MaybeLoseReply(shard_->config().testing, "PullRows", grpc::Status::OK);
+  faults_->link.Transfer(LinkShaper::kOut, response->Length());
+  return ToGrpcStatus(faults_->replies.AfterHandled("PullRows"));
 }
 
 grpc::Status GrpcParameterService::PushStream(
@@ -363,10 +334,10 @@ grpc::Status GrpcParameterService::PushStream(
   std::deque<ReceivedFrame> frames;
   PushAssembler push(shard_);
   grpc::ByteBuffer message;
-  // testing.link_mbps: when the last message would have arrived.
+  // The shaped link: when the last message would have arrived.
   absl::Time arrived = absl::InfinitePast();
   while (reader->Read(&message)) {
-    arrived = link_.Reserve(LinkShaper::kIn, message.Length(), absl::Now());
+    arrived = faults_->link.Reserve(LinkShaper::kIn, message.Length());
     frames.emplace_back();
     absl::Status s =
         CheckSize(absl::StrCat("PushStream message ", frames.size()), message,
@@ -382,14 +353,13 @@ grpc::Status GrpcParameterService::PushStream(
       return ToGrpcStatus(s);
     }
   }
-  link_.SleepUntil(arrived);
+  faults_->link.SleepUntil(arrived);
   proto::PushResponse reply;
   if (absl::Status s = push.Finish(context->IsCancelled(), &reply); !s.ok()) {
     return ToGrpcStatus(s);
   }
   *response = SerializeMessage(reply);
-  return MaybeLoseReply(shard_->config().testing, "PushStream",
-                        grpc::Status::OK);
+  return ToGrpcStatus(faults_->replies.AfterHandled("PushStream"));
 }
 
 grpc::Status GrpcParameterService::PullStream(
@@ -402,10 +372,9 @@ grpc::Status GrpcParameterService::PullStream(
       !s.ok()) {
     return ToGrpcStatus(s);
   }
-  if (grpc::Status lost = MaybeLoseReply(shard_->config().testing, "PullStream",
-                                         grpc::Status::OK);
+  if (absl::Status lost = faults_->replies.AfterHandled("PullStream");
       !lost.ok()) {
-    return lost;
+    return ToGrpcStatus(lost);
   }
   const bool half = pull.dtype() == proto::DTYPE_FLOAT16;
   std::vector<int64_t> bytes;
@@ -421,10 +390,10 @@ grpc::Status GrpcParameterService::PullStream(
   for (const auto& [begin, end] : GroupChunks(bytes, message_bytes)) {
     parts.push_back(PullFrame(snapshot, begin, end, half));
     sent.push_back(
-        link_.Reserve(LinkShaper::kOut, parts.back().Length(), absl::Now()));
+        faults_->link.Reserve(LinkShaper::kOut, parts.back().Length()));
   }
   for (size_t i = 0; i < parts.size(); ++i) {
-    link_.SleepUntil(sent[i]);
+    faults_->link.SleepUntil(sent[i]);
     if (!writer->Write(parts[i])) {
       return ToGrpcStatus(
           absl::CancelledError("PullStream: the worker went away"));

@@ -12,7 +12,7 @@
 
 #include "common/rpc/credentials.h"
 #include "proto/paramd.grpc.pb.h"
-#include "server/faults/link_shaper.h"
+#include "server/faults/transport_faults.h"
 #include "server/shard/shard.h"
 
 namespace paramd {
@@ -29,8 +29,10 @@ namespace paramd {
 class GrpcParameterService final : public grpc::Service {
  public:
   // Every call must carry `security`'s token (when it has one); `security`
-  // is read only while serving and must outlive the service.
-  GrpcParameterService(Shard* shard, const JobSecurity* security);
+  // is read only while serving and must outlive the service, as must
+  // `faults` (the job's testing section, applied at fixed points).
+  GrpcParameterService(Shard* shard, const JobSecurity* security,
+                       TransportFaults* faults);
 
   // "/paramd.proto.ParameterService/<rpc>".
   static std::string MethodName(const char* rpc);
@@ -109,7 +111,7 @@ class GrpcParameterService final : public grpc::Service {
 
   Shard* const shard_;
   const JobSecurity* const security_;
-  LinkShaper link_;  // testing.link_mbps
+  TransportFaults* const faults_;
   // gRPC keeps pointers to the method names.
   std::vector<std::unique_ptr<std::string>> names_;
 };

@@ -27,7 +27,8 @@ absl::StatusOr<std::unique_ptr<ParameterServer>> ParameterServer::Create(
 
 ParameterServer::ParameterServer(std::unique_ptr<Shard> shard)
     : shard_(std::move(shard)),
-      parameter_service_(shard_.get(), &security_),
+      faults_(shard_->config().testing),
+      parameter_service_(shard_.get(), &security_, &faults_),
       status_service_(shard_.get(), &security_) {}
 
 ParameterServer::~ParameterServer() { Shutdown(); }

@@ -43,6 +43,7 @@ class ParameterServer {
   std::unique_ptr<Shard> shard_;
   // Loaded by Start, before serving; read by the services' handlers.
   JobSecurity security_;
+  TransportFaults faults_;  // The job's testing section.
   GrpcParameterService parameter_service_;
   GrpcStatusService status_service_;
   void TickLoop();

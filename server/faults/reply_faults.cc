@@ -1,0 +1,37 @@
+#include "server/faults/reply_faults.h"
+
+#include "absl/strings/str_cat.h"
+
+namespace paramd {
+
+ReplyFaults::ReplyFaults(const TestingConfig& testing, Clock* clock,
+                         uint64_t seed)
+    : max_delay_ms_(testing.delay_reply_ms),
+      drop_probability_(testing.drop_reply_probability),
+      clock_(clock),
+      random_(seed != 0 ? seed : std::random_device{}()) {}
+
+absl::Status ReplyFaults::AfterHandled(const char* rpc) const {
+  if (!enabled()) return absl::OkStatus();
+  int delay_ms = 0;
+  bool drop = false;
+  {
+    absl::MutexLock lock(&mu_);
+    delay_ms = std::uniform_int_distribution<int>(0, max_delay_ms_)(random_);
+    drop = std::uniform_real_distribution<double>(0, 1)(random_) <
+           drop_probability_;
+  }
+  if (delay_ms > 0) {
+    clock_->SleepUntil(clock_->Now() + absl::Milliseconds(delay_ms));
+  }
+  if (drop) {
+    return absl::UnavailableError(
+        absl::StrCat(rpc,
+                     ": reply dropped on purpose "
+                     "(testing.drop_reply_probability); the request "
+                     "was handled"));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace paramd
