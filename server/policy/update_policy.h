@@ -165,6 +165,8 @@ class UpdatePolicy {
   const int num_workers_;
   ShardStore* const store_;
 
+  // Held while the store (and its row tables) take their own locks, never
+  // the other way round (docs/architecture.md, "Locks and their order").
   absl::Mutex mu_;
   std::vector<PolicyWorker> workers_ ABSL_GUARDED_BY(mu_);
   // The clock of each rank's last accepted push since it joined; -1: none.

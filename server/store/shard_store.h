@@ -123,6 +123,8 @@ class ShardStore {
   const int shard_;
   const std::vector<std::unique_ptr<RowTable>> tables_;
 
+  // Taken under the policy's lock; held while a step applies the row
+  // tables' updates (they take their own lock under it).
   mutable absl::Mutex mu_;
   // The parameters at version_. Pulls hold it (Snapshot) while they send
   // it; a step changes it in place only when none does.
