@@ -133,6 +133,15 @@ class GrpcParameterClient final : public ParameterClient {
                      std::function<void(absl::Status)> done);
   // Opens the shard's StepStream unless one is open.
   void OpenStepStream(int shard);
+  // One PushPull step's calls to every shard and what they answer
+  // (step_calls.cc).
+  struct StepRound;
+  // Starts every call of `round` with the push `messages` of `clock`.
+  void StartStep(uint64_t clock,
+                 std::vector<std::vector<grpc::ByteBuffer>> messages,
+                 StepRound* round);
+  // Cancels the step's pulls: after a refused push they would wait in vain.
+  void CancelStepPulls(StepRound* round);
   // One unary call of `method` whose single reply goes to `sink`.
   void UnaryIntoSink(int shard, const std::string& method,
                      grpc::ByteBuffer message, grpc::ClientContext* context,

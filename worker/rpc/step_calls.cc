@@ -67,112 +67,145 @@ void GrpcParameterClient::StartPushPull(
   shards_[shard].steps->Step(std::move(message), sink, std::move(done));
 }
 
-absl::StatusOr<uint64_t> GrpcParameterClient::PushPullOnce(
-    uint64_t clock, absl::Span<const float> grads, float loss,
-    absl::Span<float> params) {
-  const int n = static_cast<int>(shards_.size());
-  std::vector<std::vector<grpc::ByteBuffer>> messages =
-      PushMessages(clock, grads, loss);
-  std::vector<grpc::ClientContext> push_contexts(n), pull_contexts(n);
-  std::vector<grpc::ByteBuffer> push_responses(n);
-  std::vector<PullSink> sinks;
-  for (int i = 0; i < n; ++i)
-    sinks.emplace_back(*plan_, *layout_, i, pull_half_, params);
-  std::vector<absl::Status> push_status(n), pull_status(n);
-  // A shard whose push and pull each fit one message takes both in one
-  // PushPull call; the others a push and a pull side by side.
-  std::vector<bool> combined(n);
-  int calls = 0;
-  for (int i = 0; i < n; ++i) {
-    combined[i] = messages[i].size() == 1 && !shards_[i].pull_streams;
-    calls += combined[i] ? 1 : 2;
+struct GrpcParameterClient::StepRound {
+  StepRound(const GrpcParameterClient& client,
+            const std::vector<std::vector<grpc::ByteBuffer>>& messages,
+            absl::Span<float> params)
+      : n(static_cast<int>(messages.size())),
+        push_contexts(n),
+        pull_contexts(n),
+        push_responses(n),
+        push_status(n),
+        pull_status(n),
+        combined(n) {
+    for (int i = 0; i < n; ++i) {
+      sinks.emplace_back(*client.plan_, *client.layout_, i, client.pull_half_,
+                         params);
+      // A shard whose push and pull each fit one message takes both in one
+      // PushPull call; the others a push and a pull side by side.
+      combined[i] = messages[i].size() == 1 && !client.shards_[i].pull_streams;
+      pending += combined[i] ? 1 : 2;
+    }
   }
+
+  void Ended() {
+    absl::MutexLock lock(&mu);
+    --pending;
+  }
+
+  // Waits until every call ended. When `limit` passes first, runs `cancel`
+  // and waits for the rest: false then.
+  bool AwaitAll(absl::Duration limit, const std::function<void()>& cancel) {
+    const absl::Condition all_ended(
+        +[](int* p) { return *p == 0; }, &pending);
+    absl::MutexLock lock(&mu);
+    if (mu.AwaitWithDeadline(all_ended, absl::Now() + limit)) return true;
+    mu.Unlock();
+    cancel();
+    mu.Lock();
+    mu.Await(all_ended);
+    return false;
+  }
+
+  // The failure to report: a push's before a pull's, and one that was not
+  // the cancellation a failure caused in the other calls; then a push reply
+  // that does not read.
+  absl::Status Failure() const {
+    absl::Status failure;
+    auto consider = [&failure](const absl::Status& s, const char* rpc, int i) {
+      if (s.ok()) return;
+      if (failure.ok() ||
+          (absl::IsCancelled(failure) && !absl::IsCancelled(s))) {
+        failure = PrefixStatus(s, rpc, i);
+      }
+    };
+    for (int i = 0; i < n; ++i) consider(push_status[i], "Push to shard ", i);
+    for (int i = 0; i < n; ++i) {
+      consider(pull_status[i],
+               combined[i] ? "PushPull to shard " : "Pull to shard ", i);
+    }
+    if (!failure.ok()) return failure;
+    for (int i = 0; i < n; ++i) {
+      if (combined[i]) continue;
+      if (absl::StatusOr<uint64_t> v = PushedVersion(push_responses[i]);
+          !v.ok()) {
+        return PrefixStatus(v.status(), "Push to shard ", i);
+      }
+    }
+    return absl::OkStatus();
+  }
+
+  const int n;
+  std::vector<grpc::ClientContext> push_contexts, pull_contexts;
+  std::vector<grpc::ByteBuffer> push_responses;
+  std::vector<PullSink> sinks;
+  // Each written by its call's callback before it ends, read after all
+  // ended.
+  std::vector<absl::Status> push_status, pull_status;
+  std::vector<bool> combined;
+  absl::Mutex mu;
+  int pending ABSL_GUARDED_BY(mu) = 0;
+};
+
+void GrpcParameterClient::CancelStepPulls(StepRound* round) {
+  for (auto& c : round->pull_contexts) c.TryCancel();
+  for (int i = 0; i < round->n; ++i) {
+    if (round->combined[i] && options_.step_stream) shards_[i].steps->Cancel();
+  }
+}
+
+void GrpcParameterClient::StartStep(
+    uint64_t clock, std::vector<std::vector<grpc::ByteBuffer>> messages,
+    StepRound* round) {
+  const int n = round->n;
   // Every stream the step takes is open before any call can fail and
   // cancel them.
   for (int i = 0; i < n; ++i) {
-    if (combined[i] && options_.step_stream) OpenStepStream(i);
+    if (round->combined[i] && options_.step_stream) OpenStepStream(i);
   }
-  absl::Mutex mu;
-  int pending = calls;
-  auto finish_call = [&] {
-    absl::MutexLock lock(&mu);
-    --pending;
-  };
-  // A refused push means the pulls would wait in vain.
-  auto cancel_pulls = [&] {
-    for (auto& c : pull_contexts) c.TryCancel();
-    for (int i = 0; i < n; ++i) {
-      if (combined[i] && options_.step_stream) shards_[i].steps->Cancel();
-    }
-  };
   for (int i = 0; i < n; ++i) {
-    if (combined[i]) continue;
-    StartPull(i, clock + 1, &pull_contexts[i], &sinks[i],
-              [&, i](absl::Status s) {
-                pull_status[i] = std::move(s);
-                finish_call();
+    if (round->combined[i]) continue;
+    StartPull(i, clock + 1, &round->pull_contexts[i], &round->sinks[i],
+              [round, i](absl::Status s) {
+                round->pull_status[i] = std::move(s);
+                round->Ended();
               });
   }
   for (int i = 0; i < n; ++i) {
-    if (combined[i]) {
-      StartPushPull(i, std::move(messages[i][0]), &sinks[i],
-                    [&, i](absl::Status s) {
-                      if (!s.ok()) cancel_pulls();
-                      pull_status[i] = std::move(s);
-                      finish_call();
-                    });
-      continue;
+    auto pushed = [this, round, i](absl::Status* status) {
+      return [this, round, i, status](absl::Status s) {
+        if (!s.ok()) CancelStepPulls(round);
+        *status = std::move(s);
+        round->Ended();
+      };
+    };
+    if (round->combined[i]) {
+      StartPushPull(i, std::move(messages[i][0]), &round->sinks[i],
+                    pushed(&round->pull_status[i]));
+    } else {
+      StartPush(i, std::move(messages[i]), &round->push_contexts[i],
+                &round->push_responses[i], pushed(&round->push_status[i]));
     }
-    StartPush(i, std::move(messages[i]), &push_contexts[i], &push_responses[i],
-              [&, i](absl::Status s) {
-                if (!s.ok()) cancel_pulls();
-                push_status[i] = std::move(s);
-                finish_call();
-              });
   }
+}
+
+absl::StatusOr<uint64_t> GrpcParameterClient::PushPullOnce(
+    uint64_t clock, absl::Span<const float> grads, float loss,
+    absl::Span<float> params) {
+  std::vector<std::vector<grpc::ByteBuffer>> messages =
+      PushMessages(clock, grads, loss);
+  StepRound round(*this, messages, params);
+  StartStep(clock, std::move(messages), &round);
   // The unary calls have deadlines; the streams' steps are bounded here.
   const absl::Duration limit =
       std::max(options_.push_timeout, options_.pull_timeout);
-  const absl::Condition all_ended(
-      +[](int* p) { return *p == 0; }, &pending);
-  bool timed_out = false;
-  mu.Lock();
-  if (!mu.AwaitWithDeadline(all_ended, absl::Now() + limit)) {
-    timed_out = true;
-    mu.Unlock();
-    cancel_pulls();
-    mu.Lock();
-    mu.Await(all_ended);
-  }
-  mu.Unlock();
-  if (timed_out) {
+  if (!round.AwaitAll(limit, [&] { CancelStepPulls(&round); })) {
     return absl::DeadlineExceededError(
         absl::StrCat("PushPull at clock ", clock, ": no reply within ",
                      absl::FormatDuration(limit)));
   }
-  // The failure to report: a push's before a pull's, and one that was not
-  // the cancellation a failure caused in the other calls.
-  absl::Status failure;
-  auto consider = [&failure](const absl::Status& s, const char* rpc, int i) {
-    if (s.ok()) return;
-    if (failure.ok() || (absl::IsCancelled(failure) && !absl::IsCancelled(s))) {
-      failure = PrefixStatus(s, rpc, i);
-    }
-  };
-  for (int i = 0; i < n; ++i) consider(push_status[i], "Push to shard ", i);
-  for (int i = 0; i < n; ++i) {
-    consider(pull_status[i],
-             combined[i] ? "PushPull to shard " : "Pull to shard ", i);
-  }
-  if (!failure.ok()) return failure;
-  for (int i = 0; i < n; ++i) {
-    if (combined[i]) continue;
-    if (absl::StatusOr<uint64_t> v = PushedVersion(push_responses[i]);
-        !v.ok()) {
-      return PrefixStatus(v.status(), "Push to shard ", i);
-    }
-  }
-  return PulledVersion(sinks);
+  RETURN_IF_ERROR(round.Failure());
+  return PulledVersion(round.sinks);
 }
 
 }  // namespace paramd
