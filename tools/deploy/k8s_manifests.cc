@@ -179,8 +179,25 @@ absl::StatusOr<std::string> K8sName(const std::string& job_id) {
   return name;
 }
 
-absl::StatusOr<std::string> K8sManifests(const JobConfig& config,
-                                         const K8sOptions& o) {
+namespace {
+
+// What every manifest of a job shares: its names, ports and addresses.
+struct K8sJob {
+  std::string name;      // paramd-<job>: every object's name starts so.
+  std::string ns;        // The namespace.
+  std::string service;   // The servers' headless Service.
+  std::string job_file;  // Where the pods see the job file.
+  int servers = 0;
+  int workers = 0;
+  int port = 0;     // The servers' gRPC port.
+  int metrics = 0;  // Every pod's metrics port.
+  bool checkpoints = false;
+  std::vector<std::string> addresses;  // The servers', by shard.
+};
+
+// The options paramctl k8s takes, checked; the job without a security
+// section (its files would have to come from the user's Secret).
+absl::Status CheckK8sOptions(const JobConfig& config, const K8sOptions& o) {
   const SecurityConfig& sec = config.security;
   if (!sec.token_file.empty() || sec.tls()) {
     return absl::InvalidArgumentError(
@@ -207,75 +224,87 @@ absl::StatusOr<std::string> K8sManifests(const JobConfig& config,
     return absl::InvalidArgumentError(
         absl::StrCat("--image '", o.image, "': must be an image reference"));
   }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<K8sJob> DescribeK8sJob(const JobConfig& config,
+                                      const std::string& ns) {
+  K8sJob k;
   absl::StatusOr<std::string> named = K8sName(config.job_id);
   if (!named.ok()) return named.status();
-  const std::string& name = *named;
-  const std::string& ns = o.namespace_name;
-  const int servers = config.num_shards();
-  const int workers = config.num_workers;
-  const int port = K8sServerPort(config);
-  const int metrics = K8sMetricsPort(config);
-  const std::string job_file = absl::StrCat(kJobMount, "/job.yaml");
-  const std::string service = name + "-servers";
-  std::vector<std::string> addresses;
-  for (int k = 0; k < servers; ++k) {
-    addresses.push_back(absl::StrCat(name, "-server-", k, ".", service, ".", ns,
-                                     ".svc.cluster.local:", port));
+  k.name = *named;
+  k.ns = ns;
+  k.servers = config.num_shards();
+  k.workers = config.num_workers;
+  k.port = K8sServerPort(config);
+  k.metrics = K8sMetricsPort(config);
+  k.job_file = absl::StrCat(kJobMount, "/job.yaml");
+  k.service = k.name + "-servers";
+  for (int i = 0; i < k.servers; ++i) {
+    k.addresses.push_back(absl::StrCat(k.name, "-server-", i, ".", k.service,
+                                       ".", ns, ".svc.cluster.local:", k.port));
   }
-  const bool checkpoints = !config.checkpoint.dir.empty();
-  std::vector<YAML::Node> docs;
+  k.checkpoints = !config.checkpoint.dir.empty();
+  return k;
+}
 
+YAML::Node JobConfigMap(const K8sJob& k, const std::string& job_text) {
   // The job file.
   YAML::Node cm;
   cm["apiVersion"] = "v1";
   cm["kind"] = "ConfigMap";
-  cm["metadata"] = Metadata(name + "-job", ns, name, "job");
-  cm["data"]["job.yaml"] = o.job_text;
-  docs.push_back(cm);
+  cm["metadata"] = Metadata(k.name + "-job", k.ns, k.name, "job");
+  cm["data"]["job.yaml"] = job_text;
+  return cm;
+}
 
+YAML::Node ServersService(const K8sJob& k) {
   // Stable DNS names for the servers.
   YAML::Node svc;
   svc["apiVersion"] = "v1";
   svc["kind"] = "Service";
-  svc["metadata"] = Metadata(service, ns, name, "server");
+  svc["metadata"] = Metadata(k.service, k.ns, k.name, "server");
   svc["spec"]["clusterIP"] = "None";
   svc["spec"]["publishNotReadyAddresses"] = true;
-  svc["spec"]["selector"] = Labels(name, "server");
+  svc["spec"]["selector"] = Labels(k.name, "server");
   YAML::Node grpc_port;
   grpc_port["name"] = "grpc";
-  grpc_port["port"] = port;
+  grpc_port["port"] = k.port;
   grpc_port["targetPort"] = "grpc";
   YAML::Node metrics_port;
   metrics_port["name"] = "metrics";
-  metrics_port["port"] = metrics;
+  metrics_port["port"] = k.metrics;
   metrics_port["targetPort"] = "metrics";
   svc["spec"]["ports"].push_back(grpc_port);
   svc["spec"]["ports"].push_back(metrics_port);
-  docs.push_back(svc);
+  return svc;
+}
 
+YAML::Node ServersStatefulSet(const JobConfig& config, const K8sJob& k,
+                              const std::string& image) {
   // The servers: pod K (its host name ends in -K) is shard K.
   const int64_t largest_shard = LargestShardBytes(config);
   const int64_t shard_mib =
       std::max<int64_t>(256, 4 * largest_shard / (1 << 20) + 192);
   std::string server_command = absl::StrCat(
-      "exec paramd-server --job ", job_file, " --shard \"${HOSTNAME##*-}\"",
-      " --listen 0.0.0.0:", port, " --metrics_listen 0.0.0.0:", metrics);
-  if (checkpoints) {
+      "exec paramd-server --job ", k.job_file, " --shard \"${HOSTNAME##*-}\"",
+      " --listen 0.0.0.0:", k.port, " --metrics_listen 0.0.0.0:", k.metrics);
+  if (k.checkpoints) {
     absl::StrAppend(&server_command, " --checkpoint_dir ", kCheckpointMount);
   }
   YAML::Node server;
   server["name"] = "server";
-  server["image"] = o.image;
+  server["image"] = image;
   server["command"].push_back("/bin/sh");
   server["command"].push_back("-c");
   server["command"].push_back(server_command);
-  server["ports"].push_back(Port("grpc", port));
-  server["ports"].push_back(Port("metrics", metrics));
+  server["ports"].push_back(Port("grpc", k.port));
+  server["ports"].push_back(Port("metrics", k.metrics));
   server["readinessProbe"] = Probe(2, 3);
   server["livenessProbe"] = Probe(10, 6);
   server["resources"] = Resources("1", shard_mib, 0);
   server["volumeMounts"].push_back(JobMount());
-  if (checkpoints) {
+  if (k.checkpoints) {
     YAML::Node m;
     m["name"] = "checkpoints";
     m["mountPath"] = kCheckpointMount;
@@ -284,21 +313,21 @@ absl::StatusOr<std::string> K8sManifests(const JobConfig& config,
   YAML::Node sts;
   sts["apiVersion"] = "apps/v1";
   sts["kind"] = "StatefulSet";
-  sts["metadata"] = Metadata(name + "-server", ns, name, "server");
-  sts["spec"]["serviceName"] = service;
-  sts["spec"]["replicas"] = servers;
+  sts["metadata"] = Metadata(k.name + "-server", k.ns, k.name, "server");
+  sts["spec"]["serviceName"] = k.service;
+  sts["spec"]["replicas"] = k.servers;
   sts["spec"]["podManagementPolicy"] = "Parallel";
-  sts["spec"]["selector"]["matchLabels"] = Labels(name, "server");
-  sts["spec"]["template"]["metadata"]["labels"] = Labels(name, "server");
+  sts["spec"]["selector"]["matchLabels"] = Labels(k.name, "server");
+  sts["spec"]["template"]["metadata"]["labels"] = Labels(k.name, "server");
   sts["spec"]["template"]["metadata"]["annotations"] =
-      ScrapeAnnotations(metrics);
+      ScrapeAnnotations(k.metrics);
   // SIGTERM writes a checkpoint; give it time.
   sts["spec"]["template"]["spec"]["terminationGracePeriodSeconds"] = 60;
   // The image runs as nobody (65534); the checkpoint volume is made its.
   sts["spec"]["template"]["spec"]["securityContext"]["fsGroup"] = 65534;
   sts["spec"]["template"]["spec"]["containers"].push_back(server);
-  sts["spec"]["template"]["spec"]["volumes"].push_back(JobVolume(name));
-  if (checkpoints) {
+  sts["spec"]["template"]["spec"]["volumes"].push_back(JobVolume(k.name));
+  if (k.checkpoints) {
     YAML::Node claim;
     claim["metadata"]["name"] = "checkpoints";
     claim["spec"]["accessModes"].push_back("ReadWriteOnce");
@@ -309,50 +338,68 @@ absl::StatusOr<std::string> K8sManifests(const JobConfig& config,
         "Gi");
     sts["spec"]["volumeClaimTemplates"].push_back(claim);
   }
-  docs.push_back(sts);
+  return sts;
+}
 
+YAML::Node WorkersJob(const JobConfig& config, const K8sJob& k,
+                      const std::string& image) {
   // The workers: an Indexed Job, rank = completion index.
   const bool cuda = config.worker.device == "cuda";
   YAML::Node worker;
   worker["name"] = "worker";
-  worker["image"] = o.image;
+  worker["image"] = image;
   worker["command"].push_back("/bin/sh");
   worker["command"].push_back("-c");
-  worker["command"].push_back(absl::StrCat(
-      "exec paramd-worker --job ", job_file,
-      " --rank \"$JOB_COMPLETION_INDEX\" --servers ",
-      absl::StrJoin(addresses, ","), " --metrics_listen 0.0.0.0:", metrics));
-  worker["ports"].push_back(Port("metrics", metrics));
+  worker["command"].push_back(
+      absl::StrCat("exec paramd-worker --job ", k.job_file,
+                   " --rank \"$JOB_COMPLETION_INDEX\" --servers ",
+                   absl::StrJoin(k.addresses, ","),
+                   " --metrics_listen 0.0.0.0:", k.metrics));
+  worker["ports"].push_back(Port("metrics", k.metrics));
   worker["resources"] =
       Resources(absl::StrCat(config.worker.threads), 2048, cuda ? 1 : 0);
   worker["volumeMounts"].push_back(JobMount());
   YAML::Node job;
   job["apiVersion"] = "batch/v1";
   job["kind"] = "Job";
-  job["metadata"] = Metadata(name + "-worker", ns, name, "worker");
+  job["metadata"] = Metadata(k.name + "-worker", k.ns, k.name, "worker");
   job["spec"]["completionMode"] = "Indexed";
-  job["spec"]["completions"] = workers;
-  job["spec"]["parallelism"] = workers;
+  job["spec"]["completions"] = k.workers;
+  job["spec"]["parallelism"] = k.workers;
   // restart.max restarts per worker, as paramctl run allows.
-  job["spec"]["backoffLimit"] = std::max(1, config.restart.max * workers);
-  job["spec"]["template"]["metadata"]["labels"] = Labels(name, "worker");
+  job["spec"]["backoffLimit"] = std::max(1, config.restart.max * k.workers);
+  job["spec"]["template"]["metadata"]["labels"] = Labels(k.name, "worker");
   job["spec"]["template"]["metadata"]["annotations"] =
-      ScrapeAnnotations(metrics);
+      ScrapeAnnotations(k.metrics);
   job["spec"]["template"]["spec"]["restartPolicy"] = "OnFailure";
   job["spec"]["template"]["spec"]["containers"].push_back(worker);
-  job["spec"]["template"]["spec"]["volumes"].push_back(JobVolume(name));
-  docs.push_back(job);
+  job["spec"]["template"]["spec"]["volumes"].push_back(JobVolume(k.name));
+  return job;
+}
 
+YAML::Node ServersDisruptionBudget(const K8sJob& k) {
   // Voluntary disruptions (drains, upgrades) wait for the job: every shard
   // is needed.
   YAML::Node pdb;
   pdb["apiVersion"] = "policy/v1";
   pdb["kind"] = "PodDisruptionBudget";
-  pdb["metadata"] = Metadata(name + "-servers", ns, name, "server");
-  pdb["spec"]["minAvailable"] = servers;
-  pdb["spec"]["selector"]["matchLabels"] = Labels(name, "server");
-  docs.push_back(pdb);
+  pdb["metadata"] = Metadata(k.name + "-servers", k.ns, k.name, "server");
+  pdb["spec"]["minAvailable"] = k.servers;
+  pdb["spec"]["selector"]["matchLabels"] = Labels(k.name, "server");
+  return pdb;
+}
 
+}  // namespace
+
+absl::StatusOr<std::string> K8sManifests(const JobConfig& config,
+                                         const K8sOptions& o) {
+  if (absl::Status s = CheckK8sOptions(config, o); !s.ok()) return s;
+  absl::StatusOr<K8sJob> k = DescribeK8sJob(config, o.namespace_name);
+  if (!k.ok()) return k.status();
+  const std::vector<YAML::Node> docs = {
+      JobConfigMap(*k, o.job_text), ServersService(*k),
+      ServersStatefulSet(config, *k, o.image), WorkersJob(config, *k, o.image),
+      ServersDisruptionBudget(*k)};
   std::string out =
       absl::StrCat("# Written by `paramctl k8s` for job '", config.job_id,
                    "'. Apply with kubectl apply -f.\n");
