@@ -12,6 +12,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/base/job_token.h"
 #include "common/base/status_macros.h"
+#include "common/rpc/grpc_status.h"
 
 namespace paramd {
 namespace {
@@ -138,21 +139,18 @@ grpc::Status CheckCallToken(const JobSecurity& security,
   const auto& metadata = context.client_metadata();
   const auto it = metadata.find(kTokenMetadataKey);
   if (it == metadata.end()) {
-    return grpc::Status(
-        grpc::StatusCode::UNAUTHENTICATED,
+    return ToGrpcStatus(absl::UnauthenticatedError(
         absl::StrCat(rpc,
                      ": no job token (this job's servers require "
                      "'authorization: Bearer <token>' metadata with the "
-                     "token of security.token_file)"));
+                     "token of security.token_file)")));
   }
   constexpr absl::string_view kBearer = "Bearer ";
   const absl::string_view value(it->second.data(), it->second.size());
   if (!absl::StartsWith(value, kBearer) ||
       !JobTokensEqual(security.token, value.substr(kBearer.size()))) {
-    return grpc::Status(grpc::StatusCode::UNAUTHENTICATED,
-                        absl::StrCat(rpc,
-                                     ": wrong job token (not this job's "
-                                     "security.token_file)"));
+    return ToGrpcStatus(absl::UnauthenticatedError(absl::StrCat(
+        rpc, ": wrong job token (not this job's security.token_file)")));
   }
   return grpc::Status::OK;
 }

@@ -16,6 +16,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
+#include "common/rpc/grpc_status.h"
 #include "proto/paramd.grpc.pb.h"
 #include "tools/ctl/supervisor.h"
 
@@ -298,8 +299,8 @@ class LoadRun {
       ++totals_.shard_pushes;
       if (response.duplicate()) ++totals_.duplicates;
       if (response.duplicate() && attempts == 1) {
-        return grpc::Status(grpc::StatusCode::INTERNAL,
-                            "a first attempt was taken for a retry");
+        return ToGrpcStatus(
+            absl::InternalError("a first attempt was taken for a retry"));
       }
     }
     return s;
