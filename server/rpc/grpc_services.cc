@@ -94,6 +94,25 @@ void GrpcParameterService::AddUnary(
   AddByteMethod(this, names_.back()->c_str(), rpc, security_, handler);
 }
 
+template <template <class, class, class> class Handler, typename... Args>
+void GrpcParameterService::AddStreaming(
+    const char* rpc, grpc::internal::RpcMethod::RpcType type,
+    grpc::Status (GrpcParameterService::*handler)(grpc::ServerContext*,
+                                                  Args...)) {
+  names_.push_back(std::make_unique<std::string>(MethodName(rpc)));
+  AddMethod(new grpc::internal::RpcServiceMethod(
+      names_.back()->c_str(), type,
+      new Handler<GrpcParameterService, grpc::ByteBuffer, grpc::ByteBuffer>(
+          [rpc, handler](GrpcParameterService* service,
+                         grpc::ServerContext* context, Args... args) {
+            grpc::Status auth =
+                CheckCallToken(*service->security_, *context, rpc);
+            if (!auth.ok()) return auth;
+            return (service->*handler)(context, args...);
+          },
+          this)));
+}
+
 GrpcParameterService::GrpcParameterService(Shard* shard,
                                            const JobSecurity* security,
                                            TransportFaults* faults)
@@ -104,48 +123,15 @@ GrpcParameterService::GrpcParameterService(Shard* shard,
   AddUnary("PushPull", &GrpcParameterService::PushPull);
   AddUnary("PullRows", &GrpcParameterService::PullRows);
   AddUnary("Heartbeat", &GrpcParameterService::Heartbeat);
-  names_.push_back(std::make_unique<std::string>(MethodName("PushStream")));
-  AddMethod(new grpc::internal::RpcServiceMethod(
-      names_.back()->c_str(), grpc::internal::RpcMethod::CLIENT_STREAMING,
-      new grpc::internal::ClientStreamingHandler<
-          GrpcParameterService, grpc::ByteBuffer, grpc::ByteBuffer>(
-          [](GrpcParameterService* service, grpc::ServerContext* context,
-             grpc::ServerReader<grpc::ByteBuffer>* reader,
-             grpc::ByteBuffer* response) {
-            grpc::Status auth =
-                CheckCallToken(*service->security_, *context, "PushStream");
-            if (!auth.ok()) return auth;
-            return service->PushStream(context, reader, response);
-          },
-          this)));
-  names_.push_back(std::make_unique<std::string>(MethodName("PullStream")));
-  AddMethod(new grpc::internal::RpcServiceMethod(
-      names_.back()->c_str(), grpc::internal::RpcMethod::SERVER_STREAMING,
-      new grpc::internal::ServerStreamingHandler<
-          GrpcParameterService, grpc::ByteBuffer, grpc::ByteBuffer>(
-          [](GrpcParameterService* service, grpc::ServerContext* context,
-             const grpc::ByteBuffer* request,
-             grpc::ServerWriter<grpc::ByteBuffer>* writer) {
-            grpc::Status auth =
-                CheckCallToken(*service->security_, *context, "PullStream");
-            if (!auth.ok()) return auth;
-            return service->PullStream(context, request, writer);
-          },
-          this)));
-  names_.push_back(std::make_unique<std::string>(MethodName("StepStream")));
-  AddMethod(new grpc::internal::RpcServiceMethod(
-      names_.back()->c_str(), grpc::internal::RpcMethod::BIDI_STREAMING,
-      new grpc::internal::BidiStreamingHandler<
-          GrpcParameterService, grpc::ByteBuffer, grpc::ByteBuffer>(
-          [](GrpcParameterService* service, grpc::ServerContext* context,
-             grpc::ServerReaderWriter<grpc::ByteBuffer, grpc::ByteBuffer>*
-                 stream) {
-            grpc::Status auth =
-                CheckCallToken(*service->security_, *context, "StepStream");
-            if (!auth.ok()) return auth;
-            return service->StepStream(context, stream);
-          },
-          this)));
+  AddStreaming<grpc::internal::ClientStreamingHandler>(
+      "PushStream", grpc::internal::RpcMethod::CLIENT_STREAMING,
+      &GrpcParameterService::PushStream);
+  AddStreaming<grpc::internal::ServerStreamingHandler>(
+      "PullStream", grpc::internal::RpcMethod::SERVER_STREAMING,
+      &GrpcParameterService::PullStream);
+  AddStreaming<grpc::internal::BidiStreamingHandler>(
+      "StepStream", grpc::internal::RpcMethod::BIDI_STREAMING,
+      &GrpcParameterService::StepStream);
   AddUnary("ReportEpoch", &GrpcParameterService::ReportEpoch);
 }
 

@@ -103,6 +103,13 @@ class GrpcParameterService final : public grpc::Service {
       const std::shared_ptr<const ParamSnapshot>& snapshot, size_t begin,
       size_t end, bool half) const;
 
+  // Adds the streaming method `rpc` of kind `type`, served through gRPC's
+  // `Handler` for that kind by `handler` once the call carries the job's
+  // token.
+  template <template <class, class, class> class Handler, typename... Args>
+  void AddStreaming(const char* rpc, grpc::internal::RpcMethod::RpcType type,
+                    grpc::Status (GrpcParameterService::*handler)(
+                        grpc::ServerContext*, Args...));
   // Adds one unary method served by `handler`.
   void AddUnary(const char* rpc,
                 grpc::Status (GrpcParameterService::*handler)(
