@@ -5,7 +5,6 @@
 #include <algorithm>
 #include <cstring>
 #include <functional>
-#include <optional>
 #include <random>
 
 #include "absl/strings/str_cat.h"
@@ -17,6 +16,7 @@
 #include "common/rpc/grpc_status.h"
 #include "common/wire/wire_format.h"
 #include "spdlog/spdlog.h"
+#include "worker/retry.h"
 #include "worker/rpc/proto_convert.h"
 #include "worker/rpc/pull_sink.h"
 #include "worker/rpc/push_frames.h"
@@ -199,42 +199,11 @@ void GrpcParameterClient::StartPush(int shard,
 absl::StatusOr<uint64_t> GrpcParameterClient::Retrying(
     const char* what,
     const std::function<absl::StatusOr<uint64_t>()>& attempt) {
-  // Seeded on the first failure only: std::random_device costs a system
-  // call, and most calls succeed at once.
-  std::optional<std::mt19937> random;
-  absl::Time first_failure = absl::InfiniteFuture();
-  absl::Duration backoff = absl::Milliseconds(50);
-  for (int tries = 1;; ++tries) {
-    absl::StatusOr<uint64_t> result = attempt();
-    if (result.ok() || !(absl::IsUnavailable(result.status()) ||
-                         absl::IsDeadlineExceeded(result.status()))) {
-      if (tries > 1 && result.ok()) {
-        spdlog::info("rank {}: {} went through after {} tries", rank_, what,
-                     tries);
-      }
-      return result;
-    }
-    const absl::Time now = absl::Now();
-    if (first_failure == absl::InfiniteFuture()) {
-      first_failure = now;
-      spdlog::warn("rank {}: {}; retrying for up to {} s", rank_,
-                   std::string(result.status().message()),
-                   absl::ToDoubleSeconds(options_.give_up));
-    }
-    if (now - first_failure >= options_.give_up) {
-      return absl::Status(
-          result.status().code(),
-          absl::StrCat(
-              "gave up after ", tries, " tries in ",
-              absl::ToInt64Seconds(now - first_failure),
-              " s (liveness.give_up_seconds): ", result.status().message()));
-    }
-    // Full jitter in [backoff / 2, backoff], doubling up to 2 s.
-    std::uniform_real_distribution<double> jitter(0.5, 1.0);
-    if (!random.has_value()) random.emplace(std::random_device{}());
-    absl::SleepFor(backoff * jitter(*random));
-    backoff = std::min(backoff * 2, absl::Seconds(2));
-  }
+  RetryOptions retry;
+  retry.give_up = options_.give_up;
+  retry.clock = options_.clock;
+  retry.who = absl::StrCat("rank ", rank_);
+  return Retry(what, retry, attempt);
 }
 
 absl::StatusOr<uint64_t> GrpcParameterClient::Pull(uint64_t clock,

@@ -27,6 +27,7 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "absl/types/span.h"
+#include "common/base/clock.h"
 #include "common/config/job_config.h"
 #include "common/model/model_spec.h"
 #include "common/model/partitioner.h"
@@ -53,6 +54,9 @@ struct GrpcClientOptions {
   // again, with exponential backoff and jitter, for this long after its
   // first failure (liveness.give_up_seconds; the factory sets it).
   absl::Duration give_up = absl::Seconds(120);
+  // What the retries' back-off reads and sleeps on (worker/retry.h); must
+  // outlive the client.
+  Clock* clock = RealClock();
   // A shard whose push and pull each fit one message: PushPull as a step
   // of a StepStream kept open across steps (no per-step call setup);
   // false: a unary PushPull call per step.
@@ -94,11 +98,7 @@ class GrpcParameterClient final : public ParameterClient {
   absl::Status ReportEpoch(const EpochReport& report) override;
 
  private:
-  // Runs `attempt` until it succeeds or fails otherwise than UNAVAILABLE
-  // or DEADLINE_EXCEEDED, or options_.give_up passed since its first
-  // failure (the error then says so). Retrying is safe: pulls are
-  // idempotent and a shard acknowledges a push it applied already
-  // (PushResponse.duplicate).
+  // Retry (worker/retry.h) with the client's give_up and clock.
   absl::StatusOr<uint64_t> Retrying(
       const char* what,
       const std::function<absl::StatusOr<uint64_t>()>& attempt);

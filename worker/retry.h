@@ -1,0 +1,47 @@
+// Retry: how the worker's client retries a call whose failure may pass —
+// UNAVAILABLE (no server reachable, or a reply lost on the way) and
+// DEADLINE_EXCEEDED. Retrying is safe: pulls are idempotent and a shard
+// acknowledges a push it applied already (PushResponse.duplicate). Between
+// tries it sleeps with full jitter in [b/2, b], b doubling from 50 ms up
+// to 2 s, and it gives up once `give_up` has passed since the first
+// failure, saying so (liveness.give_up_seconds). Time comes from a Clock,
+// so tests run it on a fake one. Thread-compatible: one call at a time per
+// RetryOptions' generator.
+#ifndef PARAMD_WORKER_RETRY_H_
+#define PARAMD_WORKER_RETRY_H_
+
+#include <cstdint>
+#include <functional>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "common/base/clock.h"
+
+namespace paramd {
+
+struct RetryOptions {
+  absl::Duration give_up = absl::Seconds(120);
+  Clock* clock = RealClock();
+  // Seeds the jitter (0: from the system, on the first failure only:
+  // std::random_device costs a system call, and most calls succeed at once).
+  uint64_t seed = 0;
+  // Who retries, for the log: e.g. "rank 3".
+  std::string who;
+};
+
+// Runs `attempt` until it succeeds or fails otherwise than UNAVAILABLE or
+// DEADLINE_EXCEEDED, or options.give_up has passed since its first failure
+// (the error then says after how many tries and how long). `what` names the
+// call in the log.
+absl::StatusOr<uint64_t> Retry(
+    const char* what, const RetryOptions& options,
+    const std::function<absl::StatusOr<uint64_t>()>& attempt);
+
+// The first backoff and its cap.
+inline constexpr absl::Duration kFirstBackoff = absl::Milliseconds(50);
+inline constexpr absl::Duration kMaxBackoff = absl::Seconds(2);
+
+}  // namespace paramd
+
+#endif  // PARAMD_WORKER_RETRY_H_
