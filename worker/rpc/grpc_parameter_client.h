@@ -190,8 +190,6 @@ class GrpcParameterClient final : public ParameterClient {
 // `s` with "<what><shard>: " before its message, e.g. "Push to shard 1: ".
 absl::Status PrefixStatus(const absl::Status& s, const char* what, int shard);
 
-// Makes GrpcParameterClients for the shards at `servers` (one "host:port"
-// per shard; empty: the job's cluster.servers).
 // Runs `call(shard, done)` for every shard at once and waits for all; each
 // call reports how it ended through `done`. Returns the first failure,
 // naming the RPC and the shard.
@@ -199,6 +197,8 @@ absl::Status ForAllShards(
     int num_shards, const char* rpc,
     const std::function<void(int, std::function<void(absl::Status)>)>& call);
 
+// Makes GrpcParameterClients for the shards at `servers` (one "host:port"
+// per shard; empty: the job's cluster.servers).
 ParameterClientFactory GrpcParameterClientFactory(
     std::vector<std::string> servers, GrpcClientOptions options = {});
 
