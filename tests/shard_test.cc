@@ -18,15 +18,6 @@ namespace {
 
 using testing::JobOptions;
 
-proto::PullRequest MakePull(const std::string& job_id, uint32_t rank,
-                            uint64_t clock) {
-  proto::PullRequest r;
-  r.set_job_id(job_id);
-  r.set_rank(rank);
-  r.set_clock(clock);
-  return r;
-}
-
 struct Fixture {
   explicit Fixture(bool register_ranks = true) {
     JobOptions o;
@@ -230,7 +221,7 @@ TEST_CASE("register checks job, rank and plan; reports the clock", "[shard]") {
 
 TEST_CASE("pulls wait for the version their clock needs", "[shard]") {
   Fixture f;
-  const proto::PullRequest req = MakePull(f.config.job_id, 0, 1);
+  const proto::PullRequest req = testing::PullAt(f.config.job_id, 0, 1);
   proto::PullResponse resp;
   CHECK(absl::IsDeadlineExceeded(
       f.shard->Pull(req, absl::InfinitePast(), nullptr, &resp)));
@@ -246,7 +237,7 @@ TEST_CASE("pulls wait for the version their clock needs", "[shard]") {
 TEST_CASE("a pull may ask for float16; other dtypes are refused",
           "[shard][fp16]") {
   Fixture f;
-  proto::PullRequest req = MakePull(f.config.job_id, 0, 0);
+  proto::PullRequest req = testing::PullAt(f.config.job_id, 0, 0);
   proto::PullResponse wide, narrow;
   REQUIRE(f.shard->Pull(req, absl::InfinitePast(), nullptr, &wide).ok());
   req.set_dtype(proto::DTYPE_FLOAT16);
@@ -321,171 +312,6 @@ TEST_CASE("status reports the shard, its workers and the job's epochs",
   CHECK(e.samples_per_second() == Approx(10.0));  // 20 samples / 2 s
 }
 
-}  // namespace
-}  // namespace paramd
-
-namespace paramd {
-namespace {
-
-// Leases on a fake clock: no test here sleeps.
-struct LeaseFixture {
-  explicit LeaseFixture(const std::string& policy) {
-    JobOptions o;
-    o.servers = {"127.0.0.1:0"};
-    o.layers = "[784, 8, 10]";
-    o.policy = policy;
-    o.staleness = 1;
-    o.lease_seconds = 4;
-    o.warn_after_seconds = 2;
-    config = testing::MakeJob(o, testing::NewTempDir());
-    shard = *Shard::Create(config, 0, &clock);
-  }
-
-  // Both phases, as a worker does.
-  void Register(uint32_t rank, uint64_t expect_clock) {
-    proto::RegisterRequest req;
-    req.set_job_id(config.job_id);
-    req.set_rank(rank);
-    req.set_plan_fingerprint(shard->plan().fingerprint());
-    req.set_incarnation(++incarnation);
-    proto::RegisterResponse resp;
-    REQUIRE(shard->Register(req, &resp).ok());
-    CHECK(resp.clock() == expect_clock);
-    req.set_join(true);
-    req.set_clock(resp.clock());
-    REQUIRE(shard->Register(req, &resp).ok());
-    CHECK(resp.clock() == expect_clock);
-  }
-
-  void Heartbeat(uint32_t rank, bool finished = false) {
-    proto::HeartbeatRequest req;
-    req.set_job_id(config.job_id);
-    req.set_rank(rank);
-    req.set_finished(finished);
-    proto::HeartbeatResponse resp;
-    REQUIRE(shard->Heartbeat(req, &resp).ok());
-  }
-
-  absl::Status Push(uint32_t rank, uint64_t clock) {
-    proto::PushRequest r =
-        testing::WholePush(*shard, config.job_id, rank, clock, 0.0f);
-    r.set_loss(0.25f);
-    proto::PushResponse resp;
-    return shard->Push(r, &resp);
-  }
-
-  absl::Status TryPull(uint32_t rank, uint64_t clock) {
-    proto::PullResponse resp;
-    return shard->Pull(MakePull(config.job_id, rank, clock),
-                       absl::InfinitePast(), nullptr, &resp);
-  }
-
-  proto::ShardStatus Status() {
-    proto::ShardStatus st;
-    shard->GetStatus(&st);
-    return st;
-  }
-
-  FakeClock clock;
-  JobConfig config;
-  std::unique_ptr<Shard> shard;
-  uint64_t incarnation = 0;
-};
-
-TEST_CASE("a silent worker is dropped after its lease and sync goes on",
-          "[shard][liveness]") {
-  LeaseFixture f("sync");
-  f.Register(0, 0);
-  f.Register(1, 0);
-  REQUIRE(f.Push(0, 0).ok());
-  CHECK(absl::IsDeadlineExceeded(f.TryPull(0, 1)));
-  f.clock.Advance(absl::Seconds(3));
-  f.Heartbeat(0);
-  f.shard->Tick();
-  CHECK(f.Status().workers(1).state() == "live");  // 3 s < 4 s lease
-  f.clock.Advance(absl::Seconds(2));
-  f.shard->Tick();  // rank 1: 5 s silent
-  proto::ShardStatus st = f.Status();
-  CHECK(st.workers(0).state() == "live");
-  CHECK(st.workers(1).state() == "dead");
-  CHECK(st.workers(0).last_loss() == Approx(0.25f));
-  CHECK(st.version() == 1);  // the round completed without rank 1
-  CHECK(f.TryPull(0, 1).ok());
-  CHECK(absl::IsAborted(f.Push(1, 0)));  // "register again"
-  // It registers again and rejoins at the current round.
-  f.Register(1, 1);
-  st = f.Status();
-  CHECK(st.workers(1).state() == "live");
-  CHECK(st.workers(1).registrations() == 2);
-  REQUIRE(f.Push(1, 1).ok());
-  REQUIRE(f.Push(0, 1).ok());
-  CHECK(f.Status().version() == 2);
-}
-
-TEST_CASE(
-    "a worker that never registers is dropped a lease after the job "
-    "starts",
-    "[shard][liveness]") {
-  LeaseFixture f("ssp");
-  f.clock.Advance(absl::Seconds(60));  // before the job: no lease runs
-  f.shard->Tick();
-  CHECK(f.Status().workers(1).state() == "waiting");
-  f.Register(0, 0);
-  REQUIRE(f.Push(0, 0).ok());
-  REQUIRE(f.Push(0, 1).ok());
-  CHECK(absl::IsDeadlineExceeded(f.TryPull(0, 2)));  // 2 ahead of rank 1
-  f.clock.Advance(absl::Seconds(4.5));
-  f.Heartbeat(0);
-  f.shard->Tick();
-  CHECK(f.Status().workers(1).state() == "dead");
-  CHECK(f.TryPull(0, 2).ok());
-}
-
-TEST_CASE("a finished worker leaves without waiting for its lease",
-          "[shard][liveness]") {
-  LeaseFixture f("ssp");
-  f.Register(0, 0);
-  f.Register(1, 0);
-  REQUIRE(f.Push(0, 0).ok());
-  REQUIRE(f.Push(0, 1).ok());
-  CHECK(absl::IsDeadlineExceeded(f.TryPull(0, 2)));
-  f.Heartbeat(1, /*finished=*/true);
-  CHECK(f.Status().workers(1).state() == "finished");
-  CHECK(f.TryPull(0, 2).ok());
-}
-
-TEST_CASE("a long pull is shown in status with what it waits on",
-          "[shard][diagnostics]") {
-  LeaseFixture f("sync");
-  f.Register(0, 0);
-  f.Register(1, 0);
-  REQUIRE(f.Push(0, 0).ok());
-  std::thread pull([&] {
-    proto::PullResponse resp;
-    CHECK(f.shard
-              ->Pull(MakePull(f.config.job_id, 0, 1), absl::InfiniteFuture(),
-                     nullptr, &resp)
-              .ok());
-  });
-  REQUIRE(f.shard->TEST_AwaitWaitingPulls(1, absl::Seconds(30)));
-  f.clock.Advance(absl::Seconds(3));  // past warn_after_seconds (2)
-  f.shard->Tick();                    // logs it once
-  proto::ShardStatus st = f.Status();
-  REQUIRE(st.waiting_size() == 1);
-  CHECK(st.waiting(0).rank() == 0);
-  CHECK(st.waiting(0).clock() == 1);
-  CHECK(st.waiting(0).waited_seconds() == Approx(3.0));
-  CHECK(st.waiting(0).waiting_on() ==
-        "version 1: round 0 waits for rank(s) 1 to push clock 0");
-  REQUIRE(f.Push(1, 0).ok());
-  pull.join();
-  CHECK(f.shard->TEST_AwaitWaitingPulls(0, absl::Seconds(30)));
-  st = f.Status();
-  CHECK(st.waiting_size() == 0);
-  CHECK(st.pull_wait_p99_ms() == Approx(3000.0));
-  CHECK(st.pushes_per_second() == Approx(2 / 3.0));  // 2 pushes in 3 s
-}
-
 TEST_CASE("ids from the wire outside the plan are refused, never looked up",
           "[shard]") {
   // tensor_id 2^31 - 1 once overflowed the lookup and crashed the shard.
@@ -522,8 +348,8 @@ TEST_CASE("a rank that never registered is refused by every request",
         "Push: rank 1 has not registered with shard 0 (Register with join "
         "first)");
   std::shared_ptr<const ParamSnapshot> snapshot;
-  s = f.shard->Pull(MakePull(f.config.job_id, 1, 0), absl::InfiniteFuture(),
-                    nullptr, &snapshot);
+  s = f.shard->Pull(testing::PullAt(f.config.job_id, 1, 0),
+                    absl::InfiniteFuture(), nullptr, &snapshot);
   CHECK(absl::IsAborted(s));
   CHECK_THAT(std::string(s.message()), Catch::StartsWith("Pull: rank 1"));
   proto::HeartbeatRequest hb;
@@ -620,8 +446,8 @@ TEST_CASE("a pull at a past clock is served the newest version, saying so",
   REQUIRE(f.shard->store().version() == 2);
   proto::PullResponse resp;
   REQUIRE(f.shard
-              ->Pull(MakePull(f.config.job_id, 0, 1), absl::InfinitePast(),
-                     nullptr, &resp)
+              ->Pull(testing::PullAt(f.config.job_id, 0, 1),
+                     absl::InfinitePast(), nullptr, &resp)
               .ok());
   CHECK(resp.version() == 2);  // as proto/paramd.proto says: never older
 }
@@ -653,7 +479,6 @@ TEST_CASE("a worker of another launch of the same job is refused", "[shard]") {
   }
 }
 
-}  // namespace
 TEST_CASE(
     "a rank's calls past limits.max_inflight_per_worker are "
     "RESOURCE_EXHAUSTED and change nothing",
@@ -671,13 +496,13 @@ TEST_CASE(
     pulls.emplace_back([&, i] {
       proto::PullResponse resp;
       results[i] = f.shard->Pull(
-          MakePull(f.config.job_id, 0, 1), absl::InfiniteFuture(),
+          testing::PullAt(f.config.job_id, 0, 1), absl::InfiniteFuture(),
           [&give_up] { return give_up.load(); }, &resp);
     });
   }
   REQUIRE(f.shard->TEST_AwaitWaitingPulls(2, absl::Seconds(30)));
   proto::PullResponse resp;
-  absl::Status s = f.shard->Pull(MakePull(f.config.job_id, 0, 1),
+  absl::Status s = f.shard->Pull(testing::PullAt(f.config.job_id, 0, 1),
                                  absl::InfiniteFuture(), nullptr, &resp);
   CHECK(absl::IsResourceExhausted(s));
   CHECK(s.message() ==
@@ -700,219 +525,10 @@ TEST_CASE(
   for (auto& t : pulls) t.join();
   for (const auto& r : results) CHECK(absl::IsCancelled(r));
   CHECK(f.shard
-            ->Pull(MakePull(f.config.job_id, 0, 0), absl::InfinitePast(),
+            ->Pull(testing::PullAt(f.config.job_id, 0, 0), absl::InfinitePast(),
                    nullptr, &resp)
             .ok());
 }
 
-TEST_CASE(
-    "under every policy a retried push is acknowledged as a duplicate and "
-    "applied once",
-    "[shard][exactly-once]") {
-  for (const char* policy : {"sync", "async", "ssp"}) {
-    SECTION(policy) {
-      LeaseFixture f(policy);
-      f.Register(0, 0);
-      f.Register(1, 0);
-      const proto::PushRequest push =
-          testing::WholePush(*f.shard, f.config.job_id, 0, 0, 1.0f);
-      proto::PushResponse first, retry;
-      REQUIRE(f.shard->Push(push, &first).ok());
-      CHECK_FALSE(first.duplicate());
-      proto::ShardStatus before = f.Status();
-      // The same request again, as after a lost reply.
-      REQUIRE(f.shard->Push(push, &retry).ok());
-      CHECK(retry.duplicate());
-      CHECK(retry.version() == first.version());
-      proto::ShardStatus after = f.Status();
-      CHECK(after.version() == before.version());
-      CHECK(after.pushes() == before.pushes());
-      // Rank 1 completes the round (sync) or steps (async, ssp); rank 0's
-      // retry still applies nothing, and its next clock is applied.
-      REQUIRE(f.Push(1, 0).ok());
-      const uint64_t version = f.Status().version();
-      REQUIRE(f.shard->Push(push, &retry).ok());
-      CHECK(retry.duplicate());
-      CHECK(f.Status().version() == version);
-      REQUIRE(f.Push(0, 1).ok());
-      CHECK(absl::IsFailedPrecondition(f.shard->Push(push, &retry)));
-    }
-  }
-}
-
-// A shard of a 2-worker job with checkpoints every 2 versions in a new
-// folder; Restart builds a new one from the same folder, as a restarted
-// process does.
-struct CheckpointFixture {
-  explicit CheckpointFixture(const std::string& policy) {
-    JobOptions o;
-    o.servers = {"127.0.0.1:0"};
-    o.layers = "[784, 8, 10]";
-    o.policy = policy;
-    o.staleness = 1;
-    config = testing::MakeJob(o, testing::NewTempDir());
-    config.checkpoint.dir = testing::NewTempDir() + "/checkpoints";
-    config.checkpoint.every_steps = 2;
-    Restart();
-  }
-  void Restart() {
-    shard.reset();
-    auto created = Shard::Create(config, 0);
-    INFO(created.status().ToString());
-    REQUIRE(created.ok());
-    shard = *std::move(created);
-  }
-  // Both phases; returns the clock joined at.
-  uint64_t Register(uint32_t rank) {
-    proto::RegisterRequest req;
-    req.set_job_id(config.job_id);
-    req.set_rank(rank);
-    req.set_plan_fingerprint(shard->plan().fingerprint());
-    proto::RegisterResponse resp;
-    REQUIRE(shard->Register(req, &resp).ok());
-    req.set_join(true);
-    req.set_clock(resp.clock());
-    REQUIRE(shard->Register(req, &resp).ok());
-    return resp.clock();
-  }
-  absl::Status Push(uint32_t rank, uint64_t clock, bool* duplicate = nullptr) {
-    proto::PushResponse resp;
-    absl::Status s = shard->Push(
-        testing::WholePush(*shard, config.job_id, rank, clock, 0.5f + rank),
-        &resp);
-    if (duplicate != nullptr) *duplicate = resp.duplicate();
-    return s;
-  }
-  proto::ShardStatus Status() {
-    proto::ShardStatus st;
-    shard->GetStatus(&st);
-    return st;
-  }
-  std::vector<float> Params() {
-    std::vector<float> out;
-    shard->store().Read([&](uint64_t, absl::Span<const std::vector<float>> c) {
-      for (const auto& chunk : c)
-        out.insert(out.end(), chunk.begin(), chunk.end());
-    });
-    return out;
-  }
-  JobConfig config;
-  std::unique_ptr<Shard> shard;
-};
-
-TEST_CASE(
-    "a restarted shard restores its newest checkpoint; retries of pushes it "
-    "holds are acknowledged, pushes after it are applied again",
-    "[shard][checkpoint][exactly-once]") {
-  CheckpointFixture f("sync");
-  CHECK(f.Status().restored_from().empty());
-  f.Register(0);
-  f.Register(1);
-  for (uint64_t clock : {0, 1}) {
-    REQUIRE(f.Push(0, clock).ok());
-    REQUIRE(f.Push(1, clock).ok());
-  }
-  proto::ShardStatus st = f.Status();
-  REQUIRE(st.version() == 2);
-  CHECK(st.checkpoint_version() == 2);  // Written as version 2 was reached.
-  CHECK_THAT(st.checkpoint_path(),
-             Catch::EndsWith("/shard-0-v00000000000000000002.ckpt"));
-  const std::vector<float> at_2 = f.Params();
-  REQUIRE(f.Push(0, 2).ok());  // Round 2 is open when the process dies.
-
-  f.Restart();
-  st = f.Status();
-  CHECK(st.version() == 2);
-  CHECK(st.restored_from() == st.checkpoint_path());
-  CHECK(f.Params() == at_2);
-  // The restarted process knows no registration.
-  CHECK(absl::IsAborted(f.Push(1, 1)));
-  CHECK(f.Register(0) == 2);
-  CHECK(f.Register(1) == 2);
-  // Rank 1's push of clock 1 is in the checkpoint: a retry is acknowledged.
-  bool duplicate = false;
-  REQUIRE(f.Push(1, 1, &duplicate).ok());
-  CHECK(duplicate);
-  CHECK(f.Params() == at_2);
-  // Rank 0's push of clock 2 came after it: sent again, it is applied.
-  REQUIRE(f.Push(0, 2, &duplicate).ok());
-  CHECK_FALSE(duplicate);
-  REQUIRE(f.Push(1, 2, &duplicate).ok());
-  CHECK_FALSE(duplicate);
-  CHECK(f.Status().version() == 3);
-}
-
-TEST_CASE(
-    "a shard restored from an older checkpoint catches up with the job's "
-    "clock when workers register",
-    "[shard][checkpoint]") {
-  for (const char* policy : {"sync", "async", "ssp"}) {
-    SECTION(policy) {
-      CheckpointFixture f(policy);
-      f.Register(0);
-      f.Register(1);
-      for (uint64_t clock : {0, 1}) {
-        REQUIRE(f.Push(0, clock).ok());
-        REQUIRE(f.Push(1, clock).ok());
-      }
-      REQUIRE(f.Status().checkpoint_version() >= 2);
-      f.Restart();
-      // The other shards went on to clock 7 meanwhile: the workers join
-      // there (their two-phase registration takes the largest proposal).
-      for (uint32_t rank : {0u, 1u}) {
-        for (bool join : {false, true}) {
-          proto::RegisterRequest req;
-          req.set_job_id(f.config.job_id);
-          req.set_rank(rank);
-          req.set_plan_fingerprint(f.shard->plan().fingerprint());
-          req.set_join(join);
-          req.set_clock(join ? 7 : 0);
-          proto::RegisterResponse resp;
-          const absl::Status s = f.shard->Register(req, &resp);
-          INFO(s.ToString());
-          REQUIRE(s.ok());
-        }
-      }
-      REQUIRE(f.Push(0, 7).ok());
-      REQUIRE(f.Push(1, 7).ok());
-      if (std::string(policy) == "sync") CHECK(f.Status().version() == 8);
-      // Once pushes flow, a clock beyond the slack is refused again.
-      proto::RegisterRequest req;
-      req.set_job_id(f.config.job_id);
-      req.set_rank(0);
-      req.set_plan_fingerprint(f.shard->plan().fingerprint());
-      req.set_join(true);
-      req.set_clock(100);
-      proto::RegisterResponse resp;
-      CHECK(absl::IsInvalidArgument(f.shard->Register(req, &resp)));
-    }
-  }
-}
-
-TEST_CASE("a checkpoint of another policy or job is refused at start",
-          "[shard][checkpoint]") {
-  CheckpointFixture f("sync");
-  f.Register(0);
-  f.Register(1);
-  REQUIRE(f.shard->CheckpointNow().ok());
-  f.shard.reset();
-  JobConfig other = f.config;
-  other.policy.type = PolicyType::kAsync;
-  auto s = Shard::Create(other, 0);
-  CHECK(absl::IsFailedPrecondition(s.status()));
-  CHECK_THAT(std::string(s.status().message()),
-             Catch::Contains("was written under policy sync; the job's "
-                             "policy is async"));
-  other = f.config;
-  other.job_id = "another-job";
-  s = Shard::Create(other, 0);
-  CHECK(absl::IsFailedPrecondition(s.status()));
-  CHECK_THAT(std::string(s.status().message()),
-             Catch::Contains("is of job '" + f.config.job_id + "'"));
-  // --fresh discards them.
-  s = Shard::Create(other, 0, nullptr, ShardOptions{nullptr, true});
-  REQUIRE(s.ok());
-  CHECK((*s)->store().version() == 0);
-}
-
+}  // namespace
 }  // namespace paramd

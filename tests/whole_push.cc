@@ -35,4 +35,13 @@ proto::PushRequest WholePush(const Shard& shard, const std::string& job_id,
   return r;
 }
 
+proto::PullRequest PullAt(const std::string& job_id, uint32_t rank,
+                          uint64_t clock) {
+  proto::PullRequest r;
+  r.set_job_id(job_id);
+  r.set_rank(rank);
+  r.set_clock(clock);
+  return r;
+}
+
 }  // namespace paramd::testing

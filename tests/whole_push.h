@@ -1,5 +1,5 @@
-// A valid push for tests: every chunk a shard owns, every element one
-// value.
+// Requests for shard tests: registration at clock 0, a valid push (every
+// chunk a shard owns, every element one value), a pull at a clock.
 #ifndef PARAMD_TESTS_WHOLE_PUSH_H_
 #define PARAMD_TESTS_WHOLE_PUSH_H_
 
@@ -11,15 +11,18 @@
 
 namespace paramd::testing {
 
-// A push from `rank` at `clock` to `shard`: every chunk it owns, every
-// element `value`.
 // Registers `rank` with `shard` at clock 0 (both phases), failing the test
 // on error.
 void RegisterAtZero(Shard& shard, const std::string& job_id, uint32_t rank);
 
-// A push of every chunk the shard owns, each element `value`.
+// A push from `rank` at `clock` to `shard`: every chunk it owns, every
+// element `value`.
 proto::PushRequest WholePush(const Shard& shard, const std::string& job_id,
                              uint32_t rank, uint64_t clock, float value);
+
+// A pull of every chunk by `rank` at `clock`.
+proto::PullRequest PullAt(const std::string& job_id, uint32_t rank,
+                          uint64_t clock);
 
 }  // namespace paramd::testing
 
