@@ -125,6 +125,151 @@ absl::StatusOr<std::vector<std::string>> AwaitPorts(
   return absl::DeadlineExceededError("servers did not start within 60 s");
 }
 
+// The servers' side after a run: their tables' rows and bytes, their
+// processes' memory.
+struct ServerTotals {
+  uint64_t rows = 0;
+  uint64_t table_bytes = 0;
+  int64_t rss = 0;
+};
+
+// The workers' results summed (counts) or averaged (times and losses).
+struct WorkerTotals {
+  double seconds = 0, pull = 0, step = 0, first = 0, last = 0, teacher = 0;
+  int64_t steps = 0, pulled = 0, ids = 0, bytes_in = 0, bytes_out = 0;
+  int64_t peak = 0;
+};
+
+// Spawns one bench worker process per rank against `servers`.
+std::vector<int> SpawnWorkers(Supervisor& supervisor, const std::string& self,
+                              const std::string& job,
+                              const std::string& servers,
+                              const BenchOptions& o) {
+  std::vector<int> workers;
+  for (int r = 0; r < o.workers; ++r) {
+    const std::vector<std::string> argv = {self,
+                                           "--role",
+                                           "worker",
+                                           "--rank",
+                                           std::to_string(r),
+                                           "--server_list",
+                                           servers,
+                                           "--job",
+                                           job,
+                                           "--samples",
+                                           std::to_string(o.samples),
+                                           "--batch",
+                                           std::to_string(o.batch),
+                                           "--zipf",
+                                           absl::StrCat(o.log.zipf),
+                                           "--seed",
+                                           std::to_string(o.log.seed),
+                                           "--fields",
+                                           std::to_string(o.log.fields)};
+    workers.push_back(*supervisor.Spawn(absl::StrCat("worker ", r), argv));
+  }
+  return workers;
+}
+
+// Waits for every worker and reads its result line.
+absl::StatusOr<std::vector<RowsWorkerResult>> AwaitWorkers(
+    Supervisor& supervisor, const std::vector<int>& workers) {
+  int running = static_cast<int>(workers.size());
+  while (running > 0) {
+    for (int i : supervisor.Poll(absl::Seconds(1))) {
+      for (int w : workers) running -= w == i ? 1 : 0;
+    }
+  }
+  std::vector<RowsWorkerResult> results;
+  for (int w : workers) {
+    const ChildInfo& c = supervisor.child(w);
+    absl::StatusOr<RowsWorkerResult> r =
+        c.wait_status == 0
+            ? RowsWorkerResult::FromJson(c.last_line)
+            : absl::InternalError(Supervisor::DescribeExit(c.wait_status));
+    if (!r.ok()) {
+      return absl::Status(r.status().code(),
+                          absl::StrCat(c.name, ": ", r.status().message()));
+    }
+    results.push_back(*r);
+  }
+  return results;
+}
+
+ServerTotals QueryServers(const Supervisor& supervisor,
+                          const std::vector<std::string>& addresses) {
+  ServerTotals t;
+  for (size_t k = 0; k < addresses.size(); ++k) {
+    absl::StatusOr<proto::ShardStatus> st =
+        QueryShardStatus(addresses[k], JobSecurity(), absl::Seconds(10));
+    if (st.ok() && st->tables_size() == 1) {
+      t.rows += st->tables(0).rows();
+      t.table_bytes += st->tables(0).bytes();
+    }
+    t.rss += RssBytes(supervisor.child(static_cast<int>(k)).pid);
+  }
+  return t;
+}
+
+WorkerTotals SumWorkers(const std::vector<RowsWorkerResult>& results) {
+  WorkerTotals t;
+  const double n = static_cast<double>(results.size());
+  for (const RowsWorkerResult& r : results) {
+    t.seconds = std::max(t.seconds, r.seconds);
+    t.pull += r.pull_seconds / n;
+    t.step += r.step_seconds / n;
+    t.steps += r.steps;
+    t.pulled += r.rows_pulled;
+    t.ids += r.ids;
+    t.bytes_in += r.bytes_pulled;
+    t.bytes_out += r.bytes_pushed;
+    t.peak = std::max(t.peak, r.peak_rss_bytes);
+    t.first += r.first_loss / n;
+    t.last += r.final_loss / n;
+    t.teacher += r.teacher_loss / n;
+  }
+  return t;
+}
+
+void PrintReport(const BenchOptions& o, const WorkerTotals& w,
+                 const ServerTotals& s) {
+  const int slots = o.optimizer == "adam"      ? 2
+                    : o.optimizer == "adagrad" ? 1
+                                               : 0;
+  const double ideal = o.dim * 4.0 * (1 + slots);
+  const double steps = static_cast<double>(w.steps);
+  const double per_worker = steps / o.workers;
+  std::printf("steps: %lld (%lld per worker) in %.1f s; %.0f samples/s\n",
+              static_cast<long long>(w.steps),
+              static_cast<long long>(w.steps / o.workers), w.seconds,
+              steps * o.batch / w.seconds);
+  std::printf(
+      "rows pulled: %.0f/s (%.0f distinct per step of %lld ids); "
+      "rows pushed: the same\n",
+      w.pulled / w.seconds, w.pulled / steps,
+      static_cast<long long>(w.ids / w.steps));
+  std::printf("bytes per worker step: %.0f pulled, %.0f pushed (rows only)\n",
+              w.bytes_in / steps, w.bytes_out / steps);
+  std::printf(
+      "per step: %.1f ms in PullRows, %.1f ms in PushPull (worker "
+      "mean)\n",
+      1e3 * w.pull / per_worker, 1e3 * w.step / per_worker);
+  std::printf("worker peak RSS: %.1f MB (largest of %d)\n", w.peak / 1e6,
+              o.workers);
+  std::printf(
+      "servers: %llu distinct rows held; table memory %.1f MB = %.1f "
+      "bytes/row (ideal dim x 4 x (1 + %d slots) = %.0f); process "
+      "RSS %.1f MB = %.1f bytes/row\n",
+      static_cast<unsigned long long>(s.rows), s.table_bytes / 1e6,
+      s.rows > 0 ? static_cast<double>(s.table_bytes) / s.rows : 0.0, slots,
+      ideal, s.rss / 1e6,
+      s.rows > 0 ? static_cast<double>(s.rss) / s.rows : 0.0);
+  std::printf(
+      "log loss: first tenth %.4f, last tenth %.4f; the teacher's "
+      "on the last tenth %.4f (gap %.4f)\n",
+      w.first, w.last, w.teacher, w.last - w.teacher);
+}
+
 int Driver(const std::string& self, const BenchOptions& o) {
   char dir_template[] = "/tmp/paramd-rows-bench-XXXXXX";
   const char* dir = mkdtemp(dir_template);
@@ -163,115 +308,17 @@ int Driver(const std::string& self, const BenchOptions& o) {
       o.workers, o.servers, o.dim, o.optimizer.c_str(), o.lr.c_str(),
       o.policy.c_str());
   std::fflush(stdout);
-  std::vector<int> workers;
-  const std::string list = absl::StrJoin(*addresses, ",");
-  for (int r = 0; r < o.workers; ++r) {
-    const std::vector<std::string> argv = {self,
-                                           "--role",
-                                           "worker",
-                                           "--rank",
-                                           std::to_string(r),
-                                           "--server_list",
-                                           list,
-                                           "--job",
-                                           job,
-                                           "--samples",
-                                           std::to_string(o.samples),
-                                           "--batch",
-                                           std::to_string(o.batch),
-                                           "--zipf",
-                                           absl::StrCat(o.log.zipf),
-                                           "--seed",
-                                           std::to_string(o.log.seed),
-                                           "--fields",
-                                           std::to_string(o.log.fields)};
-    workers.push_back(*supervisor.Spawn(absl::StrCat("worker ", r), argv));
+  absl::StatusOr<std::vector<RowsWorkerResult>> results = AwaitWorkers(
+      supervisor,
+      SpawnWorkers(supervisor, self, job, absl::StrJoin(*addresses, ","), o));
+  if (!results.ok()) {
+    std::fprintf(stderr, "%s\n", results.status().ToString().c_str());
+    supervisor.StopAll(absl::Seconds(5));
+    return 1;
   }
-  int running = o.workers;
-  while (running > 0) {
-    for (int i : supervisor.Poll(absl::Seconds(1))) {
-      for (int w : workers) running -= w == i ? 1 : 0;
-    }
-  }
-  std::vector<RowsWorkerResult> results;
-  for (int w : workers) {
-    const ChildInfo& c = supervisor.child(w);
-    absl::StatusOr<RowsWorkerResult> r =
-        c.wait_status == 0
-            ? RowsWorkerResult::FromJson(c.last_line)
-            : absl::InternalError(Supervisor::DescribeExit(c.wait_status));
-    if (!r.ok()) {
-      std::fprintf(stderr, "%s: %s\n", c.name.c_str(),
-                   r.status().ToString().c_str());
-      supervisor.StopAll(absl::Seconds(5));
-      return 1;
-    }
-    results.push_back(*r);
-  }
-  // The servers' tables, and their processes' memory.
-  uint64_t rows = 0, table_bytes = 0;
-  int64_t server_rss = 0;
-  for (int k = 0; k < o.servers; ++k) {
-    absl::StatusOr<proto::ShardStatus> st =
-        QueryShardStatus((*addresses)[k], JobSecurity(), absl::Seconds(10));
-    if (st.ok() && st->tables_size() == 1) {
-      rows += st->tables(0).rows();
-      table_bytes += st->tables(0).bytes();
-    }
-    server_rss += RssBytes(supervisor.child(k).pid);
-  }
+  const ServerTotals servers = QueryServers(supervisor, *addresses);
   supervisor.StopAll(absl::Seconds(10));
-
-  double seconds = 0, pull = 0, step = 0, first = 0, last = 0, teacher = 0;
-  int64_t steps = 0, pulled = 0, ids = 0, bytes_in = 0, bytes_out = 0, peak = 0;
-  for (const RowsWorkerResult& r : results) {
-    seconds = std::max(seconds, r.seconds);
-    pull += r.pull_seconds / results.size();
-    step += r.step_seconds / results.size();
-    steps += r.steps;
-    pulled += r.rows_pulled;
-    ids += r.ids;
-    bytes_in += r.bytes_pulled;
-    bytes_out += r.bytes_pushed;
-    peak = std::max(peak, r.peak_rss_bytes);
-    first += r.first_loss / results.size();
-    last += r.final_loss / results.size();
-    teacher += r.teacher_loss / results.size();
-  }
-  const int slots = o.optimizer == "adam"      ? 2
-                    : o.optimizer == "adagrad" ? 1
-                                               : 0;
-  const double ideal = o.dim * 4.0 * (1 + slots);
-  std::printf("steps: %lld (%lld per worker) in %.1f s; %.0f samples/s\n",
-              static_cast<long long>(steps),
-              static_cast<long long>(steps / o.workers), seconds,
-              steps * static_cast<double>(o.batch) / seconds);
-  std::printf(
-      "rows pulled: %.0f/s (%.0f distinct per step of %lld ids); "
-      "rows pushed: the same\n",
-      pulled / seconds, static_cast<double>(pulled) / steps,
-      static_cast<long long>(ids / steps));
-  std::printf("bytes per worker step: %.0f pulled, %.0f pushed (rows only)\n",
-              static_cast<double>(bytes_in) / steps,
-              static_cast<double>(bytes_out) / steps);
-  std::printf(
-      "per step: %.1f ms in PullRows, %.1f ms in PushPull (worker "
-      "mean)\n",
-      1e3 * pull / (steps / o.workers), 1e3 * step / (steps / o.workers));
-  std::printf("worker peak RSS: %.1f MB (largest of %d)\n", peak / 1e6,
-              o.workers);
-  std::printf(
-      "servers: %llu distinct rows held; table memory %.1f MB = %.1f "
-      "bytes/row (ideal dim x 4 x (1 + %d slots) = %.0f); process "
-      "RSS %.1f MB = %.1f bytes/row\n",
-      static_cast<unsigned long long>(rows), table_bytes / 1e6,
-      rows > 0 ? static_cast<double>(table_bytes) / rows : 0.0, slots, ideal,
-      server_rss / 1e6,
-      rows > 0 ? static_cast<double>(server_rss) / rows : 0.0);
-  std::printf(
-      "log loss: first tenth %.4f, last tenth %.4f; the teacher's "
-      "on the last tenth %.4f (gap %.4f)\n",
-      first, last, teacher, last - teacher);
+  PrintReport(o, SumWorkers(*results), servers);
   return 0;
 }
 

@@ -26,10 +26,10 @@ absl::Status CheckDirectiveValue(const char* flag, const std::string& value) {
   return absl::OkStatus();
 }
 
-}  // namespace
-
-absl::StatusOr<std::string> SlurmBatchScript(const JobConfig& config,
-                                             const SlurmScriptOptions& o) {
+// The job and the options, checked: servers from Slurm, directive values
+// sbatch can read.
+absl::Status CheckSlurmJob(const JobConfig& config,
+                           const SlurmScriptOptions& o) {
   if (!config.servers_from_slurm) {
     return absl::InvalidArgumentError(absl::StrCat(
         config.path,
@@ -50,6 +50,11 @@ absl::StatusOr<std::string> SlurmBatchScript(const JobConfig& config,
     return absl::InvalidArgumentError(
         "--nodes and --gpus-per-worker must not be negative");
   }
+  return absl::OkStatus();
+}
+
+// The script's opening comment and #SBATCH directives.
+std::string BatchHeader(const JobConfig& config, const SlurmScriptOptions& o) {
   const int servers = config.num_shards();
   const int workers = config.num_workers;
   const int nodes = o.nodes > 0 ? o.nodes : std::max(servers, workers);
@@ -73,6 +78,17 @@ absl::StatusOr<std::string> SlurmBatchScript(const JobConfig& config,
   if (o.gpus_per_worker > 0) {
     absl::StrAppend(&s, "#SBATCH --gpus=", o.gpus_per_worker * workers, "\n");
   }
+  return s;
+}
+
+}  // namespace
+
+absl::StatusOr<std::string> SlurmBatchScript(const JobConfig& config,
+                                             const SlurmScriptOptions& o) {
+  if (absl::Status s = CheckSlurmJob(config, o); !s.ok()) return s;
+  const int servers = config.num_shards();
+  const int workers = config.num_workers;
+  std::string s = BatchHeader(config, o);
   absl::StrAppend(&s, "set -uo pipefail\n\n", "JOB=", Quote(o.job_path), "\n",
                   "SERVER=", Quote(o.server_binary), "\n",
                   "WORKER=", Quote(o.worker_binary), "\n",
