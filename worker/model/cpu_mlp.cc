@@ -121,11 +121,16 @@ absl::StatusOr<double> CpuMlp::Compute(absl::Span<const float> params,
         absl::StrCat("ComputeGradients: ", params.size(), " parameters and ",
                      grads.size(), " gradients; the model has ", num_params_));
   }
-  const int num_layers = static_cast<int>(act_.size());
-  const int classes = layers_.back();
   RETURN_IF_ERROR(Forward(params, x, n, hooks));
+  ASSIGN_OR_RETURN(const double loss, SoftmaxCrossEntropy(y, n));
+  if (hooks != nullptr) RETURN_IF_ERROR(hooks->gradients_begin(loss / n));
+  Backward(params, x, n, grads, hooks);
+  return loss / n;
+}
 
-  // Softmax cross-entropy: delta = (softmax(logits) - onehot(y)) / n.
+absl::StatusOr<double> CpuMlp::SoftmaxCrossEntropy(const int32_t* y, int n) {
+  // delta = (softmax(logits) - onehot(y)) / n.
+  const int classes = layers_.back();
   const float* logits = act_.back().data();
   float* d = delta_.back().data();
   double loss = 0;
@@ -145,9 +150,12 @@ absl::StatusOr<double> CpuMlp::Compute(absl::Span<const float> params,
     for (int c = 0; c < classes; ++c) di[c] *= inv_sum * inv_n;
     di[y[i]] -= inv_n;
   }
-  if (hooks != nullptr) RETURN_IF_ERROR(hooks->gradients_begin(loss / n));
+  return loss;
+}
 
-  // Back through the layers.
+void CpuMlp::Backward(absl::Span<const float> params, const float* x, int n,
+                      absl::Span<float> grads, const StepHooks* hooks) {
+  const int num_layers = static_cast<int>(act_.size());
   for (int l = num_layers - 1; l >= 0; --l) {
     const int fan_in = layers_[l], fan_out = layers_[l + 1];
     const float* in = l == 0 ? x : act_[l - 1].data();
@@ -192,7 +200,6 @@ absl::StatusOr<double> CpuMlp::Compute(absl::Span<const float> params,
       if (a[i] <= 0.0f) prev[i] = 0.0f;
     }
   }
-  return loss / n;
 }
 
 absl::Status CpuMlp::EnableInputGradient() {

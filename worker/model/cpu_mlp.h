@@ -50,6 +50,14 @@ class CpuMlp : public Model {
                                  const StepHooks* hooks);
   // Runs the layers on x [n × inputs]; activations land in act_. With
   // hooks, waits for each piece of the parameters before using it.
+  // The loss summed over the batch of logits act_.back() against labels
+  // `y`, and its gradient (/ n) into delta_.back().
+  absl::StatusOr<double> SoftmaxCrossEntropy(const int32_t* y, int n);
+  // Back through the layers from delta_.back(): every gradient into
+  // `grads` (each piece handed to `hooks` as soon as it is final), and the
+  // input's gradient when enabled.
+  void Backward(absl::Span<const float> params, const float* x, int n,
+                absl::Span<float> grads, const StepHooks* hooks);
   absl::Status Forward(absl::Span<const float> params, const float* x, int n,
                        const StepHooks* hooks = nullptr);
   // Rows of layer `layer`'s weight per piece under `hooks` (all without).
