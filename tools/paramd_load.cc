@@ -42,29 +42,16 @@
 namespace paramd {
 namespace {
 
-int Main(int argc, char** argv) {
-  absl::StatusOr<ParsedFlags> flags =
-      ParseFlags(argc, argv,
-                 {"policy", "seconds", "workers", "servers", "drop_percent",
-                  "delay_ms", "layers", "server_binary"},
-                 {});
-  if (!flags.ok()) {
-    std::fprintf(stderr, "paramd-load: %s\n",
-                 std::string(flags.status().message()).c_str());
-    return 2;
-  }
+// The flags as LoadOptions; an error names the flag.
+absl::StatusOr<LoadOptions> ParseLoadOptions(const ParsedFlags& flags) {
   LoadOptions o;
-  absl::StatusOr<int> seconds = flags->GetInt("seconds", 60);
-  absl::StatusOr<int> workers = flags->GetInt("workers", 32);
-  absl::StatusOr<int> servers = flags->GetInt("servers", 2);
-  absl::StatusOr<int> drop = flags->GetInt("drop_percent", 2);
-  absl::StatusOr<int> delay = flags->GetInt("delay_ms", 5);
+  absl::StatusOr<int> seconds = flags.GetInt("seconds", 60);
+  absl::StatusOr<int> workers = flags.GetInt("workers", 32);
+  absl::StatusOr<int> servers = flags.GetInt("servers", 2);
+  absl::StatusOr<int> drop = flags.GetInt("drop_percent", 2);
+  absl::StatusOr<int> delay = flags.GetInt("delay_ms", 5);
   for (const auto* v : {&seconds, &workers, &servers, &drop, &delay}) {
-    if (!v->ok()) {
-      std::fprintf(stderr, "paramd-load: %s\n",
-                   std::string(v->status().message()).c_str());
-      return 2;
-    }
+    if (!v->ok()) return v->status();
   }
   o.seconds = *seconds;
   o.workers = *workers;
@@ -73,26 +60,40 @@ int Main(int argc, char** argv) {
   o.delay_ms = *delay;
   if (o.workers < 1 || o.servers < 1 || o.seconds < 1 || *drop < 0 ||
       *drop > 50) {
-    std::fprintf(stderr,
-                 "paramd-load: --workers, --servers and --seconds must be >= "
-                 "1, --drop_percent in [0, 50]\n");
-    return 2;
+    return absl::InvalidArgumentError(
+        "--workers, --servers and --seconds must be >= 1, --drop_percent in "
+        "[0, 50]");
   }
-  if (flags->Has("layers")) {
+  if (flags.Has("layers")) {
     o.layers.clear();
-    for (absl::string_view w : absl::StrSplit(flags->Get("layers", ""), ',')) {
+    for (absl::string_view w : absl::StrSplit(flags.Get("layers", ""), ',')) {
       int width = 0;
       if (!absl::SimpleAtoi(w, &width) || width < 1) {
-        std::fprintf(stderr,
-                     "paramd-load: --layers: expected widths, e.g. "
-                     "512,128\n");
-        return 2;
+        return absl::InvalidArgumentError(
+            "--layers: expected widths, e.g. 512,128");
       }
       o.layers.push_back(width);
     }
   }
   o.server_binary =
-      flags->Get("server_binary", FindBinary("paramd-server", "server"));
+      flags.Get("server_binary", FindBinary("paramd-server", "server"));
+  return o;
+}
+
+int Main(int argc, char** argv) {
+  absl::StatusOr<ParsedFlags> flags =
+      ParseFlags(argc, argv,
+                 {"policy", "seconds", "workers", "servers", "drop_percent",
+                  "delay_ms", "layers", "server_binary"},
+                 {});
+  absl::StatusOr<LoadOptions> options =
+      flags.ok() ? ParseLoadOptions(*flags) : flags.status();
+  if (!options.ok()) {
+    std::fprintf(stderr, "paramd-load: %s\n",
+                 std::string(options.status().message()).c_str());
+    return 2;
+  }
+  LoadOptions& o = *options;
   char tmpl[] = "/tmp/paramd-load-XXXXXX";
   if (mkdtemp(tmpl) == nullptr) {
     std::fprintf(stderr, "paramd-load: cannot make a scratch folder\n");

@@ -116,19 +116,65 @@ absl::StatusOr<RowsWorkerResult> RowsWorkerResult::FromJson(
   return r;
 }
 
+namespace {
+
+// x: each sample's fields' rows side by side.
+void ConcatRows(int dim, BatchRows* b) {
+  b->x.resize(b->ids.size() * dim);
+  for (size_t i = 0; i < b->ids.size(); ++i) {
+    std::copy_n(&b->rows[static_cast<size_t>(b->local[i]) * dim], dim,
+                &b->x[i * dim]);
+  }
+}
+
+// Each distinct row's gradient: the sum over the places it stands in x.
+void ScatterRowGradients(absl::Span<const float> dx, int dim, BatchRows* b) {
+  b->grads.assign(b->unique.size() * dim, 0.0f);
+  for (size_t i = 0; i < b->ids.size(); ++i) {
+    float* g = &b->grads[static_cast<size_t>(b->local[i]) * dim];
+    for (int d = 0; d < dim; ++d) g[d] += dx[i * dim + d];
+  }
+}
+
+// One step's rows and bytes, counted.
+void CountStep(const BatchRows& b, int dim, RowsWorkerResult* result) {
+  ++result->steps;
+  result->rows_pulled += static_cast<int64_t>(b.unique.size());
+  result->ids += static_cast<int64_t>(b.ids.size());
+  result->bytes_pulled += static_cast<int64_t>(b.rows.size() * 4);
+  result->bytes_pushed += static_cast<int64_t>(b.unique.size() * (8 + dim * 4));
+}
+
+// The mean losses of the first and last tenth of the steps, the teacher's
+// over the last tenth.
+void SummarizeLosses(const std::vector<double>& losses,
+                     const std::vector<double>& teacher,
+                     RowsWorkerResult* result) {
+  const size_t tenth = std::max<size_t>(1, losses.size() / 10);
+  auto mean = [](const std::vector<double>& v, size_t begin, size_t end) {
+    double s = 0;
+    for (size_t i = begin; i < end; ++i) s += v[i];
+    return end > begin ? s / (end - begin) : 0.0;
+  };
+  result->first_loss = mean(losses, 0, tenth);
+  result->final_loss = mean(losses, losses.size() - tenth, losses.size());
+  result->teacher_loss = mean(teacher, losses.size() - tenth, losses.size());
+}
+
+}  // namespace
+
 absl::StatusOr<RowsWorkerResult> RunRowsWorker(
     const JobConfig& config, const std::vector<std::string>& servers,
     const ClickLogOptions& log_options, const RowsWorkerOptions& options) {
   const ClickLog log(log_options);
-  const int fields = log.fields();
   const int dim = config.model.embeddings[0].dim;
   if (config.model.type != "embedding_concat" ||
-      config.model.features.fields != fields) {
+      config.model.features.fields != log.fields()) {
     return absl::InvalidArgumentError(
         absl::StrCat(config.path,
                      ": rows_bench needs an embedding_concat "
                      "model with features.fields ",
-                     fields));
+                     log.fields()));
   }
   const ModelSpec spec = BuildModelSpec(config.model);
   ASSIGN_OR_RETURN(
@@ -167,22 +213,12 @@ absl::StatusOr<RowsWorkerResult> RunRowsWorker(
     RETURN_IF_ERROR(
         client->PullRows(clock, 0, b.unique, absl::MakeSpan(b.rows)));
     result.pull_seconds += absl::ToDoubleSeconds(absl::Now() - pull_start);
-    // x: each sample's fields' rows side by side.
-    b.x.resize(b.ids.size() * dim);
-    for (size_t i = 0; i < b.ids.size(); ++i) {
-      std::copy_n(&b.rows[static_cast<size_t>(b.local[i]) * dim], dim,
-                  &b.x[i * dim]);
-    }
+    ConcatRows(dim, &b);
     const absl::Span<float> grads = client->GradientBuffer();
     ASSIGN_OR_RETURN(double loss,
                      mlp.ComputeGradients(params, b.x.data(), b.y.data(),
                                           options.batch, grads));
-    const absl::Span<const float> dx = mlp.InputGradient();
-    b.grads.assign(b.unique.size() * dim, 0.0f);
-    for (size_t i = 0; i < b.ids.size(); ++i) {
-      float* g = &b.grads[static_cast<size_t>(b.local[i]) * dim];
-      for (int d = 0; d < dim; ++d) g[d] += dx[i * dim + d];
-    }
+    ScatterRowGradients(mlp.InputGradient(), dim, &b);
     client->SetRowGradients(0, b.unique, b.grads);
     const absl::Time push_start = absl::Now();
     ASSIGN_OR_RETURN(uint64_t version,
@@ -191,26 +227,13 @@ absl::StatusOr<RowsWorkerResult> RunRowsWorker(
     (void)version;
     result.step_seconds += absl::ToDoubleSeconds(absl::Now() - push_start);
     ++clock;
-    ++result.steps;
-    result.rows_pulled += static_cast<int64_t>(b.unique.size());
-    result.ids += static_cast<int64_t>(b.ids.size());
-    result.bytes_pulled += static_cast<int64_t>(b.rows.size() * 4);
-    result.bytes_pushed +=
-        static_cast<int64_t>(b.unique.size() * (8 + dim * 4));
+    CountStep(b, dim, &result);
     losses.push_back(loss);
     teacher.push_back(b.teacher_loss / options.batch);
   }
   result.seconds = absl::ToDoubleSeconds(absl::Now() - start);
   client->Heartbeat(clock, /*finished=*/true, absl::Seconds(5));
-  const size_t tenth = std::max<size_t>(1, losses.size() / 10);
-  auto mean = [](const std::vector<double>& v, size_t begin, size_t end) {
-    double s = 0;
-    for (size_t i = begin; i < end; ++i) s += v[i];
-    return end > begin ? s / (end - begin) : 0.0;
-  };
-  result.first_loss = mean(losses, 0, tenth);
-  result.final_loss = mean(losses, losses.size() - tenth, losses.size());
-  result.teacher_loss = mean(teacher, losses.size() - tenth, losses.size());
+  SummarizeLosses(losses, teacher, &result);
   result.peak_rss_bytes = PeakRssBytes();
   return result;
 }
