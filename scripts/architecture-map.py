@@ -42,7 +42,11 @@ def first_sentence(text, limit=160):
 
 
 def tracked():
-    out = subprocess.check_output(['git', 'ls-files'], cwd=ROOT).decode()
+    # Tracked files and new ones git does not ignore, so a file is mapped
+    # before its first commit.
+    out = subprocess.check_output(
+        ['git', 'ls-files', '--cached', '--others', '--exclude-standard'],
+        cwd=ROOT).decode()
     return [p for p in out.split('\n') if p.startswith(TOPS)]
 
 
