@@ -35,12 +35,15 @@ int AnswerHealth(mg_connection* connection) {
 }
 
 // civetweb's reason for a failed start, said through its log callback on
-// the starting thread.
+// the starting thread while `capturing`; later messages (a client's bad
+// request) are civetweb's to drop, as it does without an error log file.
+thread_local bool capturing = false;
 thread_local std::string start_error;
 
 int KeepStartError(const mg_connection*, const char* message) {
+  if (!capturing) return 0;
   start_error = message;
-  return 1;  // Logged: civetweb prints nothing itself.
+  return 1;
 }
 
 class Collector : public prometheus::Collectable {
@@ -80,6 +83,7 @@ absl::StatusOr<std::unique_ptr<MetricsEndpoint>> MetricsEndpoint::Start(
   callbacks.begin_request = AnswerHealth;
   callbacks.log_message = KeepStartError;
   start_error.clear();
+  capturing = true;
   std::unique_ptr<prometheus::Exposer> exposer;
   try {
     // civetweb copies the callbacks when it starts.
@@ -88,10 +92,12 @@ absl::StatusOr<std::unique_ptr<MetricsEndpoint>> MetricsEndpoint::Start(
                                  "2"},
         &callbacks);
   } catch (const std::exception& e) {
+    capturing = false;
     return absl::UnavailableError(
         absl::StrCat("metrics endpoint: cannot listen on ", address, ": ",
                      start_error.empty() ? e.what() : start_error));
   }
+  capturing = false;
   const std::vector<int> ports = exposer->GetListeningPorts();
   if (ports.empty()) {
     return absl::UnavailableError(
