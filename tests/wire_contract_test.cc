@@ -5,34 +5,21 @@
 #include <grpcpp/create_channel.h>
 #include <grpcpp/generic/generic_stub.h>
 
-#include <algorithm>
 #include <catch2/catch.hpp>
-#include <cmath>
 #include <cstring>
-#include <map>
-#include <mutex>
-#include <thread>
 
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/notification.h"
-#include "common/wire/wire_format.h"
 #include "proto/paramd.grpc.pb.h"
-#include "tests/cluster_training.h"
 #include "tests/local_cluster.h"
 #include "tests/test_files.h"
 #include "tests/whole_push.h"
-#include "worker/rpc/grpc_parameter_client.h"
-#include "worker/topk.h"
-#include "worker/trainer.h"
 
 namespace paramd {
 namespace {
 
-using testing::CheckLossFalls;
 using testing::JobOptions;
 using testing::LocalCluster;
-using testing::Observed;
-using testing::TrainAll;
 
 // A job of one server on a local port and a tiny model ([20, 10]).
 JobConfig TinyJob(int workers) {
