@@ -73,28 +73,12 @@ Shard::Shard(const JobConfig& config, int shard_id, ModelSpec spec,
       started_(clock->Now()),
       store_(spec_, plan_, shard_id, config.seed, std::move(optimizer),
              std::move(tables)),
+      rows_(config.num_shards(), shard_id, &store_),
       policy_(MakeUpdatePolicy(config.policy, config.num_workers, &store_)),
       workers_(config.num_workers),
       metrics_(config.num_workers),
-      inflight_(config.num_workers, 0) {}
-
-absl::Status Shard::EnterCall(const char* rpc, int rank) {
-  absl::MutexLock lock(&inflight_mu_);
-  const int limit = config_.limits.max_inflight_per_worker;
-  if (inflight_[rank] >= limit) {
-    return absl::ResourceExhaustedError(absl::StrCat(
-        rpc, ": rank ", rank, " already has ", inflight_[rank],
-        " pushes and pulls in shard ", shard_id_,
-        ", the limit (limits.max_inflight_per_worker is ", limit, ")"));
-  }
-  ++inflight_[rank];
-  return absl::OkStatus();
-}
-
-void Shard::LeaveCall(int rank) {
-  absl::MutexLock lock(&inflight_mu_);
-  --inflight_[rank];
-}
+      calls_(config.num_workers, config.limits.max_inflight_per_worker,
+             shard_id) {}
 
 int64_t Shard::max_message_bytes() const {
   // Every chunk plus generous framing; at least 4 MiB, and with embedding
@@ -219,11 +203,11 @@ absl::Status Shard::CheckChunks(absl::Span<ChunkView> chunks) const {
 absl::Status Shard::Push(const PushView& request,
                          proto::PushResponse* response) {
   RETURN_IF_ERROR(CheckRegisteredWorker("Push", request.job_id, request.rank));
-  RETURN_IF_ERROR(EnterCall("Push", static_cast<int>(request.rank)));
+  RETURN_IF_ERROR(calls_.Enter("Push", static_cast<int>(request.rank)));
   const absl::Time entered = clock_->Now();
   absl::Cleanup leave = [this, &request, entered] {
     stats_.RecordPushTime(clock_->Now() - entered);
-    LeaveCall(static_cast<int>(request.rank));
+    calls_.Leave(static_cast<int>(request.rank));
   };
   const int n = store_.num_chunks();
   if (request.chunks.size() != static_cast<size_t>(n)) {
@@ -256,7 +240,7 @@ absl::Status Shard::Push(const PushView& request,
     float32_bytes += static_cast<uint64_t>(length) * kElementBytes;
   }
   PushRows rows;
-  RETURN_IF_ERROR(CheckRows(request, &rows));
+  RETURN_IF_ERROR(rows_.CheckPush(request, &rows));
   bytes += rows.wire_bytes;
   float32_bytes += rows.float32_bytes;
   const absl::Time now = clock_->Now();
@@ -314,8 +298,8 @@ absl::Status Shard::Pull(const proto::PullRequest& request, absl::Time deadline,
   const proto::DType dtype = request.dtype();
   RETURN_IF_ERROR(CheckPullDtype("Pull", dtype));
   const int rank = static_cast<int>(request.rank());
-  RETURN_IF_ERROR(EnterCall("Pull", rank));
-  absl::Cleanup leave = [this, rank] { LeaveCall(rank); };
+  RETURN_IF_ERROR(calls_.Enter("Pull", rank));
+  absl::Cleanup leave = [this, rank] { calls_.Leave(rank); };
   const absl::Time start = clock_->Now();
   workers_.OnSeen(rank, start);
   RETURN_IF_ERROR(
@@ -448,6 +432,49 @@ void Shard::Shutdown() { policy_->Shutdown(); }
 
 bool Shard::TEST_AwaitWaitingPulls(size_t n, absl::Duration timeout) {
   return waiters_.TEST_AwaitCount(n, timeout);
+}
+
+absl::Status Shard::PullRows(const PullRowsView& request, absl::Time deadline,
+                             const std::function<bool()>& cancelled,
+                             RowsReply* reply) {
+  RETURN_IF_ERROR(
+      CheckRegisteredWorker("PullRows", request.job_id, request.rank));
+  RETURN_IF_ERROR(CheckPullDtype("PullRows", request.dtype));
+  std::vector<uint64_t> ids;
+  RETURN_IF_ERROR(rows_.CheckIds("PullRows", request.table, request.ids, &ids));
+  // The reply is bounded like every message: refused before it is built.
+  RETURN_IF_ERROR(
+      rows_.CheckReplySize(request.table, ids.size(), request.dtype));
+  const int rank = static_cast<int>(request.rank);
+  RETURN_IF_ERROR(calls_.Enter("PullRows", rank));
+  absl::Cleanup leave = [this, rank] { calls_.Leave(rank); };
+  const absl::Time start = clock_->Now();
+  workers_.OnSeen(rank, start);
+  RETURN_IF_ERROR(
+      AwaitReadable(rank, request.clock, start, deadline, cancelled));
+  rows_.Read(request.table, ids, request.dtype, store_.version(), reply);
+  workers_.OnPull(rank, reply->bytes().size(), clock_->Now());
+  return absl::OkStatus();
+}
+
+absl::Status Shard::PullRows(const proto::PullRowsRequest& request,
+                             absl::Time deadline,
+                             const std::function<bool()>& cancelled,
+                             proto::PullRowsResponse* response) {
+  PullRowsView view;
+  view.job_id = request.job_id();
+  view.rank = request.rank();
+  view.clock = request.clock();
+  view.table = request.table();
+  view.dtype = request.dtype();
+  view.ids = request.ids();
+  RowsReply reply;
+  RETURN_IF_ERROR(PullRows(view, deadline, cancelled, &reply));
+  response->set_version(reply.version);
+  response->set_dtype(static_cast<proto::DType>(reply.dtype));
+  const absl::string_view bytes = reply.bytes();
+  response->set_data(bytes.data(), bytes.size());
+  return absl::OkStatus();
 }
 
 absl::StatusOr<proto::CheckpointResponse> Shard::CheckpointNow() {

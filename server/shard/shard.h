@@ -28,8 +28,10 @@
 #include "server/policy/pull_waiters.h"
 #include "server/policy/update_policy.h"
 #include "server/policy/worker_registry.h"
+#include "server/shard/call_limiter.h"
 #include "server/shard/job_metrics.h"
 #include "server/shard/shard_checkpoints.h"
+#include "server/shard/shard_rows.h"
 #include "server/shard/shard_stats.h"
 #include "server/store/shard_store.h"
 
@@ -46,7 +48,7 @@ struct ShardOptions {
 class Shard {
  public:
   // What a push's row blocks, or a PullRows request or reply, may hold.
-  static constexpr int64_t kMaxRowMessageBytes = int64_t{64} << 20;
+  static constexpr int64_t kMaxRowMessageBytes = ShardRows::kMaxMessageBytes;
 
   // Builds shard `shard_id` of the job: its plan, initial parameters,
   // optimizer and policy; with checkpoint.dir, restores the newest valid
@@ -92,13 +94,7 @@ class Shard {
   // Pull does, then reads each id's row (its initial value if never
   // pushed). Ids must pass RowBlock's rules (sorted, distinct, in range,
   // owned by this shard).
-  struct RowsReply {
-    uint64_t version = 0;
-    int dtype = 0;                 // proto::DType of the values.
-    std::vector<float> values;     // float32: dim per id.
-    std::vector<uint16_t> halves;  // float16: dim per id.
-    absl::string_view bytes() const;
-  };
+  using RowsReply = paramd::RowsReply;
   absl::Status PullRows(const PullRowsView& request, absl::Time deadline,
                         const std::function<bool()>& cancelled,
                         RowsReply* reply);
@@ -147,25 +143,6 @@ class Shard {
   // this shard: what every RPC but Register requires.
   absl::Status CheckRegisteredWorker(const char* rpc, const std::string& job_id,
                                      uint32_t rank) const;
-  // Counts one more push or pull of `rank` inside the shard, or refuses it
-  // (RESOURCE_EXHAUSTED) past limits.max_inflight_per_worker; a counted
-  // call calls LeaveCall when it ends.
-  absl::Status EnterCall(const char* rpc, int rank);
-  void LeaveCall(int rank);
-  // A push's row blocks, checked and widened to float32.
-  struct PushRows {
-    std::vector<std::vector<uint64_t>> ids;
-    std::vector<std::vector<float>> values;
-    std::vector<RowGrads> grads;
-    uint64_t wire_bytes = 0, float32_bytes = 0;
-  };
-  absl::Status CheckRows(const PushView& request, PushRows* out) const;
-  // Decodes and checks `ids` of `table` for `rpc` ("Push", "PullRows").
-  absl::Status CheckRowIds(const char* rpc, uint32_t table,
-                           absl::string_view ids,
-                           std::vector<uint64_t>* out) const;
-  // The tables' part of GetStatus.
-  void FillTables(proto::ShardStatus* status) const;
   // Everything Push requires of one chunk but its uniqueness; `*local` is
   // its local index (-1 if another shard owns it).
   absl::Status CheckChunk(const ChunkView& chunk, int* local) const;
@@ -195,6 +172,7 @@ class Shard {
 
   // Each internally synchronised.
   ShardStore store_;
+  const ShardRows rows_;  // Over store_'s tables.
   std::unique_ptr<UpdatePolicy> policy_;
   WorkerRegistry workers_;
   JobMetrics metrics_;
@@ -204,9 +182,7 @@ class Shard {
   // Null without checkpoint.dir; set before serving.
   std::unique_ptr<ShardCheckpoints> checkpoints_;
 
-  mutable absl::Mutex inflight_mu_;
-  // Pushes and pulls inside the shard, by rank.
-  std::vector<int> inflight_ ABSL_GUARDED_BY(inflight_mu_);
+  CallLimiter calls_;  // Pushes and pulls inside the shard, by rank.
 };
 
 }  // namespace paramd

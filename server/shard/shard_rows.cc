@@ -1,12 +1,12 @@
-// Shard's embedding-table rows: the row blocks of a push and PullRows.
+#include "server/shard/shard_rows.h"
+
+#include <cmath>
 #include <cstring>
 
-#include "absl/cleanup/cleanup.h"
 #include "absl/strings/str_cat.h"
 #include "common/base/half.h"
 #include "common/base/status_macros.h"
 #include "common/model/rows.h"
-#include "server/shard/shard.h"
 
 namespace paramd {
 namespace {
@@ -16,7 +16,10 @@ constexpr int kFloat16 = proto::DTYPE_FLOAT16;
 
 }  // namespace
 
-absl::string_view Shard::RowsReply::bytes() const {
+ShardRows::ShardRows(int num_shards, int shard_id, const ShardStore* store)
+    : num_shards_(num_shards), shard_id_(shard_id), store_(store) {}
+
+absl::string_view RowsReply::bytes() const {
   return dtype == kFloat16
              ? absl::string_view(reinterpret_cast<const char*>(halves.data()),
                                  halves.size() * sizeof(uint16_t))
@@ -24,19 +27,19 @@ absl::string_view Shard::RowsReply::bytes() const {
                                  values.size() * sizeof(float));
 }
 
-absl::Status Shard::CheckRowIds(const char* rpc, uint32_t table,
-                                absl::string_view ids,
-                                std::vector<uint64_t>* out) const {
-  if (table >= static_cast<uint32_t>(store_.num_tables())) {
+absl::Status ShardRows::CheckIds(const char* rpc, uint32_t table,
+                                 absl::string_view ids,
+                                 std::vector<uint64_t>* out) const {
+  if (table >= static_cast<uint32_t>(store_->num_tables())) {
     return absl::InvalidArgumentError(
         absl::StrCat(rpc, ": table ", table, " does not exist (the job has ",
-                     store_.num_tables(), " embedding table(s))"));
+                     store_->num_tables(), " embedding table(s))"));
   }
-  const EmbeddingTableConfig& config = store_.table(table).config();
+  const EmbeddingTableConfig& config = store_->table(table).config();
   const std::string what =
       absl::StrCat(rpc, ": rows of table '", config.name, "'");
   RETURN_IF_ERROR(DecodeRowIds(ids, config.rows, what, out));
-  const int shards = config_.num_shards();
+  const int shards = num_shards_;
   for (size_t i = 0; i < out->size(); ++i) {
     const int owner = RowShard(table, (*out)[i], shards);
     if (owner != shard_id_) {
@@ -48,15 +51,16 @@ absl::Status Shard::CheckRowIds(const char* rpc, uint32_t table,
   return absl::OkStatus();
 }
 
-absl::Status Shard::CheckRows(const PushView& request, PushRows* out) const {
+absl::Status ShardRows::CheckPush(const PushView& request,
+                                  PushRows* out) const {
   const size_t n = request.rows.size();
   out->ids.resize(n);
   out->values.resize(n);
-  std::vector<bool> seen(store_.num_tables(), false);
+  std::vector<bool> seen(store_->num_tables(), false);
   for (size_t b = 0; b < n; ++b) {
     const RowView& block = request.rows[b];
-    RETURN_IF_ERROR(CheckRowIds("Push", block.table, block.ids, &out->ids[b]));
-    const EmbeddingTableConfig& config = store_.table(block.table).config();
+    RETURN_IF_ERROR(CheckIds("Push", block.table, block.ids, &out->ids[b]));
+    const EmbeddingTableConfig& config = store_->table(block.table).config();
     const std::string what =
         absl::StrCat("Push: rows of table '", config.name, "'");
     if (seen[block.table]) {
@@ -104,70 +108,38 @@ absl::Status Shard::CheckRows(const PushView& request, PushRows* out) const {
   return absl::OkStatus();
 }
 
-absl::Status Shard::PullRows(const PullRowsView& request, absl::Time deadline,
-                             const std::function<bool()>& cancelled,
-                             RowsReply* reply) {
-  RETURN_IF_ERROR(
-      CheckRegisteredWorker("PullRows", request.job_id, request.rank));
-  RETURN_IF_ERROR(CheckPullDtype("PullRows", request.dtype));
-  std::vector<uint64_t> ids;
-  RETURN_IF_ERROR(CheckRowIds("PullRows", request.table, request.ids, &ids));
-  // The reply is bounded like every message: refused before it is built.
-  const uint64_t reply_bytes = uint64_t{ids.size()} *
-                               store_.table(request.table).dim() *
-                               (request.dtype == kFloat16 ? 2 : 4);
-  if (reply_bytes > static_cast<uint64_t>(kMaxRowMessageBytes)) {
-    return absl::ResourceExhaustedError(absl::StrCat(
-        "PullRows: ", ids.size(), " rows of table '",
-        store_.table(request.table).config().name, "' make a reply of ",
-        reply_bytes, " bytes, over the limit of ", kMaxRowMessageBytes,
-        "; pull fewer rows per call"));
+absl::Status ShardRows::CheckReplySize(uint32_t table, size_t count,
+                                       int dtype) const {
+  const uint64_t reply_bytes = uint64_t{count} * store_->table(table).dim() *
+                               (dtype == kFloat16 ? 2 : 4);
+  if (reply_bytes > static_cast<uint64_t>(kMaxMessageBytes)) {
+    return absl::ResourceExhaustedError(
+        absl::StrCat("PullRows: ", count, " rows of table '",
+                     store_->table(table).config().name, "' make a reply of ",
+                     reply_bytes, " bytes, over the limit of ",
+                     kMaxMessageBytes, "; pull fewer rows per call"));
   }
-  const int rank = static_cast<int>(request.rank);
-  RETURN_IF_ERROR(EnterCall("PullRows", rank));
-  absl::Cleanup leave = [this, rank] { LeaveCall(rank); };
-  const absl::Time start = clock_->Now();
-  workers_.OnSeen(rank, start);
-  RETURN_IF_ERROR(
-      AwaitReadable(rank, request.clock, start, deadline, cancelled));
-  const RowTable& table = store_.table(request.table);
-  reply->version = store_.version();
+  return absl::OkStatus();
+}
+
+void ShardRows::Read(uint32_t table_index, absl::Span<const uint64_t> ids,
+                     int dtype, uint64_t version, RowsReply* reply) const {
+  const RowTable& table = store_->table(table_index);
+  reply->version = version;
   reply->values.resize(ids.size() * table.dim());
   table.Read(ids, reply->values.data());
   table.CountPulled(ids.size());
-  reply->dtype = request.dtype == kFloat16 ? kFloat16 : kFloat32;
+  reply->dtype = dtype == kFloat16 ? kFloat16 : kFloat32;
   if (reply->dtype == kFloat16) {
     reply->halves.resize(reply->values.size());
     FloatsToHalves(reply->values, absl::MakeSpan(reply->halves));
     reply->values = std::vector<float>();
   }
-  workers_.OnPull(rank, reply->bytes().size(), clock_->Now());
-  return absl::OkStatus();
 }
 
-absl::Status Shard::PullRows(const proto::PullRowsRequest& request,
-                             absl::Time deadline,
-                             const std::function<bool()>& cancelled,
-                             proto::PullRowsResponse* response) {
-  PullRowsView view;
-  view.job_id = request.job_id();
-  view.rank = request.rank();
-  view.clock = request.clock();
-  view.table = request.table();
-  view.dtype = request.dtype();
-  view.ids = request.ids();
-  RowsReply reply;
-  RETURN_IF_ERROR(PullRows(view, deadline, cancelled, &reply));
-  response->set_version(reply.version);
-  response->set_dtype(static_cast<proto::DType>(reply.dtype));
-  const absl::string_view bytes = reply.bytes();
-  response->set_data(bytes.data(), bytes.size());
-  return absl::OkStatus();
-}
-
-void Shard::FillTables(proto::ShardStatus* status) const {
-  for (int t = 0; t < store_.num_tables(); ++t) {
-    const RowTable& table = store_.table(t);
+void ShardRows::FillStatus(proto::ShardStatus* status) const {
+  for (int t = 0; t < store_->num_tables(); ++t) {
+    const RowTable& table = store_->table(t);
     proto::TableStatus* out = status->add_tables();
     out->set_name(table.config().name);
     out->set_dim(table.dim());

@@ -12,7 +12,7 @@ void Shard::GetStatus(proto::ShardStatus* status) const {
   status->set_shard(shard_id_);
   status->set_num_shards(config_.num_shards());
   status->set_policy(policy_->name());
-  FillTables(status);
+  rows_.FillStatus(status);
   status->set_staleness_bound(
       config_.policy.type == PolicyType::kSsp ? config_.policy.staleness : -1);
   status->set_lease_seconds(config_.liveness.lease_seconds);
