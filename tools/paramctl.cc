@@ -27,7 +27,7 @@
 #include "common/launch/slurm.h"
 #include "common/model/model_spec.h"
 #include "common/model/partitioner.h"
-#include "tools/ctl/binaries.h"
+#include "common/base/binaries.h"
 #include "tools/ctl/job_runner.h"
 #include "tools/ctl/status_client.h"
 #include "tools/deploy/k8s_manifests.h"

@@ -36,7 +36,7 @@
 #include "common/config/job_file.h"
 #include "common/model/model_spec.h"
 #include "common/model/partitioner.h"
-#include "tools/ctl/binaries.h"
+#include "common/base/binaries.h"
 #include "tools/load/load_run.h"
 
 namespace paramd {

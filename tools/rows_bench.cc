@@ -31,7 +31,7 @@
 #include "common/base/status_macros.h"
 #include "common/config/job_file.h"
 #include "common/rpc/credentials.h"
-#include "tools/ctl/binaries.h"
+#include "common/base/binaries.h"
 #include "tools/ctl/status_client.h"
 #include "tools/ctl/supervisor.h"
 #include "tools/rows/click_log.h"
