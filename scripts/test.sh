@@ -20,6 +20,20 @@ passed=0
 failed=0
 skipped=0
 final=0
+failures=()  # "label target: result" and the lines that say why, for the end
+
+# Records a failed target for the summary printed just above the closing
+# line (CI shows the end of the output): the first Catch2 failure in its
+# log with the lines after it, or the log's last lines when there is none
+# (a crash, a timeout, a sanitizer report).
+note_failure() {
+  local label=$1 target=$2 result=$3 file=$4 why=""
+  if [[ -f "$file" ]]; then
+    why=$(grep -m1 -A12 -E "(FAILED:|ERROR: AddressSanitizer|ERROR: LeakSanitizer)" "$file")
+    [[ -z "$why" ]] && why=$(tail -15 "$file")
+  fi
+  failures+=("${label:+$label }$target: $result"$'\n'"$why")
+}
 
 # Adds the results in `log` (a `bazel test` output) to the counts: each
 # target's Catch2 summary from its test.log under `testlogs`.
@@ -34,6 +48,7 @@ count_results() {
     if [[ "$result" != PASSED && "$result" != FAILED ]] || [[ -z "$summary" ]]; then
       run_failed=$((run_failed + 1))
       echo "$label $target: $result, no Catch2 summary"
+      note_failure "$label" "$target" "$result, no Catch2 summary" "$file"
       continue
     fi
     if [[ "$summary" == SKIPPED:* && "$result" == PASSED ]]; then
@@ -52,6 +67,7 @@ count_results() {
       f=$(echo "$summary" | sed -nE 's/.*\| *([0-9]+) failed.*/\1/p')
       passed=$((passed + ${p:-0}))
       run_failed=$((run_failed + ${f:-1}))
+      note_failure "$label" "$target" "$summary" "$file"
     fi
   done < <(grep -E "^//[^ ]+ +(\(cached\) )?(PASSED|FAILED|FAILED TO BUILD|NO STATUS|TIMEOUT|FLAKY|INCOMPLETE)" "$log" |
            sed -E 's/^(\/\/[^ ]+) +(\(cached\) )?([A-Z]+( TO BUILD| STATUS)?).*/\1 \3/' | tr -s ' ' | sed 's/ TO BUILD/_TO_BUILD/; s/NO STATUS/NO_STATUS/')
@@ -78,6 +94,7 @@ run_tests() {
   local counted=$?
   if [[ $status -ne 0 && $counted -eq 0 ]]; then
     failed=$((failed + 1))  # The build broke before any test ran.
+    failures+=("${label:-plain} build: bazel test exited $status before any test ran"$'\n'"$(grep -m5 -E "^ERROR:" "$log")")
   fi
   [[ $status -ne 0 ]] && final=$status
   local gpu_tests=() t on_device=()
@@ -113,8 +130,16 @@ if /usr/bin/python3 scripts/architecture-map.py --check; then
 else
   failed=$((failed + 1))
   final=1
+  failures+=("docs/architecture.md: its map of production files is stale (/usr/bin/python3 scripts/architecture-map.py rewrites it)")
 fi
 
+if ((${#failures[@]} > 0)); then
+  echo "== what failed =="
+  for f in "${failures[@]}"; do
+    echo "$f" | head -16
+    echo
+  done
+fi
 if ((skipped > 0)); then
   echo "$passed passed, $failed failed, $skipped skipped"
 else

@@ -1,6 +1,6 @@
 // A worker process SIGKILLed mid-training, under each policy: the job
 // completes (nothing hangs), the servers show it dead; restarted with the
-// same rank, it rejoins and the servers show it live again.
+// same rank, it registers again as a second incarnation and finishes.
 //
 // Servers run in this process over loopback gRPC; workers are real
 // paramd-worker processes. Every wait is a condition wait with a deadline.
@@ -79,9 +79,12 @@ void KillAndMaybeRestart(const std::string& policy, bool restart) {
   CHECK(StatusOf(cluster, 1).state() == "dead");
 
   if (restart) {
+    // Whether the restarted worker is ever seen live depends on the race
+    // with the survivor: under sync the survivor may finish the job first,
+    // and the newcomer joins at the last clock and finishes at once. What
+    // holds either way: a second incarnation registered and finished every
+    // step.
     auto again = StartWorker(config, 1, cluster.addresses());
-    REQUIRE(p0.TEST_AwaitWorker(1, 0, /*live=*/true, kTimeout));
-    CHECK(StatusOf(cluster, 1).state() == "live");
     const int code = again->Wait(kTimeout);
     INFO(again->output());
     INFO(Describe(cluster, 2));
@@ -89,6 +92,7 @@ void KillAndMaybeRestart(const std::string& policy, bool restart) {
     const proto::WorkerStatus rejoined = StatusOf(cluster, 1);
     CHECK(rejoined.state() == "finished");
     CHECK(rejoined.registrations() == 2);
+    CHECK(rejoined.clock() == 2 * 250);
   }
   // The job completes: the surviving worker finishes every step.
   const int code = w0->Wait(kTimeout);
