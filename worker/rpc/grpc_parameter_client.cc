@@ -1,26 +1,18 @@
 #include "worker/rpc/grpc_parameter_client.h"
 
-#include <grpcpp/create_channel.h>
-
 #include <algorithm>
 #include <cstring>
 #include <functional>
 #include <random>
 
 #include "absl/strings/str_cat.h"
-#include "absl/synchronization/blocking_counter.h"
-#include "common/base/half.h"
 #include "common/base/status_macros.h"
 #include "common/rpc/credentials.h"
 #include "common/rpc/grpc_frames.h"
 #include "common/rpc/grpc_status.h"
-#include "common/wire/wire_format.h"
-#include "spdlog/spdlog.h"
 #include "worker/retry.h"
 #include "worker/rpc/proto_convert.h"
 #include "worker/rpc/pull_sink.h"
-#include "worker/rpc/push_frames.h"
-#include "worker/rpc/stream_call.h"
 
 namespace paramd {
 namespace {
@@ -31,21 +23,15 @@ std::function<void(grpc::Status)> Reporting(
   return [done = std::move(done)](grpc::Status s) { done(FromGrpcStatus(s)); };
 }
 
-std::string MethodName(const char* rpc) {
-  return absl::StrCat("/", proto::ParameterService::service_full_name(), "/",
-                      rpc);
+ShardLinks::Options LinkOptions(const GrpcClientOptions& options) {
+  ShardLinks::Options links;
+  links.push_timeout = options.push_timeout;
+  links.pull_timeout = options.pull_timeout;
+  links.step_stream = options.step_stream;
+  return links;
 }
 
 }  // namespace
-
-std::chrono::system_clock::time_point GrpcParameterClient::DeadlineIn(
-    absl::Duration d) {
-  return absl::ToChronoTime(absl::Now() + d);
-}
-
-absl::Status PrefixStatus(const absl::Status& s, const char* what, int shard) {
-  return absl::Status(s.code(), absl::StrCat(what, shard, ": ", s.message()));
-}
 
 GrpcParameterClient::GrpcParameterClient(const ClientSetup& setup,
                                          std::vector<std::string> addresses,
@@ -59,47 +45,15 @@ GrpcParameterClient::GrpcParameterClient(const ClientSetup& setup,
       options_(options),
       incarnation_((uint64_t{std::random_device{}()} << 32) ^
                    static_cast<uint64_t>(absl::ToUnixNanos(absl::Now()))),
-      push_method_(MethodName("Push")),
-      pull_method_(MethodName("Pull")),
-      push_stream_method_(MethodName("PushStream")),
-      pull_stream_method_(MethodName("PullStream")),
-      push_pull_method_(MethodName("PushPull")),
-      pull_rows_method_(MethodName("PullRows")),
-      step_stream_method_(MethodName("StepStream")),
+      links_(setup, addresses, security, LinkOptions(options)),
+      steps_(setup, &links_),
+      rows_(setup, &links_),
       push_frames_(*setup.config, *setup.plan, *setup.layout, setup.rank),
-      gradients_(std::make_shared<std::vector<float>>(setup.layout->total)) {
-  for (int s = 0; s < static_cast<int>(addresses.size()); ++s) {
-    grpc::ChannelArguments args;
-    const int64_t bytes = plan_->BytesOnShard(s);
-    // With embedding tables a step's rows ride along (at most 64 MiB,
-    // server/shard/shard.h kMaxRowMessageBytes).
-    const int64_t rows =
-        setup.config->model.embeddings.empty() ? 0 : int64_t{64} << 20;
-    const int limit = static_cast<int>(std::min<int64_t>(
-        INT32_MAX, std::max<int64_t>(4 << 20, bytes * 2 + (1 << 20) + rows)));
-    args.SetMaxReceiveMessageSize(limit);
-    args.SetMaxSendMessageSize(limit);
-    // One connection per shard even when two shards share an address.
-    args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
-    ShardConn conn;
-    conn.channel = CreateJobChannel(addresses[s], security, args);
-    conn.stub = proto::ParameterService::NewStub(conn.channel);
-    conn.generic = std::make_unique<grpc::GenericStub>(conn.channel);
-    // Pulls carry float32 (or halves) whatever pushes carry: they stream
-    // when the shard's chunks fill several messages.
-    std::vector<int64_t> pull_bytes;
-    for (int global : plan_->ChunksOfShard(s)) {
-      pull_bytes.push_back(plan_->chunks()[global].length *
-                           (pull_half_ ? 2 : kElementBytes));
-    }
-    conn.pull_streams = GroupChunks(pull_bytes).size() > 1;
-    shards_.push_back(std::move(conn));
-  }
-}
+      gradients_(std::make_shared<std::vector<float>>(setup.layout->total)) {}
 
 absl::StatusOr<uint64_t> GrpcParameterClient::RegisterPhase(bool join,
                                                             uint64_t clock) {
-  const int n = static_cast<int>(shards_.size());
+  const int n = links_.size();
   std::vector<grpc::ClientContext> contexts(n);
   const proto::RegisterRequest request =
       MakeRegisterRequest(ClientSetup{&config_, plan_, layout_, rank_}, join,
@@ -108,8 +62,8 @@ absl::StatusOr<uint64_t> GrpcParameterClient::RegisterPhase(bool join,
   absl::Status s = ForAllShards(n, "Register", [&](int i, auto done) {
     contexts[i].set_wait_for_ready(true);
     contexts[i].set_deadline(DeadlineIn(options_.connect_timeout));
-    shards_[i].stub->async()->Register(&contexts[i], &request, &responses[i],
-                                       Reporting(std::move(done)));
+    links_.stub(i)->async()->Register(&contexts[i], &request, &responses[i],
+                                      Reporting(std::move(done)));
   });
   if (!s.ok()) return s;
   uint64_t largest = 0;
@@ -121,79 +75,6 @@ absl::StatusOr<uint64_t> GrpcParameterClient::RegisterPhase(bool join,
 absl::StatusOr<uint64_t> GrpcParameterClient::Register() {
   return RegisterInTwoPhases(
       [this](bool join, uint64_t clock) { return RegisterPhase(join, clock); });
-}
-
-grpc::ByteBuffer GrpcParameterClient::PullFrame(uint64_t clock) const {
-  return SerializeMessage(MakePullRequest(clock, 0));
-}
-
-proto::PullRequest GrpcParameterClient::MakePullRequest(
-    uint64_t clock, uint32_t message_bytes) const {
-  proto::PullRequest request;
-  request.set_job_id(config_.job_id);
-  request.set_rank(rank_);
-  request.set_clock(clock);
-  if (pull_half_) request.set_dtype(proto::DTYPE_FLOAT16);
-  request.set_stream_message_bytes(message_bytes);
-  return request;
-}
-
-void GrpcParameterClient::StartPull(int shard, uint64_t clock,
-                                    grpc::ClientContext* context,
-                                    PullSink* sink,
-                                    std::function<void(absl::Status)> done) {
-  context->set_deadline(DeadlineIn(options_.pull_timeout));
-  ShardConn& conn = shards_[shard];
-  if (conn.pull_streams) {
-    StreamCall::Start(
-        conn.generic.get(), context, pull_stream_method_, {PullFrame(clock)},
-        [sink](const grpc::ByteBuffer& m) { return sink->Consume(m); },
-        std::move(done));
-    return;
-  }
-  // One message's worth: a unary call has less overhead than a stream.
-  UnaryIntoSink(shard, pull_method_, PullFrame(clock), context, sink,
-                std::move(done));
-}
-
-void GrpcParameterClient::UnaryIntoSink(
-    int shard, const std::string& method, grpc::ByteBuffer message,
-    grpc::ClientContext* context, PullSink* sink,
-    std::function<void(absl::Status)> done) {
-  auto request = std::make_shared<grpc::ByteBuffer>(std::move(message));
-  auto response = std::make_shared<grpc::ByteBuffer>();
-  shards_[shard].generic->UnaryCall(
-      context, method, grpc::StubOptions(), request.get(), response.get(),
-      [request, response, sink, done = std::move(done)](grpc::Status s) {
-        absl::Status status = FromGrpcStatus(s);
-        if (status.ok()) status = sink->Consume(*response);
-        done(std::move(status));
-      });
-}
-
-void GrpcParameterClient::StartPush(int shard,
-                                    std::vector<grpc::ByteBuffer> messages,
-                                    grpc::ClientContext* context,
-                                    grpc::ByteBuffer* response,
-                                    std::function<void(absl::Status)> done) {
-  context->set_deadline(DeadlineIn(options_.push_timeout));
-  ShardConn& conn = shards_[shard];
-  if (messages.size() > 1) {
-    StreamCall::Start(
-        conn.generic.get(), context, push_stream_method_, std::move(messages),
-        [response](const grpc::ByteBuffer& m) {
-          *response = m;
-          return absl::OkStatus();
-        },
-        std::move(done));
-    return;
-  }
-  auto request = std::make_shared<grpc::ByteBuffer>(std::move(messages[0]));
-  conn.generic->UnaryCall(context, push_method_, grpc::StubOptions(),
-                          request.get(), response,
-                          [request, done = std::move(done)](grpc::Status s) {
-                            done(FromGrpcStatus(s));
-                          });
 }
 
 absl::StatusOr<uint64_t> GrpcParameterClient::Retrying(
@@ -219,32 +100,71 @@ absl::StatusOr<uint64_t> GrpcParameterClient::Push(
 absl::StatusOr<uint64_t> GrpcParameterClient::PushPull(
     uint64_t clock, absl::Span<const float> grads, float loss,
     absl::Span<float> params) {
-  return Retrying("PushPull",
-                  [&] { return PushPullOnce(clock, grads, loss, params); });
+  return Retrying("PushPull", [&] {
+    return steps_.Run(clock, PushMessages(clock, grads, loss), params);
+  });
+}
+
+std::unique_ptr<StepExchange> GrpcParameterClient::StartPushPull(
+    uint64_t clock, absl::Span<const float> grads, float loss,
+    absl::Span<float> params) {
+  if (has_rows_ || grads.data() != gradients_->data() ||
+      config_.compression.topk()) {
+    return ParameterClient::StartPushPull(clock, grads, loss, params);
+  }
+  OverlapCalls calls;
+  for (int s = 0; s < links_.size(); ++s) {
+    calls.stubs.push_back(links_.generic(s));
+  }
+  calls.push_stream_method = links_.methods().push_stream;
+  calls.pull_stream_method = links_.methods().pull_stream;
+  calls.push_timeout = options_.push_timeout;
+  calls.pull_timeout = options_.pull_timeout;
+  calls.pull_half = pull_half_;
+  // One chunk per message: the forward pass starts on the first ones.
+  calls.pull_request = SerializeMessage(links_.MakePullRequest(clock + 1, 1));
+  std::shared_ptr<const std::vector<float>> held = gradients_;
+  calls.redo = [this, clock, held, loss, params] {
+    return PushPull(clock, *held, loss, params);
+  };
+  if (overlap_index_ == nullptr) {
+    overlap_index_ = std::make_unique<OverlapIndex>(*plan_, *layout_);
+  }
+  return std::make_unique<OverlapExchange>(
+      *plan_, *layout_, *overlap_index_, &push_frames_, clock, loss,
+      std::move(held), params, std::move(calls));
+}
+
+absl::Status GrpcParameterClient::PullRows(uint64_t clock, uint32_t table,
+                                           absl::Span<const uint64_t> ids,
+                                           absl::Span<float> out) {
+  return Retrying("PullRows",
+                  [&]() -> absl::StatusOr<uint64_t> {
+                    RETURN_IF_ERROR(rows_.Pull(clock, table, ids, out));
+                    return 0;
+                  })
+      .status();
+}
+
+void GrpcParameterClient::SetRowGradients(uint32_t table,
+                                          absl::Span<const uint64_t> ids,
+                                          absl::Span<const float> grads) {
+  push_frames_.SetRows(table, config_.model.embeddings[table].dim, ids, grads);
+  has_rows_ = true;
 }
 
 absl::StatusOr<uint64_t> GrpcParameterClient::PullOnce(
     uint64_t clock, absl::Span<float> params) {
-  const int n = static_cast<int>(shards_.size());
+  const int n = links_.size();
   std::vector<grpc::ClientContext> contexts(n);
   std::vector<PullSink> sinks;
   for (int i = 0; i < n; ++i)
     sinks.emplace_back(*plan_, *layout_, i, pull_half_, params);
   absl::Status s = ForAllShards(n, "Pull", [&](int i, auto done) {
-    StartPull(i, clock, &contexts[i], &sinks[i], std::move(done));
+    links_.StartPull(i, clock, &contexts[i], &sinks[i], std::move(done));
   });
   if (!s.ok()) return s;
   return PulledVersion(sinks);
-}
-
-absl::StatusOr<uint64_t> GrpcParameterClient::PulledVersion(
-    const std::vector<PullSink>& sinks) {
-  uint64_t version = UINT64_MAX;
-  for (const PullSink& sink : sinks) {
-    ASSIGN_OR_RETURN(uint64_t v, sink.Finish());
-    version = std::min(version, v);
-  }
-  return version;
 }
 
 absl::Span<float> GrpcParameterClient::GradientBuffer() {
@@ -271,14 +191,14 @@ std::vector<std::vector<grpc::ByteBuffer>> GrpcParameterClient::PushMessages(
 
 absl::StatusOr<uint64_t> GrpcParameterClient::PushOnce(
     uint64_t clock, absl::Span<const float> grads, float loss) {
-  const int n = static_cast<int>(shards_.size());
+  const int n = links_.size();
   std::vector<std::vector<grpc::ByteBuffer>> messages =
       PushMessages(clock, grads, loss);
   std::vector<grpc::ClientContext> contexts(n);
   std::vector<grpc::ByteBuffer> responses(n);
   absl::Status s = ForAllShards(n, "Push", [&](int i, auto done) {
-    StartPush(i, std::move(messages[i]), &contexts[i], &responses[i],
-              std::move(done));
+    links_.StartPush(i, std::move(messages[i]), &contexts[i], &responses[i],
+                     std::move(done));
   });
   if (!s.ok()) return s;
   uint64_t version = UINT64_MAX;
@@ -292,7 +212,7 @@ absl::StatusOr<uint64_t> GrpcParameterClient::PushOnce(
 
 void GrpcParameterClient::Heartbeat(uint64_t clock, bool finished,
                                     absl::Duration timeout) {
-  const int n = static_cast<int>(shards_.size());
+  const int n = links_.size();
   std::vector<grpc::ClientContext> contexts(n);
   std::vector<proto::HeartbeatRequest> requests(n);
   std::vector<proto::HeartbeatResponse> responses(n);
@@ -304,8 +224,9 @@ void GrpcParameterClient::Heartbeat(uint64_t clock, bool finished,
     requests[i].set_rank(rank_);
     requests[i].set_clock(clock);
     requests[i].set_finished(finished);
-    shards_[i].stub->async()->Heartbeat(
-        &contexts[i], &requests[i], &responses[i], Reporting(std::move(done)));
+    links_.stub(i)->async()->Heartbeat(&contexts[i], &requests[i],
+                                       &responses[i],
+                                       Reporting(std::move(done)));
   });
 }
 
@@ -317,36 +238,15 @@ absl::Status GrpcParameterClient::ReportEpoch(const EpochReport& epoch) {
                     grpc::ClientContext context;
                     context.set_deadline(DeadlineIn(options_.push_timeout));
                     proto::ReportEpochResponse response;
-                    grpc::Status s = shards_[0].stub->ReportEpoch(
+                    grpc::Status s = links_.stub(0)->ReportEpoch(
                         &context, report, &response);
                     if (!s.ok()) {
-                      absl::Status st = FromGrpcStatus(s);
-                      return absl::Status(
-                          st.code(), absl::StrCat("ReportEpoch to shard 0: ",
-                                                  st.message()));
+                      return PrefixStatus(FromGrpcStatus(s),
+                                          "ReportEpoch to shard ", 0);
                     }
                     return 0;
                   })
       .status();
-}
-
-absl::Status ForAllShards(
-    int num_shards, const char* rpc,
-    const std::function<void(int, std::function<void(absl::Status)>)>& call) {
-  std::vector<absl::Status> results(num_shards);
-  absl::BlockingCounter pending(num_shards);
-  for (int s = 0; s < num_shards; ++s) {
-    call(s, [&results, &pending, s](absl::Status status) {
-      results[s] = std::move(status);
-      pending.DecrementCount();
-    });
-  }
-  pending.Wait();
-  const std::string what = absl::StrCat(rpc, " to shard ");
-  for (int s = 0; s < num_shards; ++s) {
-    if (!results[s].ok()) return PrefixStatus(results[s], what.c_str(), s);
-  }
-  return absl::OkStatus();
 }
 
 ParameterClientFactory GrpcParameterClientFactory(

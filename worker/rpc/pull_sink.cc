@@ -90,4 +90,13 @@ absl::StatusOr<uint64_t> PullSink::Finish() const {
   return version_;
 }
 
+absl::StatusOr<uint64_t> PulledVersion(const std::vector<PullSink>& sinks) {
+  uint64_t version = UINT64_MAX;
+  for (const PullSink& sink : sinks) {
+    ASSIGN_OR_RETURN(uint64_t v, sink.Finish());
+    version = std::min(version, v);
+  }
+  return version;
+}
+
 }  // namespace paramd

@@ -50,6 +50,10 @@ class PullSink {
   uint64_t version_ = 0;
 };
 
+// The version a pull from every shard served: the smallest of the sinks'
+// (each finished).
+absl::StatusOr<uint64_t> PulledVersion(const std::vector<PullSink>& sinks);
+
 }  // namespace paramd
 
 #endif  // PARAMD_WORKER_RPC_PULL_SINK_H_

@@ -1,76 +1,20 @@
-// GrpcParameterClient's steps: PushPull to every shard (as steps of each
-// shard's StepStream, or a push and a pull side by side for shards of
-// several messages) and the overlapped exchange of worker.overlap.
+#include "worker/rpc/step_calls.h"
+
 #include <algorithm>
+#include <functional>
+#include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
 #include "common/base/status_macros.h"
-#include "common/rpc/grpc_frames.h"
-#include "worker/rpc/grpc_parameter_client.h"
-#include "worker/rpc/overlap_exchange.h"
+#include "worker/rpc/push_frames.h"
 
 namespace paramd {
 
-std::unique_ptr<StepExchange> GrpcParameterClient::StartPushPull(
-    uint64_t clock, absl::Span<const float> grads, float loss,
-    absl::Span<float> params) {
-  if (has_rows_ || grads.data() != gradients_->data() ||
-      config_.compression.topk()) {
-    return ParameterClient::StartPushPull(clock, grads, loss, params);
-  }
-  OverlapCalls calls;
-  for (ShardConn& conn : shards_) calls.stubs.push_back(conn.generic.get());
-  calls.push_stream_method = push_stream_method_;
-  calls.pull_stream_method = pull_stream_method_;
-  calls.push_timeout = options_.push_timeout;
-  calls.pull_timeout = options_.pull_timeout;
-  calls.pull_half = pull_half_;
-  // One chunk per message: the forward pass starts on the first ones.
-  calls.pull_request = SerializeMessage(MakePullRequest(clock + 1, 1));
-  std::shared_ptr<const std::vector<float>> held = gradients_;
-  calls.redo = [this, clock, held, loss, params] {
-    return PushPull(clock, *held, loss, params);
-  };
-  if (overlap_index_ == nullptr) {
-    overlap_index_ = std::make_unique<OverlapIndex>(*plan_, *layout_);
-  }
-  return std::make_unique<OverlapExchange>(
-      *plan_, *layout_, *overlap_index_, &push_frames_, clock, loss,
-      std::move(held), params, std::move(calls));
-}
-
-void GrpcParameterClient::OpenStepStream(int shard) {
-  ShardConn& conn = shards_[shard];
-  if (conn.steps != nullptr && !conn.steps->over()) return;
-  conn.steps.reset();
-  conn.steps =
-      std::make_unique<StepStream>(conn.generic.get(), step_stream_method_,
-                                   std::make_unique<grpc::ClientContext>());
-}
-
-void GrpcParameterClient::StartPushPull(
-    int shard, grpc::ByteBuffer message, PullSink* sink,
-    std::function<void(absl::Status)> done) {
-  if (!options_.step_stream) {
-    // A unary PushPull; its context lives until the call ends.
-    auto context = std::make_shared<grpc::ClientContext>();
-    context->set_deadline(
-        DeadlineIn(std::max(options_.push_timeout, options_.pull_timeout)));
-    UnaryIntoSink(shard, push_pull_method_, std::move(message), context.get(),
-                  sink, [context, done = std::move(done)](absl::Status s) {
-                    done(std::move(s));
-                  });
-    return;
-  }
-  // The message's header carries pull_dtype (PushFrames).
-  shards_[shard].steps->Step(std::move(message), sink, std::move(done));
-}
-
-struct GrpcParameterClient::StepRound {
-  StepRound(const GrpcParameterClient& client,
-            const std::vector<std::vector<grpc::ByteBuffer>>& messages,
-            absl::Span<float> params)
+struct StepCalls::Round {
+  Round(const StepCalls& calls,
+        const std::vector<std::vector<grpc::ByteBuffer>>& messages,
+        absl::Span<float> params)
       : n(static_cast<int>(messages.size())),
         push_contexts(n),
         pull_contexts(n),
@@ -79,11 +23,9 @@ struct GrpcParameterClient::StepRound {
         pull_status(n),
         combined(n) {
     for (int i = 0; i < n; ++i) {
-      sinks.emplace_back(*client.plan_, *client.layout_, i, client.pull_half_,
+      sinks.emplace_back(calls.plan_, calls.layout_, i, calls.pull_half_,
                          params);
-      // A shard whose push and pull each fit one message takes both in one
-      // PushPull call; the others a push and a pull side by side.
-      combined[i] = messages[i].size() == 1 && !client.shards_[i].pull_streams;
+      combined[i] = messages[i].size() == 1 && !calls.links_->pull_streams(i);
       pending += combined[i] ? 1 : 2;
     }
   }
@@ -142,64 +84,72 @@ struct GrpcParameterClient::StepRound {
   // Each written by its call's callback before it ends, read after all
   // ended.
   std::vector<absl::Status> push_status, pull_status;
+  // The shard takes push and pull in one PushPull.
   std::vector<bool> combined;
   absl::Mutex mu;
   int pending ABSL_GUARDED_BY(mu) = 0;
 };
 
-void GrpcParameterClient::CancelStepPulls(StepRound* round) {
+StepCalls::StepCalls(const ClientSetup& setup, ShardLinks* links)
+    : plan_(*setup.plan),
+      layout_(*setup.layout),
+      pull_half_(setup.config->compression.pull_fp16()),
+      links_(links) {}
+
+void StepCalls::CancelPulls(Round* round) {
   for (auto& c : round->pull_contexts) c.TryCancel();
   for (int i = 0; i < round->n; ++i) {
-    if (round->combined[i] && options_.step_stream) shards_[i].steps->Cancel();
+    if (round->combined[i]) links_->CancelStep(i);
   }
 }
 
-void GrpcParameterClient::StartStep(
-    uint64_t clock, std::vector<std::vector<grpc::ByteBuffer>> messages,
-    StepRound* round) {
+void StepCalls::Start(uint64_t clock,
+                      std::vector<std::vector<grpc::ByteBuffer>> messages,
+                      Round* round) {
   const int n = round->n;
   // Every stream the step takes is open before any call can fail and
   // cancel them.
   for (int i = 0; i < n; ++i) {
-    if (round->combined[i] && options_.step_stream) OpenStepStream(i);
+    if (round->combined[i] && links_->options().step_stream) {
+      links_->OpenStepStream(i);
+    }
   }
   for (int i = 0; i < n; ++i) {
     if (round->combined[i]) continue;
-    StartPull(i, clock + 1, &round->pull_contexts[i], &round->sinks[i],
-              [round, i](absl::Status s) {
-                round->pull_status[i] = std::move(s);
-                round->Ended();
-              });
+    links_->StartPull(i, clock + 1, &round->pull_contexts[i],
+                      &round->sinks[i], [round, i](absl::Status s) {
+                        round->pull_status[i] = std::move(s);
+                        round->Ended();
+                      });
   }
   for (int i = 0; i < n; ++i) {
-    auto pushed = [this, round, i](absl::Status* status) {
-      return [this, round, i, status](absl::Status s) {
-        if (!s.ok()) CancelStepPulls(round);
+    auto pushed = [this, round](absl::Status* status) {
+      return [this, round, status](absl::Status s) {
+        if (!s.ok()) CancelPulls(round);
         *status = std::move(s);
         round->Ended();
       };
     };
     if (round->combined[i]) {
-      StartPushPull(i, std::move(messages[i][0]), &round->sinks[i],
-                    pushed(&round->pull_status[i]));
+      links_->StartPushPull(i, std::move(messages[i][0]), &round->sinks[i],
+                            pushed(&round->pull_status[i]));
     } else {
-      StartPush(i, std::move(messages[i]), &round->push_contexts[i],
-                &round->push_responses[i], pushed(&round->push_status[i]));
+      links_->StartPush(i, std::move(messages[i]), &round->push_contexts[i],
+                        &round->push_responses[i],
+                        pushed(&round->push_status[i]));
     }
   }
 }
 
-absl::StatusOr<uint64_t> GrpcParameterClient::PushPullOnce(
-    uint64_t clock, absl::Span<const float> grads, float loss,
+absl::StatusOr<uint64_t> StepCalls::Run(
+    uint64_t clock, std::vector<std::vector<grpc::ByteBuffer>> messages,
     absl::Span<float> params) {
-  std::vector<std::vector<grpc::ByteBuffer>> messages =
-      PushMessages(clock, grads, loss);
-  StepRound round(*this, messages, params);
-  StartStep(clock, std::move(messages), &round);
+  Round round(*this, messages, params);
+  Start(clock, std::move(messages), &round);
   // The unary calls have deadlines; the streams' steps are bounded here.
-  const absl::Duration limit =
-      std::max(options_.push_timeout, options_.pull_timeout);
-  if (!round.AwaitAll(limit, [&] { CancelStepPulls(&round); })) {
+  const absl::Duration limit = std::max(links_->options().push_timeout,
+                                        links_->options().pull_timeout);
+  if (!round.AwaitAll(limit, [&] { CancelPulls(&round); })) {
     return absl::DeadlineExceededError(
         absl::StrCat("PushPull at clock ", clock, ": no reply within ",
                      absl::FormatDuration(limit)));

@@ -1,0 +1,199 @@
+#include "worker/rpc/shard_links.h"
+
+#include <grpcpp/create_channel.h>
+
+#include <algorithm>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "absl/synchronization/blocking_counter.h"
+#include "common/rpc/grpc_frames.h"
+#include "common/rpc/grpc_status.h"
+#include "common/wire/wire_format.h"
+#include "worker/rpc/stream_call.h"
+
+namespace paramd {
+namespace {
+
+std::string MethodName(const char* rpc) {
+  return absl::StrCat("/", proto::ParameterService::service_full_name(), "/",
+                      rpc);
+}
+
+ShardLinks::Methods AllMethods() {
+  return {MethodName("Push"),     MethodName("Pull"),
+          MethodName("PushStream"), MethodName("PullStream"),
+          MethodName("PushPull"), MethodName("PullRows"),
+          MethodName("StepStream")};
+}
+
+// The largest message a shard's calls carry: its whole share twice (a
+// PushPull's push and the slack of frames) and, with embedding tables, the
+// rows a step carries (at most 64 MiB, server/shard/shard.h
+// kMaxRowMessageBytes); never under 4 MiB.
+int MessageLimit(const ClientSetup& setup, int shard) {
+  const int64_t bytes = setup.plan->BytesOnShard(shard);
+  const int64_t rows =
+      setup.config->model.embeddings.empty() ? 0 : int64_t{64} << 20;
+  return static_cast<int>(std::min<int64_t>(
+      INT32_MAX, std::max<int64_t>(4 << 20, bytes * 2 + (1 << 20) + rows)));
+}
+
+}  // namespace
+
+ShardLinks::ShardLinks(const ClientSetup& setup,
+                       const std::vector<std::string>& addresses,
+                       const JobSecurity& security, Options options)
+    : job_id_(setup.config->job_id),
+      rank_(setup.rank),
+      pull_half_(setup.config->compression.pull_fp16()),
+      options_(options),
+      methods_(AllMethods()) {
+  const PartitionPlan& plan = *setup.plan;
+  for (int s = 0; s < static_cast<int>(addresses.size()); ++s) {
+    grpc::ChannelArguments args;
+    const int limit = MessageLimit(setup, s);
+    args.SetMaxReceiveMessageSize(limit);
+    args.SetMaxSendMessageSize(limit);
+    // One connection per shard even when two shards share an address.
+    args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
+    Link link;
+    link.channel = CreateJobChannel(addresses[s], security, args);
+    link.stub = proto::ParameterService::NewStub(link.channel);
+    link.generic = std::make_unique<grpc::GenericStub>(link.channel);
+    // Pulls carry float32 (or halves) whatever pushes carry.
+    std::vector<int64_t> pull_bytes;
+    for (int global : plan.ChunksOfShard(s)) {
+      pull_bytes.push_back(plan.chunks()[global].length *
+                           (pull_half_ ? 2 : kElementBytes));
+    }
+    link.pull_streams = GroupChunks(pull_bytes).size() > 1;
+    shards_.push_back(std::move(link));
+  }
+}
+
+proto::PullRequest ShardLinks::MakePullRequest(uint64_t clock,
+                                               uint32_t message_bytes) const {
+  proto::PullRequest request;
+  request.set_job_id(job_id_);
+  request.set_rank(rank_);
+  request.set_clock(clock);
+  if (pull_half_) request.set_dtype(proto::DTYPE_FLOAT16);
+  request.set_stream_message_bytes(message_bytes);
+  return request;
+}
+
+void ShardLinks::StartPull(int shard, uint64_t clock,
+                           grpc::ClientContext* context, PullSink* sink,
+                           std::function<void(absl::Status)> done) {
+  context->set_deadline(DeadlineIn(options_.pull_timeout));
+  grpc::ByteBuffer request = SerializeMessage(MakePullRequest(clock, 0));
+  if (shards_[shard].pull_streams) {
+    StreamCall::Start(
+        generic(shard), context, methods_.pull_stream, {std::move(request)},
+        [sink](const grpc::ByteBuffer& m) { return sink->Consume(m); },
+        std::move(done));
+    return;
+  }
+  // One message's worth: a unary call has less overhead than a stream.
+  UnaryIntoSink(shard, methods_.pull, std::move(request), context, sink,
+                std::move(done));
+}
+
+void ShardLinks::StartPush(int shard, std::vector<grpc::ByteBuffer> messages,
+                           grpc::ClientContext* context,
+                           grpc::ByteBuffer* response,
+                           std::function<void(absl::Status)> done) {
+  context->set_deadline(DeadlineIn(options_.push_timeout));
+  if (messages.size() > 1) {
+    StreamCall::Start(
+        generic(shard), context, methods_.push_stream, std::move(messages),
+        [response](const grpc::ByteBuffer& m) {
+          *response = m;
+          return absl::OkStatus();
+        },
+        std::move(done));
+    return;
+  }
+  auto request = std::make_shared<grpc::ByteBuffer>(std::move(messages[0]));
+  generic(shard)->UnaryCall(context, methods_.push, grpc::StubOptions(),
+                            request.get(), response,
+                            [request, done = std::move(done)](grpc::Status s) {
+                              done(FromGrpcStatus(s));
+                            });
+}
+
+void ShardLinks::StartPushPull(int shard, grpc::ByteBuffer message,
+                               PullSink* sink,
+                               std::function<void(absl::Status)> done) {
+  if (!options_.step_stream) {
+    // A unary PushPull; its context lives until the call ends.
+    auto context = std::make_shared<grpc::ClientContext>();
+    context->set_deadline(
+        DeadlineIn(std::max(options_.push_timeout, options_.pull_timeout)));
+    UnaryIntoSink(shard, methods_.push_pull, std::move(message),
+                  context.get(), sink,
+                  [context, done = std::move(done)](absl::Status s) {
+                    done(std::move(s));
+                  });
+    return;
+  }
+  shards_[shard].steps->Step(std::move(message), sink, std::move(done));
+}
+
+void ShardLinks::OpenStepStream(int shard) {
+  Link& link = shards_[shard];
+  if (link.steps != nullptr && !link.steps->over()) return;
+  link.steps.reset();
+  link.steps =
+      std::make_unique<StepStream>(link.generic.get(), methods_.step_stream,
+                                   std::make_unique<grpc::ClientContext>());
+}
+
+void ShardLinks::CancelStep(int shard) {
+  if (shards_[shard].steps != nullptr) shards_[shard].steps->Cancel();
+}
+
+void ShardLinks::UnaryIntoSink(int shard, const std::string& method,
+                               grpc::ByteBuffer message,
+                               grpc::ClientContext* context, PullSink* sink,
+                               std::function<void(absl::Status)> done) {
+  auto request = std::make_shared<grpc::ByteBuffer>(std::move(message));
+  auto response = std::make_shared<grpc::ByteBuffer>();
+  generic(shard)->UnaryCall(
+      context, method, grpc::StubOptions(), request.get(), response.get(),
+      [request, response, sink, done = std::move(done)](grpc::Status s) {
+        absl::Status status = FromGrpcStatus(s);
+        if (status.ok()) status = sink->Consume(*response);
+        done(std::move(status));
+      });
+}
+
+std::chrono::system_clock::time_point DeadlineIn(absl::Duration d) {
+  return absl::ToChronoTime(absl::Now() + d);
+}
+
+absl::Status PrefixStatus(const absl::Status& s, const char* what, int shard) {
+  return absl::Status(s.code(), absl::StrCat(what, shard, ": ", s.message()));
+}
+
+absl::Status ForAllShards(
+    int num_shards, const char* rpc,
+    const std::function<void(int, std::function<void(absl::Status)>)>& call) {
+  std::vector<absl::Status> results(num_shards);
+  absl::BlockingCounter pending(num_shards);
+  for (int s = 0; s < num_shards; ++s) {
+    call(s, [&results, &pending, s](absl::Status status) {
+      results[s] = std::move(status);
+      pending.DecrementCount();
+    });
+  }
+  pending.Wait();
+  const std::string what = absl::StrCat(rpc, " to shard ");
+  for (int s = 0; s < num_shards; ++s) {
+    if (!results[s].ok()) return PrefixStatus(results[s], what.c_str(), s);
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace paramd

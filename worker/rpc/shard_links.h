@@ -1,0 +1,135 @@
+// ShardLinks: a worker's gRPC connections to the shards, one channel each
+// (even when two shards share an address), and the calls on them that
+// carry tensors.
+//
+// Tensor bytes stay out of protobuf messages (common/wire/wire_format.h). A
+// shard whose chunks fill several messages (kStreamMessageBytes) is pushed
+// and pulled through PushStream and PullStream (proto/paramd.proto), so
+// each end works on one message while the next is on the wire; a smaller
+// one through unary Push and Pull, which cost less per call. A PushPull is
+// a step of the shard's StepStream, kept open across steps (no per-step
+// call setup), or a unary call.
+//
+// Thread-compatible: one thread starts calls at a time; they end on gRPC's
+// threads, through their `done`.
+#ifndef PARAMD_WORKER_RPC_SHARD_LINKS_H_
+#define PARAMD_WORKER_RPC_SHARD_LINKS_H_
+
+#include <grpcpp/channel.h>
+#include <grpcpp/client_context.h>
+#include <grpcpp/generic/generic_stub.h>
+#include <grpcpp/support/byte_buffer.h>
+
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/time/time.h"
+#include "common/rpc/credentials.h"
+#include "proto/paramd.grpc.pb.h"
+#include "worker/parameter_client.h"
+#include "worker/rpc/pull_sink.h"
+#include "worker/rpc/step_stream.h"
+
+namespace paramd {
+
+class ShardLinks {
+ public:
+  struct Options {
+    absl::Duration push_timeout = absl::Minutes(1);
+    absl::Duration pull_timeout = absl::Minutes(10);
+    // PushPull as a step of a StepStream kept open across steps; false: a
+    // unary PushPull call per step.
+    bool step_stream = true;
+  };
+  // Full method names, as gRPC calls them.
+  struct Methods {
+    std::string push, pull, push_stream, pull_stream, push_pull, pull_rows,
+        step_stream;
+  };
+
+  // `addresses`: one "host:port" per shard, in shard order; channels use
+  // `security`'s TLS and token. `setup`'s config, plan and layout outlive
+  // this.
+  ShardLinks(const ClientSetup& setup,
+             const std::vector<std::string>& addresses,
+             const JobSecurity& security, Options options);
+
+  int size() const { return static_cast<int>(shards_.size()); }
+  const Options& options() const { return options_; }
+  const Methods& methods() const { return methods_; }
+  proto::ParameterService::Stub* stub(int shard) {
+    return shards_[shard].stub.get();
+  }
+  grpc::GenericStub* generic(int shard) { return shards_[shard].generic.get(); }
+  // Whether the shard's pulls use PullStream: its chunks fill several
+  // messages (float32, or halves under compression.pull: fp16).
+  bool pull_streams(int shard) const { return shards_[shard].pull_streams; }
+
+  // This rank's PullRequest of `clock`; `message_bytes` as in
+  // PullRequest.stream_message_bytes (0: the server's default).
+  proto::PullRequest MakePullRequest(uint64_t clock,
+                                     uint32_t message_bytes) const;
+
+  // Starts one shard's pull of `clock` into `sink`, or its push of
+  // `messages` (a PushResponse lands in `response`): a stream when there are
+  // several messages, else a unary call. `context` gets the call's deadline
+  // and outlives `done`, which runs once on a gRPC thread.
+  void StartPull(int shard, uint64_t clock, grpc::ClientContext* context,
+                 PullSink* sink, std::function<void(absl::Status)> done);
+  void StartPush(int shard, std::vector<grpc::ByteBuffer> messages,
+                 grpc::ClientContext* context, grpc::ByteBuffer* response,
+                 std::function<void(absl::Status)> done);
+  // Starts one shard's PushPull: the push in one message (its header
+  // carries pull_dtype), the pull of clock + 1 back in one message into
+  // `sink`. Under options.step_stream, OpenStepStream(shard) first.
+  void StartPushPull(int shard, grpc::ByteBuffer message, PullSink* sink,
+                     std::function<void(absl::Status)> done);
+  // Opens the shard's StepStream unless one is open (a stream that ended
+  // is replaced).
+  void OpenStepStream(int shard);
+  // Ends the step in flight on the shard's StepStream, if there is one.
+  void CancelStep(int shard);
+
+ private:
+  // One unary call of `method` whose single reply goes to `sink`.
+  void UnaryIntoSink(int shard, const std::string& method,
+                     grpc::ByteBuffer message, grpc::ClientContext* context,
+                     PullSink* sink, std::function<void(absl::Status)> done);
+
+  struct Link {
+    std::shared_ptr<grpc::Channel> channel;
+    std::unique_ptr<proto::ParameterService::Stub> stub;
+    std::unique_ptr<grpc::GenericStub> generic;
+    bool pull_streams = false;
+    // Opened by the first PushPull that needs it and again after it ended.
+    std::unique_ptr<StepStream> steps;
+  };
+
+  const std::string job_id_;
+  const int rank_;
+  const bool pull_half_;  // compression.pull: fp16
+  const Options options_;
+  const Methods methods_;
+  std::vector<Link> shards_;
+};
+
+// The deadline of a call that may take `d` from now.
+std::chrono::system_clock::time_point DeadlineIn(absl::Duration d);
+
+// `s` with "<what><shard>: " before its message, e.g. "Push to shard 1: ".
+absl::Status PrefixStatus(const absl::Status& s, const char* what, int shard);
+
+// Runs `call(shard, done)` for every shard at once and waits for all; each
+// call reports how it ended through `done`. Returns the first failure,
+// naming the RPC and the shard.
+absl::Status ForAllShards(
+    int num_shards, const char* rpc,
+    const std::function<void(int, std::function<void(absl::Status)>)>& call);
+
+}  // namespace paramd
+
+#endif  // PARAMD_WORKER_RPC_SHARD_LINKS_H_

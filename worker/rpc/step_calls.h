@@ -1,0 +1,54 @@
+// StepCalls: one PushPull step of a worker to every shard at once. A shard
+// whose push and pull each fit one message takes both in one PushPull (a
+// step of its StepStream, or a unary call, ShardLinks); the others get a
+// push of `clock` and a pull of clock + 1 side by side. A failed push
+// cancels the step's pulls (they would wait in vain), and the step as a
+// whole is bounded by the longer of the push and pull timeouts (a stream's
+// step has no deadline of its own).
+//
+// Thread-compatible: one training loop uses it at a time.
+#ifndef PARAMD_WORKER_RPC_STEP_CALLS_H_
+#define PARAMD_WORKER_RPC_STEP_CALLS_H_
+
+#include <grpcpp/support/byte_buffer.h>
+
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/types/span.h"
+#include "worker/parameter_client.h"
+#include "worker/rpc/shard_links.h"
+
+namespace paramd {
+
+class StepCalls {
+ public:
+  // `setup`'s plan and layout and `links` outlive this.
+  StepCalls(const ClientSetup& setup, ShardLinks* links);
+
+  // Sends each shard's push `messages` of `clock` (PushFrames) and pulls
+  // clock + 1 into `params`; returns the version pulled (the smallest
+  // across shards) or the failure that matters most, naming the RPC and
+  // the shard.
+  absl::StatusOr<uint64_t> Run(
+      uint64_t clock, std::vector<std::vector<grpc::ByteBuffer>> messages,
+      absl::Span<float> params);
+
+ private:
+  // One step's calls to every shard and what they answer.
+  struct Round;
+  // Starts every call of `round`.
+  void Start(uint64_t clock,
+             std::vector<std::vector<grpc::ByteBuffer>> messages,
+             Round* round);
+  void CancelPulls(Round* round);
+
+  const PartitionPlan& plan_;
+  const FlatLayout& layout_;
+  const bool pull_half_;  // compression.pull: fp16
+  ShardLinks* const links_;
+};
+
+}  // namespace paramd
+
+#endif  // PARAMD_WORKER_RPC_STEP_CALLS_H_
