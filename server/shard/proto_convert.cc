@@ -49,4 +49,31 @@ void FillWorkerStatus(int rank, const WorkerInfo& w, const PolicyWorker& policy,
                    : -1);
 }
 
+void FillWorkersStatus(const std::vector<WorkerInfo>& workers,
+                       const std::vector<PolicyWorker>& clocks,
+                       const JobMetrics& metrics, absl::Time now,
+                       proto::ShardStatus* status) {
+  uint64_t fastest = 0;
+  for (const PolicyWorker& w : clocks) fastest = std::max(fastest, w.clock);
+  uint64_t pushes = 0, pulls = 0, bytes_in = 0, bytes_out = 0;
+  std::vector<bool> counted(workers.size());
+  for (size_t rank = 0; rank < workers.size(); ++rank) {
+    const WorkerInfo& w = workers[rank];
+    FillWorkerStatus(static_cast<int>(rank), w, clocks[rank], fastest, now,
+                     status->add_workers());
+    counted[rank] = clocks[rank].live || w.finished;
+    pushes += w.pushes;
+    pulls += w.pulls;
+    bytes_in += w.bytes_in;
+    bytes_out += w.bytes_out;
+  }
+  status->set_pushes(pushes);
+  status->set_pulls(pulls);
+  status->set_bytes_in(bytes_in);
+  status->set_bytes_out(bytes_out);
+  for (const EpochSummary& e : metrics.Summaries(counted)) {
+    FillEpochMetrics(e, status->add_epochs());
+  }
+}
+
 }  // namespace paramd

@@ -5,6 +5,7 @@
 #define PARAMD_SERVER_SHARD_PROTO_CONVERT_H_
 
 #include <cstdint>
+#include <vector>
 
 #include "absl/time/time.h"
 #include "common/base/epoch_report.h"
@@ -25,6 +26,14 @@ void FillEpochMetrics(const EpochSummary& summary, proto::EpochMetrics* out);
 void FillWorkerStatus(int rank, const WorkerInfo& info,
                       const PolicyWorker& policy, uint64_t fastest_clock,
                       absl::Time now, proto::WorkerStatus* out);
+
+// Every rank's row of the status (`workers` and `clocks` by rank), the
+// totals over ranks, and the epoch summaries of the ranks an epoch waits
+// for (live or finished).
+void FillWorkersStatus(const std::vector<WorkerInfo>& workers,
+                       const std::vector<PolicyWorker>& clocks,
+                       const JobMetrics& metrics, absl::Time now,
+                       proto::ShardStatus* status);
 
 }  // namespace paramd
 

@@ -477,6 +477,38 @@ absl::Status Shard::PullRows(const proto::PullRowsRequest& request,
   return absl::OkStatus();
 }
 
+void Shard::GetStatus(proto::ShardStatus* status) const {
+  const absl::Time now = clock_->Now();
+  status->set_job_id(config_.job_id);
+  status->set_shard(shard_id_);
+  status->set_num_shards(config_.num_shards());
+  status->set_policy(policy_->name());
+  rows_.FillStatus(status);
+  status->set_staleness_bound(
+      config_.policy.type == PolicyType::kSsp ? config_.policy.staleness : -1);
+  status->set_lease_seconds(config_.liveness.lease_seconds);
+  status->set_chunks(store_.num_chunks());
+  status->set_bytes(store_.bytes());
+  status->set_version(store_.version());
+  status->set_uptime_seconds(absl::ToDoubleSeconds(now - started_));
+  status->set_total_epochs(config_.training.epochs);
+  status->set_pushes_per_second(stats_.PushesPerSecond(now));
+  status->set_pull_wait_p50_ms(stats_.PullWaitMs(50));
+  status->set_pull_wait_p99_ms(stats_.PullWaitMs(99));
+  if (checkpoints_ != nullptr) checkpoints_->FillStatus(now, status);
+  status->set_bytes_in_float32(stats_.push_float32_bytes());
+  FillWorkersStatus(workers_.Snapshot(), policy_->Workers(), metrics_, now,
+                    status);
+  for (const PullWaiters::Waiter& w : waiters_.List()) {
+    proto::WaitingPull* p = status->add_waiting();
+    p->set_rank(w.rank);
+    p->set_clock(w.clock);
+    p->set_waited_seconds(std::max(0.0, absl::ToDoubleSeconds(now - w.since)));
+    // Asked after the waiters' lock is released: the policy has its own.
+    p->set_waiting_on(policy_->WaitingOn(w.rank, w.clock));
+  }
+}
+
 absl::StatusOr<proto::CheckpointResponse> Shard::CheckpointNow() {
   if (checkpoints_ == nullptr) {
     return absl::FailedPreconditionError(

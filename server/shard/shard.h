@@ -157,9 +157,6 @@ class Shard {
                              const std::function<bool()>& cancelled);
   // Drops ranks whose lease expired from the live set.
   void ExpireLeases(absl::Time now);
-  // GetStatus's parts.
-  void FillWorkers(absl::Time now, proto::ShardStatus* status) const;
-  void FillWaiting(absl::Time now, proto::ShardStatus* status) const;
 
   // Constant after construction.
   const JobConfig config_;
