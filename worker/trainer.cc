@@ -1,10 +1,8 @@
 #include "worker/trainer.h"
 
-#include <chrono>
 #include <thread>
 
 #include "absl/strings/str_cat.h"
-#include "absl/time/clock.h"
 #include "common/base/status_macros.h"
 #include "spdlog/spdlog.h"
 #include "worker/model/model_factory.h"
@@ -157,7 +155,8 @@ absl::Status Trainer::Train() {
     while (clock < total) {
       if (options_.max_steps >= 0 && done_steps >= options_.max_steps) break;
       if (epoch.epoch != static_cast<int>(clock / steps)) {
-        epoch = EpochState{static_cast<int>(clock / steps), absl::Now()};
+        epoch =
+            EpochState{static_cast<int>(clock / steps), options_.clock->Now()};
         data_part_->StartEpoch(config_.seed, epoch.epoch,
                                config_.training.shuffle);
       }
@@ -173,7 +172,8 @@ absl::Status Trainer::Train() {
           continue;
         }
         RETURN_IF_ERROR(EndEpoch(
-            epoch, absl::ToDoubleSeconds(absl::Now() - epoch.start), &clock));
+            epoch, absl::ToDoubleSeconds(options_.clock->Now() - epoch.start),
+            &clock));
       }
     }
     // The final parameters; a restarted server may send the rank back.
@@ -193,6 +193,11 @@ absl::Status Trainer::Rejoin(const absl::Status& why, uint64_t* clock) {
 
 bool Trainer::IsSlow() const {
   return rank_ == config_.testing.slow_rank && config_.testing.slow_step_ms > 0;
+}
+
+void Trainer::SlowDown() const {
+  options_.clock->SleepUntil(options_.clock->Now() +
+                             absl::Milliseconds(config_.testing.slow_step_ms));
 }
 
 void Trainer::LogStart(uint64_t clock) const {
@@ -239,8 +244,7 @@ absl::Status Trainer::Step(uint64_t* clock, Batch* batch, EpochState* epoch,
     client_->SetRowGradients(0, bag_->unique_ids(), row_grads_);
   }
   if (IsSlow()) {
-    std::this_thread::sleep_for(
-        std::chrono::milliseconds(config_.testing.slow_step_ms));
+    SlowDown();
   }
   // Push this step's gradient and fetch the next version in one go.
   absl::StatusOr<uint64_t> version = client_->PushPull(
@@ -292,8 +296,7 @@ absl::Status Trainer::OverlappedStep(uint64_t* clock, const float* input,
     return loss.status();
   }
   if (IsSlow()) {
-    std::this_thread::sleep_for(
-        std::chrono::milliseconds(config_.testing.slow_step_ms));
+    SlowDown();
   }
   // The next step computes on what this exchange brings.
   pending_ = std::move(next);

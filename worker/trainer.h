@@ -22,6 +22,7 @@
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
+#include "common/base/clock.h"
 #include "common/config/job_config.h"
 #include "common/model/model_spec.h"
 #include "common/model/partitioner.h"
@@ -40,6 +41,8 @@ struct TrainerOptions {
   std::function<void(uint64_t, absl::Span<const float>)> on_pull;
   // Called after every step with (clock before the step, batch loss).
   std::function<void(uint64_t, double)> on_step;
+  // Times epochs and waits out testing.slow_step_ms; outlives the trainer.
+  Clock* clock = RealClock();
 };
 
 class Trainer {
@@ -88,7 +91,10 @@ class Trainer {
   // Waits for the exchange in flight, if any: params_ then hold the clock
   // after its step. Its error is returned (ABORTED: register again).
   absl::Status FinishPending();
+  // testing.slow_rank is this rank: each step takes slow_step_ms longer
+  // (SlowDown, on options.clock).
   bool IsSlow() const;
+  void SlowDown() const;
   // Registers (again) and returns the clock to continue from.
   absl::StatusOr<uint64_t> Join();
   void HeartbeatLoop();

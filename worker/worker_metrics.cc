@@ -27,7 +27,7 @@ class MeteredExchange : public StepExchange {
     absl::StatusOr<uint64_t> v = inner_->Finish();
     if (!recorded_) {
       recorded_ = true;
-      const absl::Duration d = absl::Now() - start_;
+      const absl::Duration d = m_->clock_source_->Now() - start_;
       m_->OnPushPull(d, push_bytes_, pull_bytes_, v.ok());
     }
     return v;
@@ -37,7 +37,7 @@ class MeteredExchange : public StepExchange {
   std::unique_ptr<StepExchange> inner_;
   WorkerMetrics* const m_;
   const size_t push_bytes_, pull_bytes_;
-  const absl::Time start_ = absl::Now();
+  const absl::Time start_ = m_->clock_source_->Now();
   bool recorded_ = false;
 };
 
@@ -54,9 +54,9 @@ class MeteredClient : public ParameterClient {
   }
   absl::StatusOr<uint64_t> Pull(uint64_t clock,
                                 absl::Span<float> params) override {
-    const absl::Time start = absl::Now();
+    const absl::Time start = Now();
     absl::StatusOr<uint64_t> v = inner_->Pull(clock, params);
-    m_->OnPull(absl::Now() - start, params.size() * sizeof(float), v.ok());
+    m_->OnPull(Now() - start, params.size() * sizeof(float), v.ok());
     return v;
   }
   absl::Span<float> GradientBuffer() override {
@@ -64,17 +64,17 @@ class MeteredClient : public ParameterClient {
   }
   absl::StatusOr<uint64_t> Push(uint64_t clock, absl::Span<const float> grads,
                                 float loss) override {
-    const absl::Time start = absl::Now();
+    const absl::Time start = Now();
     absl::StatusOr<uint64_t> v = inner_->Push(clock, grads, loss);
-    m_->OnPush(absl::Now() - start, grads.size() * sizeof(float), v.ok());
+    m_->OnPush(Now() - start, grads.size() * sizeof(float), v.ok());
     return v;
   }
   absl::Status PullRows(uint64_t clock, uint32_t table,
                         absl::Span<const uint64_t> ids,
                         absl::Span<float> out) override {
-    const absl::Time start = absl::Now();
+    const absl::Time start = Now();
     absl::Status s = inner_->PullRows(clock, table, ids, out);
-    m_->OnPull(absl::Now() - start, out.size() * sizeof(float), s.ok());
+    m_->OnPull(Now() - start, out.size() * sizeof(float), s.ok());
     return s;
   }
   void SetRowGradients(uint32_t table, absl::Span<const uint64_t> ids,
@@ -91,9 +91,9 @@ class MeteredClient : public ParameterClient {
   absl::StatusOr<uint64_t> PushPull(uint64_t clock,
                                     absl::Span<const float> grads, float loss,
                                     absl::Span<float> params) override {
-    const absl::Time start = absl::Now();
+    const absl::Time start = Now();
     absl::StatusOr<uint64_t> v = inner_->PushPull(clock, grads, loss, params);
-    m_->OnPushPull(absl::Now() - start, grads.size() * sizeof(float),
+    m_->OnPushPull(Now() - start, grads.size() * sizeof(float),
                    params.size() * sizeof(float), v.ok());
     return v;
   }
@@ -108,12 +108,14 @@ class MeteredClient : public ParameterClient {
   }
 
  private:
+  absl::Time Now() const { return m_->clock_source_->Now(); }
+
   std::unique_ptr<ParameterClient> inner_;
   WorkerMetrics* const m_;
 };
 
-WorkerMetrics::WorkerMetrics(std::string job_id, int rank)
-    : job_id_(std::move(job_id)), rank_(rank) {}
+WorkerMetrics::WorkerMetrics(std::string job_id, int rank, Clock* clock)
+    : job_id_(std::move(job_id)), rank_(rank), clock_source_(clock) {}
 
 ParameterClientFactory WorkerMetrics::Wrap(ParameterClientFactory inner) {
   return [this, inner = std::move(inner)](const ClientSetup& setup)

@@ -2,7 +2,8 @@
 // paramd-worker). It sees the worker through a ParameterClient that wraps
 // the real one (every push, pull, registration and epoch report passes
 // through it, timed) and through the trainer's per-step callback (the batch
-// loss). Every sample is labelled job and rank. Thread-safe.
+// loss). Every sample is labelled job and rank. Calls are timed on a Clock
+// (a FakeClock in tests). Thread-safe.
 #ifndef PARAMD_WORKER_WORKER_METRICS_H_
 #define PARAMD_WORKER_WORKER_METRICS_H_
 
@@ -14,6 +15,7 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
+#include "common/base/clock.h"
 #include "common/base/epoch_report.h"
 #include "common/metrics/histogram.h"
 #include "prometheus/metric_family.h"
@@ -23,7 +25,8 @@ namespace paramd {
 
 class WorkerMetrics {
  public:
-  WorkerMetrics(std::string job_id, int rank);
+  // Calls are timed on `clock`, which outlives this.
+  WorkerMetrics(std::string job_id, int rank, Clock* clock = RealClock());
 
   // A factory whose clients are `inner`'s, with every call recorded here.
   // This object must outlive the clients.
@@ -55,6 +58,7 @@ class WorkerMetrics {
 
   const std::string job_id_;
   const int rank_;
+  Clock* const clock_source_;
   Histogram push_seconds_{Histogram::LatencyBuckets()};
   Histogram pull_seconds_{Histogram::LatencyBuckets()};
   std::atomic<uint64_t> steps_{0};

@@ -224,9 +224,8 @@ void GrpcParameterClient::Heartbeat(uint64_t clock, bool finished,
     requests[i].set_rank(rank_);
     requests[i].set_clock(clock);
     requests[i].set_finished(finished);
-    links_.stub(i)->async()->Heartbeat(&contexts[i], &requests[i],
-                                       &responses[i],
-                                       Reporting(std::move(done)));
+    links_.stub(i)->async()->Heartbeat(
+        &contexts[i], &requests[i], &responses[i], Reporting(std::move(done)));
   });
 }
 

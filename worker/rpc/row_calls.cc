@@ -18,14 +18,14 @@ namespace paramd {
 namespace {
 
 // One shard's PullRows request for `ids` (which it keeps alive until sent).
-grpc::ByteBuffer RowRequest(const std::string& job_id, int rank,
-                            uint64_t clock, uint32_t table, int dtype,
+grpc::ByteBuffer RowRequest(const std::string& job_id, int rank, uint64_t clock,
+                            uint32_t table, int dtype,
                             std::shared_ptr<std::vector<uint64_t>> ids) {
   const size_t id_bytes = ids->size() * sizeof(uint64_t);
   const char* bytes = reinterpret_cast<const char*>(ids->data());
   FrameBuilder frame(std::move(ids));
-  frame.AddCopy(EncodePullRowsRequestHeader(
-      job_id, static_cast<uint32_t>(rank), clock, table, dtype, id_bytes));
+  frame.AddCopy(EncodePullRowsRequestHeader(job_id, static_cast<uint32_t>(rank),
+                                            clock, table, dtype, id_bytes));
   frame.AddReference(absl::string_view(bytes, id_bytes));
   return frame.Finish();
 }

@@ -21,9 +21,9 @@ std::string MethodName(const char* rpc) {
 }
 
 ShardLinks::Methods AllMethods() {
-  return {MethodName("Push"),     MethodName("Pull"),
+  return {MethodName("Push"),       MethodName("Pull"),
           MethodName("PushStream"), MethodName("PullStream"),
-          MethodName("PushPull"), MethodName("PullRows"),
+          MethodName("PushPull"),   MethodName("PullRows"),
           MethodName("StepStream")};
 }
 
@@ -131,9 +131,8 @@ void ShardLinks::StartPushPull(int shard, grpc::ByteBuffer message,
     auto context = std::make_shared<grpc::ClientContext>();
     context->set_deadline(
         DeadlineIn(std::max(options_.push_timeout, options_.pull_timeout)));
-    UnaryIntoSink(shard, methods_.push_pull, std::move(message),
-                  context.get(), sink,
-                  [context, done = std::move(done)](absl::Status s) {
+    UnaryIntoSink(shard, methods_.push_pull, std::move(message), context.get(),
+                  sink, [context, done = std::move(done)](absl::Status s) {
                     done(std::move(s));
                   });
     return;

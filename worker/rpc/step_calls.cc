@@ -116,8 +116,8 @@ void StepCalls::Start(uint64_t clock,
   }
   for (int i = 0; i < n; ++i) {
     if (round->combined[i]) continue;
-    links_->StartPull(i, clock + 1, &round->pull_contexts[i],
-                      &round->sinks[i], [round, i](absl::Status s) {
+    links_->StartPull(i, clock + 1, &round->pull_contexts[i], &round->sinks[i],
+                      [round, i](absl::Status s) {
                         round->pull_status[i] = std::move(s);
                         round->Ended();
                       });
@@ -147,8 +147,8 @@ absl::StatusOr<uint64_t> StepCalls::Run(
   Round round(*this, messages, params);
   Start(clock, std::move(messages), &round);
   // The unary calls have deadlines; the streams' steps are bounded here.
-  const absl::Duration limit = std::max(links_->options().push_timeout,
-                                        links_->options().pull_timeout);
+  const absl::Duration limit =
+      std::max(links_->options().push_timeout, links_->options().pull_timeout);
   if (!round.AwaitAll(limit, [&] { CancelPulls(&round); })) {
     return absl::DeadlineExceededError(
         absl::StrCat("PushPull at clock ", clock, ": no reply within ",

@@ -39,8 +39,7 @@ class StepCalls {
   struct Round;
   // Starts every call of `round`.
   void Start(uint64_t clock,
-             std::vector<std::vector<grpc::ByteBuffer>> messages,
-             Round* round);
+             std::vector<std::vector<grpc::ByteBuffer>> messages, Round* round);
   void CancelPulls(Round* round);
 
   const PartitionPlan& plan_;
