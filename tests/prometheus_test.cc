@@ -44,9 +44,10 @@ struct MiniJob {
     JobOptions o;
     o.servers = {"127.0.0.1:0"};
     o.workers = 1;
-    o.epochs = 4;
-    // 64 steps an epoch at 40 ms: the worker lives ~10 s, long enough to be
-    // scraped a few times.
+    // 64 steps an epoch at 40 ms: the worker outlives every test case (a
+    // loaded machine may take many seconds to start Prometheus) and is
+    // killed at its end.
+    o.epochs = 400;
     const std::string job = WriteFile(
         dir + "/job.yaml",
         JobYaml(o) + "testing:\n  slow_rank: 0\n  slow_step_ms: 40\n");
