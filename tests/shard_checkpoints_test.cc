@@ -1,6 +1,7 @@
-// A shard's checkpoints (ShardCheckpoints through Shard): restored at start
-// with retries recognised, an older one caught up, another job's or
-// policy's refused.
+// A shard's checkpoints (ShardCheckpoints through Shard): written off the
+// push's path, restored at start with retries recognised, an older one
+// caught up, another job's or policy's refused.
+#include <algorithm>
 #include <atomic>
 #include <catch2/catch.hpp>
 #include <cmath>
@@ -8,7 +9,9 @@
 #include <thread>
 
 #include "absl/strings/match.h"
+#include "absl/synchronization/mutex.h"
 #include "common/base/half.h"
+#include "server/checkpoint/file_system.h"
 #include "server/shard/shard.h"
 #include "tests/test_files.h"
 #include "tests/whole_push.h"
@@ -22,7 +25,9 @@ using testing::JobOptions;
 // folder; Restart builds a new one from the same folder, as a restarted
 // process does.
 struct CheckpointFixture {
-  explicit CheckpointFixture(const std::string& policy) {
+  explicit CheckpointFixture(const std::string& policy,
+                             FileSystem* file_system = nullptr) {
+    options.file_system = file_system;
     JobOptions o;
     o.servers = {"127.0.0.1:0"};
     o.layers = "[784, 8, 10]";
@@ -35,7 +40,7 @@ struct CheckpointFixture {
   }
   void Restart() {
     shard.reset();
-    auto created = Shard::Create(config, 0);
+    auto created = Shard::Create(config, 0, nullptr, options);
     INFO(created.status().ToString());
     REQUIRE(created.ok());
     shard = *std::move(created);
@@ -61,7 +66,12 @@ struct CheckpointFixture {
     if (duplicate != nullptr) *duplicate = resp.duplicate();
     return s;
   }
+  // Once the checkpoints pushes handed over are written.
   proto::ShardStatus Status() {
+    shard->FlushCheckpoints();
+    return StatusNow();
+  }
+  proto::ShardStatus StatusNow() {
     proto::ShardStatus st;
     shard->GetStatus(&st);
     return st;
@@ -75,8 +85,110 @@ struct CheckpointFixture {
     return out;
   }
   JobConfig config;
+  ShardOptions options;
   std::unique_ptr<Shard> shard;
 };
+
+// The machine's file system, but a checkpoint's file is written only once
+// the gate is open; the writes waiting there are counted.
+class GatedFileSystem final : public FileSystem {
+ public:
+  void OpenGate() {
+    absl::MutexLock lock(&mu_);
+    open_ = true;
+  }
+  // Waits until a checkpoint write waits at the gate.
+  bool AwaitBlocked(absl::Duration timeout) {
+    absl::MutexLock lock(&mu_);
+    auto blocked = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+      return blocked_ > 0;
+    };
+    return mu_.AwaitWithTimeout(absl::Condition(&blocked), timeout);
+  }
+
+  absl::Status WriteFileSynced(const std::string& path,
+                               absl::string_view data) override {
+    if (absl::StrContains(path, ".ckpt")) {
+      absl::MutexLock lock(&mu_);
+      ++blocked_;
+      mu_.Await(absl::Condition(&open_));
+      --blocked_;
+    }
+    return local_->WriteFileSynced(path, data);
+  }
+  absl::Status MakeDirs(const std::string& dir) override {
+    return local_->MakeDirs(dir);
+  }
+  absl::Status Rename(const std::string& from, const std::string& to) override {
+    return local_->Rename(from, to);
+  }
+  absl::Status SyncDir(const std::string& dir) override {
+    return local_->SyncDir(dir);
+  }
+  absl::StatusOr<std::string> ReadFile(const std::string& path) override {
+    return local_->ReadFile(path);
+  }
+  absl::StatusOr<std::vector<std::string>> List(
+      const std::string& dir) override {
+    return local_->List(dir);
+  }
+  absl::Status Remove(const std::string& path) override {
+    return local_->Remove(path);
+  }
+
+ private:
+  FileSystem* const local_ = LocalFileSystem();
+  absl::Mutex mu_;
+  bool open_ ABSL_GUARDED_BY(mu_) = false;
+  int blocked_ ABSL_GUARDED_BY(mu_) = 0;
+};
+
+TEST_CASE(
+    "pushes do not wait for the disk: a checkpoint is written by the shard's "
+    "own thread, and one not yet written gives way to a newer capture",
+    "[shard][checkpoint]") {
+  GatedFileSystem disk;
+  CheckpointFixture f("sync", &disk);
+  f.Register(0);
+  f.Register(1);
+  auto round = [&f](uint64_t clock) {
+    REQUIRE(f.Push(0, clock).ok());
+    REQUIRE(f.Push(1, clock).ok());
+  };
+  round(0);
+  round(1);  // Version 2: captured, and its write waits at the gate.
+  REQUIRE(disk.AwaitBlocked(absl::Seconds(30)));
+  round(2);
+  round(3);  // Version 4: captured while 2 is being written.
+  round(4);
+  round(5);  // Version 6: replaces 4, which was never written.
+  proto::ShardStatus st = f.StatusNow();
+  CHECK(st.version() == 6);
+  CHECK(st.checkpoint_path().empty());  // Nothing written yet.
+
+  disk.OpenGate();
+  st = f.Status();
+  CHECK(st.checkpoint_version() == 6);
+  auto files = LocalFileSystem()->List(f.config.checkpoint.dir);
+  REQUIRE(files.ok());
+  std::vector<std::string> checkpoints;
+  for (const std::string& name : *files) {
+    if (absl::EndsWith(name, ".ckpt")) checkpoints.push_back(name);
+  }
+  std::sort(checkpoints.begin(), checkpoints.end());
+  CHECK(checkpoints ==
+        std::vector<std::string>{"shard-0-v00000000000000000002.ckpt",
+                                 "shard-0-v00000000000000000006.ckpt"});
+
+  // A capture still waiting when the shard stops is written on the way out.
+  round(6);
+  round(7);  // Version 8.
+  const std::vector<float> at_8 = f.Params();
+  f.Restart();
+  st = f.StatusNow();
+  CHECK(st.version() == 8);
+  CHECK(f.Params() == at_8);
+}
 
 TEST_CASE(
     "a restarted shard restores its newest checkpoint; retries of pushes it "

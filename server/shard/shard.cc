@@ -257,8 +257,9 @@ absl::Status Shard::Push(const PushView& request,
     stats_.RecordPushFloat32Bytes(float32_bytes);
   }
   if (checkpoints_ != nullptr) {
+    // Written by the checkpoints' own thread: this push is answered now.
     if (std::optional<PolicyState> state = policy_->TakeCaptured()) {
-      (void)checkpoints_->Write(*state);  // A failure is logged; pushes go on.
+      checkpoints_->Submit(*std::move(state));
     }
   }
   response->set_version(store_.version());
@@ -509,16 +510,21 @@ void Shard::GetStatus(proto::ShardStatus* status) const {
   }
 }
 
+void Shard::FlushCheckpoints() {
+  if (checkpoints_ != nullptr) checkpoints_->Flush();
+}
+
 absl::StatusOr<proto::CheckpointResponse> Shard::CheckpointNow() {
   if (checkpoints_ == nullptr) {
     return absl::FailedPreconditionError(
         "Checkpoint: the job has no checkpoint.dir");
   }
-  const PolicyState state = policy_->Capture();
-  ASSIGN_OR_RETURN(std::string path, checkpoints_->Write(state));
+  PolicyState state = policy_->Capture();
+  const uint64_t version = state.version;
+  ASSIGN_OR_RETURN(std::string path, checkpoints_->Write(std::move(state)));
   proto::CheckpointResponse response;
   response.set_path(path);
-  response.set_version(state.version);
+  response.set_version(version);
   return response;
 }
 

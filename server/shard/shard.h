@@ -62,6 +62,9 @@ class Shard {
   // Writes a checkpoint of the state now; returns its path.
   // FailedPrecondition without checkpoint.dir.
   absl::StatusOr<proto::CheckpointResponse> CheckpointNow();
+  // Returns once the captures a push handed to the checkpoint writer are
+  // written (checkpoint.every_steps; pushes do not wait for them).
+  void FlushCheckpoints();
 
   absl::Status Register(const proto::RegisterRequest& request,
                         proto::RegisterResponse* response);

@@ -12,9 +12,9 @@ namespace {
 // `s` with "shard K: " (and the file, when given) before its message.
 absl::Status Named(int shard, const absl::Status& s,
                    const std::string& file = "") {
-  return absl::Status(
-      s.code(), absl::StrCat("shard ", shard, ": ", file,
-                             file.empty() ? "" : ": ", s.message()));
+  return absl::Status(s.code(),
+                      absl::StrCat("shard ", shard, ": ", file,
+                                   file.empty() ? "" : ": ", s.message()));
 }
 
 }  // namespace
@@ -29,11 +29,61 @@ absl::StatusOr<std::unique_ptr<ShardCheckpoints>> ShardCheckpoints::Open(
       metrics));
   policy->CaptureEvery(static_cast<uint64_t>(config.checkpoint.every_steps));
   if (fresh) {
+    absl::MutexLock write(&checkpoints->write_mu_);
     RETURN_IF_ERROR(checkpoints->checkpointer_.RemoveAll());
   } else {
     RETURN_IF_ERROR(checkpoints->Restore());
   }
+  ShardCheckpoints* self = checkpoints.get();
+  checkpoints->writer_ = std::thread([self] { self->WriteSubmitted(); });
   return checkpoints;
+}
+
+ShardCheckpoints::~ShardCheckpoints() {
+  {
+    absl::MutexLock lock(&queue_mu_);
+    stopping_ = true;
+  }
+  if (writer_.joinable()) writer_.join();
+}
+
+void ShardCheckpoints::Submit(PolicyState state) {
+  absl::MutexLock lock(&queue_mu_);
+  if (submitted_.has_value()) {
+    spdlog::warn(
+        "shard {}: the checkpoint of version {} was not written yet when "
+        "version {} was captured; writing {} only",
+        shard_, submitted_->version, state.version, state.version);
+  }
+  submitted_ = std::move(state);
+}
+
+void ShardCheckpoints::Flush() {
+  absl::MutexLock lock(&queue_mu_);
+  auto idle = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(queue_mu_) {
+    return !submitted_.has_value() && !writing_;
+  };
+  queue_mu_.Await(absl::Condition(&idle));
+}
+
+void ShardCheckpoints::WriteSubmitted() {
+  absl::MutexLock lock(&queue_mu_);
+  auto work = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(queue_mu_) {
+    return submitted_.has_value() || stopping_;
+  };
+  while (true) {
+    queue_mu_.Await(absl::Condition(&work));
+    // What was submitted before stopping is still written.
+    if (!submitted_.has_value()) return;
+    PolicyState state = std::move(*submitted_);
+    submitted_.reset();
+    writing_ = true;
+    queue_mu_.Unlock();
+    // A failure is logged; the next capture tries again.
+    (void)Write(std::move(state));
+    queue_mu_.Lock();
+    writing_ = false;
+  }
 }
 
 ShardCheckpoints::ShardCheckpoints(const JobConfig& config, int shard,
@@ -50,19 +100,22 @@ ShardCheckpoints::ShardCheckpoints(const JobConfig& config, int shard,
                     config.checkpoint.keep) {}
 
 absl::Status ShardCheckpoints::Restore() {
-  absl::StatusOr<RestoredCheckpoint> restored =
-      checkpointer_.LoadNewest(job_id_, plan_fingerprint_);
+  absl::StatusOr<RestoredCheckpoint> restored;
+  absl::StatusOr<std::optional<std::string>> reports;
+  {
+    absl::MutexLock write(&write_mu_);
+    restored = checkpointer_.LoadNewest(job_id_, plan_fingerprint_);
+    // The metrics file is newer than any checkpoint when it exists.
+    reports = checkpointer_.LoadMetrics();
+  }
   if (!restored.ok()) return Named(shard_, restored.status());
   for (const std::string& skipped : restored->skipped) {
     spdlog::warn("shard {}: checkpoint {} is damaged; using an older one",
                  shard_, skipped);
   }
-  // The metrics file is newer than any checkpoint when it exists.
-  absl::StatusOr<std::optional<std::string>> reports =
-      checkpointer_.LoadMetrics();
   if (!reports.ok()) {
-    spdlog::warn("shard {}: {}; epoch reports come from the checkpoint",
-                 shard_, std::string(reports.status().message()));
+    spdlog::warn("shard {}: {}; epoch reports come from the checkpoint", shard_,
+                 std::string(reports.status().message()));
   }
   const bool reports_file = reports.ok() && reports->has_value();
   if (!restored->state) {
@@ -99,16 +152,16 @@ absl::Status ShardCheckpoints::Restore() {
   return absl::OkStatus();
 }
 
-CheckpointState ShardCheckpoints::ToCheckpoint(const PolicyState& state) const {
+CheckpointState ShardCheckpoints::ToCheckpoint(PolicyState state) const {
   CheckpointState c;
   c.job_id = job_id_;
   c.plan_fingerprint = plan_fingerprint_;
   c.shard = shard_;
   c.policy = policy_->name();
   c.version = state.version;
-  c.clocks = state.clocks;
-  c.last_accepted = state.last_accepted;
-  c.store_state = state.store_state;
+  c.clocks = std::move(state.clocks);
+  c.last_accepted = std::move(state.last_accepted);
+  c.store_state = std::move(state.store_state);
   c.metrics_state = metrics_->SaveState();
   return c;
 }
@@ -119,22 +172,28 @@ void ShardCheckpoints::SetNewest(const std::string& path, uint64_t version) {
   time_ = clock_->Now();
 }
 
-absl::StatusOr<std::string> ShardCheckpoints::Write(const PolicyState& state) {
-  absl::MutexLock lock(&mu_);
-  // A capture older than one already written adds nothing.
-  if (!path_.empty() && state.version < version_) return path_;
-  absl::StatusOr<std::string> path = checkpointer_.Save(ToCheckpoint(state));
+absl::StatusOr<std::string> ShardCheckpoints::Write(PolicyState state) {
+  absl::MutexLock write(&write_mu_);
+  {
+    // A capture older than one already written adds nothing.
+    absl::MutexLock lock(&mu_);
+    if (!path_.empty() && state.version < version_) return path_;
+  }
+  const uint64_t version = state.version;
+  absl::StatusOr<std::string> path =
+      checkpointer_.Save(ToCheckpoint(std::move(state)));
   if (!path.ok()) {
-    spdlog::error("shard {}: {} (the previous checkpoints are intact)",
-                  shard_, std::string(path.status().message()));
+    spdlog::error("shard {}: {} (the previous checkpoints are intact)", shard_,
+                  std::string(path.status().message()));
     return path.status();
   }
-  SetNewest(*path, state.version);
+  absl::MutexLock lock(&mu_);
+  SetNewest(*path, version);
   return path;
 }
 
 void ShardCheckpoints::SaveReports() {
-  absl::MutexLock lock(&mu_);
+  absl::MutexLock write(&write_mu_);
   if (absl::Status s = checkpointer_.SaveMetrics(metrics_->SaveState());
       !s.ok()) {
     spdlog::error("shard {}: epoch reports not saved: {}", shard_,

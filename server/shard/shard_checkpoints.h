@@ -1,20 +1,26 @@
 // ShardCheckpoints: one shard's checkpoints in checkpoint.dir
 // (server/checkpoint/checkpointer.h). When the shard starts it discards
 // them or restores the newest valid one into the shard's policy and job
-// metrics; afterwards it writes one checkpoint at a time from the policy's
-// captures, saves the epoch reports beside them, and says the newest's
-// path, version and age for the status RPC. Thread-safe.
+// metrics; afterwards a writer thread of its own writes the policy's
+// captures, one at a time, so a push that crossed a checkpoint interval
+// hands its capture over and is answered without waiting for the disk. It
+// saves the epoch reports beside them, and says the newest's path,
+// version and age for the status RPC. Thread-safe.
 //
-// Lock order: mu_ is taken with no other lock held (policy captures are
-// copies made under the policy's lock and handed over after it), and the
-// job metrics' lock is taken under it, to read the reports a checkpoint
-// carries. It is held while the checkpointer writes files.
+// Lock order: queue_mu_ is never held while another lock is taken.
+// write_mu_ is taken with no other lock held (policy captures are copies
+// made under the policy's lock and handed over after it) and is held while
+// the checkpointer writes files; under it, the job metrics' lock (to read
+// the reports a checkpoint carries) and mu_ (the newest checkpoint, which
+// the status RPC reads without waiting for a write).
 #ifndef PARAMD_SERVER_SHARD_SHARD_CHECKPOINTS_H_
 #define PARAMD_SERVER_SHARD_SHARD_CHECKPOINTS_H_
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
+#include <thread>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
@@ -44,11 +50,22 @@ class ShardCheckpoints {
       FileSystem* file_system, bool fresh, Clock* clock, UpdatePolicy* policy,
       JobMetrics* metrics);
 
+  // Writes what is still waiting for the writer, then stops it.
+  ~ShardCheckpoints();
+
   // Writes `state` (a policy capture) with the job metrics' reports and
   // returns its path; a capture older than the newest written returns that
   // one's path. A failure is logged and returned: the previous checkpoints
   // are intact.
-  absl::StatusOr<std::string> Write(const PolicyState& state);
+  absl::StatusOr<std::string> Write(PolicyState state);
+
+  // Hands `state` to the writer thread and returns at once. A capture
+  // still waiting when a newer one comes is dropped (the newer covers it;
+  // logged), so a slow disk costs checkpoints, never pushes.
+  void Submit(PolicyState state) ABSL_LOCKS_EXCLUDED(queue_mu_);
+  // Returns once every capture submitted before the call is written (or
+  // its write failed).
+  void Flush() ABSL_LOCKS_EXCLUDED(queue_mu_);
 
   // Saves the epoch reports (newer than any checkpoint); a failure is
   // logged: only a restart before the next checkpoint would lose them.
@@ -64,10 +81,12 @@ class ShardCheckpoints {
                    Clock* clock, UpdatePolicy* policy, JobMetrics* metrics);
   // Restores the newest valid checkpoint, if any.
   absl::Status Restore();
-  CheckpointState ToCheckpoint(const PolicyState& state) const;
+  CheckpointState ToCheckpoint(PolicyState state) const;
   // Records `path` at `version` as the newest.
   void SetNewest(const std::string& path, uint64_t version)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The writer thread: writes each submitted capture until stopped.
+  void WriteSubmitted() ABSL_LOCKS_EXCLUDED(queue_mu_);
 
   // Constant after construction.
   const std::string job_id_;
@@ -76,14 +95,26 @@ class ShardCheckpoints {
   Clock* const clock_;
   UpdatePolicy* const policy_;
   JobMetrics* const metrics_;
-  Checkpointer checkpointer_;
   std::string restored_from_;  // Set by Open, then constant.
 
-  // One checkpoint written at a time; the newest's path, version and time.
+  // One write at a time (a checkpoint, the reports), held while the files
+  // are written.
+  absl::Mutex write_mu_;
+  Checkpointer checkpointer_ ABSL_GUARDED_BY(write_mu_);
+
+  // The newest checkpoint's path, version and time: the status RPC reads
+  // them without waiting for a write.
   mutable absl::Mutex mu_;
   std::string path_ ABSL_GUARDED_BY(mu_);
   uint64_t version_ ABSL_GUARDED_BY(mu_) = 0;
   absl::Time time_ ABSL_GUARDED_BY(mu_);
+
+  // What the writer thread has still to write.
+  absl::Mutex queue_mu_;
+  std::optional<PolicyState> submitted_ ABSL_GUARDED_BY(queue_mu_);
+  bool writing_ ABSL_GUARDED_BY(queue_mu_) = false;
+  bool stopping_ ABSL_GUARDED_BY(queue_mu_) = false;
+  std::thread writer_;  // Started by Open once restored.
 };
 
 }  // namespace paramd

@@ -95,6 +95,14 @@ void ShardStore::ApplyStep(absl::Span<const absl::Span<const float>> grads,
 void ShardStore::SaveState(std::string* out) const {
   absl::ReaderMutexLock lock(&mu_);
   out->clear();
+  // One allocation for the dense part: a checkpoint of a large shard is
+  // captured under the policy's lock, on a push's path.
+  size_t dense = sizeof(kMagic) + 64;
+  for (size_t i = 0; i < specs_.size(); ++i) {
+    dense +=
+        16 + sizeof(float) * params_->params[i].size() * (1 + slots_[i].size());
+  }
+  out->reserve(dense);
   out->append(kMagic, sizeof(kMagic));
   PutBytes(out, kFormat);
   PutBytes(out, static_cast<uint32_t>(specs_.size()));
