@@ -2,11 +2,14 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <cstdio>
+#include <functional>
 #include <memory>
 #include <thread>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "absl/synchronization/barrier.h"
 #include "common/base/status_macros.h"
@@ -154,8 +157,8 @@ absl::StatusOr<TransportResult> Summarize(const std::vector<WorkerRun>& runs,
     result.ops += static_cast<int64_t>(r.latencies.size());
     all.insert(all.end(), r.latencies.begin(), r.latencies.end());
   }
-  result.bytes_per_second =
-      bytes_per_op * static_cast<double>(result.ops) / elapsed;
+  result.ops_per_second = static_cast<double>(result.ops) / elapsed;
+  result.bytes_per_second = bytes_per_op * result.ops_per_second;
   result.p50 = Percentile(all, 50);
   result.p99 = Percentile(all, 99);
   return result;
@@ -192,36 +195,69 @@ absl::StatusOr<std::vector<Mode>> ParseModes(const std::string& text) {
   return modes;
 }
 
-absl::StatusOr<TransportResult> RunTransport(int64_t bytes, Mode mode,
-                                             const TransportOptions& o) {
-  const JobConfig config = BenchJob(bytes, o);
+absl::StatusOr<TransportResult> RunClients(
+    const JobConfig& config, const std::vector<std::string>& addresses,
+    Mode mode, const TransportOptions& o, const std::function<void()>& during) {
   const ModelSpec spec = BuildModelSpec(config.model);
   ASSIGN_OR_RETURN(
       PartitionPlan plan,
       PartitionPlan::Build(spec, config.chunk_bytes, config.num_shards()));
   const FlatLayout layout(spec);
-  ASSIGN_OR_RETURN(std::unique_ptr<BenchCluster> cluster,
-                   BenchCluster::Start(config));
-  std::vector<WorkerRun> runs(o.workers);
-  RunControl control(o.workers);
+  const int workers = config.num_workers;
+  std::vector<WorkerRun> runs(workers);
+  RunControl control(workers);
   std::vector<std::thread> threads;
-  for (int rank = 0; rank < o.workers; ++rank) {
+  for (int rank = 0; rank < workers; ++rank) {
     threads.emplace_back([&, rank] {
-      RunWorker(ClientSetup{&config, &plan, &layout, rank},
-                cluster->addresses(), o, mode, control, runs[rank]);
+      RunWorker(ClientSetup{&config, &plan, &layout, rank}, addresses, o, mode,
+                control, runs[rank]);
     });
   }
   if (control.ready->Block()) delete control.ready;
   const auto start = SteadyClock::now();
   control.go.store(true);
   // Each worker goes on after `seconds` until it did kMinOps operations.
-  std::this_thread::sleep_for(std::chrono::duration<double>(o.seconds));
+  for (double left = o.seconds; left > 0; left = o.seconds - Since(start)) {
+    if (during) during();
+    std::this_thread::sleep_for(
+        std::chrono::duration<double>(std::min(left, 0.1)));
+  }
+  if (during) during();
   control.stop.store(true);
   for (std::thread& t : threads) t.join();
   const double elapsed = Since(start);
   const double per_op = static_cast<double>(layout.total * kElementBytes) *
                         (mode == Mode::kPushPull ? 2 : 1);
   return Summarize(runs, per_op, elapsed);
+}
+
+absl::StatusOr<TransportResult> RunTransport(int64_t bytes, Mode mode,
+                                             const TransportOptions& o) {
+  const JobConfig config = BenchJob(bytes, o);
+  ASSIGN_OR_RETURN(std::unique_ptr<BenchCluster> cluster,
+                   BenchCluster::Start(config));
+  return RunClients(config, cluster->addresses(), mode, o);
+}
+
+std::string BenchJobYaml(int64_t bytes, const TransportOptions& o) {
+  const JobConfig c = BenchJob(bytes, o);
+  std::vector<std::string> servers(o.servers, "\"127.0.0.1:0\"");
+  // The same bytes as BenchJob's 1 x K layer, in a shape a job file
+  // accepts (layer widths up to 2^20): `in` x K' weights plus K' biases.
+  const int64_t floats = std::max<int64_t>(2, bytes / 4);
+  int64_t in = 1;
+  while (floats / (in + 1) > (int64_t{1} << 20)) in = 2 * in + 1;
+  const std::vector<int64_t> layers = {in, floats / (in + 1)};
+  return absl::StrCat(
+      "job:\n  id: ", c.job_id, "\n", "cluster:\n  servers: [",
+      absl::StrJoin(servers, ", "), "]\n  workers: ", c.num_workers, "\n",
+      "model:\n  type: mlp\n  layers: [", absl::StrJoin(layers, ", "), "]\n",
+      "training:\n  epochs: 1\n  batch_size: 1\n",
+      "optimizer:\n  type: sgd\n  learning_rate: ", c.optimizer.learning_rate,
+      "\n", "policy:\n  type: ", o.policy, "\n",
+      "liveness:\n  lease_seconds: ", c.liveness.lease_seconds,
+      "\n  warn_after_seconds: ", c.liveness.warn_after_seconds, "\n",
+      "partition:\n  chunk_bytes: ", c.chunk_bytes, "\n");
 }
 
 absl::Status RunTransportSection(const TransportOptions& o,

@@ -5,10 +5,12 @@
 #define PARAMD_TOOLS_BENCH_BENCH_TRANSPORT_H_
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "common/config/job_config.h"
 
 namespace paramd {
 
@@ -32,6 +34,7 @@ struct TransportOptions {
 
 struct TransportResult {
   int64_t ops = 0;
+  double ops_per_second = 0;    // All workers together.
   double bytes_per_second = 0;  // All workers together, both directions.
   double p50 = 0, p99 = 0;      // Seconds per operation.
 };
@@ -40,6 +43,20 @@ struct TransportResult {
 // worker does at least a few operations).
 absl::StatusOr<TransportResult> RunTransport(int64_t bytes, Mode mode,
                                              const TransportOptions& o);
+
+// As RunTransport, but the job is `config` (its num_workers
+// worker threads) and its servers are already at `addresses` (in this
+// process or not); `during`, when set, runs about every 100 ms of the
+// timed part, on this thread.
+absl::StatusOr<TransportResult> RunClients(
+    const JobConfig& config, const std::vector<std::string>& addresses,
+    Mode mode, const TransportOptions& o,
+    const std::function<void()>& during = {});
+
+// The job RunTransport runs for `bytes` under `o` as a job file (for
+// servers in processes of their own): the same bytes, its layer in a shape
+// job files accept (widths up to 2^20).
+std::string BenchJobYaml(int64_t bytes, const TransportOptions& o);
 
 // What the goals read from a transport section (-1: not run).
 struct TransportGoals {

@@ -18,7 +18,8 @@
 #include "absl/time/clock.h"
 #include "common/rpc/grpc_status.h"
 #include "proto/paramd.grpc.pb.h"
-#include "tools/ctl/supervisor.h"
+#include "tools/bench/proc_status.h"
+#include "tools/bench/server_processes.h"
 
 namespace paramd {
 namespace {
@@ -72,20 +73,6 @@ std::string JobYamlText(const LoadOptions& o) {
       "\n  delay_reply_ms: ", o.delay_ms, "\n");
 }
 
-// Peak resident set of `pid` in KiB (VmHWM), or -1.
-int64_t PeakRssKib(pid_t pid) {
-  std::ifstream in(absl::StrCat("/proc/", pid, "/status"));
-  std::string line;
-  while (std::getline(in, line)) {
-    if (line.rfind("VmHWM:", 0) != 0) continue;
-    int64_t kib = -1;
-    std::vector<std::string> parts = absl::StrSplit(
-        line.substr(6), absl::ByAnyChar(" \t"), absl::SkipEmpty());
-    if (!parts.empty() && absl::SimpleAtoi(parts[0], &kib)) return kib;
-  }
-  return -1;
-}
-
 // One policy's run: servers as child processes, workers as threads.
 class LoadRun {
  public:
@@ -121,7 +108,7 @@ class LoadRun {
       });
     }
     // Keeps the servers' output flowing while the workers run.
-    while (running > 0) sup_.Poll(absl::Milliseconds(100));
+    while (running > 0) servers_->Poll(absl::Milliseconds(100));
     for (auto& t : threads) t.join();
     const double seconds = absl::ToDoubleSeconds(absl::Now() - start);
     bool ok = true;
@@ -132,9 +119,10 @@ class LoadRun {
       }
     }
     std::vector<std::string> rss;
-    for (int index : servers_) {
-      rss.push_back(
-          absl::StrFormat("%.1f", PeakRssKib(sup_.child(index).pid) / 1024.0));
+    for (int k = 0; k < o_.servers; ++k) {
+      rss.push_back(absl::StrFormat(
+          "%.1f",
+          static_cast<double>(PeakRssBytes(servers_->pid(k))) / (1 << 20)));
     }
     std::printf(
         "%-5s %d workers x %d servers, %.1f s: %lld steps (%.0f/s), %lld "
@@ -149,48 +137,22 @@ class LoadRun {
         static_cast<long long>(totals_.duplicates),
         absl::StrJoin(rss, " / ").c_str());
     if (ok) ok = Check();
-    sup_.StopAll(absl::Seconds(5));
+    servers_.reset();  // Stops them.
     return ok;
   }
 
  private:
   bool StartServers() {
-    for (int k = 0; k < o_.servers; ++k) {
-      auto index = sup_.Spawn(
-          absl::StrCat("server ", k),
-          {o_.server_binary, "--job", config_.path, "--shard", absl::StrCat(k),
-           "--port_file", PortFile(k), "--log_level", "warn"});
-      if (!index.ok()) {
-        std::printf("  %s\n", std::string(index.status().message()).c_str());
-        return false;
-      }
-      servers_.push_back(*index);
+    absl::StatusOr<std::unique_ptr<ServerProcesses>> servers =
+        ServerProcesses::Start(o_.server_binary, config_.path, o_.servers,
+                               o_.dir, o_.policy);
+    if (!servers.ok()) {
+      std::printf("  %s\n", std::string(servers.status().message()).c_str());
+      return false;
     }
-    addresses_.assign(o_.servers, "");
-    const absl::Time deadline = absl::Now() + absl::Seconds(60);
-    for (int ready = 0; ready < o_.servers;) {
-      if (!sup_.Poll(absl::Milliseconds(20)).empty()) {
-        std::printf("  a server exited at start\n");
-        return false;
-      }
-      if (absl::Now() > deadline) {
-        std::printf("  servers did not start within 60 s\n");
-        return false;
-      }
-      for (int k = 0; k < o_.servers; ++k) {
-        std::ifstream in(PortFile(k));
-        int port = 0;
-        if (addresses_[k].empty() && in >> port && port > 0) {
-          addresses_[k] = absl::StrCat("127.0.0.1:", port);
-          ++ready;
-        }
-      }
-    }
+    servers_ = *std::move(servers);
+    addresses_ = servers_->addresses();
     return true;
-  }
-
-  std::string PortFile(int k) const {
-    return absl::StrCat(o_.dir, "/", o_.policy, "-shard-", k, ".port");
   }
 
   // Calls `call` with a fresh context until it is not UNAVAILABLE or
@@ -450,8 +412,7 @@ class LoadRun {
   const LoadOptions o_;
   const JobConfig config_;
   const PartitionPlan plan_;
-  Supervisor sup_;
-  std::vector<int> servers_;
+  std::unique_ptr<ServerProcesses> servers_;
   std::vector<std::string> addresses_;
   std::vector<std::vector<std::unique_ptr<proto::ParameterService::Stub>>>
       stubs_;

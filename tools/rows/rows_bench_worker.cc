@@ -14,24 +14,13 @@
 #include "common/model/model_spec.h"
 #include "common/model/partitioner.h"
 #include "common/model/rows.h"
+#include "tools/bench/proc_status.h"
 #include "worker/model/blas.h"
 #include "worker/model/cpu_mlp.h"
 #include "worker/rpc/grpc_parameter_client.h"
 
 namespace paramd {
 namespace {
-
-int64_t ProcStatusBytes(const std::string& path, const std::string& key) {
-  std::ifstream in(path);
-  std::string line;
-  while (std::getline(in, line)) {
-    if (line.rfind(key + ":", 0) != 0) continue;
-    int64_t kb = 0;
-    std::istringstream(line.substr(key.size() + 1)) >> kb;
-    return kb * 1024;
-  }
-  return -1;
-}
 
 // The fields of one batch as the model sees them.
 struct BatchRows {
@@ -64,12 +53,6 @@ void MakeBatch(const ClickLog& log, uint64_t first, int n, BatchRows* b) {
 }
 
 }  // namespace
-
-int64_t PeakRssBytes() { return ProcStatusBytes("/proc/self/status", "VmHWM"); }
-
-int64_t RssBytes(int pid) {
-  return ProcStatusBytes(absl::StrCat("/proc/", pid, "/status"), "VmRSS");
-}
 
 std::string RowsWorkerResult::ToJson() const {
   return absl::StrCat(
@@ -234,7 +217,7 @@ absl::StatusOr<RowsWorkerResult> RunRowsWorker(
   result.seconds = absl::ToDoubleSeconds(absl::Now() - start);
   client->Heartbeat(clock, /*finished=*/true, absl::Seconds(5));
   SummarizeLosses(losses, teacher, &result);
-  result.peak_rss_bytes = PeakRssBytes();
+  result.peak_rss_bytes = PeakRssBytes(0);
   return result;
 }
 

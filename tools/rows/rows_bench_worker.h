@@ -44,11 +44,6 @@ absl::StatusOr<RowsWorkerResult> RunRowsWorker(
     const JobConfig& config, const std::vector<std::string>& servers,
     const ClickLogOptions& log, const RowsWorkerOptions& options);
 
-// This process's peak resident set (VmHWM), or its current one (VmRSS) of
-// process `pid`; -1 when unknown.
-int64_t PeakRssBytes();
-int64_t RssBytes(int pid);
-
 }  // namespace paramd
 
 #endif  // PARAMD_TOOLS_ROWS_ROWS_BENCH_WORKER_H_

@@ -1,0 +1,51 @@
+#include "tools/bench/server_processes.h"
+
+#include <cstdio>
+#include <fstream>
+
+#include "absl/strings/str_cat.h"
+
+namespace paramd {
+
+absl::StatusOr<std::unique_ptr<ServerProcesses>> ServerProcesses::Start(
+    const std::string& binary, const std::string& job_path, int shards,
+    const std::string& dir, const std::string& tag, absl::Duration timeout) {
+  auto servers = std::unique_ptr<ServerProcesses>(new ServerProcesses());
+  std::vector<std::string> port_files;
+  for (int k = 0; k < shards; ++k) {
+    port_files.push_back(absl::StrCat(dir, "/", tag, "-shard-", k, ".port"));
+    std::remove(port_files.back().c_str());
+    absl::StatusOr<int> index = servers->supervisor_.Spawn(
+        absl::StrCat("server ", k),
+        {binary, "--job", job_path, "--shard", absl::StrCat(k), "--port_file",
+         port_files.back(), "--log_level", "warn"});
+    if (!index.ok()) return index.status();
+  }
+  servers->addresses_.assign(shards, "");
+  const absl::Time deadline = absl::Now() + timeout;
+  for (int ready = 0; ready < shards;) {
+    for (int k : servers->supervisor_.Poll(absl::Milliseconds(20))) {
+      const ChildInfo& child = servers->supervisor_.child(k);
+      return absl::UnavailableError(
+          absl::StrCat(child.name, " exited at start: ", child.last_line));
+    }
+    if (absl::Now() > deadline) {
+      return absl::DeadlineExceededError(
+          absl::StrCat("the servers of ", job_path, " did not listen within ",
+                       absl::FormatDuration(timeout)));
+    }
+    for (int k = 0; k < shards; ++k) {
+      std::ifstream in(port_files[k]);
+      int port = 0;
+      if (servers->addresses_[k].empty() && in >> port && port > 0) {
+        servers->addresses_[k] = absl::StrCat("127.0.0.1:", port);
+        ++ready;
+      }
+    }
+  }
+  return servers;
+}
+
+ServerProcesses::~ServerProcesses() { supervisor_.StopAll(absl::Seconds(5)); }
+
+}  // namespace paramd

@@ -1,0 +1,52 @@
+// ServerProcesses: the paramd-server processes of one job, for a bench or
+// the load test: one per shard, each listening on a port of its own
+// choosing (port 0) that it writes to a port file. Start returns once every
+// one listens. Their output goes through a Supervisor (tools/ctl/
+// supervisor.h), which the caller drives with Poll while they run; the
+// destructor stops them (SIGTERM, then SIGKILL).
+#ifndef PARAMD_TOOLS_BENCH_SERVER_PROCESSES_H_
+#define PARAMD_TOOLS_BENCH_SERVER_PROCESSES_H_
+
+#include <sys/types.h>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "tools/ctl/supervisor.h"
+
+namespace paramd {
+
+class ServerProcesses {
+ public:
+  // Starts `binary` for every shard of the job file `job_path`, with port
+  // files in `dir` named after `tag`; fails naming the server that exited
+  // or did not listen within `timeout`.
+  static absl::StatusOr<std::unique_ptr<ServerProcesses>> Start(
+      const std::string& binary, const std::string& job_path, int shards,
+      const std::string& dir, const std::string& tag,
+      absl::Duration timeout = absl::Seconds(60));
+  ~ServerProcesses();
+
+  // "127.0.0.1:PORT", by shard.
+  const std::vector<std::string>& addresses() const { return addresses_; }
+  pid_t pid(int shard) const { return supervisor_.child(shard).pid; }
+  // Lets their output flow for up to `timeout`; returns the shards whose
+  // server exited meanwhile.
+  std::vector<int> Poll(absl::Duration timeout) {
+    return supervisor_.Poll(timeout);
+  }
+  Supervisor& supervisor() { return supervisor_; }
+
+ private:
+  ServerProcesses() = default;
+
+  Supervisor supervisor_;
+  std::vector<std::string> addresses_;
+};
+
+}  // namespace paramd
+
+#endif  // PARAMD_TOOLS_BENCH_SERVER_PROCESSES_H_
