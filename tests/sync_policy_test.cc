@@ -176,6 +176,82 @@ TEST_CASE("shutdown wakes a waiting pull with Unavailable", "[policy][sync]") {
   CHECK(absl::IsUnavailable(f.Push(0, 0, 1.0f)));
 }
 
+TEST_CASE(
+    "a pull waiting without a thread (WhenReadable) runs on the push that "
+    "completes the round, once",
+    "[policy][sync]") {
+  Fixture f(2);
+  std::vector<absl::Status> ran;
+  auto record = [&ran](absl::Status s) { ran.push_back(std::move(s)); };
+  // Readable already: runs here.
+  CHECK(f.policy->WhenReadable(0, 0, record) == 0);
+  REQUIRE(ran.size() == 1);
+  CHECK(ran[0].ok());
+  ran.clear();
+  const uint64_t waiting = f.policy->WhenReadable(1, 1, record);
+  CHECK(waiting != 0);
+  REQUIRE(f.Push(0, 0, 1.0f).ok());
+  CHECK(ran.empty());  // Rank 1's push of clock 0 is still missing.
+  // Its version is applied before the waiter runs, on the pushing thread.
+  uint64_t version_seen = 0;
+  const uint64_t second = f.policy->WhenReadable(0, 1, [&](absl::Status s) {
+    version_seen = f.store->version();  // The lock is released here.
+    ran.push_back(std::move(s));
+  });
+  REQUIRE(f.Push(1, 0, 1.0f).ok());
+  REQUIRE(ran.size() == 2);
+  CHECK(ran[0].ok());
+  CHECK(ran[1].ok());
+  CHECK(version_seen == 1);
+  CHECK_FALSE(f.policy->CancelWhenReadable(waiting));  // It ran.
+  CHECK_FALSE(f.policy->CancelWhenReadable(second));
+  REQUIRE(f.Push(0, 1, 1.0f).ok());
+  REQUIRE(f.Push(1, 1, 1.0f).ok());
+  CHECK(ran.size() == 2);  // Nothing runs twice.
+}
+
+TEST_CASE(
+    "a cancelled waiter never runs; shutdown runs the rest with "
+    "Unavailable",
+    "[policy][sync]") {
+  Fixture f(2);
+  int cancelled_runs = 0;
+  std::vector<absl::Status> ran;
+  const uint64_t gone = f.policy->WhenReadable(
+      0, 1, [&cancelled_runs](absl::Status) { ++cancelled_runs; });
+  CHECK(f.policy->CancelWhenReadable(gone));
+  CHECK_FALSE(f.policy->CancelWhenReadable(gone));
+  (void)f.policy->WhenReadable(
+      1, 1, [&ran](absl::Status s) { ran.push_back(std::move(s)); });
+  (void)f.policy->WhenReadable(
+      1, 2, [&ran](absl::Status s) { ran.push_back(std::move(s)); });
+  f.policy->Shutdown();
+  REQUIRE(ran.size() == 2);
+  CHECK(absl::IsUnavailable(ran[0]));
+  CHECK(absl::IsUnavailable(ran[1]));
+  CHECK(cancelled_runs == 0);
+  // After shutdown, a new waiter hears so at once.
+  CHECK(f.policy->WhenReadable(0, 5, [&ran](absl::Status s) {
+    ran.push_back(std::move(s));
+  }) == 0);
+  REQUIRE(ran.size() == 3);
+  CHECK(absl::IsUnavailable(ran[2]));
+}
+
+TEST_CASE("a worker leaving releases the waiters of the round it held up",
+          "[policy][sync]") {
+  Fixture f(2);
+  std::vector<absl::Status> ran;
+  (void)f.policy->WhenReadable(
+      0, 1, [&ran](absl::Status s) { ran.push_back(std::move(s)); });
+  REQUIRE(f.Push(0, 0, 1.0f).ok());
+  CHECK(ran.empty());
+  f.policy->Leave(1);  // Its lease expired: the round completes without it.
+  REQUIRE(ran.size() == 1);
+  CHECK(ran[0].ok());
+  CHECK(f.store->version() == 1);
+}
+
 TEST_CASE("the deadline error says what the pull waits for", "[policy][sync]") {
   Fixture f(3);
   REQUIRE(f.Push(0, 0, 1.0f).ok());

@@ -9,6 +9,28 @@
 
 namespace paramd {
 
+// Holds the policy's lock for a call that may make pulls readable; on the
+// way out it takes the waiters it made ready, releases the lock, then runs
+// them (so a waiter may call back into the policy).
+class UpdatePolicy::Mutation {
+ public:
+  explicit Mutation(UpdatePolicy* policy) : policy_(policy) {
+    policy_->mu_.Lock();
+  }
+  ~Mutation() {
+    std::vector<ReadyWaiter> fired = policy_->TakeReady();
+    const bool shutdown = policy_->shutdown_;
+    policy_->mu_.Unlock();
+    for (ReadyWaiter& w : fired) {
+      w.ready(shutdown ? absl::UnavailableError("the shard is shutting down")
+                       : absl::OkStatus());
+    }
+  }
+
+ private:
+  UpdatePolicy* const policy_;
+};
+
 UpdatePolicy::UpdatePolicy(int num_workers, ShardStore* store)
     : num_workers_(num_workers),
       store_(store),
@@ -21,7 +43,7 @@ uint64_t UpdatePolicy::ProposeClock(int rank) {
 }
 
 absl::Status UpdatePolicy::Join(int rank, uint64_t clock) {
-  absl::MutexLock lock(&mu_);
+  Mutation lock(this);
   // Every shard's proposal is within a step of this shard's clocks (a
   // worker's push of a step reaches every shard before its next step), so
   // a clock beyond that came from no proposal: refused, or the rank would
@@ -52,7 +74,7 @@ absl::Status UpdatePolicy::Join(int rank, uint64_t clock) {
 }
 
 void UpdatePolicy::Leave(int rank) {
-  absl::MutexLock lock(&mu_);
+  Mutation lock(this);
   if (!workers_[rank].live) return;
   workers_[rank].live = false;
   OnLeave(rank);
@@ -62,7 +84,7 @@ absl::Status UpdatePolicy::Push(int rank, uint64_t clock,
                                 absl::Span<const absl::Span<const float>> grads,
                                 absl::Span<const RowGrads> rows,
                                 bool* duplicate) {
-  absl::MutexLock lock(&mu_);
+  Mutation lock(this);
   if (duplicate != nullptr) *duplicate = false;
   if (shutdown_) return absl::UnavailableError("the shard is shutting down");
   if (rank < 0 || rank >= num_workers_) {
@@ -146,7 +168,7 @@ std::optional<PolicyState> UpdatePolicy::TakeCaptured() {
 }
 
 absl::Status UpdatePolicy::Restore(const PolicyState& state) {
-  absl::MutexLock lock(&mu_);
+  Mutation lock(this);
   if (state.clocks.size() != workers_.size() ||
       state.last_accepted.size() != workers_.size()) {
     return absl::FailedPreconditionError(
@@ -213,8 +235,51 @@ bool UpdatePolicy::TEST_AwaitBlocked(int n, absl::Duration timeout) {
 }
 
 void UpdatePolicy::Shutdown() {
-  absl::MutexLock lock(&mu_);
+  Mutation lock(this);
   shutdown_ = true;
+}
+
+uint64_t UpdatePolicy::WhenReadable(int rank, uint64_t clock,
+                                    std::function<void(absl::Status)> ready) {
+  absl::Status now;
+  {
+    absl::MutexLock lock(&mu_);
+    if (shutdown_) {
+      now = absl::UnavailableError("the shard is shutting down");
+    } else if (!Readable(rank, clock)) {
+      const uint64_t id = next_waiter_++;
+      ready_waiters_.push_back(ReadyWaiter{id, rank, clock, std::move(ready)});
+      return id;
+    }
+  }
+  ready(std::move(now));
+  return 0;
+}
+
+bool UpdatePolicy::CancelWhenReadable(uint64_t id) {
+  absl::MutexLock lock(&mu_);
+  for (auto it = ready_waiters_.begin(); it != ready_waiters_.end(); ++it) {
+    if (it->id == id) {
+      ready_waiters_.erase(it);
+      return true;
+    }
+  }
+  return false;
+}
+
+std::vector<UpdatePolicy::ReadyWaiter> UpdatePolicy::TakeReady() {
+  std::vector<ReadyWaiter> fired;
+  if (ready_waiters_.empty()) return fired;
+  std::vector<ReadyWaiter> waiting;
+  for (ReadyWaiter& w : ready_waiters_) {
+    if (shutdown_ || Readable(w.rank, w.clock)) {
+      fired.push_back(std::move(w));
+    } else {
+      waiting.push_back(std::move(w));
+    }
+  }
+  ready_waiters_ = std::move(waiting);
+  return fired;
 }
 
 std::unique_ptr<UpdatePolicy> MakeUpdatePolicy(const PolicyConfig& config,

@@ -85,6 +85,19 @@ class UpdatePolicy {
   absl::Status WaitReadable(int rank, uint64_t clock, absl::Time deadline)
       ABSL_LOCKS_EXCLUDED(mu_);
 
+  // As WaitReadable without a thread waiting: `ready` runs once, with OK
+  // once a pull of `rank` at `clock` may read the store, or Unavailable
+  // once Shutdown was called — here at once when that is so already, else
+  // on the thread whose Push, Join, Leave, Restore or Shutdown made it so,
+  // after the policy's lock is released. Returns an id for
+  // CancelWhenReadable (0 when `ready` ran here).
+  uint64_t WhenReadable(int rank, uint64_t clock,
+                        std::function<void(absl::Status)> ready)
+      ABSL_LOCKS_EXCLUDED(mu_);
+  // Forgets waiter `id`: true when its `ready` had not run and now never
+  // will; false when it ran or is running.
+  bool CancelWhenReadable(uint64_t id) ABSL_LOCKS_EXCLUDED(mu_);
+
   // What a pull by `rank` at `clock` waits for now, e.g. "ranks 1, 3 to
   // push clock 7"; empty when it may proceed.
   std::string WaitingOn(int rank, uint64_t clock) ABSL_LOCKS_EXCLUDED(mu_);
@@ -120,6 +133,16 @@ class UpdatePolicy {
 
  protected:
   UpdatePolicy(int num_workers, ShardStore* store);
+  struct ReadyWaiter {
+    uint64_t id;
+    int rank;
+    uint64_t clock;
+    std::function<void(absl::Status)> ready;
+  };
+  class Mutation;
+  // The waiters that may go on now (all of them after Shutdown), taken out
+  // of ready_waiters_.
+  std::vector<ReadyWaiter> TakeReady() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   // Hooks for the policies, called with mu_ held.
   virtual uint64_t JoinClock(int rank) const
@@ -168,6 +191,9 @@ class UpdatePolicy {
   // Held while the store (and its row tables) take their own locks, never
   // the other way round (docs/architecture.md, "Locks and their order").
   absl::Mutex mu_;
+  // WhenReadable's waiters, in arrival order.
+  std::vector<ReadyWaiter> ready_waiters_ ABSL_GUARDED_BY(mu_);
+  uint64_t next_waiter_ ABSL_GUARDED_BY(mu_) = 1;
   std::vector<PolicyWorker> workers_ ABSL_GUARDED_BY(mu_);
   // The clock of each rank's last accepted push since it joined; -1: none.
   std::vector<int64_t> last_accepted_ ABSL_GUARDED_BY(mu_);
