@@ -265,5 +265,75 @@ TEST_CASE(
   CHECK(stream->Finish().ok());
 }
 
+TEST_CASE(
+    "under sync, StepStream pulls wait in the shard without a thread and are "
+    "answered by the round's last push, on every stream",
+    "[integration][pushpull][stepstream][sync]") {
+  constexpr uint32_t kWorkers = 6;
+  const JobConfig config = OneShardJob(kWorkers);
+  LocalCluster cluster(config);
+  Client client(config, cluster);
+  for (uint32_t rank = 0; rank < kWorkers; ++rank) {
+    testing::RegisterOverGrpc(*client.stub, config, client.shard.plan(), rank);
+  }
+  // Ranks 1..5 step on streams of their own; their pulls all wait.
+  std::vector<std::unique_ptr<grpc::ClientContext>> contexts;
+  std::vector<std::unique_ptr<
+      grpc::ClientReaderWriter<proto::PushRequest, proto::PullResponse>>>
+      streams;
+  for (uint32_t rank = 1; rank < kWorkers; ++rank) {
+    contexts.push_back(std::make_unique<grpc::ClientContext>());
+    streams.push_back(client.stub->StepStream(contexts.back().get()));
+    REQUIRE(streams.back()->Write(client.Gradient(rank, 0, 1.0f)));
+  }
+  REQUIRE(client.shard.TEST_AwaitWaitingPulls(kWorkers - 1, absl::Seconds(30)));
+  CHECK(client.Status().version() == 0);
+  // Rank 0's step completes the round: every stream gets version 1.
+  proto::PullResponse mine;
+  REQUIRE(client.PushPull(client.Gradient(0, 0, 1.0f), &mine).ok());
+  CHECK(mine.version() == 1);
+  for (auto& stream : streams) {
+    proto::PullResponse reply;
+    REQUIRE(stream->Read(&reply));
+    CHECK(reply.SerializeAsString() == mine.SerializeAsString());
+    stream->WritesDone();
+    CHECK(stream->Finish().ok());
+  }
+  CHECK(client.shard.TEST_AwaitWaitingPulls(0, absl::Seconds(30)));
+}
+
+TEST_CASE(
+    "a StepStream cancelled while its pull waits ends, and the shard forgets "
+    "the pull; the round still completes",
+    "[integration][pushpull][stepstream][sync]") {
+  const JobConfig config = OneShardJob(2);
+  LocalCluster cluster(config);
+  Client client(config, cluster);
+  for (uint32_t rank : {0u, 1u}) {
+    testing::RegisterOverGrpc(*client.stub, config, client.shard.plan(), rank);
+  }
+  {
+    grpc::ClientContext c;
+    auto stream = client.stub->StepStream(&c);
+    REQUIRE(stream->Write(client.Gradient(0, 0, 1.0f)));
+    REQUIRE(client.shard.TEST_AwaitWaitingPulls(1, absl::Seconds(30)));
+    c.TryCancel();
+    proto::PullResponse none;
+    CHECK_FALSE(stream->Read(&none));
+    CHECK(stream->Finish().error_code() == grpc::StatusCode::CANCELLED);
+  }
+  // The waiting pull is gone from the status (and its in-flight count).
+  REQUIRE(client.shard.TEST_AwaitWaitingPulls(0, absl::Seconds(30)));
+  CHECK(client.Status().waiting_size() == 0);
+  // Rank 0's push was applied before the cancel: rank 1 completes the round,
+  // and rank 0's retry of clock 0 is a duplicate with version 1 back.
+  proto::PullResponse second, retry;
+  REQUIRE(client.PushPull(client.Gradient(1, 0, 3.0f), &second).ok());
+  CHECK(second.version() == 1);
+  REQUIRE(client.PushPull(client.Gradient(0, 0, 1.0f), &retry).ok());
+  CHECK(retry.SerializeAsString() == second.SerializeAsString());
+  CHECK(client.Status().pushes() == 2);
+}
+
 }  // namespace
 }  // namespace paramd

@@ -203,8 +203,8 @@ TEST_CASE(
   CHECK(ran[0].ok());
   CHECK(ran[1].ok());
   CHECK(version_seen == 1);
-  CHECK_FALSE(f.policy->CancelWhenReadable(waiting));  // It ran.
-  CHECK_FALSE(f.policy->CancelWhenReadable(second));
+  CHECK(f.policy->CancelWhenReadable(waiting) == nullptr);  // It ran.
+  CHECK(f.policy->CancelWhenReadable(second) == nullptr);
   REQUIRE(f.Push(0, 1, 1.0f).ok());
   REQUIRE(f.Push(1, 1, 1.0f).ok());
   CHECK(ran.size() == 2);  // Nothing runs twice.
@@ -219,8 +219,10 @@ TEST_CASE(
   std::vector<absl::Status> ran;
   const uint64_t gone = f.policy->WhenReadable(
       0, 1, [&cancelled_runs](absl::Status) { ++cancelled_runs; });
-  CHECK(f.policy->CancelWhenReadable(gone));
-  CHECK_FALSE(f.policy->CancelWhenReadable(gone));
+  std::function<void(absl::Status)> handed_back =
+      f.policy->CancelWhenReadable(gone);
+  REQUIRE(handed_back != nullptr);
+  CHECK(f.policy->CancelWhenReadable(gone) == nullptr);
   (void)f.policy->WhenReadable(
       1, 1, [&ran](absl::Status s) { ran.push_back(std::move(s)); });
   (void)f.policy->WhenReadable(
@@ -230,6 +232,8 @@ TEST_CASE(
   CHECK(absl::IsUnavailable(ran[0]));
   CHECK(absl::IsUnavailable(ran[1]));
   CHECK(cancelled_runs == 0);
+  handed_back(absl::CancelledError("by the test"));  // The caller's to run.
+  CHECK(cancelled_runs == 1);
   // After shutdown, a new waiter hears so at once.
   CHECK(f.policy->WhenReadable(0, 5, [&ran](absl::Status s) {
     ran.push_back(std::move(s));

@@ -133,7 +133,7 @@ std::shared_ptr<grpc::Channel> CreateJobChannel(const std::string& address,
 }
 
 grpc::Status CheckCallToken(const JobSecurity& security,
-                            const grpc::ServerContext& context,
+                            const grpc::ServerContextBase& context,
                             const char* rpc) {
   if (security.token.empty()) return grpc::Status::OK;
   const auto& metadata = context.client_metadata();

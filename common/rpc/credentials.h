@@ -46,7 +46,7 @@ std::shared_ptr<grpc::Channel> CreateJobChannel(
 // OK when the job has no token or the call carries it; otherwise
 // UNAUTHENTICATED naming `rpc` (never the token).
 grpc::Status CheckCallToken(const JobSecurity& security,
-                            const grpc::ServerContext& context,
+                            const grpc::ServerContextBase& context,
                             const char* rpc);
 
 }  // namespace paramd

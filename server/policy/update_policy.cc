@@ -256,15 +256,17 @@ uint64_t UpdatePolicy::WhenReadable(int rank, uint64_t clock,
   return 0;
 }
 
-bool UpdatePolicy::CancelWhenReadable(uint64_t id) {
+std::function<void(absl::Status)> UpdatePolicy::CancelWhenReadable(
+    uint64_t id) {
   absl::MutexLock lock(&mu_);
   for (auto it = ready_waiters_.begin(); it != ready_waiters_.end(); ++it) {
     if (it->id == id) {
+      std::function<void(absl::Status)> ready = std::move(it->ready);
       ready_waiters_.erase(it);
-      return true;
+      return ready;
     }
   }
-  return false;
+  return nullptr;
 }
 
 std::vector<UpdatePolicy::ReadyWaiter> UpdatePolicy::TakeReady() {

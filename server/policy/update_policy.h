@@ -94,9 +94,11 @@ class UpdatePolicy {
   uint64_t WhenReadable(int rank, uint64_t clock,
                         std::function<void(absl::Status)> ready)
       ABSL_LOCKS_EXCLUDED(mu_);
-  // Forgets waiter `id`: true when its `ready` had not run and now never
-  // will; false when it ran or is running.
-  bool CancelWhenReadable(uint64_t id) ABSL_LOCKS_EXCLUDED(mu_);
+  // Takes waiter `id` out: returns its `ready`, which the policy will
+  // never run now (the caller may, with its own status), or null when it
+  // ran or is running.
+  std::function<void(absl::Status)> CancelWhenReadable(uint64_t id)
+      ABSL_LOCKS_EXCLUDED(mu_);
 
   // What a pull by `rank` at `clock` waits for now, e.g. "ranks 1, 3 to
   // push clock 7"; empty when it may proceed.

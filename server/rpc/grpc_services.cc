@@ -1,5 +1,6 @@
 #include "server/rpc/grpc_services.h"
 
+#include <grpcpp/impl/codegen/server_callback_handlers.h>
 #include <grpcpp/impl/rpc_service_method.h>
 #include <grpcpp/support/method_handler.h>
 
@@ -12,6 +13,7 @@
 #include "common/rpc/grpc_status.h"
 #include "common/wire/row_wire.h"
 #include "common/wire/wire_format.h"
+#include "server/rpc/step_stream_reactor.h"
 #include "server/shard/push_assembler.h"
 
 namespace paramd {
@@ -129,9 +131,25 @@ GrpcParameterService::GrpcParameterService(Shard* shard,
   AddStreaming<grpc::internal::ServerStreamingHandler>(
       "PullStream", grpc::internal::RpcMethod::SERVER_STREAMING,
       &GrpcParameterService::PullStream);
-  AddStreaming<grpc::internal::BidiStreamingHandler>(
-      "StepStream", grpc::internal::RpcMethod::BIDI_STREAMING,
-      &GrpcParameterService::StepStream);
+  if (faults_->link.enabled() || faults_->replies.enabled()) {
+    // The testing faults hold the serving thread (a shaped link, a delayed
+    // reply), which a reactor must not: a thread per stream then.
+    AddStreaming<grpc::internal::BidiStreamingHandler>(
+        "StepStream", grpc::internal::RpcMethod::BIDI_STREAMING,
+        &GrpcParameterService::StepStream);
+  } else {
+    names_.push_back(std::make_unique<std::string>(MethodName("StepStream")));
+    auto* method = new grpc::internal::RpcServiceMethod(
+        names_.back()->c_str(), grpc::internal::RpcMethod::BIDI_STREAMING,
+        new grpc::internal::CallbackBidiHandler<grpc::ByteBuffer,
+                                                grpc::ByteBuffer>(
+            [this](grpc::CallbackServerContext* context) {
+              return new StepStreamReactor(this, context);
+            }));
+    method->SetServerApiType(
+        grpc::internal::RpcServiceMethod::ApiType::CALL_BACK);
+    AddMethod(method);
+  }
   AddUnary("ReportEpoch", &GrpcParameterService::ReportEpoch);
 }
 

@@ -44,6 +44,10 @@ class GrpcParameterService final : public grpc::Service {
   }
 
  private:
+  // Serves StepStream without a thread per stream (unless testing faults
+  // are set); uses ApplyPush, PullFrame and the shard.
+  friend class StepStreamReactor;
+
   grpc::Status Register(grpc::ServerContext* context,
                         const grpc::ByteBuffer* request,
                         grpc::ByteBuffer* response);

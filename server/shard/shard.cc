@@ -315,6 +315,51 @@ absl::Status Shard::Pull(const proto::PullRequest& request, absl::Time deadline,
   return absl::OkStatus();
 }
 
+uint64_t Shard::StartPull(const proto::PullRequest& request, PullDone done) {
+  absl::Status s =
+      CheckRegisteredWorker("Pull", request.job_id(), request.rank());
+  if (s.ok()) s = CheckPullDtype("Pull", request.dtype());
+  const int rank = static_cast<int>(request.rank());
+  if (s.ok()) s = calls_.Enter("Pull", rank);
+  if (!s.ok()) {
+    done(s);
+    return 0;
+  }
+  const absl::Time start = clock_->Now();
+  workers_.OnSeen(rank, start);
+  // Visible to Tick and the status RPC while it waits.
+  const uint64_t waiter = waiters_.Add(rank, request.clock(), start);
+  const bool half = request.dtype() == proto::DTYPE_FLOAT16;
+  return policy_->WhenReadable(
+      rank, request.clock(),
+      [this, rank, half, start, waiter,
+       done = std::move(done)](absl::Status ready) {
+        waiters_.Remove(waiter);
+        absl::StatusOr<std::shared_ptr<const ParamSnapshot>> result;
+        if (ready.ok()) {
+          const absl::Time now = clock_->Now();
+          stats_.RecordPullWait(now - start);
+          result = store_.Snapshot();
+          stats_.RecordPullTime(clock_->Now() - start);
+          workers_.OnPull(
+              rank, static_cast<uint64_t>(store_.bytes()) / (half ? 2 : 1),
+              now);
+        } else {
+          result = std::move(ready);
+        }
+        calls_.Leave(rank);
+        done(std::move(result));
+      });
+}
+
+void Shard::CancelPull(uint64_t handle) {
+  if (handle == 0) return;
+  if (std::function<void(absl::Status)> ready =
+          policy_->CancelWhenReadable(handle)) {
+    ready(absl::CancelledError("Pull: the caller cancelled"));
+  }
+}
+
 absl::Status Shard::CheckPullDtype(const char* rpc, int dtype) {
   if (dtype == proto::DTYPE_UNSPECIFIED || dtype == proto::DTYPE_FLOAT32 ||
       dtype == proto::DTYPE_FLOAT16) {

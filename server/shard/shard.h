@@ -89,7 +89,19 @@ class Shard {
   absl::Status Pull(const proto::PullRequest& request, absl::Time deadline,
                     const std::function<bool()>& cancelled,
                     std::shared_ptr<const ParamSnapshot>* snapshot);
-  // The same, copied into a protobuf message.
+  // Pull without a thread waiting (the StepStream reactor): the same
+  // checks and bookkeeping, no deadline (the caller cancels). `done` runs
+  // once with the snapshot to serve or the error: here when the pull fails
+  // its checks or may be served at once, else on the thread whose push (or
+  // a rank's leaving, or Shutdown) lets it proceed, with no shard lock
+  // held. Returns a handle for CancelPull; 0 when `done` ran here.
+  using PullDone =
+      std::function<void(absl::StatusOr<std::shared_ptr<const ParamSnapshot>>)>;
+  uint64_t StartPull(const proto::PullRequest& request, PullDone done);
+  // Ends a pull StartPull left waiting: its `done` runs here with
+  // CANCELLED, unless it ran or is running already.
+  void CancelPull(uint64_t handle);
+  // The same as Pull, copied into a protobuf message.
   absl::Status Pull(const proto::PullRequest& request, absl::Time deadline,
                     const std::function<bool()>& cancelled,
                     proto::PullResponse* response);
