@@ -29,7 +29,7 @@ failures=()  # "label target: result" and the lines that say why, for the end
 note_failure() {
   local label=$1 target=$2 result=$3 file=$4 why=""
   if [[ -f "$file" ]]; then
-    why=$(grep -m1 -A12 -E "(FAILED:|ERROR: AddressSanitizer|ERROR: LeakSanitizer)" "$file")
+    why=$(grep -m1 -A24 -E "(FAILED:|ERROR: AddressSanitizer|ERROR: LeakSanitizer)" "$file")
     [[ -z "$why" ]] && why=$(tail -15 "$file")
   fi
   failures+=("${label:+$label }$target: $result"$'\n'"$why")
@@ -136,7 +136,7 @@ fi
 if ((${#failures[@]} > 0)); then
   echo "== what failed =="
   for f in "${failures[@]}"; do
-    echo "$f" | head -16
+    echo "$f" | head -28
     echo
   done
 fi

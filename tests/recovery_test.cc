@@ -12,6 +12,7 @@
 #include <regex>
 #include <sstream>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "tests/paramctl_runs.h"
 #include "tests/subprocess.h"
@@ -99,6 +100,13 @@ std::string KillOnceAndFinish(const std::string& job,
   const std::string summary_path = job + ".summary.json";
   Subprocess run(RunArgs(job, {"--summary", summary_path}));
   REQUIRE(run.ReadUntil("rank 1: epoch 1/3", kJobTimeout));
+  if (absl::StartsWith(victim, "server ")) {
+    // Checkpoints are written off the pushes' path: the victim has one on
+    // disk before it dies (a loaded machine may lag a few captures behind).
+    REQUIRE(run.ReadUntil(
+        absl::StrCat("shard ", victim.substr(7), ": checkpoint of version"),
+        kJobTimeout));
+  }
   const pid_t pid = PidOf(run.output(), victim);
   REQUIRE(pid > 0);
   REQUIRE(kill(pid, SIGKILL) == 0);

@@ -80,7 +80,11 @@ void ShardCheckpoints::WriteSubmitted() {
     writing_ = true;
     queue_mu_.Unlock();
     // A failure is logged; the next capture tries again.
-    (void)Write(std::move(state));
+    const uint64_t version = state.version;
+    if (absl::StatusOr<std::string> path = Write(std::move(state)); path.ok()) {
+      spdlog::info("shard {}: checkpoint of version {} written to {}", shard_,
+                   version, *path);
+    }
     queue_mu_.Lock();
     writing_ = false;
   }
