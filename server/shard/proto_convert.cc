@@ -4,6 +4,62 @@
 
 namespace paramd {
 
+PushView ToPushView(const proto::PushRequest& request) {
+  PushView view;
+  view.job_id = request.job_id();
+  view.rank = request.rank();
+  view.clock = request.clock();
+  view.loss = request.loss();
+  for (const proto::TensorChunk& chunk : request.chunks()) {
+    view.chunks.push_back(ChunkView{chunk.tensor_id(), chunk.chunk_index(),
+                                    chunk.dtype(), chunk.data(),
+                                    chunk.indices()});
+  }
+  for (const proto::RowBlock& rows : request.rows()) {
+    view.rows.push_back(
+        RowView{rows.table(), rows.dtype(), rows.ids(), rows.data()});
+  }
+  return view;
+}
+
+PullRowsView ToPullRowsView(const proto::PullRowsRequest& request) {
+  PullRowsView view;
+  view.job_id = request.job_id();
+  view.rank = request.rank();
+  view.clock = request.clock();
+  view.table = request.table();
+  view.dtype = request.dtype();
+  view.ids = request.ids();
+  return view;
+}
+
+void FillPullResponse(const ParamSnapshot& snapshot, const ShardStore& store,
+                      bool half, proto::PullResponse* out) {
+  out->set_version(snapshot.version);
+  for (size_t i = 0; i < snapshot.params.size(); ++i) {
+    const ChunkSpec& spec = store.chunk_spec(static_cast<int>(i));
+    proto::TensorChunk* chunk = out->add_chunks();
+    chunk->set_tensor_id(spec.tensor_id);
+    chunk->set_chunk_index(spec.chunk_index);
+    chunk->set_dtype(half ? proto::DTYPE_FLOAT16 : proto::DTYPE_FLOAT32);
+    if (half) {
+      const std::vector<uint16_t>& h = snapshot.Halves()[i];
+      chunk->set_data(h.data(), h.size() * sizeof(uint16_t));
+    } else {
+      chunk->set_data(snapshot.params[i].data(),
+                      snapshot.params[i].size() * sizeof(float));
+    }
+  }
+}
+
+void FillPullRowsResponse(const RowsReply& reply,
+                          proto::PullRowsResponse* out) {
+  out->set_version(reply.version);
+  out->set_dtype(static_cast<proto::DType>(reply.dtype));
+  const absl::string_view bytes = reply.bytes();
+  out->set_data(bytes.data(), bytes.size());
+}
+
 EpochReport ToEpochReport(const proto::ReportEpochRequest& request) {
   EpochReport r;
   r.epoch = static_cast<int>(request.epoch());

@@ -1,6 +1,7 @@
 // The server's conversions between the wire's protobuf messages and the
-// plain structs its logic keeps (epoch reports and metrics, worker status);
-// the worker's are in worker/rpc/proto_convert.h.
+// plain structs its logic keeps (requests as the views the shard checks,
+// replies, epoch reports and metrics, worker status); the worker's are in
+// worker/rpc/proto_convert.h.
 #ifndef PARAMD_SERVER_SHARD_PROTO_CONVERT_H_
 #define PARAMD_SERVER_SHARD_PROTO_CONVERT_H_
 
@@ -9,12 +10,27 @@
 
 #include "absl/time/time.h"
 #include "common/base/epoch_report.h"
+#include "common/wire/row_wire.h"
+#include "common/wire/wire_format.h"
 #include "proto/paramd.pb.h"
 #include "server/policy/update_policy.h"
 #include "server/policy/worker_registry.h"
 #include "server/shard/job_metrics.h"
+#include "server/shard/shard_rows.h"
+#include "server/store/shard_store.h"
 
 namespace paramd {
+
+// Views of a protobuf request, as the gRPC service decodes them from the
+// wire (common/wire); they reference `request`, which must outlive them.
+PushView ToPushView(const proto::PushRequest& request);
+PullRowsView ToPullRowsView(const proto::PullRowsRequest& request);
+
+// A PullResponse with every chunk of `snapshot` (the store's chunks, in
+// local order), as float32 or, with `half`, float16.
+void FillPullResponse(const ParamSnapshot& snapshot, const ShardStore& store,
+                      bool half, proto::PullResponse* out);
+void FillPullRowsResponse(const RowsReply& reply, proto::PullRowsResponse* out);
 
 EpochReport ToEpochReport(const proto::ReportEpochRequest& request);
 

@@ -5,7 +5,6 @@
 #include <cstring>
 
 #include "absl/cleanup/cleanup.h"
-#include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
 #include "common/base/status_macros.h"
 #include "server/shard/proto_convert.h"
@@ -13,18 +12,6 @@
 #include "spdlog/spdlog.h"
 
 namespace paramd {
-namespace {
-
-// Client bytes as they may appear in an error: escaped (no control or NUL
-// bytes reach a log or a terminal) and cut to 64 bytes.
-std::string QuoteClientBytes(absl::string_view bytes) {
-  constexpr size_t kMax = 64;
-  std::string out = absl::CHexEscape(bytes.substr(0, kMax));
-  if (bytes.size() > kMax) absl::StrAppend(&out, "...");
-  return out;
-}
-
-}  // namespace
 
 absl::StatusOr<std::unique_ptr<Shard>> Shard::Create(
     const JobConfig& config, int shard_id, Clock* clock,
@@ -78,7 +65,8 @@ Shard::Shard(const JobConfig& config, int shard_id, ModelSpec spec,
       workers_(config.num_workers),
       metrics_(config.num_workers),
       calls_(config.num_workers, config.limits.max_inflight_per_worker,
-             shard_id) {}
+             shard_id),
+      checks_(config_, shard_id, spec_, plan_, store_, workers_) {}
 
 int64_t Shard::max_message_bytes() const {
   // Every chunk plus generous framing; at least 4 MiB, and with embedding
@@ -97,35 +85,9 @@ int64_t Shard::transport_memory_bytes() const {
       256 << 20, int64_t{4} * config_.num_workers * max_message_bytes());
 }
 
-absl::Status Shard::CheckWorker(const char* rpc, const std::string& job_id,
-                                uint32_t rank) const {
-  if (job_id != config_.job_id) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        rpc, ": job_id '", QuoteClientBytes(job_id),
-        "' does not match this shard's job '", config_.job_id, "'"));
-  }
-  if (rank >= static_cast<uint32_t>(config_.num_workers)) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        rpc, ": rank ", rank, " is outside [0, ", config_.num_workers, ")"));
-  }
-  return absl::OkStatus();
-}
-
-absl::Status Shard::CheckRegisteredWorker(const char* rpc,
-                                          const std::string& job_id,
-                                          uint32_t rank) const {
-  RETURN_IF_ERROR(CheckWorker(rpc, job_id, rank));
-  if (!workers_.IsRegistered(static_cast<int>(rank))) {
-    return absl::AbortedError(
-        absl::StrCat(rpc, ": rank ", rank, " has not registered with shard ",
-                     shard_id_, " (Register with join first)"));
-  }
-  return absl::OkStatus();
-}
-
 absl::Status Shard::Register(const proto::RegisterRequest& request,
                              proto::RegisterResponse* response) {
-  RETURN_IF_ERROR(CheckWorker("Register", request.job_id(), request.rank()));
+  RETURN_IF_ERROR(checks_.Worker("Register", request.job_id(), request.rank()));
   if (request.launch() != launch_) {
     return absl::FailedPreconditionError(absl::StrCat(
         "Register: rank ", request.rank(), " belongs to launch '",
@@ -159,50 +121,17 @@ absl::Status Shard::Register(const proto::RegisterRequest& request,
 
 absl::Status Shard::Push(const proto::PushRequest& request,
                          proto::PushResponse* response) {
-  PushView view;
-  view.job_id = request.job_id();
-  view.rank = request.rank();
-  view.clock = request.clock();
-  view.loss = request.loss();
-  for (const proto::TensorChunk& chunk : request.chunks()) {
-    view.chunks.push_back(ChunkView{chunk.tensor_id(), chunk.chunk_index(),
-                                    chunk.dtype(), chunk.data(),
-                                    chunk.indices()});
-  }
-  for (const proto::RowBlock& rows : request.rows()) {
-    view.rows.push_back(
-        RowView{rows.table(), rows.dtype(), rows.ids(), rows.data()});
-  }
-  return Push(view, response);
-}
-
-absl::Status Shard::CheckChunk(const ChunkView& chunk, int* local) const {
-  const int global = plan_.Find(chunk.tensor_id, chunk.chunk_index);
-  *local = global < 0 ? -1 : store_.LocalIndex(global);
-  const std::string where = absl::StrCat("Push: chunk ", chunk.chunk_index,
-                                         " of tensor ", chunk.tensor_id);
-  if (*local < 0) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(where, " is not owned by shard ", shard_id_));
-  }
-  const ChunkSpec& spec = store_.chunk_spec(*local);
-  return CheckChunkPayload(
-      chunk, spec.length, spec.offset,
-      absl::StrCat(where, " (", spec_.tensors[spec.tensor_id].name, ")"));
+  return Push(ToPushView(request), response);
 }
 
 absl::Status Shard::CheckChunks(absl::Span<ChunkView> chunks) const {
-  for (ChunkView& chunk : chunks) {
-    int local;
-    RETURN_IF_ERROR(CheckChunk(chunk, &local));
-    chunk.checked_local = local;
-  }
-  return absl::OkStatus();
+  return checks_.Chunks(chunks);
 }
 
 absl::Status Shard::Push(const PushView& request,
                          proto::PushResponse* response) {
-  RETURN_IF_ERROR(CheckRegisteredWorker("Push", request.job_id, request.rank));
+  RETURN_IF_ERROR(
+      checks_.RegisteredWorker("Push", request.job_id, request.rank));
   RETURN_IF_ERROR(calls_.Enter("Push", static_cast<int>(request.rank)));
   const absl::Time entered = clock_->Now();
   absl::Cleanup leave = [this, &request, entered] {
@@ -225,7 +154,7 @@ absl::Status Shard::Push(const PushView& request,
   for (const ChunkView& chunk : request.chunks) {
     int local = chunk.checked_local;
     if (local < 0) {
-      RETURN_IF_ERROR(CheckChunk(chunk, &local));
+      RETURN_IF_ERROR(checks_.Chunk(chunk, &local));
     }
     if (seen[local]) {
       return absl::InvalidArgumentError(absl::StrCat(
@@ -272,22 +201,8 @@ absl::Status Shard::Pull(const proto::PullRequest& request, absl::Time deadline,
                          proto::PullResponse* response) {
   std::shared_ptr<const ParamSnapshot> snapshot;
   RETURN_IF_ERROR(Pull(request, deadline, cancelled, &snapshot));
-  response->set_version(snapshot->version);
-  const bool half = request.dtype() == proto::DTYPE_FLOAT16;
-  for (size_t i = 0; i < snapshot->params.size(); ++i) {
-    const ChunkSpec& spec = store_.chunk_spec(static_cast<int>(i));
-    proto::TensorChunk* chunk = response->add_chunks();
-    chunk->set_tensor_id(spec.tensor_id);
-    chunk->set_chunk_index(spec.chunk_index);
-    chunk->set_dtype(half ? proto::DTYPE_FLOAT16 : proto::DTYPE_FLOAT32);
-    if (half) {
-      const std::vector<uint16_t>& h = snapshot->Halves()[i];
-      chunk->set_data(h.data(), h.size() * sizeof(uint16_t));
-    } else {
-      chunk->set_data(snapshot->params[i].data(),
-                      snapshot->params[i].size() * sizeof(float));
-    }
-  }
+  FillPullResponse(*snapshot, store_, request.dtype() == proto::DTYPE_FLOAT16,
+                   response);
   return absl::OkStatus();
 }
 
@@ -295,9 +210,9 @@ absl::Status Shard::Pull(const proto::PullRequest& request, absl::Time deadline,
                          const std::function<bool()>& cancelled,
                          std::shared_ptr<const ParamSnapshot>* snapshot) {
   RETURN_IF_ERROR(
-      CheckRegisteredWorker("Pull", request.job_id(), request.rank()));
+      checks_.RegisteredWorker("Pull", request.job_id(), request.rank()));
   const proto::DType dtype = request.dtype();
-  RETURN_IF_ERROR(CheckPullDtype("Pull", dtype));
+  RETURN_IF_ERROR(checks_.PullDtype("Pull", dtype));
   const int rank = static_cast<int>(request.rank());
   RETURN_IF_ERROR(calls_.Enter("Pull", rank));
   absl::Cleanup leave = [this, rank] { calls_.Leave(rank); };
@@ -317,8 +232,8 @@ absl::Status Shard::Pull(const proto::PullRequest& request, absl::Time deadline,
 
 uint64_t Shard::StartPull(const proto::PullRequest& request, PullDone done) {
   absl::Status s =
-      CheckRegisteredWorker("Pull", request.job_id(), request.rank());
-  if (s.ok()) s = CheckPullDtype("Pull", request.dtype());
+      checks_.RegisteredWorker("Pull", request.job_id(), request.rank());
+  if (s.ok()) s = checks_.PullDtype("Pull", request.dtype());
   const int rank = static_cast<int>(request.rank());
   if (s.ok()) s = calls_.Enter("Pull", rank);
   if (!s.ok()) {
@@ -360,16 +275,6 @@ void Shard::CancelPull(uint64_t handle) {
   }
 }
 
-absl::Status Shard::CheckPullDtype(const char* rpc, int dtype) {
-  if (dtype == proto::DTYPE_UNSPECIFIED || dtype == proto::DTYPE_FLOAT32 ||
-      dtype == proto::DTYPE_FLOAT16) {
-    return absl::OkStatus();
-  }
-  return absl::InvalidArgumentError(
-      absl::StrCat(rpc, ": dtype ", dtype,
-                   "; expected DTYPE_FLOAT32 (or unset) or DTYPE_FLOAT16"));
-}
-
 absl::Status Shard::AwaitReadable(int rank, uint64_t clock, absl::Time start,
                                   absl::Time deadline,
                                   const std::function<bool()>& cancelled) {
@@ -396,7 +301,7 @@ absl::Status Shard::AwaitReadable(int rank, uint64_t clock, absl::Time start,
 absl::Status Shard::Heartbeat(const proto::HeartbeatRequest& request,
                               proto::HeartbeatResponse* response) {
   RETURN_IF_ERROR(
-      CheckRegisteredWorker("Heartbeat", request.job_id(), request.rank()));
+      checks_.RegisteredWorker("Heartbeat", request.job_id(), request.rank()));
   const int rank = static_cast<int>(request.rank());
   if (request.finished()) {
     workers_.OnFinished(rank, clock_->Now());
@@ -411,8 +316,8 @@ absl::Status Shard::Heartbeat(const proto::HeartbeatRequest& request,
 }
 
 absl::Status Shard::ReportEpoch(const proto::ReportEpochRequest& request) {
-  RETURN_IF_ERROR(
-      CheckRegisteredWorker("ReportEpoch", request.job_id(), request.rank()));
+  RETURN_IF_ERROR(checks_.RegisteredWorker("ReportEpoch", request.job_id(),
+                                           request.rank()));
   if (request.epoch() < 1 ||
       request.epoch() > static_cast<uint32_t>(config_.training.epochs)) {
     return absl::InvalidArgumentError(
@@ -484,8 +389,8 @@ absl::Status Shard::PullRows(const PullRowsView& request, absl::Time deadline,
                              const std::function<bool()>& cancelled,
                              RowsReply* reply) {
   RETURN_IF_ERROR(
-      CheckRegisteredWorker("PullRows", request.job_id, request.rank));
-  RETURN_IF_ERROR(CheckPullDtype("PullRows", request.dtype));
+      checks_.RegisteredWorker("PullRows", request.job_id, request.rank));
+  RETURN_IF_ERROR(checks_.PullDtype("PullRows", request.dtype));
   std::vector<uint64_t> ids;
   RETURN_IF_ERROR(rows_.CheckIds("PullRows", request.table, request.ids, &ids));
   // The reply is bounded like every message: refused before it is built.
@@ -507,19 +412,10 @@ absl::Status Shard::PullRows(const proto::PullRowsRequest& request,
                              absl::Time deadline,
                              const std::function<bool()>& cancelled,
                              proto::PullRowsResponse* response) {
-  PullRowsView view;
-  view.job_id = request.job_id();
-  view.rank = request.rank();
-  view.clock = request.clock();
-  view.table = request.table();
-  view.dtype = request.dtype();
-  view.ids = request.ids();
   RowsReply reply;
-  RETURN_IF_ERROR(PullRows(view, deadline, cancelled, &reply));
-  response->set_version(reply.version);
-  response->set_dtype(static_cast<proto::DType>(reply.dtype));
-  const absl::string_view bytes = reply.bytes();
-  response->set_data(bytes.data(), bytes.size());
+  RETURN_IF_ERROR(
+      PullRows(ToPullRowsView(request), deadline, cancelled, &reply));
+  FillPullRowsResponse(reply, response);
   return absl::OkStatus();
 }
 

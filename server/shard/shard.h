@@ -30,6 +30,7 @@
 #include "server/policy/worker_registry.h"
 #include "server/shard/call_limiter.h"
 #include "server/shard/job_metrics.h"
+#include "server/shard/request_checks.h"
 #include "server/shard/shard_checkpoints.h"
 #include "server/shard/shard_rows.h"
 #include "server/shard/shard_stats.h"
@@ -152,19 +153,6 @@ class Shard {
         PartitionPlan plan, std::unique_ptr<Optimizer> optimizer,
         std::vector<std::unique_ptr<RowTable>> tables, Clock* clock);
 
-  absl::Status CheckWorker(const char* rpc, const std::string& job_id,
-                           uint32_t rank) const;
-  // CheckWorker, then Aborted unless `rank` has registered (joined) with
-  // this shard: what every RPC but Register requires.
-  absl::Status CheckRegisteredWorker(const char* rpc, const std::string& job_id,
-                                     uint32_t rank) const;
-  // Everything Push requires of one chunk but its uniqueness; `*local` is
-  // its local index (-1 if another shard owns it).
-  absl::Status CheckChunk(const ChunkView& chunk, int* local) const;
-
-  // InvalidArgument naming `rpc` unless `dtype` is one a pull may ask for
-  // (float32, unset, or float16).
-  static absl::Status CheckPullDtype(const char* rpc, int dtype);
   // Waits until a pull of `rank` at `clock` may be served, visible to Tick
   // and the status RPC meanwhile; as Pull.
   absl::Status AwaitReadable(int rank, uint64_t clock, absl::Time start,
@@ -194,7 +182,8 @@ class Shard {
   // Null without checkpoint.dir; set before serving.
   std::unique_ptr<ShardCheckpoints> checkpoints_;
 
-  CallLimiter calls_;  // Pushes and pulls inside the shard, by rank.
+  CallLimiter calls_;           // Pushes and pulls inside the shard, by rank.
+  const RequestChecks checks_;  // Over the plan, the store and workers_.
 };
 
 }  // namespace paramd

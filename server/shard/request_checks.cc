@@ -1,0 +1,78 @@
+#include "server/shard/request_checks.h"
+
+#include "absl/strings/escaping.h"
+#include "absl/strings/str_cat.h"
+#include "common/base/status_macros.h"
+#include "proto/paramd.pb.h"
+#include "server/shard/push_chunks.h"
+
+namespace paramd {
+
+std::string QuoteClientBytes(absl::string_view bytes) {
+  constexpr size_t kMax = 64;
+  std::string out = absl::CHexEscape(bytes.substr(0, kMax));
+  if (bytes.size() > kMax) absl::StrAppend(&out, "...");
+  return out;
+}
+
+absl::Status RequestChecks::Worker(const char* rpc, const std::string& job_id,
+                                   uint32_t rank) const {
+  if (job_id != job_id_) {
+    return absl::FailedPreconditionError(
+        absl::StrCat(rpc, ": job_id '", QuoteClientBytes(job_id),
+                     "' does not match this shard's job '", job_id_, "'"));
+  }
+  if (rank >= static_cast<uint32_t>(num_workers_)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        rpc, ": rank ", rank, " is outside [0, ", num_workers_, ")"));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status RequestChecks::RegisteredWorker(const char* rpc,
+                                             const std::string& job_id,
+                                             uint32_t rank) const {
+  RETURN_IF_ERROR(Worker(rpc, job_id, rank));
+  if (!workers_.IsRegistered(static_cast<int>(rank))) {
+    return absl::AbortedError(
+        absl::StrCat(rpc, ": rank ", rank, " has not registered with shard ",
+                     shard_id_, " (Register with join first)"));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status RequestChecks::Chunk(const ChunkView& chunk, int* local) const {
+  const int global = plan_.Find(chunk.tensor_id, chunk.chunk_index);
+  *local = global < 0 ? -1 : store_.LocalIndex(global);
+  const std::string where = absl::StrCat("Push: chunk ", chunk.chunk_index,
+                                         " of tensor ", chunk.tensor_id);
+  if (*local < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(where, " is not owned by shard ", shard_id_));
+  }
+  const ChunkSpec& spec = store_.chunk_spec(*local);
+  return CheckChunkPayload(
+      chunk, spec.length, spec.offset,
+      absl::StrCat(where, " (", spec_.tensors[spec.tensor_id].name, ")"));
+}
+
+absl::Status RequestChecks::Chunks(absl::Span<ChunkView> chunks) const {
+  for (ChunkView& chunk : chunks) {
+    int local;
+    RETURN_IF_ERROR(Chunk(chunk, &local));
+    chunk.checked_local = local;
+  }
+  return absl::OkStatus();
+}
+
+absl::Status RequestChecks::PullDtype(const char* rpc, int dtype) {
+  if (dtype == proto::DTYPE_UNSPECIFIED || dtype == proto::DTYPE_FLOAT32 ||
+      dtype == proto::DTYPE_FLOAT16) {
+    return absl::OkStatus();
+  }
+  return absl::InvalidArgumentError(
+      absl::StrCat(rpc, ": dtype ", dtype,
+                   "; expected DTYPE_FLOAT32 (or unset) or DTYPE_FLOAT16"));
+}
+
+}  // namespace paramd

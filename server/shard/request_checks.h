@@ -1,0 +1,71 @@
+// RequestChecks: what a shard requires of a request before anything
+// changes — its job and rank, that the rank registered, a pushed chunk's
+// ownership and payload (server/shard/push_chunks.h), a pull's dtype.
+// Errors name the RPC (and the chunk), with client bytes quoted escaped.
+// Thread-safe: it reads constant state and the registry, which is.
+#ifndef PARAMD_SERVER_SHARD_REQUEST_CHECKS_H_
+#define PARAMD_SERVER_SHARD_REQUEST_CHECKS_H_
+
+#include <cstdint>
+#include <string>
+
+#include "absl/status/status.h"
+#include "absl/strings/string_view.h"
+#include "absl/types/span.h"
+#include "common/config/job_config.h"
+#include "common/model/model_spec.h"
+#include "common/model/partitioner.h"
+#include "common/wire/wire_format.h"
+#include "server/policy/worker_registry.h"
+#include "server/store/shard_store.h"
+
+namespace paramd {
+
+// Client bytes as they may appear in an error: escaped (no control or NUL
+// bytes reach a log or a terminal) and cut to 64 bytes.
+std::string QuoteClientBytes(absl::string_view bytes);
+
+class RequestChecks {
+ public:
+  // Everything given outlives this.
+  RequestChecks(const JobConfig& config, int shard_id, const ModelSpec& spec,
+                const PartitionPlan& plan, const ShardStore& store,
+                const WorkerRegistry& workers)
+      : job_id_(config.job_id),
+        num_workers_(config.num_workers),
+        shard_id_(shard_id),
+        spec_(spec),
+        plan_(plan),
+        store_(store),
+        workers_(workers) {}
+
+  // FailedPrecondition for another job's id, InvalidArgument for a rank
+  // outside the job.
+  absl::Status Worker(const char* rpc, const std::string& job_id,
+                      uint32_t rank) const;
+  // Worker, then Aborted unless `rank` has registered (joined) with this
+  // shard: what every RPC but Register requires.
+  absl::Status RegisteredWorker(const char* rpc, const std::string& job_id,
+                                uint32_t rank) const;
+  // Everything Push requires of one chunk but its uniqueness; `*local` is
+  // its local index (-1 if another shard owns it).
+  absl::Status Chunk(const ChunkView& chunk, int* local) const;
+  // Chunk for each, recording each one's local index (checked_local).
+  absl::Status Chunks(absl::Span<ChunkView> chunks) const;
+  // InvalidArgument naming `rpc` unless `dtype` is one a pull may ask for
+  // (float32, unset, or float16).
+  static absl::Status PullDtype(const char* rpc, int dtype);
+
+ private:
+  const std::string job_id_;
+  const int num_workers_;
+  const int shard_id_;
+  const ModelSpec& spec_;
+  const PartitionPlan& plan_;
+  const ShardStore& store_;
+  const WorkerRegistry& workers_;
+};
+
+}  // namespace paramd
+
+#endif  // PARAMD_SERVER_SHARD_REQUEST_CHECKS_H_
