@@ -30,11 +30,13 @@ void StepStreamReactor::OnReadDone(bool ok) {
     End(absl::OkStatus());
     return;
   }
+  bool cancelled;
   {
     absl::MutexLock lock(&mu_);
-    if (!cancelled_) in_step_ = true;
+    cancelled = cancelled_;
+    in_step_ = !cancelled;
   }
-  if (!in_step()) {
+  if (cancelled) {
     End(absl::CancelledError("StepStream: cancelled"));
     return;
   }
@@ -53,11 +55,6 @@ void StepStreamReactor::OnReadDone(bool ok) {
   pull.set_clock(view.clock + 1);
   pull.set_dtype(static_cast<proto::DType>(view.pull_dtype));
   StartPull(pull);
-}
-
-bool StepStreamReactor::in_step() {
-  absl::MutexLock lock(&mu_);
-  return in_step_;
 }
 
 void StepStreamReactor::StartPull(const proto::PullRequest& pull) {

@@ -48,7 +48,6 @@ class StepStreamReactor final
   void EndStep(const absl::Status& s) ABSL_LOCKS_EXCLUDED(mu_);
   // Ends the call with `s`, once; only outside a step.
   void End(const absl::Status& s) ABSL_LOCKS_EXCLUDED(mu_);
-  bool in_step() ABSL_LOCKS_EXCLUDED(mu_);
 
   GrpcParameterService* const service_;
   grpc::ByteBuffer request_, reply_;
