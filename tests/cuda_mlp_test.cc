@@ -9,7 +9,7 @@
 
 #include "common/model/model_spec.h"
 #include "worker/model/blas.h"
-#include "worker/model/cpu_mlp.h"
+#include "worker/model/sequential.h"
 
 namespace paramd {
 namespace {
@@ -45,7 +45,8 @@ void Compare(const std::vector<int>& layers, int batch) {
 
   auto blas = LoadBlas("auto");
   REQUIRE(blas.ok());
-  CpuMlp cpu(layers, batch, 1, *blas);
+  const auto cpu_model = CpuSequential::Mlp(layers, batch, 1, *blas);
+  CpuSequential& cpu = *cpu_model;
   auto gpu = MakeCudaMlp(layers, batch, /*allow_tf32=*/false);
   INFO(gpu.status().ToString());
   REQUIRE(gpu.ok());

@@ -10,7 +10,7 @@
 #include "tests/test_files.h"
 #include "worker/data/dataset.h"
 #include "worker/model/blas.h"
-#include "worker/model/cpu_mlp.h"
+#include "worker/model/sequential.h"
 #include "worker/rpc/grpc_parameter_client.h"
 #include "worker/trainer.h"
 
@@ -61,7 +61,9 @@ TEST_CASE("one sync worker equals single-process SGD", "[integration][sync]") {
   REQUIRE(data.ok());
   auto part = DataPartition::Create(&*data, 0, 1, config.training.batch_size);
   REQUIRE(part.ok());
-  CpuMlp mlp(config.model.layers, 1024, 1, *LoadBlas(config.worker.blas_core));
+  const auto mlp_model = CpuSequential::Mlp(config.model.layers, 1024, 1,
+                                            *LoadBlas(config.worker.blas_core));
+  CpuSequential& mlp = *mlp_model;
   std::vector<float> x(part->max_batch() * data->dim);
   std::vector<int32_t> y(part->max_batch());
   const float lr = 0.05f, mu = 0.9f;

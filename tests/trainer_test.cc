@@ -138,6 +138,66 @@ TEST_CASE("a rank the shards dropped registers again and carries on",
   CHECK(cluster.calls().epoch_reports == 1);
 }
 
+// SmallJob with a typed graph on `input`.
+JobConfig GraphJob(const std::string& input, const std::string& layers) {
+  JobOptions o;
+  o.workers = 1;
+  o.layers = layers;
+  o.model_extra = input;
+  o.epochs = 2;
+  o.batch_size = 32;
+  o.train_limit = 256;
+  o.test_limit = 200;
+  o.chunk_bytes = 4096;
+  return testing::MakeJob(o, testing::NewTempDir());
+}
+
+constexpr char kSmallCnn[] =
+    "\n    - conv2d: {out: 4, kernel: 3, stride: 2}\n    - relu\n"
+    "    - max_pool2d: {kernel: 2}\n    - flatten\n"
+    "    - dropout: {p: 0.1}\n    - dense: {out: 10}\n";
+
+TEST_CASE("a CNN trains through the servers like the MLP", "[trainer]") {
+  const JobConfig config =
+      GraphJob("  input: {channels: 1, height: 28, width: 28}\n", kSmallCnn);
+  InProcessCluster cluster(config);
+  auto trainer = MakeTrainer(config, cluster, TrainerOptions());
+  REQUIRE(trainer->Run().ok());
+  proto::ShardStatus status;
+  cluster.shard(0).GetStatus(&status);
+  REQUIRE(status.epochs_size() == 2);
+  CHECK(status.epochs(1).train_loss() < status.epochs(0).train_loss());
+  CHECK(status.epochs(1).test_accuracy() > 0.3);  // chance: 0.1
+}
+
+TEST_CASE("a graph whose input does not fit the data is refused", "[trainer]") {
+  InProcessCluster cluster(SmallJob(1));
+  struct Case {
+    const char* input;
+    const char* layers;
+    const char* expect;
+  };
+  const Case cases[] = {
+      {"  input: {channels: 1, height: 14, width: 56}\n", kSmallCnn,
+       "model.input: 1×14×56 but the data's images are 1×28×28"},
+      {"  input: {channels: 1, height: 28, width: 27}\n", kSmallCnn,
+       "model.input: the input is 1×28×27 (756 values) but the data has 784 "
+       "pixels per image"},
+      {"  input: 780\n", "\n    - dense: {out: 10}\n",
+       "model.input: the input is flat 780 (780 values) but the data has 784 "
+       "pixels per image"},
+  };
+  for (const Case& c : cases) {
+    const JobConfig config = GraphJob(c.input, c.layers);
+    auto trainer =
+        Trainer::Create(config, 0, TrainerOptions(), cluster.ClientFactory());
+    INFO(c.input);
+    CHECK(absl::IsInvalidArgument(trainer.status()));
+    CHECK_THAT(std::string(trainer.status().message()),
+               Catch::Contains(c.expect));
+  }
+}
+
 TEST_CASE("a client that cannot be made stops the run with its error",
           "[trainer]") {
   const JobConfig config = SmallJob(1);

@@ -2,19 +2,25 @@
 //
 // Prints OpenBLAS SGEMM throughput for the MLP's matrix shapes and the
 // forward+backward time of the main job's MLP per batch size, so that a
-// training run's samples/s can be read against what compute alone allows.
+// training run's samples/s can be read against what compute alone allows;
+// with --job, the forward+backward time of that job's model (any layer
+// graph) at half, once and twice its batch size instead.
 //
 //   bazel run //tools:compute_bench -- [--threads N] [--seconds S]
 //                                       [--blas_core auto|library|NAME]
+//                                       [--job J.yaml]
+#include <algorithm>
 #include <cstdio>
 #include <random>
 #include <vector>
 
 #include "common/base/flags.h"
+#include "common/config/job_file.h"
+#include "common/config/layer_shapes.h"
 #include "common/model/model_spec.h"
 #include "tools/bench/bench_timing.h"
 #include "worker/model/blas.h"
-#include "worker/model/cpu_mlp.h"
+#include "worker/model/sequential.h"
 
 namespace paramd {
 namespace {
@@ -52,26 +58,52 @@ void SgemmSection(const Blas& blas, int threads, double seconds,
   }
 }
 
-// The main job's MLP, forward and backward, per batch size; 1 on failure.
-int MlpSection(const Blas& blas, int threads, double seconds,
-               std::mt19937& gen) {
+// Forward multiply-adds ×2 (forward) ×3 (with backward), per sample.
+double FlopsPerSample(const LayerGraph& g) {
+  double macs = 0;
+  for (const GraphLayer& l : g.layers) {
+    if (l.config.kind == LayerKind::kDense)
+      macs += double(l.in.size()) * l.out.c;
+    if (l.config.kind == LayerKind::kConv2d) {
+      macs += double(l.in.c) * l.config.kernel * l.config.kernel * l.out.size();
+    }
+  }
+  return 6.0 * macs;
+}
+
+// A model's forward and backward per batch size; 1 on failure.
+int ModelSection(const Blas& blas, const ModelConfig& mc, int threads,
+                 double seconds, const std::vector<int>& batches,
+                 std::mt19937& gen) {
   std::uniform_real_distribution<float> u(-1, 1);
-  ModelConfig mc;
-  mc.layers = {784, 256, 128, 10};
+  absl::StatusOr<LayerGraph> graph = InferLayerGraph(mc);
+  if (!graph.ok()) {
+    std::fprintf(stderr, "%s\n", std::string(graph.status().message()).c_str());
+    return 1;
+  }
   const ModelSpec spec = BuildModelSpec(mc);
   std::vector<float> params(spec.total_elements), grads(spec.total_elements);
-  for (float& p : params) p = u(gen) * 0.05f;
-  std::printf("\nMLP 784-256-128-10 forward+backward, %d thread(s)\n", threads);
+  const FlatLayout layout(spec);
+  for (size_t t = 0; t < spec.tensors.size(); ++t) {
+    InitTensorRange(spec.tensors[t], 1, static_cast<int>(t), 0,
+                    absl::MakeSpan(params).subspan(
+                        layout.offset[t], spec.tensors[t].num_elements));
+  }
+  const int64_t inputs = graph->input.size();
+  std::printf("\n%s forward+backward, %lld parameters, %d thread(s)\n",
+              DescribeGraph(*graph).c_str(),
+              static_cast<long long>(spec.total_elements), threads);
   std::printf("%-8s %12s %14s %10s\n", "batch", "us/step", "samples/s",
               "GFLOP/s");
-  for (int batch : {64, 128, 256, 1024}) {
-    CpuMlp mlp(mc.layers, batch, threads, &blas);
-    std::vector<float> x(size_t(batch) * 784);
+  for (int batch : batches) {
+    CpuSequential model(*graph, batch, threads, &blas);
+    std::vector<float> x(size_t(batch) * inputs);
     std::vector<int32_t> y(batch);
     for (float& v : x) v = (u(gen) + 1) / 2;
-    for (int i = 0; i < batch; ++i) y[i] = i % 10;
+    for (int i = 0; i < batch; ++i) y[i] = i % graph->classes();
+    model.SetStepSeed(7);
     const double t = SecondsPerCall(seconds, [&] {
-      return mlp
+      return model
           .ComputeGradients(params, x.data(), y.data(), batch,
                             absl::MakeSpan(grads))
           .ok();
@@ -80,16 +112,15 @@ int MlpSection(const Blas& blas, int threads, double seconds,
       std::fprintf(stderr, "ComputeGradients failed at batch %d\n", batch);
       return 1;
     }
-    // Forward 2·B·P, backward about twice that.
-    const double flops = 6.0 * batch * (784 * 256 + 256 * 128 + 128 * 10);
     std::printf("%-8d %12.1f %14.0f %10.1f\n", batch, t * 1e6, batch / t,
-                flops / t / 1e9);
+                FlopsPerSample(*graph) * batch / t / 1e9);
   }
   return 0;
 }
 
 int Main(int argc, char** argv) {
-  auto flags = ParseFlags(argc, argv, {"threads", "seconds", "blas_core"}, {});
+  auto flags =
+      ParseFlags(argc, argv, {"threads", "seconds", "blas_core", "job"}, {});
   if (!flags.ok()) {
     std::fprintf(stderr, "%s\n", std::string(flags.status().message()).c_str());
     return 2;
@@ -103,8 +134,23 @@ int Main(int argc, char** argv) {
   }
   (*blas)->SetThreads(threads);
   std::mt19937 gen(1);
+  const std::string job = flags->Get("job", "");
+  if (!job.empty()) {
+    // The job's model at its batch size and around it.
+    absl::StatusOr<JobConfig> config = LoadJobConfig(job);
+    if (!config.ok()) {
+      std::fprintf(stderr, "%s\n",
+                   std::string(config.status().message()).c_str());
+      return 1;
+    }
+    const int b = config->training.batch_size;
+    return ModelSection(**blas, config->model, threads, seconds,
+                        {std::max(1, b / 2), b, 2 * b}, gen);
+  }
   SgemmSection(**blas, threads, seconds, gen);
-  return MlpSection(**blas, threads, seconds, gen);
+  ModelConfig mlp;
+  mlp.layers = {784, 256, 128, 10};
+  return ModelSection(**blas, mlp, threads, seconds, {64, 128, 256, 1024}, gen);
 }
 
 }  // namespace

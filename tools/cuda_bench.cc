@@ -15,8 +15,8 @@
 #include "common/model/model_spec.h"
 #include "tools/bench/bench_timing.h"
 #include "worker/model/blas.h"
-#include "worker/model/cpu_mlp.h"
 #include "worker/model/cuda_mlp.h"
+#include "worker/model/sequential.h"
 
 namespace paramd {
 namespace {
@@ -51,7 +51,8 @@ void MlpSection(const Blas* blas, const absl::Status& gpu, bool tf32,
             .ok();
       });
     };
-    CpuMlp cpu(layers, batch, 1, blas);
+    const auto cpu_model = CpuSequential::Mlp(layers, batch, 1, blas);
+    CpuSequential& cpu = *cpu_model;
     const double t_cpu = step(cpu);
     double t_gpu = -1;
     if (gpu.ok()) {

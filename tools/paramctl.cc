@@ -21,13 +21,14 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
+#include "common/base/binaries.h"
 #include "common/base/flags.h"
 #include "common/config/job_config.h"
 #include "common/config/job_file.h"
+#include "common/config/layer_shapes.h"
 #include "common/launch/slurm.h"
 #include "common/model/model_spec.h"
 #include "common/model/partitioner.h"
-#include "common/base/binaries.h"
 #include "tools/ctl/job_runner.h"
 #include "tools/ctl/status_client.h"
 #include "tools/deploy/k8s_manifests.h"
@@ -88,7 +89,7 @@ int Validate(const std::string& path) {
       path.c_str(), config->job_id.c_str(), PolicyName(config->policy.type),
       config->num_shards(), config->num_workers, config->training.epochs,
       config->training.batch_size, config->model.type.c_str(),
-      absl::StrJoin(config->model.layers, "-").c_str(),
+      DescribeGraph(*InferLayerGraph(config->model)).c_str(),
       static_cast<long long>(spec.total_elements), plan->chunks().size(),
       absl::StrJoin(shard_bytes, ", ").c_str());
   for (const EmbeddingTableConfig& t : config->model.embeddings) {

@@ -3,7 +3,9 @@
 #include <thread>
 
 #include "absl/strings/str_cat.h"
+#include "common/base/mix.h"
 #include "common/base/status_macros.h"
+#include "common/config/layer_shapes.h"
 #include "spdlog/spdlog.h"
 #include "worker/model/model_factory.h"
 
@@ -34,14 +36,28 @@ absl::StatusOr<std::unique_ptr<Trainer>> Trainer::Create(
   ASSIGN_OR_RETURN(Dataset test,
                    LoadDataset(config.data.test_images, config.data.test_labels,
                                config.data.test_limit));
-  const int inputs = config.model.layers.front();
-  const int classes = config.model.layers.back();
+  absl::StatusOr<LayerGraph> graph = InferLayerGraph(config.model);
+  if (!graph.ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(config.path, ": ", graph.status().message()));
+  }
+  const int64_t inputs = graph->input.size();
+  const int classes = graph->classes();
   const bool bag = config.model.type == "embedding_bag";
+  const char* field = graph->dense_stack ? "model.layers" : "model.input";
   for (const Dataset* d : {&train, &test}) {
     if (!bag && d->dim != inputs) {
       return absl::InvalidArgumentError(absl::StrCat(
-          config.path, ": model.layers: the input width is ", inputs,
-          " but the data has ", d->dim, " pixels per image"));
+          config.path, ": ", field, ": the input is ", graph->input.ToString(),
+          " (", inputs, " values) but the data has ", d->dim,
+          " pixels per image"));
+    }
+    if (!bag && graph->input.image &&
+        (d->height != graph->input.h || d->width != graph->input.w ||
+         graph->input.c != 1)) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          config.path, ": model.input: ", graph->input.ToString(),
+          " but the data's images are 1×", d->height, "×", d->width));
     }
     if (d->num_classes > classes) {
       return absl::InvalidArgumentError(absl::StrCat(
@@ -229,6 +245,10 @@ absl::Status Trainer::Step(uint64_t* clock, Batch* batch, EpochState* epoch,
     RETURN_IF_ERROR(h.status());
     input = *h;
   }
+  // Dropout's masks are a function of (seed, rank, clock): a retried or
+  // restored step computes the same gradient.
+  model_->SetStepSeed(
+      Mix(config_.seed ^ Mix((static_cast<uint64_t>(rank_) << 40) ^ *clock)));
   // Computed straight into the buffer the push sends from.
   const absl::Span<float> grads = client_->GradientBuffer();
   if (config_.worker.overlap) {

@@ -17,6 +17,26 @@ const char* PolicyName(PolicyType type) {
   return "unknown";
 }
 
+const char* LayerKindName(LayerKind kind) {
+  switch (kind) {
+    case LayerKind::kDense:
+      return "dense";
+    case LayerKind::kConv2d:
+      return "conv2d";
+    case LayerKind::kMaxPool2d:
+      return "max_pool2d";
+    case LayerKind::kAvgPool2d:
+      return "avg_pool2d";
+    case LayerKind::kRelu:
+      return "relu";
+    case LayerKind::kDropout:
+      return "dropout";
+    case LayerKind::kFlatten:
+      return "flatten";
+  }
+  return "unknown";
+}
+
 absl::Status ParseHostPort(const std::string& address, std::string* host,
                            int* port) {
   const size_t colon = address.rfind(':');

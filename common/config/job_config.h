@@ -58,6 +58,38 @@ struct FeaturesConfig {
   std::string combiner = "mean";  // mean or sum of the rows of a sample.
 };
 
+// One layer of model.layers in its typed form (docs/job-file.md, "Layers").
+enum class LayerKind {
+  kDense,
+  kConv2d,
+  kMaxPool2d,
+  kAvgPool2d,
+  kRelu,
+  kDropout,
+  kFlatten,
+};
+
+// The job file's name of a kind, e.g. "max_pool2d".
+const char* LayerKindName(LayerKind kind);
+
+struct LayerConfig {
+  LayerKind kind = LayerKind::kDense;
+  int out = 0;      // dense: output width; conv2d: output channels.
+  int kernel = 0;   // conv2d, pools: the square window's side.
+  int stride = 1;   // conv2d (default 1), pools (default: kernel).
+  int padding = 0;  // conv2d: zeros on every side.
+  double p = 0;     // dropout: the probability an element is zeroed.
+};
+
+// model.input: one sample's shape. A flat input of W features is
+// {W, 1, 1} with `image` false.
+struct InputConfig {
+  int channels = 0;
+  int height = 1;
+  int width = 1;
+  bool image = false;
+};
+
 struct ModelConfig {
   // "mlp": layers only. "embedding_bag": each sample's hashed features
   // (`features`) select rows of embeddings[0], combined into a vector of
@@ -67,7 +99,13 @@ struct ModelConfig {
   // = fields × dim). Its samples come from tools/rows_bench's synthetic
   // click log.
   std::string type = "mlp";
-  std::vector<int> layers;  // Widths, input first, classes last.
+  // The shorthand: widths, input first, classes last; dense layers with a
+  // ReLU between each two. Empty when the job gives a typed graph.
+  std::vector<int> layers;
+  // The typed graph (model.input and model.layers as a list of layers);
+  // empty for the shorthand. common/config/layer_shapes.h infers shapes.
+  InputConfig input;
+  std::vector<LayerConfig> graph;
   std::vector<EmbeddingTableConfig> embeddings;
   FeaturesConfig features;
 };

@@ -157,9 +157,10 @@ class JobParser {
   }
 
   absl::Status ParseModel(const YAML::Node& root, JobConfig* c) {
-    ASSIGN_OR_RETURN(const YAML::Node model,
-                     Section(root, "model", true,
-                             {"type", "layers", "embeddings", "features"}));
+    ASSIGN_OR_RETURN(
+        const YAML::Node model,
+        Section(root, "model", true,
+                {"type", "input", "layers", "embeddings", "features"}));
     return ParseModelSection(r_, model, &c->model);
   }
 

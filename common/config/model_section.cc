@@ -6,6 +6,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "common/base/status_macros.h"
+#include "common/config/layers_section.h"
 #include "common/config/optimizer_section.h"
 
 namespace paramd {
@@ -17,6 +18,21 @@ absl::Status ParseLayers(YamlReader& r, const YAML::Node& model,
   if (!layers.IsDefined() || layers.IsNull()) {
     return r.MissingError(model, "model", "model.layers",
                           "missing required field");
+  }
+  if (IsTypedLayerList(layers)) {
+    if (out->type != "mlp") {
+      return r.Error(layers, "model.layers",
+                     absl::StrCat("a ", out->type,
+                                  " model takes the width shorthand (a list "
+                                  "of integers); typed layers are for "
+                                  "model.type mlp"));
+    }
+    return ParseLayerGraph(r, model, out);
+  }
+  if (model["input"].IsDefined()) {
+    return r.Error(model["input"], "model.input",
+                   "applies to a typed model.layers only; the shorthand's "
+                   "first width is its input");
   }
   if (!layers.IsSequence() || layers.size() < 2) {
     return r.Error(layers, "model.layers",
@@ -211,8 +227,8 @@ absl::Status ParseEmbeddings(YamlReader& r, const YAML::Node& model,
 
 absl::Status ParseModelSection(YamlReader& r, const YAML::Node& model,
                                ModelConfig* out) {
-  RETURN_IF_ERROR(r.CheckMapping(model, "model",
-                                 {"type", "layers", "embeddings", "features"}));
+  RETURN_IF_ERROR(r.CheckMapping(
+      model, "model", {"type", "input", "layers", "embeddings", "features"}));
   RETURN_IF_ERROR(r.Get(model, "model", "type", false, &out->type));
   if (out->type != "mlp" && out->type != "embedding_bag" &&
       out->type != "embedding_concat") {

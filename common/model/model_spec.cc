@@ -4,19 +4,33 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/base/mix.h"
+#include "common/config/layer_shapes.h"
 
 namespace paramd {
 
 ModelSpec BuildModelSpec(const ModelConfig& config) {
   ModelSpec spec;
-  for (size_t l = 0; l + 1 < config.layers.size(); ++l) {
-    const int64_t in = config.layers[l];
-    const int64_t out = config.layers[l + 1];
-    const float bound = 1.0f / std::sqrt(static_cast<float>(in));
-    spec.tensors.push_back(
-        {absl::StrCat("fc", l + 1, ".weight"), {in, out}, in * out, bound});
-    spec.tensors.push_back(
-        {absl::StrCat("fc", l + 1, ".bias"), {out}, out, bound});
+  absl::StatusOr<LayerGraph> graph = InferLayerGraph(config);
+  if (graph.ok()) {
+    for (const GraphLayer& l : graph->layers) {
+      int64_t fan_in = 0;
+      std::vector<int64_t> weight_shape;
+      if (l.config.kind == LayerKind::kDense) {
+        fan_in = l.in.size();
+        weight_shape = {fan_in, l.out.c};
+      } else if (l.config.kind == LayerKind::kConv2d) {
+        const int64_t k = l.config.kernel;
+        fan_in = int64_t{l.in.c} * k * k;
+        weight_shape = {l.out.c, l.in.c, k, k};
+      } else {
+        continue;
+      }
+      const float bound = 1.0f / std::sqrt(static_cast<float>(fan_in));
+      spec.tensors.push_back({absl::StrCat(l.name, ".weight"), weight_shape,
+                              fan_in * l.out.c, bound});
+      spec.tensors.push_back(
+          {absl::StrCat(l.name, ".bias"), {l.out.c}, l.out.c, bound});
+    }
   }
   for (const TensorSpec& t : spec.tensors)
     spec.total_elements += t.num_elements;

@@ -37,8 +37,12 @@ struct ModelSpec {
   int64_t total_elements = 0;
 };
 
-// The MLP of `config`: for each layer l (1-based) "fcl.weight" [in, out]
-// then "fcl.bias" [out]. Both are initialised uniform in ±1/sqrt(in).
+// The tensors of `config`'s layer graph (common/config/layer_shapes.h), in
+// layer order: each dense layer "fcK.weight" [in, out] then "fcK.bias"
+// [out]; each conv2d "convK.weight" [out, in, kernel, kernel] then
+// "convK.bias" [out] (K counts layers of the kind from 1). Both are
+// initialised uniform in ±1/sqrt(fan_in). A graph that InferLayerGraph
+// refuses yields no tensors (job files are checked when they load).
 ModelSpec BuildModelSpec(const ModelConfig& config);
 
 // Writes the initial values of elements [begin, begin + out.size()) of

@@ -16,7 +16,7 @@
 #include "common/model/rows.h"
 #include "tools/bench/proc_status.h"
 #include "worker/model/blas.h"
-#include "worker/model/cpu_mlp.h"
+#include "worker/model/sequential.h"
 #include "worker/rpc/grpc_parameter_client.h"
 
 namespace paramd {
@@ -170,7 +170,9 @@ absl::StatusOr<RowsWorkerResult> RunRowsWorker(
                    GrpcParameterClientFactory(servers, client_options)(
                        ClientSetup{&config, &plan, &layout, options.rank}));
   ASSIGN_OR_RETURN(const Blas* blas, LoadBlas(config.worker.blas_core));
-  CpuMlp mlp(config.model.layers, options.batch, config.worker.threads, blas);
+  const auto mlp_model = CpuSequential::Mlp(config.model.layers, options.batch,
+                                            config.worker.threads, blas);
+  CpuSequential& mlp = *mlp_model;
   RETURN_IF_ERROR(mlp.EnableInputGradient());
 
   ASSIGN_OR_RETURN(uint64_t clock, client->Register());

@@ -43,6 +43,13 @@ absl::StatusOr<Dataset> LoadDataset(const std::string& images_path,
   d.size = images.dims[0];
   d.dim = 1;
   for (size_t i = 1; i < images.dims.size(); ++i) d.dim *= images.dims[i];
+  if (images.dims.size() == 3) {
+    d.height = static_cast<int>(images.dims[1]);
+    d.width = static_cast<int>(images.dims[2]);
+  } else {
+    d.height = 1;
+    d.width = static_cast<int>(d.dim);
+  }
   if (limit > 0 && limit < d.size) d.size = limit;
   images.data.resize(d.size * d.dim);
   labels.data.resize(d.size);

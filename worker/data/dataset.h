@@ -15,7 +15,8 @@ namespace paramd {
 // float size) and are scaled to [0, 1] floats per batch.
 struct Dataset {
   int64_t size = 0;
-  int64_t dim = 0;              // Pixels per image.
+  int64_t dim = 0;              // Pixels per image: height × width.
+  int height = 1, width = 1;    // From the IDX header ([N, rows, cols]).
   int num_classes = 0;          // 1 + the largest label.
   std::vector<uint8_t> pixels;  // size × dim
   std::vector<uint8_t> labels;  // size

@@ -1,5 +1,5 @@
-// Model: the MLP's forward and backward passes behind one interface, so
-// that the compute backends (cpu, cuda) are interchangeable.
+// Model: a layer graph's forward and backward passes behind one interface,
+// so that the compute backends (cpu, cuda) are interchangeable.
 //
 // Parameters and gradients are flat float buffers: the model spec's tensors
 // concatenated in order (FlatLayout gives each tensor's offset). A Model
@@ -43,6 +43,12 @@ class Model {
 
   // Which backend runs this model, e.g. "cpu (OpenBLAS, 1 thread)".
   virtual std::string Describe() const = 0;
+
+  // The seed of the steps that follow (until set again): what dropout's
+  // masks derive from, so that a retried or restored step computes the
+  // same gradient. The trainer sets it per step from (job seed, rank,
+  // clock).
+  virtual void SetStepSeed(uint64_t seed) {}
 
   // Mean softmax cross-entropy over the batch x [n × inputs], labels y;
   // writes d(loss)/d(params) into `grads` (same layout as `params`).

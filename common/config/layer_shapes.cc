@@ -1,0 +1,232 @@
+#include "common/config/layer_shapes.h"
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+
+namespace paramd {
+namespace {
+
+// One sample's activation may hold at most this many floats (64 MiB).
+constexpr int64_t kMaxActivation = int64_t{1} << 24;
+
+class Inference {
+ public:
+  explicit Inference(GraphError* where) : where_(where) {}
+
+  absl::Status Refuse(int layer, const LayerConfig& c, std::string field,
+                      const std::string& message) {
+    std::string place =
+        absl::StrCat("model.layers[", layer, "] (", LayerKindName(c.kind), ")");
+    if (!field.empty()) absl::StrAppend(&place, ".", field);
+    if (where_ != nullptr) *where_ = GraphError{layer, field, place, message};
+    return absl::InvalidArgumentError(absl::StrCat(place, ": ", message));
+  }
+
+  absl::Status RefuseGraph(const std::string& field,
+                           const std::string& message) {
+    if (where_ != nullptr) *where_ = GraphError{-1, field, field, message};
+    return absl::InvalidArgumentError(absl::StrCat(field, ": ", message));
+  }
+
+  // The output shape of layer `i` on input `in`.
+  absl::StatusOr<ActShape> Out(int i, const LayerConfig& c, const ActShape& in);
+
+ private:
+  absl::Status NeedImage(int i, const LayerConfig& c, const ActShape& in) {
+    if (in.image) return absl::OkStatus();
+    return Refuse(i, c, "",
+                  absl::StrCat("needs an image input (channels, height, "
+                               "width); its input is ",
+                               in.ToString()));
+  }
+  absl::StatusOr<ActShape> Window(int i, const LayerConfig& c,
+                                  const ActShape& in, int channels);
+
+  GraphError* where_;
+};
+
+absl::StatusOr<ActShape> Inference::Window(int i, const LayerConfig& c,
+                                           const ActShape& in, int channels) {
+  if (absl::Status s = NeedImage(i, c, in); !s.ok()) return s;
+  if (c.kernel < 1 || c.kernel > 1024) {
+    return Refuse(i, c, "kernel",
+                  absl::StrCat("must be in [1, 1024], not ", c.kernel));
+  }
+  if (c.stride < 1 || c.stride > 1024) {
+    return Refuse(i, c, "stride",
+                  absl::StrCat("must be in [1, 1024], not ", c.stride));
+  }
+  if (c.padding < 0 || c.padding >= c.kernel) {
+    return Refuse(i, c, "padding",
+                  absl::StrCat("must be in [0, kernel), [0, ", c.kernel,
+                               "), not ", c.padding));
+  }
+  const int h = in.h + 2 * c.padding, w = in.w + 2 * c.padding;
+  if (c.kernel > h || c.kernel > w) {
+    return Refuse(
+        i, c, "kernel",
+        absl::StrCat(c.kernel, "×", c.kernel, " is larger than its input ",
+                     in.ToString(),
+                     c.padding > 0 ? absl::StrCat(" padded by ", c.padding)
+                                   : std::string()));
+  }
+  return ActShape{channels, (h - c.kernel) / c.stride + 1,
+                  (w - c.kernel) / c.stride + 1, true};
+}
+
+absl::StatusOr<ActShape> Inference::Out(int i, const LayerConfig& c,
+                                        const ActShape& in) {
+  switch (c.kind) {
+    case LayerKind::kDense:
+      if (in.image) {
+        return Refuse(i, c, "",
+                      absl::StrCat("its input is an image ", in.ToString(),
+                                   "; put a flatten layer before it"));
+      }
+      if (c.out < 1 || c.out > (1 << 20)) {
+        return Refuse(i, c, "out",
+                      absl::StrCat("must be in [1, 1048576], not ", c.out));
+      }
+      return ActShape{c.out, 1, 1, false};
+    case LayerKind::kConv2d:
+      if (c.out < 1 || c.out > 4096) {
+        return Refuse(i, c, "out",
+                      absl::StrCat("output channels must be in [1, 4096], "
+                                   "not ",
+                                   c.out));
+      }
+      return Window(i, c, in, c.out);
+    case LayerKind::kMaxPool2d:
+    case LayerKind::kAvgPool2d:
+      return Window(i, c, in, in.c);
+    case LayerKind::kRelu:
+      return in;
+    case LayerKind::kDropout:
+      if (!(c.p >= 0 && c.p < 1)) {
+        return Refuse(i, c, "p", absl::StrCat("must be in [0, 1), not ", c.p));
+      }
+      return in;
+    case LayerKind::kFlatten:
+      return ActShape{static_cast<int>(in.size()), 1, 1, false};
+  }
+  return Refuse(i, c, "", "unknown layer kind");
+}
+
+absl::StatusOr<LayerGraph> FromWidths(const std::vector<int>& widths) {
+  LayerGraph g;
+  if (widths.size() < 2) {
+    return absl::InvalidArgumentError(
+        "model.layers: expected at least two widths");
+  }
+  g.dense_stack = true;
+  g.widths = widths;
+  g.input = ActShape{widths[0], 1, 1, false};
+  ActShape at = g.input;
+  for (size_t l = 1; l < widths.size(); ++l) {
+    GraphLayer dense;
+    dense.config.kind = LayerKind::kDense;
+    dense.config.out = widths[l];
+    dense.in = at;
+    dense.out = at = ActShape{widths[l], 1, 1, false};
+    dense.name = absl::StrCat("fc", l);
+    g.layers.push_back(dense);
+    if (l + 1 < widths.size()) {
+      GraphLayer relu;
+      relu.config.kind = LayerKind::kRelu;
+      relu.in = relu.out = at;
+      g.layers.push_back(relu);
+    }
+  }
+  return g;
+}
+
+}  // namespace
+
+std::string ActShape::ToString() const {
+  if (!image) return absl::StrCat("flat ", c);
+  return absl::StrCat(c, "×", h, "×", w);
+}
+
+absl::StatusOr<LayerGraph> InferLayerGraph(const ModelConfig& model,
+                                           GraphError* where) {
+  if (model.graph.empty()) return FromWidths(model.layers);
+  Inference inf(where);
+  const InputConfig& in = model.input;
+  if (in.channels < 1 || in.height < 1 || in.width < 1 ||
+      int64_t{in.channels} * in.height * in.width > kMaxActivation) {
+    return inf.RefuseGraph(
+        "model.input",
+        absl::StrCat("needs a positive shape of at most 2^24 "
+                     "elements, not ",
+                     in.channels, "×", in.height, "×", in.width));
+  }
+  LayerGraph g;
+  g.input = ActShape{in.channels, in.height, in.width, in.image};
+  ActShape at = g.input;
+  int dense = 0, conv = 0;
+  bool trainable = false;
+  for (size_t i = 0; i < model.graph.size(); ++i) {
+    const LayerConfig& c = model.graph[i];
+    GraphLayer layer;
+    layer.config = c;
+    layer.in = at;
+    absl::StatusOr<ActShape> out = inf.Out(static_cast<int>(i), c, at);
+    if (!out.ok()) return out.status();
+    if (out->size() > kMaxActivation) {
+      return inf.Refuse(static_cast<int>(i), c, "",
+                        absl::StrCat("gives ", out->ToString(),
+                                     ", more than 2^24 elements per sample"));
+    }
+    layer.out = at = *out;
+    if (c.kind == LayerKind::kDense) layer.name = absl::StrCat("fc", ++dense);
+    if (c.kind == LayerKind::kConv2d) {
+      layer.name = absl::StrCat("conv", ++conv);
+    }
+    trainable = trainable || !layer.name.empty();
+    g.layers.push_back(std::move(layer));
+  }
+  const GraphLayer& last = g.layers.back();
+  if (last.out.image || last.out.c < 2) {
+    return inf.Refuse(static_cast<int>(g.layers.size() - 1), last.config, "",
+                      absl::StrCat("the last layer must give a flat vector of "
+                                   "at least 2 class scores (the loss is "
+                                   "softmax cross-entropy); it gives ",
+                                   last.out.ToString()));
+  }
+  if (!trainable) {
+    return inf.RefuseGraph("model.layers",
+                           "has no trainable layer (dense or conv2d)");
+  }
+  return g;
+}
+
+std::string DescribeGraph(const LayerGraph& graph) {
+  if (graph.dense_stack) return absl::StrJoin(graph.widths, "-");
+  std::vector<std::string> parts = {graph.input.ToString()};
+  for (const GraphLayer& l : graph.layers) {
+    const LayerConfig& c = l.config;
+    switch (c.kind) {
+      case LayerKind::kDense:
+        parts.push_back(absl::StrCat("dense(", c.out, ")"));
+        break;
+      case LayerKind::kConv2d:
+        parts.push_back(absl::StrCat("conv2d(", c.out, ", k", c.kernel, ", s",
+                                     c.stride, ", p", c.padding, ")"));
+        break;
+      case LayerKind::kMaxPool2d:
+      case LayerKind::kAvgPool2d:
+        parts.push_back(absl::StrCat(LayerKindName(c.kind), "(k", c.kernel,
+                                     ", s", c.stride, ")"));
+        break;
+      case LayerKind::kDropout:
+        parts.push_back(absl::StrCat("dropout(", c.p, ")"));
+        break;
+      default:
+        parts.push_back(LayerKindName(c.kind));
+    }
+  }
+  return absl::StrJoin(parts, " ");
+}
+
+}  // namespace paramd

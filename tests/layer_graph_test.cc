@@ -1,0 +1,230 @@
+// The typed layer graph of the job file: shapes inferred, tensors named,
+// the shorthand's meaning kept, and every bad layer refused naming its
+// index, its field, the shapes involved and the line.
+#include <catch2/catch.hpp>
+#include <string>
+
+#include "absl/strings/str_cat.h"
+#include "common/config/job_file.h"
+#include "common/config/layer_shapes.h"
+#include "common/model/model_spec.h"
+#include "tests/test_files.h"
+
+namespace paramd {
+namespace {
+
+using testing::JobOptions;
+using testing::JobYaml;
+using testing::NewTempDir;
+using testing::WriteFile;
+
+constexpr char kImage[] = "  input: {channels: 1, height: 28, width: 28}\n";
+
+// A job whose model.layers is `layers` (YAML list items, one per line) on
+// `input` (a line of the model section, or empty).
+std::string GraphJob(const std::string& layers,
+                     const std::string& input = kImage) {
+  JobOptions o;
+  o.layers = "\n" + layers;
+  o.model_extra = input;
+  return JobYaml(o);
+}
+
+absl::StatusOr<JobConfig> Load(const std::string& yaml) {
+  return LoadJobConfig(WriteFile(NewTempDir() + "/job.yaml", yaml));
+}
+
+std::string ErrorOf(const std::string& yaml) {
+  absl::StatusOr<JobConfig> c = Load(yaml);
+  return c.ok() ? "" : std::string(c.status().message());
+}
+
+constexpr char kCnn[] =
+    "    - conv2d: {out: 8, kernel: 3, padding: 1}\n"
+    "    - relu\n"
+    "    - max_pool2d: {kernel: 2}\n"
+    "    - conv2d: {out: 16, kernel: 3, stride: 2}\n"
+    "    - avg_pool2d: {kernel: 2, stride: 1}\n"
+    "    - flatten\n"
+    "    - dropout: {p: 0.25}\n"
+    "    - dense: {out: 10}\n";
+
+TEST_CASE("a CNN's shapes are inferred layer by layer", "[config][layers]") {
+  absl::StatusOr<JobConfig> c = Load(GraphJob(kCnn));
+  INFO(c.status().ToString());
+  REQUIRE(c.ok());
+  absl::StatusOr<LayerGraph> g = InferLayerGraph(c->model);
+  REQUIRE(g.ok());
+  REQUIRE(g->layers.size() == 8);
+  CHECK_FALSE(g->dense_stack);
+  CHECK(g->input.ToString() == "1×28×28");
+  CHECK(g->layers[0].out.ToString() == "8×28×28");  // padding 1 keeps 28
+  CHECK(g->layers[2].out.ToString() == "8×14×14");  // pool: stride = kernel
+  CHECK(g->layers[3].out.ToString() == "16×6×6");   // (14 - 3) / 2 + 1
+  CHECK(g->layers[4].out.ToString() == "16×5×5");
+  CHECK(g->layers[5].out.ToString() == "flat 400");
+  CHECK(g->layers[6].config.p == 0.25);
+  CHECK(g->classes() == 10);
+  CHECK(g->layers[0].name == "conv1");
+  CHECK(g->layers[3].name == "conv2");
+  CHECK(g->layers[7].name == "fc1");
+  CHECK(g->layers[1].name.empty());
+  CHECK(DescribeGraph(*g) ==
+        "1×28×28 conv2d(8, k3, s1, p1) relu max_pool2d(k2, s2) "
+        "conv2d(16, k3, s2, p0) avg_pool2d(k2, s1) flatten dropout(0.25) "
+        "dense(10)");
+}
+
+TEST_CASE("a graph's tensors are named and shaped per layer",
+          "[config][layers]") {
+  absl::StatusOr<JobConfig> c = Load(GraphJob(kCnn));
+  REQUIRE(c.ok());
+  const ModelSpec spec = BuildModelSpec(c->model);
+  REQUIRE(spec.tensors.size() == 6);
+  CHECK(spec.tensors[0].name == "conv1.weight");
+  CHECK(spec.tensors[0].shape == std::vector<int64_t>{8, 1, 3, 3});
+  CHECK(spec.tensors[0].init_bound == Approx(1 / 3.0));
+  CHECK(spec.tensors[1].name == "conv1.bias");
+  CHECK(spec.tensors[2].name == "conv2.weight");
+  CHECK(spec.tensors[2].shape == std::vector<int64_t>{16, 8, 3, 3});
+  CHECK(spec.tensors[4].name == "fc1.weight");
+  CHECK(spec.tensors[4].shape == std::vector<int64_t>{400, 10});
+  CHECK(spec.tensors[5].shape == std::vector<int64_t>{10});
+  CHECK(spec.total_elements == 8 * 9 + 8 + 16 * 72 + 16 + 4000 + 10);
+}
+
+TEST_CASE("the width shorthand keeps its meaning", "[config][layers]") {
+  JobOptions o;
+  o.layers = "[784, 64, 10]";
+  absl::StatusOr<JobConfig> c = Load(JobYaml(o));
+  REQUIRE(c.ok());
+  absl::StatusOr<LayerGraph> g = InferLayerGraph(c->model);
+  REQUIRE(g.ok());
+  CHECK(g->dense_stack);
+  CHECK(DescribeGraph(*g) == "784-64-10");
+  REQUIRE(g->layers.size() == 3);
+  CHECK(g->layers[1].config.kind == LayerKind::kRelu);
+  // The same tensors as the typed graph dense 64, relu, dense 10.
+  absl::StatusOr<JobConfig> typed = Load(
+      GraphJob("    - dense: {out: 64}\n    - relu\n    - dense: {out: 10}\n",
+               "  input: 784\n"));
+  INFO(typed.status().ToString());
+  REQUIRE(typed.ok());
+  const ModelSpec a = BuildModelSpec(c->model);
+  const ModelSpec b = BuildModelSpec(typed->model);
+  REQUIRE(a.tensors.size() == b.tensors.size());
+  for (size_t i = 0; i < a.tensors.size(); ++i) {
+    CHECK(a.tensors[i].name == b.tensors[i].name);
+    CHECK(a.tensors[i].shape == b.tensors[i].shape);
+    CHECK(a.tensors[i].init_bound == b.tensors[i].init_bound);
+  }
+}
+
+TEST_CASE("every bad layer is refused naming its index, field and shapes",
+          "[config][layers]") {
+  struct Case {
+    std::string layers, input, expect;
+  };
+  const std::string flat = "    - flatten\n    - dense: {out: 10}\n";
+  const Case cases[] = {
+      {"    - conv2d: {out: 4, kernel: 30}\n" + flat, kImage,
+       "model.layers[0] (conv2d).kernel: 30×30 is larger than its input "
+       "1×28×28"},
+      {"    - conv2d: {out: 4, kernel: 29, padding: 0}\n" + flat, kImage,
+       "larger than its input 1×28×28"},
+      {"    - conv2d: {out: 4, kernel: 3, padding: 3}\n" + flat, kImage,
+       "model.layers[0] (conv2d).padding: must be in [0, kernel), [0, 3), "
+       "not 3"},
+      {"    - conv2d: {out: 4, kernel: 3, stride: 0}\n" + flat, kImage,
+       "model.layers[0] (conv2d).stride: must be in [1, 1024], not 0"},
+      {"    - conv2d: {out: 0, kernel: 3}\n" + flat, kImage,
+       "model.layers[0] (conv2d).out: output channels must be in [1, 4096]"},
+      {"    - conv2d: {out: 4, kernel: 3}\n    - dense: {out: 10}\n", kImage,
+       "model.layers[1] (dense): its input is an image 4×26×26; put a "
+       "flatten layer before it"},
+      {"    - dense: {out: 10}\n", "  input: 784\n", ""},
+      {"    - conv2d: {out: 4, kernel: 3}\n" + flat, "  input: 784\n",
+       "model.layers[0] (conv2d): needs an image input (channels, height, "
+       "width); its input is flat 784"},
+      {"    - max_pool2d: {kernel: 2}\n    - max_pool2d: {kernel: 16}\n" + flat,
+       kImage,
+       "model.layers[1] (max_pool2d).kernel: 16×16 is larger than "
+       "its input 1×14×14"},
+      {"    - flatten\n    - dropout: {p: 1.5}\n    - dense: {out: 10}\n",
+       kImage, "model.layers[1] (dropout).p: must be in [0, 1), not 1.5"},
+      {"    - conv2d: {out: 4, kernel: 3}\n", kImage,
+       "model.layers[0] (conv2d): the last layer must give a flat vector of "
+       "at least 2 class scores (the loss is softmax cross-entropy); it "
+       "gives 4×26×26"},
+      {"    - flatten\n    - relu\n", kImage,
+       "model.layers: has no trainable layer (dense or conv2d)"},
+      {"    - conv3d: {out: 4}\n" + flat, kImage,
+       "model.layers[0]: unknown layer kind 'conv3d' (expected: dense, "
+       "conv2d, max_pool2d, avg_pool2d, relu, dropout or flatten)"},
+      {"    - batch_norm\n" + flat, kImage,
+       "unknown layer kind 'batch_norm' (not implemented yet as a layer)"},
+      {"    - dense: {out: 10, kernel: 3}\n", "  input: 784\n",
+       "model.layers[0].dense.kernel: unknown key (allowed here: out)"},
+      {"    - dense\n", "  input: 784\n",
+       "model.layers[0].dense: missing required field out"},
+      {"    - conv2d: {out: 4}\n" + flat, kImage,
+       "model.layers[0].conv2d.kernel: missing required field"},
+      {"    - {dense: {out: 4}, relu: null}\n" + flat, kImage,
+       "model.layers[0]: expected a layer: a kind"},
+      {flat, "", "model.input: a typed model.layers needs the input's shape"},
+      {flat, "  input: {channels: 1, height: 0, width: 28}\n",
+       "model.input.height: must be in [1, 65536]"},
+  };
+  for (const Case& c : cases) {
+    const std::string yaml = GraphJob(c.layers, c.input);
+    INFO(yaml);
+    const std::string error = ErrorOf(yaml);
+    if (c.expect.empty()) {
+      CHECK(error.empty());
+      continue;
+    }
+    CHECK_THAT(error, Catch::Contains(c.expect));
+  }
+}
+
+TEST_CASE("a refusal points at the line of the layer's field",
+          "[config][layers]") {
+  const std::string yaml = GraphJob(
+      "    - conv2d: {out: 4, kernel: 3}\n"
+      "    - max_pool2d:\n"
+      "        kernel: 40\n"
+      "    - flatten\n    - dense: {out: 10}\n");
+  const std::string error = ErrorOf(yaml);
+  int line = 1;
+  for (size_t i = 0; i < yaml.find("kernel: 40"); ++i) line += yaml[i] == '\n';
+  CHECK_THAT(error, Catch::Contains(absl::StrCat(":", line,
+                                                 ": model.layers[1] "
+                                                 "(max_pool2d).kernel")));
+}
+
+TEST_CASE("model.input is for typed layers only; typed layers are for mlp",
+          "[config][layers]") {
+  JobOptions o;
+  o.model_extra = "  input: 784\n";
+  CHECK_THAT(ErrorOf(JobYaml(o)),
+             Catch::Contains("model.input: applies to a typed model.layers "
+                             "only"));
+  JobOptions bag;
+  bag.model_type = "embedding_bag";
+  bag.layers = "\n    - dense: {out: 10}\n";
+  CHECK_THAT(ErrorOf(JobYaml(bag)),
+             Catch::Contains("typed layers are for model.type mlp"));
+}
+
+TEST_CASE("the shipped CNN job validates", "[config][layers]") {
+  absl::StatusOr<JobConfig> c = LoadJobConfig("configs/fashion_mnist_cnn.yaml");
+  INFO(c.status().ToString());
+  REQUIRE(c.ok());
+  absl::StatusOr<LayerGraph> g = InferLayerGraph(c->model);
+  REQUIRE(g.ok());
+  CHECK(g->input.ToString() == "1×28×28");
+  CHECK(g->classes() == 10);
+}
+
+}  // namespace
+}  // namespace paramd
