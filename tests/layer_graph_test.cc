@@ -44,6 +44,7 @@ constexpr char kCnn[] =
     "    - relu\n"
     "    - max_pool2d: {kernel: 2}\n"
     "    - conv2d: {out: 16, kernel: 3, stride: 2}\n"
+    "    - batch_norm: {momentum: 0.2}\n"
     "    - avg_pool2d: {kernel: 2, stride: 1}\n"
     "    - flatten\n"
     "    - dropout: {p: 0.25}\n"
@@ -55,24 +56,28 @@ TEST_CASE("a CNN's shapes are inferred layer by layer", "[config][layers]") {
   REQUIRE(c.ok());
   absl::StatusOr<LayerGraph> g = InferLayerGraph(c->model);
   REQUIRE(g.ok());
-  REQUIRE(g->layers.size() == 8);
+  REQUIRE(g->layers.size() == 9);
   CHECK_FALSE(g->dense_stack);
   CHECK(g->input.ToString() == "1×28×28");
   CHECK(g->layers[0].out.ToString() == "8×28×28");  // padding 1 keeps 28
   CHECK(g->layers[2].out.ToString() == "8×14×14");  // pool: stride = kernel
   CHECK(g->layers[3].out.ToString() == "16×6×6");   // (14 - 3) / 2 + 1
-  CHECK(g->layers[4].out.ToString() == "16×5×5");
-  CHECK(g->layers[5].out.ToString() == "flat 400");
-  CHECK(g->layers[6].config.p == 0.25);
+  CHECK(g->layers[4].out.ToString() == "16×6×6");   // batch norm
+  CHECK(g->layers[4].config.momentum == 0.2);
+  CHECK(g->layers[4].config.eps == 1e-5);
+  CHECK(g->layers[5].out.ToString() == "16×5×5");
+  CHECK(g->layers[6].out.ToString() == "flat 400");
+  CHECK(g->layers[7].config.p == 0.25);
   CHECK(g->classes() == 10);
   CHECK(g->layers[0].name == "conv1");
   CHECK(g->layers[3].name == "conv2");
-  CHECK(g->layers[7].name == "fc1");
+  CHECK(g->layers[4].name == "bn1");
+  CHECK(g->layers[8].name == "fc1");
   CHECK(g->layers[1].name.empty());
   CHECK(DescribeGraph(*g) ==
         "1×28×28 conv2d(8, k3, s1, p1) relu max_pool2d(k2, s2) "
-        "conv2d(16, k3, s2, p0) avg_pool2d(k2, s1) flatten dropout(0.25) "
-        "dense(10)");
+        "conv2d(16, k3, s2, p0) batch_norm(0.2) avg_pool2d(k2, s1) flatten "
+        "dropout(0.25) dense(10)");
 }
 
 TEST_CASE("a graph's tensors are named and shaped per layer",
@@ -80,17 +85,28 @@ TEST_CASE("a graph's tensors are named and shaped per layer",
   absl::StatusOr<JobConfig> c = Load(GraphJob(kCnn));
   REQUIRE(c.ok());
   const ModelSpec spec = BuildModelSpec(c->model);
-  REQUIRE(spec.tensors.size() == 6);
+  REQUIRE(spec.tensors.size() == 10);
   CHECK(spec.tensors[0].name == "conv1.weight");
   CHECK(spec.tensors[0].shape == std::vector<int64_t>{8, 1, 3, 3});
   CHECK(spec.tensors[0].init_bound == Approx(1 / 3.0));
   CHECK(spec.tensors[1].name == "conv1.bias");
   CHECK(spec.tensors[2].name == "conv2.weight");
   CHECK(spec.tensors[2].shape == std::vector<int64_t>{16, 8, 3, 3});
-  CHECK(spec.tensors[4].name == "fc1.weight");
-  CHECK(spec.tensors[4].shape == std::vector<int64_t>{400, 10});
-  CHECK(spec.tensors[5].shape == std::vector<int64_t>{10});
-  CHECK(spec.total_elements == 8 * 9 + 8 + 16 * 72 + 16 + 4000 + 10);
+  const char* bn[] = {"bn1.weight", "bn1.bias", "bn1.running_mean",
+                      "bn1.running_var"};
+  const float init[] = {1, 0, 0, 1};
+  for (int i = 0; i < 4; ++i) {
+    const TensorSpec& t = spec.tensors[4 + i];
+    CHECK(t.name == bn[i]);
+    CHECK(t.shape == std::vector<int64_t>{16});
+    CHECK(t.init_constant);
+    CHECK(t.init_value == init[i]);
+    CHECK((t.kind == TensorKind::kStatistic) == (i >= 2));
+  }
+  CHECK(spec.tensors[8].name == "fc1.weight");
+  CHECK(spec.tensors[8].shape == std::vector<int64_t>{400, 10});
+  CHECK(spec.tensors[9].shape == std::vector<int64_t>{10});
+  CHECK(spec.total_elements == 8 * 9 + 8 + 16 * 72 + 16 + 4 * 16 + 4000 + 10);
 }
 
 TEST_CASE("the width shorthand keeps its meaning", "[config][layers]") {
@@ -160,9 +176,15 @@ TEST_CASE("every bad layer is refused naming its index, field and shapes",
        "model.layers: has no trainable layer (dense or conv2d)"},
       {"    - conv3d: {out: 4}\n" + flat, kImage,
        "model.layers[0]: unknown layer kind 'conv3d' (expected: dense, "
-       "conv2d, max_pool2d, avg_pool2d, relu, dropout or flatten)"},
-      {"    - batch_norm\n" + flat, kImage,
-       "unknown layer kind 'batch_norm' (not implemented yet as a layer)"},
+       "conv2d, max_pool2d, avg_pool2d, relu, dropout, flatten or "
+       "batch_norm)"},
+      {"    - embedding_bag: {table: t}\n" + flat, kImage,
+       "unknown layer kind 'embedding_bag' (not implemented yet as a layer)"},
+      {"    - batch_norm: {momentum: 0}\n" + flat, kImage,
+       "model.layers[0] (batch_norm).momentum: must be in (0, 1], not 0"},
+      {"    - batch_norm: {eps: 2}\n" + flat, kImage,
+       "model.layers[0] (batch_norm).eps: must be in (0, 1), not 2"},
+      {"    - batch_norm\n" + flat, kImage, ""},
       {"    - dense: {out: 10, kernel: 3}\n", "  input: 784\n",
        "model.layers[0].dense.kernel: unknown key (allowed here: out)"},
       {"    - dense\n", "  input: 784\n",

@@ -151,8 +151,18 @@ struct Probe {
   }
 };
 
-// Every parameter's and every input's gradient against (L(+ε) - L(-ε))/2ε.
+// Every parameter's and every input's gradient against (L(+ε) - L(-ε))/2ε;
+// statistics (batch norm's running values) are no gradient and skipped.
 void CheckFiniteDifferences(Probe& p) {
+  const ModelSpec spec = BuildModelSpec(p.config);
+  const FlatLayout layout(spec);
+  std::vector<bool> statistic(p.params.size(), false);
+  for (size_t t = 0; t < spec.tensors.size(); ++t) {
+    if (spec.tensors[t].kind != TensorKind::kStatistic) continue;
+    for (int64_t i = 0; i < spec.tensors[t].num_elements; ++i) {
+      statistic[layout.offset[t] + i] = true;
+    }
+  }
   CpuSequential model(p.graph, p.n, 1, TheBlas());
   REQUIRE(model.EnableInputGradient().ok());
   model.SetStepSeed(5);
@@ -171,6 +181,7 @@ void CheckFiniteDifferences(Probe& p) {
                                    absl::MakeSpan(scratch));
   };
   for (size_t i = 0; i < p.params.size(); ++i) {
+    if (statistic[i]) continue;
     std::vector<float> q = p.params;
     q[i] += eps;
     const double up = loss(q, p.x);
@@ -223,6 +234,15 @@ TEST_CASE("each layer's backward matches central finite differences",
              {Conv(2, 1, 1, 0), Pool(LayerKind::kAvgPool2d, 3, 2), flatten,
               Dense(3)}),
        2},
+      {"conv + batch norm per channel + relu, batch 3",
+       Graph(2, 5, 5,
+             {Conv(3, 3, 1, 1), Kind(LayerKind::kBatchNorm),
+              Kind(LayerKind::kRelu), flatten, Dense(3)}),
+       3},
+      {"batch norm per feature on a flat input, batch 4",
+       Graph(1, 2, 3,
+             {flatten, Dense(5), Kind(LayerKind::kBatchNorm), Dense(3)}),
+       4},
       {"dense + relu + dropout 0.3 + dense (the mask fixed by the seed)",
        Graph(1, 3, 4,
              {flatten, Dense(6), Kind(LayerKind::kRelu),
@@ -234,6 +254,60 @@ TEST_CASE("each layer's backward matches central finite differences",
       Probe p(c.model, c.batch);
       CheckFiniteDifferences(p);
     }
+  }
+}
+
+TEST_CASE("batch norm pushes its statistics' change and evaluates with them",
+          "[model][layers]") {
+  // One channel of 2×2 over a batch of 2: values 1..8, mean 4.5, biased
+  // variance 5.25, unbiased 6.
+  ModelConfig m =
+      Graph(1, 2, 2,
+            {Kind(LayerKind::kBatchNorm), Kind(LayerKind::kFlatten), Dense(2)});
+  m.graph[0].momentum = 0.1;
+  Probe p(m, 2);
+  p.x = {1, 2, 3, 4, 5, 6, 7, 8};
+  const ModelSpec spec = BuildModelSpec(m);
+  REQUIRE(spec.tensors.size() == 6);
+  CHECK(spec.tensors[2].name == "bn1.running_mean");
+  CHECK(spec.tensors[2].kind == TensorKind::kStatistic);
+  CHECK(spec.tensors[3].name == "bn1.running_var");
+  CHECK(spec.tensors[0].kind == TensorKind::kTrainable);
+  // As the servers initialise them: gamma 1, beta 0, mean 0, var 1.
+  const FlatLayout layout(spec);
+  for (size_t t = 0; t < 4; ++t) {
+    InitTensorRange(spec.tensors[t], 1, static_cast<int>(t), 0,
+                    absl::MakeSpan(p.params).subspan(layout.offset[t], 1));
+  }
+  CHECK(std::vector<float>(p.params.begin(), p.params.begin() + 4) ==
+        std::vector<float>{1, 0, 0, 1});
+  CpuSequential model(p.graph, p.n, 1, TheBlas());
+  std::vector<float> grads(p.params.size());
+  REQUIRE(model
+              .ComputeGradients(p.params, p.x.data(), p.y.data(), p.n,
+                                absl::MakeSpan(grads))
+              .ok());
+  CHECK(grads[2] == Approx(0.1 * 4.5));
+  CHECK(grads[3] == Approx(0.1 * (6 - 1)));
+  // Evaluation normalises with the running values the servers hold: with
+  // mean 4.5 and variance 5.25 (the batch's own) it gives what training's
+  // forward gave; with the initial ones, the input unchanged.
+  std::vector<float> params = p.params;
+  params[2] = 4.5f;
+  params[3] = 5.25f;
+  LayerPass train{params, absl::MakeSpan(grads), nullptr, true, 0, 2};
+  LayerPass eval{params, {}, nullptr, false, 0, 2};
+  int64_t offset = 0;
+  auto bn = MakeCpuLayer(p.graph.layers[0], &offset, TheBlas());
+  std::vector<float> a(8), b(8);
+  REQUIRE(bn->Forward(train, p.x.data(), a.data()).ok());
+  REQUIRE(bn->Forward(eval, p.x.data(), b.data()).ok());
+  for (int i = 0; i < 8; ++i) CHECK(b[i] == Approx(a[i]).margin(1e-5));
+  CHECK(a[0] == Approx((1 - 4.5) / std::sqrt(5.25 + 1e-5)));
+  LayerPass initial{p.params, {}, nullptr, false, 0, 2};
+  REQUIRE(bn->Forward(initial, p.x.data(), b.data()).ok());
+  for (int i = 0; i < 8; ++i) {
+    CHECK(b[i] == Approx(p.x[i] / std::sqrt(1 + 1e-5)));
   }
 }
 

@@ -163,3 +163,51 @@ TEST_CASE("a snapshot's float16 halves follow its version, also in place",
 
 }  // namespace
 }  // namespace paramd
+
+namespace paramd {
+namespace {
+
+TEST_CASE("a statistic's chunk adds what is pushed, without the optimizer",
+          "[store][optimizer]") {
+  ModelSpec spec;
+  spec.tensors.push_back({"w", {4}, 4, 0.5f});
+  TensorSpec var{"bn1.running_var", {3}, 3, 0};
+  var.init_constant = true;
+  var.init_value = 1;
+  var.kind = TensorKind::kStatistic;
+  spec.tensors.push_back(var);
+  spec.total_elements = 7;
+  const PartitionPlan plan = *PartitionPlan::Build(spec, 1 << 20, 1);
+  OptimizerConfig c;
+  c.type = "sgd";
+  c.learning_rate = 0.5;
+  c.momentum = 0.9;
+  c.weight_decay = 0.1;
+  ShardStore store(spec, plan, 0, 3, *MakeOptimizer(c));
+  REQUIRE(store.num_chunks() == 2);
+  const std::vector<float> w_grad(4, 1.0f), v_push = {0.5f, -0.25f, 2.0f};
+  std::vector<absl::Span<const float>> views = {w_grad, v_push};
+  for (int step = 0; step < 2; ++step) store.ApplyStep(views, 0.5f);
+  store.Read([&](uint64_t version, absl::Span<const std::vector<float>> p) {
+    CHECK(version == 2);
+    // 1 + 2 × 0.5 × push: no learning rate, momentum or decay.
+    CHECK(p[1] == std::vector<float>{1.5f, 0.75f, 3.0f});
+  });
+  // A checkpoint carries the statistics like any parameter.
+  std::string state;
+  store.SaveState(&state);
+  ShardStore restored(spec, plan, 0, 3, *MakeOptimizer(c));
+  REQUIRE(restored.RestoreState(state).ok());
+  restored.Read([&](uint64_t version, absl::Span<const std::vector<float>> p) {
+    CHECK(version == 2);
+    CHECK(p[1] == std::vector<float>{1.5f, 0.75f, 3.0f});
+  });
+  // The plan's fingerprint tells a statistic from a trainable tensor.
+  ModelSpec trainable = spec;
+  trainable.tensors[1].kind = TensorKind::kTrainable;
+  CHECK(PartitionPlan::Build(trainable, 1 << 20, 1)->fingerprint() !=
+        plan.fingerprint());
+}
+
+}  // namespace
+}  // namespace paramd

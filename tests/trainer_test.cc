@@ -5,6 +5,7 @@
 
 #include <catch2/catch.hpp>
 #include <map>
+#include <thread>
 #include <vector>
 
 #include "tests/in_process_client.h"
@@ -138,10 +139,11 @@ TEST_CASE("a rank the shards dropped registers again and carries on",
   CHECK(cluster.calls().epoch_reports == 1);
 }
 
-// SmallJob with a typed graph on `input`.
-JobConfig GraphJob(const std::string& input, const std::string& layers) {
+// SmallJob with a typed graph on `input`, for `workers` workers.
+JobConfig GraphJob(const std::string& input, const std::string& layers,
+                   int workers = 1) {
   JobOptions o;
-  o.workers = 1;
+  o.workers = workers;
   o.layers = layers;
   o.model_extra = input;
   o.epochs = 2;
@@ -167,6 +169,53 @@ TEST_CASE("a CNN trains through the servers like the MLP", "[trainer]") {
   cluster.shard(0).GetStatus(&status);
   REQUIRE(status.epochs_size() == 2);
   CHECK(status.epochs(1).train_loss() < status.epochs(0).train_loss());
+  CHECK(status.epochs(1).test_accuracy() > 0.3);  // chance: 0.1
+}
+
+TEST_CASE(
+    "batch norm's statistics are the servers': every worker holds the same",
+    "[trainer]") {
+  const JobConfig config = GraphJob(
+      "  input: {channels: 1, height: 28, width: 28}\n",
+      "\n    - conv2d: {out: 4, kernel: 3, stride: 2}\n    - batch_norm\n"
+      "    - relu\n    - flatten\n    - dense: {out: 10}\n",
+      /*workers=*/2);
+  InProcessCluster cluster(config);
+  std::vector<std::unique_ptr<Trainer>> trainers;
+  for (int rank = 0; rank < 2; ++rank) {
+    auto t = Trainer::Create(config, rank, TrainerOptions(),
+                             cluster.ClientFactory());
+    REQUIRE(t.ok());
+    trainers.push_back(*std::move(t));
+  }
+  std::vector<absl::Status> results(2);
+  {
+    std::vector<std::thread> threads;
+    for (int r = 0; r < 2; ++r) {
+      threads.emplace_back([&, r] { results[r] = trainers[r]->Run(); });
+    }
+    for (std::thread& t : threads) t.join();
+  }
+  REQUIRE(results[0].ok());
+  REQUIRE(results[1].ok());
+  // Under sync both end on the same version: statistics included.
+  CHECK(trainers[0]->params() == trainers[1]->params());
+  const ModelSpec spec = BuildModelSpec(config.model);
+  const FlatLayout layout(spec);
+  int statistics = 0;
+  for (size_t t = 0; t < spec.tensors.size(); ++t) {
+    if (spec.tensors[t].kind != TensorKind::kStatistic) continue;
+    ++statistics;
+    // The running values moved from their initial 0 (mean) and 1 (var).
+    for (int64_t i = 0; i < spec.tensors[t].num_elements; ++i) {
+      CHECK(trainers[0]->params()[layout.offset[t] + i] !=
+            spec.tensors[t].init_value);
+    }
+  }
+  CHECK(statistics == 2);
+  proto::ShardStatus status;
+  cluster.shard(0).GetStatus(&status);
+  REQUIRE(status.epochs_size() == 2);
   CHECK(status.epochs(1).test_accuracy() > 0.3);  // chance: 0.1
 }
 

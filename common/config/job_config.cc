@@ -33,6 +33,8 @@ const char* LayerKindName(LayerKind kind) {
       return "dropout";
     case LayerKind::kFlatten:
       return "flatten";
+    case LayerKind::kBatchNorm:
+      return "batch_norm";
   }
   return "unknown";
 }

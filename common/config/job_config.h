@@ -67,6 +67,7 @@ enum class LayerKind {
   kRelu,
   kDropout,
   kFlatten,
+  kBatchNorm,
 };
 
 // The job file's name of a kind, e.g. "max_pool2d".
@@ -79,6 +80,10 @@ struct LayerConfig {
   int stride = 1;   // conv2d (default 1), pools (default: kernel).
   int padding = 0;  // conv2d: zeros on every side.
   double p = 0;     // dropout: the probability an element is zeroed.
+  // batch_norm: how far each step moves the running statistics towards
+  // the batch's, and the variance's guard.
+  double momentum = 0.1;
+  double eps = 1e-5;
 };
 
 // model.input: one sample's shape. A flat input of W features is

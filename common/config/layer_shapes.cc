@@ -109,6 +109,16 @@ absl::StatusOr<ActShape> Inference::Out(int i, const LayerConfig& c,
       return in;
     case LayerKind::kFlatten:
       return ActShape{static_cast<int>(in.size()), 1, 1, false};
+    case LayerKind::kBatchNorm:
+      if (!(c.momentum > 0 && c.momentum <= 1)) {
+        return Refuse(i, c, "momentum",
+                      absl::StrCat("must be in (0, 1], not ", c.momentum));
+      }
+      if (!(c.eps > 0 && c.eps < 1)) {
+        return Refuse(i, c, "eps",
+                      absl::StrCat("must be in (0, 1), not ", c.eps));
+      }
+      return in;
   }
   return Refuse(i, c, "", "unknown layer kind");
 }
@@ -164,7 +174,7 @@ absl::StatusOr<LayerGraph> InferLayerGraph(const ModelConfig& model,
   LayerGraph g;
   g.input = ActShape{in.channels, in.height, in.width, in.image};
   ActShape at = g.input;
-  int dense = 0, conv = 0;
+  int dense = 0, conv = 0, bn = 0;
   bool trainable = false;
   for (size_t i = 0; i < model.graph.size(); ++i) {
     const LayerConfig& c = model.graph[i];
@@ -184,6 +194,7 @@ absl::StatusOr<LayerGraph> InferLayerGraph(const ModelConfig& model,
       layer.name = absl::StrCat("conv", ++conv);
     }
     trainable = trainable || !layer.name.empty();
+    if (c.kind == LayerKind::kBatchNorm) layer.name = absl::StrCat("bn", ++bn);
     g.layers.push_back(std::move(layer));
   }
   const GraphLayer& last = g.layers.back();
@@ -221,6 +232,9 @@ std::string DescribeGraph(const LayerGraph& graph) {
         break;
       case LayerKind::kDropout:
         parts.push_back(absl::StrCat("dropout(", c.p, ")"));
+        break;
+      case LayerKind::kBatchNorm:
+        parts.push_back(absl::StrCat("batch_norm(", c.momentum, ")"));
         break;
       default:
         parts.push_back(LayerKindName(c.kind));

@@ -31,8 +31,9 @@ struct ActShape {
 struct GraphLayer {
   LayerConfig config;
   ActShape in, out;
-  // Trainable layers (dense, conv2d): the prefix of their tensors' names,
-  // e.g. "fc2" or "conv1" (numbered per kind from 1); empty otherwise.
+  // Layers with tensors (dense, conv2d, batch_norm): the prefix of their
+  // tensors' names, e.g. "fc2", "conv1", "bn1" (numbered per kind from 1);
+  // empty otherwise.
   std::string name;
 };
 

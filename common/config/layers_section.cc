@@ -30,12 +30,14 @@ const std::map<std::string, KindInfo>& Kinds() {
       {"relu", {LayerKind::kRelu, {}, {}}},
       {"dropout", {LayerKind::kDropout, {"p"}, {}}},
       {"flatten", {LayerKind::kFlatten, {}, {}}},
+      {"batch_norm", {LayerKind::kBatchNorm, {"momentum", "eps"}, {}}},
   };
   return *kinds;
 }
 
 constexpr char kKindList[] =
-    "dense, conv2d, max_pool2d, avg_pool2d, relu, dropout or flatten";
+    "dense, conv2d, max_pool2d, avg_pool2d, relu, dropout, flatten or "
+    "batch_norm";
 
 absl::Status ParseInput(YamlReader& r, const YAML::Node& model,
                         InputConfig* in) {
@@ -79,18 +81,18 @@ absl::Status ParseLayer(YamlReader& r, const YAML::Node& node,
     kind = node.begin()->first.as<std::string>();
     fields = node.begin()->second;
   } else {
-    return r.Error(node, f,
-                   absl::StrCat("expected a layer: a kind (relu, flatten, "
-                                "dropout) or a mapping of one kind to its "
-                                "fields, e.g. {conv2d: {out: 32, kernel: "
-                                "3}}; got a ",
-                                YamlReader::KindName(node)));
+    return r.Error(
+        node, f,
+        absl::StrCat("expected a layer: a kind (relu, flatten, "
+                     "dropout, batch_norm) or a mapping of one kind to its "
+                     "fields, e.g. {conv2d: {out: 32, kernel: "
+                     "3}}; got a ",
+                     YamlReader::KindName(node)));
   }
   const auto it = Kinds().find(kind);
   if (it == Kinds().end()) {
-    const std::string later = kind == "batch_norm" || kind == "embedding_bag"
-                                  ? " (not implemented yet as a layer)"
-                                  : "";
+    const std::string later =
+        kind == "embedding_bag" ? " (not implemented yet as a layer)" : "";
     return r.Error(node, f,
                    absl::StrCat("unknown layer kind '", kind, "'", later,
                                 " (expected: ", kKindList, ")"));
@@ -117,6 +119,10 @@ absl::Status ParseLayer(YamlReader& r, const YAML::Node& node,
     }
     if (info.kind == LayerKind::kDropout) {
       RETURN_IF_ERROR(r.Get(fields, ff, "p", false, &out->p));
+    }
+    if (info.kind == LayerKind::kBatchNorm) {
+      RETURN_IF_ERROR(r.Get(fields, ff, "momentum", false, &out->momentum));
+      RETURN_IF_ERROR(r.Get(fields, ff, "eps", false, &out->eps));
     }
   }
   const bool pool =

@@ -1,5 +1,6 @@
 #include "common/model/model_spec.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "absl/strings/str_cat.h"
@@ -13,6 +14,21 @@ ModelSpec BuildModelSpec(const ModelConfig& config) {
   absl::StatusOr<LayerGraph> graph = InferLayerGraph(config);
   if (graph.ok()) {
     for (const GraphLayer& l : graph->layers) {
+      if (l.config.kind == LayerKind::kBatchNorm) {
+        const int64_t c = l.in.c;
+        auto constant = [&](const char* what, float value, TensorKind kind) {
+          TensorSpec t{absl::StrCat(l.name, ".", what), {c}, c, 0};
+          t.init_constant = true;
+          t.init_value = value;
+          t.kind = kind;
+          spec.tensors.push_back(std::move(t));
+        };
+        constant("weight", 1, TensorKind::kTrainable);
+        constant("bias", 0, TensorKind::kTrainable);
+        constant("running_mean", 0, TensorKind::kStatistic);
+        constant("running_var", 1, TensorKind::kStatistic);
+        continue;
+      }
       int64_t fan_in = 0;
       std::vector<int64_t> weight_shape;
       if (l.config.kind == LayerKind::kDense) {
@@ -42,6 +58,10 @@ ModelSpec BuildModelSpec(const ModelConfig& config) {
 
 void InitTensorRange(const TensorSpec& tensor, uint64_t seed, int tensor_id,
                      int64_t begin, absl::Span<float> out) {
+  if (tensor.init_constant) {
+    std::fill(out.begin(), out.end(), tensor.init_value);
+    return;
+  }
   const uint64_t stream = Mix(seed ^ Mix(static_cast<uint64_t>(tensor_id) + 1));
   for (size_t i = 0; i < out.size(); ++i) {
     const uint64_t bits = Mix(stream + static_cast<uint64_t>(begin + i));

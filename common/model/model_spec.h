@@ -16,11 +16,25 @@
 
 namespace paramd {
 
+// What the servers do with a tensor's pushes.
+enum class TensorKind {
+  // A gradient: the job's optimizer steps the tensor with it.
+  kTrainable,
+  // A statistic a layer keeps (batch norm's running mean and variance):
+  // a push is the change the worker's batch asks for, and the servers add
+  // it as it is (the round's mean under sync, each push under async and
+  // ssp) with no optimizer, learning rate or weight decay.
+  kStatistic,
+};
+
 struct TensorSpec {
   std::string name;            // e.g. "fc1.weight"
   std::vector<int64_t> shape;  // e.g. {784, 256}: [inputs, outputs]
   int64_t num_elements = 0;
-  float init_bound = 0;  // Initial values are uniform in ±bound.
+  float init_bound = 0;        // Initial values are uniform in ±bound, or
+  bool init_constant = false;  // all init_value when init_constant.
+  float init_value = 0;
+  TensorKind kind = TensorKind::kTrainable;
 };
 
 // An embedding table (model.embeddings): rows live on every shard, by
@@ -41,8 +55,11 @@ struct ModelSpec {
 // layer order: each dense layer "fcK.weight" [in, out] then "fcK.bias"
 // [out]; each conv2d "convK.weight" [out, in, kernel, kernel] then
 // "convK.bias" [out] (K counts layers of the kind from 1). Both are
-// initialised uniform in ±1/sqrt(fan_in). A graph that InferLayerGraph
-// refuses yields no tensors (job files are checked when they load).
+// initialised uniform in ±1/sqrt(fan_in). Each batch_norm "bnK.weight"
+// [C] (ones), "bnK.bias" [C] (zeros), then the statistics
+// "bnK.running_mean" [C] (zeros) and "bnK.running_var" [C] (ones). A graph
+// that InferLayerGraph refuses yields no tensors (job files are checked
+// when they load).
 ModelSpec BuildModelSpec(const ModelConfig& config);
 
 // Writes the initial values of elements [begin, begin + out.size()) of

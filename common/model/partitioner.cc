@@ -67,6 +67,9 @@ absl::StatusOr<PartitionPlan> PartitionPlan::Build(const ModelSpec& spec,
     }
     h = Fnv1a(h, tensor.name.data(), tensor.name.size());
     h = Fnv1a(h, tensor.num_elements);
+    // A statistic is applied otherwise (plans of trainable tensors only
+    // keep the fingerprints they had).
+    if (tensor.kind == TensorKind::kStatistic) h = Fnv1a(h, int64_t{1});
   }
   plan.first_chunk_of_tensor_.push_back(static_cast<int>(plan.chunks_.size()));
 

@@ -29,6 +29,8 @@ ShardStore::ShardStore(const ModelSpec& spec, const PartitionPlan& plan,
     const ChunkSpec& c = plan.chunks()[global];
     local_of_global_[global] = static_cast<int>(specs_.size());
     specs_.push_back(c);
+    statistic_.push_back(spec.tensors[c.tensor_id].kind ==
+                         TensorKind::kStatistic);
     std::vector<float> values(c.length);
     InitTensorRange(spec.tensors[c.tensor_id], seed, c.tensor_id, c.offset,
                     absl::MakeSpan(values));
@@ -85,6 +87,13 @@ void ShardStore::ApplyStep(absl::Span<const absl::Span<const float>> grads,
   const int64_t step = static_cast<int64_t>(version_) + 1;
   std::vector<std::vector<float>>& params = params_->params;
   for (size_t i = 0; i < params.size(); ++i) {
+    if (statistic_[i]) {
+      // A statistic's push is the change itself (TensorKind::kStatistic).
+      float* __restrict p = params[i].data();
+      const float* __restrict g = grads[i].data();
+      for (size_t j = 0; j < params[i].size(); ++j) p[j] += g[j] * scale;
+      continue;
+    }
     optimizer_->Apply(absl::MakeSpan(params[i]), grads[i], scale,
                       absl::MakeSpan(slots_[i]), step);
   }

@@ -83,7 +83,8 @@ class ShardStore {
   const RowTable& table(int t) const { return *tables_[t]; }
 
   // One optimizer step on every chunk with gradient grads[local] * scale
-  // (grads[local] has the chunk's length), and one on each table's rows in
+  // (grads[local] has the chunk's length; a statistic's chunk adds it
+  // instead, TensorKind::kStatistic), and one on each table's rows in
   // `rows` (at most one entry per table); the version goes up by one.
   void ApplyStep(absl::Span<const absl::Span<const float>> grads, float scale,
                  absl::Span<const RowGrads> rows = {}) ABSL_LOCKS_EXCLUDED(mu_);
@@ -118,6 +119,9 @@ class ShardStore {
   // Constant after construction.
   std::unique_ptr<Optimizer> optimizer_;
   std::vector<ChunkSpec> specs_;
+  // By local index: whether the chunk is of a statistic (added as pushed,
+  // not stepped by the optimizer).
+  std::vector<bool> statistic_;
   std::vector<int> local_of_global_;
   int64_t bytes_ = 0;
   const int shard_;

@@ -5,6 +5,7 @@
 
 #include "common/base/mix.h"
 #include "common/base/status_macros.h"
+#include "worker/model/cpu_batch_norm.h"
 #include "worker/model/cpu_conv2d.h"
 
 namespace paramd {
@@ -289,6 +290,8 @@ std::unique_ptr<CpuLayer> MakeCpuLayer(const GraphLayer& layer, int64_t* offset,
       return std::make_unique<Dropout>(layer);
     case LayerKind::kFlatten:
       return std::make_unique<Flatten>(layer);
+    case LayerKind::kBatchNorm:
+      return MakeCpuBatchNorm(layer, offset);
   }
   return nullptr;
 }

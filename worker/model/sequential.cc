@@ -22,6 +22,7 @@ int64_t ScratchPerSample(const LayerGraph& g) {
       floats += int64_t{l.in.c} * l.config.kernel * l.config.kernel * l.out.h *
                 l.out.w;
     }
+    if (l.config.kind == LayerKind::kBatchNorm) floats += l.out.size();
   }
   return floats;
 }
