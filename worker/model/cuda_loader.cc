@@ -1,10 +1,11 @@
 // worker/model/cuda_mlp.h's functions: each loads libparamd_cuda.so once
 // (found as common/base/binaries.h finds binaries: beside the program, or in
-// worker/ of a Bazel output tree) and calls its entry point, or says why
-// there is no backend.
+// worker/ of a Bazel output tree; or where PARAMD_CUDA_PLUGIN says) and calls
+// its entry point, or says why there is no backend.
 #include <dlfcn.h>
 #include <unistd.h>
 
+#include <cstdlib>
 #include <mutex>
 #include <string>
 
@@ -19,7 +20,12 @@ namespace {
 constexpr char kPlugin[] = "libparamd_cuda.so";
 
 absl::StatusOr<const CudaBackendApi*> Load() {
-  const std::string path = FindBinary(kPlugin, "worker", R_OK);
+  // PARAMD_CUDA_PLUGIN names the plugin where the program cannot find it
+  // beside itself (e.g. run through a bundled loader, scripts/gpu-bundle.sh).
+  const char* named = std::getenv("PARAMD_CUDA_PLUGIN");
+  const std::string path = named != nullptr && *named != '\0'
+                               ? std::string(named)
+                               : FindBinary(kPlugin, "worker", R_OK);
   if (access(path.c_str(), R_OK) != 0) {
     return absl::UnavailableError(
         absl::StrCat("this build has no CUDA backend (no ", kPlugin,

@@ -1,0 +1,79 @@
+#!/usr/bin/env bash
+# The GPU bundle's runner (copied into the bundle as run.sh by
+# scripts/gpu-bundle.sh): finds the machine's own cuBLAS and CUDA runtime,
+# says which device there is (or that there is none), then runs the CPU
+# layer tests, the CUDA-against-CPU tests and the CPU-vs-GPU step bench.
+# A few minutes on an H200. Exit status 0 when every part passed or was
+# skipped for want of a device.
+#
+#   run.sh [--seconds S]        (S: seconds per bench point, default 2)
+set -uo pipefail
+here="$(cd "$(dirname "$0")" && pwd)"
+seconds=2
+[[ "${1:-}" == "--seconds" && -n "${2:-}" ]] && seconds="$2"
+echo "paramd GPU bundle $(cat "$here/VERSION" 2>/dev/null)"
+
+# The machine's CUDA 13 libraries: the toolkit's, the system's, or the
+# CUDA Python wheels' (nvidia/*/lib).
+dirs=("${CUDA_HOME:-/usr/local/cuda}/lib64" /usr/local/cuda/lib64 /usr/local/cuda-*/lib64
+  /usr/lib/x86_64-linux-gnu /usr/lib64)
+for py in python3 /usr/bin/python3; do
+  command -v "$py" >/dev/null || continue
+  site="$("$py" -c 'import site; print(" ".join(site.getsitepackages()))' 2>/dev/null)"
+  for s in $site; do dirs+=("$s"/nvidia/*/lib); done
+done
+find_lib() {
+  for d in "${dirs[@]}"; do
+    [[ -e "$d/$1" ]] && { echo "$d"; return 0; }
+  done
+  return 1
+}
+cublas_dir="$(find_lib libcublas.so.13)" || cublas_dir=""
+cudart_dir="$(find_lib libcudart.so.13)" || cudart_dir=""
+echo "== device"
+if command -v nvidia-smi >/dev/null; then
+  nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader ||
+    echo "nvidia-smi found but it lists no device"
+else
+  echo "no NVIDIA driver on this machine (no nvidia-smi): the GPU parts will be skipped"
+fi
+echo "libcublas.so.13: ${cublas_dir:-not found (the CUDA backend cannot load)}"
+echo "libcudart.so.13: ${cudart_dir:-not found (the CUDA backend cannot load)}"
+
+libpath="$here/lib"
+for d in "$cublas_dir" "$cudart_dir"; do [[ -n "$d" ]] && libpath="$libpath:$d"; done
+# The machine's C library where it is new enough (GLIBC_2.34); else the
+# bundle's own, through its loader (the plugin is then named explicitly:
+# the programs cannot see where they lie).
+mode=system
+# PARAMD_BUNDLE_LOADER=bundled forces the bundle's own (to try that path).
+if [[ "${PARAMD_BUNDLE_LOADER:-}" == bundled ]] ||
+  ! LD_LIBRARY_PATH="$libpath" "$here/bin/layers_test" --help >/dev/null 2>&1; then
+  mode=bundled
+fi
+echo "C library: $mode"
+run() {
+  local bin="$here/bin/$1"
+  shift
+  if [[ "$mode" == system ]]; then
+    LD_LIBRARY_PATH="$libpath" "$bin" "$@"
+  else
+    PARAMD_CUDA_PLUGIN="$here/bin/libparamd_cuda.so" \
+      "$here/lib/glibc/ld-linux-x86-64.so.2" --library-path "$libpath:$here/lib/glibc" "$bin" "$@"
+  fi
+}
+
+failed=0
+echo "== CPU layers: forward references, backward finite differences (layers_test)"
+run layers_test | tail -3
+[[ ${PIPESTATUS[0]} -eq 0 ]] || failed=1
+echo "== GPU tests: CUDA against CPU, relative error <= 1e-5, TF32 off (cuda_mlp_test)"
+run cuda_mlp_test | tail -6
+[[ ${PIPESTATUS[0]} -eq 0 ]] || failed=1
+echo "== CPU vs GPU worker step: the MLP (cuda_bench)"
+run cuda_bench --seconds "$seconds" || failed=1
+echo "== TF32 allowed (worker.allow_tf32: true)"
+run cuda_bench --seconds 1 --allow_tf32 | sed -n '1,8p'
+echo "== CNN: the CUDA backend runs the dense stack only; typed layer graphs (conv2d, pooling) run on the CPU"
+if [[ $failed -eq 0 ]]; then echo "gpu check: ok"; else echo "gpu check: FAILED"; fi
+exit $failed

@@ -1,0 +1,113 @@
+#!/usr/bin/python3
+"""The shipped CNN job's model under PyTorch DDP, for comparison with paramd.
+
+The network, batch, optimizer and epochs of configs/fashion_mnist_cnn.yaml
+(conv 32 → pool → conv 64 → pool → dense 128 → dropout 0.25 → dense 10; SGD
+lr 0.05, momentum 0.9, batch 64 per rank), trained by N ranks of
+DistributedDataParallel over gloo on this machine, each with one thread.
+Prints per epoch the test accuracy (the whole test set, on rank 0) and
+samples/s, then the training seconds to the first epoch at or above 0.90.
+
+    /usr/bin/python3 tools/bench/torch_ddp_cnn.py [--ranks 2] [--epochs 12]
+        [--data /usr/share/datasets/fashion-mnist]
+
+Needs Debian's python3-torch (scripts/setup.sh does not install it).
+"""
+import argparse
+import gzip
+import os
+import struct
+import tempfile
+import time
+
+import numpy as np
+import torch
+import torch.distributed as dist
+import torch.multiprocessing as mp
+import torch.nn as nn
+
+
+def read_idx(path):
+    with gzip.open(path, "rb") as f:
+        data = f.read()
+    ndim = data[3]
+    dims = struct.unpack(">" + "I" * ndim, data[4:4 + 4 * ndim])
+    return np.frombuffer(data, dtype=np.uint8, offset=4 + 4 * ndim).reshape(dims)
+
+
+def make_model():
+    return nn.Sequential(
+        nn.Conv2d(1, 32, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
+        nn.Conv2d(32, 64, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
+        nn.Flatten(), nn.Linear(64 * 7 * 7, 128), nn.ReLU(), nn.Dropout(0.25),
+        nn.Linear(128, 10))
+
+
+def run(rank, args, init_file):
+    torch.set_num_threads(1)
+    dist.init_process_group("gloo", init_method="file://" + init_file,
+                            rank=rank, world_size=args.ranks)
+    torch.manual_seed(42)
+    x = read_idx(os.path.join(args.data, "train-images-idx3-ubyte.gz"))
+    y = read_idx(os.path.join(args.data, "train-labels-idx1-ubyte.gz"))
+    tx = read_idx(os.path.join(args.data, "t10k-images-idx3-ubyte.gz"))
+    ty = read_idx(os.path.join(args.data, "t10k-labels-idx1-ubyte.gz"))
+    # The rank's share, as paramd's DataPartition takes it: i % ranks.
+    mine = np.arange(rank, len(y), args.ranks)
+    share = len(y) // args.ranks
+    mine = mine[:share]
+    model = nn.parallel.DistributedDataParallel(make_model())
+    opt = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
+    loss_fn = nn.CrossEntropyLoss()
+    test_x = torch.from_numpy(tx.astype(np.float32) / 255).unsqueeze(1)
+    test_y = torch.from_numpy(ty.astype(np.int64))
+    trained = 0.0
+    to_90 = None
+    for epoch in range(1, args.epochs + 1):
+        rng = np.random.default_rng(1000 * epoch + rank)
+        order = rng.permutation(mine)
+        model.train()
+        start = time.perf_counter()
+        for b in range(0, len(order), args.batch):
+            idx = order[b:b + args.batch]
+            xb = torch.from_numpy(x[idx].astype(np.float32) / 255).unsqueeze(1)
+            yb = torch.from_numpy(y[idx].astype(np.int64))
+            opt.zero_grad()
+            loss = loss_fn(model(xb), yb)
+            loss.backward()
+            opt.step()
+        dist.barrier()
+        seconds = time.perf_counter() - start
+        trained += seconds
+        if rank == 0:
+            model.eval()
+            with torch.no_grad():
+                correct = sum(
+                    (model.module(test_x[i:i + 1000]).argmax(1) ==
+                     test_y[i:i + 1000]).sum().item()
+                    for i in range(0, len(test_y), 1000))
+            acc = correct / len(test_y)
+            if to_90 is None and acc >= 0.90:
+                to_90 = trained
+            print(f"epoch {epoch}/{args.epochs}: test accuracy {acc:.4f}, "
+                  f"{args.ranks * share / seconds:.0f} samples/s, "
+                  f"{trained:.1f} s trained", flush=True)
+    if rank == 0:
+        print("seconds to 0.90:", f"{to_90:.1f}" if to_90 else "not reached")
+    dist.destroy_process_group()
+
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("--ranks", type=int, default=2)
+    p.add_argument("--epochs", type=int, default=12)
+    p.add_argument("--batch", type=int, default=64)
+    p.add_argument("--data", default="/usr/share/datasets/fashion-mnist")
+    args = p.parse_args()
+    with tempfile.TemporaryDirectory() as tmp:
+        mp.spawn(run, args=(args, os.path.join(tmp, "rendezvous")),
+                 nprocs=args.ranks)
+
+
+if __name__ == "__main__":
+    main()
