@@ -121,7 +121,8 @@ TEST_CASE("rank partitions are disjoint, cover the data and take equal steps",
   CHECK_FALSE(DataPartition::Create(&*d, 0, 24, 4).ok());
 }
 
-TEST_CASE("each epoch reshuffles reproducibly from the seed", "[data][partition]") {
+TEST_CASE("each epoch reshuffles reproducibly from the seed",
+          "[data][partition]") {
   const std::string dir = NewTempDir();
   WriteTinySet(dir, 200, true);
   auto d = LoadDataset(dir + "/images", dir + "/labels", 0);
@@ -146,6 +147,49 @@ TEST_CASE("each epoch reshuffles reproducibly from the seed", "[data][partition]
   auto sorted = e0;
   std::sort(sorted.begin(), sorted.end());
   CHECK(sorted == natural);  // a permutation of the same samples
+}
+
+TEST_CASE("a rank's share loads alone and batches as the whole split's share",
+          "[data][partition]") {
+  const std::string dir = NewTempDir();
+  WriteTinySet(dir, 23, true);
+  auto whole = LoadDataset(dir + "/images", dir + "/labels", 20);
+  REQUIRE(whole.ok());
+  for (int rank = 0; rank < 3; ++rank) {
+    auto share = LoadDataset(dir + "/images", dir + "/labels", 20, rank, 3);
+    INFO(share.status().ToString());
+    REQUIRE(share.ok());
+    CHECK(share->full_size == 20);
+    CHECK(share->size == (20 - rank + 2) / 3);  // 7, 7, 6
+    CHECK(share->pixels.size() == static_cast<size_t>(share->size) * 6);
+    CHECK(share->num_classes == 4);  // The split's classes, not the share's.
+    CHECK(share->height == 2);
+    CHECK(share->width == 3);
+    for (int64_t i = 0; i < share->size; ++i) {
+      CHECK(share->pixels[i * 6] == rank + 3 * i);
+      CHECK(share->labels[i] == (rank + 3 * i) % 4);
+    }
+    // Shuffled batches of the share equal those of the whole split's share.
+    auto a = DataPartition::Create(&*whole, rank, 3, 4);
+    auto b = DataPartition::Create(&*share, rank, 3, 4);
+    REQUIRE(a.ok());
+    REQUIRE(b.ok());
+    CHECK(a->steps_per_epoch() == b->steps_per_epoch());
+    CHECK(a->size() == b->size());
+    a->StartEpoch(9, 2, true);
+    b->StartEpoch(9, 2, true);
+    std::vector<float> xa(a->max_batch() * 6), xb(b->max_batch() * 6);
+    std::vector<int32_t> ya(a->max_batch()), yb(b->max_batch());
+    for (int64_t step = 0; step < a->steps_per_epoch(); ++step) {
+      CHECK(a->Batch(step, xa.data(), ya.data()) ==
+            b->Batch(step, xb.data(), yb.data()));
+      CHECK(xa == xb);
+      CHECK(ya == yb);
+    }
+    // A share is another rank's only by mistake.
+    CHECK_FALSE(DataPartition::Create(&*share, (rank + 1) % 3, 3, 4).ok());
+  }
+  CHECK_FALSE(LoadDataset(dir + "/images", dir + "/labels", 0, 3, 3).ok());
 }
 
 }  // namespace

@@ -30,12 +30,14 @@ absl::StatusOr<std::unique_ptr<Trainer>> Trainer::Create(
   ASSIGN_OR_RETURN(
       PartitionPlan plan,
       PartitionPlan::Build(spec, config.chunk_bytes, config.num_shards()));
-  ASSIGN_OR_RETURN(Dataset train, LoadDataset(config.data.train_images,
-                                              config.data.train_labels,
-                                              config.data.train_limit));
-  ASSIGN_OR_RETURN(Dataset test,
-                   LoadDataset(config.data.test_images, config.data.test_labels,
-                               config.data.test_limit));
+  ASSIGN_OR_RETURN(
+      Dataset train,
+      LoadDataset(config.data.train_images, config.data.train_labels,
+                  config.data.train_limit, rank, config.num_workers));
+  ASSIGN_OR_RETURN(
+      Dataset test,
+      LoadDataset(config.data.test_images, config.data.test_labels,
+                  config.data.test_limit, rank, config.num_workers));
   absl::StatusOr<LayerGraph> graph = InferLayerGraph(config.model);
   if (!graph.ok()) {
     return absl::InvalidArgumentError(
@@ -83,15 +85,6 @@ Trainer::Trainer(const JobConfig& config, int rank, TrainerOptions options,
       train_(std::move(train)),
       test_(std::move(test)) {
   params_.resize(layout_.total);
-  // Test share: samples i with i % workers == rank.
-  std::vector<int64_t> idx;
-  for (int64_t i = rank_; i < test_.size; i += config_.num_workers) {
-    idx.push_back(i);
-  }
-  test_x_.resize(idx.size() * test_.dim);
-  test_y_.resize(idx.size());
-  test_.Gather(idx.data(), static_cast<int>(idx.size()), test_x_.data(),
-               test_y_.data());
 }
 
 absl::Status Trainer::PullAt(uint64_t clock) {
@@ -221,7 +214,7 @@ void Trainer::LogStart(uint64_t clock) const {
       "rank {}: {} training samples, {} steps per epoch of batch {}, {} test "
       "samples; compute on {}; starting at clock {}{}",
       rank_, data_part_->size(), data_part_->steps_per_epoch(),
-      config_.training.batch_size, test_y_.size(), model_->Describe(), clock,
+      config_.training.batch_size, test_.size, model_->Describe(), clock,
       IsSlow() ? absl::StrCat("; slowed by ", config_.testing.slow_step_ms,
                               " ms per step (testing.slow_rank)")
                : "");
@@ -357,15 +350,15 @@ absl::Status Trainer::EndEpoch(const EpochState& state, double seconds,
   report.train_samples = static_cast<uint64_t>(state.samples);
   report.train_seconds = seconds;
   report.test_correct = static_cast<uint64_t>(correct);
-  report.test_total = test_y_.size();
+  report.test_total = static_cast<uint64_t>(test_.size);
   const double accuracy =
-      test_y_.empty() ? 0.0 : static_cast<double>(correct) / test_y_.size();
+      test_.size == 0 ? 0.0 : static_cast<double>(correct) / test_.size;
   spdlog::info(
       "rank {}: epoch {}/{}: train loss {:.4f}, test accuracy {:.4f} on this "
       "rank's {} samples, {:.0f} samples/s",
       rank_, report.epoch, config_.training.epochs,
       state.samples > 0 ? state.loss_sum / state.samples : 0.0, accuracy,
-      test_y_.size(), seconds > 0 ? state.samples / seconds : 0.0);
+      test_.size, seconds > 0 ? state.samples / seconds : 0.0);
   absl::Status s = client_->ReportEpoch(report);
   if (!absl::IsAborted(s)) return s;
   // Shard 0 restarted and no longer knows the rank: register again (the
@@ -385,21 +378,25 @@ absl::StatusOr<const float*> Trainer::BagInput(uint64_t clock, const float* x,
 }
 
 absl::StatusOr<int64_t> Trainer::CountTestCorrect(uint64_t clock) {
-  const int total = static_cast<int>(test_y_.size());
-  if (!bag_.has_value()) {
-    return model_->CountCorrect(params_, test_x_.data(), test_y_.data(), total);
-  }
-  // In batches of the training batch's size: pull each batch's rows.
-  const int batch = std::max(1, data_part_->max_batch());
+  // Batches of 1024 (the CPU backend's own evaluation batch for the MLP),
+  // or of the training batch's size where each batch pulls its rows.
+  const int64_t total = test_.size;
+  const int batch =
+      bag_.has_value() ? std::max(1, data_part_->max_batch()) : 1024;
+  eval_x_.resize(static_cast<size_t>(batch) * test_.dim);
+  eval_y_.resize(batch);
+  std::vector<int64_t> idx(batch);
   int64_t correct = 0;
-  for (int begin = 0; begin < total; begin += batch) {
-    const int n = std::min(batch, total - begin);
-    ASSIGN_OR_RETURN(
-        const float* h,
-        BagInput(clock,
-                 test_x_.data() + static_cast<int64_t>(begin) * test_.dim, n));
-    ASSIGN_OR_RETURN(
-        int64_t c, model_->CountCorrect(params_, h, test_y_.data() + begin, n));
+  for (int64_t begin = 0; begin < total; begin += batch) {
+    const int n = static_cast<int>(std::min<int64_t>(batch, total - begin));
+    for (int i = 0; i < n; ++i) idx[i] = begin + i;
+    test_.Gather(idx.data(), n, eval_x_.data(), eval_y_.data());
+    const float* x = eval_x_.data();
+    if (bag_.has_value()) {
+      ASSIGN_OR_RETURN(x, BagInput(clock, x, n));
+    }
+    ASSIGN_OR_RETURN(int64_t c,
+                     model_->CountCorrect(params_, x, eval_y_.data(), n));
     correct += c;
   }
   return correct;

@@ -120,14 +120,17 @@ class Trainer {
   const ModelSpec spec_;
   const PartitionPlan plan_;
   const FlatLayout layout_;
+  // This rank's shares of the training and the test split (samples i with
+  // i % workers == rank), as bytes.
   const Dataset train_;
   const Dataset test_;
   std::unique_ptr<DataPartition> data_part_;
   std::unique_ptr<Model> model_;
   std::unique_ptr<ParameterClient> client_;
-  // This rank's share of the test set, as floats.
-  std::vector<float> test_x_;
-  std::vector<int32_t> test_y_;
+  // A batch of the test share as floats, converted per evaluation batch
+  // (the share itself stays bytes, test_).
+  std::vector<float> eval_x_;
+  std::vector<int32_t> eval_y_;
 
   std::vector<float> params_;
   int64_t pulled_clock_ = -1;  // Clock whose parameters params_ holds.

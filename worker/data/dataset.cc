@@ -23,9 +23,15 @@ void Dataset::Gather(const int64_t* indices, int n, float* x,
 
 absl::StatusOr<Dataset> LoadDataset(const std::string& images_path,
                                     const std::string& labels_path,
-                                    int64_t limit) {
-  ASSIGN_OR_RETURN(IdxArray images, ReadIdxFile(images_path));
-  ASSIGN_OR_RETURN(IdxArray labels, ReadIdxFile(labels_path));
+                                    int64_t limit, int rank, int world) {
+  if (world < 1 || rank < 0 || rank >= world) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("LoadDataset: rank ", rank, " of ", world));
+  }
+  ASSIGN_OR_RETURN(IdxArray images,
+                   ReadIdxShare(images_path, limit, rank, world));
+  // Labels are read whole (a byte per sample): the classes are the split's.
+  ASSIGN_OR_RETURN(IdxArray labels, ReadIdxShare(labels_path, limit, 0, 1));
   if (images.dims.size() < 2) {
     return absl::InvalidArgumentError(
         absl::StrCat(images_path, ": expected [N, rows, cols] images"));
@@ -40,7 +46,9 @@ absl::StatusOr<Dataset> LoadDataset(const std::string& images_path,
                      labels_path, " holds ", labels.dims[0], " labels"));
   }
   Dataset d;
-  d.size = images.dims[0];
+  d.full_size = images.rows;
+  d.rank = rank;
+  d.world = world;
   d.dim = 1;
   for (size_t i = 1; i < images.dims.size(); ++i) d.dim *= images.dims[i];
   if (images.dims.size() == 3) {
@@ -50,26 +58,36 @@ absl::StatusOr<Dataset> LoadDataset(const std::string& images_path,
     d.height = 1;
     d.width = static_cast<int>(d.dim);
   }
-  if (limit > 0 && limit < d.size) d.size = limit;
-  images.data.resize(d.size * d.dim);
-  labels.data.resize(d.size);
+  d.size = d.dim > 0 ? static_cast<int64_t>(images.data.size()) / d.dim : 0;
   d.pixels = std::move(images.data);
-  d.labels = std::move(labels.data);
-  for (uint8_t l : d.labels) d.num_classes = std::max(d.num_classes, l + 1);
+  for (uint8_t l : labels.data) d.num_classes = std::max(d.num_classes, l + 1);
+  d.labels.resize(d.size);
+  for (int64_t i = 0; i < d.size; ++i) {
+    d.labels[i] = labels.data[i * world + rank];
+  }
   return d;
 }
 
 absl::StatusOr<DataPartition> DataPartition::Create(const Dataset* data,
                                                     int rank, int world,
                                                     int batch_size) {
-  const int64_t smallest = data->size / world;
+  const int64_t smallest = data->full_size / world;
   if (smallest < 1) {
-    return absl::InvalidArgumentError(absl::StrCat("the dataset's ", data->size,
-                                                   " samples cannot feed ",
-                                                   world, " workers"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("the dataset's ", data->full_size, " samples cannot feed ",
+                     world, " workers"));
   }
   std::vector<int64_t> order;
-  for (int64_t i = rank; i < data->size; i += world) order.push_back(i);
+  if (data->world == world && data->rank == rank) {
+    // The dataset holds just this share, in the share's order.
+    for (int64_t i = 0; i < data->size; ++i) order.push_back(i);
+  } else if (data->world == 1) {
+    for (int64_t i = rank; i < data->size; i += world) order.push_back(i);
+  } else {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "DataPartition: the dataset holds rank ", data->rank, " of ",
+        data->world, "'s share, not rank ", rank, " of ", world, "'s"));
+  }
   const int64_t steps = (smallest + batch_size - 1) / batch_size;
   return DataPartition(data, rank, std::move(order), batch_size, steps);
 }

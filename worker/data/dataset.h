@@ -14,7 +14,11 @@ namespace paramd {
 // A labelled image set. Pixels stay bytes in memory (a quarter of the
 // float size) and are scaled to [0, 1] floats per batch.
 struct Dataset {
+  // Samples held: the split's (after the limit), or one rank's share of
+  // them, sample i of the split at index i / world (i % world == rank).
   int64_t size = 0;
+  int64_t full_size = 0;  // Samples in the split, after the limit.
+  int rank = 0, world = 1;
   int64_t dim = 0;              // Pixels per image: height × width.
   int height = 1, width = 1;    // From the IDX header ([N, rows, cols]).
   int num_classes = 0;          // 1 + the largest label.
@@ -27,12 +31,14 @@ struct Dataset {
 };
 
 // Loads an image file and its label file; `limit` > 0 keeps only the first
-// `limit` samples. Errors name the file.
+// `limit` samples, and of those only rank `rank`'s share of `world` (i %
+// world == rank; the images are never held whole). Errors name the file.
 absl::StatusOr<Dataset> LoadDataset(const std::string& images_path,
                                     const std::string& labels_path,
-                                    int64_t limit);
+                                    int64_t limit, int rank = 0, int world = 1);
 
-// Rank `rank`'s share of a dataset: samples i with i % world == rank.
+// Rank `rank`'s share of a dataset: samples i with i % world == rank, of a
+// whole split or of one loaded as that share.
 // Every rank has the same number of steps per epoch (from the smallest
 // share), so synchronous training never waits on a rank that ran out; the
 // last batch of an epoch takes whatever the share has left.

@@ -2,6 +2,7 @@
 
 #include <zlib.h>
 
+#include <algorithm>
 #include <memory>
 
 #include "absl/status/status.h"
@@ -31,6 +32,11 @@ bool ReadFully(gzFile file, void* out, size_t n) {
 }  // namespace
 
 absl::StatusOr<IdxArray> ReadIdxFile(const std::string& path) {
+  return ReadIdxShare(path, 0, 0, 1);
+}
+
+absl::StatusOr<IdxArray> ReadIdxShare(const std::string& path, int64_t limit,
+                                      int rank, int world) {
   std::unique_ptr<gzFile_s, GzCloser> file(gzopen(path.c_str(), "rb"));
   if (file == nullptr) {
     return absl::NotFoundError(absl::StrCat(path, ": cannot open"));
@@ -70,10 +76,38 @@ absl::StatusOr<IdxArray> ReadIdxFile(const std::string& path) {
           absl::StrCat(path, ": implausibly large (", total, " elements)"));
     }
   }
-  out.data.resize(static_cast<size_t>(total));
-  if (total > 0 && !ReadFully(file.get(), out.data.data(), out.data.size())) {
-    return absl::DataLossError(absl::StrCat(
-        path, ": truncated: the header promises ", total, " bytes of data"));
+  const int64_t rows = out.dims[0];
+  const int64_t row_bytes = rows > 0 ? total / rows : 0;
+  out.rows = limit > 0 && limit < rows ? limit : rows;
+  if (world == 1) {
+    out.data.resize(static_cast<size_t>(out.rows * row_bytes));
+    if (!out.data.empty() &&
+        !ReadFully(file.get(), out.data.data(), out.data.size())) {
+      return absl::DataLossError(absl::StrCat(
+          path, ": truncated: the header promises ", total, " bytes of data"));
+    }
+    return out;
+  }
+  // Only the share: rows i with i % world == rank, read in blocks of whole
+  // rows so that the file is never held whole.
+  const int64_t kept =
+      out.rows > rank ? (out.rows - rank + world - 1) / world : 0;
+  out.data.resize(static_cast<size_t>(kept * row_bytes));
+  const int64_t block_rows = std::max<int64_t>(
+      1, (int64_t{1} << 20) / std::max<int64_t>(row_bytes, 1));
+  std::vector<uint8_t> block;
+  for (int64_t first = 0; first < out.rows; first += block_rows) {
+    const int64_t n = std::min(block_rows, out.rows - first);
+    block.resize(static_cast<size_t>(n * row_bytes));
+    if (!block.empty() && !ReadFully(file.get(), block.data(), block.size())) {
+      return absl::DataLossError(absl::StrCat(
+          path, ": truncated: the header promises ", total, " bytes of data"));
+    }
+    for (int64_t i = first; i < first + n; ++i) {
+      if (i % world != rank) continue;
+      std::copy_n(block.data() + (i - first) * row_bytes, row_bytes,
+                  out.data.data() + (i / world) * row_bytes);
+    }
   }
   return out;
 }

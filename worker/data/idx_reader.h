@@ -16,13 +16,22 @@
 namespace paramd {
 
 struct IdxArray {
-  std::vector<int64_t> dims;
-  std::vector<uint8_t> data;  // Row-major, product(dims) bytes.
+  std::vector<int64_t> dims;  // As the header gives them.
+  // Rows (elements of the first dimension) read: dims[0], or the limit.
+  int64_t rows = 0;
+  // Row-major bytes of the rows kept (all of them, or a share's).
+  std::vector<uint8_t> data;
 };
 
 // Reads an unsigned-byte IDX file (gzip or not) whole. Errors name the file
 // and what is wrong (missing, bad magic, unsupported type, truncated).
 absl::StatusOr<IdxArray> ReadIdxFile(const std::string& path);
+
+// Reads the first `limit` rows (0: all) and keeps rows i with i % world ==
+// rank, row i at position i / world of `data`; the file is never held
+// whole. world 1 keeps every row.
+absl::StatusOr<IdxArray> ReadIdxShare(const std::string& path, int64_t limit,
+                                      int rank, int world);
 
 }  // namespace paramd
 
