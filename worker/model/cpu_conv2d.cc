@@ -120,7 +120,11 @@ class Conv2d : public CpuLayer {
             const float* src =
                 image + (int64_t{c} * in_.h + iy) * in_.w - pad_ + kx;
             std::fill(dst, dst + lo, 0.0f);
-            for (int ox = lo; ox < hi; ++ox) dst[ox] = src[ox * stride_];
+            if (stride_ == 1) {
+              std::copy(src + lo, src + hi, dst + lo);
+            } else {
+              for (int ox = lo; ox < hi; ++ox) dst[ox] = src[ox * stride_];
+            }
             std::fill(dst + hi, dst + out_.w, 0.0f);
           }
         }
@@ -139,9 +143,14 @@ class Conv2d : public CpuLayer {
           for (int oy = 0; oy < out_.h; ++oy) {
             const int iy = oy * stride_ - pad_ + ky;
             if (iy < 0 || iy >= in_.h) continue;
-            const float* src = row + int64_t{oy} * out_.w;
-            float* dst = image + (int64_t{c} * in_.h + iy) * in_.w - pad_ + kx;
-            for (int ox = lo; ox < hi; ++ox) dst[ox * stride_] += src[ox];
+            const float* __restrict src = row + int64_t{oy} * out_.w;
+            float* __restrict dst =
+                image + (int64_t{c} * in_.h + iy) * in_.w - pad_ + kx;
+            if (stride_ == 1) {
+              for (int ox = lo; ox < hi; ++ox) dst[ox] += src[ox];
+            } else {
+              for (int ox = lo; ox < hi; ++ox) dst[ox * stride_] += src[ox];
+            }
           }
         }
       }

@@ -113,18 +113,30 @@ class Elementwise : public CpuLayer {
 class Relu : public Elementwise {
  public:
   using Elementwise::Elementwise;
+  // Both loops are selects over distinct buffers (restrict, every operand
+  // loaded unconditionally) so that they vectorise without branches.
   absl::Status Forward(const LayerPass& pass, const float* in,
                        float* out) override {
     const int64_t count = this->count(pass);
-    for (int64_t i = 0; i < count; ++i) out[i] = std::max(in[i], 0.0f);
+    const float* __restrict x = in;
+    float* __restrict y = out;
+    for (int64_t i = 0; i < count; ++i) {
+      const float v = x[i];
+      y[i] = v < 0.0f ? 0.0f : v;
+    }
     return absl::OkStatus();
   }
   void Backward(const LayerPass& pass, const float*, const float* out,
                 const float* dout, float* din) override {
     if (din == nullptr) return;
     const int64_t count = this->count(pass);
-    for (int64_t i = 0; i < count; ++i)
-      din[i] = out[i] <= 0.0f ? 0.0f : dout[i];
+    const float* __restrict y = out;
+    const float* __restrict g = dout;
+    float* __restrict d = din;
+    for (int64_t i = 0; i < count; ++i) {
+      const float gi = g[i];
+      d[i] = y[i] <= 0.0f ? 0.0f : gi;
+    }
   }
 };
 
@@ -210,10 +222,10 @@ class Pool2d : public CpuLayer {
             for (int kx = 0; kx < k_; ++kx) {
               const float v = src[row + kx];
               sum += v;
-              if (v > best) {
-                best = v;
-                at = static_cast<int32_t>(row + kx);
-              }
+              // Selects, not a branch: which value wins is data.
+              const bool better = v > best;
+              best = better ? v : best;
+              at = better ? static_cast<int32_t>(row + kx) : at;
             }
           }
           const int64_t o = int64_t{oy} * out_.w + ox;
