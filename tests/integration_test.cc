@@ -196,5 +196,43 @@ TEST_CASE("2 servers + 2 workers train under ssp over loopback gRPC",
   RunStalenessPolicy("ssp");
 }
 
+TEST_CASE(
+    "a CNN with batch norm and dropout trains over loopback gRPC "
+    "under every policy",
+    "[integration][layers]") {
+  for (const char* policy : {"sync", "async", "ssp"}) {
+    INFO(policy);
+    JobOptions o;
+    o.policy = policy;
+    o.epochs = 3;
+    o.learning_rate = 0.01;
+    o.train_limit = 2048;
+    o.test_limit = 500;
+    o.model_extra = "  input: {channels: 1, height: 28, width: 28}\n";
+    o.layers =
+        "\n    - conv2d: {out: 4, kernel: 3, stride: 2, padding: 1}\n"
+        "    - batch_norm\n    - relu\n    - max_pool2d: {kernel: 2}\n"
+        "    - flatten\n    - dropout: {p: 0.1}\n    - dense: {out: 10}\n";
+    const JobConfig config = testing::MakeJob(o, testing::NewTempDir());
+    LocalCluster cluster(config);
+    Observed observed;
+    const auto trainers = TrainAll(config, cluster, observed);
+    // 2048 samples / 2 ranks / batch 32 = 32 steps per epoch; every step
+    // of every rank was taken.
+    for (int rank = 0; rank < 2; ++rank) {
+      CHECK(observed.losses[rank].size() == 3 * 32);
+    }
+    proto::ShardStatus st;
+    cluster.server(0).shard()->GetStatus(&st);
+    REQUIRE(st.epochs_size() == 3);
+    CHECK(st.epochs(2).train_loss() < st.epochs(0).train_loss());
+    CHECK(st.epochs(2).test_accuracy() > 0.5);  // chance: 0.1
+    if (std::string(policy) == "sync") {
+      // Statistics included: both end on the same version's parameters.
+      CHECK(trainers[0]->params() == trainers[1]->params());
+    }
+  }
+}
+
 }  // namespace
 }  // namespace paramd
