@@ -43,5 +43,34 @@ TEST_CASE("device selection", "[model][device]") {
   }
 }
 
+TEST_CASE("a typed layer graph runs on the CPU; cuda refuses it",
+          "[model][device]") {
+  JobConfig c = WithDevice("auto");
+  c.model.layers.clear();
+  c.model.input = InputConfig{1, 28, 28, true};
+  LayerConfig conv;
+  conv.kind = LayerKind::kConv2d;
+  conv.out = 2;
+  conv.kernel = 3;
+  LayerConfig flatten;
+  flatten.kind = LayerKind::kFlatten;
+  LayerConfig dense;
+  dense.out = 10;
+  c.model.graph = {conv, flatten, dense};
+  auto automatic = MakeModel(c, 64);
+  INFO(automatic.status().ToString());
+  REQUIRE(automatic.ok());
+  CHECK((*automatic)->Describe().rfind("cpu", 0) == 0);
+  c.worker.device = "cuda";
+  auto cuda = MakeModel(c, 64);
+  REQUIRE_FALSE(cuda.ok());
+  CHECK(absl::IsFailedPrecondition(cuda.status()));
+  // With a device the reason is the graph; without one, the device.
+  const std::string why = CudaDeviceStatus().ok()
+                              ? "the CUDA backend runs dense/relu stacks only"
+                              : std::string(CudaDeviceStatus().message());
+  CHECK_THAT(std::string(cuda.status().message()), Catch::Contains(why));
+}
+
 }  // namespace
 }  // namespace paramd
