@@ -3,6 +3,7 @@
 // index, its field, the shapes involved and the line.
 #include <catch2/catch.hpp>
 #include <string>
+#include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "common/config/job_file.h"
@@ -238,14 +239,23 @@ TEST_CASE("model.input is for typed layers only; typed layers are for mlp",
              Catch::Contains("typed layers are for model.type mlp"));
 }
 
-TEST_CASE("the shipped CNN job validates", "[config][layers]") {
-  absl::StatusOr<JobConfig> c = LoadJobConfig("configs/fashion_mnist_cnn.yaml");
-  INFO(c.status().ToString());
-  REQUIRE(c.ok());
-  absl::StatusOr<LayerGraph> g = InferLayerGraph(c->model);
-  REQUIRE(g.ok());
-  CHECK(g->input.ToString() == "1×28×28");
-  CHECK(g->classes() == 10);
+TEST_CASE("the shipped CNN jobs validate", "[config][layers]") {
+  const std::pair<const char*, PolicyType> jobs[] = {
+      {"configs/fashion_mnist_cnn.yaml", PolicyType::kSync},
+      {"configs/fashion_mnist_cnn_async.yaml", PolicyType::kAsync},
+      {"configs/fashion_mnist_cnn_ssp.yaml", PolicyType::kSsp},
+  };
+  for (const auto& [path, policy] : jobs) {
+    absl::StatusOr<JobConfig> c = LoadJobConfig(path);
+    INFO(path << ": " << c.status().ToString());
+    REQUIRE(c.ok());
+    CHECK(c->policy.type == policy);
+    absl::StatusOr<LayerGraph> g = InferLayerGraph(c->model);
+    REQUIRE(g.ok());
+    CHECK(g->input.ToString() == "1×28×28");
+    CHECK(g->classes() == 10);
+    CHECK(BuildModelSpec(c->model).total_elements == 421642);
+  }
 }
 
 }  // namespace
