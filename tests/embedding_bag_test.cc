@@ -14,7 +14,7 @@ namespace {
 
 ModelConfig Model(const std::string& combiner, bool pairs) {
   ModelConfig m;
-  m.type = "embedding_bag";
+  m.type = ModelType::kEmbeddingBag;
   m.layers = {3, 10};
   EmbeddingTableConfig t;
   t.name = "pixels";
@@ -139,7 +139,7 @@ TEST_CASE("Fashion-MNIST's images give 2296 features each", "[embedding_bag]") {
   CHECK(std::vector<uint64_t>(bag.unique_ids().begin(),
                               bag.unique_ids().end()) == blank);
   ModelConfig mlp = Model("mean", true);
-  mlp.type = "mlp";
+  mlp.type = ModelType::kMlp;
   CHECK(!EmbeddingBag::Create(mlp, 784).ok());
 }
 

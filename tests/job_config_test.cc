@@ -79,7 +79,7 @@ TEST_CASE("the shipped hashed-feature job validates", "[config]") {
       LoadJobConfig("configs/fashion_mnist_hashed.yaml");
   INFO(c.status().ToString());
   REQUIRE(c.ok());
-  CHECK(c->model.type == "embedding_bag");
+  CHECK(c->model.type == ModelType::kEmbeddingBag);
   REQUIRE(c->model.embeddings.size() == 1);
   CHECK(c->model.embeddings[0].rows == 1u << 20);
   CHECK(c->model.embeddings[0].schedule.type == ScheduleType::kCosine);

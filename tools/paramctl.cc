@@ -88,7 +88,7 @@ int Validate(const std::string& path) {
       "bytes per shard: %s\n",
       path.c_str(), config->job_id.c_str(), PolicyName(config->policy.type),
       config->num_shards(), config->num_workers, config->training.epochs,
-      config->training.batch_size, config->model.type.c_str(),
+      config->training.batch_size, ModelTypeName(config->model.type),
       DescribeGraph(*InferLayerGraph(config->model)).c_str(),
       static_cast<long long>(spec.total_elements), plan->chunks().size(),
       absl::StrJoin(shard_bytes, ", ").c_str());

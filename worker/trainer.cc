@@ -19,7 +19,7 @@ absl::StatusOr<std::unique_ptr<Trainer>> Trainer::Create(
         absl::StrCat("--rank: ", rank, " is outside [0, ", config.num_workers,
                      ") for the job's cluster.workers"));
   }
-  if (config.model.type == "embedding_concat") {
+  if (config.model.type == ModelType::kEmbeddingConcat) {
     return absl::InvalidArgumentError(absl::StrCat(
         config.path,
         ": model.type embedding_concat: its samples come from the synthetic "
@@ -45,7 +45,7 @@ absl::StatusOr<std::unique_ptr<Trainer>> Trainer::Create(
   }
   const int64_t inputs = graph->input.size();
   const int classes = graph->classes();
-  const bool bag = config.model.type == "embedding_bag";
+  const bool bag = config.model.type == ModelType::kEmbeddingBag;
   const char* field = graph->dense_stack ? "model.layers" : "model.input";
   for (const Dataset* d : {&train, &test}) {
     if (!bag && d->dim != inputs) {
@@ -104,7 +104,7 @@ absl::Status Trainer::Run() {
   ASSIGN_OR_RETURN(std::unique_ptr<Model> model,
                    MakeModel(config_, std::max(data_part_->max_batch(), 1024)));
   model_ = std::move(model);
-  if (config_.model.type == "embedding_bag") {
+  if (config_.model.type == ModelType::kEmbeddingBag) {
     ASSIGN_OR_RETURN(EmbeddingBag bag,
                      EmbeddingBag::Create(config_.model, train_.dim));
     bag_.emplace(std::move(bag));

@@ -17,6 +17,18 @@ const char* PolicyName(PolicyType type) {
   return "unknown";
 }
 
+const char* ModelTypeName(ModelType type) {
+  switch (type) {
+    case ModelType::kMlp:
+      return "mlp";
+    case ModelType::kEmbeddingBag:
+      return "embedding_bag";
+    case ModelType::kEmbeddingConcat:
+      return "embedding_concat";
+  }
+  return "unknown";
+}
+
 const char* LayerKindName(LayerKind kind) {
   switch (kind) {
     case LayerKind::kDense:

@@ -95,6 +95,12 @@ struct InputConfig {
   bool image = false;
 };
 
+// model.type.
+enum class ModelType { kMlp, kEmbeddingBag, kEmbeddingConcat };
+
+// The job file's name of a type, e.g. "embedding_bag".
+const char* ModelTypeName(ModelType type);
+
 struct ModelConfig {
   // "mlp": layers only. "embedding_bag": each sample's hashed features
   // (`features`) select rows of embeddings[0], combined into a vector of
@@ -103,7 +109,7 @@ struct ModelConfig {
   // categorical field); their rows, concatenated, feed the MLP (layers[0]
   // = fields × dim). Its samples come from tools/rows_bench's synthetic
   // click log.
-  std::string type = "mlp";
+  ModelType type = ModelType::kMlp;
   // The shorthand: widths, input first, classes last; dense layers with a
   // ReLU between each two. Empty when the job gives a typed graph.
   std::vector<int> layers;

@@ -20,9 +20,9 @@ absl::Status ParseLayers(YamlReader& r, const YAML::Node& model,
                           "missing required field");
   }
   if (IsTypedLayerList(layers)) {
-    if (out->type != "mlp") {
+    if (out->type != ModelType::kMlp) {
       return r.Error(layers, "model.layers",
-                     absl::StrCat("a ", out->type,
+                     absl::StrCat("a ", ModelTypeName(out->type),
                                   " model takes the width shorthand (a list "
                                   "of integers); typed layers are for "
                                   "model.type mlp"));
@@ -180,7 +180,7 @@ absl::Status ParseFeatures(YamlReader& r, const YAML::Node& node,
 absl::Status ParseEmbeddings(YamlReader& r, const YAML::Node& model,
                              ModelConfig* out) {
   const YAML::Node tables = model["embeddings"];
-  if (out->type == "mlp") {
+  if (out->type == ModelType::kMlp) {
     for (const char* key : {"embeddings", "features"}) {
       if (model[key].IsDefined()) {
         return r.Error(model[key], absl::StrCat("model.", key),
@@ -191,14 +191,14 @@ absl::Status ParseEmbeddings(YamlReader& r, const YAML::Node& model,
     return absl::OkStatus();
   }
   if (!tables.IsDefined() || tables.IsNull()) {
-    return r.MissingError(
-        model, "model", "model.embeddings",
-        absl::StrCat("an ", out->type, " model needs one table"));
+    return r.MissingError(model, "model", "model.embeddings",
+                          absl::StrCat("an ", ModelTypeName(out->type),
+                                       " model needs one table"));
   }
   if (!tables.IsSequence() || tables.size() != 1) {
     return r.Error(tables, "model.embeddings",
                    absl::StrCat("expected a list of exactly one table (an ",
-                                out->type, " model reads one)"));
+                                ModelTypeName(out->type), " model reads one)"));
   }
   std::set<std::string> names;
   for (size_t i = 0; i < tables.size(); ++i) {
@@ -211,7 +211,7 @@ absl::Status ParseEmbeddings(YamlReader& r, const YAML::Node& model,
     }
     out->embeddings.push_back(std::move(t));
   }
-  if (out->type == "embedding_concat") {
+  if (out->type == ModelType::kEmbeddingConcat) {
     return ParseConcatFeatures(r, model, out);
   }
   if (out->layers.front() != out->embeddings[0].dim) {
@@ -229,11 +229,17 @@ absl::Status ParseModelSection(YamlReader& r, const YAML::Node& model,
                                ModelConfig* out) {
   RETURN_IF_ERROR(r.CheckMapping(
       model, "model", {"type", "input", "layers", "embeddings", "features"}));
-  RETURN_IF_ERROR(r.Get(model, "model", "type", false, &out->type));
-  if (out->type != "mlp" && out->type != "embedding_bag" &&
-      out->type != "embedding_concat") {
+  std::string type = "mlp";
+  RETURN_IF_ERROR(r.Get(model, "model", "type", false, &type));
+  if (type == "mlp") {
+    out->type = ModelType::kMlp;
+  } else if (type == "embedding_bag") {
+    out->type = ModelType::kEmbeddingBag;
+  } else if (type == "embedding_concat") {
+    out->type = ModelType::kEmbeddingConcat;
+  } else {
     return r.Error(model["type"], "model.type",
-                   absl::StrCat("unknown model type '", out->type,
+                   absl::StrCat("unknown model type '", type,
                                 "' (expected: mlp, embedding_bag or "
                                 "embedding_concat)"));
   }

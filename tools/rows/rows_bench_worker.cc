@@ -151,7 +151,7 @@ absl::StatusOr<RowsWorkerResult> RunRowsWorker(
     const ClickLogOptions& log_options, const RowsWorkerOptions& options) {
   const ClickLog log(log_options);
   const int dim = config.model.embeddings[0].dim;
-  if (config.model.type != "embedding_concat" ||
+  if (config.model.type != ModelType::kEmbeddingConcat ||
       config.model.features.fields != log.fields()) {
     return absl::InvalidArgumentError(
         absl::StrCat(config.path,

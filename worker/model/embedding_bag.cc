@@ -26,7 +26,7 @@ uint64_t EmbeddingBag::FeatureId(uint32_t kind, uint32_t position,
 
 absl::StatusOr<EmbeddingBag> EmbeddingBag::Create(const ModelConfig& model,
                                                   int64_t pixels) {
-  if (model.type != "embedding_bag" || model.embeddings.size() != 1) {
+  if (model.type != ModelType::kEmbeddingBag || model.embeddings.size() != 1) {
     return absl::InvalidArgumentError(
         "EmbeddingBag: model.type embedding_bag with one table expected");
   }

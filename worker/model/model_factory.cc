@@ -12,9 +12,10 @@ namespace paramd {
 
 absl::StatusOr<std::unique_ptr<Model>> MakeModel(const JobConfig& config,
                                                  int max_batch) {
-  if (config.model.type != "mlp" && config.model.type != "embedding_bag") {
+  if (config.model.type == ModelType::kEmbeddingConcat) {
     return absl::InvalidArgumentError(
-        absl::StrCat("model.type: unknown model '", config.model.type, "'"));
+        "model.type: embedding_concat models are trained by tools/rows_bench, "
+        "not by a worker's model");
   }
   absl::StatusOr<LayerGraph> graph = InferLayerGraph(config.model);
   if (!graph.ok()) {
