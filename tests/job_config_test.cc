@@ -15,16 +15,9 @@ namespace {
 
 using testing::JobOptions;
 using testing::JobYaml;
+using testing::JobYamlError;
 using testing::NewTempDir;
 using testing::WriteFile;
-
-// Loads `yaml` from a real file and returns the error message ("" if ok).
-std::string ErrorOf(const std::string& yaml, std::string* path_out = nullptr) {
-  const std::string path = WriteFile(NewTempDir() + "/job.yaml", yaml);
-  if (path_out != nullptr) *path_out = path;
-  absl::StatusOr<JobConfig> c = LoadJobConfig(path);
-  return c.ok() ? "" : std::string(c.status().message());
-}
 
 // The line (1-based) of the first line of `yaml` containing `needle`.
 int LineOf(const std::string& yaml, const std::string& needle) {
@@ -248,7 +241,7 @@ TEST_CASE("each bad job file names file, line and field", "[config]") {
   for (const Case& c : cases) {
     SECTION(c.what) {
       std::string path;
-      const std::string error = ErrorOf(c.yaml, &path);
+      const std::string error = JobYamlError(c.yaml, &path);
       INFO("error: " << error);
       const std::string prefix = absl::StrCat(
           path, ":", LineOf(c.yaml, c.line_of), ": ", c.field, ": ");
@@ -347,7 +340,7 @@ TEST_CASE("optimizers and schedules parse with their defaults", "[config]") {
 
 TEST_CASE("syntax errors and missing files are clear", "[config]") {
   std::string path;
-  const std::string error = ErrorOf("job:\n  id: [unclosed\n", &path);
+  const std::string error = JobYamlError("job:\n  id: [unclosed\n", &path);
   CHECK(error.rfind(path + ":", 0) == 0);
   CHECK(error.find("(syntax)") != std::string::npos);
 
@@ -356,7 +349,7 @@ TEST_CASE("syntax errors and missing files are clear", "[config]") {
   CHECK(std::string(missing.status().message()) ==
         "/nonexistent/job.yaml:0: (file): cannot open the job file");
 
-  CHECK(ErrorOf("").find("the job file is empty") != std::string::npos);
+  CHECK(JobYamlError("").find("the job file is empty") != std::string::npos);
 }
 
 TEST_CASE("compression and metrics parse", "[config]") {
@@ -505,7 +498,7 @@ TEST_CASE("embedding tables parse with their defaults and bad ones are named",
   };
   for (const Case& k : cases) {
     if (k.says.empty()) continue;
-    const std::string error = ErrorOf(k.yaml);
+    const std::string error = JobYamlError(k.yaml);
     INFO(k.yaml);
     CHECK_THAT(error, Catch::Contains(k.says));
   }

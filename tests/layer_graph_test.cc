@@ -16,6 +16,7 @@ namespace {
 
 using testing::JobOptions;
 using testing::JobYaml;
+using testing::JobYamlError;
 using testing::NewTempDir;
 using testing::WriteFile;
 
@@ -33,11 +34,6 @@ std::string GraphJob(const std::string& layers,
 
 absl::StatusOr<JobConfig> Load(const std::string& yaml) {
   return LoadJobConfig(WriteFile(NewTempDir() + "/job.yaml", yaml));
-}
-
-std::string ErrorOf(const std::string& yaml) {
-  absl::StatusOr<JobConfig> c = Load(yaml);
-  return c.ok() ? "" : std::string(c.status().message());
 }
 
 constexpr char kCnn[] =
@@ -201,7 +197,7 @@ TEST_CASE("every bad layer is refused naming its index, field and shapes",
   for (const Case& c : cases) {
     const std::string yaml = GraphJob(c.layers, c.input);
     INFO(yaml);
-    const std::string error = ErrorOf(yaml);
+    const std::string error = JobYamlError(yaml);
     if (c.expect.empty()) {
       CHECK(error.empty());
       continue;
@@ -217,7 +213,7 @@ TEST_CASE("a refusal points at the line of the layer's field",
       "    - max_pool2d:\n"
       "        kernel: 40\n"
       "    - flatten\n    - dense: {out: 10}\n");
-  const std::string error = ErrorOf(yaml);
+  const std::string error = JobYamlError(yaml);
   int line = 1;
   for (size_t i = 0; i < yaml.find("kernel: 40"); ++i) line += yaml[i] == '\n';
   CHECK_THAT(error, Catch::Contains(absl::StrCat(":", line,
@@ -229,13 +225,13 @@ TEST_CASE("model.input is for typed layers only; typed layers are for mlp",
           "[config][layers]") {
   JobOptions o;
   o.model_extra = "  input: 784\n";
-  CHECK_THAT(ErrorOf(JobYaml(o)),
+  CHECK_THAT(JobYamlError(JobYaml(o)),
              Catch::Contains("model.input: applies to a typed model.layers "
                              "only"));
   JobOptions bag;
   bag.model_type = "embedding_bag";
   bag.layers = "\n    - dense: {out: 10}\n";
-  CHECK_THAT(ErrorOf(JobYaml(bag)),
+  CHECK_THAT(JobYamlError(JobYaml(bag)),
              Catch::Contains("typed layers are for model.type mlp"));
 }
 

@@ -75,6 +75,13 @@ std::string JobYaml(const JobOptions& o) {
       "partition:\n  chunk_bytes: ", o.chunk_bytes, "\n");
 }
 
+std::string JobYamlError(const std::string& yaml, std::string* path_out) {
+  const std::string path = WriteFile(NewTempDir() + "/job.yaml", yaml);
+  if (path_out != nullptr) *path_out = path;
+  absl::StatusOr<JobConfig> c = LoadJobConfig(path);
+  return c.ok() ? "" : std::string(c.status().message());
+}
+
 JobConfig MakeJob(const JobOptions& options, const std::string& dir) {
   const std::string path =
       WriteFile(absl::StrCat(dir, "/job.yaml"), JobYaml(options));

@@ -55,6 +55,11 @@ std::string JobYaml(const JobOptions& options);
 // Parses JobYaml(options) written to a file in `dir`; fails the test on error.
 JobConfig MakeJob(const JobOptions& options, const std::string& dir);
 
+// Loads `yaml` from a job file in a fresh folder (whose path `path_out`,
+// when given, receives), and returns the error message ("" if it loads).
+std::string JobYamlError(const std::string& yaml,
+                         std::string* path_out = nullptr);
+
 }  // namespace paramd::testing
 
 #endif  // PARAMD_TESTS_TEST_FILES_H_

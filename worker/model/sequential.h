@@ -49,9 +49,6 @@ class CpuSequential : public Model {
                                        const float* x, const int32_t* y,
                                        int n) override;
 
-  int64_t num_params() const { return num_params_; }
-  int eval_batch() const { return eval_batch_; }
-
  private:
   absl::StatusOr<double> Compute(absl::Span<const float> params, const float* x,
                                  const int32_t* y, int n,
