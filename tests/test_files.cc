@@ -61,7 +61,8 @@ std::string JobYaml(const JobOptions& o) {
   return absl::StrCat(
       "job:\n  id: test-job\n  seed: ", o.seed, "\n", "cluster:\n  servers: [",
       absl::StrJoin(quoted, ", "), "]\n  workers: ", o.workers, "\n",
-      "model:\n  type: ", o.model_type, "\n  layers: ", o.layers, "\n",
+      "model:\n  type: ", o.model_type, "\n",
+      o.layers.empty() ? "" : absl::StrCat("  layers: ", o.layers, "\n"),
       o.model_extra, "data:\n  dir: ", kFashionMnistDir,
       "\n  train_limit: ", o.train_limit, "\n  test_limit: ", o.test_limit,
       "\n", "training:\n  epochs: ", o.epochs, "\n  batch_size: ", o.batch_size,

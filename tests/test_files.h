@@ -29,7 +29,7 @@ constexpr char kFashionMnistDir[] = "/usr/share/datasets/fashion-mnist";
 struct JobOptions {
   std::vector<std::string> servers = {"127.0.0.1:0", "127.0.0.1:0"};
   int workers = 2;
-  std::string layers = "[784, 64, 10]";
+  std::string layers = "[784, 64, 10]";  // Empty: no model.layers.
   std::string model_type = "mlp";
   // More keys of the model section (indented two spaces), e.g. embeddings.
   std::string model_extra;

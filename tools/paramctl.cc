@@ -67,6 +67,17 @@ std::optional<JobConfig> LoadOrSay(const std::string& path) {
   return *std::move(config);
 }
 
+// The model as validate prints it: the layer graph, or a framework's
+// tensors.
+std::string ModelDescription(const JobConfig& config) {
+  if (config.model.type == ModelType::kTensors) {
+    return absl::StrCat(config.model.tensors.size(),
+                        " tensor(s) of a framework's model, first '",
+                        config.model.tensors.front().name, "'");
+  }
+  return DescribeGraph(*InferLayerGraph(config.model));
+}
+
 int Validate(const std::string& path) {
   std::optional<JobConfig> config = LoadOrSay(path);
   if (!config) return 1;
@@ -89,7 +100,7 @@ int Validate(const std::string& path) {
       path.c_str(), config->job_id.c_str(), PolicyName(config->policy.type),
       config->num_shards(), config->num_workers, config->training.epochs,
       config->training.batch_size, ModelTypeName(config->model.type),
-      DescribeGraph(*InferLayerGraph(config->model)).c_str(),
+      ModelDescription(*config).c_str(),
       static_cast<long long>(spec.total_elements), plan->chunks().size(),
       absl::StrJoin(shard_bytes, ", ").c_str());
   for (const EmbeddingTableConfig& t : config->model.embeddings) {

@@ -26,6 +26,13 @@ absl::StatusOr<std::unique_ptr<Trainer>> Trainer::Create(
         "click log of tools/rows_bench, which trains it; workers train mlp "
         "and embedding_bag models"));
   }
+  if (config.model.type == ModelType::kTensors) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        config.path,
+        ": model.type tensors: the model is a framework's (e.g. PyTorch "
+        "through python/paramd, started by worker.command); paramd-worker "
+        "trains mlp and embedding_bag models"));
+  }
   ModelSpec spec = BuildModelSpec(config.model);
   ASSIGN_OR_RETURN(
       PartitionPlan plan,

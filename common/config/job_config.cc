@@ -25,6 +25,8 @@ const char* ModelTypeName(ModelType type) {
       return "embedding_bag";
     case ModelType::kEmbeddingConcat:
       return "embedding_concat";
+    case ModelType::kTensors:
+      return "tensors";
   }
   return "unknown";
 }

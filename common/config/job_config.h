@@ -96,10 +96,21 @@ struct InputConfig {
 };
 
 // model.type.
-enum class ModelType { kMlp, kEmbeddingBag, kEmbeddingConcat };
+enum class ModelType { kMlp, kEmbeddingBag, kEmbeddingConcat, kTensors };
 
 // The job file's name of a type, e.g. "embedding_bag".
 const char* ModelTypeName(ModelType type);
+
+// One tensor of a model.type tensors job (model.tensors): a framework
+// worker's parameter, e.g. PyTorch's "conv1.weight" [32, 1, 3, 3].
+struct TensorConfig {
+  std::string name;
+  std::vector<int64_t> shape;  // Empty: a scalar (one element).
+  // Initial values on the servers: uniform in ±bound, or all `value`.
+  bool constant = false;
+  double bound = 0;
+  double value = 0;
+};
 
 struct ModelConfig {
   // "mlp": layers only. "embedding_bag": each sample's hashed features
@@ -108,7 +119,9 @@ struct ModelConfig {
   // "embedding_concat": each sample carries features.fields ids (one per
   // categorical field); their rows, concatenated, feed the MLP (layers[0]
   // = fields × dim). Its samples come from tools/rows_bench's synthetic
-  // click log.
+  // click log. "tensors": the model is a framework's (python/paramd, e.g.
+  // a PyTorch nn.Module); the job lists its tensors (`tensors`, from
+  // model.tensors or model.tensors_file) and paramd-worker refuses it.
   ModelType type = ModelType::kMlp;
   // The shorthand: widths, input first, classes last; dense layers with a
   // ReLU between each two. Empty when the job gives a typed graph.
@@ -119,6 +132,7 @@ struct ModelConfig {
   std::vector<LayerConfig> graph;
   std::vector<EmbeddingTableConfig> embeddings;
   FeaturesConfig features;
+  std::vector<TensorConfig> tensors;  // type tensors only.
 };
 
 struct DataConfig {

@@ -160,8 +160,9 @@ class JobParser {
     ASSIGN_OR_RETURN(
         const YAML::Node model,
         Section(root, "model", true,
-                {"type", "input", "layers", "embeddings", "features"}));
-    return ParseModelSection(r_, model, &c->model);
+                {"type", "input", "layers", "embeddings", "features",
+                 "tensors", "tensors_file"}));
+    return ParseModelSection(r_, model, Resolver(), &c->model);
   }
 
   absl::Status ParseData(const YAML::Node& root, JobConfig* c) {

@@ -8,6 +8,7 @@
 #include "common/base/status_macros.h"
 #include "common/config/layers_section.h"
 #include "common/config/optimizer_section.h"
+#include "common/config/tensors_section.h"
 
 namespace paramd {
 namespace {
@@ -223,12 +224,29 @@ absl::Status ParseEmbeddings(YamlReader& r, const YAML::Node& model,
   return ParseFeatures(r, model["features"], &out->features);
 }
 
+// A tensors model takes its tensors from a framework's model: none of the
+// fields that describe paramd's own layers apply.
+absl::Status ParseFrameworkModel(YamlReader& r, const YAML::Node& model,
+                                 const PathResolver& resolve,
+                                 ModelConfig* out) {
+  for (const char* key : {"input", "layers", "embeddings", "features"}) {
+    if (model[key].IsDefined()) {
+      return r.Error(model[key], absl::StrCat("model.", key),
+                     "does not apply to model.type tensors (the framework's "
+                     "model defines its layers; model.tensors lists its "
+                     "tensors)");
+    }
+  }
+  return ParseTensorsSection(r, model, resolve, out);
+}
+
 }  // namespace
 
 absl::Status ParseModelSection(YamlReader& r, const YAML::Node& model,
-                               ModelConfig* out) {
-  RETURN_IF_ERROR(r.CheckMapping(
-      model, "model", {"type", "input", "layers", "embeddings", "features"}));
+                               const PathResolver& resolve, ModelConfig* out) {
+  RETURN_IF_ERROR(r.CheckMapping(model, "model",
+                                 {"type", "input", "layers", "embeddings",
+                                  "features", "tensors", "tensors_file"}));
   std::string type = "mlp";
   RETURN_IF_ERROR(r.Get(model, "model", "type", false, &type));
   if (type == "mlp") {
@@ -237,11 +255,20 @@ absl::Status ParseModelSection(YamlReader& r, const YAML::Node& model,
     out->type = ModelType::kEmbeddingBag;
   } else if (type == "embedding_concat") {
     out->type = ModelType::kEmbeddingConcat;
+  } else if (type == "tensors") {
+    out->type = ModelType::kTensors;
+    return ParseFrameworkModel(r, model, resolve, out);
   } else {
     return r.Error(model["type"], "model.type",
                    absl::StrCat("unknown model type '", type,
-                                "' (expected: mlp, embedding_bag or "
-                                "embedding_concat)"));
+                                "' (expected: mlp, embedding_bag, "
+                                "embedding_concat or tensors)"));
+  }
+  for (const char* key : {"tensors", "tensors_file"}) {
+    if (model[key].IsDefined()) {
+      return r.Error(model[key], absl::StrCat("model.", key),
+                     "applies to model.type tensors only");
+    }
   }
   RETURN_IF_ERROR(ParseLayers(r, model, out));
   return ParseEmbeddings(r, model, out);

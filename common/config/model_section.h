@@ -7,6 +7,7 @@
 
 #include "absl/status/status.h"
 #include "common/config/job_config.h"
+#include "common/config/run_sections.h"
 #include "common/config/yaml_reader.h"
 
 namespace paramd {
@@ -15,8 +16,9 @@ namespace paramd {
 constexpr uint64_t kMaxTableRows = uint64_t{1} << 40;
 
 // Parses `model` (a mapping whose keys were not checked yet) into `out`.
+// `resolve` resolves model.tensors_file against the job file's folder.
 absl::Status ParseModelSection(YamlReader& reader, const YAML::Node& model,
-                               ModelConfig* out);
+                               const PathResolver& resolve, ModelConfig* out);
 
 }  // namespace paramd
 

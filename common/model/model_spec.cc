@@ -11,7 +11,17 @@ namespace paramd {
 
 ModelSpec BuildModelSpec(const ModelConfig& config) {
   ModelSpec spec;
-  absl::StatusOr<LayerGraph> graph = InferLayerGraph(config);
+  for (const TensorConfig& t : config.tensors) {
+    int64_t n = 1;
+    for (int64_t d : t.shape) n *= d;
+    TensorSpec s{t.name, t.shape, n, static_cast<float>(t.bound)};
+    s.init_constant = t.constant;
+    s.init_value = static_cast<float>(t.value);
+    spec.tensors.push_back(std::move(s));
+  }
+  absl::StatusOr<LayerGraph> graph = config.type == ModelType::kTensors
+                                         ? absl::InvalidArgumentError("none")
+                                         : InferLayerGraph(config);
   if (graph.ok()) {
     for (const GraphLayer& l : graph->layers) {
       if (l.config.kind == LayerKind::kBatchNorm) {

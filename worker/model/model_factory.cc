@@ -17,6 +17,11 @@ absl::StatusOr<std::unique_ptr<Model>> MakeModel(const JobConfig& config,
         "model.type: embedding_concat models are trained by tools/rows_bench, "
         "not by a worker's model");
   }
+  if (config.model.type == ModelType::kTensors) {
+    return absl::InvalidArgumentError(
+        "model.type: tensors models are a framework's (python/paramd), not "
+        "a worker's model");
+  }
   absl::StatusOr<LayerGraph> graph = InferLayerGraph(config.model);
   if (!graph.ok()) {
     return absl::InvalidArgumentError(
