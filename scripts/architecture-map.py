@@ -15,11 +15,16 @@ import sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DOC = os.path.join(ROOT, 'docs', 'architecture.md')
-TOPS = ('proto', 'common', 'server', 'worker', 'tools')
-SOURCES = ('.h', '.cc', '.cu', '.proto')
+TOPS = ('proto', 'common', 'server', 'worker', 'tools', 'python')
+SOURCES = ('.h', '.cc', '.cu', '.proto', '.py')
 
 
 def opening_comment(path):
+    if path.endswith('.py'):
+        # A Python file's docstring.
+        text = open(path, encoding='utf-8').read()
+        m = re.match(r'\s*(?:#[^\n]*\n\s*)*[rb]?"""(.*?)"""', text, re.S)
+        return ' '.join(m.group(1).split()) if m else ''
     lines = []
     with open(path, encoding='utf-8') as f:
         for line in f:
@@ -50,6 +55,13 @@ def tracked():
     return [p for p in out.split('\n') if p.startswith(TOPS)]
 
 
+def nearest_package(path, packages):
+    d = os.path.dirname(path)
+    while d and d not in packages:
+        d = os.path.dirname(d)
+    return d
+
+
 def build_map():
     files = tracked()
     packages = sorted({os.path.dirname(p) for p in files
@@ -58,8 +70,9 @@ def build_map():
     for pkg in packages:
         about = first_sentence(opening_comment(os.path.join(ROOT, pkg, 'BUILD')),
                                limit=400) or '—'
-        own = sorted(p for p in files if os.path.dirname(p) == pkg
-                     and p.endswith(SOURCES))
+        # The package's files: those whose nearest BUILD is the package's.
+        own = sorted(p for p in files if p.endswith(SOURCES)
+                     and nearest_package(p, packages) == pkg)
         stems = {}
         for p in own:
             stems.setdefault(os.path.splitext(p)[0], []).append(p)
@@ -67,7 +80,7 @@ def build_map():
         for stem, group in sorted(stems.items()):
             exts = sorted(os.path.splitext(p)[1] for p in group)
             lead = next((p for p in group if p.endswith('.h')), group[0])
-            name = os.path.basename(stem)
+            name = os.path.relpath(stem, pkg)
             label = (f'`{name}{exts[0]}`' if len(exts) == 1 else
                      f'`{name}.{{{",".join(e[1:] for e in exts)}}}`')
             what = first_sentence(opening_comment(os.path.join(ROOT, lead)))

@@ -6,8 +6,10 @@
 #   scripts/setup.sh           what builds and trains
 #   scripts/setup.sh --tests   and what the tests run beside paramd: Slurm
 #                              (slurm-wlm, munge), Prometheus (prometheus,
-#                              promtool) and kubectl (kubernetes-client,
-#                              unless a kubectl is there already)
+#                              promtool), kubectl (kubernetes-client,
+#                              unless a kubectl is there already), and
+#                              PyTorch with pytest for the PyTorch worker
+#                              (python3-torch, python3-pytest)
 set -euo pipefail
 
 PACKAGES=(
@@ -16,6 +18,7 @@ PACKAGES=(
   libabsl-dev libspdlog-dev libfmt-dev catch2 libyaml-cpp-dev zlib1g-dev
   libopenblas-dev dataset-fashion-mnist openssl
   prometheus-cpp-dev libcivetweb-dev libcurl4-openssl-dev
+  python3-dev pybind11-dev python3-numpy
 )
 
 # Packages of `list` (an array name) that are not installed.
@@ -30,7 +33,7 @@ missing_of() {
 
 TEST_PACKAGES=()
 if [[ "${1:-}" == --tests ]]; then
-  TEST_PACKAGES=(slurm-wlm munge prometheus)
+  TEST_PACKAGES=(slurm-wlm munge prometheus python3-torch python3-pytest)
   command -v kubectl >/dev/null || TEST_PACKAGES+=(kubernetes-client)
 fi
 

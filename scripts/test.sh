@@ -2,7 +2,8 @@
 # Command 2: builds everything and runs every test, then again built with
 # AddressSanitizer (leaks included), and prints the closing line
 # "N passed, N failed" (", N skipped" when some were) counted from the real
-# results of both runs: Catch2's test cases in each test's log, the cases a
+# results of both runs: Catch2's test cases in each test's log, the
+# PyTorch worker's pytest cases (plain run only), the cases a
 # GPU test reports as SKIPPED when no device exists, and 1 failed for a
 # test that did not build or ended without a summary (crash, timeout,
 # sanitizer report), and 1 passed or failed for the check that
@@ -118,7 +119,57 @@ run_tests() {
   rm -f "$log"
 }
 
+# The PyTorch worker's tests (tests/python, pytest under Debian's
+# /usr/bin/python3) against the plain build's paramd-server, paramctl and
+# Python package, counted from pytest's JUnit XML. Not under ASan: the
+# interpreter is not instrumented (FrameworkWorker's own Catch2 test is).
+run_python_tests() {
+  if ! /usr/bin/python3 -c "import torch, pytest" 2>/dev/null; then
+    skipped=$((skipped + 1))
+    echo "tests/python: SKIPPED: python3-torch or python3-pytest is not installed"
+    return
+  fi
+  if ! bazel build --noshow_progress //server:paramd-server //tools:paramctl //python:package; then
+    failed=$((failed + 1))
+    final=1
+    failures+=("tests/python: //python:package did not build")
+    return
+  fi
+  local xml log
+  xml=$(mktemp)
+  log=$(mktemp)
+  timeout 900 /usr/bin/python3 -m pytest -q -p no:cacheprovider --junitxml="$xml" tests/python 2>&1 | tee "$log"
+  local counts
+  counts=$(/usr/bin/python3 - "$xml" <<'PY' 2>/dev/null
+import sys
+import xml.etree.ElementTree as ET
+root = ET.parse(sys.argv[1]).getroot()
+suite = root if root.tag == "testsuite" else root.find("testsuite")
+n = {k: int(suite.get(k, 0)) for k in ("tests", "failures", "errors", "skipped")}
+print(n["tests"] - n["failures"] - n["errors"] - n["skipped"],
+      n["failures"] + n["errors"], n["skipped"])
+PY
+)
+  if [[ -z "$counts" ]]; then
+    failed=$((failed + 1))
+    final=1
+    failures+=("tests/python: pytest ended without a result (crash or timeout)"$'\n'"$(tail -15 "$log")")
+  else
+    local p f s
+    read -r p f s <<<"$counts"
+    passed=$((passed + p))
+    skipped=$((skipped + s))
+    if ((f > 0)); then
+      failed=$((failed + f))
+      final=1
+      failures+=("tests/python: $f failed"$'\n'"$(grep -E "^(FAILED|ERROR) " "$log" | head -10)")
+    fi
+  fi
+  rm -f "$xml" "$log"
+}
+
 run_tests "" "" "$@"
+run_python_tests
 if [[ "${PARAMD_ASAN:-1}" != 0 ]]; then
   echo "== the same tests built with AddressSanitizer (--config=asan) =="
   run_tests "asan" --config=asan "$@"

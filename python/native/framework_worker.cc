@@ -1,0 +1,180 @@
+#include "python/native/framework_worker.h"
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "common/base/status_macros.h"
+#include "common/config/job_file.h"
+#include "common/launch/slurm.h"
+#include "spdlog/spdlog.h"
+#include "worker/rpc/grpc_parameter_client.h"
+
+namespace paramd {
+namespace {
+
+std::string ShapeText(const std::vector<int64_t>& shape) {
+  return absl::StrCat("[", absl::StrJoin(shape, ", "), "]");
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<FrameworkWorker>> FrameworkWorker::Create(
+    const FrameworkWorkerOptions& options) {
+  GrpcClientOptions client;
+  client.launch = options.launch;
+  return Create(options,
+                GrpcParameterClientFactory(options.servers, std::move(client)));
+}
+
+absl::StatusOr<std::unique_ptr<FrameworkWorker>> FrameworkWorker::Create(
+    const FrameworkWorkerOptions& options,
+    const ParameterClientFactory& make_client) {
+  ASSIGN_OR_RETURN(JobConfig config, LoadJobConfig(options.job));
+  if (config.model.type != ModelType::kTensors) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        config.path, ": model.type is ", ModelTypeName(config.model.type),
+        "; a framework worker trains model.type tensors jobs (paramd-worker "
+        "trains the others)"));
+  }
+  if (options.rank < 0 || options.rank >= config.num_workers) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("rank: ", options.rank, " is outside [0, ",
+                     config.num_workers, ") for the job's cluster.workers"));
+  }
+  if (config.servers_from_slurm && options.servers.empty()) {
+    RETURN_IF_ERROR(ResolveSlurmServers(&config, ProcessEnv()));
+  }
+  std::unique_ptr<FrameworkWorker> w(
+      new FrameworkWorker(std::move(config), options.rank));
+  ASSIGN_OR_RETURN(PartitionPlan plan,
+                   PartitionPlan::Build(w->spec_, w->config_.chunk_bytes,
+                                        w->config_.num_shards()));
+  w->plan_ = std::make_unique<PartitionPlan>(std::move(plan));
+  ASSIGN_OR_RETURN(w->client_,
+                   make_client(ClientSetup{&w->config_, w->plan_.get(),
+                                           &w->layout_, w->rank_}));
+  return w;
+}
+
+FrameworkWorker::FrameworkWorker(JobConfig config, int rank)
+    : config_(std::move(config)),
+      rank_(rank),
+      spec_(BuildModelSpec(config_.model)),
+      layout_(spec_) {}
+
+FrameworkWorker::~FrameworkWorker() { StopHeartbeats(); }
+
+absl::Status FrameworkWorker::CheckTensors(
+    const std::vector<DeclaredTensor>& tensors) const {
+  const size_t n = std::min(tensors.size(), spec_.tensors.size());
+  for (size_t i = 0; i < n; ++i) {
+    const TensorSpec& want = spec_.tensors[i];
+    const DeclaredTensor& got = tensors[i];
+    if (got.name != want.name || got.shape != want.shape) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "the model's tensor ", i, " is '", got.name, "' ",
+          ShapeText(got.shape), " but the job's model.tensors[", i, "] is '",
+          want.name, "' ", ShapeText(want.shape), " (", config_.path,
+          "; python3 -m paramd.torch.spec writes the list from the model)"));
+    }
+  }
+  if (tensors.size() != spec_.tensors.size()) {
+    const bool extra = tensors.size() > spec_.tensors.size();
+    return absl::InvalidArgumentError(
+        absl::StrCat("the model has ", tensors.size(), " tensors and the job ",
+                     spec_.tensors.size(), ": ",
+                     extra ? absl::StrCat("the model's '", tensors[n].name,
+                                          "' is not in the job's model.tensors")
+                           : absl::StrCat("the job's '", spec_.tensors[n].name,
+                                          "' is not in the model"),
+                     " (", config_.path, ")"));
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<uint64_t> FrameworkWorker::Join(absl::Span<float> params) {
+  ASSIGN_OR_RETURN(uint64_t clock, client_->Register());
+  RETURN_IF_ERROR(client_->Pull(clock, params).status());
+  absl::MutexLock lock(&mu_);
+  clock_ = clock;
+  return clock;
+}
+
+absl::StatusOr<uint64_t> FrameworkWorker::Start(absl::Span<float> params) {
+  if (static_cast<int64_t>(params.size()) != layout_.total) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "params: ", params.size(), " floats for the job's ", layout_.total));
+  }
+  ASSIGN_OR_RETURN(uint64_t clock, Join(params));
+  absl::MutexLock lock(&mu_);
+  if (!started_) {
+    started_ = true;
+    heartbeats_ = std::thread([this] { HeartbeatLoop(); });
+  }
+  return clock;
+}
+
+absl::StatusOr<uint64_t> FrameworkWorker::Step(absl::Span<const float> grads,
+                                               float loss,
+                                               absl::Span<float> params) {
+  if (static_cast<int64_t>(grads.size()) != layout_.total ||
+      static_cast<int64_t>(params.size()) != layout_.total) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("grads and params: ", grads.size(), " and ", params.size(),
+                     " floats for the job's ", layout_.total));
+  }
+  const uint64_t clock = this->clock();
+  absl::Status s = client_->PushPull(clock, grads, loss, params).status();
+  if (s.ok()) {
+    absl::MutexLock lock(&mu_);
+    clock_ = clock + 1;
+    return clock_;
+  }
+  if (!absl::IsAborted(s)) return s;
+  // A shard no longer knows the rank: this gradient is not applied.
+  spdlog::warn("rank {}: {}; registering again", rank_,
+               std::string(s.message()));
+  return Join(params);
+}
+
+absl::Status FrameworkWorker::ReportEpoch(const EpochReport& report) {
+  return client_->ReportEpoch(report);
+}
+
+void FrameworkWorker::Finish() {
+  bool started;
+  {
+    absl::MutexLock lock(&mu_);
+    started = started_ && !stopping_;
+  }
+  StopHeartbeats();
+  if (started) client_->Heartbeat(clock(), /*finished=*/true, absl::Seconds(5));
+}
+
+uint64_t FrameworkWorker::clock() const {
+  absl::MutexLock lock(&mu_);
+  return clock_;
+}
+
+void FrameworkWorker::HeartbeatLoop() {
+  const absl::Duration every =
+      absl::Seconds(config_.liveness.heartbeat_seconds);
+  absl::MutexLock lock(&mu_);
+  while (!stopping_) {
+    mu_.AwaitWithTimeout(absl::Condition(&stopping_), every);
+    if (stopping_) break;
+    const uint64_t clock = clock_;
+    mu_.Unlock();
+    client_->Heartbeat(clock, /*finished=*/false, every);
+    mu_.Lock();
+  }
+}
+
+void FrameworkWorker::StopHeartbeats() {
+  {
+    absl::MutexLock lock(&mu_);
+    stopping_ = true;
+  }
+  if (heartbeats_.joinable()) heartbeats_.join();
+}
+
+}  // namespace paramd

@@ -1,0 +1,117 @@
+// FrameworkWorker: one rank of a model.type tensors job, driven by a
+// framework's training loop (python/paramd: PyTorch) instead of paramd's
+// Trainer. It speaks to every shard through the same ParameterClient the
+// C++ worker uses (GrpcParameterClient: retries, StepStream, fp16, TLS and
+// the job token), keeps the rank's clock, sends its heartbeats from a
+// thread of its own and registers again when a shard dropped the rank.
+//
+// Parameters and gradients are flat float32 buffers in the job's tensor
+// order (FlatLayout); the caller's tensors are views into them, so nothing
+// is copied between the framework and the wire.
+//
+// Thread-compatible: one training loop calls it at a time.
+#ifndef PARAMD_PYTHON_NATIVE_FRAMEWORK_WORKER_H_
+#define PARAMD_PYTHON_NATIVE_FRAMEWORK_WORKER_H_
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/types/span.h"
+#include "common/base/epoch_report.h"
+#include "common/config/job_config.h"
+#include "common/model/model_spec.h"
+#include "common/model/partitioner.h"
+#include "worker/parameter_client.h"
+
+namespace paramd {
+
+struct FrameworkWorkerOptions {
+  std::string job;  // The job file.
+  int rank = 0;
+  // Overrides cluster.servers ("host:port" per shard); empty: the job's
+  // (or, with cluster.servers: {slurm: N}, the Slurm job's).
+  std::vector<std::string> servers;
+  std::string launch;  // RegisterRequest.launch (paramctl run's --launch).
+};
+
+// A tensor as the framework names it: name and shape.
+struct DeclaredTensor {
+  std::string name;
+  std::vector<int64_t> shape;
+};
+
+class FrameworkWorker {
+ public:
+  // Loads the job (model.type tensors only) and makes the client; does not
+  // contact the servers yet.
+  static absl::StatusOr<std::unique_ptr<FrameworkWorker>> Create(
+      const FrameworkWorkerOptions& options);
+  // As Create, with the client `make_client` makes (tests).
+  static absl::StatusOr<std::unique_ptr<FrameworkWorker>> Create(
+      const FrameworkWorkerOptions& options,
+      const ParameterClientFactory& make_client);
+  ~FrameworkWorker();
+
+  const JobConfig& config() const { return config_; }
+  const ModelSpec& spec() const { return spec_; }
+  const FlatLayout& layout() const { return layout_; }
+  int rank() const { return rank_; }
+
+  // The framework's model against the job's tensors, in order: an error
+  // names the first tensor that differs (name, shape, one missing or
+  // extra) and the job file.
+  absl::Status CheckTensors(const std::vector<DeclaredTensor>& tensors) const;
+
+  // Registers with every shard and pulls the parameters at the clock
+  // joined into `params` (layout().total floats); starts heartbeats.
+  // Returns that clock.
+  absl::StatusOr<uint64_t> Start(absl::Span<float> params);
+
+  // One step: pushes `grads` (computed at clock()) with the batch's mean
+  // `loss`, and pulls the parameters of the next clock into `params`.
+  // If a shard dropped the rank (its lease expired, or it restarted), the
+  // gradient is not applied: the rank registers again and `params` gets
+  // the parameters at the clock joined. Returns the clock now.
+  absl::StatusOr<uint64_t> Step(absl::Span<const float> grads, float loss,
+                                absl::Span<float> params);
+
+  // Sends one finished epoch's figures to shard 0 (paramctl status and
+  // the run's summary show them).
+  absl::Status ReportEpoch(const EpochReport& report);
+
+  // Tells every shard this rank is done and stops heartbeats. Later calls
+  // do nothing.
+  void Finish();
+
+  uint64_t clock() const;
+
+ private:
+  FrameworkWorker(JobConfig config, int rank);
+  absl::StatusOr<uint64_t> Join(absl::Span<float> params);
+  void HeartbeatLoop();
+  void StopHeartbeats();
+
+  const JobConfig config_;
+  const int rank_;
+  ModelSpec spec_;
+  FlatLayout layout_;
+  std::unique_ptr<PartitionPlan> plan_;
+  std::unique_ptr<ParameterClient> client_;
+  std::thread heartbeats_;
+
+  mutable absl::Mutex mu_;
+  uint64_t clock_ ABSL_GUARDED_BY(mu_) = 0;
+  bool started_ ABSL_GUARDED_BY(mu_) = false;
+  bool stopping_ ABSL_GUARDED_BY(mu_) = false;
+};
+
+}  // namespace paramd
+
+#endif  // PARAMD_PYTHON_NATIVE_FRAMEWORK_WORKER_H_

@@ -1,0 +1,166 @@
+// paramd._native: the Python face of FrameworkWorker
+// (python/native/framework_worker.h). Buffers cross as NumPy arrays that
+// must be float32, C-contiguous and (for what is written) writeable:
+// torch's tensor.numpy() shares the tensor's memory, so nothing is copied.
+// Every call that may wait on a server releases the GIL.
+#include <pybind11/numpy.h>
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "common/base/logging.h"
+#include "python/native/framework_worker.h"
+
+namespace py = pybind11;
+
+namespace paramd {
+namespace {
+
+// absl::Status → a Python exception: ValueError for bad arguments,
+// RuntimeError ("CODE: message") for the rest.
+void Raise(const absl::Status& s) {
+  if (s.ok()) return;
+  if (absl::IsInvalidArgument(s))
+    throw py::value_error(std::string(s.message()));
+  throw std::runtime_error(
+      absl::StrCat(absl::StatusCodeToString(s.code()), ": ", s.message()));
+}
+
+template <typename T>
+T Value(absl::StatusOr<T> v) {
+  Raise(v.status());
+  return *std::move(v);
+}
+
+// `array` as a span of floats, refused unless float32 and C-contiguous
+// (and writeable when `writable`), naming `what`.
+absl::Span<float> Floats(const py::array& array, const char* what,
+                         bool writable) {
+  if (!py::dtype::of<float>().is(array.dtype())) {
+    throw py::value_error(absl::StrCat(what, ": expected float32, got ",
+                                       std::string(py::str(array.dtype()))));
+  }
+  if (!(array.flags() & py::array::c_style)) {
+    throw py::value_error(absl::StrCat(what, ": must be C-contiguous"));
+  }
+  if (writable && !array.writeable()) {
+    throw py::value_error(absl::StrCat(what, ": must be writeable"));
+  }
+  return absl::Span<float>(static_cast<float*>(const_cast<void*>(array.data())),
+                           static_cast<size_t>(array.size()));
+}
+
+std::unique_ptr<FrameworkWorker> MakeWorker(const std::string& job, int rank,
+                                            std::vector<std::string> servers,
+                                            const std::string& launch) {
+  FrameworkWorkerOptions o;
+  o.job = job;
+  o.rank = rank;
+  o.servers = std::move(servers);
+  o.launch = launch;
+  return Value(FrameworkWorker::Create(o));
+}
+
+py::list Tensors(const FrameworkWorker& w) {
+  py::list out;
+  for (const TensorSpec& t : w.spec().tensors) {
+    out.append(py::make_tuple(t.name, py::tuple(py::cast(t.shape))));
+  }
+  return out;
+}
+
+void CheckTensors(const FrameworkWorker& w, const py::list& tensors) {
+  std::vector<DeclaredTensor> declared;
+  for (const py::handle& item : tensors) {
+    auto pair = item.cast<std::pair<std::string, std::vector<int64_t>>>();
+    declared.push_back({pair.first, pair.second});
+  }
+  Raise(w.CheckTensors(declared));
+}
+
+uint64_t Start(FrameworkWorker& w, const py::array& params) {
+  const absl::Span<float> p = Floats(params, "params", true);
+  py::gil_scoped_release release;
+  return Value(w.Start(p));
+}
+
+uint64_t Step(FrameworkWorker& w, const py::array& grads, float loss,
+              const py::array& params) {
+  const absl::Span<float> g = Floats(grads, "grads", false);
+  const absl::Span<float> p = Floats(params, "params", true);
+  py::gil_scoped_release release;
+  return Value(w.Step(g, loss, p));
+}
+
+void ReportEpoch(FrameworkWorker& w, int epoch, double loss_sum,
+                 uint64_t samples, double seconds, uint64_t correct,
+                 uint64_t total) {
+  EpochReport r;
+  r.epoch = epoch;
+  r.train_loss_sum = loss_sum;
+  r.train_samples = samples;
+  r.train_seconds = seconds;
+  r.test_correct = correct;
+  r.test_total = total;
+  py::gil_scoped_release release;
+  Raise(w.ReportEpoch(r));
+}
+
+}  // namespace
+}  // namespace paramd
+
+PYBIND11_MODULE(_native, m) {
+  using paramd::FrameworkWorker;
+  m.doc() = "paramd's client for framework workers (see paramd.torch)";
+  m.def(
+      "init_logging",
+      [](const std::string& name, const std::string& level) {
+        paramd::Raise(paramd::InitLogging(name, level));
+      },
+      py::arg("name"), py::arg("level") = "info");
+  py::class_<FrameworkWorker>(m, "Worker")
+      .def(py::init(&paramd::MakeWorker), py::arg("job"), py::arg("rank"),
+           py::arg("servers") = std::vector<std::string>(),
+           py::arg("launch") = "")
+      .def_property_readonly("tensors", &paramd::Tensors)
+      .def_property_readonly(
+          "total", [](const FrameworkWorker& w) { return w.layout().total; })
+      .def_property_readonly("rank", &FrameworkWorker::rank)
+      .def_property_readonly("clock", &FrameworkWorker::clock)
+      .def_property_readonly(
+          "job_id", [](const FrameworkWorker& w) { return w.config().job_id; })
+      .def_property_readonly(
+          "policy",
+          [](const FrameworkWorker& w) {
+            return std::string(paramd::PolicyName(w.config().policy.type));
+          })
+      .def_property_readonly(
+          "workers",
+          [](const FrameworkWorker& w) { return w.config().num_workers; })
+      .def_property_readonly(
+          "servers",
+          [](const FrameworkWorker& w) { return w.config().num_shards(); })
+      .def_property_readonly("batch_size",
+                             [](const FrameworkWorker& w) {
+                               return w.config().training.batch_size;
+                             })
+      .def_property_readonly(
+          "epochs",
+          [](const FrameworkWorker& w) { return w.config().training.epochs; })
+      .def_property_readonly(
+          "seed", [](const FrameworkWorker& w) { return w.config().seed; })
+      .def("check_tensors", &paramd::CheckTensors, py::arg("tensors"))
+      .def("start", &paramd::Start, py::arg("params"))
+      .def("step", &paramd::Step, py::arg("grads"), py::arg("loss"),
+           py::arg("params"))
+      .def("report_epoch", &paramd::ReportEpoch, py::arg("epoch"),
+           py::arg("loss_sum"), py::arg("samples"), py::arg("seconds"),
+           py::arg("correct"), py::arg("total"))
+      .def("finish", &FrameworkWorker::Finish,
+           py::call_guard<py::gil_scoped_release>());
+}

@@ -1,0 +1,259 @@
+"""Train a PyTorch nn.Module through paramd servers.
+
+    import paramd.torch as pt
+    ctx = pt.init(job="job.yaml")           # rank from PARAMD_RANK & co.
+    opt = pt.DistributedOptimizer(model)     # pulls the servers' parameters
+    for x, y in loader:
+        opt.zero_grad()
+        loss = F.cross_entropy(model(x), y)
+        loss.backward()
+        opt.step(loss=loss)                  # one PushPull: push, then pull
+    opt.report_epoch(loss=..., correct=..., total=...)
+    opt.finish()
+
+The job file's optimizer runs on the servers (model.type tensors; its
+tensor list is written from the model by `python3 -m paramd.torch.spec`).
+A step pushes every gradient and writes the parameters the servers send
+back straight into the module's parameters: they are views into one flat
+float32 buffer that the native client reads and fills in place (CPU
+tensors), or staged through a pinned host buffer (CUDA tensors). The
+policy (sync, async, ssp), clocks, retries and exactly-once pushes are
+the servers' and the client's, as for paramd-worker.
+"""
+
+import os
+import time
+
+import torch
+
+from .. import _native
+
+__all__ = [
+    "init",
+    "Context",
+    "DistributedOptimizer",
+    "declared_tensors",
+]
+
+# Where init() looks for the rank when not given one, in order: paramctl
+# (and by hand), Slurm's srun, a Kubernetes Indexed Job.
+RANK_VARIABLES = ("PARAMD_RANK", "SLURM_PROCID", "JOB_COMPLETION_INDEX")
+
+_context = None
+
+
+class Context:
+    """The process's place in the job: what init() returns."""
+
+    def __init__(self, worker):
+        self.worker = worker
+
+    @property
+    def rank(self):
+        return self.worker.rank
+
+    @property
+    def workers(self):
+        return self.worker.workers
+
+    @property
+    def servers(self):
+        return self.worker.servers
+
+    @property
+    def policy(self):
+        return self.worker.policy
+
+    @property
+    def batch_size(self):
+        return self.worker.batch_size
+
+    @property
+    def epochs(self):
+        return self.worker.epochs
+
+    @property
+    def seed(self):
+        return self.worker.seed
+
+    @property
+    def job_id(self):
+        return self.worker.job_id
+
+
+def _env_rank():
+    for name in RANK_VARIABLES:
+        value = os.environ.get(name, "")
+        if value != "":
+            try:
+                return int(value)
+            except ValueError:
+                raise ValueError(f"{name}: expected a rank, got '{value}'")
+    return None
+
+
+def init(job=None, rank=None, servers=None, launch=None, log_level=None):
+    """Joins the job as one worker rank and returns its Context.
+
+    job: the job file (default: $PARAMD_JOB). rank: default from
+    $PARAMD_RANK, $SLURM_PROCID or $JOB_COMPLETION_INDEX. servers: a list
+    of "host:port" overriding cluster.servers (default: $PARAMD_SERVERS,
+    comma-separated, as paramctl sets it). launch: paramctl run's launch id
+    ($PARAMD_LAUNCH). log_level: the native client's (default: warn).
+    """
+    global _context
+    job = job if job is not None else os.environ.get("PARAMD_JOB", "")
+    if not job:
+        raise ValueError("job: give init(job=...) or set PARAMD_JOB")
+    if rank is None:
+        rank = _env_rank()
+    if rank is None:
+        raise ValueError(
+            "rank: give init(rank=...) or set one of " + ", ".join(RANK_VARIABLES))
+    if servers is None:
+        servers = [s for s in os.environ.get("PARAMD_SERVERS", "").split(",") if s]
+    if launch is None:
+        launch = os.environ.get("PARAMD_LAUNCH", "")
+    _native.init_logging(f"paramd-torch rank {rank}",
+                         log_level or os.environ.get("PARAMD_LOG_LEVEL", "warn"))
+    if _context is not None:
+        _context.worker.finish()
+    _context = Context(_native.Worker(job, int(rank), list(servers), launch))
+    return _context
+
+
+def declared_tensors(model):
+    """The (name, shape) of each parameter the servers train, in order:
+    every parameter that requires a gradient, as named_parameters gives
+    them."""
+    return [(name, tuple(p.shape)) for name, p in model.named_parameters()
+            if p.requires_grad]
+
+
+class DistributedOptimizer(torch.optim.Optimizer):
+    """Steps `model` through paramd servers; the job's optimizer applies.
+
+    Creating it checks the model against the job's tensors (the first that
+    differs is named), registers with every server and loads the servers'
+    parameters into the model. Then each step() pushes the gradients of
+    this rank's batch and pulls the parameters of the next clock into the
+    module. Learning rate, momentum and the rest are the job file's
+    (optimizer section), applied on the servers.
+    """
+
+    def __init__(self, model, context=None):
+        ctx = context or _context
+        if ctx is None:
+            raise RuntimeError("call paramd.torch.init() first")
+        self._worker = ctx.worker
+        named = [(n, p) for n, p in model.named_parameters() if p.requires_grad]
+        for name, p in named:
+            if p.dtype != torch.float32:
+                raise ValueError(f"parameter '{name}': paramd trains float32 "
+                                 f"tensors, this one is {p.dtype}")
+        self._worker.check_tensors([(n, tuple(p.shape)) for n, p in named])
+        super().__init__([p for _, p in named], {})
+        self._named = named
+        total = self._worker.total
+        device = named[0][1].device
+        self._cuda = device.type == "cuda"
+        # The buffers the native client reads and writes in place.
+        pin = self._cuda
+        self._flat_params = torch.zeros(total, dtype=torch.float32,
+                                        pin_memory=pin)
+        self._flat_grads = torch.zeros(total, dtype=torch.float32,
+                                       pin_memory=pin)
+        self._params_np = self._flat_params.numpy()
+        self._grads_np = self._flat_grads.numpy()
+        self._slices = []
+        offset = 0
+        for _, p in named:
+            n = p.numel()
+            self._slices.append((offset, n))
+            offset += n
+        self._worker.start(self._params_np)
+        with torch.no_grad():
+            for (_, p), (off, n) in zip(named, self._slices):
+                if self._cuda:
+                    p.copy_(self._flat_params[off:off + n].view_as(p),
+                            non_blocking=False)
+                else:
+                    # The parameter becomes a view of the flat buffer, its
+                    # gradient one of the flat gradient buffer.
+                    p.data = self._flat_params[off:off + n].view_as(p)
+                    p.grad = self._flat_grads[off:off + n].view_as(p)
+        self._loss = 0.0
+        self._steps_since_report = 0
+        self._epoch = 0
+        self._since = time.monotonic()
+        self._finished = False
+
+    @property
+    def clock(self):
+        """The rank's clock: the number of steps the servers accepted."""
+        return self._worker.clock
+
+    def zero_grad(self, set_to_none=False):
+        """Zeroes the gradients (kept as views of the flat buffer on CPU;
+        set_to_none is accepted and treated as zeroing)."""
+        self._flat_grads.zero_()
+        if not self._cuda:
+            for (_, p), (off, n) in zip(self._named, self._slices):
+                view = self._flat_grads[off:off + n]
+                if p.grad is None or p.grad.data_ptr() != view.data_ptr():
+                    p.grad = view.view_as(p)
+
+    def _gather_grads(self):
+        for (_, p), (off, n) in zip(self._named, self._slices):
+            view = self._flat_grads[off:off + n]
+            if p.grad is None:
+                view.zero_()
+            elif self._cuda or p.grad.data_ptr() != view.data_ptr():
+                view.copy_(p.grad.detach().reshape(-1))
+
+    @torch.no_grad()
+    def step(self, closure=None, loss=None):
+        """Pushes this rank's gradients and pulls the next parameters into
+        the model. `loss` (a tensor or float: the batch's mean loss) is
+        what status shows; a closure's return value serves as well.
+        Returns the closure's loss, as torch optimizers do."""
+        result = None
+        if closure is not None:
+            with torch.enable_grad():
+                result = closure()
+            if loss is None:
+                loss = result
+        if loss is not None:
+            self._loss = float(loss)
+        self._gather_grads()
+        self._worker.step(self._grads_np, self._loss, self._params_np)
+        if self._cuda:
+            for (_, p), (off, n) in zip(self._named, self._slices):
+                p.copy_(self._flat_params[off:off + n].view_as(p))
+        self._steps_since_report += 1
+        return result
+
+    def report_epoch(self, loss, correct, total, samples=None, seconds=None):
+        """Reports a finished epoch: its mean training `loss` and this
+        rank's test result (`correct` of `total`); `samples` defaults to
+        the steps since the last report × the job's batch size, `seconds`
+        to the time since then. paramctl status and the run's summary show
+        the job's figures."""
+        self._epoch += 1
+        now = time.monotonic()
+        if samples is None:
+            samples = self._steps_since_report * self._worker.batch_size
+        if seconds is None:
+            seconds = now - self._since
+        self._worker.report_epoch(self._epoch, float(loss) * samples,
+                                  int(samples), float(seconds), int(correct),
+                                  int(total))
+        self._steps_since_report = 0
+        self._since = now
+
+    def finish(self):
+        """Tells the servers this rank is done (a sync round no longer
+        waits for it)."""
+        if not self._finished:
+            self._finished = True
+            self._worker.finish()

@@ -1,0 +1,236 @@
+"""paramd.torch against real paramd-server processes over loopback gRPC:
+the spec tool, sync equal to torch.optim.SGD on the averaged gradients,
+async and ssp, a model that differs from the job's, the GIL released
+during a blocking step."""
+
+import json
+import os
+import subprocess
+import sys
+import threading
+
+import pytest
+import torch
+
+from conftest import BIN, PACKAGE, job_yaml
+
+import paramd.torch as pt
+from paramd import _native
+from paramd.torch import spec as pt_spec
+
+
+def make_model():
+    torch.manual_seed(11)
+    return torch.nn.Sequential(torch.nn.Linear(20, 16), torch.nn.ReLU(),
+                               torch.nn.Linear(16, 4))
+
+
+def batches(rank, steps, n=16):
+    """Each rank's batches: a fixed synthetic classification problem."""
+    g = torch.Generator().manual_seed(100 + rank)
+    out = []
+    for _ in range(steps):
+        x = torch.randn(n, 20, generator=g)
+        y = (x[:, :4].argmax(dim=1))
+        out.append((x, y))
+    return out
+
+
+def write_job(tmp_path, servers_fixture, model, **job_args):
+    tensors = tmp_path / "model.tensors.yaml"
+    pt_spec.write_tensors(model, str(tensors))
+    count = job_args.pop("servers", 2)
+    return servers_fixture(job_yaml(tensors.name, servers=count, **job_args),
+                           count)
+
+
+def context(cluster, rank):
+    return pt.Context(_native.Worker(cluster.job, rank, cluster.addresses))
+
+
+def grads_of(model, x, y):
+    model.zero_grad()
+    loss = torch.nn.functional.cross_entropy(model(x), y)
+    loss.backward()
+    return [p.grad.detach().clone() for p in model.parameters()], loss
+
+
+def run_rank(model, opt, data, losses):
+    for x, y in data:
+        opt.zero_grad()
+        loss = torch.nn.functional.cross_entropy(model(x), y)
+        loss.backward()
+        opt.step(loss=loss)
+        losses.append(float(loss))
+    opt.finish()
+
+
+def test_spec_tool_writes_the_models_tensors(tmp_path):
+    model_file = tmp_path / "net.py"
+    model_file.write_text(
+        "import torch\n"
+        "def Net():\n"
+        "    return torch.nn.Sequential(torch.nn.Conv2d(1, 4, 3),\n"
+        "                               torch.nn.BatchNorm2d(4),\n"
+        "                               torch.nn.Flatten(),\n"
+        "                               torch.nn.Linear(4 * 26 * 26, 10))\n")
+    out = tmp_path / "net.tensors.yaml"
+    env = dict(os.environ, PYTHONPATH=PACKAGE)
+    subprocess.run([sys.executable, "-m", "paramd.torch.spec",
+                    f"{model_file}:Net", "-o", str(out)], check=True, env=env)
+    text = out.read_text()
+    assert "{name: 0.weight, shape: [4, 1, 3, 3], init: uniform, bound:" in text
+    assert "{name: 1.weight, shape: [4], init: constant, value: 1.0}" in text
+    assert "{name: 1.bias, shape: [4], init: constant, value: 0.0}" in text
+    assert "{name: 3.weight, shape: [10, 2704], init: uniform" in text
+    bad = subprocess.run([sys.executable, "-m", "paramd.torch.spec",
+                          f"{model_file}:Missing"], env=env,
+                         capture_output=True, text=True)
+    assert bad.returncode != 0
+    assert "has no callable 'Missing'" in bad.stderr
+
+
+def test_sync_equals_torch_sgd_on_the_averaged_gradients(tmp_path, servers):
+    steps = 6
+    cluster = write_job(tmp_path, servers, make_model(), lr=0.1, momentum=0.9)
+    models = [make_model(), make_model()]
+    # Different local values: the servers' initial state must win.
+    with torch.no_grad():
+        for p in models[1].parameters():
+            p.add_(1.0)
+    opts = [pt.DistributedOptimizer(m, context(cluster, r))
+            for r, m in enumerate(models)]
+    for a, b in zip(models[0].parameters(), models[1].parameters()):
+        assert torch.equal(a, b)
+    reference = make_model()
+    with torch.no_grad():
+        for r, p in zip(reference.parameters(), models[0].parameters()):
+            r.copy_(p)
+    data = [batches(0, steps), batches(1, steps)]
+    losses = [[], []]
+    threads = [threading.Thread(target=run_rank,
+                                args=(models[r], opts[r], data[r], losses[r]))
+               for r in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=120)
+        assert not t.is_alive()
+    sgd = torch.optim.SGD(reference.parameters(), lr=0.1, momentum=0.9)
+    for s in range(steps):
+        g0, _ = grads_of(reference, *data[0][s])
+        g1, _ = grads_of(reference, *data[1][s])
+        for p, a, b in zip(reference.parameters(), g0, g1):
+            p.grad = (a + b) / 2
+        sgd.step()
+    assert opts[0].clock == steps and opts[1].clock == steps
+    for name_p, ref, got0, got1 in zip(reference.named_parameters(),
+                                       reference.parameters(),
+                                       models[0].parameters(),
+                                       models[1].parameters()):
+        name = name_p[0]
+        assert torch.equal(got0, got1), name
+        scale = ref.detach().abs().max().item()
+        err = (got0 - ref).abs().max().item()
+        assert err <= 1e-6 * scale, f"{name}: {err} against {scale}"
+    assert losses[0][-1] < losses[0][0]
+
+
+def test_a_model_that_differs_is_refused_naming_the_tensor(tmp_path, servers):
+    cluster = write_job(tmp_path, servers, make_model())
+    other = torch.nn.Sequential(torch.nn.Linear(20, 12), torch.nn.ReLU(),
+                                torch.nn.Linear(12, 4))
+    with pytest.raises(ValueError,
+                       match=r"tensor 0 is '0.weight' \(12, 20\)|"
+                             r"tensor 0 is '0.weight' \[12, 20\] but the "
+                             r"job's model.tensors\[0\] is '0.weight' "
+                             r"\[16, 20\]"):
+        pt.DistributedOptimizer(other, context(cluster, 0))
+    extra = torch.nn.Sequential(torch.nn.Linear(20, 16), torch.nn.ReLU(),
+                                torch.nn.Linear(16, 4), torch.nn.Linear(4, 4))
+    with pytest.raises(ValueError, match="the model's '3.weight' is not in "
+                                         "the job's model.tensors"):
+        pt.DistributedOptimizer(extra, context(cluster, 0))
+
+
+def test_the_gil_is_released_during_a_blocking_step(tmp_path, servers):
+    cluster = write_job(tmp_path, servers, make_model())
+    models = [make_model(), make_model()]
+    opts = [pt.DistributedOptimizer(m, context(cluster, r))
+            for r, m in enumerate(models)]
+    (x0, y0), = batches(0, 1)
+    (x1, y1), = batches(1, 1)
+    done = threading.Event()
+
+    def rank0():
+        torch.nn.functional.cross_entropy(models[0](x0), y0).backward()
+        opts[0].step()  # Waits for rank 1's push of this round (sync).
+        done.set()
+
+    t = threading.Thread(target=rank0)
+    t.start()
+    # This thread runs Python while rank 0 waits inside step(): it could
+    # not if the step held the GIL.
+    progress = 0
+    while progress < 200000 and not done.is_set():
+        progress += 1
+    assert progress == 200000
+    assert not done.is_set()  # Rank 0 is still waiting for the round.
+    torch.nn.functional.cross_entropy(models[1](x1), y1).backward()
+    opts[1].step()
+    assert done.wait(timeout=60)
+    t.join()
+    assert opts[0].clock == 1 and opts[1].clock == 1
+
+
+def status_of(cluster):
+    """paramctl status --json: each shard's ShardStatus, in shard order."""
+    out = subprocess.run(
+        [os.path.join(BIN, "tools", "paramctl"), "status", "--job",
+         cluster.job, "--servers", ",".join(cluster.addresses), "--json"],
+        check=True, capture_output=True, text=True).stdout
+    servers = json.loads(out)["servers"]
+    assert all(s["ok"] for s in servers), servers
+    return [s["status"] for s in servers]
+
+
+@pytest.mark.parametrize("policy", ["async", "ssp"])
+def test_async_and_ssp_train_and_lose_no_push(tmp_path, servers, policy):
+    steps = 8
+    cluster = write_job(tmp_path, servers, make_model(), policy=policy,
+                        lr=0.05)
+    models = [make_model(), make_model()]
+    opts = [pt.DistributedOptimizer(m, context(cluster, r))
+            for r, m in enumerate(models)]
+    losses = [[], []]
+    threads = [threading.Thread(
+        target=run_rank, args=(models[r], opts[r], batches(r, steps),
+                               losses[r])) for r in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=120)
+        assert not t.is_alive()
+    assert [o.clock for o in opts] == [steps, steps]
+    shards = status_of(cluster)
+    assert len(shards) == 2
+    for shard in shards:
+        # Every push applied once: one version per push under async and ssp.
+        assert int(shard["version"]) == 2 * steps, shard
+        assert int(shard["pushes"]) == 2 * steps, shard
+    for m in models:
+        for p in m.parameters():
+            assert torch.isfinite(p).all()
+
+
+def test_report_epoch_reaches_status(tmp_path, servers):
+    cluster = write_job(tmp_path, servers, make_model(), policy="async")
+    model = make_model()
+    ctx = context(cluster, 0)
+    opt = pt.DistributedOptimizer(model, ctx)
+    run_rank(model, opt, batches(0, 3), [])
+    opt.report_epoch(loss=0.5, correct=30, total=40)
+    shards = status_of(cluster)
+    epochs = shards[0].get("epochs", [])
+    assert epochs, shards[0]
+    assert int(epochs[0]["epoch"]) == 1

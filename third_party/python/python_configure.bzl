@@ -1,0 +1,36 @@
+"""Finds Python's headers (Debian's python3-dev) for the native module.
+
+Creates @local_python with defs.bzl (HAS_PYTHON, PYTHON) and a `headers`
+cc_library (Python.h; pybind11's headers are in /usr/include already).
+Without them, HAS_PYTHON is False and python/ builds nothing.
+"""
+
+def _local_python_impl(ctx):
+    python = ctx.attr.interpreter
+    found = ctx.execute([python, "-c", "import sysconfig; print(sysconfig.get_paths()['include'])"])
+    include = found.stdout.strip() if found.return_code == 0 else ""
+    have = include != "" and ctx.path(include + "/Python.h").exists and \
+           ctx.path("/usr/include/pybind11/pybind11.h").exists
+    if have:
+        ctx.symlink(include, "include")
+        ctx.file("defs.bzl", "HAS_PYTHON = True\nPYTHON = \"%s\"\n" % python)
+        ctx.file("BUILD", """package(default_visibility = ["//visibility:public"])
+
+cc_library(
+    name = "headers",
+    hdrs = glob(["include/**/*.h"]),
+    includes = ["include"],
+)
+""")
+    else:
+        ctx.file("defs.bzl", "HAS_PYTHON = False\nPYTHON = \"%s\"\n" % python)
+        ctx.file("BUILD", """package(default_visibility = ["//visibility:public"])
+
+cc_library(name = "headers")
+""")
+
+local_python = repository_rule(
+    implementation = _local_python_impl,
+    attrs = {"interpreter": attr.string(default = "/usr/bin/python3")},
+    local = True,
+)
