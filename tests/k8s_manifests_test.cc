@@ -126,6 +126,22 @@ TEST_CASE("k8s: workers are an Indexed Job that reaches every server by DNS",
   CHECK(Str(c["volumeMounts"][0]["mountPath"]) == "/etc/paramd");
 }
 
+TEST_CASE(
+    "k8s: worker.command runs a framework's worker with the job's "
+    "servers",
+    "[k8s]") {
+  const Rendered r =
+      Render("worker:\n  command: [\"/usr/bin/python3\", \"train.py\"]\n");
+  const YAML::Node c =
+      r.Kind("Job")["spec"]["template"]["spec"]["containers"][0];
+  const std::string command = Str(c["command"][2]);
+  CHECK(absl::StartsWith(command,
+                         "PARAMD_JOB=/etc/paramd/job.yaml "
+                         "PARAMD_SERVERS="));
+  CHECK(absl::EndsWith(command, " exec '/usr/bin/python3' 'train.py'"));
+  CHECK_FALSE(absl::StrContains(command, "paramd-worker"));
+}
+
 TEST_CASE("k8s: checkpoints get a volume per server", "[k8s]") {
   Rendered r = Render("checkpoint:\n  dir: ck\n  keep: 2\n");
   const YAML::Node& sts = r.Kind("StatefulSet");
@@ -163,6 +179,14 @@ TEST_CASE("k8s: names, namespaces and what cannot be rendered", "[k8s]") {
   text = K8sManifests(config, o);
   REQUIRE_FALSE(text.ok());
   CHECK(absl::StrContains(text.status().message(), "security"));
+  config.security.token_file.clear();
+  config.model.type = ModelType::kTensors;
+  config.model.tensors_file = "/jobs/model.tensors.yaml";
+  text = K8sManifests(config, o);
+  REQUIRE_FALSE(text.ok());
+  CHECK(absl::StrContains(text.status().message(),
+                          "model.tensors_file: '/jobs/model.tensors.yaml' "
+                          "would not be in the pods"));
 }
 
 }  // namespace

@@ -58,6 +58,27 @@ TEST_CASE("the script asks for the job's tasks and launches two steps",
   CHECK(bash.Wait(absl::Seconds(30)) == 0);
 }
 
+TEST_CASE("worker.command runs a framework's worker in the job's folder",
+          "[slurm]") {
+  JobConfig config = SlurmJob();
+  config.worker.command = {"/usr/bin/python3", "train.py", "it's"};
+  SlurmScriptOptions o = Options();
+  o.python_path = "/opt/paramd/python";
+  absl::StatusOr<std::string> script = SlurmBatchScript(config, o);
+  REQUIRE(script.ok());
+  CHECK(absl::StrContains(
+      *script,
+      "  env PARAMD_JOB=\"$JOB\" PYTHONPATH='/opt/paramd/python'"
+      "${PYTHONPATH:+:$PYTHONPATH} bash -c 'cd \"$(dirname "
+      "\"$PARAMD_JOB\")\" && exec \"$@\"' worker '/usr/bin/python3' "
+      "'train.py' 'it'\\''s' &\n"));
+  CHECK_FALSE(absl::StrContains(*script, "--rank \"$SLURM_PROCID\""));
+  const std::string path =
+      testing::WriteFile(testing::NewTempDir() + "/job.sbatch", *script);
+  testing::Subprocess bash({"/bin/bash", "-n", path});
+  CHECK(bash.Wait(absl::Seconds(30)) == 0);
+}
+
 TEST_CASE("without options the script leaves Slurm's defaults alone",
           "[slurm]") {
   SlurmScriptOptions o = Options();

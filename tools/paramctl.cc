@@ -43,6 +43,7 @@ constexpr char kUsage[] =
     "[--summary PATH]\n"
     "               [--log_level LEVEL]\n"
     "               [--server_binary PATH] [--worker_binary PATH]\n"
+    "               [--python_path DIR]\n"
     "  paramctl validate J.yaml\n"
     "  paramctl status --job J.yaml [--servers HOST:PORT,...] [--json] "
     "[--watch]\n"
@@ -246,6 +247,10 @@ int Slurm(const std::string& path, const ParsedFlags& flags) {
       flags.Get("server_binary", FindBinary("paramd-server", "server")));
   options.worker_binary = absolute(
       flags.Get("worker_binary", FindBinary("paramd-worker", "worker")));
+  if (const std::string package = FindBinary("package", "python", R_OK);
+      std::filesystem::is_directory(package)) {
+    options.python_path = absolute(flags.Get("python_path", package));
+  }
   options.log_dir = absolute(flags.Get("logs", "."));
   options.partition = flags.Get("partition", "");
   options.time = flags.Get("time", "");
@@ -293,12 +298,12 @@ int K8s(const std::string& path, const ParsedFlags& flags) {
 }
 
 int Main(int argc, char** argv) {
-  absl::StatusOr<ParsedFlags> flags =
-      ParseFlags(argc, argv,
-                 {"summary", "log_level", "job", "servers", "server_binary",
-                  "worker_binary", "partition", "time", "gpus-per-worker",
-                  "nodes", "logs", "output", "image", "namespace"},
-                 {"json", "watch", "make-secrets", "resume", "fresh"});
+  absl::StatusOr<ParsedFlags> flags = ParseFlags(
+      argc, argv,
+      {"summary", "log_level", "job", "servers", "server_binary",
+       "worker_binary", "python_path", "partition", "time", "gpus-per-worker",
+       "nodes", "logs", "output", "image", "namespace"},
+      {"json", "watch", "make-secrets", "resume", "fresh"});
   if (!flags.ok()) return Usage(std::string(flags.status().message()));
   const std::vector<std::string>& args = flags->positional;
   if (args.empty()) return Usage("no command given");
@@ -317,6 +322,12 @@ int Main(int argc, char** argv) {
         flags->Get("server_binary", FindBinary("paramd-server", "server"));
     options.worker_binary =
         flags->Get("worker_binary", FindBinary("paramd-worker", "worker"));
+    // The Python package (bazel build //python:package), for worker.command.
+    const std::string package = FindBinary("package", "python", R_OK);
+    options.python_path = flags->Get(
+        "python_path", std::filesystem::is_directory(package)
+                           ? std::filesystem::absolute(package).string()
+                           : "");
     return RunJob(options);
   }
   if (command == "slurm") {

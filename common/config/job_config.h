@@ -133,6 +133,8 @@ struct ModelConfig {
   std::vector<EmbeddingTableConfig> embeddings;
   FeaturesConfig features;
   std::vector<TensorConfig> tensors;  // type tensors only.
+  // model.tensors_file, absolute; empty when the list stands inline.
+  std::string tensors_file;
 };
 
 struct DataConfig {
@@ -298,6 +300,11 @@ struct WorkerConfig {
   // OpenBLAS kernel: "auto", "library" or an OpenBLAS core name
   // (worker/model/blas.h).
   std::string blas_core = "auto";
+  // The worker program `paramctl run` starts instead of paramd-worker
+  // (e.g. {"/usr/bin/python3", "train.py"} for paramd.torch), in the job
+  // file's folder, with the rank, job, servers and launch in PARAMD_RANK,
+  // PARAMD_JOB, PARAMD_SERVERS and PARAMD_LAUNCH. Empty: paramd-worker.
+  std::vector<std::string> command;
 };
 
 struct JobConfig {

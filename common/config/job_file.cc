@@ -157,11 +157,10 @@ class JobParser {
   }
 
   absl::Status ParseModel(const YAML::Node& root, JobConfig* c) {
-    ASSIGN_OR_RETURN(
-        const YAML::Node model,
-        Section(root, "model", true,
-                {"type", "input", "layers", "embeddings", "features",
-                 "tensors", "tensors_file"}));
+    ASSIGN_OR_RETURN(const YAML::Node model,
+                     Section(root, "model", true,
+                             {"type", "input", "layers", "embeddings",
+                              "features", "tensors", "tensors_file"}));
     return ParseModelSection(r_, model, Resolver(), &c->model);
   }
 
@@ -376,11 +375,32 @@ class JobParser {
     return absl::OkStatus();
   }
 
+  // worker.command: a list of strings, the program first.
+  absl::Status ParseCommand(const YAML::Node& node,
+                            std::vector<std::string>* out) {
+    if (!node.IsDefined() || node.IsNull()) return absl::OkStatus();
+    if (!node.IsSequence() || node.size() == 0) {
+      return r_.Error(node, "worker.command",
+                      "expected a list: the program, then its arguments, "
+                      "e.g. [\"/usr/bin/python3\", \"train.py\"]");
+    }
+    for (size_t i = 0; i < node.size(); ++i) {
+      if (!node[i].IsScalar() || (i == 0 && node[i].Scalar().empty())) {
+        return r_.Error(node[i], absl::StrCat("worker.command[", i, "]"),
+                        i == 0 ? "expected the program's path or name"
+                               : "expected a string");
+      }
+      out->push_back(node[i].Scalar());
+    }
+    return absl::OkStatus();
+  }
+
   absl::Status ParseWorker(const YAML::Node& root, JobConfig* c) {
-    ASSIGN_OR_RETURN(
-        const YAML::Node w,
-        Section(root, "worker", false,
-                {"device", "threads", "blas_core", "allow_tf32", "overlap"}));
+    ASSIGN_OR_RETURN(const YAML::Node w,
+                     Section(root, "worker", false,
+                             {"device", "threads", "blas_core", "allow_tf32",
+                              "overlap", "command"}));
+    RETURN_IF_ERROR(ParseCommand(w["command"], &c->worker.command));
     RETURN_IF_ERROR(r_.Get(w, "worker", "device", false, &c->worker.device));
     if (c->worker.device != "auto" && c->worker.device != "cpu" &&
         c->worker.device != "cuda") {

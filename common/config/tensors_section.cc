@@ -158,7 +158,8 @@ absl::Status ParseTensorsSection(YamlReader& r, const YAML::Node& model,
   if (path.empty()) {
     return r.Error(file, "model.tensors_file", "must not be empty");
   }
-  return ParseTensorsFile(r, file, resolve(path), out);
+  out->tensors_file = resolve(path);
+  return ParseTensorsFile(r, file, out->tensors_file, out);
 }
 
 }  // namespace paramd

@@ -154,6 +154,19 @@ PYBIND11_MODULE(_native, m) {
           [](const FrameworkWorker& w) { return w.config().training.epochs; })
       .def_property_readonly(
           "seed", [](const FrameworkWorker& w) { return w.config().seed; })
+      .def_property_readonly("data",
+                             [](const FrameworkWorker& w) {
+                               const paramd::DataConfig& d = w.config().data;
+                               py::dict out;
+                               out["train_images"] = d.train_images;
+                               out["train_labels"] = d.train_labels;
+                               out["test_images"] = d.test_images;
+                               out["test_labels"] = d.test_labels;
+                               out["train_limit"] = d.train_limit;
+                               out["test_limit"] = d.test_limit;
+                               out["shuffle"] = w.config().training.shuffle;
+                               return out;
+                             })
       .def("check_tensors", &paramd::CheckTensors, py::arg("tensors"))
       .def("start", &paramd::Start, py::arg("params"))
       .def("step", &paramd::Step, py::arg("grads"), py::arg("loss"),

@@ -24,6 +24,7 @@
 #include "tools/ctl/run_report.h"
 #include "tools/ctl/status_client.h"
 #include "tools/ctl/supervisor.h"
+#include "tools/ctl/worker_command.h"
 
 namespace paramd {
 namespace {
@@ -145,17 +146,9 @@ class JobRun {
               options_.log_level};
       if (fresh) argv.push_back("--fresh");
     } else {
-      argv = {options_.worker_binary,
-              "--job",
-              options_.job_path,
-              "--rank",
-              absl::StrCat(p.id),
-              "--servers",
-              absl::StrJoin(addresses_, ","),
-              "--launch",
-              launch_,
-              "--log_level",
-              options_.log_level};
+      argv = WorkerArgv(config_, {options_.job_path, p.id, addresses_, launch_,
+                                  options_.log_level, options_.worker_binary,
+                                  options_.python_path});
     }
     auto index = sup_.Spawn(p.name, argv);
     if (!index.ok()) {
@@ -443,8 +436,20 @@ int RunJob(const RunOptions& options) {
                  options.job_path.c_str());
     return 1;
   }
-  for (const std::string& binary :
-       {options.server_binary, options.worker_binary}) {
+  if (config->model.type == ModelType::kTensors &&
+      config->worker.command.empty()) {
+    std::fprintf(stderr,
+                 "paramctl: %s: worker.command: a model.type tensors job is "
+                 "trained by a framework's worker (e.g. [\"/usr/bin/python3\", "
+                 "\"train.py\"] with paramd.torch); give its command\n",
+                 options.job_path.c_str());
+    return 1;
+  }
+  std::vector<std::string> binaries = {options.server_binary};
+  if (config->worker.command.empty()) {
+    binaries.push_back(options.worker_binary);
+  }
+  for (const std::string& binary : binaries) {
     if (access(binary.c_str(), X_OK) != 0) {
       std::fprintf(
           stderr,

@@ -16,6 +16,9 @@ struct RunOptions {
   std::string summary_path;  // Empty: no summary file.
   std::string server_binary;
   std::string worker_binary;
+  // The paramd Python package's folder, for worker.command (WorkerLaunch in
+  // tools/ctl/worker_command.h); empty: none.
+  std::string python_path;
   std::string log_level = "info";
   // Write the job token and a self-signed certificate the job's security
   // section names, where missing (tools/ctl/local_secrets.h).

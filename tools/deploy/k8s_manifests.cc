@@ -7,6 +7,7 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/str_replace.h"
 #include "common/model/model_spec.h"
 #include "common/model/partitioner.h"
 
@@ -229,6 +230,13 @@ absl::Status CheckK8sOptions(const JobConfig& config, const K8sOptions& o) {
 
 absl::StatusOr<K8sJob> DescribeK8sJob(const JobConfig& config,
                                       const std::string& ns) {
+  if (!config.model.tensors_file.empty()) {
+    // The pods see the job file alone (a ConfigMap).
+    return absl::InvalidArgumentError(absl::StrCat(
+        "model.tensors_file: '", config.model.tensors_file,
+        "' would not be in the pods; give the list inline as model.tensors "
+        "(python3 -m paramd.torch.spec prints it)"));
+  }
   K8sJob k;
   absl::StatusOr<std::string> named = K8sName(config.job_id);
   if (!named.ok()) return named.status();
@@ -341,6 +349,28 @@ YAML::Node ServersStatefulSet(const JobConfig& config, const K8sJob& k,
   return sts;
 }
 
+// What a worker pod's shell runs: paramd-worker, or the job's
+// worker.command (a framework's worker, which reads its rank from
+// JOB_COMPLETION_INDEX) in the image's working directory, with
+// PARAMD_JOB and PARAMD_SERVERS set.
+std::string WorkerShellCommand(const JobConfig& config, const K8sJob& k) {
+  const std::string servers = absl::StrJoin(k.addresses, ",");
+  if (config.worker.command.empty()) {
+    return absl::StrCat("exec paramd-worker --job ", k.job_file,
+                        " --rank \"$JOB_COMPLETION_INDEX\" --servers ", servers,
+                        " --metrics_listen 0.0.0.0:", k.metrics);
+  }
+  auto quote = [](const std::string& w) {
+    return absl::StrCat("'", absl::StrReplaceAll(w, {{"'", "'\\''"}}), "'");
+  };
+  std::string command;
+  for (const std::string& word : config.worker.command) {
+    absl::StrAppend(&command, " ", quote(word));
+  }
+  return absl::StrCat("PARAMD_JOB=", k.job_file, " PARAMD_SERVERS=", servers,
+                      " exec", command);
+}
+
 YAML::Node WorkersJob(const JobConfig& config, const K8sJob& k,
                       const std::string& image) {
   // The workers: an Indexed Job, rank = completion index.
@@ -350,11 +380,7 @@ YAML::Node WorkersJob(const JobConfig& config, const K8sJob& k,
   worker["image"] = image;
   worker["command"].push_back("/bin/sh");
   worker["command"].push_back("-c");
-  worker["command"].push_back(
-      absl::StrCat("exec paramd-worker --job ", k.job_file,
-                   " --rank \"$JOB_COMPLETION_INDEX\" --servers ",
-                   absl::StrJoin(k.addresses, ","),
-                   " --metrics_listen 0.0.0.0:", k.metrics));
+  worker["command"].push_back(WorkerShellCommand(config, k));
   worker["ports"].push_back(Port("metrics", k.metrics));
   worker["resources"] =
       Resources(absl::StrCat(config.worker.threads), 2048, cuda ? 1 : 0);

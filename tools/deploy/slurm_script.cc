@@ -14,6 +14,27 @@ std::string Quote(const std::string& s) {
   return absl::StrCat("'", absl::StrReplaceAll(s, {{"'", "'\\''"}}), "'");
 }
 
+// The command each worker task runs: paramd-worker, or the job's
+// worker.command in the job file's folder with PARAMD_JOB set (rank and
+// servers come from Slurm: SLURM_PROCID, cluster.servers {slurm: N}).
+std::string WorkerStep(const JobConfig& config, const SlurmScriptOptions& o) {
+  if (config.worker.command.empty()) {
+    return "  bash -c 'exec \"$0\" --job \"$1\" --rank \"$SLURM_PROCID\"' "
+           "\"$WORKER\" \"$JOB\" &";
+  }
+  std::string command;
+  for (const std::string& word : config.worker.command) {
+    absl::StrAppend(&command, " ", Quote(word));
+  }
+  return absl::StrCat(
+      "  env PARAMD_JOB=\"$JOB\"",
+      o.python_path.empty() ? ""
+                            : absl::StrCat(" PYTHONPATH=", Quote(o.python_path),
+                                           "${PYTHONPATH:+:$PYTHONPATH}"),
+      " bash -c 'cd \"$(dirname \"$PARAMD_JOB\")\" && exec \"$@\"' worker",
+      command, " &");
+}
+
 // Values that go on #SBATCH lines, which sbatch does not unquote.
 absl::Status CheckDirectiveValue(const char* flag, const std::string& value) {
   for (char c : value) {
@@ -118,7 +139,8 @@ servers_pid=$!
           ? absl::StrCat("  --gpus-per-task=", o.gpus_per_worker, " \\\n")
           : "",
       R"(  --output="$LOGS/paramd-%j-worker-%t.log" \
-  bash -c 'exec "$0" --job "$1" --rank "$SLURM_PROCID"' "$WORKER" "$JOB" &
+)",
+      WorkerStep(config, o), R"(
 workers_pid=$!
 
 wait $workers_pid

@@ -22,6 +22,9 @@ struct SlurmScriptOptions {
   std::string job_path;       // Absolute path of the job file.
   std::string server_binary;  // Absolute paths, as the nodes see them.
   std::string worker_binary;
+  // The paramd Python package's folder, first on a worker.command's
+  // PYTHONPATH; empty: none.
+  std::string python_path;
   std::string log_dir;    // Where each process's log goes.
   int nodes = 0;          // 0: as many as the larger of servers, workers.
   std::string partition;  // Empty: the cluster's default.

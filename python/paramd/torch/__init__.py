@@ -80,6 +80,13 @@ class Context:
     def job_id(self):
         return self.worker.job_id
 
+    @property
+    def data(self):
+        """The job's data section: train_images, train_labels, test_images,
+        test_labels (absolute paths), train_limit, test_limit (0: all) and
+        training.shuffle."""
+        return self.worker.data
+
 
 def _env_rank():
     for name in RANK_VARIABLES:

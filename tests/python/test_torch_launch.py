@@ -1,0 +1,121 @@
+"""paramd.torch workers started by `paramctl run` (worker.command): a
+SIGKILLed Python worker is restarted and the job completes, over TLS with
+the job token; a worker without the token is refused."""
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from conftest import BIN, DATA, PACKAGE, job_yaml
+
+import paramd.torch as pt
+from paramd import _native
+from paramd.torch import spec as pt_spec
+
+PARAMCTL = os.path.join(BIN, "tools", "paramctl")
+
+# A worker that trains the tests' MLP on random data; its first run as rank
+# 1 kills itself with SIGKILL after `KILL_AT` steps (the marker file tells
+# a restart from the first run).
+WORKER = r'''
+import os, signal, sys
+import torch
+import paramd.torch as pt
+
+KILL_AT = 5
+ctx = pt.init()
+torch.manual_seed(11)
+model = torch.nn.Sequential(torch.nn.Linear(20, 16), torch.nn.ReLU(),
+                            torch.nn.Linear(16, 4))
+opt = pt.DistributedOptimizer(model)
+marker = f"killed-rank-{ctx.rank}"
+steps = 8
+total = steps * ctx.epochs
+g = torch.Generator().manual_seed(ctx.rank)
+while opt.clock < total:
+    x = torch.randn(16, 20, generator=g)
+    y = x[:, :4].argmax(dim=1)
+    opt.zero_grad()
+    loss = torch.nn.functional.cross_entropy(model(x), y)
+    loss.backward()
+    opt.step(loss=loss)
+    if ctx.rank == 1 and opt.clock == KILL_AT and not os.path.exists(marker):
+        open(marker, "w").close()
+        print(f"rank 1: SIGKILL at clock {opt.clock}", flush=True)
+        os.kill(os.getpid(), signal.SIGKILL)
+    if opt.clock % steps == 0:
+        opt.report_epoch(loss=float(loss), correct=1, total=2, samples=16 * steps)
+opt.finish()
+print(f"rank {ctx.rank}: done at clock {opt.clock}", flush=True)
+'''
+
+
+def model():
+    import torch
+    torch.manual_seed(11)
+    return torch.nn.Sequential(torch.nn.Linear(20, 16), torch.nn.ReLU(),
+                               torch.nn.Linear(16, 4))
+
+
+SECURITY = """security:
+  token_file: secrets/token
+  tls_cert: secrets/server.crt
+  tls_key: secrets/server.key
+"""
+
+
+def test_a_killed_python_worker_is_restarted_over_tls(tmp_path):
+    pt_spec.write_tensors(model(), str(tmp_path / "model.tensors.yaml"))
+    (tmp_path / "train.py").write_text(WORKER)
+    job = tmp_path / "job.yaml"
+    job.write_text(job_yaml(
+        "model.tensors.yaml", extra=SECURITY +
+        f'worker:\n  command: ["{sys.executable}", "train.py"]\n'
+        "restart:\n  max: 2\n  backoff_seconds: 0.1\n").replace(
+            "epochs: 1", "epochs: 3"))
+    summary = tmp_path / "summary.json"
+    run = subprocess.run(
+        [PARAMCTL, "run", str(job), "--make-secrets", "--summary",
+         str(summary), "--python_path", PACKAGE],
+        capture_output=True, text=True, timeout=300)
+    out = run.stdout + run.stderr
+    assert run.returncode == 0, out
+    assert "rank 1: SIGKILL at clock 5" in out
+    assert "restarted worker 1" in out, out
+    assert "rank 0: done at clock 24" in out
+    assert "rank 1: done at clock 24" in out
+    assert (tmp_path / "secrets" / "token").exists()
+    report = json.loads(summary.read_text())
+    assert len(report["epoch_metrics"]) == 3, report
+    assert report["restarts_by_process"].get("worker 1") == 1, report
+
+
+def test_a_worker_without_the_token_is_refused(tmp_path, servers):
+    secrets = tmp_path / "secrets"
+    secrets.mkdir()
+    (secrets / "token").write_text("a-job-token-of-enough-length\n")
+    os.chmod(secrets / "token", 0o600)
+    subprocess.run(
+        ["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes",
+         "-keyout", str(secrets / "server.key"), "-out",
+         str(secrets / "server.crt"), "-days", "2", "-subj", "/CN=localhost",
+         "-addext", "subjectAltName=DNS:localhost,IP:127.0.0.1"],
+        check=True, capture_output=True)
+    pt_spec.write_tensors(model(), str(tmp_path / "model.tensors.yaml"))
+    cluster = servers(job_yaml("model.tensors.yaml", extra=SECURITY), 2)
+    # The job's own file: TLS and the token, a step goes through.
+    ctx = pt.Context(_native.Worker(cluster.job, 0, cluster.addresses))
+    assert ctx.worker.total > 0
+    # The same job without the token: every server refuses it.
+    no_token = tmp_path / "no-token.yaml"
+    no_token.write_text(open(cluster.job).read().replace(
+        "  token_file: secrets/token\n", ""))
+    other = pt.Context(_native.Worker(str(no_token), 1, cluster.addresses))
+    with pytest.raises(RuntimeError, match="UNAUTHENTICATED"):
+        pt.DistributedOptimizer(model(), other)
+    m = model()
+    opt = pt.DistributedOptimizer(m, ctx)
+    assert opt.clock == 0
