@@ -148,6 +148,21 @@ TEST_CASE("bad tensor lists are refused naming the field and tensor",
   mlp.model_extra = "  tensors:\n    - {name: w, shape: [3], bound: 1}\n";
   CHECK_THAT(JobYamlError(JobYaml(mlp)),
              Contains("model.tensors: applies to model.type tensors only"));
+  mlp.model_extra = "  initial_values: rank0\n";
+  CHECK_THAT(
+      JobYamlError(JobYaml(mlp)),
+      Contains("model.initial_values: applies to model.type tensors only"));
+  CHECK_THAT(JobYamlError(TensorsJob(
+                 "  initial_values: worker\n  tensors:\n    - {name: w, "
+                 "shape: [3], bound: 1}\n")),
+             Contains("model.initial_values: unknown source 'worker' "
+                      "(expected: servers or rank0)"));
+  const std::string dir = NewTempDir();
+  absl::StatusOr<JobConfig> rank0 = LoadJobConfig(WriteFile(
+      dir + "/job.yaml", TensorsJob("  initial_values: rank0\n" +
+                                    std::string(kTwoTensors))));
+  REQUIRE(rank0.ok());
+  CHECK(rank0->model.initial_values_from_rank0);
 }
 
 TEST_CASE("an error in a tensors file names that file and its line",

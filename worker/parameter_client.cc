@@ -47,6 +47,11 @@ std::unique_ptr<StepExchange> ParameterClient::StartPushPull(
   return std::make_unique<DeferredExchange>(this, clock, grads, loss, params);
 }
 
+absl::Status ParameterClient::Initialize(absl::Span<const float>) {
+  return absl::UnimplementedError(
+      "Initialize: this client cannot send initial values");
+}
+
 absl::StatusOr<uint64_t> RegisterInTwoPhases(
     const std::function<absl::StatusOr<uint64_t>(bool join, uint64_t clock)>&
         phase) {

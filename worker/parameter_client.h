@@ -104,6 +104,12 @@ class ParameterClient {
   virtual void SetRowGradients(uint32_t table, absl::Span<const uint64_t> ids,
                                absl::Span<const float> grads) = 0;
 
+  // Sends `params` (flat) as rank 0's initial values to every shard
+  // (model.initial_values: rank0; proto Initialize), retrying what no
+  // server answered; a shard that has its values already acknowledges and
+  // keeps them. Register first. This default: Unimplemented.
+  virtual absl::Status Initialize(absl::Span<const float> params);
+
   // Sends a heartbeat to every shard (best effort, bounded by `timeout`);
   // `finished` tells the shards this rank is done.
   virtual void Heartbeat(uint64_t clock, bool finished,

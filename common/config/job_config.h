@@ -135,6 +135,10 @@ struct ModelConfig {
   std::vector<TensorConfig> tensors;  // type tensors only.
   // model.tensors_file, absolute; empty when the list stands inline.
   std::string tensors_file;
+  // model.initial_values: rank0 (type tensors): the servers' first values
+  // are rank 0's model's (paramd.torch sends them) instead of drawn from
+  // each tensor's init; pulls wait for them.
+  bool initial_values_from_rank0 = false;
 };
 
 struct DataConfig {

@@ -157,10 +157,11 @@ class JobParser {
   }
 
   absl::Status ParseModel(const YAML::Node& root, JobConfig* c) {
-    ASSIGN_OR_RETURN(const YAML::Node model,
-                     Section(root, "model", true,
-                             {"type", "input", "layers", "embeddings",
-                              "features", "tensors", "tensors_file"}));
+    ASSIGN_OR_RETURN(
+        const YAML::Node model,
+        Section(root, "model", true,
+                {"type", "input", "layers", "embeddings", "features", "tensors",
+                 "tensors_file", "initial_values"}));
     return ParseModelSection(r_, model, Resolver(), &c->model);
   }
 

@@ -244,9 +244,10 @@ absl::Status ParseFrameworkModel(YamlReader& r, const YAML::Node& model,
 
 absl::Status ParseModelSection(YamlReader& r, const YAML::Node& model,
                                const PathResolver& resolve, ModelConfig* out) {
-  RETURN_IF_ERROR(r.CheckMapping(model, "model",
-                                 {"type", "input", "layers", "embeddings",
-                                  "features", "tensors", "tensors_file"}));
+  RETURN_IF_ERROR(
+      r.CheckMapping(model, "model",
+                     {"type", "input", "layers", "embeddings", "features",
+                      "tensors", "tensors_file", "initial_values"}));
   std::string type = "mlp";
   RETURN_IF_ERROR(r.Get(model, "model", "type", false, &type));
   if (type == "mlp") {
@@ -264,7 +265,7 @@ absl::Status ParseModelSection(YamlReader& r, const YAML::Node& model,
                                 "' (expected: mlp, embedding_bag, "
                                 "embedding_concat or tensors)"));
   }
-  for (const char* key : {"tensors", "tensors_file"}) {
+  for (const char* key : {"tensors", "tensors_file", "initial_values"}) {
     if (model[key].IsDefined()) {
       return r.Error(model[key], absl::StrCat("model.", key),
                      "applies to model.type tensors only");

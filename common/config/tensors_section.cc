@@ -139,6 +139,14 @@ absl::Status ParseTensorsFile(YamlReader& r, const YAML::Node& at,
 absl::Status ParseTensorsSection(YamlReader& r, const YAML::Node& model,
                                  const PathResolver& resolve,
                                  ModelConfig* out) {
+  std::string initial = "servers";
+  RETURN_IF_ERROR(r.Get(model, "model", "initial_values", false, &initial));
+  if (initial != "servers" && initial != "rank0") {
+    return r.Error(model["initial_values"], "model.initial_values",
+                   absl::StrCat("unknown source '", initial,
+                                "' (expected: servers or rank0)"));
+  }
+  out->initial_values_from_rank0 = initial == "rank0";
   const YAML::Node inline_list = model["tensors"];
   const YAML::Node file = model["tensors_file"];
   if (inline_list.IsDefined() == file.IsDefined()) {

@@ -113,6 +113,27 @@ absl::StatusOr<uint64_t> FrameworkWorker::Start(absl::Span<float> params) {
   return clock;
 }
 
+absl::Status FrameworkWorker::SendInitialValues(
+    absl::Span<const float> params) {
+  if (!config_.model.initial_values_from_rank0) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        config_.path,
+        ": model.initial_values is servers: the servers draw "
+        "the initial values; set model.initial_values: rank0 to send rank "
+        "0's"));
+  }
+  if (rank_ != 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("rank ", rank_, ": only rank 0 sends initial values"));
+  }
+  if (static_cast<int64_t>(params.size()) != layout_.total) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "params: ", params.size(), " floats for the job's ", layout_.total));
+  }
+  RETURN_IF_ERROR(client_->Register().status());
+  return client_->Initialize(params);
+}
+
 absl::StatusOr<uint64_t> FrameworkWorker::Step(absl::Span<const float> grads,
                                                float loss,
                                                absl::Span<float> params) {

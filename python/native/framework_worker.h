@@ -74,6 +74,12 @@ class FrameworkWorker {
   // Returns that clock.
   absl::StatusOr<uint64_t> Start(absl::Span<float> params);
 
+  // Registers and sends `params` (layout().total floats, rank 0's model)
+  // as the servers' initial values (model.initial_values: rank0); every
+  // rank's Start then pulls them. Rank 0 only; a server that has them
+  // already (a restarted rank 0) keeps its own.
+  absl::Status SendInitialValues(absl::Span<const float> params);
+
   // One step: pushes `grads` (computed at clock()) with the batch's mean
   // `loss`, and pulls the parameters of the next clock into `params`.
   // If a shard dropped the rank (its lease expired, or it restarted), the

@@ -89,6 +89,12 @@ uint64_t Start(FrameworkWorker& w, const py::array& params) {
   return Value(w.Start(p));
 }
 
+void SendInitialValues(FrameworkWorker& w, const py::array& params) {
+  const absl::Span<float> p = Floats(params, "params", false);
+  py::gil_scoped_release release;
+  Raise(w.SendInitialValues(p));
+}
+
 uint64_t Step(FrameworkWorker& w, const py::array& grads, float loss,
               const py::array& params) {
   const absl::Span<float> g = Floats(grads, "grads", false);
@@ -169,6 +175,12 @@ PYBIND11_MODULE(_native, m) {
                              })
       .def("check_tensors", &paramd::CheckTensors, py::arg("tensors"))
       .def("start", &paramd::Start, py::arg("params"))
+      .def("send_initial_values", &paramd::SendInitialValues, py::arg("params"))
+      .def_property_readonly(
+          "initial_values_from_rank0",
+          [](const FrameworkWorker& w) {
+            return w.config().model.initial_values_from_rank0;
+          })
       .def("step", &paramd::Step, py::arg("grads"), py::arg("loss"),
            py::arg("params"))
       .def("report_epoch", &paramd::ReportEpoch, py::arg("epoch"),

@@ -96,6 +96,12 @@ absl::Status UpdatePolicy::Push(int rank, uint64_t clock,
     if (duplicate != nullptr) *duplicate = true;
     return absl::OkStatus();
   }
+  if (awaiting_initial_) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "Push: rank ", rank, " pushed clock ", clock,
+        " before the shard "
+        "has rank 0's initial values (model.initial_values: rank0)"));
+  }
   if (!workers_[rank].live) {
     return absl::AbortedError(absl::StrCat(
         "Push: rank ", rank,
@@ -176,6 +182,7 @@ absl::Status UpdatePolicy::Restore(const PolicyState& state) {
                      " workers; the job has ", workers_.size()));
   }
   RETURN_IF_ERROR(store_->RestoreState(state.store_state));
+  awaiting_initial_ = false;  // The checkpoint's values are the state.
   for (size_t r = 0; r < workers_.size(); ++r) {
     workers_[r].clock = state.clocks[r];
     last_accepted_[r] = state.last_accepted[r];
@@ -190,7 +197,7 @@ absl::Status UpdatePolicy::WaitReadable(int rank, uint64_t clock,
                                         absl::Time deadline) {
   absl::MutexLock lock(&mu_);
   auto ready = [this, rank, clock]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-    return shutdown_ || Readable(rank, clock);
+    return shutdown_ || CanRead(rank, clock);
   };
   if (!ready()) {
     ++blocked_;
@@ -198,17 +205,51 @@ absl::Status UpdatePolicy::WaitReadable(int rank, uint64_t clock,
     --blocked_;
   }
   if (shutdown_) return absl::UnavailableError("the shard is shutting down");
-  if (!Readable(rank, clock)) {
+  if (!CanRead(rank, clock)) {
     return absl::DeadlineExceededError(
         absl::StrCat("Pull: rank ", rank, " at clock ", clock, " waits for ",
-                     Describe(rank, clock)));
+                     WaitsFor(rank, clock)));
   }
+  return absl::OkStatus();
+}
+
+std::string UpdatePolicy::WaitsFor(int rank, uint64_t clock) const {
+  return awaiting_initial_
+             ? "rank 0's initial values (model.initial_values: rank0)"
+             : Describe(rank, clock);
+}
+
+bool UpdatePolicy::AwaitingInitialValues() {
+  absl::MutexLock lock(&mu_);
+  return awaiting_initial_;
+}
+
+void UpdatePolicy::AwaitInitialValues() {
+  absl::MutexLock lock(&mu_);
+  awaiting_initial_ = true;
+  expects_initial_ = true;
+}
+
+absl::Status UpdatePolicy::Initialize(
+    absl::Span<const absl::Span<const float>> values, bool* applied) {
+  Mutation lock(this);
+  *applied = false;
+  if (shutdown_) return absl::UnavailableError("the shard is shutting down");
+  if (!expects_initial_) {
+    return absl::FailedPreconditionError(
+        "Initialize: the job's servers draw the initial values themselves "
+        "(model.initial_values is not rank0)");
+  }
+  if (!awaiting_initial_) return absl::OkStatus();
+  store_->Assign(values);
+  awaiting_initial_ = false;
+  *applied = true;
   return absl::OkStatus();
 }
 
 std::string UpdatePolicy::WaitingOn(int rank, uint64_t clock) {
   absl::MutexLock lock(&mu_);
-  return Readable(rank, clock) ? "" : Describe(rank, clock);
+  return CanRead(rank, clock) ? "" : WaitsFor(rank, clock);
 }
 
 std::vector<PolicyWorker> UpdatePolicy::Workers() {
@@ -246,7 +287,7 @@ uint64_t UpdatePolicy::WhenReadable(int rank, uint64_t clock,
     absl::MutexLock lock(&mu_);
     if (shutdown_) {
       now = absl::UnavailableError("the shard is shutting down");
-    } else if (!Readable(rank, clock)) {
+    } else if (!CanRead(rank, clock)) {
       const uint64_t id = next_waiter_++;
       ready_waiters_.push_back(ReadyWaiter{id, rank, clock, std::move(ready)});
       return id;
@@ -274,7 +315,7 @@ std::vector<UpdatePolicy::ReadyWaiter> UpdatePolicy::TakeReady() {
   if (ready_waiters_.empty()) return fired;
   std::vector<ReadyWaiter> waiting;
   for (ReadyWaiter& w : ready_waiters_) {
-    if (shutdown_ || Readable(w.rank, w.clock)) {
+    if (shutdown_ || CanRead(w.rank, w.clock)) {
       fired.push_back(std::move(w));
     } else {
       waiting.push_back(std::move(w));

@@ -78,6 +78,20 @@ class UpdatePolicy {
                     absl::Span<const RowGrads> rows = {},
                     bool* duplicate = nullptr) ABSL_LOCKS_EXCLUDED(mu_);
 
+  // The store's first values come from a worker (model.initial_values:
+  // rank0): until Initialize, no pull may read it and pushes are refused.
+  // Called before serving; Restore ends the wait (a checkpoint holds
+  // values).
+  void AwaitInitialValues() ABSL_LOCKS_EXCLUDED(mu_);
+  // Whether it still waits (a checkpoint now would hold no real state).
+  bool AwaitingInitialValues() ABSL_LOCKS_EXCLUDED(mu_);
+  // The store's parameters become values[local] (each chunk's length,
+  // checked) and waiting pulls go on. Once: later calls (a retry, or a
+  // rank 0 that started again) change nothing and set `*applied` false.
+  // FailedPrecondition when the job does not wait for initial values.
+  absl::Status Initialize(absl::Span<const absl::Span<const float>> values,
+                          bool* applied) ABSL_LOCKS_EXCLUDED(mu_);
+
   // Blocks until a worker `rank` at `clock` may read the store. Returns
   // DeadlineExceeded at `deadline` (nothing changed; the caller may wait
   // again; the message says what the pull waits for) and Unavailable once
@@ -180,6 +194,14 @@ class UpdatePolicy {
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   virtual bool Readable(int rank, uint64_t clock) const
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) = 0;
+  // Readable, once the store has its initial values.
+  bool CanRead(int rank, uint64_t clock) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    return !awaiting_initial_ && Readable(rank, clock);
+  }
+  // What a pull that may not read waits for.
+  std::string WaitsFor(int rank, uint64_t clock) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   virtual std::string Describe(int rank, uint64_t clock) const
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) = 0;
 
@@ -195,6 +217,9 @@ class UpdatePolicy {
   absl::Mutex mu_;
   // WhenReadable's waiters, in arrival order.
   std::vector<ReadyWaiter> ready_waiters_ ABSL_GUARDED_BY(mu_);
+  // AwaitInitialValues until Initialize (or Restore).
+  bool awaiting_initial_ ABSL_GUARDED_BY(mu_) = false;
+  bool expects_initial_ ABSL_GUARDED_BY(mu_) = false;
   uint64_t next_waiter_ ABSL_GUARDED_BY(mu_) = 1;
   std::vector<PolicyWorker> workers_ ABSL_GUARDED_BY(mu_);
   // The clock of each rank's last accepted push since it joined; -1: none.

@@ -124,6 +124,7 @@ GrpcParameterService::GrpcParameterService(Shard* shard,
   AddUnary("Pull", &GrpcParameterService::Pull);
   AddUnary("PushPull", &GrpcParameterService::PushPull);
   AddUnary("PullRows", &GrpcParameterService::PullRows);
+  AddUnary("Initialize", &GrpcParameterService::Initialize);
   AddUnary("Heartbeat", &GrpcParameterService::Heartbeat);
   AddStreaming<grpc::internal::ClientStreamingHandler>(
       "PushStream", grpc::internal::RpcMethod::CLIENT_STREAMING,
@@ -186,6 +187,23 @@ grpc::Status GrpcParameterService::Push(grpc::ServerContext*,
   }
   *response = SerializeMessage(reply);
   return ToGrpcStatus(faults_->replies.AfterHandled("Push"));
+}
+
+grpc::Status GrpcParameterService::Initialize(grpc::ServerContext*,
+                                              const grpc::ByteBuffer* request,
+                                              grpc::ByteBuffer* response) {
+  ReceivedFrame frame;
+  std::unique_ptr<float[]> storage;
+  PushView view;
+  proto::PushResponse reply;
+  absl::Status s =
+      CheckSize("Initialize", *request, shard_->max_message_bytes());
+  if (s.ok()) s = frame.Take(*request);
+  if (s.ok()) s = DecodePush(frame.segments(), &view, &storage);
+  if (s.ok()) s = shard_->Initialize(view, &reply);
+  if (!s.ok()) return ToGrpcStatus(s);
+  *response = SerializeMessage(reply);
+  return grpc::Status::OK;
 }
 
 // Waits for the pull's version; the snapshot holds it.

@@ -77,6 +77,9 @@ class GrpcParameterService final : public grpc::Service {
   grpc::Status PullStream(grpc::ServerContext* context,
                           const grpc::ByteBuffer* request,
                           grpc::ServerWriter<grpc::ByteBuffer>* writer);
+  grpc::Status Initialize(grpc::ServerContext* context,
+                          const grpc::ByteBuffer* request,
+                          grpc::ByteBuffer* response);
   grpc::Status Heartbeat(grpc::ServerContext* context,
                          const grpc::ByteBuffer* request,
                          grpc::ByteBuffer* response);

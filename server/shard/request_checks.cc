@@ -56,6 +56,39 @@ absl::Status RequestChecks::Chunk(const ChunkView& chunk, int* local) const {
       absl::StrCat(where, " (", spec_.tensors[spec.tensor_id].name, ")"));
 }
 
+absl::Status RequestChecks::Gather(const char* rpc, uint32_t rank,
+                                   absl::Span<const ChunkView> chunks,
+                                   ChunkSet* out) const {
+  const int n = store_.num_chunks();
+  if (chunks.size() != static_cast<size_t>(n)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(rpc, ": rank ", rank, " sent ", chunks.size(),
+                     " chunks; shard ", shard_id_, " owns ", n));
+  }
+  out->values.assign(n, {});
+  out->storage.clear();
+  out->storage.reserve(n);  // No reallocation: values point into it.
+  std::vector<bool> seen(n, false);
+  for (const ChunkView& chunk : chunks) {
+    int local = chunk.checked_local;
+    if (local < 0) {
+      RETURN_IF_ERROR(Chunk(chunk, &local));
+    }
+    if (seen[local]) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          rpc, ": chunk ", chunk.chunk_index, " of tensor ", chunk.tensor_id,
+          " (", spec_.tensors[chunk.tensor_id].name, ") appears twice"));
+    }
+    seen[local] = true;
+    const int64_t length = store_.chunk_spec(local).length;
+    out->storage.emplace_back();
+    out->values[local] = ChunkGradient(chunk, length, &out->storage.back());
+    out->bytes += WireBytes(chunk);
+    out->float32_bytes += static_cast<uint64_t>(length) * kElementBytes;
+  }
+  return absl::OkStatus();
+}
+
 absl::Status RequestChecks::Chunks(absl::Span<ChunkView> chunks) const {
   for (ChunkView& chunk : chunks) {
     int local;

@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/strings/string_view.h"
@@ -52,6 +53,17 @@ class RequestChecks {
   absl::Status Chunk(const ChunkView& chunk, int* local) const;
   // Chunk for each, recording each one's local index (checked_local).
   absl::Status Chunks(absl::Span<ChunkView> chunks) const;
+  // The chunks of one push (or of rank 0's initial values): exactly this
+  // shard's set, each once, each checked as Chunk (unless it was already:
+  // checked_local), read as float32 by local index.
+  struct ChunkSet {
+    std::vector<absl::Span<const float>> values;  // By local index.
+    std::vector<std::vector<float>> storage;      // Widened or scattered ones.
+    uint64_t bytes = 0;                           // What travelled.
+    uint64_t float32_bytes = 0;                   // What they stand for.
+  };
+  absl::Status Gather(const char* rpc, uint32_t rank,
+                      absl::Span<const ChunkView> chunks, ChunkSet* out) const;
   // InvalidArgument naming `rpc` unless `dtype` is one a pull may ask for
   // (float32, unset, or float16).
   static absl::Status PullDtype(const char* rpc, int dtype);

@@ -39,6 +39,9 @@ absl::StatusOr<std::unique_ptr<Shard>> Shard::Create(
   auto shard = std::unique_ptr<Shard>(new Shard(
       config, shard_id, std::move(spec), std::move(plan), std::move(optimizer),
       std::move(tables), clock != nullptr ? clock : RealClock()));
+  if (config.model.initial_values_from_rank0) {
+    shard->policy_->AwaitInitialValues();  // A restored checkpoint ends it.
+  }
   if (!config.checkpoint.dir.empty()) {
     ASSIGN_OR_RETURN(shard->checkpoints_,
                      ShardCheckpoints::Open(
@@ -124,6 +127,39 @@ absl::Status Shard::Push(const proto::PushRequest& request,
   return Push(ToPushView(request), response);
 }
 
+absl::Status Shard::Initialize(const PushView& request,
+                               proto::PushResponse* response) {
+  RETURN_IF_ERROR(
+      checks_.RegisteredWorker("Initialize", request.job_id, request.rank));
+  if (request.rank != 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("Initialize: rank ", request.rank,
+                     " sent initial values; only rank 0's are the job's"));
+  }
+  if (!request.rows.empty()) {
+    return absl::InvalidArgumentError(
+        "Initialize: embedding rows have no initial values to send");
+  }
+  for (const ChunkView& chunk : request.chunks) {
+    if (!chunk.indices.empty()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "Initialize: chunk ", chunk.chunk_index, " of tensor ",
+          chunk.tensor_id, " is sparse; initial values are dense"));
+    }
+  }
+  RequestChecks::ChunkSet chunks;
+  RETURN_IF_ERROR(
+      checks_.Gather("Initialize", request.rank, request.chunks, &chunks));
+  bool applied = false;
+  RETURN_IF_ERROR(policy_->Initialize(chunks.values, &applied));
+  if (applied) {
+    spdlog::info("shard {}: initial values from rank 0 ({} chunks)", shard_id_,
+                 chunks.values.size());
+  }
+  response->set_version(store_.version());
+  return absl::OkStatus();
+}
+
 absl::Status Shard::CheckChunks(absl::Span<ChunkView> chunks) const {
   return checks_.Chunks(chunks);
 }
@@ -138,36 +174,11 @@ absl::Status Shard::Push(const PushView& request,
     stats_.RecordPushTime(clock_->Now() - entered);
     calls_.Leave(static_cast<int>(request.rank));
   };
-  const int n = store_.num_chunks();
-  if (request.chunks.size() != static_cast<size_t>(n)) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "Push: rank ", request.rank, " sent ", request.chunks.size(),
-        " chunks; shard ", shard_id_, " owns ", n));
-  }
-  std::vector<absl::Span<const float>> grads(n);
-  // float16 or sparse chunks as the float32 gradients they stand for.
-  std::vector<std::vector<float>> widened;
-  widened.reserve(n);  // No reallocation: grads point into it.
-  std::vector<bool> seen(n, false);
-  uint64_t bytes = 0;
-  uint64_t float32_bytes = 0;
-  for (const ChunkView& chunk : request.chunks) {
-    int local = chunk.checked_local;
-    if (local < 0) {
-      RETURN_IF_ERROR(checks_.Chunk(chunk, &local));
-    }
-    if (seen[local]) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "Push: chunk ", chunk.chunk_index, " of tensor ", chunk.tensor_id,
-          " (", spec_.tensors[chunk.tensor_id].name, ") appears twice"));
-    }
-    seen[local] = true;
-    const int64_t length = store_.chunk_spec(local).length;
-    widened.emplace_back();
-    grads[local] = ChunkGradient(chunk, length, &widened.back());
-    bytes += WireBytes(chunk);
-    float32_bytes += static_cast<uint64_t>(length) * kElementBytes;
-  }
+  RequestChecks::ChunkSet chunks;
+  RETURN_IF_ERROR(
+      checks_.Gather("Push", request.rank, request.chunks, &chunks));
+  uint64_t bytes = chunks.bytes;
+  uint64_t float32_bytes = chunks.float32_bytes;
   PushRows rows;
   RETURN_IF_ERROR(rows_.CheckPush(request, &rows));
   bytes += rows.wire_bytes;
@@ -176,7 +187,7 @@ absl::Status Shard::Push(const PushView& request,
   workers_.OnSeen(static_cast<int>(request.rank), now);
   bool duplicate = false;
   RETURN_IF_ERROR(policy_->Push(static_cast<int>(request.rank), request.clock,
-                                grads, rows.grads, &duplicate));
+                                chunks.values, rows.grads, &duplicate));
   if (!duplicate) {
     for (const RowGrads& r : rows.grads) {
       store_.table(r.table).CountPushed(r.ids.size());
@@ -459,6 +470,10 @@ absl::StatusOr<proto::CheckpointResponse> Shard::CheckpointNow() {
   if (checkpoints_ == nullptr) {
     return absl::FailedPreconditionError(
         "Checkpoint: the job has no checkpoint.dir");
+  }
+  if (policy_->AwaitingInitialValues()) {
+    return absl::FailedPreconditionError(
+        "Checkpoint: the shard still waits for rank 0's initial values");
   }
   PolicyState state = policy_->Capture();
   const uint64_t version = state.version;

@@ -75,6 +75,13 @@ class Shard {
   absl::Status Push(const PushView& request, proto::PushResponse* response);
   absl::Status Push(const proto::PushRequest& request,
                     proto::PushResponse* response);
+  // Rank 0's initial values for every chunk this shard owns
+  // (model.initial_values: rank0), as a push of values instead of
+  // gradients: applied once, before any pull may read the shard; a retry
+  // or a second call is acknowledged and changes nothing. Dense chunks
+  // only; on error nothing changes.
+  absl::Status Initialize(const PushView& request,
+                          proto::PushResponse* response);
   // Checks chunks of a push that is still arriving (ownership, dtype,
   // size, finiteness) and records each one's local index, so that Push
   // does not read them again: a streamed push is checked message by message

@@ -101,6 +101,19 @@ void ShardStore::ApplyStep(absl::Span<const absl::Span<const float>> grads,
   params_->version = version_;
 }
 
+void ShardStore::Assign(absl::Span<const absl::Span<const float>> values) {
+  auto next = std::make_shared<ParamSnapshot>();
+  next->params.resize(values.size());
+  for (size_t i = 0; i < values.size(); ++i) {
+    next->params[i].assign(values[i].begin(), values[i].end());
+  }
+  absl::MutexLock lock(&mu_);
+  next->version = version_;
+  // A pull may still send the old snapshot; it is not changed.
+  params_ = std::move(next);
+  spare_.reset();
+}
+
 void ShardStore::SaveState(std::string* out) const {
   absl::ReaderMutexLock lock(&mu_);
   out->clear();

@@ -89,6 +89,12 @@ class ShardStore {
   void ApplyStep(absl::Span<const absl::Span<const float>> grads, float scale,
                  absl::Span<const RowGrads> rows = {}) ABSL_LOCKS_EXCLUDED(mu_);
 
+  // Replaces every chunk's parameters with values[local] (each of the
+  // chunk's length), keeping the version: a worker's initial values
+  // (model.initial_values: rank0). Optimizer slots are as at the start.
+  void Assign(absl::Span<const absl::Span<const float>> values)
+      ABSL_LOCKS_EXCLUDED(mu_);
+
   uint64_t version() const ABSL_LOCKS_EXCLUDED(mu_);
   // Moves the version up to `version` without a step (a shard restored
   // from an older checkpoint catching up with the job's clock: the steps

@@ -25,10 +25,12 @@ DATA = "/usr/share/datasets/fashion-mnist"
 
 
 def job_yaml(tensors_file, servers=2, workers=2, policy="sync", lr=0.1,
-             momentum=0.9, chunk_bytes=1024, extra=""):
+             momentum=0.9, chunk_bytes=1024, extra="", initial_values=None):
     """A model.type tensors job on ports 0 (the servers pick theirs)."""
     addresses = ", ".join('"127.0.0.1:0"' for _ in range(servers))
     staleness = "\n  staleness: 2" if policy == "ssp" else ""
+    initial = (f"\n  initial_values: {initial_values}" if initial_values
+               else "")
     return f"""job:
   id: torch-test
   seed: 3
@@ -37,7 +39,7 @@ cluster:
   workers: {workers}
 model:
   type: tensors
-  tensors_file: {tensors_file}
+  tensors_file: {tensors_file}{initial}
 data:
   dir: {DATA}
 training:

@@ -229,6 +229,41 @@ void GrpcParameterClient::Heartbeat(uint64_t clock, bool finished,
   });
 }
 
+absl::Status GrpcParameterClient::Initialize(absl::Span<const float> params) {
+  if (static_cast<int64_t>(params.size()) != layout_->total) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("Initialize: ", params.size(), " floats for the job's ",
+                     layout_->total));
+  }
+  for (int i = 0; i < links_.size(); ++i) {
+    proto::PushRequest request;
+    request.set_job_id(config_.job_id);
+    request.set_rank(rank_);
+    for (int c : plan_->ChunksOfShard(i)) {
+      const ChunkSpec& spec = plan_->chunks()[c];
+      proto::TensorChunk* chunk = request.add_chunks();
+      chunk->set_tensor_id(spec.tensor_id);
+      chunk->set_chunk_index(spec.chunk_index);
+      chunk->set_dtype(proto::DTYPE_FLOAT32);
+      chunk->set_data(params.data() + FlatOffset(*layout_, spec),
+                      spec.length * kElementBytes);
+    }
+    RETURN_IF_ERROR(
+        Retrying("Initialize", [&]() -> absl::StatusOr<uint64_t> {
+          grpc::ClientContext context;
+          context.set_deadline(DeadlineIn(options_.push_timeout));
+          proto::PushResponse response;
+          grpc::Status s =
+              links_.stub(i)->Initialize(&context, request, &response);
+          if (!s.ok()) {
+            return PrefixStatus(FromGrpcStatus(s), "Initialize to shard ", i);
+          }
+          return response.version();
+        }).status());
+  }
+  return absl::OkStatus();
+}
+
 absl::Status GrpcParameterClient::ReportEpoch(const EpochReport& epoch) {
   const proto::ReportEpochRequest report =
       ToReportEpochRequest(epoch, config_.job_id, rank_);

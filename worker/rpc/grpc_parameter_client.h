@@ -87,6 +87,7 @@ class GrpcParameterClient final : public ParameterClient {
                         absl::Span<float> out) override;
   void SetRowGradients(uint32_t table, absl::Span<const uint64_t> ids,
                        absl::Span<const float> grads) override;
+  absl::Status Initialize(absl::Span<const float> params) override;
   void Heartbeat(uint64_t clock, bool finished,
                  absl::Duration timeout) override;
   absl::Status ReportEpoch(const EpochReport& report) override;

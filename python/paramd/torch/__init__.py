@@ -3,6 +3,8 @@
     import paramd.torch as pt
     ctx = pt.init(job="job.yaml")           # rank from PARAMD_RANK & co.
     opt = pt.DistributedOptimizer(model)     # pulls the servers' parameters
+                                             # (rank 0's with
+                                             # model.initial_values: rank0)
     for x, y in loader:
         opt.zero_grad()
         loss = F.cross_entropy(model(x), y)
@@ -32,6 +34,7 @@ __all__ = [
     "init",
     "Context",
     "DistributedOptimizer",
+    "broadcast_parameters",
     "declared_tensors",
 ]
 
@@ -47,6 +50,7 @@ class Context:
 
     def __init__(self, worker):
         self.worker = worker
+        self.sent_initial_values = False
 
     @property
     def rank(self):
@@ -129,6 +133,35 @@ def init(job=None, rank=None, servers=None, launch=None, log_level=None):
     return _context
 
 
+def _trained(model):
+    return [(n, p) for n, p in model.named_parameters() if p.requires_grad]
+
+
+def broadcast_parameters(model, context=None):
+    """Makes rank 0's values of `model` the servers' initial state; every
+    rank's DistributedOptimizer then starts from them (the servers hold
+    pulls until they have them). Needs model.initial_values: rank0 in the
+    job file. On other ranks it does nothing; DistributedOptimizer calls it
+    on rank 0 when the script did not. A server that has values already (a
+    restarted rank 0) keeps them."""
+    ctx = context or _context
+    if ctx is None:
+        raise RuntimeError("call paramd.torch.init() first")
+    if not ctx.worker.initial_values_from_rank0:
+        raise ValueError("model.initial_values: the job's servers draw the "
+                         "initial values; set model.initial_values: rank0 "
+                         "for rank 0's to become them")
+    named = _trained(model)
+    ctx.worker.check_tensors([(n, tuple(p.shape)) for n, p in named])
+    if ctx.rank != 0:
+        return
+    with torch.no_grad():
+        flat = torch.cat([p.detach().reshape(-1).float().cpu()
+                          for _, p in named]).contiguous()
+    ctx.worker.send_initial_values(flat.numpy())
+    ctx.sent_initial_values = True
+
+
 def declared_tensors(model):
     """The (name, shape) of each parameter the servers train, in order:
     every parameter that requires a gradient, as named_parameters gives
@@ -178,6 +211,9 @@ class DistributedOptimizer(torch.optim.Optimizer):
             n = p.numel()
             self._slices.append((offset, n))
             offset += n
+        if (self._worker.initial_values_from_rank0 and ctx.rank == 0
+                and not ctx.sent_initial_values):
+            broadcast_parameters(model, ctx)
         self._worker.start(self._params_np)
         with torch.no_grad():
             for (_, p), (off, n) in zip(named, self._slices):
