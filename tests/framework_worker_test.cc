@@ -127,5 +127,47 @@ TEST_CASE("start pulls the servers' state and a step lands in the buffers",
   w.Finish();
 }
 
+TEST_CASE("rows of a table are checked, pulled and pushed with the step",
+          "[framework_worker]") {
+  JobOptions o;
+  o.model_type = "tensors";
+  o.layers = "";
+  o.workers = 1;
+  o.model_extra = std::string(kTensors) +
+                  "  embeddings:\n"
+                  "    - {name: words, rows: 10, dim: 2, init: zeros, "
+                  "optimizer: {type: sgd, learning_rate: 1}}\n";
+  const std::string job = WriteFile(NewTempDir() + "/job.yaml", JobYaml(o));
+  absl::StatusOr<JobConfig> config = LoadJobConfig(job);
+  REQUIRE(config.ok());
+  InProcessCluster cluster(*config);
+  absl::StatusOr<std::unique_ptr<FrameworkWorker>> made =
+      FrameworkWorker::Create({job, 0, {}, ""}, cluster.ClientFactory());
+  REQUIRE(made.ok());
+  FrameworkWorker& w = **made;
+  std::vector<float> params(16), grads(16, 0), rows(4, -1);
+  REQUIRE(w.Start(absl::MakeSpan(params)).ok());
+  const std::vector<uint64_t> ids = {3, 7};
+  CHECK_THAT(std::string(w.PullRows(1, ids, absl::MakeSpan(rows)).message()),
+             Contains("table 1 is not in the job's 1 model.embeddings"));
+  const std::vector<uint64_t> unsorted = {7, 3};
+  CHECK_THAT(
+      std::string(w.PullRows(0, unsorted, absl::MakeSpan(rows)).message()),
+      Contains("must be sorted, distinct and below its 10 rows; id 1 is 3"));
+  CHECK_THAT(
+      std::string(
+          w.SetRowGradients(0, ids, absl::MakeSpan(grads.data(), 3)).message()),
+      Contains("3 floats for 2 rows of table 'words' (dim 2)"));
+  REQUIRE(w.PullRows(0, ids, absl::MakeSpan(rows)).ok());
+  CHECK(rows == std::vector<float>(4, 0.0f));
+  const std::vector<float> row_grads = {1, 2, 3, 4};
+  REQUIRE(w.SetRowGradients(0, ids, row_grads).ok());
+  REQUIRE(w.Step(grads, 0, absl::MakeSpan(params)).ok());
+  REQUIRE(w.PullRows(0, ids, absl::MakeSpan(rows)).ok());
+  // The table's SGD at lr 1 on the one worker's row gradients.
+  CHECK(rows == std::vector<float>{-1, -2, -3, -4});
+  w.Finish();
+}
+
 }  // namespace
 }  // namespace paramd

@@ -95,6 +95,30 @@ TEST_CASE("a tensors file beside the job gives the same spec",
   CHECK(pa.fingerprint() == pb.fingerprint());
 }
 
+TEST_CASE("a framework's model may read embedding tables by row",
+          "[config][tensors]") {
+  const std::string dir = NewTempDir();
+  absl::StatusOr<JobConfig> c = LoadJobConfig(WriteFile(
+      dir + "/job.yaml",
+      TensorsJob(std::string(kTwoTensors) +
+                 "  embeddings:\n"
+                 "    - {name: words, rows: 1000, dim: 8}\n"
+                 "    - {name: tags, rows: 50, dim: 4, optimizer: {type: "
+                 "sgd, learning_rate: 0.1}}\n")));
+  REQUIRE(c.ok());
+  const ModelSpec spec = BuildModelSpec(c->model);
+  REQUIRE(spec.tables.size() == 2);
+  CHECK(spec.tables[1].name == "tags");
+  CHECK(spec.tables[1].dim == 4);
+  CHECK(spec.tensors.size() == 3);
+  CHECK_THAT(JobYamlError(
+                 TensorsJob(std::string(kTwoTensors) +
+                            "  embeddings:\n    - {name: w, rows: 10, dim: 2}\n"
+                            "    - {name: w, rows: 10, dim: 2}\n")),
+             Contains("model.embeddings[1].name: table 'w' is declared "
+                      "twice"));
+}
+
 TEST_CASE("bad tensor lists are refused naming the field and tensor",
           "[config][tensors]") {
   struct Case {
@@ -159,8 +183,8 @@ TEST_CASE("bad tensor lists are refused naming the field and tensor",
                       "(expected: servers or rank0)"));
   const std::string dir = NewTempDir();
   absl::StatusOr<JobConfig> rank0 = LoadJobConfig(WriteFile(
-      dir + "/job.yaml", TensorsJob("  initial_values: rank0\n" +
-                                    std::string(kTwoTensors))));
+      dir + "/job.yaml",
+      TensorsJob("  initial_values: rank0\n" + std::string(kTwoTensors))));
   REQUIRE(rank0.ok());
   CHECK(rank0->model.initial_values_from_rank0);
 }

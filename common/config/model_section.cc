@@ -229,7 +229,7 @@ absl::Status ParseEmbeddings(YamlReader& r, const YAML::Node& model,
 absl::Status ParseFrameworkModel(YamlReader& r, const YAML::Node& model,
                                  const PathResolver& resolve,
                                  ModelConfig* out) {
-  for (const char* key : {"input", "layers", "embeddings", "features"}) {
+  for (const char* key : {"input", "layers", "features"}) {
     if (model[key].IsDefined()) {
       return r.Error(model[key], absl::StrCat("model.", key),
                      "does not apply to model.type tensors (the framework's "
@@ -237,7 +237,26 @@ absl::Status ParseFrameworkModel(YamlReader& r, const YAML::Node& model,
                      "tensors)");
     }
   }
-  return ParseTensorsSection(r, model, resolve, out);
+  RETURN_IF_ERROR(ParseTensorsSection(r, model, resolve, out));
+  // Tables the framework's model reads by row (paramd.torch.EmbeddingBag).
+  const YAML::Node tables = model["embeddings"];
+  if (!tables.IsDefined() || tables.IsNull()) return absl::OkStatus();
+  if (!tables.IsSequence() || tables.size() > 64) {
+    return r.Error(tables, "model.embeddings",
+                   "expected a list of at most 64 tables");
+  }
+  std::set<std::string> names;
+  for (size_t i = 0; i < tables.size(); ++i) {
+    const std::string f = absl::StrCat("model.embeddings[", i, "]");
+    EmbeddingTableConfig t;
+    RETURN_IF_ERROR(ParseTable(r, tables[i], f, &t));
+    if (!names.insert(t.name).second) {
+      return r.Error(tables[i]["name"], f + ".name",
+                     absl::StrCat("table '", t.name, "' is declared twice"));
+    }
+    out->embeddings.push_back(std::move(t));
+  }
+  return absl::OkStatus();
 }
 
 }  // namespace

@@ -157,6 +157,47 @@ absl::StatusOr<uint64_t> FrameworkWorker::Step(absl::Span<const float> grads,
   return Join(params);
 }
 
+absl::Status FrameworkWorker::CheckRows(const char* what, uint32_t table,
+                                        absl::Span<const uint64_t> ids,
+                                        size_t values) const {
+  if (table >= config_.model.embeddings.size()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(what, ": table ", table, " is not in the job's ",
+                     config_.model.embeddings.size(), " model.embeddings"));
+  }
+  const EmbeddingTableConfig& t = config_.model.embeddings[table];
+  for (size_t i = 0; i < ids.size(); ++i) {
+    if (ids[i] >= t.rows || (i > 0 && ids[i] <= ids[i - 1])) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(what, ": ids of table '", t.name,
+                       "' must be sorted, distinct and below its ", t.rows,
+                       " rows; id ", i, " is ", ids[i]));
+    }
+  }
+  if (values != ids.size() * static_cast<size_t>(t.dim)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(what, ": ", values, " floats for ", ids.size(),
+                     " rows of table '", t.name, "' (dim ", t.dim, ")"));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status FrameworkWorker::PullRows(uint32_t table,
+                                       absl::Span<const uint64_t> ids,
+                                       absl::Span<float> out) {
+  RETURN_IF_ERROR(CheckRows("pull_rows", table, ids, out.size()));
+  if (ids.empty()) return absl::OkStatus();
+  return client_->PullRows(clock(), table, ids, out);
+}
+
+absl::Status FrameworkWorker::SetRowGradients(uint32_t table,
+                                              absl::Span<const uint64_t> ids,
+                                              absl::Span<const float> grads) {
+  RETURN_IF_ERROR(CheckRows("set_row_gradients", table, ids, grads.size()));
+  client_->SetRowGradients(table, ids, grads);
+  return absl::OkStatus();
+}
+
 absl::Status FrameworkWorker::ReportEpoch(const EpochReport& report) {
   return client_->ReportEpoch(report);
 }

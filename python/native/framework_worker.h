@@ -88,6 +88,16 @@ class FrameworkWorker {
   absl::StatusOr<uint64_t> Step(absl::Span<const float> grads, float loss,
                                 absl::Span<float> params);
 
+  // Fills `out` (dim floats per id) with rows `ids` (sorted, distinct) of
+  // embedding table `table` (model.embeddings) as of clock(), each from
+  // the shard that owns it.
+  absl::Status PullRows(uint32_t table, absl::Span<const uint64_t> ids,
+                        absl::Span<float> out);
+  // The row gradients of `table` the next Step pushes with the dense ones
+  // (dim floats per id; ids sorted and distinct); kept until replaced.
+  absl::Status SetRowGradients(uint32_t table, absl::Span<const uint64_t> ids,
+                               absl::Span<const float> grads);
+
   // Sends one finished epoch's figures to shard 0 (paramctl status and
   // the run's summary show them).
   absl::Status ReportEpoch(const EpochReport& report);
@@ -101,6 +111,10 @@ class FrameworkWorker {
  private:
   FrameworkWorker(JobConfig config, int rank);
   absl::StatusOr<uint64_t> Join(absl::Span<float> params);
+  // `table`, `ids` (sorted, distinct, below the table's rows) and `values`
+  // floats (dim per id), or InvalidArgument naming `what` and the fault.
+  absl::Status CheckRows(const char* what, uint32_t table,
+                         absl::Span<const uint64_t> ids, size_t values) const;
   void HeartbeatLoop();
   void StopHeartbeats();
 

@@ -55,6 +55,39 @@ absl::Span<float> Floats(const py::array& array, const char* what,
                            static_cast<size_t>(array.size()));
 }
 
+absl::Span<const uint64_t> Ids(const py::array& array) {
+  if (!py::dtype::of<uint64_t>().is(array.dtype())) {
+    throw py::value_error(absl::StrCat("ids: expected uint64, got ",
+                                       std::string(py::str(array.dtype()))));
+  }
+  if (!(array.flags() & py::array::c_style)) {
+    throw py::value_error("ids: must be C-contiguous");
+  }
+  return absl::Span<const uint64_t>(static_cast<const uint64_t*>(array.data()),
+                                    static_cast<size_t>(array.size()));
+}
+
+void PullRows(FrameworkWorker& w, uint32_t table, const py::array& ids,
+              const py::array& out) {
+  const absl::Span<const uint64_t> i = Ids(ids);
+  const absl::Span<float> o = Floats(out, "out", true);
+  py::gil_scoped_release release;
+  Raise(w.PullRows(table, i, o));
+}
+
+void SetRowGradients(FrameworkWorker& w, uint32_t table, const py::array& ids,
+                     const py::array& grads) {
+  Raise(w.SetRowGradients(table, Ids(ids), Floats(grads, "grads", false)));
+}
+
+py::list Tables(const FrameworkWorker& w) {
+  py::list out;
+  for (const EmbeddingTableConfig& t : w.config().model.embeddings) {
+    out.append(py::make_tuple(t.name, t.rows, t.dim));
+  }
+  return out;
+}
+
 std::unique_ptr<FrameworkWorker> MakeWorker(const std::string& job, int rank,
                                             std::vector<std::string> servers,
                                             const std::string& launch) {
@@ -174,6 +207,11 @@ PYBIND11_MODULE(_native, m) {
                                return out;
                              })
       .def("check_tensors", &paramd::CheckTensors, py::arg("tensors"))
+      .def_property_readonly("tables", &paramd::Tables)
+      .def("pull_rows", &paramd::PullRows, py::arg("table"), py::arg("ids"),
+           py::arg("out"))
+      .def("set_row_gradients", &paramd::SetRowGradients, py::arg("table"),
+           py::arg("ids"), py::arg("grads"))
       .def("start", &paramd::Start, py::arg("params"))
       .def("send_initial_values", &paramd::SendInitialValues, py::arg("params"))
       .def_property_readonly(

@@ -34,6 +34,7 @@ __all__ = [
     "init",
     "Context",
     "DistributedOptimizer",
+    "EmbeddingBag",
     "broadcast_parameters",
     "declared_tensors",
 ]
@@ -170,6 +171,74 @@ def declared_tensors(model):
             if p.requires_grad]
 
 
+class EmbeddingBag(torch.nn.Module):
+    """torch.nn.EmbeddingBag whose rows live on the servers: the table
+    `table` (model.embeddings, by name or index) of the job, held row by
+    row across every server. forward(input, offsets=None) takes what
+    torch.nn.EmbeddingBag takes (a 2-D batch of bags, or 1-D ids with
+    offsets), pulls only the rows the batch uses, and pools them by `mode`
+    ("mean" or "sum"). The DistributedOptimizer pushes those rows'
+    gradients with the step; the table's own optimizer
+    (model.embeddings[i].optimizer) applies them on the servers."""
+
+    def __init__(self, table, mode="mean", context=None):
+        super().__init__()
+        ctx = context or _context
+        if ctx is None:
+            raise RuntimeError("call paramd.torch.init() first")
+        if mode not in ("mean", "sum"):
+            raise ValueError(f"mode: expected mean or sum, got '{mode}'")
+        tables = ctx.worker.tables
+        names = [t[0] for t in tables]
+        if isinstance(table, str):
+            if table not in names:
+                raise ValueError(f"table: '{table}' is not in the job's "
+                                 f"model.embeddings ({', '.join(names) or 'none'})")
+            table = names.index(table)
+        if not 0 <= table < len(tables):
+            raise ValueError(f"table: {table} is not in the job's "
+                             f"{len(tables)} model.embeddings")
+        self.table = table
+        self.name, self.num_embeddings, self.embedding_dim = tables[table]
+        self.mode = mode
+        self._worker = ctx.worker
+        self._pulled = []  # (ids, rows leaf) of each forward since the step.
+
+    def forward(self, input, offsets=None):
+        ids = input.reshape(-1) if input.dim() == 2 else input
+        if ids.numel() and (int(ids.min()) < 0 or
+                            int(ids.max()) >= self.num_embeddings):
+            raise ValueError(f"ids of table '{self.name}' must be in "
+                             f"[0, {self.num_embeddings})")
+        unique, inverse = torch.unique(ids, sorted=True, return_inverse=True)
+        rows = torch.empty(unique.numel(), self.embedding_dim,
+                           dtype=torch.float32)
+        self._worker.pull_rows(self.table,
+                               unique.to(torch.int64).numpy().astype("uint64"),
+                               rows.numpy())
+        if self.training and torch.is_grad_enabled():
+            rows.requires_grad_(True)
+            self._pulled.append((unique, rows))
+        local = inverse.reshape(input.shape) if input.dim() == 2 else inverse
+        return torch.nn.functional.embedding_bag(local, rows, offsets,
+                                                 mode=self.mode)
+
+    def _take_gradients(self):
+        """(ids, grads) of the rows this step's forwards used, summed per
+        row; empty when none had a gradient."""
+        pulled, self._pulled = self._pulled, []
+        ids = [u for u, r in pulled if r.grad is not None]
+        grads = [r.grad for u, r in pulled if r.grad is not None]
+        if not ids:
+            return (torch.empty(0, dtype=torch.int64),
+                    torch.empty(0, self.embedding_dim))
+        ids, grads = torch.cat(ids), torch.cat(grads)
+        unique, inverse = torch.unique(ids, sorted=True, return_inverse=True)
+        summed = torch.zeros(unique.numel(), self.embedding_dim)
+        summed.index_add_(0, inverse, grads)
+        return unique, summed
+
+
 class DistributedOptimizer(torch.optim.Optimizer):
     """Steps `model` through paramd servers; the job's optimizer applies.
 
@@ -225,6 +294,7 @@ class DistributedOptimizer(torch.optim.Optimizer):
                     # gradient one of the flat gradient buffer.
                     p.data = self._flat_params[off:off + n].view_as(p)
                     p.grad = self._flat_grads[off:off + n].view_as(p)
+        self._bags = [m for m in model.modules() if isinstance(m, EmbeddingBag)]
         self._loss = 0.0
         self._steps_since_report = 0
         self._epoch = 0
@@ -254,6 +324,27 @@ class DistributedOptimizer(torch.optim.Optimizer):
             elif self._cuda or p.grad.data_ptr() != view.data_ptr():
                 view.copy_(p.grad.detach().reshape(-1))
 
+    def _set_row_gradients(self):
+        """Each table's row gradients of this step (from every EmbeddingBag
+        of the model that reads it), summed per row, ride with the push."""
+        by_table = {}
+        for bag in self._bags:
+            ids, grads = bag._take_gradients()
+            by_table.setdefault(bag.table, []).append((ids, grads, bag))
+        for table, parts in by_table.items():
+            dim = parts[0][2].embedding_dim
+            ids = torch.cat([p[0] for p in parts])
+            grads = torch.cat([p[1] for p in parts])
+            if len(parts) > 1 and ids.numel():
+                unique, inverse = torch.unique(ids, sorted=True,
+                                               return_inverse=True)
+                summed = torch.zeros(unique.numel(), dim)
+                summed.index_add_(0, inverse, grads)
+                ids, grads = unique, summed
+            self._worker.set_row_gradients(
+                table, ids.to(torch.int64).numpy().astype("uint64"),
+                grads.contiguous().reshape(-1).numpy())
+
     @torch.no_grad()
     def step(self, closure=None, loss=None):
         """Pushes this rank's gradients and pulls the next parameters into
@@ -269,6 +360,7 @@ class DistributedOptimizer(torch.optim.Optimizer):
         if loss is not None:
             self._loss = float(loss)
         self._gather_grads()
+        self._set_row_gradients()
         self._worker.step(self._grads_np, self._loss, self._params_np)
         if self._cuda:
             for (_, p), (off, n) in zip(self._named, self._slices):
