@@ -136,6 +136,23 @@ absl::Status ParseTable(YamlReader& r, const YAML::Node& node,
   return ParseTableOptimizer(r, node["optimizer"], f + ".optimizer", t);
 }
 
+// Each table of the list `tables` (model.embeddings), names distinct.
+absl::Status ParseTableList(YamlReader& r, const YAML::Node& tables,
+                            ModelConfig* out) {
+  std::set<std::string> names;
+  for (size_t i = 0; i < tables.size(); ++i) {
+    const std::string f = absl::StrCat("model.embeddings[", i, "]");
+    EmbeddingTableConfig t;
+    RETURN_IF_ERROR(ParseTable(r, tables[i], f, &t));
+    if (!names.insert(t.name).second) {
+      return r.Error(tables[i]["name"], f + ".name",
+                     absl::StrCat("table '", t.name, "' is declared twice"));
+    }
+    out->embeddings.push_back(std::move(t));
+  }
+  return absl::OkStatus();
+}
+
 absl::Status ParseConcatFeatures(YamlReader& r, const YAML::Node& model,
                                  ModelConfig* out) {
   const YAML::Node node = model["features"];
@@ -201,17 +218,7 @@ absl::Status ParseEmbeddings(YamlReader& r, const YAML::Node& model,
                    absl::StrCat("expected a list of exactly one table (an ",
                                 ModelTypeName(out->type), " model reads one)"));
   }
-  std::set<std::string> names;
-  for (size_t i = 0; i < tables.size(); ++i) {
-    const std::string f = absl::StrCat("model.embeddings[", i, "]");
-    EmbeddingTableConfig t;
-    RETURN_IF_ERROR(ParseTable(r, tables[i], f, &t));
-    if (!names.insert(t.name).second) {
-      return r.Error(tables[i]["name"], f + ".name",
-                     absl::StrCat("table '", t.name, "' is declared twice"));
-    }
-    out->embeddings.push_back(std::move(t));
-  }
+  RETURN_IF_ERROR(ParseTableList(r, tables, out));
   if (out->type == ModelType::kEmbeddingConcat) {
     return ParseConcatFeatures(r, model, out);
   }
@@ -245,18 +252,7 @@ absl::Status ParseFrameworkModel(YamlReader& r, const YAML::Node& model,
     return r.Error(tables, "model.embeddings",
                    "expected a list of at most 64 tables");
   }
-  std::set<std::string> names;
-  for (size_t i = 0; i < tables.size(); ++i) {
-    const std::string f = absl::StrCat("model.embeddings[", i, "]");
-    EmbeddingTableConfig t;
-    RETURN_IF_ERROR(ParseTable(r, tables[i], f, &t));
-    if (!names.insert(t.name).second) {
-      return r.Error(tables[i]["name"], f + ".name",
-                     absl::StrCat("table '", t.name, "' is declared twice"));
-    }
-    out->embeddings.push_back(std::move(t));
-  }
-  return absl::OkStatus();
+  return ParseTableList(r, tables, out);
 }
 
 }  // namespace

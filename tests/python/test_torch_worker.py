@@ -66,6 +66,31 @@ def run_rank(model, opt, data, losses):
     opt.finish()
 
 
+def train_both(models, opts, data, losses):
+    """Both ranks' steps, each on a thread of its own (a sync step waits
+    for the other rank's push)."""
+    threads = [threading.Thread(target=run_rank,
+                                args=(models[r], opts[r], data[r], losses[r]))
+               for r in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=120)
+        assert not t.is_alive()
+
+
+def torch_sgd_on_averaged_gradients(reference, data, steps):
+    """What sync through the servers must equal: torch SGD (lr 0.1,
+    momentum 0.9) on the mean of the two ranks' gradients."""
+    sgd = torch.optim.SGD(reference.parameters(), lr=0.1, momentum=0.9)
+    for s in range(steps):
+        g0, _ = grads_of(reference, *data[0][s])
+        g1, _ = grads_of(reference, *data[1][s])
+        for p, a, b in zip(reference.parameters(), g0, g1):
+            p.grad = (a + b) / 2
+        sgd.step()
+
+
 def test_spec_tool_writes_the_models_tensors(tmp_path):
     model_file = tmp_path / "net.py"
     model_file.write_text(
@@ -109,21 +134,8 @@ def test_sync_equals_torch_sgd_on_the_averaged_gradients(tmp_path, servers):
             r.copy_(p)
     data = [batches(0, steps), batches(1, steps)]
     losses = [[], []]
-    threads = [threading.Thread(target=run_rank,
-                                args=(models[r], opts[r], data[r], losses[r]))
-               for r in range(2)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(timeout=120)
-        assert not t.is_alive()
-    sgd = torch.optim.SGD(reference.parameters(), lr=0.1, momentum=0.9)
-    for s in range(steps):
-        g0, _ = grads_of(reference, *data[0][s])
-        g1, _ = grads_of(reference, *data[1][s])
-        for p, a, b in zip(reference.parameters(), g0, g1):
-            p.grad = (a + b) / 2
-        sgd.step()
+    train_both(models, opts, data, losses)
+    torch_sgd_on_averaged_gradients(reference, data, steps)
     assert opts[0].clock == steps and opts[1].clock == steps
     for name_p, ref, got0, got1 in zip(reference.named_parameters(),
                                        reference.parameters(),
@@ -278,21 +290,8 @@ def test_rank_0s_values_become_the_servers_initial_state(tmp_path, servers):
         for r, want in zip(reference.parameters(), initial):
             r.copy_(want)
     data = [batches(0, steps), batches(1, steps)]
-    threads = [threading.Thread(target=run_rank,
-                                args=(models[r], opts[r], data[r], []))
-               for r in range(2)]
-    for th in threads:
-        th.start()
-    for th in threads:
-        th.join(timeout=120)
-        assert not th.is_alive()
-    sgd = torch.optim.SGD(reference.parameters(), lr=0.1, momentum=0.9)
-    for s in range(steps):
-        g0, _ = grads_of(reference, *data[0][s])
-        g1, _ = grads_of(reference, *data[1][s])
-        for p, a, b in zip(reference.parameters(), g0, g1):
-            p.grad = (a + b) / 2
-        sgd.step()
+    train_both(models, opts, data, [[], []])
+    torch_sgd_on_averaged_gradients(reference, data, steps)
     for ref, got in zip(reference.parameters(), models[0].parameters()):
         scale = ref.detach().abs().max().item()
         assert (got - ref).abs().max().item() <= 1e-6 * scale

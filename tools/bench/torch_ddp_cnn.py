@@ -1,7 +1,8 @@
 #!/usr/bin/python3
 """The shipped CNN job's model under PyTorch DDP, for comparison with paramd.
 
-The network, batch, optimizer and epochs of configs/fashion_mnist_cnn.yaml
+The network (examples/pytorch/model.py), batch, optimizer and epochs of
+configs/fashion_mnist_cnn.yaml
 (conv 32 → pool → conv 64 → pool → dense 128 → dropout 0.25 → dense 10; SGD
 lr 0.05, momentum 0.9, batch 64 per rank), trained by N ranks of
 DistributedDataParallel over gloo on this machine, each with one thread.
@@ -11,10 +12,11 @@ samples/s, then the training seconds to the first epoch at or above 0.90.
     /usr/bin/python3 tools/bench/torch_ddp_cnn.py [--ranks 2] [--epochs 12]
         [--data /usr/share/datasets/fashion-mnist]
 
-Needs Debian's python3-torch (scripts/setup.sh does not install it).
+Needs Debian's python3-torch (scripts/setup.sh --tests installs it).
 """
 import argparse
 import gzip
+import importlib.util
 import os
 import struct
 import tempfile
@@ -36,11 +38,15 @@ def read_idx(path):
 
 
 def make_model():
-    return nn.Sequential(
-        nn.Conv2d(1, 32, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
-        nn.Conv2d(32, 64, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
-        nn.Flatten(), nn.Linear(64 * 7 * 7, 128), nn.ReLU(), nn.Dropout(0.25),
-        nn.Linear(128, 10))
+    # The same network as examples/pytorch/model.py (the PyTorch example
+    # that trains through paramd), loaded from there.
+    root = os.path.dirname(os.path.dirname(os.path.dirname(
+        os.path.abspath(__file__))))
+    spec = importlib.util.spec_from_file_location(
+        "example_model", os.path.join(root, "examples", "pytorch", "model.py"))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.Net()
 
 
 def run(rank, args, init_file):
