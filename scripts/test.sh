@@ -138,7 +138,7 @@ run_python_tests() {
   local xml log
   xml=$(mktemp)
   log=$(mktemp)
-  timeout 900 /usr/bin/python3 -m pytest -q -p no:cacheprovider --junitxml="$xml" tests/python 2>&1 | tee "$log"
+  timeout 900 /usr/bin/python3 -m pytest -q -rs -p no:cacheprovider --junitxml="$xml" tests/python 2>&1 | tee "$log"
   local counts
   counts=$(/usr/bin/python3 - "$xml" <<'PY' 2>/dev/null
 import sys

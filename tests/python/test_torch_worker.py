@@ -301,3 +301,34 @@ def test_broadcast_needs_a_job_that_asks_for_it(tmp_path, servers):
     cluster = write_job(tmp_path, servers, make_model())
     with pytest.raises(ValueError, match="model.initial_values"):
         pt.broadcast_parameters(make_model(), context(cluster, 0))
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(),
+                    reason="no CUDA device (and Debian's torch is CPU-only)")
+def test_a_cuda_model_steps_as_the_cpu_one(tmp_path, servers):
+    steps = 3
+    cluster = write_job(tmp_path, servers, make_model(), lr=0.1, momentum=0.9)
+    models = [make_model().cuda(), make_model()]
+    opts = [pt.DistributedOptimizer(m, context(cluster, r))
+            for r, m in enumerate(models)]
+    data = [batches(0, steps), batches(1, steps)]
+
+    def run(r):
+        device = next(models[r].parameters()).device
+        for x, y in data[r]:
+            opts[r].zero_grad()
+            loss = torch.nn.functional.cross_entropy(
+                models[r](x.to(device)), y.to(device))
+            loss.backward()
+            opts[r].step(loss=loss)
+        opts[r].finish()
+
+    threads = [threading.Thread(target=run, args=(r,)) for r in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=120)
+        assert not t.is_alive()
+    # Both ranks hold the servers' parameters of the last clock.
+    for gpu, cpu in zip(models[0].parameters(), models[1].parameters()):
+        assert torch.equal(gpu.detach().cpu(), cpu.detach())
