@@ -1,7 +1,5 @@
 #include "worker/trainer.h"
 
-#include <thread>
-
 #include "absl/strings/str_cat.h"
 #include "common/base/mix.h"
 #include "common/base/status_macros.h"
@@ -119,41 +117,23 @@ absl::Status Trainer::Run() {
   }
   ASSIGN_OR_RETURN(
       client_, make_client_(ClientSetup{&config_, &plan_, &layout_, rank_}));
-  std::thread heartbeats([this] { HeartbeatLoop(); });
+  heartbeats_ = std::make_unique<Heartbeats>(
+      client_.get(), absl::Seconds(config_.liveness.heartbeat_seconds));
+  heartbeats_->Start();
   absl::Status result = Train();
-  uint64_t clock;
-  {
-    absl::MutexLock lock(&mu_);
-    stopping_ = true;
-    clock = clock_;
-  }
-  heartbeats.join();
+  heartbeats_->Stop();
   if (result.ok()) {
-    client_->Heartbeat(clock, /*finished=*/true, absl::Seconds(5));
+    client_->Heartbeat(heartbeats_->clock(), /*finished=*/true,
+                       absl::Seconds(5));
   }
   return result;
-}
-
-void Trainer::HeartbeatLoop() {
-  const absl::Duration every =
-      absl::Seconds(config_.liveness.heartbeat_seconds);
-  absl::MutexLock lock(&mu_);
-  while (!stopping_) {
-    mu_.AwaitWithTimeout(absl::Condition(&stopping_), every);
-    if (stopping_) break;
-    const uint64_t clock = clock_;
-    mu_.Unlock();
-    client_->Heartbeat(clock, /*finished=*/false, every);
-    mu_.Lock();
-  }
 }
 
 absl::StatusOr<uint64_t> Trainer::Join() {
   pending_.reset();
   ASSIGN_OR_RETURN(uint64_t clock, client_->Register());
   pulled_clock_ = -1;
-  absl::MutexLock lock(&mu_);
-  clock_ = clock;
+  heartbeats_->SetClock(clock);
   return clock;
 }
 
@@ -275,10 +255,7 @@ absl::Status Trainer::Step(uint64_t* clock, Batch* batch, EpochState* epoch,
   RETURN_IF_ERROR(version.status());
   if (options_.on_step) options_.on_step(*clock, loss);
   ++*clock;
-  {
-    absl::MutexLock lock(&mu_);
-    clock_ = *clock;
-  }
+  heartbeats_->SetClock(*clock);
   pulled_clock_ = static_cast<int64_t>(*clock);
   if (options_.on_pull) options_.on_pull(*version, params_);
   epoch->loss_sum += loss * n;
@@ -325,10 +302,7 @@ absl::Status Trainer::OverlappedStep(uint64_t* clock, const float* input,
   std::swap(params_, next_params_);
   pulled_clock_ = -1;
   ++*clock;
-  {
-    absl::MutexLock lock(&mu_);
-    clock_ = *clock;
-  }
+  heartbeats_->SetClock(*clock);
   epoch->loss_sum += *loss * n;
   epoch->samples += n;
   *stepped = true;

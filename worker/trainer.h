@@ -20,13 +20,13 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "common/base/clock.h"
 #include "common/config/job_config.h"
 #include "common/model/model_spec.h"
 #include "common/model/partitioner.h"
 #include "worker/data/dataset.h"
+#include "worker/heartbeats.h"
 #include "worker/model/embedding_bag.h"
 #include "worker/model/model.h"
 #include "worker/parameter_client.h"
@@ -97,7 +97,6 @@ class Trainer {
   void SlowDown() const;
   // Registers (again) and returns the clock to continue from.
   absl::StatusOr<uint64_t> Join();
-  void HeartbeatLoop();
   void LogStart(uint64_t clock) const;
   // Evaluates and reports the epoch `state` ran, whose steps took
   // `seconds`.
@@ -146,11 +145,8 @@ class Trainer {
   uint64_t pending_clock_ = 0;
   double pending_loss_ = 0;
   std::vector<float> next_params_;
-
-  // The heartbeat thread's state.
-  absl::Mutex mu_;
-  uint64_t clock_ ABSL_GUARDED_BY(mu_) = 0;
-  bool stopping_ ABSL_GUARDED_BY(mu_) = false;
+  // Made with client_ (and destroyed before it).
+  std::unique_ptr<Heartbeats> heartbeats_;
 };
 
 }  // namespace paramd

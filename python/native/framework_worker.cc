@@ -52,6 +52,8 @@ absl::StatusOr<std::unique_ptr<FrameworkWorker>> FrameworkWorker::Create(
   ASSIGN_OR_RETURN(w->client_,
                    make_client(ClientSetup{&w->config_, w->plan_.get(),
                                            &w->layout_, w->rank_}));
+  w->heartbeats_ = std::make_unique<Heartbeats>(
+      w->client_.get(), absl::Seconds(w->config_.liveness.heartbeat_seconds));
   return w;
 }
 
@@ -61,7 +63,13 @@ FrameworkWorker::FrameworkWorker(JobConfig config, int rank)
       spec_(BuildModelSpec(config_.model)),
       layout_(spec_) {}
 
-FrameworkWorker::~FrameworkWorker() { StopHeartbeats(); }
+FrameworkWorker::~FrameworkWorker() = default;
+
+absl::Status FrameworkWorker::CheckFlat(const char* what, size_t floats) const {
+  if (static_cast<int64_t>(floats) == layout_.total) return absl::OkStatus();
+  return absl::InvalidArgumentError(absl::StrCat(
+      what, ": ", floats, " floats for the job's ", layout_.total));
+}
 
 absl::Status FrameworkWorker::CheckTensors(
     const std::vector<DeclaredTensor>& tensors) const {
@@ -94,22 +102,14 @@ absl::Status FrameworkWorker::CheckTensors(
 absl::StatusOr<uint64_t> FrameworkWorker::Join(absl::Span<float> params) {
   ASSIGN_OR_RETURN(uint64_t clock, client_->Register());
   RETURN_IF_ERROR(client_->Pull(clock, params).status());
-  absl::MutexLock lock(&mu_);
-  clock_ = clock;
+  heartbeats_->SetClock(clock);
   return clock;
 }
 
 absl::StatusOr<uint64_t> FrameworkWorker::Start(absl::Span<float> params) {
-  if (static_cast<int64_t>(params.size()) != layout_.total) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "params: ", params.size(), " floats for the job's ", layout_.total));
-  }
+  RETURN_IF_ERROR(CheckFlat("params", params.size()));
   ASSIGN_OR_RETURN(uint64_t clock, Join(params));
-  absl::MutexLock lock(&mu_);
-  if (!started_) {
-    started_ = true;
-    heartbeats_ = std::thread([this] { HeartbeatLoop(); });
-  }
+  heartbeats_->Start();
   return clock;
 }
 
@@ -126,10 +126,7 @@ absl::Status FrameworkWorker::SendInitialValues(
     return absl::InvalidArgumentError(
         absl::StrCat("rank ", rank_, ": only rank 0 sends initial values"));
   }
-  if (static_cast<int64_t>(params.size()) != layout_.total) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "params: ", params.size(), " floats for the job's ", layout_.total));
-  }
+  RETURN_IF_ERROR(CheckFlat("params", params.size()));
   RETURN_IF_ERROR(client_->Register().status());
   return client_->Initialize(params);
 }
@@ -137,18 +134,13 @@ absl::Status FrameworkWorker::SendInitialValues(
 absl::StatusOr<uint64_t> FrameworkWorker::Step(absl::Span<const float> grads,
                                                float loss,
                                                absl::Span<float> params) {
-  if (static_cast<int64_t>(grads.size()) != layout_.total ||
-      static_cast<int64_t>(params.size()) != layout_.total) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("grads and params: ", grads.size(), " and ", params.size(),
-                     " floats for the job's ", layout_.total));
-  }
+  RETURN_IF_ERROR(CheckFlat("grads", grads.size()));
+  RETURN_IF_ERROR(CheckFlat("params", params.size()));
   const uint64_t clock = this->clock();
   absl::Status s = client_->PushPull(clock, grads, loss, params).status();
   if (s.ok()) {
-    absl::MutexLock lock(&mu_);
-    clock_ = clock + 1;
-    return clock_;
+    heartbeats_->SetClock(clock + 1);
+    return clock + 1;
   }
   if (!absl::IsAborted(s)) return s;
   // A shard no longer knows the rank: this gradient is not applied.
@@ -203,40 +195,12 @@ absl::Status FrameworkWorker::ReportEpoch(const EpochReport& report) {
 }
 
 void FrameworkWorker::Finish() {
-  bool started;
-  {
-    absl::MutexLock lock(&mu_);
-    started = started_ && !stopping_;
-  }
-  StopHeartbeats();
-  if (started) client_->Heartbeat(clock(), /*finished=*/true, absl::Seconds(5));
-}
-
-uint64_t FrameworkWorker::clock() const {
-  absl::MutexLock lock(&mu_);
-  return clock_;
-}
-
-void FrameworkWorker::HeartbeatLoop() {
-  const absl::Duration every =
-      absl::Seconds(config_.liveness.heartbeat_seconds);
-  absl::MutexLock lock(&mu_);
-  while (!stopping_) {
-    mu_.AwaitWithTimeout(absl::Condition(&stopping_), every);
-    if (stopping_) break;
-    const uint64_t clock = clock_;
-    mu_.Unlock();
-    client_->Heartbeat(clock, /*finished=*/false, every);
-    mu_.Lock();
+  // Once, and only for a rank that started.
+  if (heartbeats_->Stop()) {
+    client_->Heartbeat(clock(), /*finished=*/true, absl::Seconds(5));
   }
 }
 
-void FrameworkWorker::StopHeartbeats() {
-  {
-    absl::MutexLock lock(&mu_);
-    stopping_ = true;
-  }
-  if (heartbeats_.joinable()) heartbeats_.join();
-}
+uint64_t FrameworkWorker::clock() const { return heartbeats_->clock(); }
 
 }  // namespace paramd

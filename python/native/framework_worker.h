@@ -3,7 +3,8 @@
 // Trainer. It speaks to every shard through the same ParameterClient the
 // C++ worker uses (GrpcParameterClient: retries, StepStream, fp16, TLS and
 // the job token), keeps the rank's clock, sends its heartbeats from a
-// thread of its own and registers again when a shard dropped the rank.
+// thread of its own (worker/heartbeats.h) and registers again when a
+// shard dropped the rank.
 //
 // Parameters and gradients are flat float32 buffers in the job's tensor
 // order (FlatLayout); the caller's tensors are views into them, so nothing
@@ -16,18 +17,16 @@
 #include <cstdint>
 #include <memory>
 #include <string>
-#include <thread>
 #include <utility>
 #include <vector>
 
-#include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
-#include "absl/synchronization/mutex.h"
 #include "absl/types/span.h"
 #include "common/base/epoch_report.h"
 #include "common/config/job_config.h"
 #include "common/model/model_spec.h"
 #include "common/model/partitioner.h"
+#include "worker/heartbeats.h"
 #include "worker/parameter_client.h"
 
 namespace paramd {
@@ -115,8 +114,8 @@ class FrameworkWorker {
   // floats (dim per id), or InvalidArgument naming `what` and the fault.
   absl::Status CheckRows(const char* what, uint32_t table,
                          absl::Span<const uint64_t> ids, size_t values) const;
-  void HeartbeatLoop();
-  void StopHeartbeats();
+  // InvalidArgument naming `what` unless `floats` is the job's flat size.
+  absl::Status CheckFlat(const char* what, size_t floats) const;
 
   const JobConfig config_;
   const int rank_;
@@ -124,12 +123,9 @@ class FrameworkWorker {
   FlatLayout layout_;
   std::unique_ptr<PartitionPlan> plan_;
   std::unique_ptr<ParameterClient> client_;
-  std::thread heartbeats_;
-
-  mutable absl::Mutex mu_;
-  uint64_t clock_ ABSL_GUARDED_BY(mu_) = 0;
-  bool started_ ABSL_GUARDED_BY(mu_) = false;
-  bool stopping_ ABSL_GUARDED_BY(mu_) = false;
+  // Holds the rank's clock (read by the heartbeat thread); started by
+  // Start, stopped before client_ goes.
+  std::unique_ptr<Heartbeats> heartbeats_;
 };
 
 }  // namespace paramd
