@@ -227,7 +227,6 @@ bool UpdatePolicy::AwaitingInitialValues() {
 void UpdatePolicy::AwaitInitialValues() {
   absl::MutexLock lock(&mu_);
   awaiting_initial_ = true;
-  expects_initial_ = true;
 }
 
 absl::Status UpdatePolicy::Initialize(
@@ -235,11 +234,6 @@ absl::Status UpdatePolicy::Initialize(
   Mutation lock(this);
   *applied = false;
   if (shutdown_) return absl::UnavailableError("the shard is shutting down");
-  if (!expects_initial_) {
-    return absl::FailedPreconditionError(
-        "Initialize: the job's servers draw the initial values themselves "
-        "(model.initial_values is not rank0)");
-  }
   if (!awaiting_initial_) return absl::OkStatus();
   store_->Assign(values);
   awaiting_initial_ = false;

@@ -86,9 +86,10 @@ class UpdatePolicy {
   // Whether it still waits (a checkpoint now would hold no real state).
   bool AwaitingInitialValues() ABSL_LOCKS_EXCLUDED(mu_);
   // The store's parameters become values[local] (each chunk's length,
-  // checked) and waiting pulls go on. Once: later calls (a retry, or a
-  // rank 0 that started again) change nothing and set `*applied` false.
-  // FailedPrecondition when the job does not wait for initial values.
+  // checked) and waiting pulls go on, if AwaitInitialValues was called.
+  // Once: later calls (a retry, or a rank 0 that started again) change
+  // nothing and set `*applied` false. The caller refuses jobs that do not
+  // wait for initial values.
   absl::Status Initialize(absl::Span<const absl::Span<const float>> values,
                           bool* applied) ABSL_LOCKS_EXCLUDED(mu_);
 
@@ -219,7 +220,6 @@ class UpdatePolicy {
   std::vector<ReadyWaiter> ready_waiters_ ABSL_GUARDED_BY(mu_);
   // AwaitInitialValues until Initialize (or Restore).
   bool awaiting_initial_ ABSL_GUARDED_BY(mu_) = false;
-  bool expects_initial_ ABSL_GUARDED_BY(mu_) = false;
   uint64_t next_waiter_ ABSL_GUARDED_BY(mu_) = 1;
   std::vector<PolicyWorker> workers_ ABSL_GUARDED_BY(mu_);
   // The clock of each rank's last accepted push since it joined; -1: none.

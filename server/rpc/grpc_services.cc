@@ -167,14 +167,15 @@ grpc::Status GrpcParameterService::Register(grpc::ServerContext*,
 absl::Status GrpcParameterService::ApplyPush(const char* rpc,
                                              const grpc::ByteBuffer& request,
                                              PushView* view,
-                                             proto::PushResponse* reply) {
+                                             proto::PushResponse* reply,
+                                             PushHandler apply) {
   ReceivedFrame frame;
   std::unique_ptr<float[]> storage;
   RETURN_IF_ERROR(CheckSize(rpc, request, shard_->max_message_bytes()));
   faults_->link.Transfer(LinkShaper::kIn, request.Length());
   RETURN_IF_ERROR(frame.Take(request));
   RETURN_IF_ERROR(DecodePush(frame.segments(), view, &storage));
-  return shard_->Push(*view, reply);
+  return (shard_->*apply)(*view, reply);
 }
 
 grpc::Status GrpcParameterService::Push(grpc::ServerContext*,
@@ -192,16 +193,13 @@ grpc::Status GrpcParameterService::Push(grpc::ServerContext*,
 grpc::Status GrpcParameterService::Initialize(grpc::ServerContext*,
                                               const grpc::ByteBuffer* request,
                                               grpc::ByteBuffer* response) {
-  ReceivedFrame frame;
-  std::unique_ptr<float[]> storage;
   PushView view;
   proto::PushResponse reply;
-  absl::Status s =
-      CheckSize("Initialize", *request, shard_->max_message_bytes());
-  if (s.ok()) s = frame.Take(*request);
-  if (s.ok()) s = DecodePush(frame.segments(), &view, &storage);
-  if (s.ok()) s = shard_->Initialize(view, &reply);
-  if (!s.ok()) return ToGrpcStatus(s);
+  if (absl::Status s =
+          ApplyPush("Initialize", *request, &view, &reply, &Shard::Initialize);
+      !s.ok()) {
+    return ToGrpcStatus(s);
+  }
   *response = SerializeMessage(reply);
   return grpc::Status::OK;
 }

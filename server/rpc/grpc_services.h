@@ -88,11 +88,14 @@ class GrpcParameterService final : public grpc::Service {
                            grpc::ByteBuffer* response);
 
   // Checks and decodes the push in `request` (in place where it can) and
-  // applies it. Afterwards only `view`'s header fields are valid (its
-  // chunks pointed into bytes freed on return). `rpc` names the call in
-  // errors.
+  // hands it to the shard's `apply` (Push; Initialize for rank 0's initial
+  // values). Afterwards only `view`'s header fields are valid (its chunks
+  // pointed into bytes freed on return). `rpc` names the call in errors.
+  using PushHandler = absl::Status (Shard::*)(const PushView&,
+                                              proto::PushResponse*);
   absl::Status ApplyPush(const char* rpc, const grpc::ByteBuffer& request,
-                         PushView* view, proto::PushResponse* reply);
+                         PushView* view, proto::PushResponse* reply,
+                         PushHandler apply = &Shard::Push);
   // Parses a PullRequest into `*pull` and waits until the shard serves
   // it.
   absl::Status WaitPull(grpc::ServerContext* context, const char* rpc,

@@ -131,6 +131,11 @@ absl::Status Shard::Initialize(const PushView& request,
                                proto::PushResponse* response) {
   RETURN_IF_ERROR(
       checks_.RegisteredWorker("Initialize", request.job_id, request.rank));
+  if (!config_.model.initial_values_from_rank0) {
+    return absl::FailedPreconditionError(
+        "Initialize: the job's servers draw the initial values themselves "
+        "(model.initial_values is not rank0)");
+  }
   if (request.rank != 0) {
     return absl::InvalidArgumentError(
         absl::StrCat("Initialize: rank ", request.rank,
