@@ -68,6 +68,18 @@ std::optional<JobConfig> LoadOrSay(const std::string& path) {
   return *std::move(config);
 }
 
+// The Python package's folder for a worker.command's PYTHONPATH, absolute:
+// --python_path, else the one Bazel built beside paramctl
+// (bazel build //python:package); empty when neither is given or built.
+std::string PythonPackage(const ParsedFlags& flags) {
+  std::string path = flags.Get("python_path", "");
+  if (path.empty()) {
+    path = FindBinary("package", "python", R_OK);
+    if (!std::filesystem::is_directory(path)) return "";
+  }
+  return std::filesystem::absolute(path).lexically_normal().string();
+}
+
 // The model as validate prints it: the layer graph, or a framework's
 // tensors.
 std::string ModelDescription(const JobConfig& config) {
@@ -247,10 +259,7 @@ int Slurm(const std::string& path, const ParsedFlags& flags) {
       flags.Get("server_binary", FindBinary("paramd-server", "server")));
   options.worker_binary = absolute(
       flags.Get("worker_binary", FindBinary("paramd-worker", "worker")));
-  if (const std::string package = FindBinary("package", "python", R_OK);
-      std::filesystem::is_directory(package)) {
-    options.python_path = absolute(flags.Get("python_path", package));
-  }
+  options.python_path = PythonPackage(flags);
   options.log_dir = absolute(flags.Get("logs", "."));
   options.partition = flags.Get("partition", "");
   options.time = flags.Get("time", "");
@@ -322,12 +331,7 @@ int Main(int argc, char** argv) {
         flags->Get("server_binary", FindBinary("paramd-server", "server"));
     options.worker_binary =
         flags->Get("worker_binary", FindBinary("paramd-worker", "worker"));
-    // The Python package (bazel build //python:package), for worker.command.
-    const std::string package = FindBinary("package", "python", R_OK);
-    options.python_path = flags->Get(
-        "python_path", std::filesystem::is_directory(package)
-                           ? std::filesystem::absolute(package).string()
-                           : "");
+    options.python_path = PythonPackage(*flags);
     return RunJob(options);
   }
   if (command == "slurm") {

@@ -17,20 +17,7 @@ absl::StatusOr<std::unique_ptr<Trainer>> Trainer::Create(
         absl::StrCat("--rank: ", rank, " is outside [0, ", config.num_workers,
                      ") for the job's cluster.workers"));
   }
-  if (config.model.type == ModelType::kEmbeddingConcat) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        config.path,
-        ": model.type embedding_concat: its samples come from the synthetic "
-        "click log of tools/rows_bench, which trains it; workers train mlp "
-        "and embedding_bag models"));
-  }
-  if (config.model.type == ModelType::kTensors) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        config.path,
-        ": model.type tensors: the model is a framework's (e.g. PyTorch "
-        "through python/paramd, started by worker.command); paramd-worker "
-        "trains mlp and embedding_bag models"));
-  }
+  RETURN_IF_ERROR(CheckWorkerModelType(config));
   ModelSpec spec = BuildModelSpec(config.model);
   ASSIGN_OR_RETURN(
       PartitionPlan plan,

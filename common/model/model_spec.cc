@@ -9,54 +9,68 @@
 
 namespace paramd {
 
-ModelSpec BuildModelSpec(const ModelConfig& config) {
-  ModelSpec spec;
-  for (const TensorConfig& t : config.tensors) {
+namespace {
+
+// The tensors a framework's model lists (model.type tensors), in order.
+void AddListedTensors(const std::vector<TensorConfig>& tensors,
+                      ModelSpec* spec) {
+  for (const TensorConfig& t : tensors) {
     int64_t n = 1;
     for (int64_t d : t.shape) n *= d;
     TensorSpec s{t.name, t.shape, n, static_cast<float>(t.bound)};
     s.init_constant = t.constant;
     s.init_value = static_cast<float>(t.value);
-    spec.tensors.push_back(std::move(s));
+    spec->tensors.push_back(std::move(s));
   }
-  absl::StatusOr<LayerGraph> graph = config.type == ModelType::kTensors
-                                         ? absl::InvalidArgumentError("none")
-                                         : InferLayerGraph(config);
-  if (graph.ok()) {
-    for (const GraphLayer& l : graph->layers) {
-      if (l.config.kind == LayerKind::kBatchNorm) {
-        const int64_t c = l.in.c;
-        auto constant = [&](const char* what, float value, TensorKind kind) {
-          TensorSpec t{absl::StrCat(l.name, ".", what), {c}, c, 0};
-          t.init_constant = true;
-          t.init_value = value;
-          t.kind = kind;
-          spec.tensors.push_back(std::move(t));
-        };
-        constant("weight", 1, TensorKind::kTrainable);
-        constant("bias", 0, TensorKind::kTrainable);
-        constant("running_mean", 0, TensorKind::kStatistic);
-        constant("running_var", 1, TensorKind::kStatistic);
-        continue;
-      }
-      int64_t fan_in = 0;
-      std::vector<int64_t> weight_shape;
-      if (l.config.kind == LayerKind::kDense) {
-        fan_in = l.in.size();
-        weight_shape = {fan_in, l.out.c};
-      } else if (l.config.kind == LayerKind::kConv2d) {
-        const int64_t k = l.config.kernel;
-        fan_in = int64_t{l.in.c} * k * k;
-        weight_shape = {l.out.c, l.in.c, k, k};
-      } else {
-        continue;
-      }
-      const float bound = 1.0f / std::sqrt(static_cast<float>(fan_in));
-      spec.tensors.push_back({absl::StrCat(l.name, ".weight"), weight_shape,
-                              fan_in * l.out.c, bound});
-      spec.tensors.push_back(
-          {absl::StrCat(l.name, ".bias"), {l.out.c}, l.out.c, bound});
+}
+
+// The tensors of paramd's own layer graph, in layer order.
+void AddGraphTensors(const LayerGraph& graph, ModelSpec* spec) {
+  for (const GraphLayer& l : graph.layers) {
+    if (l.config.kind == LayerKind::kBatchNorm) {
+      const int64_t c = l.in.c;
+      auto constant = [&](const char* what, float value, TensorKind kind) {
+        TensorSpec t{absl::StrCat(l.name, ".", what), {c}, c, 0};
+        t.init_constant = true;
+        t.init_value = value;
+        t.kind = kind;
+        spec->tensors.push_back(std::move(t));
+      };
+      constant("weight", 1, TensorKind::kTrainable);
+      constant("bias", 0, TensorKind::kTrainable);
+      constant("running_mean", 0, TensorKind::kStatistic);
+      constant("running_var", 1, TensorKind::kStatistic);
+      continue;
     }
+    int64_t fan_in = 0;
+    std::vector<int64_t> weight_shape;
+    if (l.config.kind == LayerKind::kDense) {
+      fan_in = l.in.size();
+      weight_shape = {fan_in, l.out.c};
+    } else if (l.config.kind == LayerKind::kConv2d) {
+      const int64_t k = l.config.kernel;
+      fan_in = int64_t{l.in.c} * k * k;
+      weight_shape = {l.out.c, l.in.c, k, k};
+    } else {
+      continue;
+    }
+    const float bound = 1.0f / std::sqrt(static_cast<float>(fan_in));
+    spec->tensors.push_back({absl::StrCat(l.name, ".weight"), weight_shape,
+                             fan_in * l.out.c, bound});
+    spec->tensors.push_back(
+        {absl::StrCat(l.name, ".bias"), {l.out.c}, l.out.c, bound});
+  }
+}
+
+}  // namespace
+
+ModelSpec BuildModelSpec(const ModelConfig& config) {
+  ModelSpec spec;
+  if (config.type == ModelType::kTensors) {
+    AddListedTensors(config.tensors, &spec);
+  } else if (absl::StatusOr<LayerGraph> graph = InferLayerGraph(config);
+             graph.ok()) {
+    AddGraphTensors(*graph, &spec);
   }
   for (const TensorSpec& t : spec.tensors)
     spec.total_elements += t.num_elements;

@@ -10,18 +10,27 @@
 
 namespace paramd {
 
-absl::StatusOr<std::unique_ptr<Model>> MakeModel(const JobConfig& config,
-                                                 int max_batch) {
+absl::Status CheckWorkerModelType(const JobConfig& config) {
   if (config.model.type == ModelType::kEmbeddingConcat) {
-    return absl::InvalidArgumentError(
-        "model.type: embedding_concat models are trained by tools/rows_bench, "
-        "not by a worker's model");
+    return absl::InvalidArgumentError(absl::StrCat(
+        config.path,
+        ": model.type embedding_concat: its samples come from the synthetic "
+        "click log of tools/rows_bench, which trains it; workers train mlp "
+        "and embedding_bag models"));
   }
   if (config.model.type == ModelType::kTensors) {
-    return absl::InvalidArgumentError(
-        "model.type: tensors models are a framework's (python/paramd), not "
-        "a worker's model");
+    return absl::InvalidArgumentError(absl::StrCat(
+        config.path,
+        ": model.type tensors: the model is a framework's (e.g. PyTorch "
+        "through python/paramd, started by worker.command); paramd-worker "
+        "trains mlp and embedding_bag models"));
   }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::unique_ptr<Model>> MakeModel(const JobConfig& config,
+                                                 int max_batch) {
+  RETURN_IF_ERROR(CheckWorkerModelType(config));
   absl::StatusOr<LayerGraph> graph = InferLayerGraph(config.model);
   if (!graph.ok()) {
     return absl::InvalidArgumentError(

@@ -10,6 +10,11 @@
 
 namespace paramd {
 
+// InvalidArgument, naming the job file and what trains it instead, for a
+// model.type paramd-worker does not train (embedding_concat: rows_bench;
+// tensors: a framework's worker).
+absl::Status CheckWorkerModelType(const JobConfig& config);
+
 // The model for `config` on the device the job asks for (worker.device):
 // "cpu"; "cuda" (an error naming the reason when no device can be used);
 // "auto", CUDA when a device can be used and otherwise the CPU, logging one
