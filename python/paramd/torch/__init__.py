@@ -135,7 +135,17 @@ def init(job=None, rank=None, servers=None, launch=None, log_level=None):
 
 
 def _trained(model):
+    """The (name, parameter) pairs the servers train, in order: every
+    parameter that requires a gradient, as named_parameters gives them."""
     return [(n, p) for n, p in model.named_parameters() if p.requires_grad]
+
+
+def _sum_rows(ids, grads, dim):
+    """Row gradients summed per id: (sorted distinct ids, their sums)."""
+    unique, inverse = torch.unique(ids, sorted=True, return_inverse=True)
+    summed = torch.zeros(unique.numel(), dim)
+    summed.index_add_(0, inverse, grads)
+    return unique, summed
 
 
 def broadcast_parameters(model, context=None):
@@ -153,7 +163,7 @@ def broadcast_parameters(model, context=None):
                          "initial values; set model.initial_values: rank0 "
                          "for rank 0's to become them")
     named = _trained(model)
-    ctx.worker.check_tensors([(n, tuple(p.shape)) for n, p in named])
+    ctx.worker.check_tensors(declared_tensors(model))
     if ctx.rank != 0:
         return
     with torch.no_grad():
@@ -167,8 +177,7 @@ def declared_tensors(model):
     """The (name, shape) of each parameter the servers train, in order:
     every parameter that requires a gradient, as named_parameters gives
     them."""
-    return [(name, tuple(p.shape)) for name, p in model.named_parameters()
-            if p.requires_grad]
+    return [(name, tuple(p.shape)) for name, p in _trained(model)]
 
 
 class EmbeddingBag(torch.nn.Module):
@@ -224,19 +233,10 @@ class EmbeddingBag(torch.nn.Module):
                                                  mode=self.mode)
 
     def _take_gradients(self):
-        """(ids, grads) of the rows this step's forwards used, summed per
-        row; empty when none had a gradient."""
+        """(ids, grads) pairs of the rows each forward since the last step
+        used and that got a gradient; the optimizer sums them per row."""
         pulled, self._pulled = self._pulled, []
-        ids = [u for u, r in pulled if r.grad is not None]
-        grads = [r.grad for u, r in pulled if r.grad is not None]
-        if not ids:
-            return (torch.empty(0, dtype=torch.int64),
-                    torch.empty(0, self.embedding_dim))
-        ids, grads = torch.cat(ids), torch.cat(grads)
-        unique, inverse = torch.unique(ids, sorted=True, return_inverse=True)
-        summed = torch.zeros(unique.numel(), self.embedding_dim)
-        summed.index_add_(0, inverse, grads)
-        return unique, summed
+        return [(u, r.grad) for u, r in pulled if r.grad is not None]
 
 
 class DistributedOptimizer(torch.optim.Optimizer):
@@ -255,12 +255,12 @@ class DistributedOptimizer(torch.optim.Optimizer):
         if ctx is None:
             raise RuntimeError("call paramd.torch.init() first")
         self._worker = ctx.worker
-        named = [(n, p) for n, p in model.named_parameters() if p.requires_grad]
+        named = _trained(model)
         for name, p in named:
             if p.dtype != torch.float32:
                 raise ValueError(f"parameter '{name}': paramd trains float32 "
                                  f"tensors, this one is {p.dtype}")
-        self._worker.check_tensors([(n, tuple(p.shape)) for n, p in named])
+        self._worker.check_tensors(declared_tensors(model))
         super().__init__([p for _, p in named], {})
         self._named = named
         total = self._worker.total
@@ -329,18 +329,14 @@ class DistributedOptimizer(torch.optim.Optimizer):
         of the model that reads it), summed per row, ride with the push."""
         by_table = {}
         for bag in self._bags:
-            ids, grads = bag._take_gradients()
-            by_table.setdefault(bag.table, []).append((ids, grads, bag))
-        for table, parts in by_table.items():
-            dim = parts[0][2].embedding_dim
-            ids = torch.cat([p[0] for p in parts])
-            grads = torch.cat([p[1] for p in parts])
-            if len(parts) > 1 and ids.numel():
-                unique, inverse = torch.unique(ids, sorted=True,
-                                               return_inverse=True)
-                summed = torch.zeros(unique.numel(), dim)
-                summed.index_add_(0, inverse, grads)
-                ids, grads = unique, summed
+            parts = by_table.setdefault(bag.table, (bag.embedding_dim, []))[1]
+            parts.extend(bag._take_gradients())
+        for table, (dim, parts) in by_table.items():
+            if parts:
+                ids, grads = _sum_rows(torch.cat([p[0] for p in parts]),
+                                       torch.cat([p[1] for p in parts]), dim)
+            else:  # No row this step: clear the last step's.
+                ids, grads = torch.empty(0, dtype=torch.int64), torch.empty(0)
             self._worker.set_row_gradients(
                 table, ids.to(torch.int64).numpy().astype("uint64"),
                 grads.contiguous().reshape(-1).numpy())
