@@ -135,6 +135,16 @@ TEST_CASE("each bad job file names file, line and field", "[config]") {
        absl::StrReplaceAll(good,
                            {{"type: sync", "type: sync\n  staleness: 2"}}),
        "policy.staleness", "staleness: 2", "only applies to policy.type ssp"},
+      {"staleness scaling for sync",
+       absl::StrReplaceAll(
+           good, {{"type: sync", "type: sync\n  staleness_scaling: inverse"}}),
+       "policy.staleness_scaling", "staleness_scaling: inverse",
+       "only applies to policy.type async or ssp"},
+      {"unknown staleness scaling",
+       absl::StrReplaceAll(
+           good, {{"type: sync", "type: async\n  staleness_scaling: sqrt"}}),
+       "policy.staleness_scaling", "staleness_scaling: sqrt",
+       "unknown scaling 'sqrt' (expected: none or inverse)"},
       {"lease shorter than two heartbeats",
        absl::StrReplaceAll(
            good, {{"lease_seconds: 10", "lease_seconds: 1"},
@@ -292,7 +302,7 @@ TEST_CASE("policies, liveness and testing aids parse", "[config]") {
   o.staleness = 3;
   o.lease_seconds = 4;
   o.heartbeat_seconds = 0.5;
-  o.warn_after_seconds = 2;
+  o.stall_warn_seconds = 2;
   const std::string yaml =
       JobYaml(o) + "testing:\n  slow_rank: 1\n  slow_step_ms: 20\n";
   const std::string path = WriteFile(NewTempDir() + "/job.yaml", yaml);
@@ -303,7 +313,7 @@ TEST_CASE("policies, liveness and testing aids parse", "[config]") {
   CHECK(c->policy.staleness == 3);
   CHECK(c->liveness.lease_seconds == 4);
   CHECK(c->liveness.heartbeat_seconds == 0.5);
-  CHECK(c->liveness.warn_after_seconds == 2);
+  CHECK(c->liveness.stall_warn_seconds == 2);
   CHECK(c->testing.slow_rank == 1);
   CHECK(c->testing.slow_step_ms == 20);
 
@@ -313,8 +323,22 @@ TEST_CASE("policies, liveness and testing aids parse", "[config]") {
   absl::StatusOr<JobConfig> a = LoadJobConfig(async);
   REQUIRE(a.ok());
   CHECK(a->policy.type == PolicyType::kAsync);
+  CHECK(a->policy.staleness_scaling == StalenessScaling::kNone);
   CHECK(a->liveness.lease_seconds == 10);  // defaults
   CHECK(a->testing.slow_rank == -1);
+
+  for (const char* type : {"async", "ssp\n  staleness: 1"}) {
+    const std::string scaled = WriteFile(
+        NewTempDir() + "/job.yaml",
+        absl::StrReplaceAll(
+            good, {{"type: sync", absl::StrCat("type: ", type,
+                                               "\n  staleness_scaling: "
+                                               "inverse")}}));
+    absl::StatusOr<JobConfig> i = LoadJobConfig(scaled);
+    INFO(type << ": " << i.status().ToString());
+    REQUIRE(i.ok());
+    CHECK(i->policy.staleness_scaling == StalenessScaling::kInverse);
+  }
 }
 
 TEST_CASE("optimizers and schedules parse with their defaults", "[config]") {

@@ -19,16 +19,21 @@ namespace {
 // gradient of ones subtracts exactly 1 (or the mean, under sync).
 class Harness {
  public:
-  Harness(PolicyType type, int workers, int staleness) : clocks_(workers, 0) {
+  Harness(PolicyType type, int workers, int staleness,
+          StalenessScaling scaling = StalenessScaling::kNone)
+      : clocks_(workers, 0) {
     spec_.tensors.push_back({"w", {4}, 4, 0.5f});
     spec_.total_elements = 4;
-    plan_ = std::make_unique<PartitionPlan>(*PartitionPlan::Build(spec_, 16, 1));
+    plan_ =
+        std::make_unique<PartitionPlan>(*PartitionPlan::Build(spec_, 16, 1));
     store_ = std::make_unique<ShardStore>(
         spec_, *plan_, 0, 1,
-        std::make_unique<SgdOptimizer>(LearningRateSchedule::Constant(1.0f), 0.0f, 0.0f, false));
+        std::make_unique<SgdOptimizer>(LearningRateSchedule::Constant(1.0f),
+                                       0.0f, 0.0f, false));
     PolicyConfig config;
     config.type = type;
     config.staleness = staleness;
+    config.staleness_scaling = scaling;
     policy_ = MakeUpdatePolicy(config, workers, store_.get());
   }
 
@@ -36,7 +41,8 @@ class Harness {
   //   pR    rank R pushes its next clock (a gradient of ones); must succeed
   //   pR*K  ... a gradient whose every element is K
   //   pR!   ... must be refused as Aborted (dropped from the live set)
-  //   rR    a pull of rank R at its clock may proceed
+  //   rR    a pull of rank R at its clock may proceed (and is served the
+  //         store's version, as a shard's pull is)
   //   wR    ... must wait
   //   lR    rank R leaves the live set (lease expired)
   //   jR=C  rank R is proposed clock C and joins there
@@ -52,8 +58,9 @@ class Harness {
       switch (op) {
         case 'p': {
           const size_t star = step.find('*');
-          const float value =
-              star == std::string::npos ? 1.0f : std::stof(step.substr(star + 1));
+          const float value = star == std::string::npos
+                                  ? 1.0f
+                                  : std::stof(step.substr(star + 1));
           const std::vector<float> g(4, value);
           const absl::Span<const float> grads[] = {g};
           absl::Status s = policy_->Push(rank, clocks_[rank], grads);
@@ -68,14 +75,15 @@ class Harness {
         }
         case 'r':
         case 'w': {
-          absl::Status s = policy_->WaitReadable(rank, clocks_[rank],
-                                                 absl::InfinitePast());
+          absl::Status s =
+              policy_->WaitReadable(rank, clocks_[rank], absl::InfinitePast());
           const std::string why = policy_->WaitingOn(rank, clocks_[rank]);
           INFO("rank " << rank << " at clock " << clocks_[rank] << ": "
                        << s.ToString() << " / waiting on: " << why);
           if (op == 'r') {
             CHECK(s.ok());
             CHECK(why.empty());
+            policy_->NotePulled(rank, store_->version());
           } else {
             CHECK(absl::IsDeadlineExceeded(s));
             CHECK_FALSE(why.empty());
@@ -93,7 +101,8 @@ class Harness {
           break;
         }
         case 'J':
-          CHECK(absl::IsAborted(policy_->Join(rank, std::stoull(step.substr(3)))));
+          CHECK(absl::IsAborted(
+              policy_->Join(rank, std::stoull(step.substr(3)))));
           break;
         case 'v':
           CHECK(store_->version() == std::stoull(step.substr(1)));
@@ -107,7 +116,8 @@ class Harness {
   UpdatePolicy& policy() { return *policy_; }
   float value() {
     float v = 0;
-    store_->Read([&](uint64_t, absl::Span<const std::vector<float>> c) { v = c[0][0]; });
+    store_->Read(
+        [&](uint64_t, absl::Span<const std::vector<float>> c) { v = c[0][0]; });
     return v;
   }
 
@@ -152,7 +162,8 @@ TEST_CASE("ssp with staleness 0 waits like sync but applies every push",
   h.Run("p0 w0 v1 p1 r0 r1 v2 p1 w1 p0 r1 r0 v4");
 }
 
-TEST_CASE("a worker that leaves stops holding the others", "[policy][liveness]") {
+TEST_CASE("a worker that leaves stops holding the others",
+          "[policy][liveness]") {
   SECTION("sync: the round completes without it") {
     Harness h(PolicyType::kSync, 3, 0);
     h.Run("p0 p1 w0 v0 l2 r0 r1 v1 p0 p1 r0 v2");
@@ -186,7 +197,7 @@ TEST_CASE("joins at an agreed clock, later than the proposal if need be",
     h.Run("l1 p0 v1 r0");
     CHECK(h.policy().ProposeClock(1) == 1);
     REQUIRE(h.policy().Join(1, 2).ok());  // join at round 2
-    h.Run("p0 v2 r0 p0 w0");               // round 2 waits for rank 1 now
+    h.Run("p0 v2 r0 p0 w0");              // round 2 waits for rank 1 now
     // A join at a round already applied is refused: register again.
     h.Run("J0=0");
   }
@@ -231,6 +242,68 @@ TEST_CASE("waits say which ranks and which clock", "[policy][diagnostics]") {
     CHECK(h.policy().WaitingOn(0, 3) ==
           "rank(s) 2 to reach clock 1 (staleness bound 2)");
     CHECK(h.policy().WaitingOn(1, 2) == "its own push of clock 1");
+  }
+}
+
+// Counts of the staleness histogram's first buckets (tau = 1, 2, 3, 4), not
+// cumulative.
+std::vector<uint64_t> StalenessCounts(const UpdatePolicy& policy) {
+  const HistogramSnapshot h = policy.push_staleness().Snapshot();
+  std::vector<uint64_t> counts;
+  for (size_t i = 0; i < 4; ++i) {
+    counts.push_back(h.cumulative[i] - (i == 0 ? 0 : h.cumulative[i - 1]));
+  }
+  return counts;
+}
+
+TEST_CASE("a push's staleness is the versions since its rank's pull",
+          "[policy][staleness]") {
+  SECTION("async: each push after the others' is one version staler") {
+    Harness h(PolicyType::kAsync, 3, 0);
+    const float start = h.value();
+    h.Run("r0 r1 r2 p1 p2 p0 v3");
+    CHECK(StalenessCounts(h.policy()) == std::vector<uint64_t>{1, 1, 1, 0});
+    CHECK(h.policy().push_staleness().Snapshot().sum == 6);
+    CHECK(h.value() == Approx(start - 3.0f));  // none: every step whole
+    // A rank that pulls again is fresh again; one that did not is staler.
+    // (Rank 2's second push: 5 versions after its pull of version 0.)
+    h.Run("r1 p1 p2 v5");
+    CHECK(StalenessCounts(h.policy()) == std::vector<uint64_t>{2, 1, 1, 0});
+    CHECK(h.policy().push_staleness().Snapshot().sum == 12);
+  }
+  SECTION("a rank never seen pulling counts as fresh") {
+    Harness h(PolicyType::kAsync, 2, 0);
+    h.Run("p0 p1 p0");
+    CHECK(StalenessCounts(h.policy()) == std::vector<uint64_t>{3, 0, 0, 0});
+  }
+  SECTION("sync: every push of a round is of the round's version") {
+    Harness h(PolicyType::kSync, 3, 0);
+    h.Run("r0 r1 r2 p0 p1 p2 r0 r1 r2 p2 p1 p0 v2");
+    CHECK(StalenessCounts(h.policy()) == std::vector<uint64_t>{6, 0, 0, 0});
+  }
+}
+
+TEST_CASE("staleness_scaling inverse divides a push's step by its staleness",
+          "[policy][staleness]") {
+  SECTION("async") {
+    Harness h(PolicyType::kAsync, 3, 0, StalenessScaling::kInverse);
+    const float start = h.value();
+    // Steps of 1, 1/2 and 1/3: rank 2's gradient is 2 versions old when
+    // applied, rank 0's 3.
+    h.Run("r0 r1 r2 p1 p2 p0 v3");
+    CHECK(h.value() == Approx(start - (1.0f + 0.5f + 1.0f / 3.0f)));
+    // Rank 1 pulls again and pushes fresh: a whole step.
+    const float before = h.value();
+    h.Run("r1 p1 v4");
+    CHECK(h.value() == Approx(before - 1.0f));
+  }
+  SECTION("ssp, within its bound") {
+    Harness h(PolicyType::kSsp, 2, 1, StalenessScaling::kInverse);
+    const float start = h.value();
+    // Rank 0 runs a clock ahead; rank 1's push then lands 3 versions after
+    // its pull of version 0 (two of rank 0's steps came in between).
+    h.Run("r0 r1 p0 r0 p0 p1 v3");
+    CHECK(h.value() == Approx(start - (1.0f + 1.0f + 1.0f / 3.0f)));
   }
 }
 

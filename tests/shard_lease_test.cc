@@ -1,10 +1,15 @@
 // The shard's leases and liveness on a fake clock: silent, unregistered and
 // finished workers leave the live set and the job goes on; waiting pulls
 // say what they wait on; a retried push is applied once.
+#include <spdlog/sinks/ostream_sink.h>
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
 #include <atomic>
 #include <catch2/catch.hpp>
 #include <cmath>
 #include <cstring>
+#include <sstream>
 #include <thread>
 
 #include "absl/strings/match.h"
@@ -27,7 +32,7 @@ struct LeaseFixture {
     o.policy = policy;
     o.staleness = 1;
     o.lease_seconds = 4;
-    o.warn_after_seconds = 2;
+    o.stall_warn_seconds = 2;
     config = testing::MakeJob(o, testing::NewTempDir());
     shard = *Shard::Create(config, 0, &clock);
   }
@@ -159,7 +164,7 @@ TEST_CASE("a long pull is shown in status with what it waits on",
               .ok());
   });
   REQUIRE(f.shard->TEST_AwaitWaitingPulls(1, absl::Seconds(30)));
-  f.clock.Advance(absl::Seconds(3));  // past warn_after_seconds (2)
+  f.clock.Advance(absl::Seconds(3));  // past stall_warn_seconds (2)
   f.shard->Tick();                    // logs it once
   proto::ShardStatus st = f.Status();
   REQUIRE(st.waiting_size() == 1);
@@ -175,6 +180,99 @@ TEST_CASE("a long pull is shown in status with what it waits on",
   CHECK(st.waiting_size() == 0);
   CHECK(st.pull_wait_p99_ms() == Approx(3000.0));
   CHECK(st.pushes_per_second() == Approx(2 / 3.0));  // 2 pushes in 3 s
+}
+
+// The text spdlog writes while it lives.
+class LogCapture {
+ public:
+  LogCapture()
+      : sink_(std::make_shared<spdlog::sinks::ostream_sink_mt>(text_)) {
+    spdlog::default_logger()->sinks().push_back(sink_);
+  }
+  ~LogCapture() {
+    auto& sinks = spdlog::default_logger()->sinks();
+    sinks.erase(std::find(sinks.begin(), sinks.end(), sink_));
+  }
+  std::string text() {
+    sink_->flush();
+    return text_.str();
+  }
+
+ private:
+  std::ostringstream text_;
+  std::shared_ptr<spdlog::sinks::ostream_sink_mt> sink_;
+};
+
+TEST_CASE(
+    "a stalled pull is logged naming the rank it waits for, again with "
+    "back-off, and marked in status",
+    "[shard][diagnostics][stall]") {
+  LeaseFixture f("sync");  // stall_warn_seconds 2, lease 4
+  f.Register(0, 0);
+  f.Register(1, 0);
+  REQUIRE(f.Push(0, 0).ok());
+  f.Heartbeat(1);
+  std::thread pull([&] {
+    proto::PullResponse resp;
+    CHECK(f.shard
+              ->Pull(testing::PullAt(f.config.job_id, 0, 1),
+                     absl::InfiniteFuture(), nullptr, &resp)
+              .ok());
+  });
+  REQUIRE(f.shard->TEST_AwaitWaitingPulls(1, absl::Seconds(30)));
+  LogCapture log;
+  f.clock.Advance(absl::Seconds(1.5));
+  f.shard->Tick();  // not a stall yet
+  proto::ShardStatus st = f.Status();
+  CHECK(st.stall_warnings() == 0);
+  REQUIRE(st.waiting_size() == 1);
+  CHECK_FALSE(st.waiting(0).stalled());
+  CHECK(st.waiting(0).waits_for_size() == 1);
+  CHECK_FALSE(st.workers(1).stalling());
+
+  f.clock.Advance(absl::Seconds(1));  // 2.5 s > 2 s
+  f.shard->Tick();
+  CHECK(absl::StrContains(
+      log.text(),
+      "shard 0: stall: a pull of rank 0 at clock 1 has waited 2.5s for "
+      "version 1: round 0 waits for rank(s) 1 to push clock 0; rank 1: live, "
+      "no push yet, last heartbeat 2.5s ago (warning 1, next after 4s of "
+      "waiting)"));
+  st = f.Status();
+  CHECK(st.stall_warn_seconds() == 2);
+  CHECK(st.stall_warnings() == 1);
+  REQUIRE(st.waiting_size() == 1);
+  CHECK(st.waiting(0).stalled());
+  REQUIRE(st.waiting(0).waits_for_size() == 1);
+  CHECK(st.waiting(0).waits_for(0) == 1);
+  CHECK(st.workers(1).stalling());
+  CHECK_FALSE(st.workers(0).stalling());
+  CHECK(st.workers(1).last_heartbeat_seconds_ago() == Approx(2.5));
+  CHECK(st.workers(1).last_push_seconds_ago() == -1);
+  CHECK(st.workers(0).last_push_seconds_ago() == Approx(2.5));
+
+  // Again after 4 s of waiting, then after 8 s; not in between.
+  f.Heartbeat(1);
+  f.clock.Advance(absl::Seconds(1));  // 3.5 s
+  f.shard->Tick();
+  CHECK(f.Status().stall_warnings() == 1);
+  f.clock.Advance(absl::Seconds(1));  // 4.5 s
+  f.shard->Tick();
+  CHECK(f.Status().stall_warnings() == 2);
+  CHECK(absl::StrContains(log.text(), "(warning 2, next after 8s of waiting)"));
+  f.Heartbeat(1);
+  f.clock.Advance(absl::Seconds(3.6));  // 8.1 s
+  f.shard->Tick();
+  CHECK(f.Status().stall_warnings() == 3);
+  CHECK(f.Status().workers(1).state() == "live");  // heartbeats kept it
+
+  REQUIRE(f.Push(1, 0).ok());
+  pull.join();
+  REQUIRE(f.shard->TEST_AwaitWaitingPulls(0, absl::Seconds(30)));
+  st = f.Status();
+  CHECK(st.waiting_size() == 0);
+  CHECK_FALSE(st.workers(1).stalling());
+  CHECK(st.stall_warnings() == 3);
 }
 
 TEST_CASE(

@@ -530,5 +530,52 @@ TEST_CASE(
             .ok());
 }
 
+TEST_CASE("a push's staleness counts from the version its rank was served",
+          "[shard][staleness]") {
+  testing::JobOptions o;
+  o.servers = {"127.0.0.1:0"};
+  o.layers = "[784, 16, 10]";
+  o.policy = "async";
+  JobConfig config = testing::MakeJob(o, testing::NewTempDir());
+  config.policy.staleness_scaling = StalenessScaling::kInverse;
+  std::unique_ptr<Shard> shard = *Shard::Create(config, 0);
+  for (uint32_t rank : {0u, 1u}) {
+    testing::RegisterAtZero(*shard, config.job_id, rank);
+  }
+  // Rank 0 pulls through the blocking path, rank 1 through the reactor's;
+  // both are served version 0.
+  proto::PullResponse pulled;
+  REQUIRE(shard
+              ->Pull(testing::PullAt(config.job_id, 0, 0), absl::InfinitePast(),
+                     nullptr, &pulled)
+              .ok());
+  uint64_t served = UINT64_MAX;
+  shard->StartPull(testing::PullAt(config.job_id, 1, 0),
+                   [&](absl::StatusOr<std::shared_ptr<const ParamSnapshot>> s) {
+                     REQUIRE(s.ok());
+                     served = (*s)->version;
+                   });
+  CHECK(served == 0);
+  proto::PushResponse pr;
+  REQUIRE(
+      shard->Push(testing::WholePush(*shard, config.job_id, 1, 0, 1.0f), &pr)
+          .ok());
+  REQUIRE(
+      shard->Push(testing::WholePush(*shard, config.job_id, 0, 0, 1.0f), &pr)
+          .ok());
+  proto::ShardStatus st;
+  shard->GetStatus(&st);
+  CHECK(st.staleness_scaling() == "inverse");
+  const proto::CountHistogram& h = st.push_staleness();
+  CHECK(h.count() == 2);
+  CHECK(h.sum() == 3);  // rank 1 fresh (1), rank 0 one version late (2)
+  REQUIRE(h.upper_bounds_size() >= 2);
+  CHECK(h.upper_bounds(0) == 1);
+  CHECK(h.cumulative(0) == 1);
+  CHECK(h.cumulative(1) == 2);
+  REQUIRE(h.cumulative_size() == h.upper_bounds_size() + 1);
+  CHECK(h.cumulative(h.upper_bounds_size()) == 2);
+}
+
 }  // namespace
 }  // namespace paramd

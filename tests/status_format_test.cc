@@ -2,6 +2,7 @@
 // messages: no servers, no gRPC.
 #include "tools/ctl/status_format.h"
 
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <string>
 #include <vector>
@@ -101,6 +102,48 @@ TEST_CASE("the table has the job line, shards, workers, waits and epochs",
         "1      2/2            0.6000     0.8125        25000      yes");
   CHECK(lines[15] ==
         "2      1/2            0.4000     0.8400        24000       no");
+}
+
+TEST_CASE("a stalled pull is marked, with what the ranks it waits for did",
+          "[status_format]") {
+  proto::ShardStatus st = Shard0();
+  st.mutable_waiting(0)->set_stalled(true);
+  st.mutable_waiting(0)->add_waits_for(1);
+  st.mutable_workers(1)->set_last_push_seconds_ago(12.04);
+  st.mutable_workers(1)->set_last_heartbeat_seconds_ago(-1);
+  const std::vector<std::string> lines =
+      Lines(FormatStatusTable({{"127.0.0.1:5000", st}}));
+  const auto at = std::find(lines.begin(), lines.end(), "WAITING PULLS");
+  REQUIRE(at + 2 < lines.end());
+  CHECK(at[1] ==
+        "  shard 0: STALLED rank 0 at clock 43, 31.5s: rank 1 to push clock "
+        "40");
+  CHECK(at[2] ==
+        "    rank 1: dead, clock 40, last push 12.0s ago, last heartbeat "
+        "never");
+}
+
+TEST_CASE("async and ssp shards show their pushes' staleness",
+          "[status_format]") {
+  proto::ShardStatus st = Shard0();
+  // None under sync; none before the first push.
+  CHECK(FormatStatusTable({{"a", st}}).find("PUSH STALENESS") ==
+        std::string::npos);
+  st.set_staleness_scaling("inverse");
+  CHECK(FormatStatusTable({{"a", st}}).find("PUSH STALENESS") ==
+        std::string::npos);
+  proto::CountHistogram* h = st.mutable_push_staleness();
+  for (double b : {1, 2, 4}) h->add_upper_bounds(b);
+  // 50 pushes at 1, 40 at 2, 9 at 3-4, 1 beyond 4.
+  for (uint64_t c : {50, 90, 99, 100}) h->add_cumulative(c);
+  h->set_count(100);
+  h->set_sum(50 + 80 + 30 + 7);
+  const std::string table = FormatStatusTable({{"a", st}});
+  CHECK(table.find("PUSH STALENESS (versions since the pull)\n"
+                   "  shard 0: mean 1.67 over 100 pushes, p50 <= 1, p99 <= 4, "
+                   "scaling inverse\n") != std::string::npos);
+  h->set_cumulative(2, 98);
+  CHECK(FormatStatusTable({{"a", st}}).find("p99 > 4,") != std::string::npos);
 }
 
 TEST_CASE("with every server down the table still lists them",

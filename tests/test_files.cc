@@ -72,7 +72,7 @@ std::string JobYaml(const JobOptions& o) {
       o.policy == "ssp" ? absl::StrCat("  staleness: ", o.staleness, "\n") : "",
       "liveness:\n  lease_seconds: ", o.lease_seconds,
       "\n  heartbeat_seconds: ", o.heartbeat_seconds,
-      "\n  warn_after_seconds: ", o.warn_after_seconds, "\n",
+      "\n  stall_warn_seconds: ", o.stall_warn_seconds, "\n",
       "partition:\n  chunk_bytes: ", o.chunk_bytes, "\n");
 }
 

@@ -46,7 +46,7 @@ struct JobOptions {
   int staleness = 2;            // ssp only
   double lease_seconds = 10;
   double heartbeat_seconds = 1;
-  double warn_after_seconds = 30;
+  double stall_warn_seconds = 30;
 };
 
 // The YAML text of a job on real Fashion-MNIST with these options.

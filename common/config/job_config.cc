@@ -17,6 +17,10 @@ const char* PolicyName(PolicyType type) {
   return "unknown";
 }
 
+const char* StalenessScalingName(StalenessScaling scaling) {
+  return scaling == StalenessScaling::kInverse ? "inverse" : "none";
+}
+
 const char* ModelTypeName(ModelType type) {
   switch (type) {
     case ModelType::kMlp:

@@ -171,11 +171,23 @@ struct OptimizerConfig {
   ScheduleConfig schedule;
 };
 
+// How async and ssp weigh a push by its staleness tau: the versions the
+// shard moved from the one the worker pulled to the one the push makes
+// (1 for a fresh gradient).
+enum class StalenessScaling {
+  kNone,     // Every push's step as the optimizer makes it.
+  kInverse,  // The step divided by tau (staleness-aware async SGD).
+};
+
+const char* StalenessScalingName(StalenessScaling scaling);
+
 struct PolicyConfig {
   PolicyType type = PolicyType::kSync;
   // ssp only: how many clocks a worker may run ahead of the slowest live
   // worker.
   int staleness = 0;
+  // async and ssp only.
+  StalenessScaling staleness_scaling = StalenessScaling::kNone;
 };
 
 struct LivenessConfig {
@@ -183,8 +195,10 @@ struct LivenessConfig {
   double lease_seconds = 10;
   // How often workers send heartbeats.
   double heartbeat_seconds = 1;
-  // A pull waiting longer than this is logged once with what it waits on.
-  double warn_after_seconds = 30;
+  // A pull (a sync round, an SSP bound) waiting longer than this is a
+  // stall: the server logs the ranks it waits for and what each last did,
+  // again after 2x, 4x, ... this long, and shows it in status and metrics.
+  double stall_warn_seconds = 30;
   // A worker retries a call a server did not answer (UNAVAILABLE,
   // DEADLINE_EXCEEDED) with backoff for this long, then gives up naming
   // the shard.

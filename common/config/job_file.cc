@@ -15,6 +15,7 @@
 #include "common/base/status_macros.h"
 #include "common/config/model_section.h"
 #include "common/config/optimizer_section.h"
+#include "common/config/policy_section.h"
 #include "common/config/run_sections.h"
 #include "common/config/yaml_reader.h"
 
@@ -238,45 +239,31 @@ class JobParser {
 
   absl::Status ParsePolicy(const YAML::Node& root, JobConfig* c) {
     ASSIGN_OR_RETURN(const YAML::Node p,
-                     Section(root, "policy", true, {"type", "staleness"}));
-    std::string type;
-    RETURN_IF_ERROR(r_.Get(p, "policy", "type", true, &type));
-    if (type == "sync") {
-      c->policy.type = PolicyType::kSync;
-    } else if (type == "async") {
-      c->policy.type = PolicyType::kAsync;
-    } else if (type == "ssp") {
-      c->policy.type = PolicyType::kSsp;
-    } else {
-      return r_.Error(p["type"], "policy.type",
-                      absl::StrCat("unknown policy '", type,
-                                   "' (expected: sync, async or ssp)"));
-    }
-    const bool has_staleness = p["staleness"].IsDefined();
-    if (c->policy.type == PolicyType::kSsp) {
-      RETURN_IF_ERROR(
-          r_.Get(p, "policy", "staleness", true, &c->policy.staleness));
-      if (c->policy.staleness < 0 || c->policy.staleness > 1000000) {
-        return r_.Error(p["staleness"], "policy.staleness",
-                        "must be between 0 and 1000000");
-      }
-    } else if (has_staleness) {
-      return r_.Error(p["staleness"], "policy.staleness",
-                      "only applies to policy.type ssp");
-    }
-    return absl::OkStatus();
+                     Section(root, "policy", true, PolicySectionKeys()));
+    return ParsePolicySection(r_, p, &c->policy);
   }
 
   absl::Status ParseLiveness(const YAML::Node& root, JobConfig* c) {
-    ASSIGN_OR_RETURN(const YAML::Node l,
-                     Section(root, "liveness", false,
-                             {"lease_seconds", "heartbeat_seconds",
-                              "warn_after_seconds", "give_up_seconds"}));
+    ASSIGN_OR_RETURN(
+        const YAML::Node l,
+        Section(root, "liveness", false,
+                {"lease_seconds", "heartbeat_seconds", "stall_warn_seconds",
+                 "warn_after_seconds", "give_up_seconds"}));
     LivenessConfig& lc = c->liveness;
+    // warn_after_seconds: the key's older name.
+    if (l["warn_after_seconds"].IsDefined() &&
+        l["stall_warn_seconds"].IsDefined()) {
+      return r_.Error(l["warn_after_seconds"], "liveness.warn_after_seconds",
+                      "is the older name of liveness.stall_warn_seconds; "
+                      "give one of them");
+    }
+    const char* stall = l["warn_after_seconds"].IsDefined()
+                            ? "warn_after_seconds"
+                            : "stall_warn_seconds";
     for (auto [key, out] :
          {std::pair{"lease_seconds", &lc.lease_seconds},
           std::pair{"heartbeat_seconds", &lc.heartbeat_seconds},
-          std::pair{"warn_after_seconds", &lc.warn_after_seconds},
+          std::pair{stall, &lc.stall_warn_seconds},
           std::pair{"give_up_seconds", &lc.give_up_seconds}}) {
       RETURN_IF_ERROR(r_.Get(l, "liveness", key, false, out));
       if (!(*out > 0) || *out > 86400) {

@@ -14,17 +14,18 @@ void PullWaiters::Remove(uint64_t id) {
   waiters_.erase(id);
 }
 
-std::vector<PullWaiters::Waiter> PullWaiters::TakeOverdue(
-    absl::Time now, absl::Duration after) {
-  std::vector<Waiter> overdue;
+std::vector<PullWaiters::Waiter> PullWaiters::TakeDue(absl::Time now,
+                                                      absl::Duration after) {
+  std::vector<Waiter> due;
   absl::MutexLock lock(&mu_);
   for (auto& [id, w] : waiters_) {
-    if (!w.warned && now - w.since > after) {
-      w.warned = true;
-      overdue.push_back(w);
+    // Past 2^20 the next warning is years away: no more.
+    if (w.warnings < 20 && now - w.since > after * (1 << w.warnings)) {
+      ++w.warnings;
+      due.push_back(w);
     }
   }
-  return overdue;
+  return due;
 }
 
 std::vector<PullWaiters::Waiter> PullWaiters::List() const {

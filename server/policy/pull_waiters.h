@@ -1,6 +1,6 @@
-// PullWaiters: the pulls a shard holds waiting now, so that Tick can warn
-// about the ones waiting too long (once each) and the status RPC can list
-// them with what they wait for. Thread-safe.
+// PullWaiters: the pulls a shard holds waiting now, so that the stall
+// inspector can warn about the ones waiting too long (with back-off) and
+// the status RPC can list them with what they wait for. Thread-safe.
 #ifndef PARAMD_SERVER_POLICY_PULL_WAITERS_H_
 #define PARAMD_SERVER_POLICY_PULL_WAITERS_H_
 
@@ -20,7 +20,7 @@ class PullWaiters {
     int rank = 0;
     uint64_t clock = 0;
     absl::Time since;
-    bool warned = false;
+    int warnings = 0;  // Times TakeDue returned it.
   };
 
   // Records a pull of `rank` at `clock` waiting since `since`; returns its
@@ -28,9 +28,10 @@ class PullWaiters {
   uint64_t Add(int rank, uint64_t clock, absl::Time since);
   void Remove(uint64_t id);
 
-  // The waiters that have waited longer than `after` at `now` and were not
-  // returned before; each is returned once.
-  std::vector<Waiter> TakeOverdue(absl::Time now, absl::Duration after);
+  // The waiters due a warning at `now`: those that have waited longer than
+  // `after` * 2^k, k the times they were returned before (so each comes
+  // back after `after`, 2x, 4x, ... of waiting); returned with k + 1.
+  std::vector<Waiter> TakeDue(absl::Time now, absl::Duration after);
   // Every waiter, oldest first.
   std::vector<Waiter> List() const;
 

@@ -8,8 +8,10 @@
 namespace paramd {
 
 StalenessPolicy::StalenessPolicy(int num_workers, ShardStore* store,
-                                 int64_t staleness)
-    : UpdatePolicy(num_workers, store), staleness_(staleness) {}
+                                 int64_t staleness, StalenessScaling scaling)
+    : UpdatePolicy(num_workers, store),
+      staleness_(staleness),
+      scaling_(scaling) {}
 
 uint64_t StalenessPolicy::SlowestLive() const {
   uint64_t slowest = UINT64_MAX;
@@ -49,7 +51,8 @@ uint64_t StalenessPolicy::JoinClock(int rank) const {
 }
 
 absl::Status StalenessPolicy::Accept(
-    int rank, uint64_t clock, absl::Span<const absl::Span<const float>> grads,
+    int rank, uint64_t clock, uint64_t staleness,
+    absl::Span<const absl::Span<const float>> grads,
     absl::Span<const RowGrads> rows) {
   if (clock != workers_[rank].clock) {
     return absl::FailedPreconditionError(absl::StrCat(
@@ -59,7 +62,12 @@ absl::Status StalenessPolicy::Accept(
   RETURN_IF_ERROR(CheckRowRoom(
       rows, [](uint32_t, uint64_t) { return false; },
       std::vector<uint64_t>(store_->num_tables(), 0)));
-  store_->ApplyStep(grads, 1.0f, rows);
+  // Zhang et al., "Staleness-aware Async-SGD" (IJCAI 2016): a gradient of
+  // a version tau steps old moves the parameters 1/tau as far.
+  const float scale = scaling_ == StalenessScaling::kInverse
+                          ? 1.0f / static_cast<float>(staleness)
+                          : 1.0f;
+  store_->ApplyStep(grads, scale, rows);
   workers_[rank].clock = clock + 1;
   return absl::OkStatus();
 }
@@ -68,17 +76,21 @@ bool StalenessPolicy::Readable(int rank, uint64_t clock) const {
   return workers_[rank].clock >= clock && SlowestLive() >= Needed(clock);
 }
 
+std::vector<int> StalenessPolicy::Awaited(int rank, uint64_t clock) const {
+  if (workers_[rank].clock < clock) return {rank};
+  const uint64_t needed = Needed(clock);
+  return LiveRanks([this, needed](int r) ABSL_NO_THREAD_SAFETY_ANALYSIS {
+    return workers_[r].clock < needed;
+  });
+}
+
 std::string StalenessPolicy::Describe(int rank, uint64_t clock) const {
   if (workers_[rank].clock < clock) {
     return absl::StrCat("its own push of clock ", clock - 1);
   }
-  const uint64_t needed = Needed(clock);
-  const std::string behind =
-      LiveRanks([this, needed](int r) ABSL_NO_THREAD_SAFETY_ANALYSIS {
-        return workers_[r].clock < needed;
-      });
-  return absl::StrCat("rank(s) ", behind, " to reach clock ", needed,
-                      " (staleness bound ", staleness_, ")");
+  return absl::StrCat("rank(s) ", RankList(Awaited(rank, clock)),
+                      " to reach clock ", Needed(clock), " (staleness bound ",
+                      staleness_, ")");
 }
 
 }  // namespace paramd

@@ -1,7 +1,8 @@
 // StalenessPolicy: stale synchronous parallel (SSP) with bound s, and
 // asynchronous parallel (ASP) as s = unbounded.
 //
-// Every push is applied as it arrives, as its own optimizer step. A worker
+// Every push is applied as it arrives, as its own optimizer step (divided by
+// the push's staleness tau under StalenessScaling::kInverse). A worker
 // at clock c may read once its own pushes up to clock c-1 are applied (it
 // reads its writes) and the slowest live worker's clock is at least c - s.
 // s = 0 waits like sync (no worker runs ahead of the slowest); unbounded
@@ -24,7 +25,9 @@ class StalenessPolicy : public UpdatePolicy {
   static constexpr int64_t kUnbounded = std::numeric_limits<int64_t>::max();
 
   // `store` must outlive the policy.
-  StalenessPolicy(int num_workers, ShardStore* store, int64_t staleness);
+  // `scaling` weighs each push's step by its staleness tau.
+  StalenessPolicy(int num_workers, ShardStore* store, int64_t staleness,
+                  StalenessScaling scaling = StalenessScaling::kNone);
 
   const char* name() const override {
     return staleness_ == kUnbounded ? "async" : "ssp";
@@ -35,11 +38,13 @@ class StalenessPolicy : public UpdatePolicy {
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::Status CanJoinAt(int rank, uint64_t clock) override
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  absl::Status Accept(int rank, uint64_t clock,
+  absl::Status Accept(int rank, uint64_t clock, uint64_t staleness,
                       absl::Span<const absl::Span<const float>> grads,
                       absl::Span<const RowGrads> rows) override
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   bool Readable(int rank, uint64_t clock) const override
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  std::vector<int> Awaited(int rank, uint64_t clock) const override
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   std::string Describe(int rank, uint64_t clock) const override
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -51,6 +56,7 @@ class StalenessPolicy : public UpdatePolicy {
   uint64_t Needed(uint64_t clock) const;
 
   const int64_t staleness_;
+  const StalenessScaling scaling_;
 };
 
 }  // namespace paramd

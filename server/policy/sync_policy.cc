@@ -98,6 +98,7 @@ void SyncPolicy::AdjustCapture(PolicyState* state) const {
 void SyncPolicy::OnJoin(int /*rank*/) { MaybeFinishRound(); }
 
 absl::Status SyncPolicy::Accept(int rank, uint64_t clock,
+                                uint64_t /*staleness*/,
                                 absl::Span<const absl::Span<const float>> grads,
                                 absl::Span<const RowGrads> rows) {
   if (clock != round_ || clock < expected_from_[rank]) {
@@ -178,11 +179,14 @@ bool SyncPolicy::Readable(int /*rank*/, uint64_t clock) const {
   return round_ >= clock;
 }
 
-std::string SyncPolicy::Describe(int /*rank*/, uint64_t clock) const {
-  const std::string missing = LiveRanks(
-      [this](int r) ABSL_NO_THREAD_SAFETY_ANALYSIS { return Expected(r); });
+std::vector<int> SyncPolicy::Awaited(int /*rank*/, uint64_t /*clock*/) const {
+  return LiveRanks([this](int r)
+                       ABSL_NO_THREAD_SAFETY_ANALYSIS { return Expected(r); });
+}
+
+std::string SyncPolicy::Describe(int rank, uint64_t clock) const {
   return absl::StrCat("version ", clock, ": round ", round_,
-                      " waits for rank(s) ", missing.empty() ? "-" : missing,
+                      " waits for rank(s) ", RankList(Awaited(rank, clock)),
                       " to push clock ", round_);
 }
 

@@ -37,11 +37,13 @@ class SyncPolicy : public UpdatePolicy {
   void OnRestore() override ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void AdjustCapture(PolicyState* state) const override
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  absl::Status Accept(int rank, uint64_t clock,
+  absl::Status Accept(int rank, uint64_t clock, uint64_t staleness,
                       absl::Span<const absl::Span<const float>> grads,
                       absl::Span<const RowGrads> rows) override
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   bool Readable(int rank, uint64_t clock) const override
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  std::vector<int> Awaited(int rank, uint64_t clock) const override
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   std::string Describe(int rank, uint64_t clock) const override
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);

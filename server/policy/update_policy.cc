@@ -34,8 +34,21 @@ class UpdatePolicy::Mutation {
 UpdatePolicy::UpdatePolicy(int num_workers, ShardStore* store)
     : num_workers_(num_workers),
       store_(store),
+      pulled_(new std::atomic<uint64_t>[num_workers]),
       workers_(num_workers),
-      last_accepted_(num_workers, -1) {}
+      last_accepted_(num_workers, -1) {
+  for (int r = 0; r < num_workers; ++r) pulled_[r].store(kNotPulled);
+}
+
+std::vector<double> UpdatePolicy::StalenessBuckets() {
+  return {1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 64, 128};
+}
+
+void UpdatePolicy::NotePulled(int rank, uint64_t version) {
+  if (rank >= 0 && rank < num_workers_) {
+    pulled_[rank].store(version, std::memory_order_relaxed);
+  }
+}
 
 uint64_t UpdatePolicy::ProposeClock(int rank) {
   absl::MutexLock lock(&mu_);
@@ -108,14 +121,21 @@ absl::Status UpdatePolicy::Push(int rank, uint64_t clock,
         " was dropped from the live set (lease expired or finished); "
         "register again"));
   }
-  RETURN_IF_ERROR(Accept(rank, clock, grads, rows));
+  // The versions this push's step moves the store past the one it pulled
+  // (a shard restored to an older version may be behind it: fresh).
+  const uint64_t pulled = pulled_[rank].load(std::memory_order_relaxed);
+  const uint64_t version = store_->version();
+  const uint64_t staleness =
+      pulled == kNotPulled || pulled > version ? 1 : version - pulled + 1;
+  RETURN_IF_ERROR(Accept(rank, clock, staleness, grads, rows));
+  push_staleness_.Observe(static_cast<double>(staleness));
   last_accepted_[rank] = static_cast<int64_t>(clock);
   restored_ = false;
-  const uint64_t version = store_->version();
-  if (capture_every_ > 0 && version != captured_version_ &&
-      version % capture_every_ == 0) {
+  const uint64_t after = store_->version();
+  if (capture_every_ > 0 && after != captured_version_ &&
+      after % capture_every_ == 0) {
     captured_ = CaptureLocked();
-    captured_version_ = version;
+    captured_version_ = after;
   }
   return absl::OkStatus();
 }
@@ -246,6 +266,23 @@ std::string UpdatePolicy::WaitingOn(int rank, uint64_t clock) {
   return CanRead(rank, clock) ? "" : WaitsFor(rank, clock);
 }
 
+std::vector<int> UpdatePolicy::AwaitedRanks(int rank, uint64_t clock) {
+  absl::MutexLock lock(&mu_);
+  if (CanRead(rank, clock)) return {};
+  if (awaiting_initial_) return {0};
+  return Awaited(rank, clock);
+}
+
+std::string UpdatePolicy::RankList(const std::vector<int>& ranks) {
+  if (ranks.empty()) return "-";
+  std::string out;
+  for (int r : ranks) {
+    if (!out.empty()) out += ", ";
+    out += std::to_string(r);
+  }
+  return out;
+}
+
 std::vector<PolicyWorker> UpdatePolicy::Workers() {
   absl::MutexLock lock(&mu_);
   return workers_;
@@ -327,10 +364,11 @@ std::unique_ptr<UpdatePolicy> MakeUpdatePolicy(const PolicyConfig& config,
       return std::make_unique<SyncPolicy>(num_workers, store);
     case PolicyType::kAsync:
       return std::make_unique<StalenessPolicy>(num_workers, store,
-                                               StalenessPolicy::kUnbounded);
+                                               StalenessPolicy::kUnbounded,
+                                               config.staleness_scaling);
     case PolicyType::kSsp:
-      return std::make_unique<StalenessPolicy>(num_workers, store,
-                                               config.staleness);
+      return std::make_unique<StalenessPolicy>(
+          num_workers, store, config.staleness, config.staleness_scaling);
   }
   return nullptr;
 }

@@ -9,6 +9,7 @@
 #ifndef PARAMD_SERVER_POLICY_UPDATE_POLICY_H_
 #define PARAMD_SERVER_POLICY_UPDATE_POLICY_H_
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -22,6 +23,7 @@
 #include "absl/time/time.h"
 #include "absl/types/span.h"
 #include "common/config/job_config.h"
+#include "common/metrics/histogram.h"
 #include "server/store/shard_store.h"
 
 namespace paramd {
@@ -118,8 +120,24 @@ class UpdatePolicy {
   // What a pull by `rank` at `clock` waits for now, e.g. "ranks 1, 3 to
   // push clock 7"; empty when it may proceed.
   std::string WaitingOn(int rank, uint64_t clock) ABSL_LOCKS_EXCLUDED(mu_);
+  // The ranks that pull waits for now: those that must push (`rank` itself
+  // when it waits for its own push), 0 while rank 0's initial values are
+  // awaited; empty when it may proceed.
+  std::vector<int> AwaitedRanks(int rank, uint64_t clock)
+      ABSL_LOCKS_EXCLUDED(mu_);
 
   std::vector<PolicyWorker> Workers() ABSL_LOCKS_EXCLUDED(mu_);
+
+  // `rank` was served the store at `version` (a pull's snapshot): its next
+  // push is a gradient of that version. Lock-free.
+  void NotePulled(int rank, uint64_t version);
+  // Staleness tau of every accepted push: the store's version after the
+  // push's step minus the version its rank last pulled (1 for a gradient
+  // of the newest version, and for a rank not seen pulling). Under sync
+  // every push of a round is of the round's version: 1.
+  const Histogram& push_staleness() const { return push_staleness_; }
+  // Bounds of push_staleness's buckets.
+  static std::vector<double> StalenessBuckets();
 
   // Wakes every waiter with Unavailable; later calls fail at once.
   void Shutdown() ABSL_LOCKS_EXCLUDED(mu_);
@@ -181,7 +199,8 @@ class UpdatePolicy {
   PolicyState CaptureLocked() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // After `rank` joined (it may have been live and expected before).
   virtual void OnJoin(int rank) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {}
-  virtual absl::Status Accept(int rank, uint64_t clock,
+  // `staleness` is the push's tau (push_staleness).
+  virtual absl::Status Accept(int rank, uint64_t clock, uint64_t staleness,
                               absl::Span<const absl::Span<const float>> grads,
                               absl::Span<const RowGrads> rows)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) = 0;
@@ -205,13 +224,24 @@ class UpdatePolicy {
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   virtual std::string Describe(int rank, uint64_t clock) const
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) = 0;
+  // The ranks a pull that may not read waits for (AwaitedRanks).
+  virtual std::vector<int> Awaited(int rank, uint64_t clock) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) = 0;
 
-  // "1, 3" for the live ranks r with pred(r).
+  // The live ranks r with pred(r), ascending.
   template <typename Pred>
-  std::string LiveRanks(Pred pred) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  std::vector<int> LiveRanks(Pred pred) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // "1, 3"; "-" for none.
+  static std::string RankList(const std::vector<int>& ranks);
 
   const int num_workers_;
   ShardStore* const store_;
+
+  // By rank: the version its last pull was served, kNotPulled before one.
+  static constexpr uint64_t kNotPulled = UINT64_MAX;
+  const std::unique_ptr<std::atomic<uint64_t>[]> pulled_;
+  Histogram push_staleness_{StalenessBuckets()};
 
   // Held while the store (and its row tables) take their own locks, never
   // the other way round (docs/architecture.md, "Locks and their order").
@@ -233,13 +263,10 @@ class UpdatePolicy {
 };
 
 template <typename Pred>
-std::string UpdatePolicy::LiveRanks(Pred pred) const {
-  std::string out;
+std::vector<int> UpdatePolicy::LiveRanks(Pred pred) const {
+  std::vector<int> out;
   for (int r = 0; r < num_workers_; ++r) {
-    if (workers_[r].live && pred(r)) {
-      if (!out.empty()) out += ", ";
-      out += std::to_string(r);
-    }
+    if (workers_[r].live && pred(r)) out.push_back(r);
   }
   return out;
 }

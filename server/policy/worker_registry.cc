@@ -23,6 +23,12 @@ void WorkerRegistry::OnSeen(int rank, absl::Time now) {
   workers_[rank].last_seen = now;
 }
 
+void WorkerRegistry::OnHeartbeat(int rank, absl::Time now) {
+  absl::MutexLock lock(&mu_);
+  workers_[rank].last_seen = now;
+  workers_[rank].last_heartbeat = now;
+}
+
 bool WorkerRegistry::IsRegistered(int rank) const {
   absl::MutexLock lock(&mu_);
   return workers_[rank].registered;
@@ -36,6 +42,7 @@ void WorkerRegistry::OnPush(int rank, uint64_t bytes, float loss,
   w.bytes_in += bytes;
   w.last_loss = loss;
   w.last_seen = now;
+  w.last_push = now;
 }
 
 void WorkerRegistry::OnPull(int rank, uint64_t bytes, absl::Time now) {

@@ -16,7 +16,9 @@ namespace paramd {
 struct WorkerInfo {
   bool registered = false;
   bool finished = false;
-  absl::Time last_seen = absl::InfinitePast();
+  absl::Time last_seen = absl::InfinitePast();       // Any request.
+  absl::Time last_push = absl::InfinitePast();       // An applied push.
+  absl::Time last_heartbeat = absl::InfinitePast();  // A heartbeat.
   uint64_t registrations = 0;  // Distinct incarnations that joined.
   uint64_t incarnation = 0;
   uint64_t pushes = 0;
@@ -33,6 +35,7 @@ class WorkerRegistry {
   // Each records word from `rank`, in [0, num_workers), at `now`.
   void OnRegister(int rank, uint64_t incarnation, absl::Time now);
   void OnSeen(int rank, absl::Time now);
+  void OnHeartbeat(int rank, absl::Time now);
   // Whether `rank` has registered (joined) with this shard.
   bool IsRegistered(int rank) const;
   void OnPush(int rank, uint64_t bytes, float loss, absl::Time now);

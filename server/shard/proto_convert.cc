@@ -82,6 +82,14 @@ void FillEpochMetrics(const EpochSummary& e, proto::EpochMetrics* m) {
   m->set_samples_per_second(e.samples_per_second);
 }
 
+void FillHistogram(const HistogramSnapshot& snapshot,
+                   proto::CountHistogram* out) {
+  for (double bound : snapshot.upper_bounds) out->add_upper_bounds(bound);
+  for (uint64_t n : snapshot.cumulative) out->add_cumulative(n);
+  out->set_sum(snapshot.sum);
+  out->set_count(snapshot.count);
+}
+
 void FillWorkerStatus(int rank, const WorkerInfo& w, const PolicyWorker& policy,
                       uint64_t fastest_clock, absl::Time now,
                       proto::WorkerStatus* ws) {
@@ -100,9 +108,14 @@ void FillWorkerStatus(int rank, const WorkerInfo& w, const PolicyWorker& policy,
   ws->set_last_loss(w.last_loss);
   ws->set_registrations(w.registrations);
   // Clamped: a request may land between reading `now` and the snapshot.
-  ws->set_last_seen_seconds_ago(
-      w.registered ? std::max(0.0, absl::ToDoubleSeconds(now - w.last_seen))
-                   : -1);
+  auto ago = [now](absl::Time then) {
+    return then == absl::InfinitePast()
+               ? -1.0
+               : std::max(0.0, absl::ToDoubleSeconds(now - then));
+  };
+  ws->set_last_seen_seconds_ago(w.registered ? ago(w.last_seen) : -1);
+  ws->set_last_push_seconds_ago(ago(w.last_push));
+  ws->set_last_heartbeat_seconds_ago(ago(w.last_heartbeat));
 }
 
 void FillWorkersStatus(const std::vector<WorkerInfo>& workers,

@@ -10,6 +10,7 @@
 
 #include "absl/time/time.h"
 #include "common/base/epoch_report.h"
+#include "common/metrics/histogram.h"
 #include "common/wire/row_wire.h"
 #include "common/wire/wire_format.h"
 #include "proto/paramd.pb.h"
@@ -35,6 +36,9 @@ void FillPullRowsResponse(const RowsReply& reply, proto::PullRowsResponse* out);
 EpochReport ToEpochReport(const proto::ReportEpochRequest& request);
 
 void FillEpochMetrics(const EpochSummary& summary, proto::EpochMetrics* out);
+
+void FillHistogram(const HistogramSnapshot& snapshot,
+                   proto::CountHistogram* out);
 
 // Rank `rank`'s row of the status: what the registry heard from it and
 // where the policy has it; `fastest_clock` is the largest clock of any

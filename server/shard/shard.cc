@@ -67,6 +67,8 @@ Shard::Shard(const JobConfig& config, int shard_id, ModelSpec spec,
       policy_(MakeUpdatePolicy(config.policy, config.num_workers, &store_)),
       workers_(config.num_workers),
       metrics_(config.num_workers),
+      stalls_(shard_id, absl::Seconds(config.liveness.stall_warn_seconds),
+              &waiters_, policy_.get(), &workers_),
       calls_(config.num_workers, config.limits.max_inflight_per_worker,
              shard_id),
       checks_(config_, shard_id, spec_, plan_, store_, workers_) {}
@@ -239,6 +241,7 @@ absl::Status Shard::Pull(const proto::PullRequest& request, absl::Time deadline,
   const absl::Time now = clock_->Now();
   stats_.RecordPullWait(now - start);
   *snapshot = store_.Snapshot();
+  policy_->NotePulled(rank, (*snapshot)->version);
   stats_.RecordPullTime(clock_->Now() - start);
   const uint64_t bytes = static_cast<uint64_t>(store_.bytes()) /
                          (dtype == proto::DTYPE_FLOAT16 ? 2 : 1);
@@ -271,6 +274,7 @@ uint64_t Shard::StartPull(const proto::PullRequest& request, PullDone done) {
           const absl::Time now = clock_->Now();
           stats_.RecordPullWait(now - start);
           result = store_.Snapshot();
+          policy_->NotePulled(rank, (*result)->version);
           stats_.RecordPullTime(clock_->Now() - start);
           workers_.OnPull(
               rank, static_cast<uint64_t>(store_.bytes()) / (half ? 2 : 1),
@@ -325,7 +329,7 @@ absl::Status Shard::Heartbeat(const proto::HeartbeatRequest& request,
     spdlog::info("shard {}: rank {} finished at clock {}", shard_id_, rank,
                  request.clock());
   } else {
-    workers_.OnSeen(rank, clock_->Now());
+    workers_.OnHeartbeat(rank, clock_->Now());
   }
   response->set_version(store_.version());
   return absl::OkStatus();
@@ -365,14 +369,7 @@ absl::Status Shard::ReportEpoch(const proto::ReportEpochRequest& request) {
 void Shard::Tick() {
   const absl::Time now = clock_->Now();
   ExpireLeases(now);
-  for (const PullWaiters::Waiter& w : waiters_.TakeOverdue(
-           now, absl::Seconds(config_.liveness.warn_after_seconds))) {
-    spdlog::warn(
-        "shard {}: a pull of rank {} at clock {} has waited {:.1f}s "
-        "for {}",
-        shard_id_, w.rank, w.clock, absl::ToDoubleSeconds(now - w.since),
-        policy_->WaitingOn(w.rank, w.clock));
-  }
+  stalls_.Check(now);
 }
 
 void Shard::ExpireLeases(absl::Time now) {
@@ -455,16 +452,15 @@ void Shard::GetStatus(proto::ShardStatus* status) const {
   status->set_pull_wait_p99_ms(stats_.PullWaitMs(99));
   if (checkpoints_ != nullptr) checkpoints_->FillStatus(now, status);
   status->set_bytes_in_float32(stats_.push_float32_bytes());
+  FillHistogram(policy_->push_staleness().Snapshot(),
+                status->mutable_push_staleness());
+  if (config_.policy.type != PolicyType::kSync) {
+    status->set_staleness_scaling(
+        StalenessScalingName(config_.policy.staleness_scaling));
+  }
   FillWorkersStatus(workers_.Snapshot(), policy_->Workers(), metrics_, now,
                     status);
-  for (const PullWaiters::Waiter& w : waiters_.List()) {
-    proto::WaitingPull* p = status->add_waiting();
-    p->set_rank(w.rank);
-    p->set_clock(w.clock);
-    p->set_waited_seconds(std::max(0.0, absl::ToDoubleSeconds(now - w.since)));
-    // Asked after the waiters' lock is released: the policy has its own.
-    p->set_waiting_on(policy_->WaitingOn(w.rank, w.clock));
-  }
+  stalls_.FillStatus(now, status);
 }
 
 void Shard::FlushCheckpoints() {

@@ -34,6 +34,7 @@
 #include "server/shard/shard_checkpoints.h"
 #include "server/shard/shard_rows.h"
 #include "server/shard/shard_stats.h"
+#include "server/shard/stall_inspector.h"
 #include "server/store/shard_store.h"
 
 namespace paramd {
@@ -131,7 +132,8 @@ class Shard {
   void GetStatus(proto::ShardStatus* status) const;
 
   // Drops workers silent for longer than their lease from the live set and
-  // logs pulls waiting longer than warn_after_seconds (once each).
+  // logs stalls: pulls waiting longer than stall_warn_seconds, again with
+  // back-off (StallInspector).
   void Tick();
 
   // Wakes every waiting pull with Unavailable.
@@ -146,6 +148,7 @@ class Shard {
   const ShardStore& store() const { return store_; }
   const ShardStats& stats() const { return stats_; }
   UpdatePolicy& policy() { return *policy_; }
+  const UpdatePolicy& policy() const { return *policy_; }
 
   // For tests: waits up to `timeout` until `n` pulls are waiting.
   bool TEST_AwaitWaitingPulls(size_t n, absl::Duration timeout);
@@ -185,6 +188,7 @@ class Shard {
   JobMetrics metrics_;
   ShardStats stats_;
   PullWaiters waiters_;
+  StallInspector stalls_;  // Over waiters_, policy_ and workers_.
 
   // Null without checkpoint.dir; set before serving.
   std::unique_ptr<ShardCheckpoints> checkpoints_;

@@ -92,6 +92,9 @@ void AddWorkers(const proto::ShardStatus& s, MetricFamilies& text) {
                "restart).");
   text.Declare("paramd_worker_pushes_total", T::Counter,
                "Pushes of the rank applied.");
+  text.Declare("paramd_worker_stalling", T::Gauge,
+               "1 while a stalled pull (waiting longer than "
+               "liveness.stall_warn_seconds) waits for the rank.");
   text.Declare("paramd_worker_restarts_total", T::Counter,
                "Worker restarts seen across ranks (registrations after each "
                "rank's first).");
@@ -112,9 +115,22 @@ void AddWorkers(const proto::ShardStatus& s, MetricFamilies& text) {
              static_cast<double>(w.registrations()));
     text.Add("paramd_worker_pushes_total", rank,
              static_cast<double>(w.pushes()));
+    text.Add("paramd_worker_stalling", rank, w.stalling() ? 1 : 0);
   }
   text.Add("paramd_live_workers", {}, live);
   text.Add("paramd_worker_restarts_total", {}, static_cast<double>(restarts));
+}
+
+// Pulls waiting longer than liveness.stall_warn_seconds.
+void AddStalls(const proto::ShardStatus& s, MetricFamilies& text) {
+  int stalled = 0;
+  for (const proto::WaitingPull& p : s.waiting()) stalled += p.stalled();
+  One(text, "paramd_stalled_pulls", T::Gauge,
+      "Pulls waiting longer than liveness.stall_warn_seconds now.", stalled);
+  One(text, "paramd_stall_warnings_total", T::Counter,
+      "Stall warnings logged (each stalled pull after 1x, 2x, 4x, ... the "
+      "stall time).",
+      static_cast<double>(s.stall_warnings()));
 }
 
 // Training progress (shard 0 keeps the job's epochs).
@@ -196,7 +212,13 @@ std::vector<prometheus::MetricFamily> ShardMetrics(const Shard& shard,
       {{"paramd_job", s.job_id()}, {"shard", absl::StrCat(s.shard())}});
   AddShardState(s, text);
   AddShardTimes(shard.stats(), s.waiting_size(), text);
+  text.Declare("paramd_push_staleness", T::Histogram,
+               "Staleness of accepted pushes: versions between the one the "
+               "rank pulled and the one its push made (1: fresh).");
+  text.AddHistogram("paramd_push_staleness", {},
+                    shard.policy().push_staleness().Snapshot());
   AddWorkers(s, text);
+  AddStalls(s, text);
   AddEpochs(s, text);
   AddTables(s, text);
   AddRecovery(s, text);

@@ -40,7 +40,7 @@ JobConfig BenchJob(int64_t bytes, const TransportOptions& o) {
   config.policy.type =
       o.policy == "sync" ? PolicyType::kSync : PolicyType::kAsync;
   config.liveness.lease_seconds = 3600;  // No heartbeats in the bench.
-  config.liveness.warn_after_seconds = 3600;
+  config.liveness.stall_warn_seconds = 3600;
   config.chunk_bytes = o.chunk_bytes;
   return config;
 }
@@ -256,7 +256,7 @@ std::string BenchJobYaml(int64_t bytes, const TransportOptions& o) {
       "optimizer:\n  type: sgd\n  learning_rate: ", c.optimizer.learning_rate,
       "\n", "policy:\n  type: ", o.policy, "\n",
       "liveness:\n  lease_seconds: ", c.liveness.lease_seconds,
-      "\n  warn_after_seconds: ", c.liveness.warn_after_seconds, "\n",
+      "\n  stall_warn_seconds: ", c.liveness.stall_warn_seconds, "\n",
       "partition:\n  chunk_bytes: ", c.chunk_bytes, "\n");
 }
 

@@ -2,6 +2,8 @@
 
 #include <google/protobuf/util/json_util.h>
 
+#include <algorithm>
+
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 
@@ -108,10 +110,25 @@ std::string WaitingLines(const std::vector<ServerStatus>& servers) {
     if (!s.status.ok()) continue;
     for (const proto::WaitingPull& p : s.status->waiting()) {
       if (out.empty()) out += "\nWAITING PULLS\n";
-      absl::StrAppendFormat(&out,
-                            "  shard %d: rank %d at clock %d, %.1fs: %s\n",
-                            s.status->shard(), p.rank(), p.clock(),
-                            p.waited_seconds(), p.waiting_on());
+      absl::StrAppendFormat(
+          &out, "  shard %d: %srank %d at clock %d, %.1fs: %s\n",
+          s.status->shard(), p.stalled() ? "STALLED " : "", p.rank(), p.clock(),
+          p.waited_seconds(), p.waiting_on());
+      if (!p.stalled()) continue;
+      // What each rank it waits for last did, as this shard saw it.
+      for (uint32_t r : p.waits_for()) {
+        if (r >= static_cast<uint32_t>(s.status->workers_size())) continue;
+        const proto::WorkerStatus& w = s.status->workers(r);
+        auto ago = [](double seconds) {
+          return seconds < 0 ? std::string("never")
+                             : absl::StrFormat("%.1fs ago", seconds);
+        };
+        absl::StrAppendFormat(
+            &out,
+            "    rank %d: %s, clock %d, last push %s, last heartbeat %s\n", r,
+            w.state(), w.clock(), ago(w.last_push_seconds_ago()),
+            ago(w.last_heartbeat_seconds_ago()));
+      }
     }
   }
   return out;
@@ -131,6 +148,37 @@ std::string CheckpointLines(const std::vector<ServerStatus>& servers) {
         st.restored_from().empty()
             ? ""
             : absl::StrCat(" (started from ", st.restored_from(), ")"));
+  }
+  return out;
+}
+
+// "<= b": the smallest bucket bound holding `q` of the histogram's
+// observations; "> b" past the last bound.
+std::string Quantile(const proto::CountHistogram& h, double q) {
+  const double target = q * static_cast<double>(h.count());
+  const int n = std::min(h.upper_bounds_size(), h.cumulative_size());
+  for (int i = 0; i < n; ++i) {
+    if (static_cast<double>(h.cumulative(i)) >= target) {
+      return absl::StrFormat("<= %g", h.upper_bounds(i));
+    }
+  }
+  return n == 0 ? "?" : absl::StrFormat("> %g", h.upper_bounds(n - 1));
+}
+
+// Under async and ssp: the staleness of each shard's pushes.
+std::string StalenessLines(const std::vector<ServerStatus>& servers) {
+  std::string out;
+  for (const ServerStatus& s : servers) {
+    if (!s.status.ok() || s.status->staleness_scaling().empty()) continue;
+    const proto::CountHistogram& h = s.status->push_staleness();
+    if (h.count() == 0) continue;
+    if (out.empty()) out += "\nPUSH STALENESS (versions since the pull)\n";
+    absl::StrAppendFormat(
+        &out,
+        "  shard %d: mean %.2f over %d pushes, p50 %s, p99 %s, "
+        "scaling %s\n",
+        s.status->shard(), h.sum() / static_cast<double>(h.count()), h.count(),
+        Quantile(h, 0.5), Quantile(h, 0.99), s.status->staleness_scaling());
   }
   return out;
 }
@@ -187,6 +235,7 @@ std::string FormatStatusTable(const std::vector<ServerStatus>& servers) {
   if (first != nullptr) out += WorkerLines(*first, servers);
   out += WaitingLines(servers);
   out += CheckpointLines(servers);
+  out += StalenessLines(servers);
   out += TableLines(servers);
   if (shard0 != nullptr) out += EpochLines(*shard0);
   return out;

@@ -67,7 +67,7 @@ std::string JobYamlText(const LoadOptions& o) {
       "policy:\n  type: ", o.policy,
       o.policy == "ssp" ? "\n  staleness: 2\n" : "\n",
       "liveness:\n  lease_seconds: 120\n  heartbeat_seconds: 1\n"
-      "  warn_after_seconds: 120\n",
+      "  stall_warn_seconds: 120\n",
       "partition:\n  chunk_bytes: 65536\n",
       "testing:\n  drop_reply_probability: ", o.drop,
       "\n  delay_reply_ms: ", o.delay_ms, "\n");
