@@ -135,6 +135,25 @@ TEST_CASE("each bad job file names file, line and field", "[config]") {
        absl::StrReplaceAll(good,
                            {{"type: sync", "type: sync\n  staleness: 2"}}),
        "policy.staleness", "staleness: 2", "only applies to policy.type ssp"},
+      {"clip_norm not positive",
+       absl::StrReplaceAll(good, {{"learning_rate: 0.05",
+                                   "learning_rate: 0.05\n  clip_norm: 0"}}),
+       "optimizer.clip_norm", "clip_norm: 0", "must be > 0"},
+      {"guard loss_spike not above 1", good + "guard:\n  loss_spike: 1\n",
+       "guard.loss_spike", "loss_spike: 1", "must be > 1"},
+      {"guard with an unknown action",
+       good + "guard:\n  on_diverge: skip_push\n", "guard.on_diverge",
+       "on_diverge: skip_push",
+       "unknown action 'skip_push' (expected: warn or "
+       "stop)"},
+      {"guard with an unknown key", good + "guard:\n  spike: 3\n",
+       "guard.spike", "spike: 3", "unknown"},
+      {"both names of the stall time",
+       absl::StrReplaceAll(
+           good, {{"stall_warn_seconds: 30",
+                   "stall_warn_seconds: 30\n  warn_after_seconds: 5"}}),
+       "liveness.warn_after_seconds", "warn_after_seconds: 5",
+       "older name of liveness.stall_warn_seconds"},
       {"staleness scaling for sync",
        absl::StrReplaceAll(
            good, {{"type: sync", "type: sync\n  staleness_scaling: inverse"}}),
@@ -326,6 +345,31 @@ TEST_CASE("policies, liveness and testing aids parse", "[config]") {
   CHECK(a->policy.staleness_scaling == StalenessScaling::kNone);
   CHECK(a->liveness.lease_seconds == 10);  // defaults
   CHECK(a->testing.slow_rank == -1);
+
+  // The guards: clip_norm under any optimizer; `guard` on with defaults.
+  const std::string guarded = WriteFile(
+      NewTempDir() + "/job.yaml",
+      absl::StrReplaceAll(good, {{"learning_rate: 0.05",
+                                  "learning_rate: 0.05\n  clip_norm: 5"}}) +
+          "guard:\n  on_diverge: stop\n");
+  absl::StatusOr<JobConfig> g = LoadJobConfig(guarded);
+  INFO(g.status().ToString());
+  REQUIRE(g.ok());
+  CHECK(g->optimizer.clip_norm == 5);
+  CHECK(g->guard.enabled);
+  CHECK(g->guard.loss_spike == 10);
+  CHECK(g->guard.warmup_pushes == 20);
+  CHECK(g->guard.on_diverge == OnDiverge::kStop);
+  CHECK_FALSE(a->guard.enabled);
+  CHECK(a->optimizer.clip_norm == 0);
+  // The stall time's older name.
+  const std::string older = WriteFile(
+      NewTempDir() + "/job.yaml",
+      absl::StrReplaceAll(
+          good, {{"stall_warn_seconds: 30", "warn_after_seconds: 7"}}));
+  absl::StatusOr<JobConfig> w = LoadJobConfig(older);
+  REQUIRE(w.ok());
+  CHECK(w->liveness.stall_warn_seconds == 7);
 
   for (const char* type : {"async", "ssp\n  staleness: 1"}) {
     const std::string scaled = WriteFile(

@@ -146,6 +146,22 @@ TEST_CASE("async and ssp shards show their pushes' staleness",
   CHECK(FormatStatusTable({{"a", st}}).find("p99 > 4,") != std::string::npos);
 }
 
+TEST_CASE("clipped pushes and divergences get a line per shard",
+          "[status_format]") {
+  proto::ShardStatus st = Shard0();
+  CHECK(FormatStatusTable({{"a", st}}).find("GUARDS") == std::string::npos);
+  st.set_clipped_pushes(12);
+  st.set_divergences(2);
+  st.mutable_workers(1)->set_divergences(2);
+  st.mutable_workers(1)->set_mean_loss(0.4321);
+  st.set_guard_stopped("Push: the job was stopped by its guard");
+  CHECK(
+      FormatStatusTable({{"a", st}})
+          .find("\nGUARDS\n  shard 0: 12 push(es) clipped, 2 divergence(s); "
+                "rank 1: 2 (mean loss 0.4321)\n    STOPPED: Push: the job was "
+                "stopped by its guard\n") != std::string::npos);
+}
+
 TEST_CASE("with every server down the table still lists them",
           "[status_format]") {
   std::vector<ServerStatus> down = {

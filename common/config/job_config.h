@@ -169,6 +169,9 @@ struct OptimizerConfig {
   double alpha = 0.99;      // rmsprop: smoothing of the squared gradient
   double eps = 0;           // adam, adamw, rmsprop 1e-8; adagrad 1e-10
   ScheduleConfig schedule;
+  // > 0: a push whose gradient's L2 norm (over the chunks and rows one
+  // shard receives) exceeds this is scaled down to it, on the server.
+  double clip_norm = 0;
 };
 
 // How async and ssp weigh a push by its staleness tau: the versions the
@@ -293,6 +296,21 @@ struct SecurityConfig {
   bool tls() const { return !tls_cert.empty(); }
 };
 
+// The servers' watch for diverging workers (the `guard` section; off
+// without it): a push whose batch loss is not finite, or above loss_spike
+// times the rank's running mean of its losses, is a divergence.
+enum class OnDiverge {
+  kWarn,  // Logged, counted and shown; the push is applied.
+  kStop,  // As kWarn, and every later push of the job is refused.
+};
+
+struct GuardConfig {
+  bool enabled = false;
+  double loss_spike = 10;
+  int warmup_pushes = 20;  // Pushes of a rank before its mean counts.
+  OnDiverge on_diverge = OnDiverge::kWarn;
+};
+
 // Testing aids, documented as such: they make a run slower on purpose.
 struct TestingConfig {
   int slow_rank = -1;  // This rank sleeps slow_step_ms per step.
@@ -341,6 +359,7 @@ struct JobConfig {
   TrainingConfig training;
   OptimizerConfig optimizer;
   PolicyConfig policy;
+  GuardConfig guard;
   LivenessConfig liveness;
   LimitsConfig limits;
   SecurityConfig security;

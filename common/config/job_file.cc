@@ -49,17 +49,17 @@ class JobParser {
     RETURN_IF_ERROR(r_.CheckMapping(
         root, "",
         {"job", "cluster", "model", "data", "training", "optimizer", "policy",
-         "liveness", "limits", "security", "checkpoint", "restart", "metrics",
-         "compression", "partition", "worker", "testing"}));
+         "guard", "liveness", "limits", "security", "checkpoint", "restart",
+         "metrics", "compression", "partition", "worker", "testing"}));
     for (auto step : {&JobParser::ParseJob, &JobParser::ParseCluster,
                       &JobParser::ParseModel, &JobParser::ParseData,
                       &JobParser::ParseTraining, &JobParser::ParseOptimizer,
-                      &JobParser::ParsePolicy, &JobParser::ParseLiveness,
-                      &JobParser::ParseLimits, &JobParser::ParseSecurity,
-                      &JobParser::ParseCheckpoint, &JobParser::ParseRestart,
-                      &JobParser::ParseMetrics, &JobParser::ParseCompression,
-                      &JobParser::ParsePartition, &JobParser::ParseWorker,
-                      &JobParser::ParseTesting}) {
+                      &JobParser::ParsePolicy, &JobParser::ParseGuard,
+                      &JobParser::ParseLiveness, &JobParser::ParseLimits,
+                      &JobParser::ParseSecurity, &JobParser::ParseCheckpoint,
+                      &JobParser::ParseRestart, &JobParser::ParseMetrics,
+                      &JobParser::ParseCompression, &JobParser::ParsePartition,
+                      &JobParser::ParseWorker, &JobParser::ParseTesting}) {
       RETURN_IF_ERROR((this->*step)(root, &c));
     }
     return c;
@@ -241,6 +241,15 @@ class JobParser {
     ASSIGN_OR_RETURN(const YAML::Node p,
                      Section(root, "policy", true, PolicySectionKeys()));
     return ParsePolicySection(r_, p, &c->policy);
+  }
+
+  absl::Status ParseGuard(const YAML::Node& root, JobConfig* c) {
+    if (!root["guard"].IsDefined() || root["guard"].IsNull()) {
+      return absl::OkStatus();  // off
+    }
+    ASSIGN_OR_RETURN(const YAML::Node g,
+                     Section(root, "guard", false, GuardSectionKeys()));
+    return ParseGuardSection(r_, g, &c->guard);
   }
 
   absl::Status ParseLiveness(const YAML::Node& root, JobConfig* c) {

@@ -31,7 +31,10 @@ absl::Status CheckKeysOfType(const YamlReader& r, const YAML::Node& o,
   }
   for (auto it = o.begin(); it != o.end(); ++it) {
     const std::string key = it->first.Scalar();
-    if (key == "type" || key == "learning_rate" || key == "schedule") continue;
+    if (key == "type" || key == "learning_rate" || key == "schedule" ||
+        key == "clip_norm") {
+      continue;
+    }
     if (allowed->second.count(key) == 0) {
       return r.Error(it->first, absl::StrCat("optimizer.", key),
                      absl::StrCat("does not apply to optimizer.type ", type));
@@ -143,8 +146,8 @@ absl::Status ParseScheduleSection(YamlReader& r, const YAML::Node& optimizer,
 
 const std::set<std::string>& OptimizerSectionKeys() {
   static const auto* const kKeys = new std::set<std::string>{
-      "type",  "learning_rate", "momentum", "weight_decay", "nesterov",
-      "beta1", "beta2",         "alpha",    "eps",          "schedule"};
+      "type",  "learning_rate", "momentum", "weight_decay", "nesterov", "beta1",
+      "beta2", "alpha",         "eps",      "schedule",     "clip_norm"};
   return *kKeys;
 }
 
@@ -154,6 +157,13 @@ absl::Status ParseOptimizerSection(YamlReader& r, const YAML::Node& o,
   RETURN_IF_ERROR(CheckKeysOfType(r, o, oc->type));
   oc->eps = oc->type == "adagrad" ? 1e-10 : 1e-8;
   RETURN_IF_ERROR(ParseNumbers(r, o, oc));
+  if (o["clip_norm"].IsDefined()) {
+    RETURN_IF_ERROR(r.Get(o, "optimizer", "clip_norm", true, &oc->clip_norm));
+    if (!(oc->clip_norm > 0 && oc->clip_norm < 1e9)) {
+      return r.Error(o["clip_norm"], "optimizer.clip_norm",
+                     "must be > 0 (leave it out for no clipping)");
+    }
+  }
   RETURN_IF_ERROR(r.Get(o, "optimizer", "nesterov", false, &oc->nesterov));
   if (oc->nesterov && oc->momentum == 0) {
     return r.Error(o["nesterov"], "optimizer.nesterov",

@@ -57,4 +57,38 @@ absl::Status ParsePolicySection(YamlReader& r, const YAML::Node& p,
   return absl::OkStatus();
 }
 
+const std::set<std::string>& GuardSectionKeys() {
+  static const std::set<std::string>* keys =
+      new std::set<std::string>{"loss_spike", "warmup_pushes", "on_diverge"};
+  return *keys;
+}
+
+absl::Status ParseGuardSection(YamlReader& r, const YAML::Node& g,
+                               GuardConfig* c) {
+  if (!g.IsDefined() || g.IsNull()) return absl::OkStatus();
+  c->enabled = true;
+  RETURN_IF_ERROR(r.Get(g, "guard", "loss_spike", false, &c->loss_spike));
+  if (!(c->loss_spike > 1 && c->loss_spike < 1e9)) {
+    return r.Error(g["loss_spike"], "guard.loss_spike",
+                   "must be > 1 (a multiple of the rank's mean loss)");
+  }
+  RETURN_IF_ERROR(r.Get(g, "guard", "warmup_pushes", false, &c->warmup_pushes));
+  if (c->warmup_pushes < 1 || c->warmup_pushes > 1000000) {
+    return r.Error(g["warmup_pushes"], "guard.warmup_pushes",
+                   "must be between 1 and 1000000");
+  }
+  std::string action = "warn";
+  RETURN_IF_ERROR(r.Get(g, "guard", "on_diverge", false, &action));
+  if (action == "warn") {
+    c->on_diverge = OnDiverge::kWarn;
+  } else if (action == "stop") {
+    c->on_diverge = OnDiverge::kStop;
+  } else {
+    return r.Error(
+        g["on_diverge"], "guard.on_diverge",
+        absl::StrCat("unknown action '", action, "' (expected: warn or stop)"));
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace paramd

@@ -1,4 +1,5 @@
-// The job file's `policy` section, read into a PolicyConfig. Part of the
+// The job file's `policy` and `guard` sections — how the servers take
+// pushes — read into a PolicyConfig and a GuardConfig. Part of the
 // job-file parser (common/config/job_file.h).
 #ifndef PARAMD_COMMON_CONFIG_POLICY_SECTION_H_
 #define PARAMD_COMMON_CONFIG_POLICY_SECTION_H_
@@ -22,6 +23,13 @@ const std::set<std::string>& PolicySectionKeys();
 // takes (a key of another type is refused, naming the types it applies to).
 absl::Status ParsePolicySection(YamlReader& reader, const YAML::Node& node,
                                 PolicyConfig* out);
+
+// Reads the `guard` mapping `node` (its keys already checked against
+// GuardSectionKeys), which turns the guard on; absent or null: it stays
+// off.
+const std::set<std::string>& GuardSectionKeys();
+absl::Status ParseGuardSection(YamlReader& reader, const YAML::Node& node,
+                               GuardConfig* out);
 
 }  // namespace paramd
 

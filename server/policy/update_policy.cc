@@ -140,6 +140,13 @@ absl::Status UpdatePolicy::Push(int rank, uint64_t clock,
   return absl::OkStatus();
 }
 
+bool UpdatePolicy::IsRetry(int rank, uint64_t clock) {
+  if (rank < 0 || rank >= num_workers_) return false;
+  absl::MutexLock lock(&mu_);
+  return clock <= static_cast<uint64_t>(INT64_MAX) &&
+         last_accepted_[rank] == static_cast<int64_t>(clock);
+}
+
 absl::Status UpdatePolicy::CheckRowRoom(
     absl::Span<const RowGrads> rows,
     const std::function<bool(uint32_t, uint64_t)>& pending,

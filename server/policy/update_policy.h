@@ -80,6 +80,10 @@ class UpdatePolicy {
                     absl::Span<const RowGrads> rows = {},
                     bool* duplicate = nullptr) ABSL_LOCKS_EXCLUDED(mu_);
 
+  // Whether a push of (rank, clock) would be acknowledged as a retry of
+  // the one accepted last from `rank` (Push's exactly-once rule).
+  bool IsRetry(int rank, uint64_t clock) ABSL_LOCKS_EXCLUDED(mu_);
+
   // The store's first values come from a worker (model.initial_values:
   // rank0): until Initialize, no pull may read it and pushes are refused.
   // Called before serving; Restore ends the wait (a checkpoint holds

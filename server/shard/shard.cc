@@ -67,6 +67,7 @@ Shard::Shard(const JobConfig& config, int shard_id, ModelSpec spec,
       policy_(MakeUpdatePolicy(config.policy, config.num_workers, &store_)),
       workers_(config.num_workers),
       metrics_(config.num_workers),
+      guard_(config, shard_id, &store_),
       stalls_(shard_id, absl::Seconds(config.liveness.stall_warn_seconds),
               &waiters_, policy_.get(), &workers_),
       calls_(config.num_workers, config.limits.max_inflight_per_worker,
@@ -191,10 +192,16 @@ absl::Status Shard::Push(const PushView& request,
   bytes += rows.wire_bytes;
   float32_bytes += rows.float32_bytes;
   const absl::Time now = clock_->Now();
-  workers_.OnSeen(static_cast<int>(request.rank), now);
+  const int rank = static_cast<int>(request.rank);
+  workers_.OnSeen(rank, now);
+  if (!policy_->IsRetry(rank, request.clock)) {
+    RETURN_IF_ERROR(guard_.Watch(rank, request.clock, request.loss));
+  }
+  const GradientGuard::Clipped clipped = guard_.Clip(chunks.values, rows.grads);
   bool duplicate = false;
-  RETURN_IF_ERROR(policy_->Push(static_cast<int>(request.rank), request.clock,
-                                chunks.values, rows.grads, &duplicate));
+  RETURN_IF_ERROR(policy_->Push(rank, request.clock, clipped.chunks,
+                                clipped.rows, &duplicate));
+  if (!duplicate && clipped.clipped) guard_.CountClipped(rank);
   if (!duplicate) {
     for (const RowGrads& r : rows.grads) {
       store_.table(r.table).CountPushed(r.ids.size());
@@ -461,6 +468,7 @@ void Shard::GetStatus(proto::ShardStatus* status) const {
   FillWorkersStatus(workers_.Snapshot(), policy_->Workers(), metrics_, now,
                     status);
   stalls_.FillStatus(now, status);
+  guard_.FillStatus(status);
 }
 
 void Shard::FlushCheckpoints() {

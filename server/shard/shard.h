@@ -29,6 +29,7 @@
 #include "server/policy/update_policy.h"
 #include "server/policy/worker_registry.h"
 #include "server/shard/call_limiter.h"
+#include "server/shard/gradient_guard.h"
 #include "server/shard/job_metrics.h"
 #include "server/shard/request_checks.h"
 #include "server/shard/shard_checkpoints.h"
@@ -188,6 +189,7 @@ class Shard {
   JobMetrics metrics_;
   ShardStats stats_;
   PullWaiters waiters_;
+  GradientGuard guard_;    // Clipping and the divergence watch.
   StallInspector stalls_;  // Over waiters_, policy_ and workers_.
 
   // Null without checkpoint.dir; set before serving.

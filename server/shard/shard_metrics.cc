@@ -92,6 +92,8 @@ void AddWorkers(const proto::ShardStatus& s, MetricFamilies& text) {
                "restart).");
   text.Declare("paramd_worker_pushes_total", T::Counter,
                "Pushes of the rank applied.");
+  text.Declare("paramd_worker_divergences_total", T::Counter,
+               "The rank's pushes the guard found diverging.");
   text.Declare("paramd_worker_stalling", T::Gauge,
                "1 while a stalled pull (waiting longer than "
                "liveness.stall_warn_seconds) waits for the rank.");
@@ -116,17 +118,29 @@ void AddWorkers(const proto::ShardStatus& s, MetricFamilies& text) {
     text.Add("paramd_worker_pushes_total", rank,
              static_cast<double>(w.pushes()));
     text.Add("paramd_worker_stalling", rank, w.stalling() ? 1 : 0);
+    text.Add("paramd_worker_divergences_total", rank,
+             static_cast<double>(w.divergences()));
   }
   text.Add("paramd_live_workers", {}, live);
   text.Add("paramd_worker_restarts_total", {}, static_cast<double>(restarts));
 }
 
-// Pulls waiting longer than liveness.stall_warn_seconds.
+// Pulls waiting longer than liveness.stall_warn_seconds, and the gradient
+// guards' counts.
 void AddStalls(const proto::ShardStatus& s, MetricFamilies& text) {
   int stalled = 0;
   for (const proto::WaitingPull& p : s.waiting()) stalled += p.stalled();
   One(text, "paramd_stalled_pulls", T::Gauge,
       "Pulls waiting longer than liveness.stall_warn_seconds now.", stalled);
+  One(text, "paramd_clipped_pushes_total", T::Counter,
+      "Pushes scaled down to optimizer.clip_norm.",
+      static_cast<double>(s.clipped_pushes()));
+  One(text, "paramd_divergences_total", T::Counter,
+      "Pushes the guard found diverging (loss spike or not finite).",
+      static_cast<double>(s.divergences()));
+  One(text, "paramd_guard_stopped", T::Gauge,
+      "1 once guard.on_diverge stop refuses the job's pushes.",
+      s.guard_stopped().empty() ? 0 : 1);
   One(text, "paramd_stall_warnings_total", T::Counter,
       "Stall warnings logged (each stalled pull after 1x, 2x, 4x, ... the "
       "stall time).",

@@ -73,6 +73,8 @@ class ShardStore {
   // plan.ChunksOfShard(shard).
   int num_chunks() const { return static_cast<int>(specs_.size()); }
   const ChunkSpec& chunk_spec(int local) const { return specs_[local]; }
+  // Whether chunk `local` is of a statistic (TensorKind::kStatistic).
+  bool is_statistic(int local) const { return statistic_[local]; }
   // Local index of the plan's chunk `global`, or -1 when another shard owns
   // it.
   int LocalIndex(int global) const;

@@ -183,6 +183,33 @@ std::string StalenessLines(const std::vector<ServerStatus>& servers) {
   return out;
 }
 
+// Pushes clipped and divergences, where there were any.
+std::string GuardLines(const std::vector<ServerStatus>& servers) {
+  std::string out;
+  for (const ServerStatus& s : servers) {
+    if (!s.status.ok()) continue;
+    const proto::ShardStatus& st = *s.status;
+    if (st.clipped_pushes() == 0 && st.divergences() == 0) continue;
+    if (out.empty()) out += "\nGUARDS\n";
+    std::string ranks;
+    for (const proto::WorkerStatus& w : st.workers()) {
+      if (w.divergences() == 0) continue;
+      absl::StrAppendFormat(&ranks, "%s rank %d: %d (mean loss %.4g)",
+                            ranks.empty() ? ";" : ",", w.rank(),
+                            w.divergences(), w.mean_loss());
+    }
+    absl::StrAppendFormat(&out,
+                          "  shard %d: %d push(es) clipped, %d "
+                          "divergence(s)%s\n",
+                          st.shard(), st.clipped_pushes(), st.divergences(),
+                          ranks);
+    if (!st.guard_stopped().empty()) {
+      absl::StrAppendFormat(&out, "    STOPPED: %s\n", st.guard_stopped());
+    }
+  }
+  return out;
+}
+
 // Each shard's rows of each embedding table.
 std::string TableLines(const std::vector<ServerStatus>& servers) {
   std::string out;
@@ -236,6 +263,7 @@ std::string FormatStatusTable(const std::vector<ServerStatus>& servers) {
   out += WaitingLines(servers);
   out += CheckpointLines(servers);
   out += StalenessLines(servers);
+  out += GuardLines(servers);
   out += TableLines(servers);
   if (shard0 != nullptr) out += EpochLines(*shard0);
   return out;

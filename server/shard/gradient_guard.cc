@@ -1,0 +1,120 @@
+#include "server/shard/gradient_guard.h"
+
+#include <spdlog/spdlog.h>
+
+#include <cmath>
+
+#include "absl/strings/str_format.h"
+
+namespace paramd {
+namespace {
+
+// The newest loss's weight in a rank's running mean.
+constexpr double kMeanWeight = 1.0 / 16;
+
+double SquaredSum(absl::Span<const float> values) {
+  double sum = 0;
+  for (float v : values) sum += static_cast<double>(v) * v;
+  return sum;
+}
+
+}  // namespace
+
+GradientGuard::GradientGuard(const JobConfig& config, int shard,
+                             const ShardStore* store)
+    : clip_norm_(config.optimizer.clip_norm),
+      config_(config.guard),
+      shard_(shard),
+      store_(store),
+      ranks_(config.num_workers) {}
+
+GradientGuard::Clipped GradientGuard::Clip(
+    absl::Span<const absl::Span<const float>> chunks,
+    absl::Span<const RowGrads> rows) const {
+  Clipped out;
+  out.chunks.assign(chunks.begin(), chunks.end());
+  out.rows.assign(rows.begin(), rows.end());
+  if (clip_norm_ <= 0) return out;
+  double squares = 0;
+  for (size_t c = 0; c < chunks.size(); ++c) {
+    if (!store_->is_statistic(static_cast<int>(c))) {
+      squares += SquaredSum(chunks[c]);
+    }
+  }
+  for (const RowGrads& r : rows) squares += SquaredSum(r.values);
+  out.norm = std::sqrt(squares);
+  if (!(out.norm > clip_norm_)) return out;
+  out.clipped = true;
+  const float scale = static_cast<float>(clip_norm_ / out.norm);
+  auto scaled = [&](absl::Span<const float> from) {
+    std::vector<float>& to = out.storage.emplace_back(from.begin(), from.end());
+    for (float& v : to) v *= scale;
+    return absl::Span<const float>(to);
+  };
+  out.storage.reserve(chunks.size() + rows.size());
+  for (size_t c = 0; c < chunks.size(); ++c) {
+    if (!store_->is_statistic(static_cast<int>(c))) {
+      out.chunks[c] = scaled(chunks[c]);
+    }
+  }
+  for (RowGrads& r : out.rows) r.values = scaled(r.values);
+  return out;
+}
+
+absl::Status GradientGuard::Watch(int rank, uint64_t clock, float loss) {
+  if (!config_.enabled) return absl::OkStatus();
+  absl::MutexLock lock(&mu_);
+  if (!stopped_.empty()) return absl::FailedPreconditionError(stopped_);
+  Rank& r = ranks_[rank];
+  const bool finite = std::isfinite(loss);
+  const bool armed = r.losses >= static_cast<uint64_t>(config_.warmup_pushes);
+  if (finite && !(armed && loss > config_.loss_spike * r.mean)) {
+    r.mean = r.losses == 0 ? loss : r.mean + kMeanWeight * (loss - r.mean);
+    ++r.losses;
+    return absl::OkStatus();
+  }
+  // A divergence: its loss stays out of the mean.
+  ++r.divergences;
+  ++divergences_;
+  const std::string what =
+      finite ? absl::StrFormat(
+                   "loss %.4g is %.1fx its running mean %.4g "
+                   "(guard.loss_spike %g)",
+                   loss, loss / r.mean, r.mean, config_.loss_spike)
+             : absl::StrFormat("loss %g is not finite", loss);
+  spdlog::warn("shard {}: rank {} diverges at clock {}: {}{}", shard_, rank,
+               clock, what,
+               config_.on_diverge == OnDiverge::kStop
+                   ? "; guard.on_diverge stop: the job's pushes are refused "
+                     "from now on"
+                   : "");
+  if (config_.on_diverge != OnDiverge::kStop) return absl::OkStatus();
+  stopped_ = absl::StrFormat(
+      "Push: the job was stopped by its guard (on_diverge: stop): rank %d at "
+      "clock %d: %s",
+      rank, clock, what);
+  return absl::FailedPreconditionError(stopped_);
+}
+
+void GradientGuard::CountClipped(int rank) {
+  absl::MutexLock lock(&mu_);
+  ++clipped_;
+  ++ranks_[rank].clipped;
+}
+
+void GradientGuard::FillStatus(proto::ShardStatus* status) const {
+  absl::MutexLock lock(&mu_);
+  status->set_clipped_pushes(clipped_);
+  status->set_divergences(divergences_);
+  status->set_guard_stopped(stopped_);
+  for (int i = 0; i < status->workers_size(); ++i) {
+    proto::WorkerStatus* w = status->mutable_workers(i);
+    if (w->rank() >= ranks_.size()) continue;
+    const Rank& r = ranks_[w->rank()];
+    w->set_clipped_pushes(r.clipped);
+    w->set_divergences(r.divergences);
+    w->set_mean_loss(r.mean);
+  }
+}
+
+}  // namespace paramd

@@ -1,0 +1,88 @@
+// GradientGuard: a shard's guards on the pushes it takes, before they reach
+// the policy.
+//
+// Clipping (optimizer.clip_norm): a push whose gradient's L2 norm — over
+// the trainable chunks and the embedding rows this shard receives, layer
+// statistics apart — exceeds the bound is scaled down to it (copied; the
+// wire's buffers stay as they came). With several shards each clips its
+// own part of a step, so a step's norm over the whole model is at most
+// clip_norm x sqrt(shards).
+//
+// Divergence watch (the `guard` section): per rank, a running mean of its
+// pushes' batch losses (exponential, weight 1/16 for the newest, counted
+// once warmup_pushes losses are in); a push whose loss is not finite or
+// above loss_spike x that mean is a divergence — logged naming the rank,
+// its loss and mean, counted in status and metrics; with on_diverge: stop
+// that push and every later one of the job are refused
+// (FAILED_PRECONDITION, naming the first divergence). Thread-safe.
+#ifndef PARAMD_SERVER_SHARD_GRADIENT_GUARD_H_
+#define PARAMD_SERVER_SHARD_GRADIENT_GUARD_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/status.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/types/span.h"
+#include "common/config/job_config.h"
+#include "proto/paramd.pb.h"
+#include "server/store/shard_store.h"
+
+namespace paramd {
+
+class GradientGuard {
+ public:
+  // `store` (for which chunks are statistics) must outlive the guard.
+  GradientGuard(const JobConfig& config, int shard, const ShardStore* store);
+
+  // What Clip made of a push: the spans to hand to the policy (the push's
+  // own, or scaled copies held here).
+  struct Clipped {
+    std::vector<absl::Span<const float>> chunks;
+    std::vector<RowGrads> rows;
+    std::vector<std::vector<float>> storage;
+    bool clipped = false;
+    double norm = 0;  // Before clipping.
+  };
+  // `chunks` by local index, `rows` as the policy takes them.
+  Clipped Clip(absl::Span<const absl::Span<const float>> chunks,
+               absl::Span<const RowGrads> rows) const;
+
+  // Watches a push's loss; FAILED_PRECONDITION when the job is stopped
+  // (this push's divergence or an earlier one) under on_diverge: stop.
+  // Call for pushes that are not retries, before they are applied.
+  absl::Status Watch(int rank, uint64_t clock, float loss);
+
+  // A clipped push of `rank` was applied.
+  void CountClipped(int rank) ABSL_LOCKS_EXCLUDED(mu_);
+
+  // clipped_pushes, divergences, guard_stopped (ShardStatus) and each
+  // rank's (WorkerStatus: clipped_pushes, divergences, mean_loss; the rows
+  // must be filled).
+  void FillStatus(proto::ShardStatus* status) const ABSL_LOCKS_EXCLUDED(mu_);
+
+ private:
+  struct Rank {
+    uint64_t losses = 0;  // Finite losses seen.
+    double mean = 0;
+    uint64_t divergences = 0;
+    uint64_t clipped = 0;
+  };
+
+  const double clip_norm_;
+  const GuardConfig config_;
+  const int shard_;
+  const ShardStore* const store_;
+
+  mutable absl::Mutex mu_;
+  std::vector<Rank> ranks_ ABSL_GUARDED_BY(mu_);
+  uint64_t clipped_ ABSL_GUARDED_BY(mu_) = 0;
+  uint64_t divergences_ ABSL_GUARDED_BY(mu_) = 0;
+  std::string stopped_ ABSL_GUARDED_BY(mu_);  // Why, once stopped.
+};
+
+}  // namespace paramd
+
+#endif  // PARAMD_SERVER_SHARD_GRADIENT_GUARD_H_
