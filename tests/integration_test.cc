@@ -236,3 +236,55 @@ TEST_CASE(
 
 }  // namespace
 }  // namespace paramd
+
+namespace paramd {
+namespace {
+
+TEST_CASE(
+    "sync with a backup worker: rounds close without the slow rank, which "
+    "skips ahead; its late pushes are dropped",
+    "[integration][sync][backup]") {
+  testing::JobOptions o;
+  o.workers = 3;
+  o.epochs = 2;
+  o.train_limit = 3072;  // 1024 per rank, 32 steps of 32 per epoch
+  o.test_limit = 600;
+  JobConfig config = testing::MakeJob(o, testing::NewTempDir());
+  config.policy.backup_workers = 1;
+  config.testing.slow_rank = 2;
+  config.testing.slow_step_ms = 30;
+  testing::LocalCluster cluster(config);
+  testing::Observed observed;
+  TrainAll(config, cluster, observed);
+  const uint64_t steps = 2 * 32;
+  for (int shard = 0; shard < 2; ++shard) {
+    proto::ShardStatus st;
+    cluster.server(shard).shard()->GetStatus(&st);
+    INFO("shard " << shard);
+    // Every round closed, none waited for rank 2 to the end.
+    CHECK(st.version() == steps);
+    CHECK(st.backup_workers() == 1);
+    REQUIRE(st.workers_size() == 3);
+    CHECK(st.workers(0).clock() == steps);
+    CHECK(st.workers(1).clock() == steps);
+    // (Rank 2 skipped to the end without pushing there.)
+    CHECK(st.workers(2).clock() <= steps);
+    // Ranks 0 and 1 pushed every round; the slow rank's pushes were late
+    // (dropped) or skipped, and what it pushed in time counted.
+    CHECK(st.workers(0).late_pushes() == 0);
+    CHECK(st.workers(2).late_pushes() > 0);
+    CHECK(st.late_pushes() == st.workers(2).late_pushes());
+    CHECK(st.workers(2).pushes() < steps);
+    if (shard == 0) {
+      REQUIRE(st.epochs_size() == 2);
+      CHECK(st.epochs(1).complete());
+      CHECK(st.epochs(1).test_accuracy() > 0.6);
+    }
+  }
+  std::lock_guard<std::mutex> lock(observed.mu);
+  CHECK(observed.losses[0].size() == steps);
+  CHECK(observed.losses[2].size() < steps);  // it skipped batches
+}
+
+}  // namespace
+}  // namespace paramd

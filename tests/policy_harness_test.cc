@@ -20,7 +20,8 @@ namespace {
 class Harness {
  public:
   Harness(PolicyType type, int workers, int staleness,
-          StalenessScaling scaling = StalenessScaling::kNone)
+          StalenessScaling scaling = StalenessScaling::kNone,
+          int backup_workers = 0)
       : clocks_(workers, 0) {
     spec_.tensors.push_back({"w", {4}, 4, 0.5f});
     spec_.total_elements = 4;
@@ -34,6 +35,7 @@ class Harness {
     config.type = type;
     config.staleness = staleness;
     config.staleness_scaling = scaling;
+    config.backup_workers = backup_workers;
     policy_ = MakeUpdatePolicy(config, workers, store_.get());
   }
 
@@ -114,6 +116,8 @@ class Harness {
   }
 
   UpdatePolicy& policy() { return *policy_; }
+  // The clock the script's next push of `rank` carries.
+  void SetClock(int rank, uint64_t clock) { clocks_[rank] = clock; }
   float value() {
     float v = 0;
     store_->Read(
@@ -305,6 +309,43 @@ TEST_CASE("staleness_scaling inverse divides a push's step by its staleness",
     h.Run("r0 r1 p0 r0 p0 p1 v3");
     CHECK(h.value() == Approx(start - (1.0f + 1.0f + 1.0f / 3.0f)));
   }
+}
+
+TEST_CASE(
+    "backup workers: a round closes without the last b, whose late "
+    "pushes are acknowledged and never applied to a later round",
+    "[policy][sync][backup]") {
+  Harness h(PolicyType::kSync, 3, 0, StalenessScaling::kNone, 1);
+  const float start = h.value();
+  // Round 0 closes with ranks 0 and 1: the mean of two gradients of ones.
+  h.Run("r0 r1 r2 p0 w0 p1 v1 r0 r1");
+  CHECK(h.value() == Approx(start - 1.0f));
+  CHECK(h.policy().WaitingOn(0, 2) ==
+        "version 2: round 1 waits for 2 more push(es) of rank(s) 0, 1, 2 to "
+        "clock 1 (policy.backup_workers 1)");
+  // Rank 2's push of round 0 comes late, while round 1 is open: dropped,
+  // answered OK, and round 1's mean is still of ranks 0 and 1 only.
+  h.Run("p2*100 v1 p0 p1 v2");
+  CHECK(h.value() == Approx(start - 2.0f));
+  std::vector<PolicyWorker> workers = h.policy().Workers();
+  CHECK(workers[2].dropped == 1);
+  CHECK(workers[2].clock == 1);
+  // Its retry is a duplicate, not a second drop.
+  bool duplicate = false;
+  const std::vector<float> g(4, 100.0f);
+  const absl::Span<const float> grads[] = {g};
+  REQUIRE(h.policy().Push(2, 0, grads, {}, &duplicate).ok());
+  CHECK(duplicate);
+  CHECK(h.policy().Workers()[2].dropped == 1);
+  // Its push of round 1 is late too; then it continues at round 2 (as the
+  // worker does after pulling version 2) and counts in that round.
+  h.Run("p2*100 v2");
+  CHECK(h.policy().Workers()[2].dropped == 2);
+  h.SetClock(2, 2);
+  h.Run("p2*4 p0 v3");  // mean of 4 and 1
+  CHECK(h.value() == Approx(start - 2.0f - 2.5f));
+  // A push older than the rank's clock is still refused.
+  REQUIRE(absl::IsFailedPrecondition(h.policy().Push(2, 1, grads)));
 }
 
 }  // namespace

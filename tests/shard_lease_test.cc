@@ -82,6 +82,20 @@ struct LeaseFixture {
     return st;
   }
 
+  // A pull of `rank` at `clock` on a thread of its own, returned once the
+  // shard holds it waiting; it must succeed when it ends.
+  std::thread StartWaitingPull(uint32_t rank, uint64_t clock) {
+    std::thread pull([this, rank, clock] {
+      proto::PullResponse resp;
+      CHECK(shard
+                ->Pull(testing::PullAt(config.job_id, rank, clock),
+                       absl::InfiniteFuture(), nullptr, &resp)
+                .ok());
+    });
+    REQUIRE(shard->TEST_AwaitWaitingPulls(1, absl::Seconds(30)));
+    return pull;
+  }
+
   FakeClock clock;
   JobConfig config;
   std::unique_ptr<Shard> shard;
@@ -156,16 +170,9 @@ TEST_CASE("a long pull is shown in status with what it waits on",
   f.Register(0, 0);
   f.Register(1, 0);
   REQUIRE(f.Push(0, 0).ok());
-  std::thread pull([&] {
-    proto::PullResponse resp;
-    CHECK(f.shard
-              ->Pull(testing::PullAt(f.config.job_id, 0, 1),
-                     absl::InfiniteFuture(), nullptr, &resp)
-              .ok());
-  });
-  REQUIRE(f.shard->TEST_AwaitWaitingPulls(1, absl::Seconds(30)));
+  std::thread pull = f.StartWaitingPull(0, 1);
   f.clock.Advance(absl::Seconds(3));  // past stall_warn_seconds (2)
-  f.shard->Tick();                    // logs it once
+  f.shard->Tick();                    // logs it (warning 1)
   proto::ShardStatus st = f.Status();
   REQUIRE(st.waiting_size() == 1);
   CHECK(st.waiting(0).rank() == 0);
@@ -212,14 +219,7 @@ TEST_CASE(
   f.Register(1, 0);
   REQUIRE(f.Push(0, 0).ok());
   f.Heartbeat(1);
-  std::thread pull([&] {
-    proto::PullResponse resp;
-    CHECK(f.shard
-              ->Pull(testing::PullAt(f.config.job_id, 0, 1),
-                     absl::InfiniteFuture(), nullptr, &resp)
-              .ok());
-  });
-  REQUIRE(f.shard->TEST_AwaitWaitingPulls(1, absl::Seconds(30)));
+  std::thread pull = f.StartWaitingPull(0, 1);
   LogCapture log;
   f.clock.Advance(absl::Seconds(1.5));
   f.shard->Tick();  // not a stall yet

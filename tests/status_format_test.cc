@@ -146,6 +146,18 @@ TEST_CASE("async and ssp shards show their pushes' staleness",
   CHECK(FormatStatusTable({{"a", st}}).find("p99 > 4,") != std::string::npos);
 }
 
+TEST_CASE("the job line names backup workers and the pushes they dropped",
+          "[status_format]") {
+  proto::ShardStatus st = Shard0();
+  st.set_policy("sync");
+  st.set_staleness_bound(-1);
+  st.set_backup_workers(1);
+  st.set_late_pushes(17);
+  CHECK(Lines(FormatStatusTable({{"a", st}}))[0] ==
+        "job fmnist   policy sync (backup workers 1, 17 late pushes dropped)"
+        "   1 shard(s)   lease 10s   epoch 1/5   last test accuracy 0.8125");
+}
+
 TEST_CASE("clipped pushes and divergences get a line per shard",
           "[status_format]") {
   proto::ShardStatus st = Shard0();

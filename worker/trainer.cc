@@ -167,6 +167,20 @@ absl::Status Trainer::Train() {
   }
 }
 
+void Trainer::SkipAhead(uint64_t version, uint64_t* clock) const {
+  // Under sync the version is the round; without backup workers it never
+  // runs ahead of the rank's clock.
+  if (config_.policy.backup_workers == 0 || version <= *clock) return;
+  // Not past the epoch's end: the epoch is still reported and evaluated.
+  const uint64_t steps = static_cast<uint64_t>(data_part_->steps_per_epoch());
+  const uint64_t epoch_end = (*clock + steps - 1) / steps * steps;
+  const uint64_t to = std::min(version, epoch_end);
+  if (to <= *clock) return;
+  spdlog::debug("rank {}: round {} closed without it; skipping clocks {}-{}",
+                rank_, *clock - 1, *clock, to - 1);
+  *clock = to;
+}
+
 absl::Status Trainer::Rejoin(const absl::Status& why, uint64_t* clock) {
   spdlog::warn("rank {}: {}; registering again", rank_,
                std::string(why.message()));
@@ -242,6 +256,7 @@ absl::Status Trainer::Step(uint64_t* clock, Batch* batch, EpochState* epoch,
   RETURN_IF_ERROR(version.status());
   if (options_.on_step) options_.on_step(*clock, loss);
   ++*clock;
+  SkipAhead(*version, clock);
   heartbeats_->SetClock(*clock);
   pulled_clock_ = static_cast<int64_t>(*clock);
   if (options_.on_pull) options_.on_pull(*version, params_);

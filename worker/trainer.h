@@ -111,6 +111,11 @@ class Trainer {
   // After `why` (ABORTED: a shard no longer counts the rank), registers
   // again; `*clock` is where training goes on.
   absl::Status Rejoin(const absl::Status& why, uint64_t* clock);
+  // With policy.backup_workers: a rank whose pull brought `version`, a
+  // round beyond `*clock` (rounds closed without it, its pushes dropped),
+  // continues there — at most to its epoch's end — skipping those
+  // batches.
+  void SkipAhead(uint64_t version, uint64_t* clock) const;
 
   const JobConfig config_;
   const int rank_;

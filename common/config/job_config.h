@@ -191,6 +191,9 @@ struct PolicyConfig {
   int staleness = 0;
   // async and ssp only.
   StalenessScaling staleness_scaling = StalenessScaling::kNone;
+  // sync only: a round closes once at most this many live workers are
+  // missing from it; their late pushes are acknowledged and dropped.
+  int backup_workers = 0;
 };
 
 struct LivenessConfig {

@@ -240,7 +240,7 @@ class JobParser {
   absl::Status ParsePolicy(const YAML::Node& root, JobConfig* c) {
     ASSIGN_OR_RETURN(const YAML::Node p,
                      Section(root, "policy", true, PolicySectionKeys()));
-    return ParsePolicySection(r_, p, &c->policy);
+    return ParsePolicySection(r_, p, *c, &c->policy);
   }
 
   absl::Status ParseGuard(const YAML::Node& root, JobConfig* c) {
@@ -417,6 +417,12 @@ class JobParser {
       return r_.Error(w["overlap"], "worker.overlap",
                       "not with model.embeddings: a step's rows ride in its "
                       "first push message, before the gradient exists");
+    }
+    if (c->worker.overlap && c->policy.backup_workers > 0) {
+      return r_.Error(w["overlap"], "worker.overlap",
+                      "does not work with policy.backup_workers yet (a "
+                      "worker skipping ahead past a round closed without it "
+                      "has its next exchange in flight)");
     }
     if (c->worker.overlap && c->compression.topk()) {
       return r_.Error(w["overlap"], "worker.overlap",

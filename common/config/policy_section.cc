@@ -6,13 +6,13 @@
 namespace paramd {
 
 const std::set<std::string>& PolicySectionKeys() {
-  static const std::set<std::string>* keys =
-      new std::set<std::string>{"type", "staleness", "staleness_scaling"};
+  static const std::set<std::string>* keys = new std::set<std::string>{
+      "type", "staleness", "staleness_scaling", "backup_workers"};
   return *keys;
 }
 
 absl::Status ParsePolicySection(YamlReader& r, const YAML::Node& p,
-                                PolicyConfig* c) {
+                                const JobConfig& job, PolicyConfig* c) {
   std::string type;
   RETURN_IF_ERROR(r.Get(p, "policy", "type", true, &type));
   if (type == "sync") {
@@ -35,6 +35,25 @@ absl::Status ParsePolicySection(YamlReader& r, const YAML::Node& p,
   } else if (p["staleness"].IsDefined()) {
     return r.Error(p["staleness"], "policy.staleness",
                    "only applies to policy.type ssp");
+  }
+  if (p["backup_workers"].IsDefined()) {
+    if (c->type != PolicyType::kSync) {
+      return r.Error(p["backup_workers"], "policy.backup_workers",
+                     "only applies to policy.type sync");
+    }
+    RETURN_IF_ERROR(
+        r.Get(p, "policy", "backup_workers", true, &c->backup_workers));
+    if (c->backup_workers < 0 || c->backup_workers >= job.num_workers) {
+      return r.Error(
+          p["backup_workers"], "policy.backup_workers",
+          absl::StrCat("must be in [0, ", job.num_workers,
+                       ") (cluster.workers is ", job.num_workers, ")"));
+    }
+    if (c->backup_workers > 0 && job.model.type == ModelType::kTensors) {
+      return r.Error(p["backup_workers"], "policy.backup_workers",
+                     "framework workers (model.type tensors) do not yet skip "
+                     "ahead past rounds that closed without them");
+    }
   }
   if (p["staleness_scaling"].IsDefined()) {
     if (c->type == PolicyType::kSync) {

@@ -21,8 +21,9 @@ const std::set<std::string>& PolicySectionKeys();
 // Reads the mapping `node` (the `policy` section, its keys already checked
 // against PolicySectionKeys) into `out`: the type, and the keys that type
 // takes (a key of another type is refused, naming the types it applies to).
+// `job` has its cluster and model read already.
 absl::Status ParsePolicySection(YamlReader& reader, const YAML::Node& node,
-                                PolicyConfig* out);
+                                const JobConfig& job, PolicyConfig* out);
 
 // Reads the `guard` mapping `node` (its keys already checked against
 // GuardSectionKeys), which turns the guard on; absent or null: it stays

@@ -7,8 +7,8 @@
 
 namespace paramd {
 
-SyncPolicy::SyncPolicy(int num_workers, ShardStore* store)
-    : UpdatePolicy(num_workers, store) {
+SyncPolicy::SyncPolicy(int num_workers, ShardStore* store, int backup_workers)
+    : UpdatePolicy(num_workers, store), backup_workers_(backup_workers) {
   absl::MutexLock lock(&mu_);
   round_ = store_->version();
   pushed_.assign(num_workers_, false);
@@ -101,6 +101,16 @@ absl::Status SyncPolicy::Accept(int rank, uint64_t clock,
                                 uint64_t /*staleness*/,
                                 absl::Span<const absl::Span<const float>> grads,
                                 absl::Span<const RowGrads> rows) {
+  if (backup_workers_ > 0 && clock < round_ && clock >= expected_from_[rank] &&
+      clock >= workers_[rank].clock) {
+    // Its round closed without it: acknowledged, never applied (a later
+    // round's mean holds only gradients of that round's version). The
+    // rank's pull is answered with the newest version, from which it
+    // continues at a later clock.
+    workers_[rank].clock = clock + 1;
+    ++workers_[rank].dropped;
+    return absl::OkStatus();
+  }
   if (clock != round_ || clock < expected_from_[rank]) {
     return absl::FailedPreconditionError(
         absl::StrCat("Push: rank ", rank, " sent a gradient for clock ", clock,
@@ -142,8 +152,9 @@ absl::Status SyncPolicy::Accept(int rank, uint64_t clock,
 
 void SyncPolicy::MaybeFinishRound() {
   if (num_pushed_ == 0) return;
+  int missing = 0;
   for (int r = 0; r < num_workers_; ++r) {
-    if (Expected(r)) return;
+    if (Expected(r) && ++missing > backup_workers_) return;
   }
   // The mean, rounded once: for two workers exactly what summing in float
   // and halving gave, without its overflow.
@@ -185,8 +196,17 @@ std::vector<int> SyncPolicy::Awaited(int /*rank*/, uint64_t /*clock*/) const {
 }
 
 std::string SyncPolicy::Describe(int rank, uint64_t clock) const {
+  const std::vector<int> missing = Awaited(rank, clock);
+  if (backup_workers_ > 0) {
+    const int more =
+        std::max<int>(1, static_cast<int>(missing.size()) - backup_workers_);
+    return absl::StrCat("version ", clock, ": round ", round_, " waits for ",
+                        more, " more push(es) of rank(s) ", RankList(missing),
+                        " to clock ", round_, " (policy.backup_workers ",
+                        backup_workers_, ")");
+  }
   return absl::StrCat("version ", clock, ": round ", round_,
-                      " waits for rank(s) ", RankList(Awaited(rank, clock)),
+                      " waits for rank(s) ", RankList(missing),
                       " to push clock ", round_);
 }
 

@@ -21,8 +21,12 @@ namespace paramd {
 
 class SyncPolicy : public UpdatePolicy {
  public:
-  // `store` must outlive the policy.
-  SyncPolicy(int num_workers, ShardStore* store);
+  // `store` must outlive the policy. With `backup_workers` b > 0 a round
+  // closes once at most b live ranks are missing from it (Chen et al.,
+  // "Revisiting Distributed Synchronous SGD", 2016); a push of a round
+  // that closed without it is acknowledged, counted and dropped (never
+  // applied to a later round), and the rank continues at a later round.
+  SyncPolicy(int num_workers, ShardStore* store, int backup_workers = 0);
 
   const char* name() const override { return "sync"; }
 
@@ -54,9 +58,11 @@ class SyncPolicy : public UpdatePolicy {
     return workers_[rank].live && !pushed_[rank] &&
            expected_from_[rank] <= round_;
   }
-  // Applies the round once every expected rank has pushed.
+  // Applies the round once at most backup_workers_ expected ranks have not
+  // pushed (and one has).
   void MaybeFinishRound() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
+  const int backup_workers_;
   uint64_t round_ ABSL_GUARDED_BY(mu_) = 0;  // == store_->version()
   std::vector<bool> pushed_ ABSL_GUARDED_BY(mu_);
   // The first round each rank takes part in (after it joined).

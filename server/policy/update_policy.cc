@@ -368,7 +368,8 @@ std::unique_ptr<UpdatePolicy> MakeUpdatePolicy(const PolicyConfig& config,
                                                ShardStore* store) {
   switch (config.type) {
     case PolicyType::kSync:
-      return std::make_unique<SyncPolicy>(num_workers, store);
+      return std::make_unique<SyncPolicy>(num_workers, store,
+                                          config.backup_workers);
     case PolicyType::kAsync:
       return std::make_unique<StalenessPolicy>(num_workers, store,
                                                StalenessPolicy::kUnbounded,

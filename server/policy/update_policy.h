@@ -31,6 +31,8 @@ namespace paramd {
 struct PolicyWorker {
   bool live = true;
   uint64_t clock = 0;  // Pushes of this rank the policy has accepted.
+  // Late pushes acknowledged and dropped (sync with backup workers).
+  uint64_t dropped = 0;
 };
 
 // The policy's part of a checkpoint, with the store's state at the same
@@ -138,7 +140,8 @@ class UpdatePolicy {
   // Staleness tau of every accepted push: the store's version after the
   // push's step minus the version its rank last pulled (1 for a gradient
   // of the newest version, and for a rank not seen pulling). Under sync
-  // every push of a round is of the round's version: 1.
+  // every push of a round is of the round's version: 1 (a late push that
+  // backup workers drop counts with its own).
   const Histogram& push_staleness() const { return push_staleness_; }
   // Bounds of push_staleness's buckets.
   static std::vector<double> StalenessBuckets();

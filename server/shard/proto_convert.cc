@@ -107,6 +107,7 @@ void FillWorkerStatus(int rank, const WorkerInfo& w, const PolicyWorker& policy,
   ws->set_bytes_out(w.bytes_out);
   ws->set_last_loss(w.last_loss);
   ws->set_registrations(w.registrations);
+  ws->set_late_pushes(policy.dropped);
   // Clamped: a request may land between reading `now` and the snapshot.
   auto ago = [now](absl::Time then) {
     return then == absl::InfinitePast()
@@ -126,6 +127,7 @@ void FillWorkersStatus(const std::vector<WorkerInfo>& workers,
   for (const PolicyWorker& w : clocks) fastest = std::max(fastest, w.clock);
   uint64_t pushes = 0, pulls = 0, bytes_in = 0, bytes_out = 0;
   std::vector<bool> counted(workers.size());
+  uint64_t late = 0;
   for (size_t rank = 0; rank < workers.size(); ++rank) {
     const WorkerInfo& w = workers[rank];
     FillWorkerStatus(static_cast<int>(rank), w, clocks[rank], fastest, now,
@@ -135,7 +137,9 @@ void FillWorkersStatus(const std::vector<WorkerInfo>& workers,
     pulls += w.pulls;
     bytes_in += w.bytes_in;
     bytes_out += w.bytes_out;
+    late += clocks[rank].dropped;
   }
+  status->set_late_pushes(late);
   status->set_pushes(pushes);
   status->set_pulls(pulls);
   status->set_bytes_in(bytes_in);

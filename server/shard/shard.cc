@@ -446,6 +446,7 @@ void Shard::GetStatus(proto::ShardStatus* status) const {
   status->set_num_shards(config_.num_shards());
   status->set_policy(policy_->name());
   rows_.FillStatus(status);
+  status->set_backup_workers(config_.policy.backup_workers);
   status->set_staleness_bound(
       config_.policy.type == PolicyType::kSsp ? config_.policy.staleness : -1);
   status->set_lease_seconds(config_.liveness.lease_seconds);

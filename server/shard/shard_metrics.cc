@@ -132,6 +132,10 @@ void AddStalls(const proto::ShardStatus& s, MetricFamilies& text) {
   for (const proto::WaitingPull& p : s.waiting()) stalled += p.stalled();
   One(text, "paramd_stalled_pulls", T::Gauge,
       "Pulls waiting longer than liveness.stall_warn_seconds now.", stalled);
+  One(text, "paramd_late_pushes_total", T::Counter,
+      "Pushes acknowledged and dropped because their sync round had closed "
+      "without them (policy.backup_workers).",
+      static_cast<double>(s.late_pushes()));
   One(text, "paramd_clipped_pushes_total", T::Counter,
       "Pushes scaled down to optimizer.clip_norm.",
       static_cast<double>(s.clipped_pushes()));

@@ -33,6 +33,10 @@ std::string JobLine(const proto::ShardStatus& first,
   if (first.staleness_bound() >= 0) {
     absl::StrAppend(&policy, " (staleness ", first.staleness_bound(), ")");
   }
+  if (first.backup_workers() > 0) {
+    absl::StrAppend(&policy, " (backup workers ", first.backup_workers(), ", ",
+                    first.late_pushes(), " late pushes dropped)");
+  }
   std::string out = absl::StrFormat(
       "job %s   policy %s   %d shard(s)   lease %gs", first.job_id(), policy,
       num_servers, first.lease_seconds());
