@@ -154,6 +154,10 @@ TEST_CASE("each bad job file names file, line and field", "[config]") {
                    "stall_warn_seconds: 30\n  warn_after_seconds: 5"}}),
        "liveness.warn_after_seconds", "warn_after_seconds: 5",
        "older name of liveness.stall_warn_seconds"},
+      {"tracing without a dir", good + "tracing:\n  steps: 3\n", "tracing.dir",
+       "tracing:", "missing required field"},
+      {"tracing no steps", good + "tracing:\n  dir: t\n  steps: 0\n",
+       "tracing.steps", "steps: 0", "must be between 1 and 100000"},
       {"staleness scaling for sync",
        absl::StrReplaceAll(
            good, {{"type: sync", "type: sync\n  staleness_scaling: inverse"}}),
@@ -362,6 +366,16 @@ TEST_CASE("policies, liveness and testing aids parse", "[config]") {
   CHECK(g->guard.on_diverge == OnDiverge::kStop);
   CHECK_FALSE(a->guard.enabled);
   CHECK(a->optimizer.clip_norm == 0);
+  // Tracing: the folder beside the job file, the window.
+  const std::string traced_dir = NewTempDir();
+  absl::StatusOr<JobConfig> t = LoadJobConfig(
+      WriteFile(traced_dir + "/job.yaml",
+                good + "tracing:\n  dir: trace\n  from_step: 7\n  steps: 2\n"));
+  REQUIRE(t.ok());
+  CHECK(t->tracing.dir == traced_dir + "/trace");
+  CHECK(t->tracing.from_step == 7);
+  CHECK(t->tracing.steps == 2);
+  CHECK_FALSE(a->tracing.on());
   // The stall time's older name.
   const std::string older = WriteFile(
       NewTempDir() + "/job.yaml",

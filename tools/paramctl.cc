@@ -8,6 +8,7 @@
 //   paramctl slurm J.yaml [--partition P] [--time T] [--gpus-per-worker G]
 //                  [--nodes N] [--logs DIR] [--output FILE]
 //   paramctl k8s J.yaml [--image I] [--namespace N] [--output FILE]
+//   paramctl trace DIR [--output FILE]
 #include <unistd.h>
 
 #include <cstdio>
@@ -29,6 +30,7 @@
 #include "common/launch/slurm.h"
 #include "common/model/model_spec.h"
 #include "common/model/partitioner.h"
+#include "common/trace/trace_events.h"
 #include "tools/ctl/job_runner.h"
 #include "tools/ctl/status_client.h"
 #include "tools/deploy/k8s_manifests.h"
@@ -50,7 +52,8 @@ constexpr char kUsage[] =
     "  paramctl checkpoint --job J.yaml [--servers HOST:PORT,...]\n"
     "  paramctl slurm J.yaml [--partition P] [--time T] [--gpus-per-worker G]\n"
     "                 [--nodes N] [--logs DIR] [--output FILE]\n"
-    "  paramctl k8s J.yaml [--image I] [--namespace N] [--output FILE]\n";
+    "  paramctl k8s J.yaml [--image I] [--namespace N] [--output FILE]\n"
+    "  paramctl trace DIR [--output FILE]\n";
 
 int Usage(const std::string& problem) {
   std::fprintf(stderr, "paramctl: %s\n%s", problem.c_str(), kUsage);
@@ -306,6 +309,49 @@ int K8s(const std::string& path, const ParsedFlags& flags) {
   return WriteOutput(flags, *manifests, "apply it with kubectl apply -f");
 }
 
+// Merges the step timelines in `dir` into `output` (dir/trace.json when
+// empty); says where.
+int MergeTrace(const std::string& dir, std::string output) {
+  absl::StatusOr<std::string> merged = TraceEvents::Merge(dir);
+  if (!merged.ok()) {
+    std::fprintf(stderr, "paramctl: %s\n",
+                 std::string(merged.status().message()).c_str());
+    return 1;
+  }
+  if (output.empty()) output = dir + "/trace.json";
+  std::ofstream out(output, std::ios::trunc);
+  out << *merged;
+  if (!out.flush()) {
+    std::fprintf(stderr, "paramctl: cannot write %s\n", output.c_str());
+    return 1;
+  }
+  std::printf(
+      "paramctl: step timeline written to %s (open it in Perfetto or "
+      "chrome://tracing)\n",
+      output.c_str());
+  return 0;
+}
+
+// RunJob, and with tracing.dir the job's timelines merged at its end (the
+// folder's earlier timelines are removed first: they are another run's).
+int RunAndTrace(const RunOptions& options) {
+  absl::StatusOr<JobConfig> config = LoadJobConfig(options.job_path);
+  const bool tracing = config.ok() && config->tracing.on();
+  if (tracing) {
+    std::error_code ignored;
+    for (const auto& e :
+         std::filesystem::directory_iterator(config->tracing.dir, ignored)) {
+      if (e.path().extension() == ".jsonl") {
+        std::filesystem::remove(e.path(), ignored);
+      }
+    }
+  }
+  const int code = RunJob(options);
+  if (!tracing) return code;
+  const int merged = MergeTrace(config->tracing.dir, "");
+  return code != 0 ? code : merged;
+}
+
 int Main(int argc, char** argv) {
   absl::StatusOr<ParsedFlags> flags = ParseFlags(
       argc, argv,
@@ -332,7 +378,11 @@ int Main(int argc, char** argv) {
     options.worker_binary =
         flags->Get("worker_binary", FindBinary("paramd-worker", "worker"));
     options.python_path = PythonPackage(*flags);
-    return RunJob(options);
+    return RunAndTrace(options);
+  }
+  if (command == "trace") {
+    if (args.size() != 2) return Usage("trace takes the tracing.dir folder");
+    return MergeTrace(args[1], flags->Get("output", ""));
   }
   if (command == "slurm") {
     if (args.size() != 2) return Usage("slurm takes one job file");

@@ -75,8 +75,12 @@ Trainer::Trainer(const JobConfig& config, int rank, TrainerOptions options,
       plan_(std::move(plan)),
       layout_(spec_),
       train_(std::move(train)),
-      test_(std::move(test)) {
+      test_(std::move(test)),
+      trace_(config.tracing, absl::StrCat("worker-", rank),
+             absl::StrCat("worker ", rank),
+             TraceEvents::kWorkerPidBase + rank) {
   params_.resize(layout_.total);
+  trace_.NameThread(0, "steps");
 }
 
 absl::Status Trainer::PullAt(uint64_t clock) {
@@ -109,6 +113,9 @@ absl::Status Trainer::Run() {
   heartbeats_->Start();
   absl::Status result = Train();
   heartbeats_->Stop();
+  if (absl::Status s = trace_.Write(); !s.ok()) {
+    spdlog::warn("rank {}: {}", rank_, std::string(s.message()));
+  }
   if (result.ok()) {
     client_->Heartbeat(heartbeats_->clock(), /*finished=*/true,
                        absl::Seconds(5));
@@ -210,12 +217,14 @@ void Trainer::LogStart(uint64_t clock) const {
 
 absl::Status Trainer::Step(uint64_t* clock, Batch* batch, EpochState* epoch,
                            bool* stepped) {
+  const absl::Time began = absl::Now();
   // With an exchange in flight, that brings this clock's parameters.
   if (absl::Status s = pending_ ? absl::OkStatus() : PullAt(*clock); !s.ok()) {
     // A shard that restarted no longer knows the rank.
     if (absl::IsAborted(s)) return Rejoin(s, clock);
     return s;
   }
+  const absl::Time data_begin = absl::Now();
   const int64_t step =
       static_cast<int64_t>(*clock % data_part_->steps_per_epoch());
   const int n = data_part_->Batch(step, batch->x.data(), batch->y.data());
@@ -236,6 +245,7 @@ absl::Status Trainer::Step(uint64_t* clock, Batch* batch, EpochState* epoch,
     return OverlappedStep(clock, input, batch->y.data(), n, grads, epoch,
                           stepped);
   }
+  const absl::Time compute_begin = absl::Now();
   ASSIGN_OR_RETURN(double loss, model_->ComputeGradients(
                                     params_, input, batch->y.data(), n, grads));
   if (bag_.has_value()) {
@@ -248,12 +258,24 @@ absl::Status Trainer::Step(uint64_t* clock, Batch* batch, EpochState* epoch,
     SlowDown();
   }
   // Push this step's gradient and fetch the next version in one go.
+  const absl::Time push_begin = absl::Now();
   absl::StatusOr<uint64_t> version = client_->PushPull(
       *clock, grads, static_cast<float>(loss), absl::MakeSpan(params_));
   if (absl::IsAborted(version.status())) {
     return Rejoin(version.status(), clock);
   }
   RETURN_IF_ERROR(version.status());
+  if (trace_.Wants(*clock)) {
+    const absl::Time now = absl::Now();
+    const std::string args = absl::StrCat("\"clock\":", *clock);
+    trace_.Add("data", 0, data_begin, compute_begin, args);
+    trace_.Add("forward+backward", 0, compute_begin, push_begin,
+               absl::StrCat(args, ",\"loss\":", loss));
+    trace_.Add("push+pull", 0, push_begin, now,
+               absl::StrCat(args, ",\"version\":", *version,
+                            ",\"bytes\":", grads.size() * sizeof(float)));
+    trace_.Add("step", 0, began, now, args);
+  }
   if (options_.on_step) options_.on_step(*clock, loss);
   ++*clock;
   SkipAhead(*version, clock);

@@ -25,6 +25,7 @@
 #include "common/config/job_config.h"
 #include "common/model/model_spec.h"
 #include "common/model/partitioner.h"
+#include "common/trace/trace_events.h"
 #include "worker/data/dataset.h"
 #include "worker/heartbeats.h"
 #include "worker/model/embedding_bag.h"
@@ -152,6 +153,9 @@ class Trainer {
   std::vector<float> next_params_;
   // Made with client_ (and destroyed before it).
   std::unique_ptr<Heartbeats> heartbeats_;
+  // The step timeline (tracing): lane 0, one "step" per clock with its
+  // data, forward+backward and push+pull.
+  TraceEvents trace_;
 };
 
 }  // namespace paramd

@@ -267,6 +267,17 @@ struct CompressionConfig {
 // HTTP. Server shard K listens on port + K, worker rank R on port +
 // num_servers + R, so that a whole job fits on one host; a process's
 // --metrics_listen flag overrides both.
+// A step timeline (the `tracing` section; off without a dir): every worker
+// and server records its events of clocks [from_step, from_step + steps)
+// into dir (common/trace/trace_events.h); paramctl merges them into one
+// Chrome trace-event file.
+struct TracingConfig {
+  std::string dir;  // Absolute after loading; empty: off.
+  int64_t from_step = 0;
+  int64_t steps = 4;
+  bool on() const { return !dir.empty(); }
+};
+
 struct MetricsConfig {
   int port = 0;                  // 0: off.
   std::string bind = "0.0.0.0";  // The interface to listen on.
@@ -369,6 +380,7 @@ struct JobConfig {
   CheckpointConfig checkpoint;
   RestartConfig restart;
   MetricsConfig metrics;
+  TracingConfig tracing;
   CompressionConfig compression;
   int64_t chunk_bytes = 1 << 20;
   WorkerConfig worker;

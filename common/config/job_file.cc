@@ -50,7 +50,8 @@ class JobParser {
         root, "",
         {"job", "cluster", "model", "data", "training", "optimizer", "policy",
          "guard", "liveness", "limits", "security", "checkpoint", "restart",
-         "metrics", "compression", "partition", "worker", "testing"}));
+         "metrics", "tracing", "compression", "partition", "worker",
+         "testing"}));
     for (auto step : {&JobParser::ParseJob, &JobParser::ParseCluster,
                       &JobParser::ParseModel, &JobParser::ParseData,
                       &JobParser::ParseTraining, &JobParser::ParseOptimizer,
@@ -58,8 +59,9 @@ class JobParser {
                       &JobParser::ParseLiveness, &JobParser::ParseLimits,
                       &JobParser::ParseSecurity, &JobParser::ParseCheckpoint,
                       &JobParser::ParseRestart, &JobParser::ParseMetrics,
-                      &JobParser::ParseCompression, &JobParser::ParsePartition,
-                      &JobParser::ParseWorker, &JobParser::ParseTesting}) {
+                      &JobParser::ParseTracing, &JobParser::ParseCompression,
+                      &JobParser::ParsePartition, &JobParser::ParseWorker,
+                      &JobParser::ParseTesting}) {
       RETURN_IF_ERROR((this->*step)(root, &c));
     }
     return c;
@@ -325,6 +327,13 @@ class JobParser {
     ASSIGN_OR_RETURN(const YAML::Node m,
                      Section(root, "metrics", false, {"port", "bind"}));
     return ParseMetricsSection(r_, m, &c->metrics);
+  }
+
+  absl::Status ParseTracing(const YAML::Node& root, JobConfig* c) {
+    ASSIGN_OR_RETURN(
+        const YAML::Node t,
+        Section(root, "tracing", false, {"dir", "from_step", "steps"}));
+    return ParseTracingSection(r_, t, Resolver(), &c->tracing);
   }
 
   absl::Status ParseCompression(const YAML::Node& root, JobConfig* c) {

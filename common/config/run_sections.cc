@@ -158,6 +158,28 @@ absl::Status ParseCompressionSection(YamlReader& reader, const YAML::Node& c,
   return absl::OkStatus();
 }
 
+absl::Status ParseTracingSection(YamlReader& reader, const YAML::Node& t,
+                                 const PathResolver& resolve,
+                                 TracingConfig* out) {
+  if (t.size() == 0) return absl::OkStatus();  // absent: off
+  RETURN_IF_ERROR(reader.Get(t, "tracing", "dir", true, &out->dir));
+  if (out->dir.empty()) {
+    return reader.Error(t["dir"], "tracing.dir", "must not be empty");
+  }
+  out->dir = resolve(out->dir);
+  RETURN_IF_ERROR(
+      reader.Get(t, "tracing", "from_step", false, &out->from_step));
+  if (out->from_step < 0) {
+    return reader.Error(t["from_step"], "tracing.from_step", "must be >= 0");
+  }
+  RETURN_IF_ERROR(reader.Get(t, "tracing", "steps", false, &out->steps));
+  if (out->steps < 1 || out->steps > 100000) {
+    return reader.Error(t["steps"], "tracing.steps",
+                        "must be between 1 and 100000");
+  }
+  return absl::OkStatus();
+}
+
 absl::Status ParseMetricsSection(YamlReader& reader, const YAML::Node& m,
                                  MetricsConfig* out) {
   RETURN_IF_ERROR(reader.Get(m, "metrics", "port", false, &out->port));

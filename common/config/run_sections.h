@@ -38,6 +38,9 @@ absl::Status ParseTestingSection(YamlReader& reader, const YAML::Node& node,
                                  int num_workers, TestingConfig* out);
 absl::Status ParseCompressionSection(YamlReader& reader, const YAML::Node& node,
                                      CompressionConfig* out);
+absl::Status ParseTracingSection(YamlReader& reader, const YAML::Node& node,
+                                 const PathResolver& resolve,
+                                 TracingConfig* out);
 absl::Status ParseMetricsSection(YamlReader& reader, const YAML::Node& node,
                                  MetricsConfig* out);
 

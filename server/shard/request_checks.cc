@@ -1,5 +1,7 @@
 #include "server/shard/request_checks.h"
 
+#include <cmath>
+
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
 #include "common/base/status_macros.h"
@@ -106,6 +108,29 @@ absl::Status RequestChecks::PullDtype(const char* rpc, int dtype) {
   return absl::InvalidArgumentError(
       absl::StrCat(rpc, ": dtype ", dtype,
                    "; expected DTYPE_FLOAT32 (or unset) or DTYPE_FLOAT16"));
+}
+
+absl::Status RequestChecks::EpochReport(
+    const proto::ReportEpochRequest& request) const {
+  if (request.epoch() < 1 || request.epoch() > static_cast<uint32_t>(epochs_)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("ReportEpoch: epoch ", request.epoch(), " is outside [1, ",
+                     epochs_, "]"));
+  }
+  if (request.test_correct() > request.test_total()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("ReportEpoch: test_correct ", request.test_correct(),
+                     " is more than test_total ", request.test_total()));
+  }
+  for (auto [field, value] :
+       {std::pair{"train_loss_sum", request.train_loss_sum()},
+        std::pair{"train_seconds", request.train_seconds()}}) {
+    if (!std::isfinite(value) || value < 0) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "ReportEpoch: ", field, " ", value, " must be finite and >= 0"));
+    }
+  }
+  return absl::OkStatus();
 }
 
 }  // namespace paramd

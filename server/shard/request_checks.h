@@ -17,6 +17,7 @@
 #include "common/model/model_spec.h"
 #include "common/model/partitioner.h"
 #include "common/wire/wire_format.h"
+#include "proto/paramd.pb.h"
 #include "server/policy/worker_registry.h"
 #include "server/store/shard_store.h"
 
@@ -34,6 +35,7 @@ class RequestChecks {
                 const WorkerRegistry& workers)
       : job_id_(config.job_id),
         num_workers_(config.num_workers),
+        epochs_(config.training.epochs),
         shard_id_(shard_id),
         spec_(spec),
         plan_(plan),
@@ -67,10 +69,14 @@ class RequestChecks {
   // InvalidArgument naming `rpc` unless `dtype` is one a pull may ask for
   // (float32, unset, or float16).
   static absl::Status PullDtype(const char* rpc, int dtype);
+  // An epoch report's figures: the epoch in [1, training.epochs], finite
+  // non-negative sums, no more correct than total.
+  absl::Status EpochReport(const proto::ReportEpochRequest& request) const;
 
  private:
   const std::string job_id_;
   const int num_workers_;
+  const int epochs_;  // training.epochs
   const int shard_id_;
   const ModelSpec& spec_;
   const PartitionPlan& plan_;

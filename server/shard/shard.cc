@@ -68,6 +68,7 @@ Shard::Shard(const JobConfig& config, int shard_id, ModelSpec spec,
       workers_(config.num_workers),
       metrics_(config.num_workers),
       guard_(config, shard_id, &store_),
+      trace_(config, shard_id),
       stalls_(shard_id, absl::Seconds(config.liveness.stall_warn_seconds),
               &waiters_, policy_.get(), &workers_),
       calls_(config.num_workers, config.limits.max_inflight_per_worker,
@@ -202,6 +203,8 @@ absl::Status Shard::Push(const PushView& request,
   RETURN_IF_ERROR(policy_->Push(rank, request.clock, clipped.chunks,
                                 clipped.rows, &duplicate));
   if (!duplicate && clipped.clipped) guard_.CountClipped(rank);
+  trace_.Push(rank, request.clock, entered, clock_->Now(), store_.version(),
+              bytes, duplicate);
   if (!duplicate) {
     for (const RowGrads& r : rows.grads) {
       store_.table(r.table).CountPushed(r.ids.size());
@@ -249,6 +252,7 @@ absl::Status Shard::Pull(const proto::PullRequest& request, absl::Time deadline,
   stats_.RecordPullWait(now - start);
   *snapshot = store_.Snapshot();
   policy_->NotePulled(rank, (*snapshot)->version);
+  trace_.Pull(rank, request.clock(), start, now, (*snapshot)->version);
   stats_.RecordPullTime(clock_->Now() - start);
   const uint64_t bytes = static_cast<uint64_t>(store_.bytes()) /
                          (dtype == proto::DTYPE_FLOAT16 ? 2 : 1);
@@ -273,7 +277,7 @@ uint64_t Shard::StartPull(const proto::PullRequest& request, PullDone done) {
   const bool half = request.dtype() == proto::DTYPE_FLOAT16;
   return policy_->WhenReadable(
       rank, request.clock(),
-      [this, rank, half, start, waiter,
+      [this, rank, clock = request.clock(), half, start, waiter,
        done = std::move(done)](absl::Status ready) {
         waiters_.Remove(waiter);
         absl::StatusOr<std::shared_ptr<const ParamSnapshot>> result;
@@ -282,6 +286,7 @@ uint64_t Shard::StartPull(const proto::PullRequest& request, PullDone done) {
           stats_.RecordPullWait(now - start);
           result = store_.Snapshot();
           policy_->NotePulled(rank, (*result)->version);
+          trace_.Pull(rank, clock, start, now, (*result)->version);
           stats_.RecordPullTime(clock_->Now() - start);
           workers_.OnPull(
               rank, static_cast<uint64_t>(store_.bytes()) / (half ? 2 : 1),
@@ -345,25 +350,7 @@ absl::Status Shard::Heartbeat(const proto::HeartbeatRequest& request,
 absl::Status Shard::ReportEpoch(const proto::ReportEpochRequest& request) {
   RETURN_IF_ERROR(checks_.RegisteredWorker("ReportEpoch", request.job_id(),
                                            request.rank()));
-  if (request.epoch() < 1 ||
-      request.epoch() > static_cast<uint32_t>(config_.training.epochs)) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("ReportEpoch: epoch ", request.epoch(), " is outside [1, ",
-                     config_.training.epochs, "]"));
-  }
-  if (request.test_correct() > request.test_total()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("ReportEpoch: test_correct ", request.test_correct(),
-                     " is more than test_total ", request.test_total()));
-  }
-  for (auto [field, value] :
-       {std::pair{"train_loss_sum", request.train_loss_sum()},
-        std::pair{"train_seconds", request.train_seconds()}}) {
-    if (!std::isfinite(value) || value < 0) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "ReportEpoch: ", field, " ", value, " must be finite and >= 0"));
-    }
-  }
+  RETURN_IF_ERROR(checks_.EpochReport(request));
   workers_.OnSeen(static_cast<int>(request.rank()), clock_->Now());
   metrics_.Report(static_cast<int>(request.epoch()),
                   static_cast<int>(request.rank()), ToEpochReport(request));
@@ -399,7 +386,12 @@ void Shard::ExpireLeases(absl::Time now) {
   }
 }
 
-void Shard::Shutdown() { policy_->Shutdown(); }
+void Shard::Shutdown() {
+  policy_->Shutdown();
+  if (absl::Status s = trace_.Write(); !s.ok()) {
+    spdlog::warn("shard {}: {}", shard_id_, std::string(s.message()));
+  }
+}
 
 bool Shard::TEST_AwaitWaitingPulls(size_t n, absl::Duration timeout) {
   return waiters_.TEST_AwaitCount(n, timeout);

@@ -35,6 +35,7 @@
 #include "server/shard/shard_checkpoints.h"
 #include "server/shard/shard_rows.h"
 #include "server/shard/shard_stats.h"
+#include "server/shard/shard_trace.h"
 #include "server/shard/stall_inspector.h"
 #include "server/store/shard_store.h"
 
@@ -137,7 +138,8 @@ class Shard {
   // back-off (StallInspector).
   void Tick();
 
-  // Wakes every waiting pull with Unavailable.
+  // Wakes every waiting pull with Unavailable, and writes the step
+  // timeline (tracing).
   void Shutdown();
 
   // The launch this shard serves (see RegisterRequest.launch); set before
@@ -190,6 +192,7 @@ class Shard {
   ShardStats stats_;
   PullWaiters waiters_;
   GradientGuard guard_;    // Clipping and the divergence watch.
+  ShardTrace trace_;       // The step timeline (tracing).
   StallInspector stalls_;  // Over waiters_, policy_ and workers_.
 
   // Null without checkpoint.dir; set before serving.
