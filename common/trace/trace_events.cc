@@ -12,6 +12,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "common/base/json_quote.h"
 
 namespace paramd {
 namespace {
@@ -22,21 +23,6 @@ int64_t Micros(absl::Time t) { return absl::ToUnixMicros(t); }
 
 }  // namespace
 
-std::string JsonQuote(absl::string_view text) {
-  std::string out = "\"";
-  for (char c : text) {
-    if (c == '"' || c == '\\') {
-      out += '\\';
-      out += c;
-    } else if (static_cast<unsigned char>(c) < 0x20) {
-      absl::StrAppendFormat(&out, "\\u%04x", c);
-    } else {
-      out += c;
-    }
-  }
-  return out + "\"";
-}
-
 TraceEvents::TraceEvents(const TracingConfig& config, std::string file,
                          std::string process, int pid)
     : dir_(config.dir),
@@ -46,9 +32,9 @@ TraceEvents::TraceEvents(const TracingConfig& config, std::string file,
       pid_(pid) {
   if (!on()) return;
   absl::MutexLock lock(&mu_);
-  lines_.push_back(absl::StrCat(
-      "{\"name\":\"process_name\",\"ph\":\"M\",\"pid\":", pid_,
-      ",\"tid\":0,\"args\":{\"name\":", JsonQuote(process), "}}"));
+  lines_.push_back(
+      absl::StrCat("{\"name\":\"process_name\",\"ph\":\"M\",\"pid\":", pid_,
+                   ",\"tid\":0,\"args\":{\"name\":", JsonQuote(process), "}}"));
   lines_.push_back(absl::StrCat(
       "{\"name\":\"process_sort_index\",\"ph\":\"M\",\"pid\":", pid_,
       ",\"tid\":0,\"args\":{\"sort_index\":", pid_, "}}"));
@@ -93,8 +79,8 @@ absl::Status TraceEvents::Write() const {
     }
   }
   if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-    return absl::UnavailableError(absl::StrCat(
-        "tracing: cannot rename ", tmp, ": ", std::strerror(errno)));
+    return absl::UnavailableError(absl::StrCat("tracing: cannot rename ", tmp,
+                                               ": ", std::strerror(errno)));
   }
   return absl::OkStatus();
 }

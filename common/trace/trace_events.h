@@ -73,9 +73,6 @@ class TraceEvents {
   std::vector<std::string> lines_ ABSL_GUARDED_BY(mu_);
 };
 
-// `text` as a JSON string literal, quotes included.
-std::string JsonQuote(absl::string_view text);
-
 }  // namespace paramd
 
 #endif  // PARAMD_COMMON_TRACE_TRACE_EVENTS_H_

@@ -6,24 +6,10 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "common/base/json_quote.h"
 
 namespace paramd {
 namespace {
-
-std::string JsonString(const std::string& s) {
-  std::string out = "\"";
-  for (char c : s) {
-    if (c == '"' || c == '\\') {
-      out += '\\';
-      out += c;
-    } else if (static_cast<unsigned char>(c) < 0x20) {
-      out += absl::StrFormat("\\u%04x", c);
-    } else {
-      out += c;
-    }
-  }
-  return out + "\"";
-}
 
 // "job J   policy P   N shard(s)   lease Ls[   epoch E/T[   last test
 // accuracy A]]", from the first shard that answered and shard 0.
@@ -278,7 +264,7 @@ std::string FormatStatusJson(const std::vector<ServerStatus>& servers) {
   for (size_t i = 0; i < servers.size(); ++i) {
     const ServerStatus& s = servers[i];
     if (i > 0) out += ", ";
-    absl::StrAppend(&out, "{\"address\": ", JsonString(s.address));
+    absl::StrAppend(&out, "{\"address\": ", JsonQuote(s.address));
     if (s.status.ok()) {
       std::string json;
       google::protobuf::util::JsonPrintOptions options;
@@ -289,8 +275,7 @@ std::string FormatStatusJson(const std::vector<ServerStatus>& servers) {
       absl::StrAppend(&out, ", \"ok\": true, \"status\": ", json, "}");
     } else {
       absl::StrAppend(&out, ", \"ok\": false, \"error\": ",
-                      JsonString(std::string(s.status.status().message())),
-                      "}");
+                      JsonQuote(std::string(s.status.status().message())), "}");
     }
   }
   return out + "]}\n";
