@@ -575,6 +575,9 @@ TEST_CASE("a push's staleness counts from the version its rank was served",
   CHECK(h.cumulative(1) == 2);
   REQUIRE(h.cumulative_size() == h.upper_bounds_size() + 1);
   CHECK(h.cumulative(h.upper_bounds_size()) == 2);
+  // By rank.
+  CHECK(st.workers(0).mean_push_staleness() == 2);
+  CHECK(st.workers(1).mean_push_staleness() == 1);
 }
 
 }  // namespace

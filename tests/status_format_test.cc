@@ -138,10 +138,13 @@ TEST_CASE("async and ssp shards show their pushes' staleness",
   for (uint64_t c : {50, 90, 99, 100}) h->add_cumulative(c);
   h->set_count(100);
   h->set_sum(50 + 80 + 30 + 7);
+  st.mutable_workers(0)->set_mean_push_staleness(1.25);
+  st.mutable_workers(1)->set_mean_push_staleness(2.5);
   const std::string table = FormatStatusTable({{"a", st}});
   CHECK(table.find("PUSH STALENESS (versions since the pull)\n"
                    "  shard 0: mean 1.67 over 100 pushes, p50 <= 1, p99 <= 4, "
-                   "scaling inverse\n") != std::string::npos);
+                   "scaling inverse\n    mean by rank: rank 0 1.25, rank 1 "
+                   "2.50\n") != std::string::npos);
   h->set_cumulative(2, 98);
   CHECK(FormatStatusTable({{"a", st}}).find("p99 > 4,") != std::string::npos);
 }

@@ -129,6 +129,8 @@ absl::Status UpdatePolicy::Push(int rank, uint64_t clock,
       pulled == kNotPulled || pulled > version ? 1 : version - pulled + 1;
   RETURN_IF_ERROR(Accept(rank, clock, staleness, grads, rows));
   push_staleness_.Observe(static_cast<double>(staleness));
+  ++workers_[rank].accepted;
+  workers_[rank].staleness_sum += staleness;
   last_accepted_[rank] = static_cast<int64_t>(clock);
   restored_ = false;
   const uint64_t after = store_->version();

@@ -33,6 +33,10 @@ struct PolicyWorker {
   uint64_t clock = 0;  // Pushes of this rank the policy has accepted.
   // Late pushes acknowledged and dropped (sync with backup workers).
   uint64_t dropped = 0;
+  // Over this process's accepted pushes of the rank: their number and the
+  // sum of their staleness tau (push_staleness).
+  uint64_t accepted = 0;
+  uint64_t staleness_sum = 0;
 };
 
 // The policy's part of a checkpoint, with the store's state at the same

@@ -108,6 +108,10 @@ void FillWorkerStatus(int rank, const WorkerInfo& w, const PolicyWorker& policy,
   ws->set_last_loss(w.last_loss);
   ws->set_registrations(w.registrations);
   ws->set_late_pushes(policy.dropped);
+  ws->set_mean_push_staleness(policy.accepted == 0
+                                  ? 0.0
+                                  : static_cast<double>(policy.staleness_sum) /
+                                        static_cast<double>(policy.accepted));
   // Clamped: a request may land between reading `now` and the snapshot.
   auto ago = [now](absl::Time then) {
     return then == absl::InfinitePast()

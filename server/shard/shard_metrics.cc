@@ -94,6 +94,8 @@ void AddWorkers(const proto::ShardStatus& s, MetricFamilies& text) {
                "Pushes of the rank applied.");
   text.Declare("paramd_worker_divergences_total", T::Counter,
                "The rank's pushes the guard found diverging.");
+  text.Declare("paramd_worker_push_staleness", T::Gauge,
+               "Mean staleness of the rank's accepted pushes (1: fresh).");
   text.Declare("paramd_worker_stalling", T::Gauge,
                "1 while a stalled pull (waiting longer than "
                "liveness.stall_warn_seconds) waits for the rank.");
@@ -118,6 +120,7 @@ void AddWorkers(const proto::ShardStatus& s, MetricFamilies& text) {
     text.Add("paramd_worker_pushes_total", rank,
              static_cast<double>(w.pushes()));
     text.Add("paramd_worker_stalling", rank, w.stalling() ? 1 : 0);
+    text.Add("paramd_worker_push_staleness", rank, w.mean_push_staleness());
     text.Add("paramd_worker_divergences_total", rank,
              static_cast<double>(w.divergences()));
   }

@@ -169,6 +169,13 @@ std::string StalenessLines(const std::vector<ServerStatus>& servers) {
         "scaling %s\n",
         s.status->shard(), h.sum() / static_cast<double>(h.count()), h.count(),
         Quantile(h, 0.5), Quantile(h, 0.99), s.status->staleness_scaling());
+    // By rank: a rank well above the others computes on older parameters.
+    std::string ranks;
+    for (const proto::WorkerStatus& w : s.status->workers()) {
+      absl::StrAppendFormat(&ranks, "%s rank %d %.2f", ranks.empty() ? "" : ",",
+                            w.rank(), w.mean_push_staleness());
+    }
+    absl::StrAppendFormat(&out, "    mean by rank:%s\n", ranks);
   }
   return out;
 }
