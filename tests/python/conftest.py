@@ -24,6 +24,17 @@ if PACKAGE not in sys.path:
 DATA = "/usr/share/datasets/fashion-mnist"
 
 
+def run_ranks(run, ranks=2, timeout=120):
+    """run(rank) for each rank, each on a thread of its own (a sync step
+    waits for the other ranks' pushes); every thread must end in time."""
+    threads = [threading.Thread(target=run, args=(r,)) for r in range(ranks)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=timeout)
+        assert not t.is_alive()
+
+
 def job_yaml(tensors_file, servers=2, workers=2, policy="sync", lr=0.1,
              momentum=0.9, chunk_bytes=1024, extra="", initial_values=None):
     """A model.type tensors job on ports 0 (the servers pick theirs)."""

@@ -2,13 +2,12 @@
 row from PyTorch; under sync, rows and dense tensors equal torch's
 EmbeddingBag and Linear trained on the averaged gradients."""
 
-import threading
 
 import numpy as np
 import pytest
 import torch
 
-from conftest import job_yaml
+from conftest import job_yaml, run_ranks
 
 import paramd.torch as pt
 from paramd import _native
@@ -94,12 +93,7 @@ def test_rows_train_as_torch_embedding_bag_under_sync(tmp_path, servers):
             loss.backward()
             opts[r].step(loss=loss)
 
-    threads = [threading.Thread(target=run, args=(r,)) for r in range(2)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(timeout=120)
-        assert not t.is_alive()
+    run_ranks(run)
     dense = torch.optim.SGD(ref_fc.parameters(), lr=0.1, momentum=0.9)
     for s in range(steps):
         grads = []

@@ -13,7 +13,7 @@ import time
 import pytest
 import torch
 
-from conftest import BIN, PACKAGE, job_yaml
+from conftest import BIN, PACKAGE, job_yaml, run_ranks
 
 import paramd.torch as pt
 from paramd import _native
@@ -69,14 +69,7 @@ def run_rank(model, opt, data, losses):
 def train_both(models, opts, data, losses):
     """Both ranks' steps, each on a thread of its own (a sync step waits
     for the other rank's push)."""
-    threads = [threading.Thread(target=run_rank,
-                                args=(models[r], opts[r], data[r], losses[r]))
-               for r in range(2)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(timeout=120)
-        assert not t.is_alive()
+    run_ranks(lambda r: run_rank(models[r], opts[r], data[r], losses[r]))
 
 
 def torch_sgd_on_averaged_gradients(reference, data, steps):
@@ -215,14 +208,8 @@ def test_async_and_ssp_train_and_lose_no_push(tmp_path, servers, policy):
     opts = [pt.DistributedOptimizer(m, context(cluster, r))
             for r, m in enumerate(models)]
     losses = [[], []]
-    threads = [threading.Thread(
-        target=run_rank, args=(models[r], opts[r], batches(r, steps),
-                               losses[r])) for r in range(2)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(timeout=120)
-        assert not t.is_alive()
+    run_ranks(lambda r: run_rank(models[r], opts[r], batches(r, steps),
+                                 losses[r]))
     assert [o.clock for o in opts] == [steps, steps]
     shards = status_of(cluster)
     assert len(shards) == 2
@@ -323,12 +310,7 @@ def test_a_cuda_model_steps_as_the_cpu_one(tmp_path, servers):
             opts[r].step(loss=loss)
         opts[r].finish()
 
-    threads = [threading.Thread(target=run, args=(r,)) for r in range(2)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(timeout=120)
-        assert not t.is_alive()
+    run_ranks(run)
     # Both ranks hold the servers' parameters of the last clock.
     for gpu, cpu in zip(models[0].parameters(), models[1].parameters()):
         assert torch.equal(gpu.detach().cpu(), cpu.detach())
