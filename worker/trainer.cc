@@ -217,14 +217,17 @@ void Trainer::LogStart(uint64_t clock) const {
 
 absl::Status Trainer::Step(uint64_t* clock, Batch* batch, EpochState* epoch,
                            bool* stepped) {
-  const absl::Time began = absl::Now();
+  // Clock reads for the timeline only when this step is traced.
+  const bool traced = trace_.Wants(*clock);
+  auto now = [traced] { return traced ? absl::Now() : absl::InfinitePast(); };
+  const absl::Time began = now();
   // With an exchange in flight, that brings this clock's parameters.
   if (absl::Status s = pending_ ? absl::OkStatus() : PullAt(*clock); !s.ok()) {
     // A shard that restarted no longer knows the rank.
     if (absl::IsAborted(s)) return Rejoin(s, clock);
     return s;
   }
-  const absl::Time data_begin = absl::Now();
+  const absl::Time data_begin = now();
   const int64_t step =
       static_cast<int64_t>(*clock % data_part_->steps_per_epoch());
   const int n = data_part_->Batch(step, batch->x.data(), batch->y.data());
@@ -245,7 +248,7 @@ absl::Status Trainer::Step(uint64_t* clock, Batch* batch, EpochState* epoch,
     return OverlappedStep(clock, input, batch->y.data(), n, grads, epoch,
                           stepped);
   }
-  const absl::Time compute_begin = absl::Now();
+  const absl::Time compute_begin = now();
   ASSIGN_OR_RETURN(double loss, model_->ComputeGradients(
                                     params_, input, batch->y.data(), n, grads));
   if (bag_.has_value()) {
@@ -258,23 +261,23 @@ absl::Status Trainer::Step(uint64_t* clock, Batch* batch, EpochState* epoch,
     SlowDown();
   }
   // Push this step's gradient and fetch the next version in one go.
-  const absl::Time push_begin = absl::Now();
+  const absl::Time push_begin = now();
   absl::StatusOr<uint64_t> version = client_->PushPull(
       *clock, grads, static_cast<float>(loss), absl::MakeSpan(params_));
   if (absl::IsAborted(version.status())) {
     return Rejoin(version.status(), clock);
   }
   RETURN_IF_ERROR(version.status());
-  if (trace_.Wants(*clock)) {
-    const absl::Time now = absl::Now();
+  if (traced) {
+    const absl::Time end = absl::Now();
     const std::string args = absl::StrCat("\"clock\":", *clock);
     trace_.Add("data", 0, data_begin, compute_begin, args);
     trace_.Add("forward+backward", 0, compute_begin, push_begin,
                absl::StrCat(args, ",\"loss\":", loss));
-    trace_.Add("push+pull", 0, push_begin, now,
+    trace_.Add("push+pull", 0, push_begin, end,
                absl::StrCat(args, ",\"version\":", *version,
                             ",\"bytes\":", grads.size() * sizeof(float)));
-    trace_.Add("step", 0, began, now, args);
+    trace_.Add("step", 0, began, end, args);
   }
   if (options_.on_step) options_.on_step(*clock, loss);
   ++*clock;

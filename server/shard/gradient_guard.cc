@@ -28,13 +28,9 @@ GradientGuard::GradientGuard(const JobConfig& config, int shard,
       store_(store),
       ranks_(config.num_workers) {}
 
-GradientGuard::Clipped GradientGuard::Clip(
-    absl::Span<const absl::Span<const float>> chunks,
-    absl::Span<const RowGrads> rows) const {
-  Clipped out;
-  out.chunks.assign(chunks.begin(), chunks.end());
-  out.rows.assign(rows.begin(), rows.end());
-  if (clip_norm_ <= 0) return out;
+bool GradientGuard::Clip(absl::Span<const absl::Span<const float>> chunks,
+                         absl::Span<const RowGrads> rows, Clipped* out) const {
+  if (clip_norm_ <= 0) return false;
   double squares = 0;
   for (size_t c = 0; c < chunks.size(); ++c) {
     if (!store_->is_statistic(static_cast<int>(c))) {
@@ -42,23 +38,26 @@ GradientGuard::Clipped GradientGuard::Clip(
     }
   }
   for (const RowGrads& r : rows) squares += SquaredSum(r.values);
-  out.norm = std::sqrt(squares);
-  if (!(out.norm > clip_norm_)) return out;
-  out.clipped = true;
-  const float scale = static_cast<float>(clip_norm_ / out.norm);
+  const double norm = std::sqrt(squares);
+  if (!(norm > clip_norm_)) return false;
+  const float scale = static_cast<float>(clip_norm_ / norm);
+  out->chunks.assign(chunks.begin(), chunks.end());
+  out->rows.assign(rows.begin(), rows.end());
+  // Reserved up front: the spans point into it.
+  out->storage.reserve(chunks.size() + rows.size());
   auto scaled = [&](absl::Span<const float> from) {
-    std::vector<float>& to = out.storage.emplace_back(from.begin(), from.end());
+    std::vector<float>& to =
+        out->storage.emplace_back(from.begin(), from.end());
     for (float& v : to) v *= scale;
     return absl::Span<const float>(to);
   };
-  out.storage.reserve(chunks.size() + rows.size());
   for (size_t c = 0; c < chunks.size(); ++c) {
     if (!store_->is_statistic(static_cast<int>(c))) {
-      out.chunks[c] = scaled(chunks[c]);
+      out->chunks[c] = scaled(chunks[c]);
     }
   }
-  for (RowGrads& r : out.rows) r.values = scaled(r.values);
-  return out;
+  for (RowGrads& r : out->rows) r.values = scaled(r.values);
+  return true;
 }
 
 absl::Status GradientGuard::Watch(int rank, uint64_t clock, float loss) {

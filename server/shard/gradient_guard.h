@@ -37,18 +37,21 @@ class GradientGuard {
   // `store` (for which chunks are statistics) must outlive the guard.
   GradientGuard(const JobConfig& config, int shard, const ShardStore* store);
 
-  // What Clip made of a push: the spans to hand to the policy (the push's
-  // own, or scaled copies held here).
+  // A clipped push: scaled copies of its chunks and rows (spans into
+  // `storage`), to hand to the policy instead.
   struct Clipped {
     std::vector<absl::Span<const float>> chunks;
     std::vector<RowGrads> rows;
     std::vector<std::vector<float>> storage;
-    bool clipped = false;
-    double norm = 0;  // Before clipping.
   };
-  // `chunks` by local index, `rows` as the policy takes them.
-  Clipped Clip(absl::Span<const absl::Span<const float>> chunks,
-               absl::Span<const RowGrads> rows) const;
+  // `chunks` by local index, `rows` as the policy takes them. False (and
+  // `out` untouched, nothing copied) when the push stands as it came:
+  // clipping off, or its norm within clip_norm.
+  bool Clip(absl::Span<const absl::Span<const float>> chunks,
+            absl::Span<const RowGrads> rows, Clipped* out) const;
+
+  // Whether Watch looks at pushes (a `guard` section).
+  bool watching() const { return config_.enabled; }
 
   // Watches a push's loss; FAILED_PRECONDITION when the job is stopped
   // (this push's divergence or an earlier one) under on_diverge: stop.

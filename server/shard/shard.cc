@@ -195,14 +195,17 @@ absl::Status Shard::Push(const PushView& request,
   const absl::Time now = clock_->Now();
   const int rank = static_cast<int>(request.rank);
   workers_.OnSeen(rank, now);
-  if (!policy_->IsRetry(rank, request.clock)) {
+  if (guard_.watching() && !policy_->IsRetry(rank, request.clock)) {
     RETURN_IF_ERROR(guard_.Watch(rank, request.clock, request.loss));
   }
-  const GradientGuard::Clipped clipped = guard_.Clip(chunks.values, rows.grads);
+  GradientGuard::Clipped clipped;
+  const bool clip = guard_.Clip(chunks.values, rows.grads, &clipped);
   bool duplicate = false;
-  RETURN_IF_ERROR(policy_->Push(rank, request.clock, clipped.chunks,
-                                clipped.rows, &duplicate));
-  if (!duplicate && clipped.clipped) guard_.CountClipped(rank);
+  RETURN_IF_ERROR(policy_->Push(
+      rank, request.clock,
+      absl::MakeConstSpan(clip ? clipped.chunks : chunks.values),
+      absl::MakeConstSpan(clip ? clipped.rows : rows.grads), &duplicate));
+  if (!duplicate && clip) guard_.CountClipped(rank);
   trace_.Push(rank, request.clock, entered, clock_->Now(), store_.version(),
               bytes, duplicate);
   if (!duplicate) {
