@@ -110,13 +110,21 @@ TEST_CASE("a traced job's merged timeline is valid trace-event JSON",
   }
 
   // Each worker's steps: data, forward+backward, push+pull in that order,
-  // inside the step.
+  // inside the step; on each shard's lane (tid 1 + shard) push, wait, pull
+  // in that order inside push+pull.
   std::map<std::tuple<int, int64_t, std::string>, Event> worker;
+  std::map<std::tuple<int, int, int64_t, std::string>, Event> calls;
   for (const Event& e : events) {
     if (e.pid < TraceEvents::kWorkerPidBase) continue;
     const int rank = e.pid - TraceEvents::kWorkerPidBase;
-    CHECK(worker.emplace(std::make_tuple(rank, e.clock, e.name), e).second);
+    if (e.tid == 0) {
+      CHECK(worker.emplace(std::make_tuple(rank, e.clock, e.name), e).second);
+    } else {
+      CHECK(calls.emplace(std::make_tuple(rank, e.tid - 1, e.clock, e.name), e)
+                .second);
+    }
   }
+  CHECK(calls.size() == 2 * 2 * 2 * 3);  // ranks x shards x steps x phases
   for (int rank = 0; rank < 2; ++rank) {
     for (int64_t clock : {5, 6}) {
       INFO("rank " << rank << " step " << clock);
@@ -134,6 +142,22 @@ TEST_CASE("a traced job's merged timeline is valid trace-event JSON",
       CHECK(exchange.Inside(step));
       CHECK(data.end() <= compute.ts);
       CHECK(compute.end() <= exchange.ts);
+      for (int shard = 0; shard < 2; ++shard) {
+        INFO("shard " << shard);
+        auto call = [&](const std::string& name) {
+          auto it = calls.find({rank, shard, clock, name});
+          REQUIRE(it != calls.end());
+          return it->second;
+        };
+        const Event push = call("push");
+        const Event wait = call("wait");
+        const Event pull = call("pull");
+        CHECK(push.Inside(exchange));
+        CHECK(wait.Inside(exchange));
+        CHECK(pull.Inside(exchange));
+        CHECK(push.end() <= wait.ts);
+        CHECK(wait.end() <= pull.ts);
+      }
     }
   }
   // Each server's apply and wait lie inside the push+pull of the rank's
@@ -146,6 +170,13 @@ TEST_CASE("a traced job's merged timeline is valid trace-event JSON",
     auto it = worker.find({e.tid, e.clock, "push+pull"});
     REQUIRE(it != worker.end());
     CHECK(e.Inside(it->second));
+    // ... and between the start of that shard's call and its reply.
+    auto push = calls.find({e.tid, e.pid, e.clock, "push"});
+    auto pull = calls.find({e.tid, e.pid, e.clock, "pull"});
+    REQUIRE(push != calls.end());
+    REQUIRE(pull != calls.end());
+    CHECK(push->second.ts <= e.ts);
+    CHECK(e.end() <= pull->second.ts);
     applies += e.name == "apply";
     waits += e.name == "wait";
   }

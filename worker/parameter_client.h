@@ -15,6 +15,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
@@ -44,6 +45,15 @@ class StepExchange {
   // a shard applied already is acknowledged as a duplicate, not applied
   // twice). Later calls return the same result.
   virtual absl::StatusOr<uint64_t> Finish() = 0;
+};
+
+// When one shard's part of a PushPull went (the step timeline). `pushed`:
+// the step's one message was handed to the transport (a StepStream's
+// write done), or its push call was acknowledged; InfinitePast when the
+// client cannot tell (a unary PushPull). `replied`: the pull's first reply
+// message arrived; `end`: its last was read into the parameters.
+struct ShardCallTimes {
+  absl::Time begin, pushed, replied, end;
 };
 
 class ParameterClient {
@@ -80,6 +90,11 @@ class ParameterClient {
                                             absl::Span<const float> grads,
                                             float loss,
                                             absl::Span<float> params) = 0;
+
+  // From now on each PushPull writes its calls' times (one per shard, of
+  // its last attempt) to `*out`; nullptr stops it. This default records
+  // nothing.
+  virtual void RecordCallTimes(std::vector<ShardCallTimes>* out) {}
 
   // PushPull as a StepExchange: `grads` (the buffer GradientBuffer gave)
   // is filled while the exchange runs, and `params` receives clock + 1;

@@ -81,6 +81,9 @@ Trainer::Trainer(const JobConfig& config, int rank, TrainerOptions options,
              TraceEvents::kWorkerPidBase + rank) {
   params_.resize(layout_.total);
   trace_.NameThread(0, "steps");
+  for (int s = 0; s < plan_.num_shards(); ++s) {
+    trace_.NameThread(1 + s, absl::StrCat("shard ", s));
+  }
 }
 
 absl::Status Trainer::PullAt(uint64_t clock) {
@@ -204,6 +207,22 @@ void Trainer::SlowDown() const {
                              absl::Milliseconds(config_.testing.slow_step_ms));
 }
 
+void Trainer::AddShardCalls(const std::string& args) {
+  for (size_t s = 0; s < call_times_.size(); ++s) {
+    const ShardCallTimes& t = call_times_[s];
+    const int lane = 1 + static_cast<int>(s);
+    const std::string a = absl::StrCat(args, ",\"shard\":", s);
+    if (t.pushed == absl::InfinitePast()) {
+      // A unary PushPull: its write is not seen.
+      trace_.Add("push+wait", lane, t.begin, t.replied, a);
+    } else {
+      trace_.Add("push", lane, t.begin, t.pushed, a);
+      trace_.Add("wait", lane, t.pushed, t.replied, a);
+    }
+    trace_.Add("pull", lane, t.replied, t.end, a);
+  }
+}
+
 void Trainer::LogStart(uint64_t clock) const {
   spdlog::info(
       "rank {}: {} training samples, {} steps per epoch of batch {}, {} test "
@@ -262,6 +281,7 @@ absl::Status Trainer::Step(uint64_t* clock, Batch* batch, EpochState* epoch,
   }
   // Push this step's gradient and fetch the next version in one go.
   const absl::Time push_begin = now();
+  client_->RecordCallTimes(traced ? &call_times_ : nullptr);
   absl::StatusOr<uint64_t> version = client_->PushPull(
       *clock, grads, static_cast<float>(loss), absl::MakeSpan(params_));
   if (absl::IsAborted(version.status())) {
@@ -278,6 +298,7 @@ absl::Status Trainer::Step(uint64_t* clock, Batch* batch, EpochState* epoch,
                absl::StrCat(args, ",\"version\":", *version,
                             ",\"bytes\":", grads.size() * sizeof(float)));
     trace_.Add("step", 0, began, end, args);
+    AddShardCalls(args);
   }
   if (options_.on_step) options_.on_step(*clock, loss);
   ++*clock;

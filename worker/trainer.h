@@ -96,6 +96,9 @@ class Trainer {
   // (SlowDown, on options.clock).
   bool IsSlow() const;
   void SlowDown() const;
+  // The traced step's calls to each shard (call_times_) on the shards'
+  // lanes: push, wait, pull; `args` those of the step.
+  void AddShardCalls(const std::string& args);
   // Registers (again) and returns the clock to continue from.
   absl::StatusOr<uint64_t> Join();
   void LogStart(uint64_t clock) const;
@@ -156,6 +159,8 @@ class Trainer {
   // The step timeline (tracing): lane 0, one "step" per clock with its
   // data, forward+backward and push+pull.
   TraceEvents trace_;
+  // A traced step's calls to each shard (ParameterClient::RecordCallTimes).
+  std::vector<ShardCallTimes> call_times_;
 };
 
 }  // namespace paramd

@@ -97,6 +97,9 @@ class MeteredClient : public ParameterClient {
                    params.size() * sizeof(float), v.ok());
     return v;
   }
+  void RecordCallTimes(std::vector<ShardCallTimes>* out) override {
+    inner_->RecordCallTimes(out);
+  }
   void Heartbeat(uint64_t clock, bool finished,
                  absl::Duration timeout) override {
     inner_->Heartbeat(clock, finished, timeout);

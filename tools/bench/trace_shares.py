@@ -9,6 +9,12 @@ the servers report for that rank and step: the longest apply (checks to the
 policy's answer) and the longest wait of its pull over the shards; the rest
 of push+pull is on the wire and in the client (serialising, sending,
 receiving, copying the reply).
+
+Then, per worker and shard, the mean of that shard's call as the worker saw
+it (its lane): push (until the step's message was written to the
+transport, or the push call acknowledged), wait (until the first reply
+message came: the server's apply and wait, and the reply on the wire) and
+pull (reading the reply into the parameters).
 """
 import collections
 import json
@@ -23,9 +29,13 @@ def main(path):
              if e["ph"] == "M" and e["name"] == "process_name"}
     worker = collections.defaultdict(dict)  # (rank, step) -> name -> dur
     server = collections.defaultdict(lambda: collections.defaultdict(float))
+    # (rank, shard) -> name -> [durations]
+    calls = collections.defaultdict(lambda: collections.defaultdict(list))
     for e in events:
         step = e["args"]["clock"]
-        if e["pid"] >= 1000:
+        if e["pid"] >= 1000 and e["tid"] > 0:
+            calls[(e["pid"] - 1000, e["tid"] - 1)][e["name"]].append(e["dur"])
+        elif e["pid"] >= 1000:
             worker[(e["pid"] - 1000, step)][e["name"]] = e["dur"]
         else:
             key = (e["tid"], step)
@@ -54,6 +64,21 @@ def main(path):
                   100 * total["push+pull"] / step,
                   100 * total["apply"] / step, 100 * total["wait"] / step,
                   100 * wire / step))
+    if not calls:
+        return
+    print()
+    print("%-10s %6s %9s %9s %9s %9s" %
+          ("worker", "shard", "calls", "push_ms", "wait_ms", "pull_ms"))
+    for rank, shard in sorted(calls):
+        c = calls[(rank, shard)]
+
+        def mean(name):
+            d = c.get(name, [])
+            return sum(d) / len(d) / 1000 if d else float("nan")
+        push = "push" if "push" in c else "push+wait"
+        print("%-10s %6d %9d %9.3f %9.3f %9.3f" % (
+            names.get(1000 + rank, rank), shard, len(c["pull"]), mean(push),
+            mean("wait"), mean("pull")))
 
 
 if __name__ == "__main__":

@@ -76,6 +76,9 @@ class GrpcParameterClient final : public ParameterClient {
   absl::StatusOr<uint64_t> PushPull(uint64_t clock,
                                     absl::Span<const float> grads, float loss,
                                     absl::Span<float> params) override;
+  void RecordCallTimes(std::vector<ShardCallTimes>* out) override {
+    steps_.RecordTimes(out);
+  }
   // worker.overlap: an OverlapExchange (worker/rpc/overlap_exchange.h)
   // when `grads` is the buffer GradientBuffer gave and no rows ride along;
   // else the default.

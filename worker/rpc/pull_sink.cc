@@ -30,6 +30,7 @@ void PullSink::WidenPending() {
 }
 
 absl::Status PullSink::Consume(const grpc::ByteBuffer& message) {
+  if (timed_ && first_ == absl::InfinitePast()) first_ = absl::Now();
   const PartitionPlan& plan = plan_;
   const bool half = half_;
   const int expected_dtype = half ? proto::DTYPE_FLOAT16 : proto::DTYPE_FLOAT32;

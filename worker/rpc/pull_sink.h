@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "absl/time/time.h"
 #include "absl/types/span.h"
 #include "common/model/model_spec.h"
 #include "common/model/partitioner.h"
@@ -27,6 +28,10 @@ class PullSink {
   PullSink(const PartitionPlan& plan, const FlatLayout& layout, int shard,
            bool half, absl::Span<float> params);
   absl::Status Consume(const grpc::ByteBuffer& message);
+  // Notes when the first message comes (first_message), for the step
+  // timeline.
+  void TimeFirstMessage() { timed_ = true; }
+  absl::Time first_message() const { return first_; }
   // Whether global chunk `global` has arrived (and, under float16, been
   // widened into place).
   bool Has(int global) const { return seen_[global] && pending_ != global; }
@@ -48,6 +53,8 @@ class PullSink {
   size_t chunks_ = 0;
   size_t messages_ = 0;
   uint64_t version_ = 0;
+  bool timed_ = false;
+  absl::Time first_ = absl::InfinitePast();
 };
 
 // The version a pull from every shard served: the smallest of the sinks'

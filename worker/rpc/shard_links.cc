@@ -125,7 +125,8 @@ void ShardLinks::StartPush(int shard, std::vector<grpc::ByteBuffer> messages,
 
 void ShardLinks::StartPushPull(int shard, grpc::ByteBuffer message,
                                PullSink* sink,
-                               std::function<void(absl::Status)> done) {
+                               std::function<void(absl::Status)> done,
+                               absl::Time* written) {
   if (!options_.step_stream) {
     // A unary PushPull; its context lives until the call ends.
     auto context = std::make_shared<grpc::ClientContext>();
@@ -137,7 +138,8 @@ void ShardLinks::StartPushPull(int shard, grpc::ByteBuffer message,
                   });
     return;
   }
-  shards_[shard].steps->Step(std::move(message), sink, std::move(done));
+  shards_[shard].steps->Step(std::move(message), sink, std::move(done),
+                             written);
 }
 
 void ShardLinks::OpenStepStream(int shard) {

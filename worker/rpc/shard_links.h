@@ -85,9 +85,12 @@ class ShardLinks {
                  std::function<void(absl::Status)> done);
   // Starts one shard's PushPull: the push in one message (its header
   // carries pull_dtype), the pull of clock + 1 back in one message into
-  // `sink`. Under options.step_stream, OpenStepStream(shard) first.
+  // `sink`. Under options.step_stream, OpenStepStream(shard) first; then
+  // `written`, unless null, receives when the push was written
+  // (StepStream::Step).
   void StartPushPull(int shard, grpc::ByteBuffer message, PullSink* sink,
-                     std::function<void(absl::Status)> done);
+                     std::function<void(absl::Status)> done,
+                     absl::Time* written = nullptr);
   // Opens the shard's StepStream unless one is open (a stream that ended
   // is replaced).
   void OpenStepStream(int shard);

@@ -14,23 +14,33 @@ namespace paramd {
 struct StepCalls::Round {
   Round(const StepCalls& calls,
         const std::vector<std::vector<grpc::ByteBuffer>>& messages,
-        absl::Span<float> params)
+        absl::Span<float> params, bool timed)
       : n(static_cast<int>(messages.size())),
+        timed(timed),
         push_contexts(n),
         pull_contexts(n),
         push_responses(n),
         push_status(n),
         pull_status(n),
-        combined(n) {
+        combined(n),
+        times(timed ? n : 0) {
+    const absl::Time begin = timed ? absl::Now() : absl::InfinitePast();
     for (int i = 0; i < n; ++i) {
       sinks.emplace_back(calls.plan_, calls.layout_, i, calls.pull_half_,
                          params);
+      if (timed) {
+        sinks.back().TimeFirstMessage();
+        times[i] = {begin, absl::InfinitePast(), absl::InfinitePast(),
+                    absl::InfinitePast()};
+      }
       combined[i] = messages[i].size() == 1 && !calls.links_->pull_streams(i);
       pending += combined[i] ? 1 : 2;
     }
   }
 
-  void Ended() {
+  // A call of shard `i` ended; `push` says it was a push of its own.
+  void Ended(int i, bool push) {
+    if (timed) (push ? times[i].pushed : times[i].end) = absl::Now();
     absl::MutexLock lock(&mu);
     --pending;
   }
@@ -77,7 +87,20 @@ struct StepCalls::Round {
     return absl::OkStatus();
   }
 
+  // The calls' times (the step timeline): when their callbacks ran.
+  std::vector<ShardCallTimes> Times() const {
+    std::vector<ShardCallTimes> out = times;
+    for (int i = 0; i < n; ++i) {
+      out[i].replied = std::min(sinks[i].first_message(), out[i].end);
+      if (out[i].pushed != absl::InfinitePast()) {
+        out[i].pushed = std::min(out[i].pushed, out[i].replied);
+      }
+    }
+    return out;
+  }
+
   const int n;
+  const bool timed;
   std::vector<grpc::ClientContext> push_contexts, pull_contexts;
   std::vector<grpc::ByteBuffer> push_responses;
   std::vector<PullSink> sinks;
@@ -86,6 +109,8 @@ struct StepCalls::Round {
   std::vector<absl::Status> push_status, pull_status;
   // The shard takes push and pull in one PushPull.
   std::vector<bool> combined;
+  // Written by the calls' callbacks like the statuses; empty untimed.
+  std::vector<ShardCallTimes> times;
   absl::Mutex mu;
   int pending ABSL_GUARDED_BY(mu) = 0;
 };
@@ -119,24 +144,25 @@ void StepCalls::Start(uint64_t clock,
     links_->StartPull(i, clock + 1, &round->pull_contexts[i], &round->sinks[i],
                       [round, i](absl::Status s) {
                         round->pull_status[i] = std::move(s);
-                        round->Ended();
+                        round->Ended(i, /*push=*/false);
                       });
   }
   for (int i = 0; i < n; ++i) {
-    auto pushed = [this, round](absl::Status* status) {
-      return [this, round, status](absl::Status s) {
+    auto pushed = [this, round, i](absl::Status* status, bool push) {
+      return [this, round, i, status, push](absl::Status s) {
         if (!s.ok()) CancelPulls(round);
         *status = std::move(s);
-        round->Ended();
+        round->Ended(i, push);
       };
     };
     if (round->combined[i]) {
       links_->StartPushPull(i, std::move(messages[i][0]), &round->sinks[i],
-                            pushed(&round->pull_status[i]));
+                            pushed(&round->pull_status[i], /*push=*/false),
+                            round->timed ? &round->times[i].pushed : nullptr);
     } else {
       links_->StartPush(i, std::move(messages[i]), &round->push_contexts[i],
                         &round->push_responses[i],
-                        pushed(&round->push_status[i]));
+                        pushed(&round->push_status[i], /*push=*/true));
     }
   }
 }
@@ -144,7 +170,7 @@ void StepCalls::Start(uint64_t clock,
 absl::StatusOr<uint64_t> StepCalls::Run(
     uint64_t clock, std::vector<std::vector<grpc::ByteBuffer>> messages,
     absl::Span<float> params) {
-  Round round(*this, messages, params);
+  Round round(*this, messages, params, times_ != nullptr);
   Start(clock, std::move(messages), &round);
   // The unary calls have deadlines; the streams' steps are bounded here.
   const absl::Duration limit =
@@ -154,6 +180,7 @@ absl::StatusOr<uint64_t> StepCalls::Run(
         absl::StrCat("PushPull at clock ", clock, ": no reply within ",
                      absl::FormatDuration(limit)));
   }
+  if (times_ != nullptr) *times_ = round.Times();
   RETURN_IF_ERROR(round.Failure());
   return PulledVersion(round.sinks);
 }

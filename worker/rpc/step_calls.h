@@ -34,6 +34,10 @@ class StepCalls {
       uint64_t clock, std::vector<std::vector<grpc::ByteBuffer>> messages,
       absl::Span<float> params);
 
+  // From now on each Run writes its calls' times, one per shard, to
+  // `*out` (the step timeline); nullptr stops it.
+  void RecordTimes(std::vector<ShardCallTimes>* out) { times_ = out; }
+
  private:
   // One step's calls to every shard and what they answer.
   struct Round;
@@ -46,6 +50,7 @@ class StepCalls {
   const FlatLayout& layout_;
   const bool pull_half_;  // compression.pull: fp16
   ShardLinks* const links_;
+  std::vector<ShardCallTimes>* times_ = nullptr;
 };
 
 }  // namespace paramd

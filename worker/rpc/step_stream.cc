@@ -42,7 +42,8 @@ bool StepStream::over() const {
 }
 
 void StepStream::Step(grpc::ByteBuffer message, PullSink* sink,
-                      std::function<void(absl::Status)> done) {
+                      std::function<void(absl::Status)> done,
+                      absl::Time* written) {
   absl::Status over;
   {
     absl::MutexLock lock(&mu_);
@@ -58,11 +59,13 @@ void StepStream::Step(grpc::ByteBuffer message, PullSink* sink,
       // reply came: this one then follows from OnWriteDone.
       if (writing_) {
         next_ = std::move(message);
+        next_written_ = written;
         queued_ = true;
         return;
       }
       writing_ = true;
       out_ = std::move(message);
+      out_written_ = written;
     }
   }
   if (!over.ok()) {
@@ -77,10 +80,14 @@ void StepStream::OnWriteDone(bool) {
   bool more = false;
   {
     absl::MutexLock lock(&mu_);
+    if (out_written_ != nullptr) *out_written_ = absl::Now();
+    out_written_ = nullptr;
     writing_ = queued_;
     if (queued_) {
       queued_ = false;
       out_ = std::move(next_);
+      out_written_ = next_written_;
+      next_written_ = nullptr;
       more = true;
     }
   }
@@ -100,6 +107,10 @@ void StepStream::OnReadDone(bool ok) {
     absl::MutexLock lock(&mu_);
     done = std::move(done_);
     done_ = nullptr;
+    // The reply came before gRPC reported its write done: the write time
+    // is had now, for the step that is about to end cannot take it later.
+    if (out_written_ != nullptr) *out_written_ = absl::Now();
+    out_written_ = nullptr;
     s = sink_ != nullptr
             ? sink_->Consume(in_)
             : absl::DataLossError("StepStream: a reply no step asked for");

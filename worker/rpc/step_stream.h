@@ -21,6 +21,7 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
 #include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
 #include "worker/rpc/pull_sink.h"
 
 namespace paramd {
@@ -37,9 +38,12 @@ class StepStream final
 
   // Sends `message` (a PushRequest); its reply goes to `sink`. `done` runs
   // once: on a gRPC thread with the reply's or the call's status, or here
-  // when the call is over already.
+  // when the call is over already. `written`, unless null, receives the
+  // time gRPC reported the message written (before `done` runs, or not at
+  // all when the call was over); at the latest when the reply comes.
   void Step(grpc::ByteBuffer message, PullSink* sink,
-            std::function<void(absl::Status)> done) ABSL_LOCKS_EXCLUDED(mu_);
+            std::function<void(absl::Status)> done,
+            absl::Time* written = nullptr) ABSL_LOCKS_EXCLUDED(mu_);
   // Whether the call ended: steps fail at once; open a new one.
   bool over() const ABSL_LOCKS_EXCLUDED(mu_);
   // Ends the call (a step in flight fails with CANCELLED).
@@ -57,6 +61,9 @@ class StepStream final
   mutable absl::Mutex mu_;
   grpc::ByteBuffer out_ ABSL_GUARDED_BY(mu_);   // The write in flight.
   grpc::ByteBuffer next_ ABSL_GUARDED_BY(mu_);  // The one after it.
+  // Where each one's write time goes (null: nowhere).
+  absl::Time* out_written_ ABSL_GUARDED_BY(mu_) = nullptr;
+  absl::Time* next_written_ ABSL_GUARDED_BY(mu_) = nullptr;
   bool writing_ ABSL_GUARDED_BY(mu_) = false;
   bool queued_ ABSL_GUARDED_BY(mu_) = false;
   PullSink* sink_ ABSL_GUARDED_BY(mu_) = nullptr;
