@@ -3,98 +3,25 @@
 // trace-event JSON whose structure holds: every event's phase, events on
 // one lane nested or apart, each worker step's phases in order, and each
 // server event inside the worker step it serves.
-#include <google/protobuf/struct.pb.h>
-#include <google/protobuf/util/json_util.h>
-
 #include <algorithm>
 #include <catch2/catch.hpp>
 #include <map>
 #include <tuple>
 
 #include "common/trace/trace_events.h"
+#include "server/shard/shard_trace.h"
 #include "tests/cluster_training.h"
 #include "tests/local_cluster.h"
 #include "tests/test_files.h"
+#include "tests/trace_reader.h"
 
 namespace paramd {
 namespace {
 
-using google::protobuf::Value;
+using Event = testing::TraceEvent;
 
-struct Event {
-  std::string name;
-  int pid = 0, tid = 0;
-  double ts = 0, dur = 0;
-  int64_t clock = -1;
-  double end() const { return ts + dur; }
-  bool Inside(const Event& outer) const {
-    return ts >= outer.ts && end() <= outer.end();
-  }
-};
-
-double Number(const google::protobuf::Struct& s, const std::string& key) {
-  auto it = s.fields().find(key);
-  REQUIRE(it != s.fields().end());
-  REQUIRE(it->second.kind_case() == Value::kNumberValue);
-  return it->second.number_value();
-}
-
-TEST_CASE("a traced job's merged timeline is valid trace-event JSON",
-          "[trace]") {
-  const std::string dir = testing::NewTempDir();
-  testing::JobOptions o;
-  o.epochs = 1;
-  o.train_limit = 1024;  // 16 steps of 32 per rank
-  o.test_limit = 128;
-  JobConfig config = testing::MakeJob(o, dir);
-  config.tracing.dir = dir + "/trace";
-  config.tracing.from_step = 5;
-  config.tracing.steps = 2;
-  {
-    testing::LocalCluster cluster(config);
-    testing::Observed observed;
-    testing::TrainAll(config, cluster, observed);
-    for (int s = 0; s < 2; ++s) cluster.server(s).shard()->Shutdown();
-  }
-  absl::StatusOr<std::string> merged = TraceEvents::Merge(config.tracing.dir);
-  REQUIRE(merged.ok());
-  google::protobuf::Struct doc;
-  REQUIRE(google::protobuf::util::JsonStringToMessage(*merged, &doc).ok());
-  const Value& list = doc.fields().at("traceEvents");
-  REQUIRE(list.kind_case() == Value::kListValue);
-
-  std::vector<Event> events;
-  std::map<int, std::string> processes;
-  for (const Value& v : list.list_value().values()) {
-    REQUIRE(v.kind_case() == Value::kStructValue);
-    const google::protobuf::Struct& e = v.struct_value();
-    const std::string ph = e.fields().at("ph").string_value();
-    REQUIRE((ph == "X" || ph == "M"));
-    const int pid = static_cast<int>(Number(e, "pid"));
-    const google::protobuf::Struct& args = e.fields().at("args").struct_value();
-    if (ph == "M") {
-      if (e.fields().at("name").string_value() == "process_name") {
-        processes[pid] = args.fields().at("name").string_value();
-      }
-      continue;
-    }
-    Event x;
-    x.name = e.fields().at("name").string_value();
-    x.pid = pid;
-    x.tid = static_cast<int>(Number(e, "tid"));
-    x.ts = Number(e, "ts");
-    x.dur = Number(e, "dur");
-    CHECK(x.dur >= 0);
-    x.clock = static_cast<int64_t>(Number(args, "clock"));
-    CHECK((x.clock == 5 || x.clock == 6));  // only the traced steps
-    events.push_back(x);
-  }
-  CHECK(processes == std::map<int, std::string>{{0, "server 0"},
-                                                {1, "server 1"},
-                                                {1000, "worker 0"},
-                                                {1001, "worker 1"}});
-
-  // On one lane, two events are nested or apart, never overlapping.
+// On one lane, two events are nested or apart, never overlapping.
+void CheckLanesNest(const std::vector<Event>& events) {
   std::map<std::pair<int, int>, std::vector<Event>> lanes;
   for (const Event& e : events) lanes[{e.pid, e.tid}].push_back(e);
   for (const auto& [lane, list] : lanes) {
@@ -108,6 +35,93 @@ TEST_CASE("a traced job's merged timeline is valid trace-event JSON",
       }
     }
   }
+}
+
+// Steps 5 and 6 of a 2 x 2 job (`overlap`: worker.overlap), merged.
+testing::TraceDocument TraceTwoSteps(bool overlap) {
+  const std::string dir = testing::NewTempDir();
+  testing::JobOptions o;
+  o.epochs = 1;
+  o.train_limit = 1024;  // 16 steps of 32 per rank
+  o.test_limit = 128;
+  JobConfig config = testing::MakeJob(o, dir);
+  config.worker.overlap = overlap;
+  config.tracing.dir = dir + "/trace";
+  config.tracing.from_step = 5;
+  config.tracing.steps = 2;
+  {
+    testing::LocalCluster cluster(config);
+    testing::Observed observed;
+    testing::TrainAll(config, cluster, observed);
+    for (int s = 0; s < 2; ++s) cluster.server(s).shard()->Shutdown();
+  }
+  absl::StatusOr<std::string> merged = TraceEvents::Merge(config.tracing.dir);
+  REQUIRE(merged.ok());
+  absl::StatusOr<testing::TraceDocument> doc = testing::ReadTrace(*merged);
+  INFO(doc.status().message());
+  REQUIRE(doc.ok());
+  for (const Event& x : doc->events) {
+    CHECK((x.clock == 5 || x.clock == 6));  // only the traced steps
+  }
+  CHECK(doc->processes == std::map<int, std::string>{{0, "server 0"},
+                                                     {1, "server 1"},
+                                                     {1000, "worker 0"},
+                                                     {1001, "worker 1"}});
+  CheckLanesNest(doc->events);
+  return *std::move(doc);
+}
+
+TEST_CASE("an overlapped step's exchange has a lane of its own", "[trace]") {
+  const testing::TraceDocument doc = TraceTwoSteps(/*overlap=*/true);
+  std::map<std::tuple<int, int, int64_t, std::string>, Event> worker;
+  for (const Event& e : doc.events) {
+    if (e.pid < TraceEvents::kWorkerPidBase) continue;
+    CHECK(worker
+              .emplace(std::make_tuple(e.pid - TraceEvents::kWorkerPidBase,
+                                       e.tid, e.clock, e.name),
+                       e)
+              .second);
+  }
+  const int exchanges = 3;  // after the two shards' lanes
+  for (int rank = 0; rank < 2; ++rank) {
+    for (int64_t clock : {5, 6}) {
+      INFO("rank " << rank << " step " << clock);
+      auto at = [&](int lane, const std::string& name) {
+        auto it = worker.find({rank, lane, clock, name});
+        REQUIRE(it != worker.end());
+        return it->second;
+      };
+      const Event step = at(0, "step");
+      const Event data = at(0, "data");
+      const Event compute = at(0, "forward+backward");
+      const Event exchange = at(exchanges, "push+pull");
+      CHECK(data.Inside(step));
+      CHECK(compute.Inside(step));
+      CHECK(data.end() <= compute.ts);
+      // It starts while the backward pass runs and may end in the next
+      // step.
+      CHECK(compute.ts <= exchange.ts);
+      CHECK(exchange.ts <= step.end());
+    }
+  }
+  // Each server event lies inside the exchange of the step it serves.
+  int server_events = 0;
+  for (const Event& e : doc.events) {
+    if (e.pid >= TraceEvents::kWorkerPidBase) continue;
+    INFO("server " << e.pid << " " << e.name << " rank " << e.rank << " step "
+                   << e.clock);
+    auto it = worker.find({e.rank, exchanges, e.clock, "push+pull"});
+    REQUIRE(it != worker.end());
+    CHECK(e.Inside(it->second));
+    ++server_events;
+  }
+  CHECK(server_events == 2 * 2 * 2 * 2);  // shards x ranks x steps x kinds
+}
+
+TEST_CASE("a traced job's merged timeline is valid trace-event JSON",
+          "[trace]") {
+  const testing::TraceDocument doc = TraceTwoSteps(/*overlap=*/false);
+  const std::vector<Event>& events = doc.events;
 
   // Each worker's steps: data, forward+backward, push+pull in that order,
   // inside the step; on each shard's lane (tid 1 + shard) push, wait, pull
@@ -165,14 +179,16 @@ TEST_CASE("a traced job's merged timeline is valid trace-event JSON",
   int applies = 0, waits = 0;
   for (const Event& e : events) {
     if (e.pid >= TraceEvents::kWorkerPidBase) continue;
-    INFO("server " << e.pid << " " << e.name << " rank " << e.tid << " step "
+    INFO("server " << e.pid << " " << e.name << " rank " << e.rank << " step "
                    << e.clock);
-    auto it = worker.find({e.tid, e.clock, "push+pull"});
+    // Pushes on lane rank, pulls on lane workers + rank.
+    CHECK(e.tid == (e.name == "apply" ? e.rank : 2 + e.rank));
+    auto it = worker.find({e.rank, e.clock, "push+pull"});
     REQUIRE(it != worker.end());
     CHECK(e.Inside(it->second));
     // ... and between the start of that shard's call and its reply.
-    auto push = calls.find({e.tid, e.pid, e.clock, "push"});
-    auto pull = calls.find({e.tid, e.pid, e.clock, "pull"});
+    auto push = calls.find({e.rank, e.pid, e.clock, "push"});
+    auto pull = calls.find({e.rank, e.pid, e.clock, "pull"});
     REQUIRE(push != calls.end());
     REQUIRE(pull != calls.end());
     CHECK(push->second.ts <= e.ts);
@@ -191,6 +207,93 @@ TEST_CASE("tracing off records and writes nothing", "[trace]") {
   CHECK_FALSE(trace.Wants(0));
   trace.Add("step", 0, absl::Now(), absl::Now());
   CHECK(trace.Write().ok());
+}
+
+TEST_CASE("a window armed on a running process is recorded and written once",
+          "[trace]") {
+  const std::string dir = testing::NewTempDir();
+  TracingConfig off;
+  TraceEvents trace(off, "worker-0", "worker 0", 1000);
+  trace.NameThread(0, "steps");  // named while off: kept for the window
+  CHECK_FALSE(trace.on());
+  TracingConfig window;
+  window.dir = dir + "/live";
+  window.from_step = 10;
+  window.steps = 2;
+  CHECK(trace.Arm(window));
+  CHECK_FALSE(trace.Arm(window));  // the same window again: no change
+  CHECK_FALSE(trace.Wants(9));
+  CHECK(trace.Wants(10));
+  CHECK(trace.Wants(11));
+  CHECK_FALSE(trace.Wants(12));
+  CHECK_FALSE(trace.TakeDone(11));
+  trace.Add("step", 0, absl::Now(), absl::Now(), "\"clock\":10");
+  CHECK(trace.TakeDone(12));
+  CHECK_FALSE(trace.TakeDone(13));  // once per window
+  absl::StatusOr<std::string> path = trace.Write();
+  REQUIRE(path.ok());
+  CHECK(*path == window.dir + "/worker-0.jsonl");
+  absl::StatusOr<std::string> merged = TraceEvents::Merge(window.dir);
+  REQUIRE(merged.ok());
+  absl::StatusOr<testing::TraceDocument> doc = testing::ReadTrace(*merged);
+  REQUIRE(doc.ok());
+  REQUIRE(doc->events.size() == 1);
+  CHECK(doc->events[0].clock == 10);
+  CHECK(merged->find("\"thread_name\"") != std::string::npos);
+}
+
+TEST_CASE("a shard's Trace requests are checked field by field", "[trace]") {
+  const std::string dir = testing::NewTempDir();
+  testing::JobOptions o;
+  JobConfig config = testing::MakeJob(o, dir);
+  ShardTrace trace(config, 0);
+  proto::TraceRequest request;
+  auto refused = [&](absl::StatusCode code, const std::string& field) {
+    absl::StatusOr<proto::TraceResponse> r = trace.Serve(request);
+    INFO(r.status().ToString());
+    REQUIRE_FALSE(r.ok());
+    CHECK(r.status().code() == code);
+    CHECK(r.status().message().find(field) != absl::string_view::npos);
+  };
+  refused(absl::StatusCode::kInvalidArgument, "neither window nor write");
+  request.set_write(true);
+  refused(absl::StatusCode::kFailedPrecondition, "TraceRequest.write");
+  request.set_write(false);
+  request.mutable_window()->set_dir("relative/trace");
+  request.mutable_window()->set_steps(3);
+  refused(absl::StatusCode::kInvalidArgument, "TraceRequest.window.dir");
+  request.mutable_window()->set_dir(dir + "/live");
+  request.mutable_window()->set_steps(0);
+  refused(absl::StatusCode::kInvalidArgument, "TraceRequest.window.steps");
+
+  // Nothing armed: heartbeats carry no window.
+  proto::HeartbeatResponse beat;
+  trace.FillHeartbeat(0, &beat);
+  CHECK_FALSE(beat.has_trace());
+
+  request.mutable_window()->set_steps(3);
+  request.mutable_window()->set_from_step(7);
+  absl::StatusOr<proto::TraceResponse> armed = trace.Serve(request);
+  REQUIRE(armed.ok());
+  CHECK(armed->window().from_step() == 7);
+  // A rank before the window's end hears of it; one past it does not.
+  trace.FillHeartbeat(9, &beat);
+  REQUIRE(beat.has_trace());
+  CHECK(beat.trace().dir() == dir + "/live");
+  CHECK(beat.trace().from_step() == 7);
+  CHECK(beat.trace().steps() == 3);
+  proto::HeartbeatResponse late;
+  trace.FillHeartbeat(10, &late);
+  CHECK_FALSE(late.has_trace());
+
+  trace.Push(1, 8, absl::Now(), absl::Now(), 9, 64, false);
+  trace.Push(1, 10, absl::Now(), absl::Now(), 11, 64, false);  // past it
+  proto::TraceRequest write;
+  write.set_write(true);
+  absl::StatusOr<proto::TraceResponse> written = trace.Serve(write);
+  REQUIRE(written.ok());
+  CHECK(written->path() == dir + "/live/server-0.jsonl");
+  CHECK(written->events() == 1);
 }
 
 }  // namespace

@@ -9,6 +9,8 @@
 //                  [--nodes N] [--logs DIR] [--output FILE]
 //   paramctl k8s J.yaml [--image I] [--namespace N] [--output FILE]
 //   paramctl trace DIR [--output FILE]
+//   paramctl trace --job J.yaml [--steps N] [--from-step S] [--dir DIR]
+//                  [--wait SECONDS] [--servers HOST:PORT,...]
 #include <unistd.h>
 
 #include <cstdio>
@@ -19,6 +21,7 @@
 #include <string>
 
 #include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
@@ -32,6 +35,7 @@
 #include "common/model/partitioner.h"
 #include "common/trace/trace_events.h"
 #include "tools/ctl/job_runner.h"
+#include "tools/ctl/live_trace.h"
 #include "tools/ctl/status_client.h"
 #include "tools/deploy/k8s_manifests.h"
 #include "tools/deploy/slurm_script.h"
@@ -53,7 +57,9 @@ constexpr char kUsage[] =
     "  paramctl slurm J.yaml [--partition P] [--time T] [--gpus-per-worker G]\n"
     "                 [--nodes N] [--logs DIR] [--output FILE]\n"
     "  paramctl k8s J.yaml [--image I] [--namespace N] [--output FILE]\n"
-    "  paramctl trace DIR [--output FILE]\n";
+    "  paramctl trace DIR [--output FILE]\n"
+    "  paramctl trace --job J.yaml [--steps N] [--from-step S] [--dir DIR]\n"
+    "                 [--wait SECONDS] [--servers HOST:PORT,...]\n";
 
 int Usage(const std::string& problem) {
   std::fprintf(stderr, "paramctl: %s\n%s", problem.c_str(), kUsage);
@@ -136,6 +142,7 @@ int Validate(const std::string& path) {
 struct Target {
   std::vector<std::string> addresses;
   JobSecurity security;
+  double heartbeat_seconds = 1;
 };
 
 // Nothing after printing why (`*code` set) when the flags or the job file
@@ -176,6 +183,7 @@ std::optional<Target> LoadTarget(const ParsedFlags& flags,
     return std::nullopt;
   }
   target.security = *std::move(security);
+  target.heartbeat_seconds = config->liveness.heartbeat_seconds;
   return target;
 }
 
@@ -309,26 +317,56 @@ int K8s(const std::string& path, const ParsedFlags& flags) {
   return WriteOutput(flags, *manifests, "apply it with kubectl apply -f");
 }
 
-// Merges the step timelines in `dir` into `output` (dir/trace.json when
-// empty); says where.
-int MergeTrace(const std::string& dir, std::string output) {
-  absl::StatusOr<std::string> merged = TraceEvents::Merge(dir);
-  if (!merged.ok()) {
-    std::fprintf(stderr, "paramctl: %s\n",
-                 std::string(merged.status().message()).c_str());
-    return 1;
-  }
-  if (output.empty()) output = dir + "/trace.json";
-  std::ofstream out(output, std::ios::trunc);
-  out << *merged;
-  if (!out.flush()) {
-    std::fprintf(stderr, "paramctl: cannot write %s\n", output.c_str());
-    return 1;
-  }
+void SayTraceWritten(const std::string& path) {
   std::printf(
       "paramctl: step timeline written to %s (open it in Perfetto or "
       "chrome://tracing)\n",
-      output.c_str());
+      path.c_str());
+}
+
+// Merges the step timelines in `dir` into `output` (dir/trace.json when
+// empty); says where.
+int MergeTrace(const std::string& dir, std::string output) {
+  if (output.empty()) output = dir + "/trace.json";
+  if (absl::Status s = TraceEvents::MergeTo(dir, output); !s.ok()) {
+    std::fprintf(stderr, "paramctl: %s\n", std::string(s.message()).c_str());
+    return 1;
+  }
+  SayTraceWritten(output);
+  return 0;
+}
+
+// paramctl trace --job J: a timeline of the running job.
+int TraceJob(const ParsedFlags& flags) {
+  int code = 0;
+  std::optional<Target> target = LoadTarget(flags, "trace", &code);
+  if (!target) return code;
+  LiveTraceOptions options;
+  options.addresses = target->addresses;
+  options.security = &target->security;
+  options.heartbeat_seconds = target->heartbeat_seconds;
+  options.dir = flags.Get(
+      "dir",
+      absl::StrCat("trace-", absl::FormatTime("%Y%m%d-%H%M%S", absl::Now(),
+                                              absl::UTCTimeZone())));
+  for (const char* name : {"steps", "from-step", "wait"}) {
+    if (!flags.Has(name)) continue;
+    uint64_t v = 0;
+    if (!absl::SimpleAtoi(flags.Get(name, ""), &v)) {
+      return Usage(absl::StrCat("--", name, " takes a whole number, not '",
+                                flags.Get(name, ""), "'"));
+    }
+    if (std::string(name) == "steps") options.steps = v;
+    if (std::string(name) == "from-step") options.from_step = v;
+    if (std::string(name) == "wait") options.wait = absl::Seconds(v);
+  }
+  absl::StatusOr<std::string> written = TraceRunningJob(options);
+  if (!written.ok()) {
+    std::fprintf(stderr, "paramctl: %s\n",
+                 std::string(written.status().message()).c_str());
+    return 1;
+  }
+  SayTraceWritten(*written);
   return 0;
 }
 
@@ -353,12 +391,13 @@ int RunAndTrace(const RunOptions& options) {
 }
 
 int Main(int argc, char** argv) {
-  absl::StatusOr<ParsedFlags> flags = ParseFlags(
-      argc, argv,
-      {"summary", "log_level", "job", "servers", "server_binary",
-       "worker_binary", "python_path", "partition", "time", "gpus-per-worker",
-       "nodes", "logs", "output", "image", "namespace"},
-      {"json", "watch", "make-secrets", "resume", "fresh"});
+  absl::StatusOr<ParsedFlags> flags =
+      ParseFlags(argc, argv,
+                 {"summary", "log_level", "job", "servers", "server_binary",
+                  "worker_binary", "python_path", "partition", "time",
+                  "gpus-per-worker", "nodes", "logs", "output", "image",
+                  "namespace", "steps", "from-step", "wait", "dir"},
+                 {"json", "watch", "make-secrets", "resume", "fresh"});
   if (!flags.ok()) return Usage(std::string(flags.status().message()));
   const std::vector<std::string>& args = flags->positional;
   if (args.empty()) return Usage("no command given");
@@ -379,6 +418,10 @@ int Main(int argc, char** argv) {
         flags->Get("worker_binary", FindBinary("paramd-worker", "worker"));
     options.python_path = PythonPackage(*flags);
     return RunAndTrace(options);
+  }
+  if (command == "trace" && flags->Has("job")) {
+    if (args.size() != 1) return Usage("trace --job takes no folder (--dir)");
+    return TraceJob(*flags);
   }
   if (command == "trace") {
     if (args.size() != 2) return Usage("trace takes the tracing.dir folder");

@@ -140,6 +140,10 @@ struct ClientSetup {
   const PartitionPlan* plan = nullptr;
   const FlatLayout* layout = nullptr;
   int rank = 0;
+  // Called (from the heartbeat's thread) with a step timeline's window a
+  // shard's heartbeat reply carries (paramctl trace on a running job);
+  // may be empty.
+  std::function<void(const TracingConfig&)> on_trace;
 };
 
 using ParameterClientFactory =

@@ -84,6 +84,7 @@ Trainer::Trainer(const JobConfig& config, int rank, TrainerOptions options,
   for (int s = 0; s < plan_.num_shards(); ++s) {
     trace_.NameThread(1 + s, absl::StrCat("shard ", s));
   }
+  if (config.worker.overlap) trace_.NameThread(ExchangeLane(), "exchanges");
 }
 
 absl::Status Trainer::PullAt(uint64_t clock) {
@@ -109,16 +110,21 @@ absl::Status Trainer::Run() {
     bag_.emplace(std::move(bag));
     RETURN_IF_ERROR(model_->EnableInputGradient());
   }
-  ASSIGN_OR_RETURN(
-      client_, make_client_(ClientSetup{&config_, &plan_, &layout_, rank_}));
+  ClientSetup setup{&config_, &plan_, &layout_, rank_};
+  setup.on_trace = [this](const TracingConfig& window) {
+    if (trace_.Arm(window)) {
+      spdlog::info("rank {}: tracing steps [{}, {}) into {} (paramctl trace)",
+                   rank_, window.from_step, window.from_step + window.steps,
+                   window.dir);
+    }
+  };
+  ASSIGN_OR_RETURN(client_, make_client_(setup));
   heartbeats_ = std::make_unique<Heartbeats>(
       client_.get(), absl::Seconds(config_.liveness.heartbeat_seconds));
   heartbeats_->Start();
   absl::Status result = Train();
   heartbeats_->Stop();
-  if (absl::Status s = trace_.Write(); !s.ok()) {
-    spdlog::warn("rank {}: {}", rank_, std::string(s.message()));
-  }
+  WriteTrace();
   if (result.ok()) {
     client_->Heartbeat(heartbeats_->clock(), /*finished=*/true,
                        absl::Seconds(5));
@@ -207,6 +213,13 @@ void Trainer::SlowDown() const {
                              absl::Milliseconds(config_.testing.slow_step_ms));
 }
 
+void Trainer::WriteTrace() const {
+  absl::StatusOr<std::string> written = trace_.Write();
+  if (!written.ok()) {
+    spdlog::warn("rank {}: {}", rank_, std::string(written.status().message()));
+  }
+}
+
 void Trainer::AddShardCalls(const std::string& args) {
   for (size_t s = 0; s < call_times_.size(); ++s) {
     const ShardCallTimes& t = call_times_[s];
@@ -265,7 +278,7 @@ absl::Status Trainer::Step(uint64_t* clock, Batch* batch, EpochState* epoch,
   const absl::Span<float> grads = client_->GradientBuffer();
   if (config_.worker.overlap) {
     return OverlappedStep(clock, input, batch->y.data(), n, grads, epoch,
-                          stepped);
+                          stepped, {began, data_begin});
   }
   const absl::Time compute_begin = now();
   ASSIGN_OR_RETURN(double loss, model_->ComputeGradients(
@@ -300,6 +313,8 @@ absl::Status Trainer::Step(uint64_t* clock, Batch* batch, EpochState* epoch,
     trace_.Add("step", 0, began, end, args);
     AddShardCalls(args);
   }
+  // A window that ends here is written now (paramctl trace waits for it).
+  if (trace_.TakeDone(*clock + 1)) WriteTrace();
   if (options_.on_step) options_.on_step(*clock, loss);
   ++*clock;
   SkipAhead(*version, clock);
@@ -315,7 +330,9 @@ absl::Status Trainer::Step(uint64_t* clock, Batch* batch, EpochState* epoch,
 absl::Status Trainer::OverlappedStep(uint64_t* clock, const float* input,
                                      const int32_t* y, int n,
                                      absl::Span<float> grads, EpochState* epoch,
-                                     bool* stepped) {
+                                     bool* stepped, StepBegin times) {
+  const bool traced = trace_.Wants(*clock);
+  const absl::Time compute_begin = traced ? absl::Now() : absl::InfinitePast();
   std::unique_ptr<StepExchange> next;
   StepHooks hooks;
   hooks.piece = config_.chunk_bytes / static_cast<int64_t>(sizeof(float));
@@ -326,6 +343,7 @@ absl::Status Trainer::OverlappedStep(uint64_t* clock, const float* input,
     // The forward pass read all of params_: the last exchange is done.
     RETURN_IF_ERROR(FinishPending());
     next_params_.resize(params_.size());
+    exchange_begin_ = traced ? absl::Now() : absl::InfinitePast();
     next = client_->StartPushPull(*clock, grads, static_cast<float>(loss),
                                   absl::MakeSpan(next_params_));
     return absl::OkStatus();
@@ -342,6 +360,16 @@ absl::Status Trainer::OverlappedStep(uint64_t* clock, const float* input,
   }
   if (IsSlow()) {
     SlowDown();
+  }
+  if (traced) {
+    // The exchange goes on into the next step: its push+pull is on a lane
+    // of its own (FinishPending).
+    const absl::Time end = absl::Now();
+    const std::string args = absl::StrCat("\"clock\":", *clock);
+    trace_.Add("data", 0, times.data, compute_begin, args);
+    trace_.Add("forward+backward", 0, compute_begin, end,
+               absl::StrCat(args, ",\"loss\":", *loss, ",\"overlapped\":true"));
+    trace_.Add("step", 0, times.step, end, args);
   }
   // The next step computes on what this exchange brings.
   pending_ = std::move(next);
@@ -362,6 +390,13 @@ absl::Status Trainer::FinishPending() {
   absl::StatusOr<uint64_t> version = pending_->Finish();
   pending_.reset();
   RETURN_IF_ERROR(version.status());
+  if (trace_.Wants(pending_clock_)) {
+    trace_.Add(
+        "push+pull", ExchangeLane(), exchange_begin_, absl::Now(),
+        absl::StrCat("\"clock\":", pending_clock_, ",\"version\":", *version,
+                     ",\"bytes\":", layout_.total * sizeof(float)));
+  }
+  if (trace_.TakeDone(pending_clock_ + 1)) WriteTrace();
   pulled_clock_ = static_cast<int64_t>(pending_clock_ + 1);
   if (options_.on_step) options_.on_step(pending_clock_, pending_loss_);
   if (options_.on_pull) options_.on_pull(*version, params_);

@@ -86,9 +86,16 @@ class Trainer {
                     bool* stepped);
   // worker.overlap: the step's compute through StepHooks, its exchange
   // left in flight (pending_) for the next step's forward pass to read.
+  // When a traced step began, and its data (InfinitePast untraced).
+  struct StepBegin {
+    absl::Time step, data;
+  };
   absl::Status OverlappedStep(uint64_t* clock, const float* input,
                               const int32_t* y, int n, absl::Span<float> grads,
-                              EpochState* epoch, bool* stepped);
+                              EpochState* epoch, bool* stepped,
+                              StepBegin times);
+  // The timeline's lane of overlapped exchanges (after the shards' lanes).
+  int ExchangeLane() const { return 1 + plan_.num_shards(); }
   // Waits for the exchange in flight, if any: params_ then hold the clock
   // after its step. Its error is returned (ABORTED: register again).
   absl::Status FinishPending();
@@ -99,6 +106,8 @@ class Trainer {
   // The traced step's calls to each shard (call_times_) on the shards'
   // lanes: push, wait, pull; `args` those of the step.
   void AddShardCalls(const std::string& args);
+  // Writes the timeline so far (a failure is logged: training goes on).
+  void WriteTrace() const;
   // Registers (again) and returns the clock to continue from.
   absl::StatusOr<uint64_t> Join();
   void LogStart(uint64_t clock) const;
@@ -153,6 +162,7 @@ class Trainer {
   std::unique_ptr<StepExchange> pending_;
   uint64_t pending_clock_ = 0;
   double pending_loss_ = 0;
+  absl::Time exchange_begin_;  // pending_'s start, when traced.
   std::vector<float> next_params_;
   // Made with client_ (and destroyed before it).
   std::unique_ptr<Heartbeats> heartbeats_;

@@ -25,25 +25,51 @@ int64_t Micros(absl::Time t) { return absl::ToUnixMicros(t); }
 
 TraceEvents::TraceEvents(const TracingConfig& config, std::string file,
                          std::string process, int pid)
-    : dir_(config.dir),
-      from_(static_cast<uint64_t>(config.from_step)),
-      to_(static_cast<uint64_t>(config.from_step + config.steps)),
-      file_(std::move(file)),
-      pid_(pid) {
-  if (!on()) return;
+    : file_(std::move(file)), pid_(pid) {
+  {
+    absl::MutexLock lock(&mu_);
+    names_.push_back(absl::StrCat(
+        "{\"name\":\"process_name\",\"ph\":\"M\",\"pid\":", pid_,
+        ",\"tid\":0,\"args\":{\"name\":", JsonQuote(process), "}}"));
+    names_.push_back(absl::StrCat(
+        "{\"name\":\"process_sort_index\",\"ph\":\"M\",\"pid\":", pid_,
+        ",\"tid\":0,\"args\":{\"sort_index\":", pid_, "}}"));
+  }
+  if (config.on() && config.steps > 0) Arm(config);
+}
+
+bool TraceEvents::Arm(const TracingConfig& window) {
+  const uint64_t from =
+      static_cast<uint64_t>(std::max<int64_t>(0, window.from_step));
+  const uint64_t to =
+      from + static_cast<uint64_t>(std::max<int64_t>(0, window.steps));
+  if (window.dir.empty() || to == from) return false;
   absl::MutexLock lock(&mu_);
-  lines_.push_back(
-      absl::StrCat("{\"name\":\"process_name\",\"ph\":\"M\",\"pid\":", pid_,
-                   ",\"tid\":0,\"args\":{\"name\":", JsonQuote(process), "}}"));
-  lines_.push_back(absl::StrCat(
-      "{\"name\":\"process_sort_index\",\"ph\":\"M\",\"pid\":", pid_,
-      ",\"tid\":0,\"args\":{\"sort_index\":", pid_, "}}"));
+  if (dir_ == window.dir && from_.load() == from && to_.load() == to) {
+    return false;
+  }
+  if (dir_ != window.dir) lines_.clear();
+  dir_ = window.dir;
+  written_ = false;
+  // Closed first, so that no step sees the new start with the old end.
+  to_.store(0);
+  from_.store(from);
+  to_.store(to);
+  return true;
+}
+
+bool TraceEvents::TakeDone(uint64_t clock) {
+  const uint64_t to = to_.load(std::memory_order_relaxed);
+  if (to == 0 || clock < to) return false;
+  absl::MutexLock lock(&mu_);
+  if (written_) return false;
+  written_ = true;
+  return true;
 }
 
 void TraceEvents::NameThread(int tid, absl::string_view name) {
-  if (!on()) return;
   absl::MutexLock lock(&mu_);
-  lines_.push_back(absl::StrCat(
+  names_.push_back(absl::StrCat(
       "{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":", pid_, ",\"tid\":", tid,
       ",\"args\":{\"name\":", JsonQuote(name), "}}"));
 }
@@ -61,8 +87,14 @@ void TraceEvents::Add(absl::string_view name, int tid, absl::Time begin,
   lines_.push_back(std::move(line));
 }
 
-absl::Status TraceEvents::Write() const {
-  if (!on()) return absl::OkStatus();
+size_t TraceEvents::events() const {
+  absl::MutexLock lock(&mu_);
+  return lines_.size();
+}
+
+absl::StatusOr<std::string> TraceEvents::Write() const {
+  absl::MutexLock lock(&mu_);
+  if (dir_.empty()) return std::string();
   if (mkdir(dir_.c_str(), 0755) != 0 && errno != EEXIST) {
     return absl::UnavailableError(absl::StrCat(
         "tracing.dir ", dir_, ": cannot create it: ", std::strerror(errno)));
@@ -71,7 +103,7 @@ absl::Status TraceEvents::Write() const {
   const std::string tmp = path + ".tmp";
   {
     std::ofstream out(tmp, std::ios::trunc);
-    absl::MutexLock lock(&mu_);
+    for (const std::string& line : names_) out << line << '\n';
     for (const std::string& line : lines_) out << line << '\n';
     if (!out.flush()) {
       return absl::UnavailableError(
@@ -82,7 +114,7 @@ absl::Status TraceEvents::Write() const {
     return absl::UnavailableError(absl::StrCat("tracing: cannot rename ", tmp,
                                                ": ", std::strerror(errno)));
   }
-  return absl::OkStatus();
+  return path;
 }
 
 absl::StatusOr<std::string> TraceEvents::Merge(const std::string& dir) {
@@ -113,6 +145,19 @@ absl::StatusOr<std::string> TraceEvents::Merge(const std::string& dir) {
     }
   }
   return out + "\n]}\n";
+}
+
+absl::Status TraceEvents::MergeTo(const std::string& dir,
+                                  const std::string& output) {
+  absl::StatusOr<std::string> merged = Merge(dir);
+  if (!merged.ok()) return merged.status();
+  std::ofstream out(output, std::ios::trunc);
+  out << *merged;
+  if (!out.flush()) {
+    return absl::UnavailableError(
+        absl::StrCat("tracing: cannot write ", output));
+  }
+  return absl::OkStatus();
 }
 
 }  // namespace paramd

@@ -15,6 +15,7 @@
 #ifndef PARAMD_COMMON_TRACE_TRACE_EVENTS_H_
 #define PARAMD_COMMON_TRACE_TRACE_EVENTS_H_
 
+#include <atomic>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -35,17 +36,26 @@ class TraceEvents {
   static constexpr int kWorkerPidBase = 1000;
 
   // `file` names the output (e.g. "worker-1"), `process` the process in
-  // the trace ("worker 1"). Off (records nothing) without tracing.dir.
+  // the trace ("worker 1"). Off (records nothing) until a window is armed:
+  // `config`'s, when it has a tracing.dir, or a later Arm.
   TraceEvents(const TracingConfig& config, std::string file,
               std::string process, int pid);
 
-  bool on() const { return !dir_.empty(); }
-  // Whether events of `clock` are recorded.
+  // Records the clocks [window.from_step, + window.steps) into window.dir
+  // from now on (a running job's `paramctl trace`): true when that is a
+  // new window. A window into another folder drops what earlier ones
+  // recorded; lane names are kept.
+  bool Arm(const TracingConfig& window) ABSL_LOCKS_EXCLUDED(mu_);
+
+  bool on() const { return to_.load(std::memory_order_relaxed) > 0; }
+  // Whether events of `clock` are recorded (lock-free: a step asks).
   bool Wants(uint64_t clock) const {
-    return on() && clock >= from_ && clock < to_;
+    return clock >= from_.load(std::memory_order_relaxed) &&
+           clock < to_.load(std::memory_order_relaxed);
   }
-  // Past the window: nothing more will be recorded for `clock` or later.
-  bool Done(uint64_t clock) const { return on() && clock >= to_; }
+  // The window is past (nothing more will be recorded for `clock` or
+  // later) and was not written since: true once per window.
+  bool TakeDone(uint64_t clock) ABSL_LOCKS_EXCLUDED(mu_);
 
   // Names lane `tid` in the trace.
   void NameThread(int tid, absl::string_view name) ABSL_LOCKS_EXCLUDED(mu_);
@@ -54,22 +64,30 @@ class TraceEvents {
   void Add(absl::string_view name, int tid, absl::Time begin, absl::Time end,
            absl::string_view args = "") ABSL_LOCKS_EXCLUDED(mu_);
 
-  // Writes every event so far to tracing.dir/<file>.jsonl (replacing an
-  // earlier write); nothing without tracing.
-  absl::Status Write() const ABSL_LOCKS_EXCLUDED(mu_);
+  // Writes every event so far to <dir>/<file>.jsonl (replacing an earlier
+  // write) and returns that path; nothing (an empty path) while off.
+  absl::StatusOr<std::string> Write() const ABSL_LOCKS_EXCLUDED(mu_);
+  // The events recorded so far.
+  size_t events() const ABSL_LOCKS_EXCLUDED(mu_);
 
   // The events of every .jsonl file in `dir`, as one trace-event JSON
   // document.
   static absl::StatusOr<std::string> Merge(const std::string& dir);
+  // Merge, written to `output`.
+  static absl::Status MergeTo(const std::string& dir,
+                              const std::string& output);
 
  private:
-  const std::string dir_;
-  const uint64_t from_;
-  const uint64_t to_;
   const std::string file_;
   const int pid_;
+  std::atomic<uint64_t> from_{0};
+  std::atomic<uint64_t> to_{0};  // 0: off.
 
   mutable absl::Mutex mu_;
+  std::string dir_ ABSL_GUARDED_BY(mu_);
+  bool written_ ABSL_GUARDED_BY(mu_) = false;  // TakeDone said so.
+  // The process's and lanes' names, then the events.
+  std::vector<std::string> names_ ABSL_GUARDED_BY(mu_);
   std::vector<std::string> lines_ ABSL_GUARDED_BY(mu_);
 };
 

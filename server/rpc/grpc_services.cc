@@ -452,6 +452,10 @@ GrpcStatusService::GrpcStatusService(Shard* shard, const JobSecurity* security)
       "/", proto::StatusService::service_full_name(), "/Checkpoint");
   AddByteMethod(this, checkpoint_name_.c_str(), "Checkpoint", security,
                 &GrpcStatusService::Checkpoint);
+  trace_name_ =
+      absl::StrCat("/", proto::StatusService::service_full_name(), "/Trace");
+  AddByteMethod(this, trace_name_.c_str(), "Trace", security,
+                &GrpcStatusService::Trace);
 }
 
 grpc::Status GrpcStatusService::GetStatus(grpc::ServerContext*,
@@ -472,6 +476,17 @@ grpc::Status GrpcStatusService::Checkpoint(grpc::ServerContext*,
       "Checkpoint", *request, response,
       [this](const proto::CheckpointRequest&, proto::CheckpointResponse* out) {
         ASSIGN_OR_RETURN(*out, shard_->CheckpointNow());
+        return absl::OkStatus();
+      });
+}
+
+grpc::Status GrpcStatusService::Trace(grpc::ServerContext*,
+                                      const grpc::ByteBuffer* request,
+                                      grpc::ByteBuffer* response) {
+  return ServeMessage<proto::TraceRequest, proto::TraceResponse>(
+      "Trace", *request, response,
+      [this](const proto::TraceRequest& r, proto::TraceResponse* out) {
+        ASSIGN_OR_RETURN(*out, shard_->Trace(r));
         return absl::OkStatus();
       });
 }

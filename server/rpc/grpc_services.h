@@ -133,7 +133,7 @@ class GrpcParameterService final : public grpc::Service {
   std::vector<std::unique_ptr<std::string>> names_;
 };
 
-// proto::StatusService (GetStatus, Checkpoint), assembled by hand like
+// proto::StatusService (GetStatus, Checkpoint, Trace), assembled by hand like
 // the parameter service so that a malformed request is INVALID_ARGUMENT
 // naming it.
 class GrpcStatusService final : public grpc::Service {
@@ -154,11 +154,15 @@ class GrpcStatusService final : public grpc::Service {
   grpc::Status Checkpoint(grpc::ServerContext* context,
                           const grpc::ByteBuffer* request,
                           grpc::ByteBuffer* response);
+  grpc::Status Trace(grpc::ServerContext* context,
+                     const grpc::ByteBuffer* request,
+                     grpc::ByteBuffer* response);
 
   Shard* const shard_;
   // gRPC keeps pointers to the method names.
   std::string name_;
   std::string checkpoint_name_;
+  std::string trace_name_;
 };
 
 }  // namespace paramd

@@ -347,6 +347,7 @@ absl::Status Shard::Heartbeat(const proto::HeartbeatRequest& request,
     workers_.OnHeartbeat(rank, clock_->Now());
   }
   response->set_version(store_.version());
+  trace_.FillHeartbeat(request.clock(), response);
   return absl::OkStatus();
 }
 

@@ -66,6 +66,12 @@ class Shard {
   // Writes a checkpoint of the state now; returns its path.
   // FailedPrecondition without checkpoint.dir.
   absl::StatusOr<proto::CheckpointResponse> CheckpointNow();
+  // paramctl trace on a running job (proto TraceRequest): arms a step
+  // timeline's window, or writes what was recorded.
+  absl::StatusOr<proto::TraceResponse> Trace(
+      const proto::TraceRequest& request) {
+    return trace_.Serve(request);
+  }
   // Returns once the captures a push handed to the checkpoint writer are
   // written (checkpoint.every_steps; pushes do not wait for them).
   void FlushCheckpoints();

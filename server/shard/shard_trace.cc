@@ -1,14 +1,25 @@
 #include "server/shard/shard_trace.h"
 
 #include "absl/strings/str_cat.h"
+#include "spdlog/spdlog.h"
 
 namespace paramd {
 
+namespace {
+
+// More steps than any timeline is read for, and the memory it would take.
+constexpr uint64_t kMaxTraceSteps = 100000;
+
+}  // namespace
+
 ShardTrace::ShardTrace(const JobConfig& config, int shard)
-    : events_(config.tracing, absl::StrCat("server-", shard),
+    : shard_(shard),
+      workers_(config.num_workers),
+      events_(config.tracing, absl::StrCat("server-", shard),
               absl::StrCat("server ", shard), shard) {
   for (int r = 0; r < config.num_workers; ++r) {
-    events_.NameThread(r, absl::StrCat("rank ", r));
+    events_.NameThread(r, absl::StrCat("rank ", r, " pushes"));
+    events_.NameThread(workers_ + r, absl::StrCat("rank ", r, " pulls"));
   }
 }
 
@@ -17,8 +28,8 @@ void ShardTrace::Push(int rank, uint64_t clock, absl::Time begin,
                       bool duplicate) {
   if (!events_.Wants(clock)) return;
   events_.Add("apply", rank, begin, end,
-              absl::StrCat("\"clock\":", clock, ",\"version\":", version,
-                           ",\"bytes\":", bytes,
+              absl::StrCat("\"clock\":", clock, ",\"rank\":", rank,
+                           ",\"version\":", version, ",\"bytes\":", bytes,
                            ",\"duplicate\":", duplicate ? "true" : "false"));
 }
 
@@ -26,9 +37,79 @@ void ShardTrace::Pull(int rank, uint64_t clock, absl::Time begin,
                       absl::Time ready, uint64_t version) {
   // A pull at clock c is the pull half of step c - 1's push+pull.
   if (clock == 0 || !events_.Wants(clock - 1)) return;
-  events_.Add("wait", rank, begin, ready,
-              absl::StrCat("\"clock\":", clock - 1, ",\"pull_clock\":", clock,
-                           ",\"version\":", version));
+  events_.Add(
+      "wait", workers_ + rank, begin, ready,
+      absl::StrCat("\"clock\":", clock - 1, ",\"rank\":", rank,
+                   ",\"pull_clock\":", clock, ",\"version\":", version));
+}
+
+absl::StatusOr<proto::TraceResponse> ShardTrace::Serve(
+    const proto::TraceRequest& request) {
+  if (!request.has_window() && !request.write()) {
+    return absl::InvalidArgumentError(
+        "TraceRequest: neither window nor write is set");
+  }
+  proto::TraceResponse response;
+  if (request.has_window()) {
+    const proto::TraceWindow& w = request.window();
+    if (w.dir().empty() || w.dir()[0] != '/') {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "TraceRequest.window.dir: '", w.dir(),
+          "' is not an absolute path (each process writes there on its host)"));
+    }
+    if (w.steps() == 0 || w.steps() > kMaxTraceSteps) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("TraceRequest.window.steps: ", w.steps(),
+                       " is outside 1..", kMaxTraceSteps));
+    }
+    if (w.from_step() > UINT64_MAX / 2) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "TraceRequest.window.from_step: ", w.from_step(), " is too large"));
+    }
+    TracingConfig window;
+    window.dir = w.dir();
+    window.from_step = static_cast<int64_t>(w.from_step());
+    window.steps = static_cast<int64_t>(w.steps());
+    if (events_.Arm(window)) {
+      spdlog::info("shard {}: tracing steps [{}, {}) into {} (paramctl trace)",
+                   shard_, w.from_step(), w.from_step() + w.steps(), w.dir());
+    }
+    absl::MutexLock lock(&mu_);
+    live_ = window;
+  }
+  {
+    absl::MutexLock lock(&mu_);
+    if (live_.has_value()) {
+      response.mutable_window()->set_dir(live_->dir);
+      response.mutable_window()->set_from_step(live_->from_step);
+      response.mutable_window()->set_steps(live_->steps);
+    }
+  }
+  if (request.write()) {
+    if (!events_.on()) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "TraceRequest.write: shard ", shard_,
+          " records no trace (no tracing section, and no window armed)"));
+    }
+    absl::StatusOr<std::string> path = events_.Write();
+    if (!path.ok()) return path.status();
+    response.set_path(*path);
+  }
+  response.set_events(events_.events());
+  return response;
+}
+
+void ShardTrace::FillHeartbeat(uint64_t clock,
+                               proto::HeartbeatResponse* response) const {
+  absl::MutexLock lock(&mu_);
+  if (!live_.has_value() ||
+      clock >= static_cast<uint64_t>(live_->from_step + live_->steps)) {
+    return;
+  }
+  proto::TraceWindow* w = response->mutable_trace();
+  w->set_dir(live_->dir);
+  w->set_from_step(live_->from_step);
+  w->set_steps(live_->steps);
 }
 
 }  // namespace paramd

@@ -1,17 +1,26 @@
 // ShardTrace: a shard's part of the step timeline (the job's `tracing`
-// section): a lane per rank, with each traced push's apply (checks to the
-// policy's answer) and each traced pull's wait for its version, args
-// clock (the worker step they serve: a pull at clock c ends step c - 1),
-// version and bytes. Off, it records nothing. Thread-safe.
+// section): two lanes per rank, one with each traced push's apply (checks
+// to the policy's answer), one with each traced pull's wait for its
+// version (the two overlap when the pull came before its push was applied:
+// a PullStream beside a PushStream, an overlapped step); args clock (the
+// worker step they serve: a pull at clock c ends step c - 1), rank,
+// version and bytes. Off, it records nothing. A running job's window comes
+// from paramctl trace (Serve), and the shard hands it on to the workers in
+// their heartbeat replies. Thread-safe.
 #ifndef PARAMD_SERVER_SHARD_SHARD_TRACE_H_
 #define PARAMD_SERVER_SHARD_SHARD_TRACE_H_
 
 #include <cstdint>
+#include <optional>
 
+#include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "common/config/job_config.h"
 #include "common/trace/trace_events.h"
+#include "proto/paramd.pb.h"
 
 namespace paramd {
 
@@ -23,11 +32,23 @@ class ShardTrace {
             uint64_t version, uint64_t bytes, bool duplicate);
   void Pull(int rank, uint64_t clock, absl::Time begin, absl::Time ready,
             uint64_t version);
-  // Writes what was recorded (tracing.dir/server-K.jsonl).
-  absl::Status Write() const { return events_.Write(); }
+  // Writes what was recorded (<dir>/server-K.jsonl).
+  absl::Status Write() const { return events_.Write().status(); }
+
+  // A TraceRequest (proto/paramd.proto), checked field by field.
+  absl::StatusOr<proto::TraceResponse> Serve(const proto::TraceRequest& request)
+      ABSL_LOCKS_EXCLUDED(mu_);
+  // The window paramctl armed, in the heartbeat reply of a rank at `clock`
+  // that has not passed it.
+  void FillHeartbeat(uint64_t clock, proto::HeartbeatResponse* response) const
+      ABSL_LOCKS_EXCLUDED(mu_);
 
  private:
+  const int shard_;
+  const int workers_;  // Rank r's pulls are on lane workers_ + r.
   TraceEvents events_;
+  mutable absl::Mutex mu_;
+  std::optional<TracingConfig> live_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace paramd

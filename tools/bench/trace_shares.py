@@ -38,7 +38,7 @@ def main(path):
         elif e["pid"] >= 1000:
             worker[(e["pid"] - 1000, step)][e["name"]] = e["dur"]
         else:
-            key = (e["tid"], step)
+            key = (e["args"].get("rank", e["tid"]), step)
             server[key][e["name"]] = max(server[key][e["name"]], e["dur"])
     ranks = sorted({rank for rank, _ in worker})
     print("%-10s %6s %9s %7s %9s %9s %9s %9s %9s" %

@@ -10,40 +10,53 @@
 
 namespace paramd {
 
+namespace {
+
+// One unary call of StatusService's `method` (named `rpc` in errors).
+template <typename Response, typename Request, typename Method>
+absl::StatusOr<Response> CallStatusService(const std::string& address,
+                                           const JobSecurity& security,
+                                           const char* rpc, Method method,
+                                           const Request& request,
+                                           absl::Duration timeout) {
+  auto stub =
+      proto::StatusService::NewStub(CreateJobChannel(address, security));
+  grpc::ClientContext context;
+  context.set_deadline(absl::ToChronoTime(absl::Now() + timeout));
+  Response response;
+  grpc::Status s = ((*stub).*method)(&context, request, &response);
+  if (!s.ok()) {
+    absl::Status st = FromGrpcStatus(s);
+    return absl::Status(st.code(),
+                        absl::StrCat(rpc, " to ", address, ": ", st.message()));
+  }
+  return response;
+}
+
+}  // namespace
+
 absl::StatusOr<proto::ShardStatus> QueryShardStatus(const std::string& address,
                                                     const JobSecurity& security,
                                                     absl::Duration timeout) {
-  auto channel = CreateJobChannel(address, security);
-  auto stub = proto::StatusService::NewStub(channel);
-  grpc::ClientContext context;
-  context.set_deadline(absl::ToChronoTime(absl::Now() + timeout));
-  proto::GetStatusRequest request;
-  proto::ShardStatus response;
-  grpc::Status s = stub->GetStatus(&context, request, &response);
-  if (!s.ok()) {
-    absl::Status st = FromGrpcStatus(s);
-    return absl::Status(
-        st.code(), absl::StrCat("GetStatus to ", address, ": ", st.message()));
-  }
-  return response;
+  return CallStatusService<proto::ShardStatus>(
+      address, security, "GetStatus", &proto::StatusService::Stub::GetStatus,
+      proto::GetStatusRequest(), timeout);
 }
 
 absl::StatusOr<proto::CheckpointResponse> RequestCheckpoint(
     const std::string& address, const JobSecurity& security,
     absl::Duration timeout) {
-  auto stub =
-      proto::StatusService::NewStub(CreateJobChannel(address, security));
-  grpc::ClientContext context;
-  context.set_deadline(absl::ToChronoTime(absl::Now() + timeout));
-  proto::CheckpointResponse response;
-  grpc::Status s =
-      stub->Checkpoint(&context, proto::CheckpointRequest(), &response);
-  if (!s.ok()) {
-    absl::Status st = FromGrpcStatus(s);
-    return absl::Status(
-        st.code(), absl::StrCat("Checkpoint to ", address, ": ", st.message()));
-  }
-  return response;
+  return CallStatusService<proto::CheckpointResponse>(
+      address, security, "Checkpoint", &proto::StatusService::Stub::Checkpoint,
+      proto::CheckpointRequest(), timeout);
+}
+
+absl::StatusOr<proto::TraceResponse> RequestTrace(
+    const std::string& address, const JobSecurity& security,
+    const proto::TraceRequest& request, absl::Duration timeout) {
+  return CallStatusService<proto::TraceResponse>(
+      address, security, "Trace", &proto::StatusService::Stub::Trace, request,
+      timeout);
 }
 
 std::vector<ServerStatus> QueryAllStatus(

@@ -24,6 +24,12 @@ absl::StatusOr<proto::CheckpointResponse> RequestCheckpoint(
     const std::string& address, const JobSecurity& security,
     absl::Duration timeout);
 
+// One Trace call to `address` (paramctl trace --job): arms `request`'s
+// window and/or writes the shard's timeline.
+absl::StatusOr<proto::TraceResponse> RequestTrace(
+    const std::string& address, const JobSecurity& security,
+    const proto::TraceRequest& request, absl::Duration timeout);
+
 // Every address, concurrently.
 std::vector<ServerStatus> QueryAllStatus(
     const std::vector<std::string>& addresses, const JobSecurity& security,

@@ -49,7 +49,8 @@ GrpcParameterClient::GrpcParameterClient(const ClientSetup& setup,
       steps_(setup, &links_),
       rows_(setup, &links_),
       push_frames_(*setup.config, *setup.plan, *setup.layout, setup.rank),
-      gradients_(std::make_shared<std::vector<float>>(setup.layout->total)) {}
+      gradients_(std::make_shared<std::vector<float>>(setup.layout->total)),
+      on_trace_(setup.on_trace) {}
 
 absl::StatusOr<uint64_t> GrpcParameterClient::RegisterPhase(bool join,
                                                             uint64_t clock) {
@@ -227,6 +228,15 @@ void GrpcParameterClient::Heartbeat(uint64_t clock, bool finished,
     links_.stub(i)->async()->Heartbeat(
         &contexts[i], &requests[i], &responses[i], Reporting(std::move(done)));
   });
+  if (!on_trace_) return;
+  for (const proto::HeartbeatResponse& r : responses) {
+    if (!r.has_trace()) continue;
+    TracingConfig window;
+    window.dir = r.trace().dir();
+    window.from_step = static_cast<int64_t>(r.trace().from_step());
+    window.steps = static_cast<int64_t>(r.trace().steps());
+    on_trace_(window);
+  }
 }
 
 absl::Status GrpcParameterClient::Initialize(absl::Span<const float> params) {

@@ -128,6 +128,7 @@ class GrpcParameterClient final : public ParameterClient {
   bool has_rows_ = false;  // SetRowGradients was called.
   // The plan as overlapped exchanges look chunks up; made by the first.
   std::unique_ptr<OverlapIndex> overlap_index_;
+  const std::function<void(const TracingConfig&)> on_trace_;
 };
 
 // Makes GrpcParameterClients for the shards at `servers` (one "host:port"
