@@ -1,7 +1,7 @@
 // The gradient guards through a real Shard, without sockets: pushes above
 // optimizer.clip_norm are applied scaled to it, and the divergence watch
-// (the `guard` section) names, counts and — with on_diverge: stop —
-// refuses what diverges.
+// (the `guard` section) names, counts and — with on_diverge: skip_push —
+// leaves out or — with stop — refuses what diverges.
 #include "server/shard/gradient_guard.h"
 
 #include <catch2/catch.hpp>
@@ -160,6 +160,71 @@ TEST_CASE("on_diverge stop refuses the diverging push and every later one",
   CHECK(absl::IsFailedPrecondition(later));
   CHECK(later.message() == spike.message());
   CHECK(f.Status().guard_stopped() == spike.message());
+}
+
+TEST_CASE("on_diverge skip_push leaves a diverging push out of the sync round",
+          "[guard][diverge][sync]") {
+  GuardFixture f("sync", [](JobConfig& c) {
+    c.guard.enabled = true;
+    c.guard.loss_spike = 4;
+    c.guard.warmup_pushes = 2;
+    c.guard.on_diverge = OnDiverge::kSkipPush;
+  });
+  for (uint64_t clock = 0; clock < 2; ++clock) {
+    for (uint32_t rank : {0u, 1u})
+      REQUIRE(f.Push(rank, clock, 0.0f, 1.0f).ok());
+  }
+  const float lr = static_cast<float>(f.config.optimizer.learning_rate);
+  const std::vector<float> before = f.Params();
+  // Rank 1's loss spikes: its gradient stays out of the round's mean,
+  // which is rank 0's alone.
+  REQUIRE(f.Push(0, 2, 1.0f, 1.0f).ok());
+  REQUIRE(f.Push(1, 2, 5.0f, 9.0f).ok());
+  proto::ShardStatus st = f.Status();
+  CHECK(st.version() == 3);
+  CHECK(st.workers(1).divergences() == 1);
+  CHECK(st.guard_stopped().empty());
+  std::vector<float> after = f.Params();
+  for (size_t i = 0; i < after.size(); i += 97) {
+    CHECK(after[i] == Approx(before[i] - lr * 1.0f).margin(1e-7));
+  }
+  // Its retry is a duplicate: acknowledged, neither watched nor applied.
+  REQUIRE(f.Push(1, 2, 5.0f, 9.0f).ok());
+  CHECK(f.Status().workers(1).divergences() == 1);
+  CHECK(f.Params() == after);
+  // A round whose every push is skipped moves the version on, the
+  // parameters staying as they are.
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  REQUIRE(f.Push(0, 3, 7.0f, nan).ok());
+  REQUIRE(f.Push(1, 3, 7.0f, nan).ok());
+  CHECK(f.Status().version() == 4);
+  CHECK(f.Params() == after);
+  // And the job goes on.
+  REQUIRE(f.Push(0, 4, 0.0f, 1.0f).ok());
+  REQUIRE(f.Push(1, 4, 0.0f, 1.0f).ok());
+  CHECK(f.Status().version() == 5);
+}
+
+TEST_CASE("on_diverge skip_push under async acknowledges and applies nothing",
+          "[guard][diverge][async]") {
+  GuardFixture f("async", [](JobConfig& c) {
+    c.guard.enabled = true;
+    c.guard.loss_spike = 4;
+    c.guard.warmup_pushes = 2;
+    c.guard.on_diverge = OnDiverge::kSkipPush;
+  });
+  REQUIRE(f.Push(0, 0, 0.0f, 1.0f).ok());
+  REQUIRE(f.Push(0, 1, 0.0f, 1.0f).ok());
+  const uint64_t version = f.Status().version();
+  const std::vector<float> before = f.Params();
+  REQUIRE(f.Push(0, 2, 3.0f, 9.0f).ok());
+  CHECK(f.Status().version() == version);
+  CHECK(f.Params() == before);
+  CHECK(f.Status().workers(0).divergences() == 1);
+  // Its clock counted: the next one is taken and applied.
+  REQUIRE(f.Push(0, 3, 1.0f, 1.0f).ok());
+  CHECK(f.Status().version() == version + 1);
+  CHECK(f.Params() != before);
 }
 
 }  // namespace

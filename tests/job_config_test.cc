@@ -142,10 +142,9 @@ TEST_CASE("each bad job file names file, line and field", "[config]") {
       {"guard loss_spike not above 1", good + "guard:\n  loss_spike: 1\n",
        "guard.loss_spike", "loss_spike: 1", "must be > 1"},
       {"guard with an unknown action",
-       good + "guard:\n  on_diverge: skip_push\n", "guard.on_diverge",
-       "on_diverge: skip_push",
-       "unknown action 'skip_push' (expected: warn or "
-       "stop)"},
+       good + "guard:\n  on_diverge: skip\n", "guard.on_diverge",
+       "on_diverge: skip",
+       "unknown action 'skip' (expected: warn, skip_push or stop)"},
       {"guard with an unknown key", good + "guard:\n  spike: 3\n",
        "guard.spike", "spike: 3", "unknown"},
       {"both names of the stall time",

@@ -316,6 +316,10 @@ struct SecurityConfig {
 enum class OnDiverge {
   kWarn,  // Logged, counted and shown; the push is applied.
   kStop,  // As kWarn, and every later push of the job is refused.
+  // As kWarn, but the push is acknowledged and not applied: under sync
+  // the round's mean is over the other ranks' gradients (a round with
+  // none moves the version on without a step).
+  kSkipPush,
 };
 
 struct GuardConfig {

@@ -102,10 +102,12 @@ absl::Status ParseGuardSection(YamlReader& r, const YAML::Node& g,
     c->on_diverge = OnDiverge::kWarn;
   } else if (action == "stop") {
     c->on_diverge = OnDiverge::kStop;
+  } else if (action == "skip_push") {
+    c->on_diverge = OnDiverge::kSkipPush;
   } else {
-    return r.Error(
-        g["on_diverge"], "guard.on_diverge",
-        absl::StrCat("unknown action '", action, "' (expected: warn or stop)"));
+    return r.Error(g["on_diverge"], "guard.on_diverge",
+                   absl::StrCat("unknown action '", action,
+                                "' (expected: warn, skip_push or stop)"));
   }
   return absl::OkStatus();
 }

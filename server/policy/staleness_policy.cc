@@ -53,11 +53,15 @@ uint64_t StalenessPolicy::JoinClock(int rank) const {
 absl::Status StalenessPolicy::Accept(
     int rank, uint64_t clock, uint64_t staleness,
     absl::Span<const absl::Span<const float>> grads,
-    absl::Span<const RowGrads> rows) {
+    absl::Span<const RowGrads> rows, bool skip) {
   if (clock != workers_[rank].clock) {
     return absl::FailedPreconditionError(absl::StrCat(
         "Push: rank ", rank, " sent a gradient for clock ", clock,
         "; its next clock on this shard is ", workers_[rank].clock));
+  }
+  if (skip) {
+    workers_[rank].clock = clock + 1;
+    return absl::OkStatus();
   }
   RETURN_IF_ERROR(CheckRowRoom(
       rows, [](uint32_t, uint64_t) { return false; },

@@ -77,6 +77,7 @@ void SyncPolicy::OnRestore() {
   round_ = store_->version();
   pushed_.assign(num_workers_, false);
   num_pushed_ = 0;
+  num_summed_ = 0;
   for (int r = 0; r < num_workers_; ++r) {
     expected_from_[r] = round_;
     workers_[r].clock = std::min(workers_[r].clock, round_);
@@ -100,7 +101,7 @@ void SyncPolicy::OnJoin(int /*rank*/) { MaybeFinishRound(); }
 absl::Status SyncPolicy::Accept(int rank, uint64_t clock,
                                 uint64_t /*staleness*/,
                                 absl::Span<const absl::Span<const float>> grads,
-                                absl::Span<const RowGrads> rows) {
+                                absl::Span<const RowGrads> rows, bool skip) {
   if (backup_workers_ > 0 && clock < round_ && clock >= expected_from_[rank] &&
       clock >= workers_[rank].clock) {
     // Its round closed without it: acknowledged, never applied (a later
@@ -122,6 +123,14 @@ absl::Status SyncPolicy::Accept(int rank, uint64_t clock,
     return absl::AlreadyExistsError(absl::StrCat(
         "Push: rank ", rank, " already pushed its gradient for clock ", clock));
   }
+  if (skip) {
+    // In the round, without a gradient in its mean.
+    pushed_[rank] = true;
+    ++num_pushed_;
+    workers_[rank].clock = clock + 1;
+    MaybeFinishRound();
+    return absl::OkStatus();
+  }
   std::vector<uint64_t> pending_new;
   for (const RowSums& sums : row_sums_) pending_new.push_back(sums.fresh);
   RETURN_IF_ERROR(CheckRowRoom(
@@ -132,7 +141,7 @@ absl::Status SyncPolicy::Accept(int rank, uint64_t clock,
       pending_new));
   AddRows(rows);
   // The first gradient of a round overwrites the sum; later ones add.
-  const bool first = num_pushed_ == 0;
+  const bool first = num_summed_ == 0;
   for (size_t c = 0; c < sum_.size(); ++c) {
     double* __restrict s = sum_[c].data();
     const float* __restrict g = grads[c].data();
@@ -145,6 +154,7 @@ absl::Status SyncPolicy::Accept(int rank, uint64_t clock,
   }
   pushed_[rank] = true;
   ++num_pushed_;
+  ++num_summed_;
   workers_[rank].clock = clock + 1;
   MaybeFinishRound();
   return absl::OkStatus();
@@ -156,9 +166,18 @@ void SyncPolicy::MaybeFinishRound() {
   for (int r = 0; r < num_workers_; ++r) {
     if (Expected(r) && ++missing > backup_workers_) return;
   }
+  if (num_summed_ == 0) {
+    // Every push of the round was skipped (guard.on_diverge: skip_push).
+    ClearRows();
+    ++round_;
+    store_->AdvanceVersionTo(round_);
+    num_pushed_ = 0;
+    std::fill(pushed_.begin(), pushed_.end(), false);
+    return;
+  }
   // The mean, rounded once: for two workers exactly what summing in float
   // and halving gave, without its overflow.
-  const double inverse = 1.0 / num_pushed_;
+  const double inverse = 1.0 / num_summed_;
   for (size_t c = 0; c < sum_.size(); ++c) {
     const double* __restrict s = sum_[c].data();
     float* __restrict m = mean_[c].data();
@@ -183,6 +202,7 @@ void SyncPolicy::MaybeFinishRound() {
   ClearRows();
   ++round_;
   num_pushed_ = 0;
+  num_summed_ = 0;
   std::fill(pushed_.begin(), pushed_.end(), false);
 }
 

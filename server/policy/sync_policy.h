@@ -43,7 +43,7 @@ class SyncPolicy : public UpdatePolicy {
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::Status Accept(int rank, uint64_t clock, uint64_t staleness,
                       absl::Span<const absl::Span<const float>> grads,
-                      absl::Span<const RowGrads> rows) override
+                      absl::Span<const RowGrads> rows, bool skip) override
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   bool Readable(int rank, uint64_t clock) const override
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -67,7 +67,9 @@ class SyncPolicy : public UpdatePolicy {
   std::vector<bool> pushed_ ABSL_GUARDED_BY(mu_);
   // The first round each rank takes part in (after it joined).
   std::vector<uint64_t> expected_from_ ABSL_GUARDED_BY(mu_);
-  int num_pushed_ ABSL_GUARDED_BY(mu_) = 0;
+  int num_pushed_ ABSL_GUARDED_BY(mu_) = 0;  // Ranks in the round.
+  // Of those, the ones whose gradient is in sum_ (not skipped).
+  int num_summed_ ABSL_GUARDED_BY(mu_) = 0;
   // The round's row gradients by table: the sum of every push's rows.
   struct RowSums {
     absl::flat_hash_map<uint64_t, uint32_t> at;  // Id → its place in ids.

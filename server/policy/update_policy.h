@@ -81,10 +81,17 @@ class UpdatePolicy {
   // chunks: summed and averaged with the round's under sync, at once
   // otherwise. A push that would take a table past its max_rows is
   // refused (RESOURCE_EXHAUSTED, naming table and shard).
+  //
+  // `skip` (guard.on_diverge: skip_push): the push is accepted — its clock
+  // counts, a retry of it is a duplicate — but its gradient is not
+  // applied: under sync the round's mean is over the other pushes, and a
+  // round whose every push was skipped moves the version on without a
+  // step.
   absl::Status Push(int rank, uint64_t clock,
                     absl::Span<const absl::Span<const float>> grads,
                     absl::Span<const RowGrads> rows = {},
-                    bool* duplicate = nullptr) ABSL_LOCKS_EXCLUDED(mu_);
+                    bool* duplicate = nullptr, bool skip = false)
+      ABSL_LOCKS_EXCLUDED(mu_);
 
   // Whether a push of (rank, clock) would be acknowledged as a retry of
   // the one accepted last from `rank` (Push's exactly-once rule).
@@ -210,10 +217,10 @@ class UpdatePolicy {
   PolicyState CaptureLocked() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // After `rank` joined (it may have been live and expected before).
   virtual void OnJoin(int rank) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {}
-  // `staleness` is the push's tau (push_staleness).
+  // `staleness` is the push's tau (push_staleness); `skip` as in Push.
   virtual absl::Status Accept(int rank, uint64_t clock, uint64_t staleness,
                               absl::Span<const absl::Span<const float>> grads,
-                              absl::Span<const RowGrads> rows)
+                              absl::Span<const RowGrads> rows, bool skip)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) = 0;
   // RESOURCE_EXHAUSTED when the new rows of `rows` (those the table does
   // not hold and `pending(table, id)` does not count yet) would take a

@@ -60,8 +60,9 @@ bool GradientGuard::Clip(absl::Span<const absl::Span<const float>> chunks,
   return true;
 }
 
-absl::Status GradientGuard::Watch(int rank, uint64_t clock, float loss) {
-  if (!config_.enabled) return absl::OkStatus();
+absl::StatusOr<bool> GradientGuard::Watch(int rank, uint64_t clock,
+                                          float loss) {
+  if (!config_.enabled) return false;
   absl::MutexLock lock(&mu_);
   if (!stopped_.empty()) return absl::FailedPreconditionError(stopped_);
   Rank& r = ranks_[rank];
@@ -70,7 +71,7 @@ absl::Status GradientGuard::Watch(int rank, uint64_t clock, float loss) {
   if (finite && !(armed && loss > config_.loss_spike * r.mean)) {
     r.mean = r.losses == 0 ? loss : r.mean + kMeanWeight * (loss - r.mean);
     ++r.losses;
-    return absl::OkStatus();
+    return false;
   }
   // A divergence: its loss stays out of the mean.
   ++r.divergences;
@@ -86,8 +87,11 @@ absl::Status GradientGuard::Watch(int rank, uint64_t clock, float loss) {
                config_.on_diverge == OnDiverge::kStop
                    ? "; guard.on_diverge stop: the job's pushes are refused "
                      "from now on"
+               : config_.on_diverge == OnDiverge::kSkipPush
+                   ? "; guard.on_diverge skip_push: the push is not applied"
                    : "");
-  if (config_.on_diverge != OnDiverge::kStop) return absl::OkStatus();
+  if (config_.on_diverge == OnDiverge::kSkipPush) return true;
+  if (config_.on_diverge != OnDiverge::kStop) return false;
   stopped_ = absl::StrFormat(
       "Push: the job was stopped by its guard (on_diverge: stop): rank %d at "
       "clock %d: %s",

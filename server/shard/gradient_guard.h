@@ -12,9 +12,11 @@
 // pushes' batch losses (exponential, weight 1/16 for the newest, counted
 // once warmup_pushes losses are in); a push whose loss is not finite or
 // above loss_spike x that mean is a divergence — logged naming the rank,
-// its loss and mean, counted in status and metrics; with on_diverge: stop
-// that push and every later one of the job are refused
-// (FAILED_PRECONDITION, naming the first divergence). Thread-safe.
+// its loss and mean, counted in status and metrics; with on_diverge:
+// skip_push that push is acknowledged and not applied (the policy leaves
+// its gradient out); with on_diverge: stop that push and every later one
+// of the job are refused (FAILED_PRECONDITION, naming the first
+// divergence). Thread-safe.
 #ifndef PARAMD_SERVER_SHARD_GRADIENT_GUARD_H_
 #define PARAMD_SERVER_SHARD_GRADIENT_GUARD_H_
 
@@ -24,6 +26,7 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/types/span.h"
 #include "common/config/job_config.h"
@@ -53,10 +56,12 @@ class GradientGuard {
   // Whether Watch looks at pushes (a `guard` section).
   bool watching() const { return config_.enabled; }
 
-  // Watches a push's loss; FAILED_PRECONDITION when the job is stopped
-  // (this push's divergence or an earlier one) under on_diverge: stop.
-  // Call for pushes that are not retries, before they are applied.
-  absl::Status Watch(int rank, uint64_t clock, float loss);
+  // Watches a push's loss: true when the push is to be skipped (it
+  // diverges, under on_diverge: skip_push); FAILED_PRECONDITION when the
+  // job is stopped (this push's divergence or an earlier one) under
+  // on_diverge: stop. Call for pushes that are not retries, before they
+  // are applied.
+  absl::StatusOr<bool> Watch(int rank, uint64_t clock, float loss);
 
   // A clipped push of `rank` was applied.
   void CountClipped(int rank) ABSL_LOCKS_EXCLUDED(mu_);

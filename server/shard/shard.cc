@@ -195,22 +195,23 @@ absl::Status Shard::Push(const PushView& request,
   const absl::Time now = clock_->Now();
   const int rank = static_cast<int>(request.rank);
   workers_.OnSeen(rank, now);
+  bool skip = false;
   if (guard_.watching() && !policy_->IsRetry(rank, request.clock)) {
-    RETURN_IF_ERROR(guard_.Watch(rank, request.clock, request.loss));
+    ASSIGN_OR_RETURN(skip, guard_.Watch(rank, request.clock, request.loss));
   }
   GradientGuard::Clipped clipped;
-  const bool clip = guard_.Clip(chunks.values, rows.grads, &clipped);
+  const bool clip = !skip && guard_.Clip(chunks.values, rows.grads, &clipped);
   bool duplicate = false;
   RETURN_IF_ERROR(policy_->Push(
       rank, request.clock,
       absl::MakeConstSpan(clip ? clipped.chunks : chunks.values),
-      absl::MakeConstSpan(clip ? clipped.rows : rows.grads), &duplicate));
+      absl::MakeConstSpan(clip ? clipped.rows : rows.grads), &duplicate, skip));
   if (!duplicate && clip) guard_.CountClipped(rank);
   trace_.Push(rank, request.clock, entered, clock_->Now(), store_.version(),
               bytes, duplicate);
   if (!duplicate) {
     for (const RowGrads& r : rows.grads) {
-      store_.table(r.table).CountPushed(r.ids.size());
+      if (!skip) store_.table(r.table).CountPushed(r.ids.size());
     }
     workers_.OnPush(static_cast<int>(request.rank), bytes, request.loss, now);
     stats_.RecordPush(now);
