@@ -156,6 +156,12 @@ TEST_CASE("a traced job's merged timeline is valid trace-event JSON",
       CHECK(exchange.Inside(step));
       CHECK(data.end() <= compute.ts);
       CHECK(compute.end() <= exchange.ts);
+      // The CPU layer graph says where its forward pass ended.
+      const Event forward = at("forward");
+      const Event backward = at("backward");
+      CHECK(forward.Inside(compute));
+      CHECK(backward.Inside(compute));
+      CHECK(forward.end() <= backward.ts);
       for (int shard = 0; shard < 2; ++shard) {
         INFO("shard " << shard);
         auto call = [&](const std::string& name) {

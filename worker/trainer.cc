@@ -278,9 +278,10 @@ absl::Status Trainer::Step(uint64_t* clock, Batch* batch, EpochState* epoch,
   const absl::Span<float> grads = client_->GradientBuffer();
   if (config_.worker.overlap) {
     return OverlappedStep(clock, input, batch->y.data(), n, grads, epoch,
-                          stepped, {began, data_begin});
+                          stepped, {traced, began, data_begin});
   }
   const absl::Time compute_begin = now();
+  model_->TimeForward(traced);
   ASSIGN_OR_RETURN(double loss, model_->ComputeGradients(
                                     params_, input, batch->y.data(), n, grads));
   if (bag_.has_value()) {
@@ -307,6 +308,11 @@ absl::Status Trainer::Step(uint64_t* clock, Batch* batch, EpochState* epoch,
     trace_.Add("data", 0, data_begin, compute_begin, args);
     trace_.Add("forward+backward", 0, compute_begin, push_begin,
                absl::StrCat(args, ",\"loss\":", loss));
+    // Inside it, where the backend tells (the CPU layer graph).
+    if (const absl::Time f = model_->ForwardEnd(); f != absl::InfinitePast()) {
+      trace_.Add("forward", 0, compute_begin, f, args);
+      trace_.Add("backward", 0, f, push_begin, args);
+    }
     trace_.Add("push+pull", 0, push_begin, end,
                absl::StrCat(args, ",\"version\":", *version,
                             ",\"bytes\":", grads.size() * sizeof(float)));
@@ -331,7 +337,7 @@ absl::Status Trainer::OverlappedStep(uint64_t* clock, const float* input,
                                      const int32_t* y, int n,
                                      absl::Span<float> grads, EpochState* epoch,
                                      bool* stepped, StepBegin times) {
-  const bool traced = trace_.Wants(*clock);
+  const bool traced = times.traced;
   const absl::Time compute_begin = traced ? absl::Now() : absl::InfinitePast();
   std::unique_ptr<StepExchange> next;
   StepHooks hooks;
@@ -390,7 +396,8 @@ absl::Status Trainer::FinishPending() {
   absl::StatusOr<uint64_t> version = pending_->Finish();
   pending_.reset();
   RETURN_IF_ERROR(version.status());
-  if (trace_.Wants(pending_clock_)) {
+  // (A window armed since the exchange began has no start for it.)
+  if (trace_.Wants(pending_clock_) && exchange_begin_ != absl::InfinitePast()) {
     trace_.Add(
         "push+pull", ExchangeLane(), exchange_begin_, absl::Now(),
         absl::StrCat("\"clock\":", pending_clock_, ",\"version\":", *version,

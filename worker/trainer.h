@@ -86,8 +86,10 @@ class Trainer {
                     bool* stepped);
   // worker.overlap: the step's compute through StepHooks, its exchange
   // left in flight (pending_) for the next step's forward pass to read.
-  // When a traced step began, and its data (InfinitePast untraced).
+  // Whether the step is traced; when it began, and its data (InfinitePast
+  // untraced).
   struct StepBegin {
+    bool traced;
     absl::Time step, data;
   };
   absl::Status OverlappedStep(uint64_t* clock, const float* input,
@@ -162,7 +164,7 @@ class Trainer {
   std::unique_ptr<StepExchange> pending_;
   uint64_t pending_clock_ = 0;
   double pending_loss_ = 0;
-  absl::Time exchange_begin_;  // pending_'s start, when traced.
+  absl::Time exchange_begin_ = absl::InfinitePast();  // pending_'s start, traced
   std::vector<float> next_params_;
   // Made with client_ (and destroyed before it).
   std::unique_ptr<Heartbeats> heartbeats_;

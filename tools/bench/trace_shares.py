@@ -4,7 +4,8 @@
     /usr/bin/python3 tools/bench/trace_shares.py TRACE.json
 
 For each worker, over its traced steps: the mean step time and the share
-spent in data, forward+backward and push+pull; and within push+pull, what
+spent in data, forward, backward (forward+backward as one where the backend
+does not tell them apart: CUDA, and the overlapped step) and push+pull; and within push+pull, what
 the servers report for that rank and step: the longest apply (checks to the
 policy's answer) and the longest wait of its pull over the shards; the rest
 of push+pull is on the wire and in the client (serialising, sending,
@@ -41,26 +42,29 @@ def main(path):
             key = (e["args"].get("rank", e["tid"]), step)
             server[key][e["name"]] = max(server[key][e["name"]], e["dur"])
     ranks = sorted({rank for rank, _ in worker})
-    print("%-10s %6s %9s %7s %9s %9s %9s %9s %9s" %
-          ("worker", "steps", "step_ms", "data", "fwd+bwd", "push+pull",
-           "apply", "wait", "wire"))
+    print("%-10s %6s %9s %7s %9s %9s %9s %9s %9s %9s" %
+          ("worker", "steps", "step_ms", "data", "forward", "backward",
+           "push+pull", "apply", "wait", "wire"))
     for rank in ranks:
         steps = [s for r, s in worker if r == rank]
         total = collections.defaultdict(float)
         for s in steps:
             w = worker[(rank, s)]
-            for name in ("step", "data", "forward+backward", "push+pull"):
+            for name in ("step", "data", "push+pull"):
                 total[name] += w.get(name, 0)
+            total["forward"] += w.get("forward", w.get("forward+backward", 0))
+            total["backward"] += w.get("backward", 0)
             total["apply"] += server[(rank, s)]["apply"]
             total["wait"] += server[(rank, s)]["wait"]
         step = total["step"] or 1
         wire = total["push+pull"] - total["apply"] - total["wait"]
         print("%-10s %6d %9.3f %6.1f%% %8.1f%% %8.1f%% %8.1f%% %8.1f%% "
-              "%8.1f%%" % (
+              "%8.1f%% %8.1f%%" % (
                   names.get(1000 + rank, rank), len(steps),
                   total["step"] / len(steps) / 1000,
                   100 * total["data"] / step,
-                  100 * total["forward+backward"] / step,
+                  100 * total["forward"] / step,
+                  100 * total["backward"] / step,
                   100 * total["push+pull"] / step,
                   100 * total["apply"] / step, 100 * total["wait"] / step,
                   100 * wire / step))

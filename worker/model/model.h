@@ -15,6 +15,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
+#include "absl/time/time.h"
 #include "absl/types/span.h"
 #include "common/model/model_spec.h"
 
@@ -49,6 +50,12 @@ class Model {
   // same gradient. The trainer sets it per step from (job seed, rank,
   // clock).
   virtual void SetStepSeed(uint64_t seed) {}
+
+  // The step timeline: with `on`, the next ComputeGradients notes when its
+  // forward pass (and the loss) ended, for ForwardEnd. Backends that do
+  // not split the two keep ForwardEnd at InfinitePast.
+  virtual void TimeForward(bool on) {}
+  virtual absl::Time ForwardEnd() const { return absl::InfinitePast(); }
 
   // Mean softmax cross-entropy over the batch x [n × inputs], labels y;
   // writes d(loss)/d(params) into `grads` (same layout as `params`).

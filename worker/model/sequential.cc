@@ -109,6 +109,7 @@ absl::StatusOr<double> CpuSequential::Compute(absl::Span<const float> params,
   LayerPass pass{params, grads, hooks, /*training=*/true, seed_, n};
   RETURN_IF_ERROR(Forward(pass, x));
   ASSIGN_OR_RETURN(const double loss, SoftmaxCrossEntropy(y, n));
+  forward_end_ = time_forward_ ? absl::Now() : absl::InfinitePast();
   if (hooks != nullptr) RETURN_IF_ERROR(hooks->gradients_begin(loss / n));
   for (size_t l = layers_.size(); l-- > 0;) {
     float* din = nullptr;

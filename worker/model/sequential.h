@@ -29,6 +29,8 @@ class CpuSequential : public Model {
 
   std::string Describe() const override;
   void SetStepSeed(uint64_t seed) override { seed_ = seed; }
+  void TimeForward(bool on) override { time_forward_ = on; }
+  absl::Time ForwardEnd() const override { return forward_end_; }
   absl::StatusOr<double> ComputeGradients(absl::Span<const float> params,
                                           const float* x, const int32_t* y,
                                           int n,
@@ -69,6 +71,8 @@ class CpuSequential : public Model {
   int64_t num_params_ = 0;
   int eval_batch_ = 1;
   uint64_t seed_ = 0;
+  bool time_forward_ = false;
+  absl::Time forward_end_ = absl::InfinitePast();
   // act_[l]: layer l's output; delta_[l]: d(loss)/d(act_[l]). Grown to
   // the largest batch seen.
   std::vector<std::vector<float>> act_;
