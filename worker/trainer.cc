@@ -76,15 +76,8 @@ Trainer::Trainer(const JobConfig& config, int rank, TrainerOptions options,
       layout_(spec_),
       train_(std::move(train)),
       test_(std::move(test)),
-      trace_(config.tracing, absl::StrCat("worker-", rank),
-             absl::StrCat("worker ", rank),
-             TraceEvents::kWorkerPidBase + rank) {
+      trace_(config, rank, plan_.num_shards()) {
   params_.resize(layout_.total);
-  trace_.NameThread(0, "steps");
-  for (int s = 0; s < plan_.num_shards(); ++s) {
-    trace_.NameThread(1 + s, absl::StrCat("shard ", s));
-  }
-  if (config.worker.overlap) trace_.NameThread(ExchangeLane(), "exchanges");
 }
 
 absl::Status Trainer::PullAt(uint64_t clock) {
@@ -111,20 +104,14 @@ absl::Status Trainer::Run() {
     RETURN_IF_ERROR(model_->EnableInputGradient());
   }
   ClientSetup setup{&config_, &plan_, &layout_, rank_};
-  setup.on_trace = [this](const TracingConfig& window) {
-    if (trace_.Arm(window)) {
-      spdlog::info("rank {}: tracing steps [{}, {}) into {} (paramctl trace)",
-                   rank_, window.from_step, window.from_step + window.steps,
-                   window.dir);
-    }
-  };
+  setup.on_trace = trace_.OnTrace();
   ASSIGN_OR_RETURN(client_, make_client_(setup));
   heartbeats_ = std::make_unique<Heartbeats>(
       client_.get(), absl::Seconds(config_.liveness.heartbeat_seconds));
   heartbeats_->Start();
   absl::Status result = Train();
   heartbeats_->Stop();
-  WriteTrace();
+  trace_.Write();
   if (result.ok()) {
     client_->Heartbeat(heartbeats_->clock(), /*finished=*/true,
                        absl::Seconds(5));
@@ -213,29 +200,6 @@ void Trainer::SlowDown() const {
                              absl::Milliseconds(config_.testing.slow_step_ms));
 }
 
-void Trainer::WriteTrace() const {
-  absl::StatusOr<std::string> written = trace_.Write();
-  if (!written.ok()) {
-    spdlog::warn("rank {}: {}", rank_, std::string(written.status().message()));
-  }
-}
-
-void Trainer::AddShardCalls(const std::string& args) {
-  for (size_t s = 0; s < call_times_.size(); ++s) {
-    const ShardCallTimes& t = call_times_[s];
-    const int lane = 1 + static_cast<int>(s);
-    const std::string a = absl::StrCat(args, ",\"shard\":", s);
-    if (t.pushed == absl::InfinitePast()) {
-      // A unary PushPull: its write is not seen.
-      trace_.Add("push+wait", lane, t.begin, t.replied, a);
-    } else {
-      trace_.Add("push", lane, t.begin, t.pushed, a);
-      trace_.Add("wait", lane, t.pushed, t.replied, a);
-    }
-    trace_.Add("pull", lane, t.replied, t.end, a);
-  }
-}
-
 void Trainer::LogStart(uint64_t clock) const {
   spdlog::info(
       "rank {}: {} training samples, {} steps per epoch of batch {}, {} test "
@@ -304,23 +268,22 @@ absl::Status Trainer::Step(uint64_t* clock, Batch* batch, EpochState* epoch,
   RETURN_IF_ERROR(version.status());
   if (traced) {
     const absl::Time end = absl::Now();
-    const std::string args = absl::StrCat("\"clock\":", *clock);
-    trace_.Add("data", 0, data_begin, compute_begin, args);
-    trace_.Add("forward+backward", 0, compute_begin, push_begin,
-               absl::StrCat(args, ",\"loss\":", loss));
+    const uint64_t c = *clock;
+    trace_.Add("data", 0, data_begin, compute_begin, c);
+    trace_.Add("forward+backward", 0, compute_begin, push_begin, c,
+               absl::StrCat("\"loss\":", loss));
     // Inside it, where the backend tells (the CPU layer graph).
     if (const absl::Time f = model_->ForwardEnd(); f != absl::InfinitePast()) {
-      trace_.Add("forward", 0, compute_begin, f, args);
-      trace_.Add("backward", 0, f, push_begin, args);
+      trace_.Add("forward", 0, compute_begin, f, c);
+      trace_.Add("backward", 0, f, push_begin, c);
     }
-    trace_.Add("push+pull", 0, push_begin, end,
-               absl::StrCat(args, ",\"version\":", *version,
+    trace_.Add("push+pull", 0, push_begin, end, c,
+               absl::StrCat("\"version\":", *version,
                             ",\"bytes\":", grads.size() * sizeof(float)));
-    trace_.Add("step", 0, began, end, args);
-    AddShardCalls(args);
+    trace_.Add("step", 0, began, end, c);
+    trace_.AddShardCalls(c, call_times_);
   }
-  // A window that ends here is written now (paramctl trace waits for it).
-  if (trace_.TakeDone(*clock + 1)) WriteTrace();
+  trace_.WriteIfDone(*clock + 1);
   if (options_.on_step) options_.on_step(*clock, loss);
   ++*clock;
   SkipAhead(*version, clock);
@@ -371,11 +334,10 @@ absl::Status Trainer::OverlappedStep(uint64_t* clock, const float* input,
     // The exchange goes on into the next step: its push+pull is on a lane
     // of its own (FinishPending).
     const absl::Time end = absl::Now();
-    const std::string args = absl::StrCat("\"clock\":", *clock);
-    trace_.Add("data", 0, times.data, compute_begin, args);
-    trace_.Add("forward+backward", 0, compute_begin, end,
-               absl::StrCat(args, ",\"loss\":", *loss, ",\"overlapped\":true"));
-    trace_.Add("step", 0, times.step, end, args);
+    trace_.Add("data", 0, times.data, compute_begin, *clock);
+    trace_.Add("forward+backward", 0, compute_begin, end, *clock,
+               absl::StrCat("\"loss\":", *loss, ",\"overlapped\":true"));
+    trace_.Add("step", 0, times.step, end, *clock);
   }
   // The next step computes on what this exchange brings.
   pending_ = std::move(next);
@@ -398,13 +360,12 @@ absl::Status Trainer::FinishPending() {
   RETURN_IF_ERROR(version.status());
   // (A window armed since the exchange began has no start for it.)
   if (trace_.Wants(pending_clock_) && exchange_begin_ != absl::InfinitePast()) {
-    trace_.Add(
-        "push+pull", ExchangeLane(), exchange_begin_, absl::Now(),
-        absl::StrCat("\"clock\":", pending_clock_, ",\"version\":", *version,
-                     ",\"bytes\":", layout_.total * sizeof(float)));
+    trace_.Add("push+pull", trace_.exchange_lane(), exchange_begin_,
+               absl::Now(), pending_clock_,
+               absl::StrCat("\"version\":", *version,
+                            ",\"bytes\":", layout_.total * sizeof(float)));
   }
-  if (trace_.TakeDone(pending_clock_ + 1)) WriteTrace();
-  pulled_clock_ = static_cast<int64_t>(pending_clock_ + 1);
+  trace_.WriteIfDone(pending_clock_ + 1);
   if (options_.on_step) options_.on_step(pending_clock_, pending_loss_);
   if (options_.on_pull) options_.on_pull(*version, params_);
   return absl::OkStatus();

@@ -25,12 +25,12 @@
 #include "common/config/job_config.h"
 #include "common/model/model_spec.h"
 #include "common/model/partitioner.h"
-#include "common/trace/trace_events.h"
 #include "worker/data/dataset.h"
 #include "worker/heartbeats.h"
 #include "worker/model/embedding_bag.h"
 #include "worker/model/model.h"
 #include "worker/parameter_client.h"
+#include "worker/worker_timeline.h"
 
 namespace paramd {
 
@@ -96,8 +96,7 @@ class Trainer {
                               const int32_t* y, int n, absl::Span<float> grads,
                               EpochState* epoch, bool* stepped,
                               StepBegin times);
-  // The timeline's lane of overlapped exchanges (after the shards' lanes).
-  int ExchangeLane() const { return 1 + plan_.num_shards(); }
+
   // Waits for the exchange in flight, if any: params_ then hold the clock
   // after its step. Its error is returned (ABORTED: register again).
   absl::Status FinishPending();
@@ -105,11 +104,7 @@ class Trainer {
   // (SlowDown, on options.clock).
   bool IsSlow() const;
   void SlowDown() const;
-  // The traced step's calls to each shard (call_times_) on the shards'
-  // lanes: push, wait, pull; `args` those of the step.
-  void AddShardCalls(const std::string& args);
-  // Writes the timeline so far (a failure is logged: training goes on).
-  void WriteTrace() const;
+
   // Registers (again) and returns the clock to continue from.
   absl::StatusOr<uint64_t> Join();
   void LogStart(uint64_t clock) const;
@@ -164,13 +159,14 @@ class Trainer {
   std::unique_ptr<StepExchange> pending_;
   uint64_t pending_clock_ = 0;
   double pending_loss_ = 0;
-  absl::Time exchange_begin_ = absl::InfinitePast();  // pending_'s start, traced
+  absl::Time exchange_begin_ =
+      absl::InfinitePast();  // pending_'s start, traced
   std::vector<float> next_params_;
   // Made with client_ (and destroyed before it).
   std::unique_ptr<Heartbeats> heartbeats_;
   // The step timeline (tracing): lane 0, one "step" per clock with its
   // data, forward+backward and push+pull.
-  TraceEvents trace_;
+  WorkerTimeline trace_;
   // A traced step's calls to each shard (ParameterClient::RecordCallTimes).
   std::vector<ShardCallTimes> call_times_;
 };

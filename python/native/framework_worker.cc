@@ -49,9 +49,11 @@ absl::StatusOr<std::unique_ptr<FrameworkWorker>> FrameworkWorker::Create(
                    PartitionPlan::Build(w->spec_, w->config_.chunk_bytes,
                                         w->config_.num_shards()));
   w->plan_ = std::make_unique<PartitionPlan>(std::move(plan));
-  ASSIGN_OR_RETURN(w->client_,
-                   make_client(ClientSetup{&w->config_, w->plan_.get(),
-                                           &w->layout_, w->rank_}));
+  w->trace_ = std::make_unique<WorkerTimeline>(w->config_, w->rank_,
+                                               w->plan_->num_shards());
+  ClientSetup setup{&w->config_, w->plan_.get(), &w->layout_, w->rank_};
+  setup.on_trace = w->trace_->OnTrace();
+  ASSIGN_OR_RETURN(w->client_, make_client(setup));
   w->heartbeats_ = std::make_unique<Heartbeats>(
       w->client_.get(), absl::Seconds(w->config_.liveness.heartbeat_seconds));
   return w;
@@ -137,8 +139,18 @@ absl::StatusOr<uint64_t> FrameworkWorker::Step(absl::Span<const float> grads,
   RETURN_IF_ERROR(CheckFlat("grads", grads.size()));
   RETURN_IF_ERROR(CheckFlat("params", params.size()));
   const uint64_t clock = this->clock();
-  absl::Status s = client_->PushPull(clock, grads, loss, params).status();
+  // The timeline reads the clock only around traced steps.
+  const bool traced = trace_->Wants(clock);
+  const absl::Time begin = traced ? absl::Now() : absl::InfinitePast();
+  client_->RecordCallTimes(traced ? &call_times_ : nullptr);
+  absl::StatusOr<uint64_t> version =
+      client_->PushPull(clock, grads, loss, params);
+  absl::Status s = version.status();
   if (s.ok()) {
+    if (traced) AddStep(clock, begin, *version, grads.size());
+    last_step_end_ =
+        trace_->Wants(clock + 1) ? absl::Now() : absl::InfinitePast();
+    trace_->WriteIfDone(clock + 1);
     heartbeats_->SetClock(clock + 1);
     return clock + 1;
   }
@@ -147,6 +159,23 @@ absl::StatusOr<uint64_t> FrameworkWorker::Step(absl::Span<const float> grads,
   spdlog::warn("rank {}: {}; registering again", rank_,
                std::string(s.message()));
   return Join(params);
+}
+
+void FrameworkWorker::AddStep(uint64_t clock, absl::Time push_begin,
+                              uint64_t version, size_t floats) {
+  const absl::Time end = absl::Now();
+  // What the framework did between two steps: its data, forward and
+  // backward (known once the step before was traced too).
+  const absl::Time began =
+      last_step_end_ == absl::InfinitePast() ? push_begin : last_step_end_;
+  if (began < push_begin) {
+    trace_->Add("compute", 0, began, push_begin, clock);
+  }
+  trace_->Add("push+pull", 0, push_begin, end, clock,
+              absl::StrCat("\"version\":", version,
+                           ",\"bytes\":", floats * sizeof(float)));
+  trace_->Add("step", 0, began, end, clock);
+  trace_->AddShardCalls(clock, call_times_);
 }
 
 absl::Status FrameworkWorker::CheckRows(const char* what, uint32_t table,
@@ -195,6 +224,7 @@ absl::Status FrameworkWorker::ReportEpoch(const EpochReport& report) {
 }
 
 void FrameworkWorker::Finish() {
+  trace_->Write();
   // Once, and only for a rank that started.
   if (heartbeats_->Stop()) {
     client_->Heartbeat(clock(), /*finished=*/true, absl::Seconds(5));

@@ -8,7 +8,9 @@
 //
 // Parameters and gradients are flat float32 buffers in the job's tensor
 // order (FlatLayout); the caller's tensors are views into them, so nothing
-// is copied between the framework and the wire.
+// is copied between the framework and the wire. The step timeline records
+// what it sees of a step: the framework's compute between two steps, then
+// the push+pull and each shard's call.
 //
 // Thread-compatible: one training loop calls it at a time.
 #ifndef PARAMD_PYTHON_NATIVE_FRAMEWORK_WORKER_H_
@@ -28,6 +30,7 @@
 #include "common/model/partitioner.h"
 #include "worker/heartbeats.h"
 #include "worker/parameter_client.h"
+#include "worker/worker_timeline.h"
 
 namespace paramd {
 
@@ -116,6 +119,10 @@ class FrameworkWorker {
                          absl::Span<const uint64_t> ids, size_t values) const;
   // InvalidArgument naming `what` unless `floats` is the job's flat size.
   absl::Status CheckFlat(const char* what, size_t floats) const;
+  // A traced step's events: `compute` (the framework's work since the last
+  // step), push+pull from `push_begin`, the step, and its shard calls.
+  void AddStep(uint64_t clock, absl::Time push_begin, uint64_t version,
+               size_t floats);
 
   const JobConfig config_;
   const int rank_;
@@ -126,6 +133,12 @@ class FrameworkWorker {
   // Holds the rank's clock (read by the heartbeat thread); started by
   // Start, stopped before client_ goes.
   std::unique_ptr<Heartbeats> heartbeats_;
+  // The step timeline (tracing, or paramctl trace on a running job): each
+  // traced step's push+pull and shard calls, and the framework's compute
+  // between steps.
+  std::unique_ptr<WorkerTimeline> trace_;
+  std::vector<ShardCallTimes> call_times_;
+  absl::Time last_step_end_ = absl::InfinitePast();  // When traced.
 };
 
 }  // namespace paramd

@@ -222,6 +222,44 @@ def test_async_and_ssp_train_and_lose_no_push(tmp_path, servers, policy):
             assert torch.isfinite(p).all()
 
 
+def test_a_traced_framework_step_is_on_the_timeline(tmp_path, servers):
+    """With a tracing section, a framework worker records each traced
+    step: the framework's compute since the step before, its push+pull and
+    each shard's call (push, wait, pull), in order."""
+    steps = 6
+    trace_dir = tmp_path / "trace"
+    cluster = write_job(
+        tmp_path, servers, make_model(), policy="async",
+        extra=f"tracing:\n  dir: {trace_dir}\n  from_step: 2\n  steps: 3\n")
+    model = make_model()
+    opt = pt.DistributedOptimizer(model, context(cluster, 0))
+    run_rank(model, opt, batches(0, steps), [])
+    lines = (trace_dir / "worker-0.jsonl").read_text().splitlines()
+    events = [json.loads(line) for line in lines]
+    steps_seen = {}
+    for e in events:
+        if e["ph"] != "X":
+            continue
+        assert 2 <= e["args"]["clock"] < 5, e
+        steps_seen.setdefault(e["args"]["clock"], {})[(e["tid"], e["name"])] = e
+    assert sorted(steps_seen) == [2, 3, 4]
+    for clock, seen in steps_seen.items():
+        step = seen[(0, "step")]
+        compute = seen[(0, "compute")]
+        exchange = seen[(0, "push+pull")]
+        assert step["ts"] <= compute["ts"]
+        assert compute["ts"] + compute["dur"] <= exchange["ts"]
+        assert exchange["ts"] + exchange["dur"] <= step["ts"] + step["dur"]
+        for shard in (1, 2):
+            push, wait, pull = (seen[(shard, n)] for n in ("push", "wait",
+                                                          "pull"))
+            assert push["ts"] >= exchange["ts"]
+            assert push["ts"] + push["dur"] <= wait["ts"]
+            assert wait["ts"] + wait["dur"] <= pull["ts"]
+            assert (pull["ts"] + pull["dur"] <=
+                    exchange["ts"] + exchange["dur"])
+
+
 def test_report_epoch_reaches_status(tmp_path, servers):
     cluster = write_job(tmp_path, servers, make_model(), policy="async")
     model = make_model()
