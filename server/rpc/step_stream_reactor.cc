@@ -54,6 +54,8 @@ void StepStreamReactor::OnReadDone(bool ok) {
   pull.set_rank(view.rank);
   pull.set_clock(view.clock + 1);
   pull.set_dtype(static_cast<proto::DType>(view.pull_dtype));
+  traced_rank_ = static_cast<int>(view.rank);
+  traced_clock_ = view.clock + 1;
   StartPull(pull);
 }
 
@@ -91,6 +93,9 @@ void StepStreamReactor::Pulled(
     EndStep(snapshot.status());
     return;
   }
+  reply_begin_ = service_->shard_->trace().WantsPull(traced_clock_)
+                     ? absl::Now()
+                     : absl::InfinitePast();
   reply_ = service_->PullFrame(*snapshot, 0, (*snapshot)->params.size(), half);
   bool cancelled;
   {
@@ -117,6 +122,10 @@ void StepStreamReactor::OnWriteDone(bool ok) {
   if (!ok) {
     End(absl::CancelledError("StepStream: the worker went away"));
     return;
+  }
+  if (reply_begin_ != absl::InfinitePast()) {
+    service_->shard_->trace().Reply(traced_rank_, traced_clock_, reply_begin_,
+                                    absl::Now(), reply_.Length());
   }
   StartRead(&request_);
 }

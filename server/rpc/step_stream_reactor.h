@@ -51,6 +51,12 @@ class StepStreamReactor final
 
   GrpcParameterService* const service_;
   grpc::ByteBuffer request_, reply_;
+  // The step's pull for the timeline: rank and clock, and when its reply
+  // began (InfinitePast untraced). Set before the reply's write starts,
+  // read when it is done.
+  int traced_rank_ = 0;
+  uint64_t traced_clock_ = 0;
+  absl::Time reply_begin_ = absl::InfinitePast();
   absl::Mutex mu_;
   // From a push read to its reply's write: the call is ended (Finish) only
   // outside a step, so no pull in the shard outlives the reactor.

@@ -72,6 +72,8 @@ class Shard {
       const proto::TraceRequest& request) {
     return trace_.Serve(request);
   }
+  // The step timeline, for the RPC layer's events (a StepStream's reply).
+  ShardTrace& trace() { return trace_; }
   // Returns once the captures a push handed to the checkpoint writer are
   // written (checkpoint.every_steps; pushes do not wait for them).
   void FlushCheckpoints();

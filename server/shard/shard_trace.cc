@@ -43,6 +43,14 @@ void ShardTrace::Pull(int rank, uint64_t clock, absl::Time begin,
                    ",\"pull_clock\":", clock, ",\"version\":", version));
 }
 
+void ShardTrace::Reply(int rank, uint64_t clock, absl::Time begin,
+                       absl::Time end, uint64_t bytes) {
+  if (!WantsPull(clock)) return;
+  events_.Add("reply", workers_ + rank, begin, end,
+              absl::StrCat("\"clock\":", clock - 1, ",\"rank\":", rank,
+                           ",\"bytes\":", bytes));
+}
+
 absl::StatusOr<proto::TraceResponse> ShardTrace::Serve(
     const proto::TraceRequest& request) {
   if (!request.has_window() && !request.write()) {

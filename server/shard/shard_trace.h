@@ -2,7 +2,8 @@
 // section): two lanes per rank, one with each traced push's apply (checks
 // to the policy's answer), one with each traced pull's wait for its
 // version (the two overlap when the pull came before its push was applied:
-// a PullStream beside a PushStream, an overlapped step); args clock (the
+// a PullStream beside a PushStream, an overlapped step) and, on a
+// StepStream, the reply's framing and write; args clock (the
 // worker step they serve: a pull at clock c ends step c - 1), rank,
 // version and bytes. Off, it records nothing. A running job's window comes
 // from paramctl trace (Serve), and the shard hands it on to the workers in
@@ -32,6 +33,15 @@ class ShardTrace {
             uint64_t version, uint64_t bytes, bool duplicate);
   void Pull(int rank, uint64_t clock, absl::Time begin, absl::Time ready,
             uint64_t version);
+  // Whether the pull of `clock` (the pull half of step clock - 1) is
+  // recorded.
+  bool WantsPull(uint64_t clock) const {
+    return clock > 0 && events_.Wants(clock - 1);
+  }
+  // A StepStream's reply to that pull, from the snapshot's framing to gRPC
+  // reporting it written, on the pulls' lane after the wait.
+  void Reply(int rank, uint64_t clock, absl::Time begin, absl::Time end,
+             uint64_t bytes);
   // Writes what was recorded (<dir>/server-K.jsonl).
   absl::Status Write() const { return events_.Write().status(); }
 

@@ -7,9 +7,10 @@ For each worker, over its traced steps: the mean step time and the share
 spent in data, forward, backward (forward+backward as one where the backend
 does not tell them apart: CUDA, and the overlapped step) and push+pull; and within push+pull, what
 the servers report for that rank and step: the longest apply (checks to the
-policy's answer) and the longest wait of its pull over the shards; the rest
-of push+pull is on the wire and in the client (serialising, sending,
-receiving, copying the reply).
+policy's answer), the longest wait of its pull and the longest reply
+(framing the parameters and writing them, StepStream only) over the
+shards; the rest of push+pull is on the wire and in the client
+(serialising, sending, receiving, copying the reply).
 
 Then, per worker and shard, the mean of that shard's call as the worker saw
 it (its lane): push (until the step's message was written to the
@@ -42,9 +43,9 @@ def main(path):
             key = (e["args"].get("rank", e["tid"]), step)
             server[key][e["name"]] = max(server[key][e["name"]], e["dur"])
     ranks = sorted({rank for rank, _ in worker})
-    print("%-10s %6s %9s %7s %9s %9s %9s %9s %9s %9s" %
+    print("%-10s %6s %9s %7s %9s %9s %9s %9s %9s %9s %9s" %
           ("worker", "steps", "step_ms", "data", "forward", "backward",
-           "push+pull", "apply", "wait", "wire"))
+           "push+pull", "apply", "wait", "reply", "wire"))
     for rank in ranks:
         steps = [s for r, s in worker if r == rank]
         total = collections.defaultdict(float)
@@ -56,10 +57,12 @@ def main(path):
             total["backward"] += w.get("backward", 0)
             total["apply"] += server[(rank, s)]["apply"]
             total["wait"] += server[(rank, s)]["wait"]
+            total["reply"] += server[(rank, s)]["reply"]
         step = total["step"] or 1
-        wire = total["push+pull"] - total["apply"] - total["wait"]
+        wire = (total["push+pull"] - total["apply"] - total["wait"] -
+                total["reply"])
         print("%-10s %6d %9.3f %6.1f%% %8.1f%% %8.1f%% %8.1f%% %8.1f%% "
-              "%8.1f%% %8.1f%%" % (
+              "%8.1f%% %8.1f%% %8.1f%%" % (
                   names.get(1000 + rank, rank), len(steps),
                   total["step"] / len(steps) / 1000,
                   100 * total["data"] / step,
@@ -67,7 +70,7 @@ def main(path):
                   100 * total["backward"] / step,
                   100 * total["push+pull"] / step,
                   100 * total["apply"] / step, 100 * total["wait"] / step,
-                  100 * wire / step))
+                  100 * total["reply"] / step, 100 * wire / step))
     if not calls:
         return
     print()
