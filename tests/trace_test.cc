@@ -310,8 +310,8 @@ TEST_CASE("a shard's Trace requests are checked field by field", "[trace]") {
   trace.FillHeartbeat(10, &late);
   CHECK_FALSE(late.has_trace());
 
-  trace.Push(1, 8, absl::Now(), absl::Now(), 9, 64, false);
-  trace.Push(1, 10, absl::Now(), absl::Now(), 11, 64, false);  // past it
+  trace.Push(1, 8, absl::Now(), absl::Now(), 9, 64, false, 1);
+  trace.Push(1, 10, absl::Now(), absl::Now(), 11, 64, false, 1);  // past it
   proto::TraceRequest write;
   write.set_write(true);
   absl::StatusOr<proto::TraceResponse> written = trace.Serve(write);

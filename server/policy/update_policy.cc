@@ -131,6 +131,7 @@ absl::Status UpdatePolicy::Push(int rank, uint64_t clock,
   push_staleness_.Observe(static_cast<double>(staleness));
   ++workers_[rank].accepted;
   workers_[rank].staleness_sum += staleness;
+  workers_[rank].last_staleness = staleness;
   last_accepted_[rank] = static_cast<int64_t>(clock);
   restored_ = false;
   const uint64_t after = store_->version();
@@ -147,6 +148,12 @@ bool UpdatePolicy::IsRetry(int rank, uint64_t clock) {
   absl::MutexLock lock(&mu_);
   return clock <= static_cast<uint64_t>(INT64_MAX) &&
          last_accepted_[rank] == static_cast<int64_t>(clock);
+}
+
+uint64_t UpdatePolicy::LastStaleness(int rank) {
+  if (rank < 0 || rank >= num_workers_) return 0;
+  absl::MutexLock lock(&mu_);
+  return workers_[rank].last_staleness;
 }
 
 absl::Status UpdatePolicy::CheckRowRoom(

@@ -37,6 +37,7 @@ struct PolicyWorker {
   // sum of their staleness tau (push_staleness).
   uint64_t accepted = 0;
   uint64_t staleness_sum = 0;
+  uint64_t last_staleness = 0;  // Of its last accepted push; 0 before one.
 };
 
 // The policy's part of a checkpoint, with the store's state at the same
@@ -96,6 +97,9 @@ class UpdatePolicy {
   // Whether a push of (rank, clock) would be acknowledged as a retry of
   // the one accepted last from `rank` (Push's exactly-once rule).
   bool IsRetry(int rank, uint64_t clock) ABSL_LOCKS_EXCLUDED(mu_);
+  // The staleness tau of `rank`'s last accepted push (0 before one): the
+  // step timeline's, read after that push.
+  uint64_t LastStaleness(int rank) ABSL_LOCKS_EXCLUDED(mu_);
 
   // The store's first values come from a worker (model.initial_values:
   // rank0): until Initialize, no pull may read it and pushes are refused.

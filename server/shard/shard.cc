@@ -207,8 +207,10 @@ absl::Status Shard::Push(const PushView& request,
       absl::MakeConstSpan(clip ? clipped.chunks : chunks.values),
       absl::MakeConstSpan(clip ? clipped.rows : rows.grads), &duplicate, skip));
   if (!duplicate && clip) guard_.CountClipped(rank);
-  trace_.Push(rank, request.clock, entered, clock_->Now(), store_.version(),
-              bytes, duplicate);
+  if (trace_.WantsPush(request.clock)) {
+    trace_.Push(rank, request.clock, entered, clock_->Now(), store_.version(),
+                bytes, duplicate, policy_->LastStaleness(rank));
+  }
   if (!duplicate) {
     for (const RowGrads& r : rows.grads) {
       if (!skip) store_.table(r.table).CountPushed(r.ids.size());

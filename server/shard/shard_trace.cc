@@ -25,11 +25,12 @@ ShardTrace::ShardTrace(const JobConfig& config, int shard)
 
 void ShardTrace::Push(int rank, uint64_t clock, absl::Time begin,
                       absl::Time end, uint64_t version, uint64_t bytes,
-                      bool duplicate) {
+                      bool duplicate, uint64_t staleness) {
   if (!events_.Wants(clock)) return;
   events_.Add("apply", rank, begin, end,
               absl::StrCat("\"clock\":", clock, ",\"rank\":", rank,
                            ",\"version\":", version, ",\"bytes\":", bytes,
+                           ",\"staleness\":", staleness,
                            ",\"duplicate\":", duplicate ? "true" : "false"));
 }
 

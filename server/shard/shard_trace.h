@@ -5,9 +5,9 @@
 // a PullStream beside a PushStream, an overlapped step) and, on a
 // StepStream, the reply's framing and write; args clock (the
 // worker step they serve: a pull at clock c ends step c - 1), rank,
-// version and bytes. Off, it records nothing. A running job's window comes
-// from paramctl trace (Serve), and the shard hands it on to the workers in
-// their heartbeat replies. Thread-safe.
+// version, bytes and, for a push, its staleness. Off, it records nothing. A
+// running job's window comes from paramctl trace (Serve), and the shard hands
+// it on to the workers in their heartbeat replies. Thread-safe.
 #ifndef PARAMD_SERVER_SHARD_SHARD_TRACE_H_
 #define PARAMD_SERVER_SHARD_SHARD_TRACE_H_
 
@@ -29,8 +29,13 @@ class ShardTrace {
  public:
   ShardTrace(const JobConfig& config, int shard);
 
+  // Whether the push of `clock` is recorded.
+  bool WantsPush(uint64_t clock) const { return events_.Wants(clock); }
+  // `staleness`: the push's tau (its rank's last accepted push's, for a
+  // duplicate).
   void Push(int rank, uint64_t clock, absl::Time begin, absl::Time end,
-            uint64_t version, uint64_t bytes, bool duplicate);
+            uint64_t version, uint64_t bytes, bool duplicate,
+            uint64_t staleness);
   void Pull(int rank, uint64_t clock, absl::Time begin, absl::Time ready,
             uint64_t version);
   // Whether the pull of `clock` (the pull half of step clock - 1) is
