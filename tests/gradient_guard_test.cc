@@ -60,6 +60,16 @@ struct GuardFixture {
   std::unique_ptr<Shard> shard;
 };
 
+// A guard section: loss_spike 4, `warmup` pushes, `action` on divergence.
+std::function<void(JobConfig&)> Guard(OnDiverge action, int warmup = 2) {
+  return [action, warmup](JobConfig& c) {
+    c.guard.enabled = true;
+    c.guard.loss_spike = 4;
+    c.guard.warmup_pushes = warmup;
+    c.guard.on_diverge = action;
+  };
+}
+
 TEST_CASE("a push above clip_norm is applied scaled to it", "[guard][clip]") {
   GuardFixture f("async", [](JobConfig& c) { c.optimizer.clip_norm = 2.0; });
   const std::vector<float> before = f.Params();
@@ -109,11 +119,7 @@ TEST_CASE("under sync each push is clipped before the round's mean",
 
 TEST_CASE("a loss spike or a non-finite loss is named and counted",
           "[guard][diverge]") {
-  GuardFixture f("async", [](JobConfig& c) {
-    c.guard.enabled = true;
-    c.guard.loss_spike = 4;
-    c.guard.warmup_pushes = 3;
-  });
+  GuardFixture f("async", Guard(OnDiverge::kWarn, /*warmup=*/3));
   for (uint64_t clock = 0; clock < 3; ++clock) {
     REQUIRE(f.Push(0, clock, 0.0f, 2.0f).ok());
   }
@@ -140,12 +146,7 @@ TEST_CASE("a loss spike or a non-finite loss is named and counted",
 
 TEST_CASE("on_diverge stop refuses the diverging push and every later one",
           "[guard][diverge]") {
-  GuardFixture f("async", [](JobConfig& c) {
-    c.guard.enabled = true;
-    c.guard.loss_spike = 4;
-    c.guard.warmup_pushes = 2;
-    c.guard.on_diverge = OnDiverge::kStop;
-  });
+  GuardFixture f("async", Guard(OnDiverge::kStop));
   REQUIRE(f.Push(0, 0, 0.0f, 1.0f).ok());
   REQUIRE(f.Push(0, 1, 0.0f, 1.0f).ok());
   const uint64_t version = f.Status().version();
@@ -164,12 +165,7 @@ TEST_CASE("on_diverge stop refuses the diverging push and every later one",
 
 TEST_CASE("on_diverge skip_push leaves a diverging push out of the sync round",
           "[guard][diverge][sync]") {
-  GuardFixture f("sync", [](JobConfig& c) {
-    c.guard.enabled = true;
-    c.guard.loss_spike = 4;
-    c.guard.warmup_pushes = 2;
-    c.guard.on_diverge = OnDiverge::kSkipPush;
-  });
+  GuardFixture f("sync", Guard(OnDiverge::kSkipPush));
   for (uint64_t clock = 0; clock < 2; ++clock) {
     for (uint32_t rank : {0u, 1u})
       REQUIRE(f.Push(rank, clock, 0.0f, 1.0f).ok());
@@ -207,12 +203,7 @@ TEST_CASE("on_diverge skip_push leaves a diverging push out of the sync round",
 
 TEST_CASE("on_diverge skip_push under async acknowledges and applies nothing",
           "[guard][diverge][async]") {
-  GuardFixture f("async", [](JobConfig& c) {
-    c.guard.enabled = true;
-    c.guard.loss_spike = 4;
-    c.guard.warmup_pushes = 2;
-    c.guard.on_diverge = OnDiverge::kSkipPush;
-  });
+  GuardFixture f("async", Guard(OnDiverge::kSkipPush));
   REQUIRE(f.Push(0, 0, 0.0f, 1.0f).ok());
   REQUIRE(f.Push(0, 1, 0.0f, 1.0f).ok());
   const uint64_t version = f.Status().version();

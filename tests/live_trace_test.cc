@@ -28,18 +28,10 @@ TEST_CASE("paramctl trace records a window of a running job",
   Subprocess server({"server/paramd-server", "--job", job, "--shard", "0",
                      "--listen", "127.0.0.1:0"});
   REQUIRE(server.ReadUntil("listening on port", kTimeout));
-  std::smatch m;
-  const std::string started = server.output();
-  REQUIRE(
-      std::regex_search(started, m, std::regex(R"(listening on port (\d+))")));
-  const std::string address = absl::StrCat("127.0.0.1:", m[1].str());
-  auto worker = [&](const char* rank) {
-    return std::make_unique<Subprocess>(
-        std::vector<std::string>{"worker/paramd-worker", "--job", job, "--rank",
-                                 rank, "--servers", address});
-  };
-  std::unique_ptr<Subprocess> w0 = worker("0");
-  std::unique_ptr<Subprocess> w1 = worker("1");
+  const std::string address = ListeningAddress(server);
+  REQUIRE(!address.empty());
+  std::unique_ptr<Subprocess> w0 = StartWorker(job, 0, address);
+  std::unique_ptr<Subprocess> w1 = StartWorker(job, 1, address);
   REQUIRE(w0->ReadUntil("epoch 1/", kTimeout));
   REQUIRE(w1->ReadUntil("epoch 1/", kTimeout));
 

@@ -5,7 +5,6 @@
 // server); skips, saying so, without it.
 #include <catch2/catch.hpp>
 #include <fstream>
-#include <regex>
 #include <sstream>
 
 #include "absl/strings/match.h"
@@ -56,15 +55,12 @@ struct MiniJob {
         "127.0.0.1:0", "--metrics_listen", "127.0.0.1:0", "--metrics_port_file",
         dir + "/server.metrics"});
     REQUIRE(server->ReadUntil("metrics at", kTimeout));
-    std::smatch m;
-    const std::string out = server->output();
-    REQUIRE(
-        std::regex_search(out, m, std::regex(R"(listening on port (\d+))")));
+    const std::string address = ListeningAddress(*server);
+    REQUIRE(!address.empty());
     server_metrics = PortIn(dir + "/server.metrics");
-    worker = std::make_unique<Subprocess>(std::vector<std::string>{
-        "worker/paramd-worker", "--job", job, "--rank", "0", "--servers",
-        absl::StrCat("127.0.0.1:", m[1].str()), "--metrics_listen",
-        "127.0.0.1:0", "--metrics_port_file", dir + "/worker.metrics"});
+    worker = StartWorker(job, 0, address,
+                         {"--metrics_listen", "127.0.0.1:0",
+                          "--metrics_port_file", dir + "/worker.metrics"});
     REQUIRE(worker->ReadUntil("metrics at", kTimeout));
     worker_metrics = PortIn(dir + "/worker.metrics");
     // Pushes, pulls and a reported epoch exist once the first epoch ends.

@@ -39,19 +39,11 @@ TEST_CASE("a stopped worker is named as the stall by log, status and metrics",
                      "127.0.0.1:0", "--metrics_port_file",
                      dir + "/server.metrics"});
   REQUIRE(server.ReadUntil("metrics at", kTimeout));
-  std::smatch m;
-  const std::string started = server.output();
-  REQUIRE(
-      std::regex_search(started, m, std::regex(R"(listening on port (\d+))")));
-  const std::string address = absl::StrCat("127.0.0.1:", m[1].str());
+  const std::string address = ListeningAddress(server);
+  REQUIRE(!address.empty());
   const int metrics_port = std::stoi(ReadFileOrEmpty(dir + "/server.metrics"));
-  auto worker = [&](const char* rank) {
-    return std::make_unique<Subprocess>(
-        std::vector<std::string>{"worker/paramd-worker", "--job", job, "--rank",
-                                 rank, "--servers", address});
-  };
-  std::unique_ptr<Subprocess> w0 = worker("0");
-  std::unique_ptr<Subprocess> w1 = worker("1");
+  std::unique_ptr<Subprocess> w0 = StartWorker(job, 0, address);
+  std::unique_ptr<Subprocess> w1 = StartWorker(job, 1, address);
   REQUIRE(w1->ReadUntil("epoch 1/", kTimeout));
   w1->Signal(SIGSTOP);
 

@@ -8,7 +8,9 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <regex>
 
+#include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 
 namespace paramd::testing {
@@ -79,6 +81,25 @@ int Subprocess::Wait(absl::Duration timeout) {
 
 void Subprocess::Signal(int signo) {
   if (!reaped_) kill(pid_, signo);
+}
+
+std::string ListeningAddress(const Subprocess& server) {
+  std::smatch m;
+  const std::string& out = server.output();
+  if (!std::regex_search(out, m, std::regex(R"(listening on port (\d+))"))) {
+    return "";
+  }
+  return absl::StrCat("127.0.0.1:", m[1].str());
+}
+
+std::unique_ptr<Subprocess> StartWorker(const std::string& job, int rank,
+                                        const std::string& servers,
+                                        const std::vector<std::string>& extra) {
+  std::vector<std::string> argv = {
+      "worker/paramd-worker", "--job",     job,    "--rank",
+      absl::StrCat(rank),     "--servers", servers};
+  argv.insert(argv.end(), extra.begin(), extra.end());
+  return std::make_unique<Subprocess>(argv);
 }
 
 int RunCommand(const std::vector<std::string>& argv, std::string* output,

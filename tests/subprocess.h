@@ -6,6 +6,7 @@
 
 #include <sys/types.h>
 
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -38,6 +39,16 @@ class Subprocess {
   int exit_code_ = -1;
   std::string output_;
 };
+
+// The address a paramd-server on this host listens on, from its
+// "listening on port N" line ("127.0.0.1:N"); empty before that line.
+std::string ListeningAddress(const Subprocess& server);
+
+// paramd-worker rank `rank` of `job` against the servers at `servers`
+// (comma-separated), with `extra` flags.
+std::unique_ptr<Subprocess> StartWorker(
+    const std::string& job, int rank, const std::string& servers,
+    const std::vector<std::string>& extra = {});
 
 // Runs argv to completion (bounded by `timeout`); returns the exit code and
 // fills `output` with stdout and stderr.
