@@ -108,6 +108,8 @@ TEST_CASE("an overlapped step's exchange has a lane of its own", "[trace]") {
   int server_events = 0;
   for (const Event& e : doc.events) {
     if (e.pid >= TraceEvents::kWorkerPidBase) continue;
+    // Applies and waits (a step and its chunks lie inside an apply).
+    if (e.name != "apply" && e.name != "wait") continue;
     INFO("server " << e.pid << " " << e.name << " rank " << e.rank << " step "
                    << e.clock);
     auto it = worker.find({e.rank, exchanges, e.clock, "push+pull"});
@@ -197,9 +199,13 @@ TEST_CASE("a traced job's merged timeline is valid trace-event JSON",
     INFO("server " << e.pid << " " << e.name << " rank " << e.rank << " step "
                    << e.clock);
     // Pushes on lane rank, pulls on lane workers + rank.
-    CHECK(e.tid == (e.name == "apply" ? e.rank : 2 + e.rank));
+    const bool pulls = e.name == "wait" || e.name == "reply";
+    CHECK(e.tid == (pulls ? 2 + e.rank : e.rank));
     auto it = worker.find({e.rank, e.clock, "push+pull"});
     REQUIRE(it != worker.end());
+    if (e.name == "step" || e.name == "copy" || e.name == "chunk") {
+      continue;  // Inside an apply (below).
+    }
     if (e.name == "reply") {
       ++replies;
       auto wait = server_waits.find({e.pid, e.rank, e.clock});
@@ -222,6 +228,35 @@ TEST_CASE("a traced job's merged timeline is valid trace-event JSON",
   CHECK(applies == 2 * 2 * 2);  // shards x ranks x steps
   CHECK(waits == 2 * 2 * 2);
   CHECK(replies == 2 * 2 * 2);
+
+  // Each round's optimizer step, once per shard and clock, inside the
+  // apply of the push that completed the round, chunk by chunk in order.
+  std::map<std::pair<int, int64_t>, std::vector<Event>> steps, chunks;
+  std::map<std::tuple<int, int, int64_t>, Event> applied;
+  for (const Event& e : events) {
+    if (e.pid >= TraceEvents::kWorkerPidBase) continue;
+    if (e.name == "step") steps[{e.pid, e.clock}].push_back(e);
+    if (e.name == "chunk") chunks[{e.pid, e.clock}].push_back(e);
+    if (e.name == "apply") applied[{e.pid, e.rank, e.clock}] = e;
+  }
+  CHECK(steps.size() == 2 * 2);  // shards x steps
+  for (const auto& [at, list] : steps) {
+    INFO("shard " << at.first << " step " << at.second);
+    REQUIRE(list.size() == 1);
+    const Event& step = list[0];
+    auto apply = applied.find({at.first, step.rank, at.second});
+    REQUIRE(apply != applied.end());
+    CHECK(step.Inside(apply->second));
+    const std::vector<Event>& parts = chunks[at];
+    CHECK(!parts.empty());
+    for (size_t i = 0; i < parts.size(); ++i) {
+      CHECK(parts[i].Inside(step));
+      if (i > 0) CHECK(parts[i - 1].end() <= parts[i].ts);
+    }
+    // The same chunks each step.
+    const size_t first = chunks[{at.first, 5}].size();
+    CHECK(parts.size() == first);
+  }
 }
 
 TEST_CASE("tracing off records and writes nothing", "[trace]") {

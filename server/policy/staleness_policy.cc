@@ -53,7 +53,7 @@ uint64_t StalenessPolicy::JoinClock(int rank) const {
 absl::Status StalenessPolicy::Accept(
     int rank, uint64_t clock, uint64_t staleness,
     absl::Span<const absl::Span<const float>> grads,
-    absl::Span<const RowGrads> rows, bool skip) {
+    absl::Span<const RowGrads> rows, bool skip, StepTimes* times) {
   if (clock != workers_[rank].clock) {
     return absl::FailedPreconditionError(absl::StrCat(
         "Push: rank ", rank, " sent a gradient for clock ", clock,
@@ -71,7 +71,7 @@ absl::Status StalenessPolicy::Accept(
   const float scale = scaling_ == StalenessScaling::kInverse
                           ? 1.0f / static_cast<float>(staleness)
                           : 1.0f;
-  store_->ApplyStep(grads, scale, rows);
+  store_->ApplyStep(grads, scale, rows, times);
   workers_[rank].clock = clock + 1;
   return absl::OkStatus();
 }

@@ -40,7 +40,8 @@ class StalenessPolicy : public UpdatePolicy {
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::Status Accept(int rank, uint64_t clock, uint64_t staleness,
                       absl::Span<const absl::Span<const float>> grads,
-                      absl::Span<const RowGrads> rows, bool skip) override
+                      absl::Span<const RowGrads> rows, bool skip,
+                      StepTimes* times) override
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   bool Readable(int rank, uint64_t clock) const override
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);

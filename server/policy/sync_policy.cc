@@ -101,7 +101,8 @@ void SyncPolicy::OnJoin(int /*rank*/) { MaybeFinishRound(); }
 absl::Status SyncPolicy::Accept(int rank, uint64_t clock,
                                 uint64_t /*staleness*/,
                                 absl::Span<const absl::Span<const float>> grads,
-                                absl::Span<const RowGrads> rows, bool skip) {
+                                absl::Span<const RowGrads> rows, bool skip,
+                                StepTimes* times) {
   if (backup_workers_ > 0 && clock < round_ && clock >= expected_from_[rank] &&
       clock >= workers_[rank].clock) {
     // Its round closed without it: acknowledged, never applied (a later
@@ -128,7 +129,7 @@ absl::Status SyncPolicy::Accept(int rank, uint64_t clock,
     pushed_[rank] = true;
     ++num_pushed_;
     workers_[rank].clock = clock + 1;
-    MaybeFinishRound();
+    MaybeFinishRound(times);
     return absl::OkStatus();
   }
   std::vector<uint64_t> pending_new;
@@ -156,11 +157,11 @@ absl::Status SyncPolicy::Accept(int rank, uint64_t clock,
   ++num_pushed_;
   ++num_summed_;
   workers_[rank].clock = clock + 1;
-  MaybeFinishRound();
+  MaybeFinishRound(times);
   return absl::OkStatus();
 }
 
-void SyncPolicy::MaybeFinishRound() {
+void SyncPolicy::MaybeFinishRound(StepTimes* times) {
   if (num_pushed_ == 0) return;
   int missing = 0;
   for (int r = 0; r < num_workers_; ++r) {
@@ -198,7 +199,7 @@ void SyncPolicy::MaybeFinishRound() {
     rows.push_back(RowGrads{static_cast<uint32_t>(t), sums.ids, sums.mean});
   }
   std::vector<absl::Span<const float>> views(mean_.begin(), mean_.end());
-  store_->ApplyStep(views, 1.0f, rows);
+  store_->ApplyStep(views, 1.0f, rows, times);
   ClearRows();
   ++round_;
   num_pushed_ = 0;

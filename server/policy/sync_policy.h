@@ -43,7 +43,8 @@ class SyncPolicy : public UpdatePolicy {
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::Status Accept(int rank, uint64_t clock, uint64_t staleness,
                       absl::Span<const absl::Span<const float>> grads,
-                      absl::Span<const RowGrads> rows, bool skip) override
+                      absl::Span<const RowGrads> rows, bool skip,
+                      StepTimes* times) override
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   bool Readable(int rank, uint64_t clock) const override
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -59,8 +60,9 @@ class SyncPolicy : public UpdatePolicy {
            expected_from_[rank] <= round_;
   }
   // Applies the round once at most backup_workers_ expected ranks have not
-  // pushed (and one has).
-  void MaybeFinishRound() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // pushed (and one has); `times` as in Push.
+  void MaybeFinishRound(StepTimes* times = nullptr)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   const int backup_workers_;
   uint64_t round_ ABSL_GUARDED_BY(mu_) = 0;  // == store_->version()

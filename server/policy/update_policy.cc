@@ -96,7 +96,7 @@ void UpdatePolicy::Leave(int rank) {
 absl::Status UpdatePolicy::Push(int rank, uint64_t clock,
                                 absl::Span<const absl::Span<const float>> grads,
                                 absl::Span<const RowGrads> rows,
-                                bool* duplicate, bool skip) {
+                                bool* duplicate, bool skip, StepTimes* times) {
   Mutation lock(this);
   if (duplicate != nullptr) *duplicate = false;
   if (shutdown_) return absl::UnavailableError("the shard is shutting down");
@@ -127,7 +127,7 @@ absl::Status UpdatePolicy::Push(int rank, uint64_t clock,
   const uint64_t version = store_->version();
   const uint64_t staleness =
       pulled == kNotPulled || pulled > version ? 1 : version - pulled + 1;
-  RETURN_IF_ERROR(Accept(rank, clock, staleness, grads, rows, skip));
+  RETURN_IF_ERROR(Accept(rank, clock, staleness, grads, rows, skip, times));
   push_staleness_.Observe(static_cast<double>(staleness));
   ++workers_[rank].accepted;
   workers_[rank].staleness_sum += staleness;

@@ -88,11 +88,15 @@ class UpdatePolicy {
   // applied: under sync the round's mean is over the other pushes, and a
   // round whose every push was skipped moves the version on without a
   // step.
+  //
+  // `times`, unless null, receives where the optimizer step this push
+  // made went (StepTimes::taken: under sync only the push that completes
+  // its round makes one).
   absl::Status Push(int rank, uint64_t clock,
                     absl::Span<const absl::Span<const float>> grads,
                     absl::Span<const RowGrads> rows = {},
-                    bool* duplicate = nullptr, bool skip = false)
-      ABSL_LOCKS_EXCLUDED(mu_);
+                    bool* duplicate = nullptr, bool skip = false,
+                    StepTimes* times = nullptr) ABSL_LOCKS_EXCLUDED(mu_);
 
   // Whether a push of (rank, clock) would be acknowledged as a retry of
   // the one accepted last from `rank` (Push's exactly-once rule).
@@ -221,10 +225,12 @@ class UpdatePolicy {
   PolicyState CaptureLocked() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // After `rank` joined (it may have been live and expected before).
   virtual void OnJoin(int rank) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {}
-  // `staleness` is the push's tau (push_staleness); `skip` as in Push.
+  // `staleness` is the push's tau (push_staleness); `skip` and `times` as
+  // in Push.
   virtual absl::Status Accept(int rank, uint64_t clock, uint64_t staleness,
                               absl::Span<const absl::Span<const float>> grads,
-                              absl::Span<const RowGrads> rows, bool skip)
+                              absl::Span<const RowGrads> rows, bool skip,
+                              StepTimes* times)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) = 0;
   // RESOURCE_EXHAUSTED when the new rows of `rows` (those the table does
   // not hold and `pending(table, id)` does not count yet) would take a

@@ -71,6 +71,8 @@ Shard::Shard(const JobConfig& config, int shard_id, ModelSpec spec,
       trace_(config, shard_id),
       stalls_(shard_id, absl::Seconds(config.liveness.stall_warn_seconds),
               &waiters_, policy_.get(), &workers_),
+      leases_(shard_id, config.liveness.lease_seconds, policy_.get(),
+              &workers_),
       calls_(config.num_workers, config.limits.max_inflight_per_worker,
              shard_id),
       checks_(config_, shard_id, spec_, plan_, store_, workers_) {}
@@ -202,14 +204,18 @@ absl::Status Shard::Push(const PushView& request,
   GradientGuard::Clipped clipped;
   const bool clip = !skip && guard_.Clip(chunks.values, rows.grads, &clipped);
   bool duplicate = false;
-  RETURN_IF_ERROR(policy_->Push(
-      rank, request.clock,
-      absl::MakeConstSpan(clip ? clipped.chunks : chunks.values),
-      absl::MakeConstSpan(clip ? clipped.rows : rows.grads), &duplicate, skip));
+  const bool traced = trace_.WantsPush(request.clock);
+  StepTimes step;  // Where the optimizer step went, when traced.
+  RETURN_IF_ERROR(
+      policy_->Push(rank, request.clock,
+                    absl::MakeConstSpan(clip ? clipped.chunks : chunks.values),
+                    absl::MakeConstSpan(clip ? clipped.rows : rows.grads),
+                    &duplicate, skip, traced ? &step : nullptr));
   if (!duplicate && clip) guard_.CountClipped(rank);
-  if (trace_.WantsPush(request.clock)) {
+  if (traced) {
     trace_.Push(rank, request.clock, entered, clock_->Now(), store_.version(),
                 bytes, duplicate, policy_->LastStaleness(rank));
+    trace_.Step(rank, request.clock, step, store_);
   }
   if (!duplicate) {
     for (const RowGrads& r : rows.grads) {
@@ -369,28 +375,8 @@ absl::Status Shard::ReportEpoch(const proto::ReportEpochRequest& request) {
 
 void Shard::Tick() {
   const absl::Time now = clock_->Now();
-  ExpireLeases(now);
+  leases_.Check(now);
   stalls_.Check(now);
-}
-
-void Shard::ExpireLeases(absl::Time now) {
-  const absl::Time job_start = workers_.job_start();
-  if (now < job_start) return;
-  const absl::Duration lease = absl::Seconds(config_.liveness.lease_seconds);
-  const std::vector<WorkerInfo> info = workers_.Snapshot();
-  const std::vector<PolicyWorker> live = policy_->Workers();
-  for (int r = 0; r < static_cast<int>(info.size()); ++r) {
-    // A rank never heard from counts from the job's start.
-    const absl::Time seen = std::max(info[r].last_seen, job_start);
-    if (live[r].live && now - seen > lease) {
-      policy_->Leave(r);
-      spdlog::warn(
-          "shard {}: rank {} silent for {:.1f}s (lease {}s): dropped from "
-          "the live set at clock {}",
-          shard_id_, r, absl::ToDoubleSeconds(now - seen),
-          config_.liveness.lease_seconds, live[r].clock);
-    }
-  }
 }
 
 void Shard::Shutdown() {

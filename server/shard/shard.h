@@ -31,6 +31,7 @@
 #include "server/shard/call_limiter.h"
 #include "server/shard/gradient_guard.h"
 #include "server/shard/job_metrics.h"
+#include "server/shard/lease_watch.h"
 #include "server/shard/request_checks.h"
 #include "server/shard/shard_checkpoints.h"
 #include "server/shard/shard_rows.h"
@@ -179,8 +180,6 @@ class Shard {
   absl::Status AwaitReadable(int rank, uint64_t clock, absl::Time start,
                              absl::Time deadline,
                              const std::function<bool()>& cancelled);
-  // Drops ranks whose lease expired from the live set.
-  void ExpireLeases(absl::Time now);
 
   // Constant after construction.
   const JobConfig config_;
@@ -202,6 +201,7 @@ class Shard {
   GradientGuard guard_;    // Clipping and the divergence watch.
   ShardTrace trace_;       // The step timeline (tracing).
   StallInspector stalls_;  // Over waiters_, policy_ and workers_.
+  LeaseWatch leases_;      // Over policy_ and workers_.
 
   // Null without checkpoint.dir; set before serving.
   std::unique_ptr<ShardCheckpoints> checkpoints_;

@@ -34,6 +34,29 @@ void ShardTrace::Push(int rank, uint64_t clock, absl::Time begin,
                            ",\"duplicate\":", duplicate ? "true" : "false"));
 }
 
+void ShardTrace::Step(int rank, uint64_t clock, const StepTimes& times,
+                      const ShardStore& store) {
+  if (!times.taken || times.chunk_ends.empty() || !events_.Wants(clock)) {
+    return;
+  }
+  const std::string args = absl::StrCat("\"clock\":", clock, ",\"rank\":", rank,
+                                        ",\"version\":", times.version);
+  events_.Add("step", rank, times.begin, times.chunk_ends.back(),
+              absl::StrCat(args, ",\"chunks\":", times.chunk_ends.size()));
+  if (times.copied > times.begin) {
+    events_.Add("copy", rank, times.begin, times.copied, args);
+  }
+  absl::Time from = times.copied;
+  for (size_t i = 0; i < times.chunk_ends.size(); ++i) {
+    const ChunkSpec& c = store.chunk_spec(static_cast<int>(i));
+    events_.Add(
+        "chunk", rank, from, times.chunk_ends[i],
+        absl::StrCat(args, ",\"chunk\":", i, ",\"tensor\":", c.tensor_id,
+                     ",\"index\":", c.chunk_index, ",\"elements\":", c.length));
+    from = times.chunk_ends[i];
+  }
+}
+
 void ShardTrace::Pull(int rank, uint64_t clock, absl::Time begin,
                       absl::Time ready, uint64_t version) {
   // A pull at clock c is the pull half of step c - 1's push+pull.

@@ -5,7 +5,9 @@
 // a PullStream beside a PushStream, an overlapped step) and, on a
 // StepStream, the reply's framing and write; args clock (the
 // worker step they serve: a pull at clock c ends step c - 1), rank,
-// version, bytes and, for a push, its staleness. Off, it records nothing. A
+// version, bytes and, for a push, its staleness. Inside the apply of the
+// push that made an optimizer step (under sync: the round's last), the
+// step chunk by chunk. Off, it records nothing. A
 // running job's window comes from paramctl trace (Serve), and the shard hands
 // it on to the workers in their heartbeat replies. Thread-safe.
 #ifndef PARAMD_SERVER_SHARD_SHARD_TRACE_H_
@@ -22,6 +24,7 @@
 #include "common/config/job_config.h"
 #include "common/trace/trace_events.h"
 #include "proto/paramd.pb.h"
+#include "server/store/shard_store.h"
 
 namespace paramd {
 
@@ -38,6 +41,11 @@ class ShardTrace {
             uint64_t staleness);
   void Pull(int rank, uint64_t clock, absl::Time begin, absl::Time ready,
             uint64_t version);
+  // The optimizer step a traced push of `rank` at `clock` made (under sync:
+  // its round's), inside that push's apply: `step`, the `copy` of the
+  // parameters a pull still held, and a `chunk` per chunk of `store`.
+  void Step(int rank, uint64_t clock, const StepTimes& times,
+            const ShardStore& store);
   // Whether the pull of `clock` (the pull half of step clock - 1) is
   // recorded.
   bool WantsPull(uint64_t clock) const {

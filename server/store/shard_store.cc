@@ -64,10 +64,16 @@ int ShardStore::LocalIndex(int global) const {
 }
 
 void ShardStore::ApplyStep(absl::Span<const absl::Span<const float>> grads,
-                           float scale, absl::Span<const RowGrads> rows) {
+                           float scale, absl::Span<const RowGrads> rows,
+                           StepTimes* times) {
   absl::MutexLock lock(&mu_);
   for (const RowGrads& r : rows) {
     if (!r.ids.empty()) tables_[r.table]->Apply(r.ids, r.values, scale);
+  }
+  if (times != nullptr) {
+    times->taken = true;
+    times->begin = absl::Now();
+    times->chunk_ends.resize(params_->params.size());
   }
   // Snapshots are handed out only under mu_, so a count of 1 means no pull
   // still sends this version: step it in place. Otherwise step a copy
@@ -84,6 +90,7 @@ void ShardStore::ApplyStep(absl::Span<const absl::Span<const float>> grads,
     }
     spare_ = std::exchange(params_, std::move(next));
   }
+  if (times != nullptr) times->copied = absl::Now();
   const int64_t step = static_cast<int64_t>(version_) + 1;
   std::vector<std::vector<float>>& params = params_->params;
   for (size_t i = 0; i < params.size(); ++i) {
@@ -92,13 +99,15 @@ void ShardStore::ApplyStep(absl::Span<const absl::Span<const float>> grads,
       float* __restrict p = params[i].data();
       const float* __restrict g = grads[i].data();
       for (size_t j = 0; j < params[i].size(); ++j) p[j] += g[j] * scale;
-      continue;
+    } else {
+      optimizer_->Apply(absl::MakeSpan(params[i]), grads[i], scale,
+                        absl::MakeSpan(slots_[i]), step);
     }
-    optimizer_->Apply(absl::MakeSpan(params[i]), grads[i], scale,
-                      absl::MakeSpan(slots_[i]), step);
+    if (times != nullptr) times->chunk_ends[i] = absl::Now();
   }
   ++version_;
   params_->version = version_;
+  if (times != nullptr) times->version = version_;
 }
 
 void ShardStore::Assign(absl::Span<const absl::Span<const float>> values) {

@@ -17,6 +17,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/string_view.h"
 #include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
 #include "absl/types/span.h"
 #include "common/model/model_spec.h"
 #include "common/model/partitioner.h"
@@ -57,6 +58,17 @@ struct RowGrads {
   absl::Span<const float> values;  // dim per id, in the ids' order.
 };
 
+// Where one optimizer step's time went, for the step timeline: when it
+// began, when the copy of the parameters a pull still held was done (the
+// begin when stepped in place), and when each chunk's step ended (by local
+// chunk index; rows are stepped first, before `begin`'s copy).
+struct StepTimes {
+  bool taken = false;    // ApplyStep filled it.
+  uint64_t version = 0;  // The version the step made.
+  absl::Time begin, copied;
+  std::vector<absl::Time> chunk_ends;
+};
+
 class ShardStore {
  public:
   // Initialises every chunk `shard` owns in `plan` from the model's
@@ -88,8 +100,10 @@ class ShardStore {
   // (grads[local] has the chunk's length; a statistic's chunk adds it
   // instead, TensorKind::kStatistic), and one on each table's rows in
   // `rows` (at most one entry per table); the version goes up by one.
+  // `times`, unless null, receives where the step's time went.
   void ApplyStep(absl::Span<const absl::Span<const float>> grads, float scale,
-                 absl::Span<const RowGrads> rows = {}) ABSL_LOCKS_EXCLUDED(mu_);
+                 absl::Span<const RowGrads> rows = {},
+                 StepTimes* times = nullptr) ABSL_LOCKS_EXCLUDED(mu_);
 
   // Replaces every chunk's parameters with values[local] (each of the
   // chunk's length), keeping the version: a worker's initial values

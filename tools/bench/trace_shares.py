@@ -17,6 +17,10 @@ it (its lane): push (until the step's message was written to the
 transport, or the push call acknowledged), wait (until the first reply
 message came: the server's apply and wait, and the reply on the wire) and
 pull (reading the reply into the parameters).
+
+Last, per server: its optimizer steps (under sync one per round, inside
+the apply of the push that completed it), their mean time, the part that
+copied parameters a pull still held, and the slowest chunk's step.
 """
 import collections
 import json
@@ -33,7 +37,12 @@ def main(path):
     server = collections.defaultdict(lambda: collections.defaultdict(float))
     # (rank, shard) -> name -> [durations]
     calls = collections.defaultdict(lambda: collections.defaultdict(list))
+    # server -> {"step": [durations], "copy": [...], "chunk": [...]}
+    optimizer = collections.defaultdict(lambda: collections.defaultdict(list))
     for e in events:
+        if e["pid"] < 1000 and e["name"] in ("step", "copy", "chunk"):
+            optimizer[e["pid"]][e["name"]].append(e["dur"])
+            continue
         step = e["args"]["clock"]
         if e["pid"] >= 1000 and e["tid"] > 0:
             calls[(e["pid"] - 1000, e["tid"] - 1)][e["name"]].append(e["dur"])
@@ -86,6 +95,18 @@ def main(path):
         print("%-10s %6d %9d %9.3f %9.3f %9.3f" % (
             names.get(1000 + rank, rank), shard, len(c["pull"]), mean(push),
             mean("wait"), mean("pull")))
+    if not optimizer:
+        return
+    print()
+    print("%-10s %6s %9s %9s %9s" %
+          ("server", "steps", "step_ms", "copy_ms", "chunk_max"))
+    for pid in sorted(optimizer):
+        o = optimizer[pid]
+        steps = len(o["step"])
+        print("%-10s %6d %9.3f %9.3f %9.3f" % (
+            names.get(pid, pid), steps, sum(o["step"]) / steps / 1000,
+            sum(o["copy"]) / steps / 1000,
+            max(o["chunk"] or [0]) / 1000))
 
 
 if __name__ == "__main__":
