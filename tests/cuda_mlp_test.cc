@@ -45,8 +45,9 @@ void Compare(const std::vector<int>& layers, int batch) {
 
   auto blas = LoadBlas("auto");
   REQUIRE(blas.ok());
-  const auto cpu_model = CpuSequential::Mlp(layers, batch, 1, *blas);
-  CpuSequential& cpu = *cpu_model;
+  auto cpu_model = CpuSequential::Mlp(layers, batch, 1, *blas);
+  REQUIRE(cpu_model.ok());
+  CpuSequential& cpu = **cpu_model;
   auto gpu = MakeCudaMlp(layers, batch, /*allow_tf32=*/false);
   INFO(gpu.status().ToString());
   REQUIRE(gpu.ok());

@@ -11,6 +11,7 @@
 
 #include "common/config/layer_shapes.h"
 #include "common/model/model_spec.h"
+#include "tests/test_blas.h"
 #include "worker/model/blas.h"
 #include "worker/model/cpu_layers.h"
 #include "worker/model/sequential.h"
@@ -18,11 +19,7 @@
 namespace paramd {
 namespace {
 
-const Blas* TheBlas() {
-  absl::StatusOr<const Blas*> blas = LoadBlas("auto");
-  REQUIRE(blas.ok());
-  return *blas;
-}
+using testing::TheBlas;
 
 LayerConfig Conv(int out, int kernel, int stride, int padding) {
   LayerConfig c;

@@ -5,18 +5,14 @@
 #include <random>
 
 #include "common/model/model_spec.h"
+#include "tests/test_blas.h"
 #include "worker/model/blas.h"
 #include "worker/model/sequential.h"
 
 namespace paramd {
 namespace {
 
-// The same OpenBLAS kernel a worker would load on this machine.
-const Blas* TheBlas() {
-  absl::StatusOr<const Blas*> blas = LoadBlas("auto");
-  REQUIRE(blas.ok());
-  return *blas;
-}
+using testing::TheBlas;
 
 struct Net {
   std::vector<int> layers{7, 5, 4, 3};
@@ -42,8 +38,9 @@ struct Net {
 
 TEST_CASE("MLP gradients match central finite differences", "[model]") {
   Net net;
-  const auto mlp_model = CpuSequential::Mlp(net.layers, 8, 1, TheBlas());
-  CpuSequential& mlp = *mlp_model;
+  auto mlp_model = CpuSequential::Mlp(net.layers, 8, 1, TheBlas());
+  REQUIRE(mlp_model.ok());
+  CpuSequential& mlp = **mlp_model;
   std::vector<float> grads(net.params.size());
   auto loss = mlp.ComputeGradients(net.params, net.x.data(), net.y.data(),
                                    net.n, absl::MakeSpan(grads));
@@ -72,8 +69,9 @@ TEST_CASE("MLP gradients match central finite differences", "[model]") {
 
 TEST_CASE("the input gradient matches central finite differences", "[model]") {
   Net net;
-  const auto mlp_model = CpuSequential::Mlp(net.layers, 8, 1, TheBlas());
-  CpuSequential& mlp = *mlp_model;
+  auto mlp_model = CpuSequential::Mlp(net.layers, 8, 1, TheBlas());
+  REQUIRE(mlp_model.ok());
+  CpuSequential& mlp = **mlp_model;
   REQUIRE(mlp.InputGradient().empty());
   REQUIRE(mlp.EnableInputGradient().ok());
   std::vector<float> grads(net.params.size());
@@ -101,8 +99,9 @@ TEST_CASE("the input gradient matches central finite differences", "[model]") {
 TEST_CASE("softmax cross-entropy of zero logits is log(classes)", "[model]") {
   Net net;
   std::fill(net.params.begin(), net.params.end(), 0.0f);
-  const auto mlp_model = CpuSequential::Mlp(net.layers, 8, 1, TheBlas());
-  CpuSequential& mlp = *mlp_model;
+  auto mlp_model = CpuSequential::Mlp(net.layers, 8, 1, TheBlas());
+  REQUIRE(mlp_model.ok());
+  CpuSequential& mlp = **mlp_model;
   std::vector<float> grads(net.params.size());
   auto loss = mlp.ComputeGradients(net.params, net.x.data(), net.y.data(),
                                    net.n, absl::MakeSpan(grads));
@@ -112,8 +111,9 @@ TEST_CASE("softmax cross-entropy of zero logits is log(classes)", "[model]") {
 
 TEST_CASE("CountCorrect follows the largest logit, in blocks", "[model]") {
   // One layer 2 → 2 with identity weights: the class is the larger input.
-  const auto mlp_model = CpuSequential::Mlp({2, 2}, 2, 1, TheBlas());
-  CpuSequential& mlp = *mlp_model;
+  auto mlp_model = CpuSequential::Mlp({2, 2}, 2, 1, TheBlas());
+  REQUIRE(mlp_model.ok());
+  CpuSequential& mlp = **mlp_model;
   const std::vector<float> params = {1, 0, 0, 1, 0, 0};
   const std::vector<float> x = {3, 1, 0, 2, 5, 4, 1, 9, 7, 0};
   const std::vector<int32_t> y = {0, 1, 0, 0, 0};  // the 4th is wrong
@@ -124,8 +124,9 @@ TEST_CASE("CountCorrect follows the largest logit, in blocks", "[model]") {
 
 TEST_CASE("bad shapes and labels are refused", "[model]") {
   Net net;
-  const auto mlp_model = CpuSequential::Mlp(net.layers, 4, 1, TheBlas());
-  CpuSequential& mlp = *mlp_model;
+  auto mlp_model = CpuSequential::Mlp(net.layers, 4, 1, TheBlas());
+  REQUIRE(mlp_model.ok());
+  CpuSequential& mlp = **mlp_model;
   std::vector<float> grads(net.params.size());
   CHECK_FALSE(mlp.ComputeGradients(net.params, net.x.data(), net.y.data(), 6,
                                    absl::MakeSpan(grads))
@@ -194,8 +195,9 @@ TEST_CASE(
     "reports each gradient element once, final, matching the plain compute",
     "[model][overlap]") {
   Net net;
-  const auto mlp_model = CpuSequential::Mlp(net.layers, 8, 1, TheBlas());
-  CpuSequential& mlp = *mlp_model;
+  auto mlp_model = CpuSequential::Mlp(net.layers, 8, 1, TheBlas());
+  REQUIRE(mlp_model.ok());
+  CpuSequential& mlp = **mlp_model;
   std::vector<float> expected(net.params.size());
   auto plain = mlp.ComputeGradients(net.params, net.x.data(), net.y.data(),
                                     net.n, absl::MakeSpan(expected));
@@ -227,8 +229,9 @@ TEST_CASE(
 TEST_CASE("an await that fails ends the overlapped compute with its error",
           "[model][overlap]") {
   Net net;
-  const auto mlp_model = CpuSequential::Mlp(net.layers, 8, 1, TheBlas());
-  CpuSequential& mlp = *mlp_model;
+  auto mlp_model = CpuSequential::Mlp(net.layers, 8, 1, TheBlas());
+  REQUIRE(mlp_model.ok());
+  CpuSequential& mlp = **mlp_model;
   Recorder r(net.params);
   r.fail_await = absl::AbortedError("rank 0 is not registered");
   std::vector<float> grads(net.params.size());
@@ -244,8 +247,9 @@ TEST_CASE(
     "whole gradient after the loss",
     "[model][overlap]") {
   Net net;
-  const auto mlp_model = CpuSequential::Mlp(net.layers, 8, 1, TheBlas());
-  CpuSequential& mlp = *mlp_model;
+  auto mlp_model = CpuSequential::Mlp(net.layers, 8, 1, TheBlas());
+  REQUIRE(mlp_model.ok());
+  CpuSequential& mlp = **mlp_model;
   std::vector<float> expected(net.params.size());
   REQUIRE(mlp.ComputeGradients(net.params, net.x.data(), net.y.data(), net.n,
                                absl::MakeSpan(expected))

@@ -61,9 +61,10 @@ TEST_CASE("one sync worker equals single-process SGD", "[integration][sync]") {
   REQUIRE(data.ok());
   auto part = DataPartition::Create(&*data, 0, 1, config.training.batch_size);
   REQUIRE(part.ok());
-  const auto mlp_model = CpuSequential::Mlp(config.model.layers, 1024, 1,
-                                            *LoadBlas(config.worker.blas_core));
-  CpuSequential& mlp = *mlp_model;
+  auto mlp_model = CpuSequential::Mlp(config.model.layers, 1024, 1,
+                                      *LoadBlas(config.worker.blas_core));
+  REQUIRE(mlp_model.ok());
+  CpuSequential& mlp = **mlp_model;
   std::vector<float> x(part->max_batch() * data->dim);
   std::vector<int32_t> y(part->max_batch());
   const float lr = 0.05f, mu = 0.9f;

@@ -51,8 +51,14 @@ void MlpSection(const Blas* blas, const absl::Status& gpu, bool tf32,
             .ok();
       });
     };
-    const auto cpu_model = CpuSequential::Mlp(layers, batch, 1, blas);
-    CpuSequential& cpu = *cpu_model;
+    absl::StatusOr<std::unique_ptr<CpuSequential>> cpu_model =
+        CpuSequential::Mlp(layers, batch, 1, blas);
+    if (!cpu_model.ok()) {
+      std::printf("CPU: %s\n",
+                  std::string(cpu_model.status().message()).c_str());
+      return;
+    }
+    CpuSequential& cpu = **cpu_model;
     const double t_cpu = step(cpu);
     double t_gpu = -1;
     if (gpu.ok()) {

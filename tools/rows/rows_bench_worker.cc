@@ -170,8 +170,9 @@ absl::StatusOr<RowsWorkerResult> RunRowsWorker(
                    GrpcParameterClientFactory(servers, client_options)(
                        ClientSetup{&config, &plan, &layout, options.rank}));
   ASSIGN_OR_RETURN(const Blas* blas, LoadBlas(config.worker.blas_core));
-  const auto mlp_model = CpuSequential::Mlp(config.model.layers, options.batch,
-                                            config.worker.threads, blas);
+  ASSIGN_OR_RETURN(std::unique_ptr<CpuSequential> mlp_model,
+                   CpuSequential::Mlp(config.model.layers, options.batch,
+                                      config.worker.threads, blas));
   CpuSequential& mlp = *mlp_model;
   RETURN_IF_ERROR(mlp.EnableInputGradient());
 

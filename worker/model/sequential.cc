@@ -45,14 +45,13 @@ CpuSequential::CpuSequential(LayerGraph graph, int max_batch, int threads,
       kEvalFloats / ScratchPerSample(graph_), 1, std::max(max_batch_, 1)));
 }
 
-std::unique_ptr<CpuSequential> CpuSequential::Mlp(
+absl::StatusOr<std::unique_ptr<CpuSequential>> CpuSequential::Mlp(
     const std::vector<int>& widths, int max_batch, int threads,
     const Blas* blas) {
   ModelConfig config;
   config.layers = widths;
-  absl::StatusOr<LayerGraph> graph = InferLayerGraph(config);
-  if (!graph.ok()) return nullptr;
-  return std::make_unique<CpuSequential>(*std::move(graph), max_batch, threads,
+  ASSIGN_OR_RETURN(LayerGraph graph, InferLayerGraph(config));
+  return std::make_unique<CpuSequential>(std::move(graph), max_batch, threads,
                                          blas);
 }
 

@@ -22,10 +22,11 @@ class CpuSequential : public Model {
   // `blas` must outlive the model.
   CpuSequential(LayerGraph graph, int max_batch, int threads, const Blas* blas);
 
-  // The width shorthand's MLP: widths, inputs first, classes last.
-  static std::unique_ptr<CpuSequential> Mlp(const std::vector<int>& widths,
-                                            int max_batch, int threads,
-                                            const Blas* blas);
+  // The width shorthand's MLP: widths, inputs first, classes last; an
+  // error names what the widths get wrong (as model.layers would).
+  static absl::StatusOr<std::unique_ptr<CpuSequential>> Mlp(
+      const std::vector<int>& widths, int max_batch, int threads,
+      const Blas* blas);
 
   std::string Describe() const override;
   void SetStepSeed(uint64_t seed) override { seed_ = seed; }
