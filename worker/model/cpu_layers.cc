@@ -205,38 +205,11 @@ class Pool2d : public CpuLayer {
 
   absl::Status Forward(const LayerPass& pass, const float* in,
                        float* out) override {
-    const int64_t planes = int64_t{pass.n} * in_.c;
-    const int64_t in_plane = int64_t{in_.h} * in_.w;
-    const int64_t out_plane = int64_t{out_.h} * out_.w;
-    if (max_) argmax_.resize(planes * out_plane);
-    const float inv = 1.0f / static_cast<float>(k_ * k_);
-    for (int64_t p = 0; p < planes; ++p) {
-      const float* src = in + p * in_plane;
-      float* dst = out + p * out_plane;
-      for (int oy = 0; oy < out_.h; ++oy) {
-        for (int ox = 0; ox < out_.w; ++ox) {
-          float best = -std::numeric_limits<float>::infinity(), sum = 0;
-          int32_t at = 0;
-          for (int ky = 0; ky < k_; ++ky) {
-            const int64_t row = int64_t{oy * s_ + ky} * in_.w + ox * s_;
-            for (int kx = 0; kx < k_; ++kx) {
-              const float v = src[row + kx];
-              sum += v;
-              // Selects, not a branch: which value wins is data.
-              const bool better = v > best;
-              best = better ? v : best;
-              at = better ? static_cast<int32_t>(row + kx) : at;
-            }
-          }
-          const int64_t o = int64_t{oy} * out_.w + ox;
-          if (max_) {
-            dst[o] = best;
-            argmax_[p * out_plane + o] = at;
-          } else {
-            dst[o] = sum * inv;
-          }
-        }
-      }
+    if (max_) {
+      argmax_.resize(int64_t{pass.n} * in_.c * out_.h * out_.w);
+      ForwardPlanes<true>(pass.n, in, out);
+    } else {
+      ForwardPlanes<false>(pass.n, in, out);
     }
     return absl::OkStatus();
   }
@@ -270,6 +243,47 @@ class Pool2d : public CpuLayer {
   }
 
  private:
+  // Each window's maximum (and where it is, into argmax_) or mean, for
+  // `n` samples: one loop per kind, so neither does the other's work.
+  template <bool kMax>
+  void ForwardPlanes(int n, const float* in, float* out) {
+    const int64_t planes = int64_t{n} * in_.c;
+    const int64_t in_plane = int64_t{in_.h} * in_.w;
+    const int64_t out_plane = int64_t{out_.h} * out_.w;
+    const float inv = 1.0f / static_cast<float>(k_ * k_);
+    for (int64_t p = 0; p < planes; ++p) {
+      const float* src = in + p * in_plane;
+      float* dst = out + p * out_plane;
+      for (int oy = 0; oy < out_.h; ++oy) {
+        for (int ox = 0; ox < out_.w; ++ox) {
+          float best = -std::numeric_limits<float>::infinity(), sum = 0;
+          int32_t at = 0;
+          for (int ky = 0; ky < k_; ++ky) {
+            const int64_t row = int64_t{oy * s_ + ky} * in_.w + ox * s_;
+            for (int kx = 0; kx < k_; ++kx) {
+              const float v = src[row + kx];
+              if constexpr (kMax) {
+                // Selects, not a branch: which value wins is data.
+                const bool better = v > best;
+                best = better ? v : best;
+                at = better ? static_cast<int32_t>(row + kx) : at;
+              } else {
+                sum += v;
+              }
+            }
+          }
+          const int64_t o = int64_t{oy} * out_.w + ox;
+          if constexpr (kMax) {
+            dst[o] = best;
+            argmax_[p * out_plane + o] = at;
+          } else {
+            dst[o] = sum * inv;
+          }
+        }
+      }
+    }
+  }
+
   const bool max_;
   const int k_, s_;
   const ActShape in_, out_;
