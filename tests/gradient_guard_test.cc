@@ -144,6 +144,24 @@ TEST_CASE("a loss spike or a non-finite loss is named and counted",
   CHECK(f.Status().divergences() == 2);
 }
 
+TEST_CASE("a push the policy refuses leaves the loss watch as it was",
+          "[guard][diverge]") {
+  GuardFixture f("async", Guard(OnDiverge::kWarn));
+  REQUIRE(f.Push(0, 0, 0.0f, 1.0f).ok());
+  REQUIRE(f.Push(0, 1, 0.0f, 1.0f).ok());
+  // Clock 5 is not rank 0's next (2): refused, after the loss was judged.
+  CHECK(absl::IsFailedPrecondition(f.Push(0, 5, 0.0f, 9.0f)));
+  CHECK(absl::IsFailedPrecondition(f.Push(0, 5, 0.0f, 3.0f)));
+  proto::ShardStatus st = f.Status();
+  CHECK(st.divergences() == 0);
+  CHECK(st.workers(0).mean_loss() == Approx(1.0));
+  // The push sent again at the right clock is judged once.
+  REQUIRE(f.Push(0, 2, 0.0f, 9.0f).ok());
+  st = f.Status();
+  CHECK(st.divergences() == 1);
+  CHECK(st.workers(0).mean_loss() == Approx(1.0));
+}
+
 TEST_CASE("on_diverge stop refuses the diverging push and every later one",
           "[guard][diverge]") {
   GuardFixture f("async", Guard(OnDiverge::kStop));

@@ -60,43 +60,58 @@ bool GradientGuard::Clip(absl::Span<const absl::Span<const float>> chunks,
   return true;
 }
 
-absl::StatusOr<bool> GradientGuard::Watch(int rank, uint64_t clock,
-                                          float loss) {
-  if (!config_.enabled) return false;
+absl::StatusOr<GradientGuard::Verdict> GradientGuard::Judge(int rank,
+                                                            uint64_t clock,
+                                                            float loss) {
+  Verdict v;
+  if (!config_.enabled) return v;
+  v.watched = true;
   absl::MutexLock lock(&mu_);
   if (!stopped_.empty()) return absl::FailedPreconditionError(stopped_);
-  Rank& r = ranks_[rank];
+  const Rank& r = ranks_[rank];
   const bool finite = std::isfinite(loss);
   const bool armed = r.losses >= static_cast<uint64_t>(config_.warmup_pushes);
-  if (finite && !(armed && loss > config_.loss_spike * r.mean)) {
+  if (finite && !(armed && loss > config_.loss_spike * r.mean)) return v;
+  v.diverges = true;
+  v.skip = config_.on_diverge == OnDiverge::kSkipPush;
+  v.what = finite ? absl::StrFormat(
+                        "loss %.4g is %.1fx its running mean %.4g "
+                        "(guard.loss_spike %g)",
+                        loss, loss / r.mean, r.mean, config_.loss_spike)
+                  : absl::StrFormat("loss %g is not finite", loss);
+  if (config_.on_diverge != OnDiverge::kStop) return v;
+  // Refused, and the job with it: counted now.
+  ++ranks_[rank].divergences;
+  ++divergences_;
+  spdlog::warn(
+      "shard {}: rank {} diverges at clock {}: {}; guard.on_diverge stop: "
+      "the job's pushes are refused from now on",
+      shard_, rank, clock, v.what);
+  stopped_ = absl::StrFormat(
+      "Push: the job was stopped by its guard (on_diverge: stop): rank %d at "
+      "clock %d: %s",
+      rank, clock, v.what);
+  return absl::FailedPreconditionError(stopped_);
+}
+
+void GradientGuard::Record(int rank, uint64_t clock, float loss,
+                           const Verdict& verdict) {
+  if (!verdict.watched) return;
+  absl::MutexLock lock(&mu_);
+  Rank& r = ranks_[rank];
+  if (!verdict.diverges) {
     r.mean = r.losses == 0 ? loss : r.mean + kMeanWeight * (loss - r.mean);
     ++r.losses;
-    return false;
+    return;
   }
   // A divergence: its loss stays out of the mean.
   ++r.divergences;
   ++divergences_;
-  const std::string what =
-      finite ? absl::StrFormat(
-                   "loss %.4g is %.1fx its running mean %.4g "
-                   "(guard.loss_spike %g)",
-                   loss, loss / r.mean, r.mean, config_.loss_spike)
-             : absl::StrFormat("loss %g is not finite", loss);
   spdlog::warn("shard {}: rank {} diverges at clock {}: {}{}", shard_, rank,
-               clock, what,
-               config_.on_diverge == OnDiverge::kStop
-                   ? "; guard.on_diverge stop: the job's pushes are refused "
-                     "from now on"
-               : config_.on_diverge == OnDiverge::kSkipPush
+               clock, verdict.what,
+               verdict.skip
                    ? "; guard.on_diverge skip_push: the push is not applied"
                    : "");
-  if (config_.on_diverge == OnDiverge::kSkipPush) return true;
-  if (config_.on_diverge != OnDiverge::kStop) return false;
-  stopped_ = absl::StrFormat(
-      "Push: the job was stopped by its guard (on_diverge: stop): rank %d at "
-      "clock %d: %s",
-      rank, clock, what);
-  return absl::FailedPreconditionError(stopped_);
 }
 
 void GradientGuard::CountClipped(int rank) {

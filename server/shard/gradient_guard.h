@@ -53,15 +53,27 @@ class GradientGuard {
   bool Clip(absl::Span<const absl::Span<const float>> chunks,
             absl::Span<const RowGrads> rows, Clipped* out) const;
 
-  // Whether Watch looks at pushes (a `guard` section).
+  // Whether Judge looks at pushes (a `guard` section).
   bool watching() const { return config_.enabled; }
 
-  // Watches a push's loss: true when the push is to be skipped (it
-  // diverges, under on_diverge: skip_push); FAILED_PRECONDITION when the
-  // job is stopped (this push's divergence or an earlier one) under
-  // on_diverge: stop. Call for pushes that are not retries, before they
-  // are applied.
-  absl::StatusOr<bool> Watch(int rank, uint64_t clock, float loss);
+  // What the watch makes of a push's loss.
+  struct Verdict {
+    bool watched = false;   // Judged (a guard section; not a retry).
+    bool diverges = false;  // Not finite, or a spike.
+    bool skip = false;      // Diverges under on_diverge: skip_push.
+    std::string what;       // Why it diverges.
+  };
+  // Judges a push's loss before it is applied, changing nothing but this:
+  // FAILED_PRECONDITION when the job is stopped (this push's divergence
+  // under on_diverge: stop, or an earlier one). Call for pushes that are
+  // not retries.
+  absl::StatusOr<Verdict> Judge(int rank, uint64_t clock, float loss)
+      ABSL_LOCKS_EXCLUDED(mu_);
+  // The judged push was accepted (not a duplicate): its loss joins the
+  // rank's running mean, or its divergence is counted and logged. A push
+  // the policy refused is not recorded, so its resend is judged afresh.
+  void Record(int rank, uint64_t clock, float loss, const Verdict& verdict)
+      ABSL_LOCKS_EXCLUDED(mu_);
 
   // A clipped push of `rank` was applied.
   void CountClipped(int rank) ABSL_LOCKS_EXCLUDED(mu_);

@@ -197,10 +197,11 @@ absl::Status Shard::Push(const PushView& request,
   const absl::Time now = clock_->Now();
   const int rank = static_cast<int>(request.rank);
   workers_.OnSeen(rank, now);
-  bool skip = false;
+  GradientGuard::Verdict verdict;
   if (guard_.watching() && !policy_->IsRetry(rank, request.clock)) {
-    ASSIGN_OR_RETURN(skip, guard_.Watch(rank, request.clock, request.loss));
+    ASSIGN_OR_RETURN(verdict, guard_.Judge(rank, request.clock, request.loss));
   }
+  const bool skip = verdict.skip;
   GradientGuard::Clipped clipped;
   const bool clip = !skip && guard_.Clip(chunks.values, rows.grads, &clipped);
   bool duplicate = false;
@@ -211,6 +212,7 @@ absl::Status Shard::Push(const PushView& request,
                     absl::MakeConstSpan(clip ? clipped.chunks : chunks.values),
                     absl::MakeConstSpan(clip ? clipped.rows : rows.grads),
                     &duplicate, skip, traced ? &step : nullptr));
+  if (!duplicate) guard_.Record(rank, request.clock, request.loss, verdict);
   if (!duplicate && clip) guard_.CountClipped(rank);
   if (traced) {
     trace_.Push(rank, request.clock, entered, clock_->Now(), store_.version(),
