@@ -68,6 +68,17 @@ TEST_CASE(
   Observed plain_observed;
   const std::vector<float> expected =
       TrainAll(plain, plain_cluster, plain_observed)[0]->params();
+  // And as many pulls: an epoch's evaluation reads the parameters its last
+  // exchange brought, without a pull of its own.
+  for (int s = 0; s < 2; ++s) {
+    proto::ShardStatus overlapped, unoverlapped;
+    cluster.server(s).shard()->GetStatus(&overlapped);
+    plain_cluster.server(s).shard()->GetStatus(&unoverlapped);
+    for (int r = 0; r < 2; ++r) {
+      INFO("shard " << s << " rank " << r);
+      CHECK(overlapped.workers(r).pulls() == unoverlapped.workers(r).pulls());
+    }
+  }
   const std::vector<float>& got = trainers[0]->params();
   REQUIRE(got.size() == expected.size());
   double worst = 0;

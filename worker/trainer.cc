@@ -358,6 +358,7 @@ absl::Status Trainer::FinishPending() {
   absl::StatusOr<uint64_t> version = pending_->Finish();
   pending_.reset();
   RETURN_IF_ERROR(version.status());
+  pulled_clock_ = static_cast<int64_t>(pending_clock_ + 1);
   // (A window armed since the exchange began has no start for it.)
   if (trace_.Wants(pending_clock_) && exchange_begin_ != absl::InfinitePast()) {
     trace_.Add("push+pull", trace_.exchange_lane(), exchange_begin_,
