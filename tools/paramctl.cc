@@ -21,7 +21,6 @@
 #include <string>
 
 #include "absl/strings/match.h"
-#include "absl/strings/numbers.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
@@ -349,17 +348,21 @@ int TraceJob(const ParsedFlags& flags) {
       "dir",
       absl::StrCat("trace-", absl::FormatTime("%Y%m%d-%H%M%S", absl::Now(),
                                               absl::UTCTimeZone())));
-  for (const char* name : {"steps", "from-step", "wait"}) {
-    if (!flags.Has(name)) continue;
-    uint64_t v = 0;
-    if (!absl::SimpleAtoi(flags.Get(name, ""), &v)) {
-      return Usage(absl::StrCat("--", name, " takes a whole number, not '",
-                                flags.Get(name, ""), "'"));
+  int steps = static_cast<int>(options.steps), from = -1,
+      wait = static_cast<int>(absl::ToInt64Seconds(options.wait));
+  for (auto [flag, out] :
+       {std::pair{"steps", &steps}, std::pair{"from-step", &from},
+        std::pair{"wait", &wait}}) {
+    absl::StatusOr<int> value = flags.GetInt(flag, *out);
+    if (!value.ok()) return Usage(std::string(value.status().message()));
+    if (flags.Has(flag) && *value < 0) {
+      return Usage(absl::StrCat("--", flag, " must be >= 0"));
     }
-    if (std::string(name) == "steps") options.steps = v;
-    if (std::string(name) == "from-step") options.from_step = v;
-    if (std::string(name) == "wait") options.wait = absl::Seconds(v);
+    *out = *value;
   }
+  options.steps = static_cast<uint64_t>(steps);
+  if (from >= 0) options.from_step = static_cast<uint64_t>(from);
+  options.wait = absl::Seconds(wait);
   absl::StatusOr<std::string> written = TraceRunningJob(options);
   if (!written.ok()) {
     std::fprintf(stderr, "paramctl: %s\n",
