@@ -212,14 +212,14 @@ absl::Status Shard::Push(const PushView& request,
                     absl::MakeConstSpan(clip ? clipped.chunks : chunks.values),
                     absl::MakeConstSpan(clip ? clipped.rows : rows.grads),
                     &duplicate, skip, traced ? &step : nullptr));
-  if (!duplicate) guard_.Record(rank, request.clock, request.loss, verdict);
-  if (!duplicate && clip) guard_.CountClipped(rank);
   if (traced) {
     trace_.Push(rank, request.clock, entered, clock_->Now(), store_.version(),
                 bytes, duplicate, policy_->LastStaleness(rank));
     trace_.Step(rank, request.clock, step, store_);
   }
   if (!duplicate) {
+    guard_.Record(rank, request.clock, request.loss, verdict);
+    if (clip) guard_.CountClipped(rank);
     for (const RowGrads& r : rows.grads) {
       if (!skip) store_.table(r.table).CountPushed(r.ids.size());
     }
@@ -262,16 +262,23 @@ absl::Status Shard::Pull(const proto::PullRequest& request, absl::Time deadline,
   workers_.OnSeen(rank, start);
   RETURN_IF_ERROR(
       AwaitReadable(rank, request.clock(), start, deadline, cancelled));
+  *snapshot =
+      Served(rank, request.clock(), start, dtype == proto::DTYPE_FLOAT16);
+  return absl::OkStatus();
+}
+
+std::shared_ptr<const ParamSnapshot> Shard::Served(int rank, uint64_t clock,
+                                                   absl::Time start,
+                                                   bool half) {
   const absl::Time now = clock_->Now();
   stats_.RecordPullWait(now - start);
-  *snapshot = store_.Snapshot();
-  policy_->NotePulled(rank, (*snapshot)->version);
-  trace_.Pull(rank, request.clock(), start, now, (*snapshot)->version);
+  std::shared_ptr<const ParamSnapshot> snapshot = store_.Snapshot();
+  policy_->NotePulled(rank, snapshot->version);
+  trace_.Pull(rank, clock, start, now, snapshot->version);
   stats_.RecordPullTime(clock_->Now() - start);
-  const uint64_t bytes = static_cast<uint64_t>(store_.bytes()) /
-                         (dtype == proto::DTYPE_FLOAT16 ? 2 : 1);
-  workers_.OnPull(rank, bytes, now);
-  return absl::OkStatus();
+  workers_.OnPull(rank, static_cast<uint64_t>(store_.bytes()) / (half ? 2 : 1),
+                  now);
+  return snapshot;
 }
 
 uint64_t Shard::StartPull(const proto::PullRequest& request, PullDone done) {
@@ -296,15 +303,7 @@ uint64_t Shard::StartPull(const proto::PullRequest& request, PullDone done) {
         waiters_.Remove(waiter);
         absl::StatusOr<std::shared_ptr<const ParamSnapshot>> result;
         if (ready.ok()) {
-          const absl::Time now = clock_->Now();
-          stats_.RecordPullWait(now - start);
-          result = store_.Snapshot();
-          policy_->NotePulled(rank, (*result)->version);
-          trace_.Pull(rank, clock, start, now, (*result)->version);
-          stats_.RecordPullTime(clock_->Now() - start);
-          workers_.OnPull(
-              rank, static_cast<uint64_t>(store_.bytes()) / (half ? 2 : 1),
-              now);
+          result = Served(rank, clock, start, half);
         } else {
           result = std::move(ready);
         }

@@ -180,6 +180,11 @@ class Shard {
   absl::Status AwaitReadable(int rank, uint64_t clock, absl::Time start,
                              absl::Time deadline,
                              const std::function<bool()>& cancelled);
+  // A pull of `rank` at `clock`, waiting since `start`, is readable: the
+  // snapshot it serves, with its wait, time, bytes (`half`: float16) and
+  // version noted where the shard keeps them.
+  std::shared_ptr<const ParamSnapshot> Served(int rank, uint64_t clock,
+                                              absl::Time start, bool half);
 
   // Constant after construction.
   const JobConfig config_;
