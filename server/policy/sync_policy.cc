@@ -167,15 +167,21 @@ void SyncPolicy::MaybeFinishRound(StepTimes* times) {
   for (int r = 0; r < num_workers_; ++r) {
     if (Expected(r) && ++missing > backup_workers_) return;
   }
-  if (num_summed_ == 0) {
-    // Every push of the round was skipped (guard.on_diverge: skip_push).
-    ClearRows();
-    ++round_;
-    store_->AdvanceVersionTo(round_);
-    num_pushed_ = 0;
-    std::fill(pushed_.begin(), pushed_.end(), false);
-    return;
+  if (num_summed_ > 0) {
+    ApplyMean(times);
+  } else {
+    // Every push of the round was skipped (guard.on_diverge: skip_push):
+    // the version moves on without a step.
+    store_->AdvanceVersionTo(round_ + 1);
   }
+  ClearRows();
+  ++round_;
+  num_pushed_ = 0;
+  num_summed_ = 0;
+  std::fill(pushed_.begin(), pushed_.end(), false);
+}
+
+void SyncPolicy::ApplyMean(StepTimes* times) {
   // The mean, rounded once: for two workers exactly what summing in float
   // and halving gave, without its overflow.
   const double inverse = 1.0 / num_summed_;
@@ -200,11 +206,6 @@ void SyncPolicy::MaybeFinishRound(StepTimes* times) {
   }
   std::vector<absl::Span<const float>> views(mean_.begin(), mean_.end());
   store_->ApplyStep(views, 1.0f, rows, times);
-  ClearRows();
-  ++round_;
-  num_pushed_ = 0;
-  num_summed_ = 0;
-  std::fill(pushed_.begin(), pushed_.end(), false);
 }
 
 bool SyncPolicy::Readable(int /*rank*/, uint64_t clock) const {

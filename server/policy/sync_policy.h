@@ -63,6 +63,9 @@ class SyncPolicy : public UpdatePolicy {
   // pushed (and one has); `times` as in Push.
   void MaybeFinishRound(StepTimes* times = nullptr)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // One optimizer step with the mean of the round's summed gradients and
+  // rows (num_summed_ > 0).
+  void ApplyMean(StepTimes* times) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   const int backup_workers_;
   uint64_t round_ ABSL_GUARDED_BY(mu_) = 0;  // == store_->version()
