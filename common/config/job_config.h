@@ -272,6 +272,8 @@ struct CompressionConfig {
 // into dir (common/trace/trace_events.h); paramctl merges them into one
 // Chrome trace-event file.
 struct TracingConfig {
+  // More steps than a timeline is read for, and the memory they'd take.
+  static constexpr int64_t kMaxSteps = 100000;
   std::string dir;  // Absolute after loading; empty: off.
   int64_t from_step = 0;
   int64_t steps = 4;

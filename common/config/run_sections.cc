@@ -173,9 +173,10 @@ absl::Status ParseTracingSection(YamlReader& reader, const YAML::Node& t,
     return reader.Error(t["from_step"], "tracing.from_step", "must be >= 0");
   }
   RETURN_IF_ERROR(reader.Get(t, "tracing", "steps", false, &out->steps));
-  if (out->steps < 1 || out->steps > 100000) {
-    return reader.Error(t["steps"], "tracing.steps",
-                        "must be between 1 and 100000");
+  if (out->steps < 1 || out->steps > TracingConfig::kMaxSteps) {
+    return reader.Error(
+        t["steps"], "tracing.steps",
+        absl::StrCat("must be between 1 and ", TracingConfig::kMaxSteps));
   }
   return absl::OkStatus();
 }

@@ -35,7 +35,7 @@ TraceEvents::TraceEvents(const TracingConfig& config, std::string file,
         "{\"name\":\"process_sort_index\",\"ph\":\"M\",\"pid\":", pid_,
         ",\"tid\":0,\"args\":{\"sort_index\":", pid_, "}}"));
   }
-  if (config.on() && config.steps > 0) Arm(config);
+  Arm(config);  // Nothing without a dir and steps.
 }
 
 bool TraceEvents::Arm(const TracingConfig& window) {

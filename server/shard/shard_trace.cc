@@ -7,8 +7,11 @@ namespace paramd {
 
 namespace {
 
-// More steps than any timeline is read for, and the memory it would take.
-constexpr uint64_t kMaxTraceSteps = 100000;
+void Fill(const TracingConfig& window, proto::TraceWindow* out) {
+  out->set_dir(window.dir);
+  out->set_from_step(static_cast<uint64_t>(window.from_step));
+  out->set_steps(static_cast<uint64_t>(window.steps));
+}
 
 }  // namespace
 
@@ -60,7 +63,7 @@ void ShardTrace::Step(int rank, uint64_t clock, const StepTimes& times,
 void ShardTrace::Pull(int rank, uint64_t clock, absl::Time begin,
                       absl::Time ready, uint64_t version) {
   // A pull at clock c is the pull half of step c - 1's push+pull.
-  if (clock == 0 || !events_.Wants(clock - 1)) return;
+  if (!WantsPull(clock)) return;
   events_.Add(
       "wait", workers_ + rank, begin, ready,
       absl::StrCat("\"clock\":", clock - 1, ",\"rank\":", rank,
@@ -89,10 +92,11 @@ absl::StatusOr<proto::TraceResponse> ShardTrace::Serve(
           "TraceRequest.window.dir: '", w.dir(),
           "' is not an absolute path (each process writes there on its host)"));
     }
-    if (w.steps() == 0 || w.steps() > kMaxTraceSteps) {
+    if (w.steps() == 0 ||
+        w.steps() > static_cast<uint64_t>(TracingConfig::kMaxSteps)) {
       return absl::InvalidArgumentError(
           absl::StrCat("TraceRequest.window.steps: ", w.steps(),
-                       " is outside 1..", kMaxTraceSteps));
+                       " is outside 1..", TracingConfig::kMaxSteps));
     }
     if (w.from_step() > UINT64_MAX / 2) {
       return absl::InvalidArgumentError(absl::StrCat(
@@ -111,11 +115,7 @@ absl::StatusOr<proto::TraceResponse> ShardTrace::Serve(
   }
   {
     absl::MutexLock lock(&mu_);
-    if (live_.has_value()) {
-      response.mutable_window()->set_dir(live_->dir);
-      response.mutable_window()->set_from_step(live_->from_step);
-      response.mutable_window()->set_steps(live_->steps);
-    }
+    if (live_.has_value()) Fill(*live_, response.mutable_window());
   }
   if (request.write()) {
     if (!events_.on()) {
@@ -138,10 +138,7 @@ void ShardTrace::FillHeartbeat(uint64_t clock,
       clock >= static_cast<uint64_t>(live_->from_step + live_->steps)) {
     return;
   }
-  proto::TraceWindow* w = response->mutable_trace();
-  w->set_dir(live_->dir);
-  w->set_from_step(live_->from_step);
-  w->set_steps(live_->steps);
+  Fill(*live_, response->mutable_trace());
 }
 
 }  // namespace paramd
