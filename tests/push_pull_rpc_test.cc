@@ -252,7 +252,8 @@ TEST_CASE(
     CHECK_FALSE(stream->Read(&none));
     const grpc::Status s = stream->Finish();
     CHECK(s.error_code() == grpc::StatusCode::INVALID_ARGUMENT);
-    CHECK_THAT(s.error_message(), Catch::StartsWith("Push: chunk"));
+    CHECK_THAT(s.error_message(),
+               Catch::StartsWith("StepStream message 1: Push: chunk"));
   }
   CHECK(client.Status().version() == 2);
   grpc::ClientContext c;

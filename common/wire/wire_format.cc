@@ -26,7 +26,8 @@ using wire::VarintSize;
 // Field numbers (proto/paramd.proto).
 constexpr int kPushJobId = 1, kPushRank = 2, kPushClock = 3,
               kPushChunks = kPushChunksField, kPushLoss = 5, kPushPullDtype = 6,
-              kPushRows = kPushRowsField;
+              kPushRows = kPushRowsField, kPushMore = 8,
+              kPushReplyMessageBytes = 9;
 constexpr int kRowTable = 1, kRowIds = 2, kRowDtype = 3, kRowData = 4;
 constexpr int kPullVersion = 1, kPullChunks = kPullChunksField;
 constexpr int kChunkTensor = 1, kChunkIndex = 2, kChunkDtype = 3,
@@ -157,7 +158,8 @@ std::vector<std::pair<size_t, size_t>> GroupChunks(
 }
 
 std::string EncodePushHeader(absl::string_view job_id, uint32_t rank,
-                             uint64_t clock, float loss, int pull_dtype) {
+                             uint64_t clock, float loss, int pull_dtype,
+                             uint32_t reply_message_bytes) {
   std::string out;
   if (!job_id.empty()) {
     PutTag(&out, kPushJobId, kLengthDelimited);
@@ -174,6 +176,13 @@ std::string EncodePushHeader(absl::string_view job_id, uint32_t rank,
       out.push_back(static_cast<char>(bits >> (8 * i)));
   }
   PutVarintField(&out, kPushPullDtype, static_cast<uint64_t>(pull_dtype));
+  PutVarintField(&out, kPushReplyMessageBytes, reply_message_bytes);
+  return out;
+}
+
+std::string EncodePushMore() {
+  std::string out;
+  PutVarintField(&out, kPushMore, 1);
   return out;
 }
 
@@ -396,12 +405,19 @@ absl::Status DecodePush(absl::Span<const absl::string_view> segments,
       // occurs.
       if (!IsUtf8(out->job_id)) return Malformed(kWhat, "job_id is not UTF-8");
     } else if ((field == kPushRank || field == kPushClock ||
-                field == kPushPullDtype) &&
+                field == kPushPullDtype || field == kPushMore ||
+                field == kPushReplyMessageBytes) &&
                type == kVarint) {
       if (!in.ReadVarint(&v)) return Malformed(kWhat, "truncated varint");
       if (field == kPushRank) out->rank = static_cast<uint32_t>(v);
       if (field == kPushClock) out->clock = v;
       if (field == kPushPullDtype) out->pull_dtype = static_cast<int32_t>(v);
+      // As protobuf reads a bool (any non-zero varint) and a uint32 (the
+      // low 32 bits).
+      if (field == kPushMore) out->more = v != 0;
+      if (field == kPushReplyMessageBytes) {
+        out->reply_message_bytes = static_cast<uint32_t>(v);
+      }
     } else if (field == kPushLoss && type == kFixed32) {
       uint32_t bits = 0;
       if (!in.ReadFixed32(&bits)) return Malformed(kWhat, "truncated loss");

@@ -58,6 +58,8 @@ struct PushView {
   uint64_t clock = 0;
   float loss = 0;
   int pull_dtype = 0;  // proto::DType; PushPull only.
+  bool more = false;   // PushRequest.more: another message follows.
+  uint32_t reply_message_bytes = 0;  // StepStream only.
   std::vector<ChunkView> chunks;
   std::vector<RowView> rows;
 };
@@ -83,7 +85,10 @@ std::vector<std::pair<size_t, size_t>> GroupChunks(
 // The framing before a PushRequest's chunks (job id, rank, clock, loss,
 // pull_dtype; fields at their default are left out, as proto3 does).
 std::string EncodePushHeader(absl::string_view job_id, uint32_t rank,
-                             uint64_t clock, float loss, int pull_dtype = 0);
+                             uint64_t clock, float loss, int pull_dtype = 0,
+                             uint32_t reply_message_bytes = 0);
+// PushRequest.more set: appended to every message of a push but its last.
+std::string EncodePushMore();
 // The framing that precedes `data_bytes` of chunk data inside a message
 // (a TensorChunk as field `field` of its parent: kPushChunksField or
 // kPullChunksField). The data itself follows it on the wire.

@@ -272,27 +272,96 @@ grpc::Status GrpcParameterService::PushPull(grpc::ServerContext* context,
   return ToGrpcStatus(faults_->replies.AfterHandled("PushPull"));
 }
 
+std::vector<grpc::ByteBuffer> GrpcParameterService::PullParts(
+    const std::shared_ptr<const ParamSnapshot>& snapshot, bool half,
+    int64_t message_bytes) const {
+  std::vector<grpc::ByteBuffer> parts;
+  if (message_bytes <= 0) {
+    parts.push_back(PullFrame(snapshot, 0, snapshot->params.size(), half));
+    return parts;
+  }
+  std::vector<int64_t> bytes;
+  for (const std::vector<float>& p : snapshot->params) {
+    bytes.push_back(static_cast<int64_t>(p.size()) * (half ? 2 : 4));
+  }
+  for (const auto& [begin, end] : GroupChunks(bytes, message_bytes)) {
+    parts.push_back(PullFrame(snapshot, begin, end, half));
+  }
+  // A shard without chunks still answers with its version.
+  if (parts.empty()) parts.push_back(PullFrame(snapshot, 0, 0, half));
+  return parts;
+}
+
+absl::StatusOr<bool> GrpcParameterService::AddPiece(
+    const grpc::ByteBuffer& message, StepPieces* step) {
+  const size_t n = step->frames.size() + 1;
+  RETURN_IF_ERROR(
+      CheckSize(n == 1 ? std::string("StepStream")
+                       : absl::StrCat("StepStream message ", n, " of a push"),
+                message, shard_->max_message_bytes()));
+  faults_->link.Transfer(LinkShaper::kIn, message.Length());
+  step->frames.emplace_back();
+  RETURN_IF_ERROR(step->frames.back().Take(message));
+  RETURN_IF_ERROR(step->push.Add(step->frames.back().segments()));
+  return step->push.more();
+}
+
+absl::StatusOr<proto::PullRequest> GrpcParameterService::ApplyStep(
+    StepPieces* step, bool cancelled, uint32_t* reply_bytes) {
+  proto::PushResponse pushed;
+  RETURN_IF_ERROR(step->push.Finish(cancelled, &pushed));
+  const PushView& view = step->push.push();
+  // The pull of the next clock, as PushPull's.
+  proto::PullRequest pull;
+  pull.set_job_id(view.job_id);
+  pull.set_rank(view.rank);
+  pull.set_clock(view.clock + 1);
+  pull.set_dtype(static_cast<proto::DType>(view.pull_dtype));
+  *reply_bytes = view.reply_message_bytes;
+  return pull;
+}
+
 grpc::Status GrpcParameterService::StepStream(
     grpc::ServerContext* context,
     grpc::ServerReaderWriter<grpc::ByteBuffer, grpc::ByteBuffer>* stream) {
   grpc::ByteBuffer request;
-  // One PushPull per message, in order, until the worker half-closes.
-  while (stream->Read(&request)) {
-    grpc::ByteBuffer reply;
-    if (absl::Status s = PushThenPull("StepStream", context, request, &reply);
-        !s.ok()) {
+  // One PushPull per push (one message or several linked by `more`), in
+  // order, until the worker half-closes.
+  while (true) {
+    StepPieces step(shard_);
+    bool more = true;
+    while (more && stream->Read(&request)) {
+      absl::StatusOr<bool> next = AddPiece(request, &step);
+      if (!next.ok()) return ToGrpcStatus(next.status());
+      more = *next;
+    }
+    if (step.frames.empty()) return grpc::Status::OK;
+    if (more) {
+      return ToGrpcStatus(absl::InvalidArgumentError(absl::StrCat(
+          "StepStream: the stream ended after message ", step.frames.size(),
+          " of a push whose `more` said another follows; nothing applied")));
+    }
+    uint32_t reply_bytes = 0;
+    absl::StatusOr<proto::PullRequest> pull =
+        ApplyStep(&step, context->IsCancelled(), &reply_bytes);
+    if (!pull.ok()) return ToGrpcStatus(pull.status());
+    std::shared_ptr<const ParamSnapshot> snapshot;
+    if (absl::Status s = AwaitPull(context, *pull, &snapshot); !s.ok()) {
       return ToGrpcStatus(s);
     }
     if (absl::Status lost = faults_->replies.AfterHandled("StepStream");
         !lost.ok()) {
       return ToGrpcStatus(lost);
     }
-    if (!stream->Write(reply)) {
-      return ToGrpcStatus(
-          absl::CancelledError("StepStream: the worker went away"));
+    for (const grpc::ByteBuffer& part : PullParts(
+             snapshot, pull->dtype() == proto::DTYPE_FLOAT16, reply_bytes)) {
+      faults_->link.Transfer(LinkShaper::kOut, part.Length());
+      if (!stream->Write(part)) {
+        return ToGrpcStatus(
+            absl::CancelledError("StepStream: the worker went away"));
+      }
     }
   }
-  return grpc::Status::OK;
 }
 
 absl::Status GrpcParameterService::PushThenPull(const char* rpc,
@@ -397,20 +466,15 @@ grpc::Status GrpcParameterService::PullStream(
     return ToGrpcStatus(lost);
   }
   const bool half = pull.dtype() == proto::DTYPE_FLOAT16;
-  std::vector<int64_t> bytes;
-  for (const std::vector<float>& p : snapshot->params) {
-    bytes.push_back(static_cast<int64_t>(p.size()) * (half ? 2 : 4));
-  }
   const int64_t message_bytes = pull.stream_message_bytes() > 0
                                     ? pull.stream_message_bytes()
                                     : kStreamMessageBytes;
   // Every part booked on the link at once; each leaves when it would have.
-  std::vector<grpc::ByteBuffer> parts;
+  std::vector<grpc::ByteBuffer> parts =
+      PullParts(snapshot, half, message_bytes);
   std::vector<absl::Time> sent;
-  for (const auto& [begin, end] : GroupChunks(bytes, message_bytes)) {
-    parts.push_back(PullFrame(snapshot, begin, end, half));
-    sent.push_back(
-        faults_->link.Reserve(LinkShaper::kOut, parts.back().Length()));
+  for (const grpc::ByteBuffer& part : parts) {
+    sent.push_back(faults_->link.Reserve(LinkShaper::kOut, part.Length()));
   }
   for (size_t i = 0; i < parts.size(); ++i) {
     faults_->link.SleepUntil(sent[i]);

@@ -8,14 +8,27 @@
 #include <grpcpp/support/byte_buffer.h>
 #include <grpcpp/support/sync_stream.h>
 
+#include <deque>
 #include <string>
+#include <vector>
 
 #include "common/rpc/credentials.h"
+#include "common/rpc/grpc_frames.h"
 #include "proto/paramd.grpc.pb.h"
 #include "server/faults/transport_faults.h"
+#include "server/shard/push_assembler.h"
 #include "server/shard/shard.h"
 
 namespace paramd {
+
+// A StepStream step's push while its pieces arrive (PushRequest.more):
+// each message's bytes stay here, referenced by the assembled push, until
+// it is applied.
+struct StepPieces {
+  explicit StepPieces(Shard* shard) : push(shard, "StepStream") {}
+  std::deque<ReceivedFrame> frames;
+  PushAssembler push;
+};
 
 // proto::ParameterService, assembled by hand rather than from the
 // generated base class so that Push and Pull can keep tensor bytes out of
@@ -96,6 +109,15 @@ class GrpcParameterService final : public grpc::Service {
   absl::Status ApplyPush(const char* rpc, const grpc::ByteBuffer& request,
                          PushView* view, proto::PushResponse* reply,
                          PushHandler apply = &Shard::Push);
+  // Takes the next message of a StepStream step's push into `step`
+  // (checked as it comes); returns whether more pieces follow.
+  absl::StatusOr<bool> AddPiece(const grpc::ByteBuffer& message,
+                                StepPieces* step);
+  // Applies `step`'s whole push and returns the pull that answers it (of
+  // its clock + 1); `reply_bytes` receives the reply's message size (0:
+  // one message).
+  absl::StatusOr<proto::PullRequest> ApplyStep(StepPieces* step, bool cancelled,
+                                               uint32_t* reply_bytes);
   // Parses a PullRequest into `*pull` and waits until the shard serves
   // it.
   absl::Status WaitPull(grpc::ServerContext* context, const char* rpc,
@@ -112,6 +134,11 @@ class GrpcParameterService final : public grpc::Service {
   grpc::ByteBuffer PullFrame(
       const std::shared_ptr<const ParamSnapshot>& snapshot, size_t begin,
       size_t end, bool half) const;
+  // The snapshot as PullResponse messages, each closed once it holds
+  // `message_bytes` of chunk data (0: one message).
+  std::vector<grpc::ByteBuffer> PullParts(
+      const std::shared_ptr<const ParamSnapshot>& snapshot, bool half,
+      int64_t message_bytes) const;
 
   // Adds the streaming method `rpc` of kind `type`, served through gRPC's
   // `Handler` for that kind by `handler` once the call carries the job's

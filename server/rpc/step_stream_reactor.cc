@@ -2,6 +2,7 @@
 
 #include <utility>
 
+#include "absl/strings/str_cat.h"
 #include "common/rpc/credentials.h"
 #include "common/rpc/grpc_status.h"
 #include "common/wire/wire_format.h"
@@ -26,8 +27,28 @@ StepStreamReactor::StepStreamReactor(GrpcParameterService* service,
 
 void StepStreamReactor::OnReadDone(bool ok) {
   if (!ok) {
-    // The worker half-closed (or the call is over).
-    End(absl::OkStatus());
+    // The worker half-closed (or the call is over); a push it left in
+    // pieces is never applied.
+    End(pieces_ == nullptr
+            ? absl::OkStatus()
+            : absl::InvalidArgumentError(absl::StrCat(
+                  "StepStream: the stream ended after message ",
+                  pieces_->frames.size(),
+                  " of a push whose `more` said another follows; nothing "
+                  "applied")));
+    return;
+  }
+  if (pieces_ == nullptr) {
+    pieces_ = std::make_unique<StepPieces>(service_->shard_);
+  }
+  // Outside a step until the push is whole: nothing of it is in the shard.
+  absl::StatusOr<bool> more = service_->AddPiece(request_, pieces_.get());
+  if (!more.ok()) {
+    End(more.status());
+    return;
+  }
+  if (*more) {
+    StartRead(&request_);
     return;
   }
   bool cancelled;
@@ -40,23 +61,16 @@ void StepStreamReactor::OnReadDone(bool ok) {
     End(absl::CancelledError("StepStream: cancelled"));
     return;
   }
-  PushView view;
-  proto::PushResponse pushed;
-  if (absl::Status s =
-          service_->ApplyPush("StepStream", request_, &view, &pushed);
-      !s.ok()) {
-    EndStep(s);
+  const std::unique_ptr<StepPieces> step = std::move(pieces_);
+  absl::StatusOr<proto::PullRequest> pull =
+      service_->ApplyStep(step.get(), /*cancelled=*/false, &reply_bytes_);
+  if (!pull.ok()) {
+    EndStep(pull.status());
     return;
   }
-  // The pull of the next clock, as PushPull's.
-  proto::PullRequest pull;
-  pull.set_job_id(view.job_id);
-  pull.set_rank(view.rank);
-  pull.set_clock(view.clock + 1);
-  pull.set_dtype(static_cast<proto::DType>(view.pull_dtype));
-  traced_rank_ = static_cast<int>(view.rank);
-  traced_clock_ = view.clock + 1;
-  StartPull(pull);
+  traced_rank_ = static_cast<int>(pull->rank());
+  traced_clock_ = pull->clock();
+  StartPull(*pull);
 }
 
 void StepStreamReactor::StartPull(const proto::PullRequest& pull) {
@@ -96,7 +110,8 @@ void StepStreamReactor::Pulled(
   reply_begin_ = service_->shard_->trace().WantsPull(traced_clock_)
                      ? absl::Now()
                      : absl::InfinitePast();
-  reply_ = service_->PullFrame(*snapshot, 0, (*snapshot)->params.size(), half);
+  reply_ = service_->PullParts(*snapshot, half, reply_bytes_);
+  next_part_ = 1;
   bool cancelled;
   {
     absl::MutexLock lock(&mu_);
@@ -107,7 +122,7 @@ void StepStreamReactor::Pulled(
     End(absl::CancelledError("StepStream: cancelled"));
     return;
   }
-  StartWrite(&reply_);
+  StartWrite(&reply_[0]);
 }
 
 void StepStreamReactor::EndStep(const absl::Status& s) {
@@ -123,10 +138,17 @@ void StepStreamReactor::OnWriteDone(bool ok) {
     End(absl::CancelledError("StepStream: the worker went away"));
     return;
   }
-  if (reply_begin_ != absl::InfinitePast()) {
-    service_->shard_->trace().Reply(traced_rank_, traced_clock_, reply_begin_,
-                                    absl::Now(), reply_.Length());
+  if (next_part_ < reply_.size()) {
+    StartWrite(&reply_[next_part_++]);
+    return;
   }
+  if (reply_begin_ != absl::InfinitePast()) {
+    size_t bytes = 0;
+    for (const grpc::ByteBuffer& part : reply_) bytes += part.Length();
+    service_->shard_->trace().Reply(traced_rank_, traced_clock_, reply_begin_,
+                                    absl::Now(), bytes);
+  }
+  reply_.clear();
   StartRead(&request_);
 }
 

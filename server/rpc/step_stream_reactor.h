@@ -1,12 +1,15 @@
 // StepStreamReactor: one StepStream call (proto/paramd.proto) served with
 // gRPC's callback API, so that a server's threads do not grow with the
-// workers × shards streams open. Each message read is a push, applied on
-// the gRPC thread that read it; the pull of its clock + 1 then waits in
-// the shard without a thread (Shard::StartPull), and its reply is written
-// from the thread whose push made it readable (under sync: the round's
-// last push); the next message is read once the reply is sent. One step at
-// a time, in order, as before. A failed step ends the call with its status
-// (the client opens a new stream); a cancelled call ends its waiting pull.
+// workers × shards streams open. A step's push is one message or several
+// linked by PushRequest.more, each checked on the gRPC thread that read it
+// while the next is on the wire, and applied on the thread that read the
+// last; the pull of its clock + 1 then waits in the shard without a thread
+// (Shard::StartPull), and its reply — one message, or as many as
+// reply_message_bytes asks for, written one after another — goes out from
+// the thread whose push made it readable (under sync: the round's last
+// push); the next step is read once the reply is sent. One step at a
+// time, in order. A failed step ends the call with its status (the client
+// opens a new stream); a cancelled call ends its waiting pull.
 //
 // Thread-safe: gRPC's callbacks and the shard's run on any thread.
 #ifndef PARAMD_SERVER_RPC_STEP_STREAM_REACTOR_H_
@@ -17,6 +20,7 @@
 #include <grpcpp/support/server_callback.h>
 
 #include <memory>
+#include <vector>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
@@ -50,7 +54,14 @@ class StepStreamReactor final
   void End(const absl::Status& s) ABSL_LOCKS_EXCLUDED(mu_);
 
   GrpcParameterService* const service_;
-  grpc::ByteBuffer request_, reply_;
+  grpc::ByteBuffer request_;
+  // The push of the step being read, until it is applied.
+  std::unique_ptr<StepPieces> pieces_;
+  // The step's reply, written part after part; its message size
+  // (reply_message_bytes), and the next part to write.
+  std::vector<grpc::ByteBuffer> reply_;
+  uint32_t reply_bytes_ = 0;
+  size_t next_part_ = 0;
   // The step's pull for the timeline: rank and clock, and when its reply
   // began (InfinitePast untraced). Set before the reply's write starts,
   // read when it is done.

@@ -23,16 +23,28 @@ absl::Status PushAssembler::AddChecked(
   // bytes are still in cache.
   if (s.ok()) s = shard_->CheckChunks(absl::MakeSpan(part.chunks));
   if (!s.ok()) {
-    return absl::Status(s.code(), absl::StrCat("PushStream message ", messages_,
+    return absl::Status(s.code(), absl::StrCat(rpc_, " message ", messages_,
                                                ": ", s.message()));
   }
   const bool first = messages_ == 1;
   if (!first && (!part.job_id.empty() || part.rank != 0 || part.clock != 0 ||
-                 part.loss != 0)) {
+                 part.loss != 0 || part.pull_dtype != 0 ||
+                 part.reply_message_bytes != 0)) {
     return absl::InvalidArgumentError(absl::StrCat(
-        "PushStream message ", messages_,
-        ": only the first message names job_id, rank, clock and loss"));
+        rpc_, " message ", messages_,
+        ": only the first message names job_id, rank, clock, loss, "
+        "pull_dtype and reply_message_bytes"));
   }
+  // A message after the first carries a chunk at least, so the messages
+  // of one push are bounded by the chunks the shard owns.
+  const size_t most = static_cast<size_t>(shard_->store().num_chunks()) + 1;
+  if (messages_ > most) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(rpc_, " message ", messages_, ": a push of this shard's ",
+                     shard_->store().num_chunks(), " chunk(s) takes at most ",
+                     most, " messages"));
+  }
+  more_ = part.more;
   if (first) {
     push_ = std::move(part);
   } else {
@@ -43,12 +55,12 @@ absl::Status PushAssembler::AddChecked(
   // Shard::Push refuses a second block of a table; this bounds the list.
   if (push_.rows.size() > static_cast<size_t>(shard_->store().num_tables())) {
     return absl::InvalidArgumentError(
-        absl::StrCat("PushStream: more row blocks than the job's ",
+        absl::StrCat(rpc_, ": more row blocks than the job's ",
                      shard_->store().num_tables(), " embedding table(s)"));
   }
   // Bounded by what one push can hold, however long the stream.
   if (push_.chunks.size() > static_cast<size_t>(shard_->store().num_chunks())) {
-    return absl::InvalidArgumentError(absl::StrCat("PushStream: more than the ",
+    return absl::InvalidArgumentError(absl::StrCat(rpc_, ": more than the ",
                                                    shard_->store().num_chunks(),
                                                    " chunks this shard owns"));
   }
@@ -59,13 +71,14 @@ absl::Status PushAssembler::Finish(bool cancelled,
                                    proto::PushResponse* response) {
   RETURN_IF_ERROR(error_);
   if (messages_ == 0) {
-    return absl::InvalidArgumentError("PushStream: no message arrived");
+    return absl::InvalidArgumentError(
+        absl::StrCat(rpc_, ": no message arrived"));
   }
   // A stream that broke off reads as ended: only a worker that is still
   // there gets its push applied (a partial one is refused by Push anyway).
   if (cancelled) {
     return absl::CancelledError(
-        "PushStream: the worker cancelled the push; nothing applied");
+        absl::StrCat(rpc_, ": the worker cancelled the push; nothing applied"));
   }
   return shard_->Push(push_, response);
 }

@@ -1,12 +1,15 @@
-// PushAssembler: one push that arrives as a stream of messages
-// (PushStream in proto/paramd.proto), assembled and checked as it comes and
-// applied to the shard only when it is whole.
+// PushAssembler: one push that arrives as a sequence of messages
+// (PushStream, or a StepStream step in pieces: proto/paramd.proto),
+// assembled and checked as it comes and applied to the shard only when it
+// is whole.
 //
 // Each message is decoded and its chunks checked (ownership, dtype, size,
 // finiteness) when it is added, while the next one is still on the wire.
-// Only the first message may name job_id, rank, clock and loss; the chunks
-// of all messages together may not outnumber those the shard owns. Any
-// refused message refuses the whole push: Finish then applies nothing.
+// Only the first message may name job_id, rank, clock, loss, pull_dtype
+// and reply_message_bytes; the chunks of all messages together may not
+// outnumber those the shard owns, nor the messages the shard's chunks
+// and one more. Any refused message refuses the
+// whole push: Finish then applies nothing.
 // Plain C++, no gRPC: the rpc layer reads messages and hands over their
 // bytes.
 //
@@ -28,8 +31,9 @@ namespace paramd {
 
 class PushAssembler {
  public:
-  // `shard` outlives the assembler.
-  explicit PushAssembler(Shard* shard) : shard_(shard) {}
+  // `shard` outlives the assembler; `rpc` names the call in errors.
+  explicit PushAssembler(Shard* shard, const char* rpc = "PushStream")
+      : shard_(shard), rpc_(rpc) {}
 
   // Adds the next message: `segments` are its bytes as received (one
   // PushRequest in the wire format of common/wire/wire_format.h), which must
@@ -44,12 +48,19 @@ class PushAssembler {
   absl::Status Finish(bool cancelled, proto::PushResponse* response);
 
   size_t messages() const { return messages_; }
+  // Whether the last message added said another follows (PushRequest.more).
+  bool more() const { return more_; }
+  // The push so far: its first message's header fields (valid after a
+  // successful Add).
+  const PushView& push() const { return push_; }
 
  private:
   absl::Status AddChecked(absl::Span<const absl::string_view> segments);
 
   Shard* const shard_;
+  const char* const rpc_;
   PushView push_;
+  bool more_ = false;
   // Chunks that had to be copied out of the received bytes (misaligned or
   // split across slices) live here until Finish.
   std::deque<std::unique_ptr<float[]>> storage_;

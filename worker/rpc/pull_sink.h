@@ -35,6 +35,11 @@ class PullSink {
   // Whether global chunk `global` has arrived (and, under float16, been
   // widened into place).
   bool Has(int global) const { return seen_[global] && pending_ != global; }
+  // Whether a message came and every chunk the shard owns arrived (a
+  // reply in several messages is then whole).
+  bool complete() const {
+    return messages_ > 0 && chunks_ == plan_.ChunksOfShard(shard_).size();
+  }
   // The version served, once every chunk the shard owns arrived.
   absl::StatusOr<uint64_t> Finish() const;
 

@@ -146,11 +146,15 @@ std::vector<std::vector<grpc::ByteBuffer>> PushFrames::Frame(
   std::vector<std::vector<grpc::ByteBuffer>> messages(shards_.size());
   std::vector<size_t> owned;
   for (size_t i = 0; i < shards_.size(); ++i) {
-    for (const auto& [begin, end] : shards_[i].groups) {
+    const auto& groups = shards_[i].groups;
+    for (size_t g = 0; g < groups.size(); ++g) {
       owned.clear();
-      for (size_t k = begin; k < end; ++k) owned.push_back(k);
-      messages[i].push_back(Message(clock, loss, static_cast<int>(i),
-                                    begin == 0, owned, owner, add_chunk));
+      for (size_t k = groups[g].first; k < groups[g].second; ++k) {
+        owned.push_back(k);
+      }
+      messages[i].push_back(Message(clock, loss, static_cast<int>(i), g == 0,
+                                    owned, owner, add_chunk,
+                                    /*more=*/g + 1 < groups.size()));
     }
   }
   return messages;
@@ -159,7 +163,7 @@ std::vector<std::vector<grpc::ByteBuffer>> PushFrames::Frame(
 grpc::ByteBuffer PushFrames::Message(
     uint64_t clock, float loss, int shard, bool first,
     absl::Span<const size_t> owned, std::shared_ptr<const void> owner,
-    const std::function<void(FrameBuilder&, int)>& add_chunk) const {
+    const std::function<void(FrameBuilder&, int)>& add_chunk, bool more) const {
   if (first && rows_ != nullptr) {
     // The frame keeps both the gradients and the rows alive.
     owner = std::make_shared<
@@ -169,7 +173,7 @@ grpc::ByteBuffer PushFrames::Message(
   FrameBuilder frame(std::move(owner));
   if (first) {
     frame.AddCopy(EncodePushHeader(job_id_, static_cast<uint32_t>(rank_), clock,
-                                   loss, pull_dtype_));
+                                   loss, pull_dtype_, kStreamMessageBytes));
     AddRows(frame, static_cast<size_t>(shard));
   }
   const std::vector<int>& chunks = plan_.ChunksOfShard(shard);
@@ -177,6 +181,7 @@ grpc::ByteBuffer PushFrames::Message(
     frame.AddCopy(shards_[shard].chunk_headers[k]);
     add_chunk(frame, chunks[k]);
   }
+  if (more) frame.AddCopy(EncodePushMore());
   return frame.Finish();
 }
 

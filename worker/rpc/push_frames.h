@@ -37,8 +37,11 @@ class PushFrames {
              const FlatLayout& layout, int rank);
 
   // Each shard's messages for the flat `gradients` computed at `clock`
-  // (one: a unary Push; several: a PushStream). The messages keep the
-  // bytes they reference alive until gRPC releases them.
+  // (one: a unary Push; several, each but the last with
+  // PushRequest.more: a StepStream step or a PushStream). The first asks
+  // for a StepStream reply in messages of kStreamMessageBytes. The
+  // messages keep the bytes they reference alive until gRPC releases
+  // them.
   std::vector<std::vector<grpc::ByteBuffer>> Build(
       uint64_t clock, float loss,
       std::shared_ptr<const std::vector<float>> gradients);
@@ -76,11 +79,13 @@ class PushFrames {
   // One message of shard `shard`: when `first` the push header and the
   // shard's rows, then for each of its owned chunks `owned` (indices into
   // plan.ChunksOfShard(shard)) the chunk's framing and what
-  // `add_chunk(frame, global chunk)` adds.
+  // `add_chunk(frame, global chunk)` adds; with `more`, PushRequest.more
+  // (another message of the push follows).
   grpc::ByteBuffer Message(
       uint64_t clock, float loss, int shard, bool first,
       absl::Span<const size_t> owned, std::shared_ptr<const void> owner,
-      const std::function<void(FrameBuilder&, int)>& add_chunk) const;
+      const std::function<void(FrameBuilder&, int)>& add_chunk,
+      bool more = false) const;
   // add_chunk for dense chunks read from the flat buffer `flat` (float32,
   // or halves under fp16).
   std::function<void(FrameBuilder&, int)> DenseChunk(const void* flat) const;

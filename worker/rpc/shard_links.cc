@@ -123,7 +123,8 @@ void ShardLinks::StartPush(int shard, std::vector<grpc::ByteBuffer> messages,
                             });
 }
 
-void ShardLinks::StartPushPull(int shard, grpc::ByteBuffer message,
+void ShardLinks::StartPushPull(int shard,
+                               std::vector<grpc::ByteBuffer> messages,
                                PullSink* sink,
                                std::function<void(absl::Status)> done,
                                absl::Time* written) {
@@ -132,13 +133,14 @@ void ShardLinks::StartPushPull(int shard, grpc::ByteBuffer message,
     auto context = std::make_shared<grpc::ClientContext>();
     context->set_deadline(
         DeadlineIn(std::max(options_.push_timeout, options_.pull_timeout)));
-    UnaryIntoSink(shard, methods_.push_pull, std::move(message), context.get(),
-                  sink, [context, done = std::move(done)](absl::Status s) {
+    UnaryIntoSink(shard, methods_.push_pull, std::move(messages.front()),
+                  context.get(), sink,
+                  [context, done = std::move(done)](absl::Status s) {
                     done(std::move(s));
                   });
     return;
   }
-  shards_[shard].steps->Step(std::move(message), sink, std::move(done),
+  shards_[shard].steps->Step(std::move(messages), sink, std::move(done),
                              written);
 }
 

@@ -83,13 +83,15 @@ class ShardLinks {
   void StartPush(int shard, std::vector<grpc::ByteBuffer> messages,
                  grpc::ClientContext* context, grpc::ByteBuffer* response,
                  std::function<void(absl::Status)> done);
-  // Starts one shard's PushPull: the push in one message (its header
-  // carries pull_dtype), the pull of clock + 1 back in one message into
-  // `sink`. Under options.step_stream, OpenStepStream(shard) first; then
-  // `written`, unless null, receives when the push was written
-  // (StepStream::Step).
-  void StartPushPull(int shard, grpc::ByteBuffer message, PullSink* sink,
-                     std::function<void(absl::Status)> done,
+  // Starts one shard's PushPull: the push in `messages` (the first's
+  // header carries pull_dtype), the pull of clock + 1 back into `sink`.
+  // Under options.step_stream, OpenStepStream(shard) first: a step of its
+  // StepStream, the push in as many messages as it takes and the reply
+  // likewise; `written`, unless null, receives when the push was written
+  // (StepStream::Step). Without it, a unary PushPull: one message each
+  // way.
+  void StartPushPull(int shard, std::vector<grpc::ByteBuffer> messages,
+                     PullSink* sink, std::function<void(absl::Status)> done,
                      absl::Time* written = nullptr);
   // Opens the shard's StepStream unless one is open (a stream that ended
   // is replaced).

@@ -33,7 +33,10 @@ struct StepCalls::Round {
         times[i] = {begin, absl::InfinitePast(), absl::InfinitePast(),
                     absl::InfinitePast()};
       }
-      combined[i] = messages[i].size() == 1 && !calls.links_->pull_streams(i);
+      // A StepStream takes a step of any size; a unary PushPull one
+      // message each way.
+      combined[i] = calls.links_->options().step_stream ||
+                    (messages[i].size() == 1 && !calls.links_->pull_streams(i));
       pending += combined[i] ? 1 : 2;
     }
   }
@@ -156,7 +159,7 @@ void StepCalls::Start(uint64_t clock,
       };
     };
     if (round->combined[i]) {
-      links_->StartPushPull(i, std::move(messages[i][0]), &round->sinks[i],
+      links_->StartPushPull(i, std::move(messages[i]), &round->sinks[i],
                             pushed(&round->pull_status[i], /*push=*/false),
                             round->timed ? &round->times[i].pushed : nullptr);
     } else {

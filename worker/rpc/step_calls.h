@@ -1,7 +1,8 @@
-// StepCalls: one PushPull step of a worker to every shard at once. A shard
-// whose push and pull each fit one message takes both in one PushPull (a
-// step of its StepStream, or a unary call, ShardLinks); the others get a
-// push of `clock` and a pull of clock + 1 side by side. A failed push
+// StepCalls: one PushPull step of a worker to every shard at once. Each
+// shard takes both in one PushPull — a step of its StepStream, however
+// many messages push and pull take (ShardLinks) — or, with StepStreams
+// off, in a unary PushPull when each fits one message; the others then
+// get a push of `clock` and a pull of clock + 1 side by side. A failed push
 // cancels the step's pulls (they would wait in vain), and the step as a
 // whole is bounded by the longer of the push and pull timeouts (a stream's
 // step has no deadline of its own).

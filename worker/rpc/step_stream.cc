@@ -41,57 +41,52 @@ bool StepStream::over() const {
   return over_ || !held_;
 }
 
-void StepStream::Step(grpc::ByteBuffer message, PullSink* sink,
+void StepStream::Step(std::vector<grpc::ByteBuffer> messages, PullSink* sink,
                       std::function<void(absl::Status)> done,
                       absl::Time* written) {
   absl::Status over;
+  bool start = false;
   {
     absl::MutexLock lock(&mu_);
     if (over_ || !held_) {
       over = end_.ok() ? absl::UnavailableError("StepStream: the call is over")
                        : end_;
     } else {
-      // The write's own hold, taken while the call's keeps OnDone away.
-      AddHold();
       sink_ = sink;
       done_ = std::move(done);
-      // The last step's write may not have reported done yet, though its
-      // reply came: this one then follows from OnWriteDone.
-      if (writing_) {
-        next_ = std::move(message);
-        next_written_ = written;
-        queued_ = true;
-        return;
+      for (grpc::ByteBuffer& message : messages) {
+        // Each write's own hold, taken while the call's keeps OnDone away.
+        AddHold();
+        out_.push_back(std::move(message));
+        out_written_.push_back(nullptr);
       }
-      writing_ = true;
-      out_ = std::move(message);
-      out_written_ = written;
+      if (!out_written_.empty()) out_written_.back() = written;
+      // The last step's final write may not have reported done yet,
+      // though its reply came: this one's then follow from OnWriteDone.
+      start = !writing_ && !out_.empty();
+      if (start) writing_ = true;
     }
   }
   if (!over.ok()) {
     done(std::move(over));
     return;
   }
-  StartWrite(&out_);
+  if (start) StartWrite(&out_.front());
 }
 
 void StepStream::OnWriteDone(bool) {
-  // (A failed write: the call is over, and OnDone says why.)
-  bool more = false;
+  // (A failed write: the call is over, and OnDone says why; the writes
+  // after it fail too.)
+  grpc::ByteBuffer* next = nullptr;
   {
     absl::MutexLock lock(&mu_);
-    if (out_written_ != nullptr) *out_written_ = absl::Now();
-    out_written_ = nullptr;
-    writing_ = queued_;
-    if (queued_) {
-      queued_ = false;
-      out_ = std::move(next_);
-      out_written_ = next_written_;
-      next_written_ = nullptr;
-      more = true;
-    }
+    if (out_written_.front() != nullptr) *out_written_.front() = absl::Now();
+    out_.pop_front();
+    out_written_.pop_front();
+    writing_ = !out_.empty();
+    if (writing_) next = &out_.front();
   }
-  if (more) StartWrite(&out_);
+  if (next != nullptr) StartWrite(next);
   RemoveHold();
 }
 
@@ -103,17 +98,29 @@ void StepStream::OnReadDone(bool ok) {
   }
   std::function<void(absl::Status)> done;
   absl::Status s;
+  bool partial = false;
+  {
+    absl::MutexLock lock(&mu_);
+    s = sink_ != nullptr
+            ? sink_->Consume(in_)
+            : absl::DataLossError("StepStream: a reply no step asked for");
+    // More messages of this step's reply follow.
+    partial = s.ok() && !sink_->complete();
+  }
+  if (partial) {
+    StartRead(&in_);
+    return;
+  }
   {
     absl::MutexLock lock(&mu_);
     done = std::move(done_);
     done_ = nullptr;
-    // The reply came before gRPC reported its write done: the write time
-    // is had now, for the step that is about to end cannot take it later.
-    if (out_written_ != nullptr) *out_written_ = absl::Now();
-    out_written_ = nullptr;
-    s = sink_ != nullptr
-            ? sink_->Consume(in_)
-            : absl::DataLossError("StepStream: a reply no step asked for");
+    // The reply came before gRPC reported its writes done: their times are
+    // had now, for the step that is about to end cannot take them later.
+    for (absl::Time*& w : out_written_) {
+      if (w != nullptr) *w = absl::Now();
+      w = nullptr;
+    }
     sink_ = nullptr;
   }
   if (s.ok()) {

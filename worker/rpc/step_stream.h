@@ -1,8 +1,9 @@
 // StepStream: one shard's long-lived StepStream call (proto/paramd.proto):
-// each step writes one PushRequest and hands the one PullResponse that
-// answers it to a PullSink. The call stays open from step to step, so a
-// step costs no call setup; once it ends (a refused step, a lost server,
-// Cancel) the client opens a new one.
+// each step writes its push — one PushRequest, or several linked by
+// PushRequest.more — and hands the PullResponse messages that answer it to
+// a PullSink until every chunk of the shard has arrived. The call stays
+// open from step to step, so a step costs no call setup; once it ends (a
+// refused step, a lost server, Cancel) the client opens a new one.
 //
 // Step is called by one thread at a time, for one step at a time; gRPC's
 // threads deliver replies.
@@ -14,9 +15,11 @@
 #include <grpcpp/support/byte_buffer.h>
 #include <grpcpp/support/client_callback.h>
 
+#include <deque>
 #include <functional>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
@@ -36,12 +39,13 @@ class StepStream final
   // Cancels the call and waits until gRPC is done with it.
   ~StepStream() override;
 
-  // Sends `message` (a PushRequest); its reply goes to `sink`. `done` runs
+  // Sends `messages` (one push); its reply goes to `sink`. `done` runs
   // once: on a gRPC thread with the reply's or the call's status, or here
   // when the call is over already. `written`, unless null, receives the
-  // time gRPC reported the message written (before `done` runs, or not at
-  // all when the call was over); at the latest when the reply comes.
-  void Step(grpc::ByteBuffer message, PullSink* sink,
+  // time gRPC reported the last message written (before `done` runs, or
+  // not at all when the call was over); at the latest when the reply
+  // comes.
+  void Step(std::vector<grpc::ByteBuffer> messages, PullSink* sink,
             std::function<void(absl::Status)> done,
             absl::Time* written = nullptr) ABSL_LOCKS_EXCLUDED(mu_);
   // Whether the call ended: steps fail at once; open a new one.
@@ -59,13 +63,14 @@ class StepStream final
   std::unique_ptr<grpc::ClientContext> context_;
   grpc::ByteBuffer in_;
   mutable absl::Mutex mu_;
-  grpc::ByteBuffer out_ ABSL_GUARDED_BY(mu_);   // The write in flight.
-  grpc::ByteBuffer next_ ABSL_GUARDED_BY(mu_);  // The one after it.
-  // Where each one's write time goes (null: nowhere).
-  absl::Time* out_written_ ABSL_GUARDED_BY(mu_) = nullptr;
-  absl::Time* next_written_ ABSL_GUARDED_BY(mu_) = nullptr;
+  // The write in flight (the front, while writing_) and those after it,
+  // of this step and (its reply came before gRPC reported the last write
+  // done) the next. A deque: an element stays where it is while others
+  // are added, so gRPC may read the front outside the lock.
+  std::deque<grpc::ByteBuffer> out_ ABSL_GUARDED_BY(mu_);
+  // By message of out_: where its write time goes (null: nowhere).
+  std::deque<absl::Time*> out_written_ ABSL_GUARDED_BY(mu_);
   bool writing_ ABSL_GUARDED_BY(mu_) = false;
-  bool queued_ ABSL_GUARDED_BY(mu_) = false;
   PullSink* sink_ ABSL_GUARDED_BY(mu_) = nullptr;
   std::function<void(absl::Status)> done_ ABSL_GUARDED_BY(mu_);
   bool held_ ABSL_GUARDED_BY(mu_) = true;

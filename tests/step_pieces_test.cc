@@ -1,0 +1,323 @@
+// A StepStream step whose push comes in pieces (PushRequest.more) and whose
+// reply goes out in several messages (reply_message_bytes), through a plain
+// protobuf client over real gRPC, on both ways a server serves the stream
+// (the callback reactor, and the threaded handler that testing faults
+// need): the pieces apply once, as one message would; a push cut off
+// half-way applies nothing; a retried push in pieces is a duplicate; a
+// later piece naming the header fields, or more pieces than chunks, is
+// refused.
+#include <grpcpp/create_channel.h>
+
+#include <catch2/catch.hpp>
+#include <map>
+#include <string>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "proto/paramd.grpc.pb.h"
+#include "tests/local_cluster.h"
+#include "tests/test_files.h"
+
+namespace paramd {
+namespace {
+
+using testing::LocalCluster;
+using Stream =
+    grpc::ClientReaderWriter<proto::PushRequest, proto::PullResponse>;
+
+// One shard of many chunks (784×64 in 16 KiB chunks and the rest);
+// `threaded`: a shaped link too fast to matter, which makes the server
+// serve StepStream with a thread per stream.
+JobConfig Job(int workers, bool threaded) {
+  testing::JobOptions o;
+  o.servers = {"127.0.0.1:0"};
+  o.workers = workers;
+  JobConfig config = testing::MakeJob(o, testing::NewTempDir());
+  if (threaded) config.testing.link_mbps = 1e7;
+  return config;
+}
+
+struct Client {
+  Client(const JobConfig& config, LocalCluster& cluster)
+      : config(config),
+        shard(*cluster.server(0).shard()),
+        stub(proto::ParameterService::NewStub(grpc::CreateChannel(
+            cluster.addresses()[0], grpc::InsecureChannelCredentials()))) {}
+
+  // A push whose every element of chunk k is value + k.
+  proto::PushRequest Gradient(uint32_t rank, uint64_t clock, float value) {
+    proto::PushRequest push;
+    push.set_job_id(config.job_id);
+    push.set_rank(rank);
+    push.set_clock(clock);
+    int k = 0;
+    for (const int global : shard.plan().ChunksOfShard(0)) {
+      const ChunkSpec& spec = shard.plan().chunks()[global];
+      proto::TensorChunk* g = push.add_chunks();
+      g->set_tensor_id(spec.tensor_id);
+      g->set_chunk_index(spec.chunk_index);
+      g->set_dtype(proto::DTYPE_FLOAT32);
+      std::vector<float> v(spec.length, value + 0.01f * k++);
+      g->set_data(v.data(), v.size() * sizeof(float));
+    }
+    return push;
+  }
+
+  proto::ShardStatus Status() {
+    proto::ShardStatus st;
+    shard.GetStatus(&st);
+    return st;
+  }
+
+  const JobConfig& config;
+  Shard& shard;
+  std::unique_ptr<proto::ParameterService::Stub> stub;
+};
+
+// `push` cut into `n` messages of consecutive chunks: the first keeps the
+// header fields, every one but the last says `more`.
+std::vector<proto::PushRequest> Pieces(const proto::PushRequest& push, int n,
+                                       uint32_t reply_bytes) {
+  std::vector<proto::PushRequest> pieces(n);
+  pieces[0] = push;
+  pieces[0].clear_chunks();
+  pieces[0].set_reply_message_bytes(reply_bytes);
+  for (int k = 0; k < push.chunks_size(); ++k) {
+    *pieces[static_cast<size_t>(k) * n / push.chunks_size()].add_chunks() =
+        push.chunks(k);
+  }
+  for (int i = 0; i + 1 < n; ++i) pieces[i].set_more(true);
+  return pieces;
+}
+
+// The reply's chunks by (tensor, chunk), read message by message until
+// `chunks` came; every message's version in `versions`.
+std::map<std::pair<uint32_t, uint32_t>, std::string> ReadReply(
+    Stream* stream, size_t chunks, std::vector<uint64_t>* versions) {
+  std::map<std::pair<uint32_t, uint32_t>, std::string> out;
+  while (out.size() < chunks) {
+    proto::PullResponse part;
+    REQUIRE(stream->Read(&part));
+    versions->push_back(part.version());
+    for (const proto::TensorChunk& c : part.chunks()) {
+      CHECK(
+          out.emplace(std::make_pair(c.tensor_id(), c.chunk_index()), c.data())
+              .second);
+    }
+  }
+  return out;
+}
+
+std::map<std::pair<uint32_t, uint32_t>, std::string> ByChunk(
+    const proto::PullResponse& reply) {
+  std::map<std::pair<uint32_t, uint32_t>, std::string> out;
+  for (const proto::TensorChunk& c : reply.chunks()) {
+    out[{c.tensor_id(), c.chunk_index()}] = c.data();
+  }
+  return out;
+}
+
+TEST_CASE(
+    "a StepStream push in pieces applies once, as one message would, and "
+    "its reply comes in messages of reply_message_bytes",
+    "[integration][stepstream][pieces]") {
+  const bool threaded = GENERATE(false, true);
+  INFO((threaded ? "threaded handler" : "reactor"));
+  const JobConfig config = Job(1, threaded);
+  LocalCluster cluster(config);
+  Client client(config, cluster);
+  testing::RegisterOverGrpc(*client.stub, config, client.shard.plan(), 0);
+  const size_t chunks = client.shard.plan().ChunksOfShard(0).size();
+  REQUIRE(chunks >= 8);
+
+  // The same two steps as one-message PushPulls on a twin shard.
+  LocalCluster twin(config);
+  Client reference(config, twin);
+  testing::RegisterOverGrpc(*reference.stub, config, reference.shard.plan(), 0);
+  std::vector<proto::PullResponse> expected(2);
+  for (uint64_t clock = 0; clock < 2; ++clock) {
+    grpc::ClientContext c;
+    REQUIRE(reference.stub
+                ->PushPull(&c, reference.Gradient(0, clock, 1.0f + clock),
+                           &expected[clock])
+                .ok());
+  }
+
+  grpc::ClientContext c;
+  std::unique_ptr<Stream> stream = client.stub->StepStream(&c);
+  for (uint64_t clock = 0; clock < 2; ++clock) {
+    for (const proto::PushRequest& piece :
+         Pieces(client.Gradient(0, clock, 1.0f + clock), 3, 1)) {
+      REQUIRE(stream->Write(piece));
+    }
+    std::vector<uint64_t> versions;
+    CHECK(ReadReply(stream.get(), chunks, &versions) ==
+          ByChunk(expected[clock]));
+    // Messages closed once they hold a byte: one per chunk.
+    CHECK(versions.size() == chunks);
+    for (uint64_t v : versions) CHECK(v == clock + 1);
+  }
+  // The last step again (its reply thought lost): a duplicate, the same
+  // parameters back in one message.
+  for (const proto::PushRequest& piece :
+       Pieces(client.Gradient(0, 1, 2.0f), 4, 0)) {
+    REQUIRE(stream->Write(piece));
+  }
+  std::vector<uint64_t> versions;
+  CHECK(ReadReply(stream.get(), chunks, &versions) == ByChunk(expected[1]));
+  CHECK(versions == std::vector<uint64_t>{2});
+  stream->WritesDone();
+  const grpc::Status s = stream->Finish();
+  INFO(s.error_message());
+  CHECK(s.ok());
+  CHECK(client.Status().version() == 2);
+  CHECK(client.Status().pushes() == 2);
+}
+
+TEST_CASE(
+    "a StepStream push cut off between its pieces applies nothing; under "
+    "sync the round waits for the rank's whole push",
+    "[integration][stepstream][pieces][sync]") {
+  const bool threaded = GENERATE(false, true);
+  INFO((threaded ? "threaded handler" : "reactor"));
+  const JobConfig config = Job(2, threaded);
+  LocalCluster cluster(config);
+  Client client(config, cluster);
+  for (uint32_t rank : {0u, 1u}) {
+    testing::RegisterOverGrpc(*client.stub, config, client.shard.plan(), rank);
+  }
+  const size_t chunks = client.shard.plan().ChunksOfShard(0).size();
+  const std::vector<proto::PushRequest> rank1 =
+      Pieces(client.Gradient(1, 0, 3.0f), 3, 0);
+
+  // Rank 1 half-closes after its first piece: refused, nothing applied.
+  {
+    grpc::ClientContext c;
+    auto stream = client.stub->StepStream(&c);
+    REQUIRE(stream->Write(rank1[0]));
+    stream->WritesDone();
+    const grpc::Status s = stream->Finish();
+    CHECK(s.error_code() == grpc::StatusCode::INVALID_ARGUMENT);
+    CHECK(s.error_message() ==
+          "StepStream: the stream ended after message 1 of a push whose "
+          "`more` said another follows; nothing applied");
+  }
+  // Rank 1 goes away after two pieces: nothing applied either.
+  {
+    grpc::ClientContext c;
+    auto stream = client.stub->StepStream(&c);
+    REQUIRE(stream->Write(rank1[0]));
+    REQUIRE(stream->Write(rank1[1]));
+    c.TryCancel();
+    CHECK_FALSE(stream->Finish().ok());
+  }
+  CHECK(client.Status().pushes() == 0);
+
+  // Rank 0's whole push waits for the round, which rank 1's cut-off
+  // pieces are not part of.
+  grpc::ClientContext c0;
+  auto stream0 = client.stub->StepStream(&c0);
+  for (const proto::PushRequest& piece :
+       Pieces(client.Gradient(0, 0, 1.0f), 2, 0)) {
+    REQUIRE(stream0->Write(piece));
+  }
+  REQUIRE(client.shard.TEST_AwaitWaitingPulls(1, absl::Seconds(30)));
+  CHECK(client.Status().version() == 0);
+  CHECK(client.Status().pushes() == 1);
+
+  // Rank 1's retry, whole, completes it: the mean of both gradients, as on
+  // a twin shard that never saw the cut-off pushes.
+  LocalCluster twin(config);
+  Client reference(config, twin);
+  for (uint32_t rank : {0u, 1u}) {
+    testing::RegisterOverGrpc(*reference.stub, config, reference.shard.plan(),
+                              rank);
+  }
+  proto::PullResponse expected, other;
+  grpc::Status first_status;
+  std::thread first([&] {
+    grpc::ClientContext a;
+    first_status =
+        reference.stub->PushPull(&a, reference.Gradient(0, 0, 1.0f), &other);
+  });
+  REQUIRE(reference.shard.TEST_AwaitWaitingPulls(1, absl::Seconds(30)));
+  {
+    grpc::ClientContext b;
+    REQUIRE(
+        reference.stub->PushPull(&b, reference.Gradient(1, 0, 3.0f), &expected)
+            .ok());
+  }
+  first.join();
+  REQUIRE(first_status.ok());
+  grpc::ClientContext c1;
+  auto stream1 = client.stub->StepStream(&c1);
+  for (const proto::PushRequest& piece : rank1) REQUIRE(stream1->Write(piece));
+  std::vector<uint64_t> versions;
+  CHECK(ReadReply(stream1.get(), chunks, &versions) == ByChunk(expected));
+  CHECK(ReadReply(stream0.get(), chunks, &versions) == ByChunk(expected));
+  CHECK(versions == std::vector<uint64_t>{1, 1});
+  for (Stream* s : {stream0.get(), stream1.get()}) {
+    s->WritesDone();
+    CHECK(s->Finish().ok());
+  }
+  CHECK(client.Status().version() == 1);
+  CHECK(client.Status().pushes() == 2);
+}
+
+TEST_CASE(
+    "a StepStream piece after the first naming the header's fields, or more "
+    "pieces than the shard has chunks, refuses the push",
+    "[integration][stepstream][pieces]") {
+  const bool threaded = GENERATE(false, true);
+  INFO((threaded ? "threaded handler" : "reactor"));
+  const JobConfig config = Job(1, threaded);
+  LocalCluster cluster(config);
+  Client client(config, cluster);
+  testing::RegisterOverGrpc(*client.stub, config, client.shard.plan(), 0);
+  const int chunks =
+      static_cast<int>(client.shard.plan().ChunksOfShard(0).size());
+
+  auto refused = [&](const std::vector<proto::PushRequest>& pieces) {
+    grpc::ClientContext c;
+    auto stream = client.stub->StepStream(&c);
+    for (const proto::PushRequest& piece : pieces) {
+      if (!stream->Write(piece)) break;
+    }
+    stream->WritesDone();
+    return stream->Finish();
+  };
+  std::vector<proto::PushRequest> pieces =
+      Pieces(client.Gradient(0, 0, 1.0f), 2, 0);
+  pieces[1].set_clock(0);
+  pieces[1].set_reply_message_bytes(4096);
+  grpc::Status s = refused(pieces);
+  CHECK(s.error_code() == grpc::StatusCode::INVALID_ARGUMENT);
+  CHECK(s.error_message() ==
+        "StepStream message 2: only the first message names job_id, rank, "
+        "clock, loss, pull_dtype and reply_message_bytes");
+
+  // Each chunk a piece of its own after a header-only first: chunks + 1
+  // pieces are a push; one more, empty, is not.
+  pieces = Pieces(client.Gradient(0, 0, 1.0f), chunks, 0);
+  proto::PushRequest header = pieces[0];
+  header.clear_chunks();
+  pieces[0].clear_job_id();
+  pieces[0].clear_rank();
+  pieces[0].clear_clock();
+  pieces.insert(pieces.begin(), header);
+  pieces.insert(pieces.begin() + 1, proto::PushRequest());
+  pieces[1].set_more(true);
+  s = refused(pieces);
+  CHECK(s.error_code() == grpc::StatusCode::INVALID_ARGUMENT);
+  CHECK(s.error_message() == absl::StrCat("StepStream message ", chunks + 2,
+                                          ": a push of this shard's ", chunks,
+                                          " chunk(s) takes at most ",
+                                          chunks + 1, " messages"));
+  CHECK(client.Status().pushes() == 0);
+  CHECK(client.Status().version() == 0);
+}
+
+}  // namespace
+}  // namespace paramd
