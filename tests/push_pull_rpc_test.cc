@@ -28,60 +28,7 @@ JobConfig OneShardJob(int workers) {
   return testing::MakeJob(o, testing::NewTempDir());
 }
 
-struct Client {
-  Client(const JobConfig& config, LocalCluster& cluster)
-      : config(config),
-        shard(*cluster.server(0).shard()),
-        stub(proto::ParameterService::NewStub(grpc::CreateChannel(
-            cluster.addresses()[0], grpc::InsecureChannelCredentials()))) {}
-
-  proto::PullResponse Pull(uint32_t rank, uint64_t clock) {
-    proto::PullRequest req;
-    req.set_job_id(config.job_id);
-    req.set_rank(rank);
-    req.set_clock(clock);
-    proto::PullResponse resp;
-    grpc::ClientContext c;
-    const grpc::Status s = stub->Pull(&c, req, &resp);
-    INFO(s.error_message());
-    REQUIRE(s.ok());
-    return resp;
-  }
-
-  // A push of `value` in every element of every chunk.
-  proto::PushRequest Gradient(uint32_t rank, uint64_t clock, float value) {
-    proto::PushRequest push;
-    push.set_job_id(config.job_id);
-    push.set_rank(rank);
-    push.set_clock(clock);
-    for (const int global : shard.plan().ChunksOfShard(0)) {
-      const ChunkSpec& spec = shard.plan().chunks()[global];
-      proto::TensorChunk* g = push.add_chunks();
-      g->set_tensor_id(spec.tensor_id);
-      g->set_chunk_index(spec.chunk_index);
-      g->set_dtype(proto::DTYPE_FLOAT32);
-      std::vector<float> v(spec.length, value);
-      g->set_data(v.data(), v.size() * sizeof(float));
-    }
-    return push;
-  }
-
-  grpc::Status PushPull(const proto::PushRequest& push,
-                        proto::PullResponse* out) {
-    grpc::ClientContext c;
-    return stub->PushPull(&c, push, out);
-  }
-
-  proto::ShardStatus Status() {
-    proto::ShardStatus st;
-    shard.GetStatus(&st);
-    return st;
-  }
-
-  const JobConfig& config;
-  Shard& shard;
-  std::unique_ptr<proto::ParameterService::Stub> stub;
-};
+using Client = testing::ShardClient;
 
 std::vector<float> Floats(const std::string& bytes) {
   std::vector<float> v(bytes.size() / 4);

@@ -39,42 +39,7 @@ JobConfig Job(int workers, bool threaded) {
   return config;
 }
 
-struct Client {
-  Client(const JobConfig& config, LocalCluster& cluster)
-      : config(config),
-        shard(*cluster.server(0).shard()),
-        stub(proto::ParameterService::NewStub(grpc::CreateChannel(
-            cluster.addresses()[0], grpc::InsecureChannelCredentials()))) {}
-
-  // A push whose every element of chunk k is value + k.
-  proto::PushRequest Gradient(uint32_t rank, uint64_t clock, float value) {
-    proto::PushRequest push;
-    push.set_job_id(config.job_id);
-    push.set_rank(rank);
-    push.set_clock(clock);
-    int k = 0;
-    for (const int global : shard.plan().ChunksOfShard(0)) {
-      const ChunkSpec& spec = shard.plan().chunks()[global];
-      proto::TensorChunk* g = push.add_chunks();
-      g->set_tensor_id(spec.tensor_id);
-      g->set_chunk_index(spec.chunk_index);
-      g->set_dtype(proto::DTYPE_FLOAT32);
-      std::vector<float> v(spec.length, value + 0.01f * k++);
-      g->set_data(v.data(), v.size() * sizeof(float));
-    }
-    return push;
-  }
-
-  proto::ShardStatus Status() {
-    proto::ShardStatus st;
-    shard.GetStatus(&st);
-    return st;
-  }
-
-  const JobConfig& config;
-  Shard& shard;
-  std::unique_ptr<proto::ParameterService::Stub> stub;
-};
+using Client = testing::ShardClient;
 
 // `push` cut into `n` messages of consecutive chunks: the first keeps the
 // header fields, every one but the last says `more`.
@@ -140,7 +105,8 @@ TEST_CASE(
   for (uint64_t clock = 0; clock < 2; ++clock) {
     grpc::ClientContext c;
     REQUIRE(reference.stub
-                ->PushPull(&c, reference.Gradient(0, clock, 1.0f + clock),
+                ->PushPull(&c,
+                           reference.Gradient(0, clock, 1.0f + clock, 0.01f),
                            &expected[clock])
                 .ok());
   }
@@ -149,7 +115,7 @@ TEST_CASE(
   std::unique_ptr<Stream> stream = client.stub->StepStream(&c);
   for (uint64_t clock = 0; clock < 2; ++clock) {
     for (const proto::PushRequest& piece :
-         Pieces(client.Gradient(0, clock, 1.0f + clock), 3, 1)) {
+         Pieces(client.Gradient(0, clock, 1.0f + clock, 0.01f), 3, 1)) {
       REQUIRE(stream->Write(piece));
     }
     std::vector<uint64_t> versions;
@@ -162,7 +128,7 @@ TEST_CASE(
   // The last step again (its reply thought lost): a duplicate, the same
   // parameters back in one message.
   for (const proto::PushRequest& piece :
-       Pieces(client.Gradient(0, 1, 2.0f), 4, 0)) {
+       Pieces(client.Gradient(0, 1, 2.0f, 0.01f), 4, 0)) {
     REQUIRE(stream->Write(piece));
   }
   std::vector<uint64_t> versions;

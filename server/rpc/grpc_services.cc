@@ -14,6 +14,7 @@
 #include "common/wire/row_wire.h"
 #include "common/wire/wire_format.h"
 #include "server/rpc/step_stream_reactor.h"
+#include "server/rpc/stream_reactors.h"
 #include "server/shard/push_assembler.h"
 
 namespace paramd {
@@ -115,6 +116,17 @@ void GrpcParameterService::AddStreaming(
           this)));
 }
 
+void GrpcParameterService::AddCallback(const char* rpc,
+                                       grpc::internal::RpcMethod::RpcType type,
+                                       grpc::internal::MethodHandler* handler) {
+  names_.push_back(std::make_unique<std::string>(MethodName(rpc)));
+  auto* method = new grpc::internal::RpcServiceMethod(names_.back()->c_str(),
+                                                      type, handler);
+  method->SetServerApiType(
+      grpc::internal::RpcServiceMethod::ApiType::CALL_BACK);
+  AddMethod(method);
+}
+
 GrpcParameterService::GrpcParameterService(Shard* shard,
                                            const JobSecurity* security,
                                            TransportFaults* faults)
@@ -126,30 +138,41 @@ GrpcParameterService::GrpcParameterService(Shard* shard,
   AddUnary("PullRows", &GrpcParameterService::PullRows);
   AddUnary("Initialize", &GrpcParameterService::Initialize);
   AddUnary("Heartbeat", &GrpcParameterService::Heartbeat);
-  AddStreaming<grpc::internal::ClientStreamingHandler>(
-      "PushStream", grpc::internal::RpcMethod::CLIENT_STREAMING,
-      &GrpcParameterService::PushStream);
-  AddStreaming<grpc::internal::ServerStreamingHandler>(
-      "PullStream", grpc::internal::RpcMethod::SERVER_STREAMING,
-      &GrpcParameterService::PullStream);
   if (faults_->link.enabled() || faults_->replies.enabled()) {
     // The testing faults hold the serving thread (a shaped link, a delayed
     // reply), which a reactor must not: a thread per stream then.
+    AddStreaming<grpc::internal::ClientStreamingHandler>(
+        "PushStream", grpc::internal::RpcMethod::CLIENT_STREAMING,
+        &GrpcParameterService::PushStream);
+    AddStreaming<grpc::internal::ServerStreamingHandler>(
+        "PullStream", grpc::internal::RpcMethod::SERVER_STREAMING,
+        &GrpcParameterService::PullStream);
     AddStreaming<grpc::internal::BidiStreamingHandler>(
         "StepStream", grpc::internal::RpcMethod::BIDI_STREAMING,
         &GrpcParameterService::StepStream);
   } else {
-    names_.push_back(std::make_unique<std::string>(MethodName("StepStream")));
-    auto* method = new grpc::internal::RpcServiceMethod(
-        names_.back()->c_str(), grpc::internal::RpcMethod::BIDI_STREAMING,
-        new grpc::internal::CallbackBidiHandler<grpc::ByteBuffer,
-                                                grpc::ByteBuffer>(
-            [this](grpc::CallbackServerContext* context) {
-              return new StepStreamReactor(this, context);
+    AddCallback(
+        "PushStream", grpc::internal::RpcMethod::CLIENT_STREAMING,
+        new grpc::internal::CallbackClientStreamingHandler<grpc::ByteBuffer,
+                                                           grpc::ByteBuffer>(
+            [this](grpc::CallbackServerContext* context,
+                   grpc::ByteBuffer* response) {
+              return new PushStreamReactor(this, context, response);
             }));
-    method->SetServerApiType(
-        grpc::internal::RpcServiceMethod::ApiType::CALL_BACK);
-    AddMethod(method);
+    AddCallback(
+        "PullStream", grpc::internal::RpcMethod::SERVER_STREAMING,
+        new grpc::internal::CallbackServerStreamingHandler<grpc::ByteBuffer,
+                                                           grpc::ByteBuffer>(
+            [this](grpc::CallbackServerContext* context,
+                   const grpc::ByteBuffer* request) {
+              return new PullStreamReactor(this, context, request);
+            }));
+    AddCallback("StepStream", grpc::internal::RpcMethod::BIDI_STREAMING,
+                new grpc::internal::CallbackBidiHandler<grpc::ByteBuffer,
+                                                        grpc::ByteBuffer>(
+                    [this](grpc::CallbackServerContext* context) {
+                      return new StepStreamReactor(this, context);
+                    }));
   }
   AddUnary("ReportEpoch", &GrpcParameterService::ReportEpoch);
 }
@@ -209,12 +232,19 @@ absl::Status GrpcParameterService::WaitPull(
     grpc::ServerContext* context, const char* rpc,
     const grpc::ByteBuffer& request,
     std::shared_ptr<const ParamSnapshot>* snapshot, proto::PullRequest* pull) {
+  RETURN_IF_ERROR(ParsePull(rpc, request, pull));
+  return AwaitPull(context, *pull, snapshot);
+}
+
+absl::Status GrpcParameterService::ParsePull(const char* rpc,
+                                             const grpc::ByteBuffer& request,
+                                             proto::PullRequest* pull) {
   RETURN_IF_ERROR(CheckSize(rpc, request, kSmallMessageBytes));
   if (!ParseMessage(request, pull)) {
     return absl::InvalidArgumentError(
         absl::StrCat(rpc, ": malformed PullRequest"));
   }
-  return AwaitPull(context, *pull, snapshot);
+  return absl::OkStatus();
 }
 
 absl::Status GrpcParameterService::AwaitPull(
@@ -293,21 +323,20 @@ std::vector<grpc::ByteBuffer> GrpcParameterService::PullParts(
 }
 
 absl::StatusOr<bool> GrpcParameterService::AddPiece(
-    const grpc::ByteBuffer& message, StepPieces* step) {
-  const size_t n = step->frames.size() + 1;
-  RETURN_IF_ERROR(
-      CheckSize(n == 1 ? std::string("StepStream")
-                       : absl::StrCat("StepStream message ", n, " of a push"),
-                message, shard_->max_message_bytes()));
-  faults_->link.Transfer(LinkShaper::kIn, message.Length());
+    const grpc::ByteBuffer& message, PushPieces* step) {
+  const std::string what =
+      absl::StrCat(step->rpc, " message ", step->frames.size() + 1);
+  RETURN_IF_ERROR(CheckSize(what, message, shard_->max_message_bytes()));
   step->frames.emplace_back();
-  RETURN_IF_ERROR(step->frames.back().Take(message));
+  if (absl::Status s = step->frames.back().Take(message); !s.ok()) {
+    return absl::Status(s.code(), absl::StrCat(what, ": ", s.message()));
+  }
   RETURN_IF_ERROR(step->push.Add(step->frames.back().segments()));
   return step->push.more();
 }
 
 absl::StatusOr<proto::PullRequest> GrpcParameterService::ApplyStep(
-    StepPieces* step, bool cancelled, uint32_t* reply_bytes) {
+    PushPieces* step, bool cancelled, uint32_t* reply_bytes) {
   proto::PushResponse pushed;
   RETURN_IF_ERROR(step->push.Finish(cancelled, &pushed));
   const PushView& view = step->push.push();
@@ -328,9 +357,10 @@ grpc::Status GrpcParameterService::StepStream(
   // One PushPull per push (one message or several linked by `more`), in
   // order, until the worker half-closes.
   while (true) {
-    StepPieces step(shard_);
+    PushPieces step(shard_, "StepStream");
     bool more = true;
     while (more && stream->Read(&request)) {
+      faults_->link.Transfer(LinkShaper::kIn, request.Length());
       absl::StatusOr<bool> next = AddPiece(request, &step);
       if (!next.ok()) return ToGrpcStatus(next.status());
       more = *next;
@@ -418,33 +448,23 @@ grpc::Status GrpcParameterService::PullRows(grpc::ServerContext* context,
 grpc::Status GrpcParameterService::PushStream(
     grpc::ServerContext* context, grpc::ServerReader<grpc::ByteBuffer>* reader,
     grpc::ByteBuffer* response) {
-  // Chunk data is used where it was received: keep every message's slices
-  // until the push is applied.
-  std::deque<ReceivedFrame> frames;
-  PushAssembler push(shard_);
+  // Chunk data is used where it was received: every message's slices are
+  // kept until the push is applied.
+  PushPieces push(shard_, "PushStream");
   grpc::ByteBuffer message;
   // The shaped link: when the last message would have arrived.
   absl::Time arrived = absl::InfinitePast();
   while (reader->Read(&message)) {
     arrived = faults_->link.Reserve(LinkShaper::kIn, message.Length());
-    frames.emplace_back();
-    absl::Status s =
-        CheckSize(absl::StrCat("PushStream message ", frames.size()), message,
-                  shard_->max_message_bytes());
-    if (!s.ok()) return ToGrpcStatus(s);
-    s = frames.back().Take(message);
-    if (!s.ok()) {
-      return ToGrpcStatus(absl::Status(
-          s.code(), absl::StrCat("PushStream message ", frames.size(), ": ",
-                                 s.message())));
-    }
-    if (s = push.Add(frames.back().segments()); !s.ok()) {
-      return ToGrpcStatus(s);
+    // The stream's end ends the push; PushRequest.more is not needed.
+    if (absl::StatusOr<bool> more = AddPiece(message, &push); !more.ok()) {
+      return ToGrpcStatus(more.status());
     }
   }
   faults_->link.SleepUntil(arrived);
   proto::PushResponse reply;
-  if (absl::Status s = push.Finish(context->IsCancelled(), &reply); !s.ok()) {
+  if (absl::Status s = push.push.Finish(context->IsCancelled(), &reply);
+      !s.ok()) {
     return ToGrpcStatus(s);
   }
   *response = SerializeMessage(reply);

@@ -21,11 +21,13 @@
 
 namespace paramd {
 
-// A StepStream step's push while its pieces arrive (PushRequest.more):
-// each message's bytes stay here, referenced by the assembled push, until
-// it is applied.
-struct StepPieces {
-  explicit StepPieces(Shard* shard) : push(shard, "StepStream") {}
+// A push while its pieces arrive (a PushStream, or a StepStream step
+// linked by PushRequest.more): each message's bytes stay here, referenced
+// by the assembled push, until it is applied. `rpc` names the call in
+// errors.
+struct PushPieces {
+  PushPieces(Shard* shard, const char* rpc) : rpc(rpc), push(shard, rpc) {}
+  const char* const rpc;
   std::deque<ReceivedFrame> frames;
   PushAssembler push;
 };
@@ -60,6 +62,9 @@ class GrpcParameterService final : public grpc::Service {
   // Serves StepStream without a thread per stream (unless testing faults
   // are set); uses ApplyPush, PullFrame and the shard.
   friend class StepStreamReactor;
+  // Likewise PushStream and PullStream (server/rpc/stream_reactors.h).
+  friend class PushStreamReactor;
+  friend class PullStreamReactor;
 
   grpc::Status Register(grpc::ServerContext* context,
                         const grpc::ByteBuffer* request,
@@ -109,15 +114,18 @@ class GrpcParameterService final : public grpc::Service {
   absl::Status ApplyPush(const char* rpc, const grpc::ByteBuffer& request,
                          PushView* view, proto::PushResponse* reply,
                          PushHandler apply = &Shard::Push);
-  // Takes the next message of a StepStream step's push into `step`
-  // (checked as it comes); returns whether more pieces follow.
+  // Takes the next message of a push into `step` (checked as it comes;
+  // errors name the message); returns whether it says more pieces follow.
   absl::StatusOr<bool> AddPiece(const grpc::ByteBuffer& message,
-                                StepPieces* step);
-  // Applies `step`'s whole push and returns the pull that answers it (of
-  // its clock + 1); `reply_bytes` receives the reply's message size (0:
-  // one message).
-  absl::StatusOr<proto::PullRequest> ApplyStep(StepPieces* step, bool cancelled,
+                                PushPieces* step);
+  // Applies `step`'s whole push (a StepStream step's) and returns the pull
+  // that answers it (of its clock + 1); `reply_bytes` receives the
+  // reply's message size (0: one message).
+  absl::StatusOr<proto::PullRequest> ApplyStep(PushPieces* step, bool cancelled,
                                                uint32_t* reply_bytes);
+  // Checks the size of a PullRequest and parses it into `*pull`.
+  absl::Status ParsePull(const char* rpc, const grpc::ByteBuffer& request,
+                         proto::PullRequest* pull);
   // Parses a PullRequest into `*pull` and waits until the shard serves
   // it.
   absl::Status WaitPull(grpc::ServerContext* context, const char* rpc,
@@ -147,6 +155,10 @@ class GrpcParameterService final : public grpc::Service {
   void AddStreaming(const char* rpc, grpc::internal::RpcMethod::RpcType type,
                     grpc::Status (GrpcParameterService::*handler)(
                         grpc::ServerContext*, Args...));
+  // Adds the method `rpc` of kind `type` served with gRPC's callback API
+  // by `handler` (a reactor's factory; the reactor checks the token).
+  void AddCallback(const char* rpc, grpc::internal::RpcMethod::RpcType type,
+                   grpc::internal::MethodHandler* handler);
   // Adds one unary method served by `handler`.
   void AddUnary(const char* rpc,
                 grpc::Status (GrpcParameterService::*handler)(

@@ -11,7 +11,7 @@ namespace paramd {
 
 StepStreamReactor::StepStreamReactor(GrpcParameterService* service,
                                      grpc::CallbackServerContext* context)
-    : service_(service) {
+    : service_(service), pull_(service->shard_) {
   const grpc::Status auth =
       CheckCallToken(*service_->security_, *context, "StepStream");
   if (!auth.ok()) {
@@ -39,7 +39,7 @@ void StepStreamReactor::OnReadDone(bool ok) {
     return;
   }
   if (pieces_ == nullptr) {
-    pieces_ = std::make_unique<StepPieces>(service_->shard_);
+    pieces_ = std::make_unique<PushPieces>(service_->shard_, "StepStream");
   }
   // Outside a step until the push is whole: nothing of it is in the shard.
   absl::StatusOr<bool> more = service_->AddPiece(request_, pieces_.get());
@@ -61,7 +61,7 @@ void StepStreamReactor::OnReadDone(bool ok) {
     End(absl::CancelledError("StepStream: cancelled"));
     return;
   }
-  const std::unique_ptr<StepPieces> step = std::move(pieces_);
+  const std::unique_ptr<PushPieces> step = std::move(pieces_);
   absl::StatusOr<proto::PullRequest> pull =
       service_->ApplyStep(step.get(), /*cancelled=*/false, &reply_bytes_);
   if (!pull.ok()) {
@@ -75,30 +75,11 @@ void StepStreamReactor::OnReadDone(bool ok) {
 
 void StepStreamReactor::StartPull(const proto::PullRequest& pull) {
   const bool half = pull.dtype() == proto::DTYPE_FLOAT16;
-  {
-    absl::MutexLock lock(&mu_);
-    pulled_ = false;
-    pull_ = 0;
-  }
-  const uint64_t handle = service_->shard_->StartPull(
-      pull, [this, half](
-                absl::StatusOr<std::shared_ptr<const ParamSnapshot>> result) {
-        {
-          absl::MutexLock lock(&mu_);
-          pulled_ = true;
-          pull_ = 0;
-        }
-        Pulled(std::move(result), half);
-      });
-  bool cancel = false;
-  {
-    absl::MutexLock lock(&mu_);
-    if (!pulled_) {
-      pull_ = handle;
-      cancel = cancelled_;  // OnCancel came before the handle was known.
-    }
-  }
-  if (cancel) service_->shard_->CancelPull(handle);
+  pull_.Start(pull,
+              [this, half](
+                  absl::StatusOr<std::shared_ptr<const ParamSnapshot>> result) {
+                Pulled(std::move(result), half);
+              });
 }
 
 void StepStreamReactor::Pulled(
@@ -153,20 +134,16 @@ void StepStreamReactor::OnWriteDone(bool ok) {
 }
 
 void StepStreamReactor::OnCancel() {
-  uint64_t handle = 0;
-  bool end_now = false;
+  bool in_step;
   {
     absl::MutexLock lock(&mu_);
     cancelled_ = true;
-    if (in_step_) {
-      handle = pull_;  // 0: not in the shard yet, or ended; the step ends.
-    } else {
-      end_now = true;
-    }
+    in_step = in_step_;
   }
-  // Its `done` ends the step and the call (or is running and will).
-  if (handle != 0) service_->shard_->CancelPull(handle);
-  if (end_now) End(absl::CancelledError("StepStream: cancelled"));
+  // In a step its pull's `done` ends the step and the call (or is running
+  // and will; a pull not started yet is cancelled when it starts).
+  pull_.Cancel();
+  if (!in_step) End(absl::CancelledError("StepStream: cancelled"));
 }
 
 void StepStreamReactor::End(const absl::Status& s) {

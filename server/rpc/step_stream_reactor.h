@@ -26,6 +26,7 @@
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "server/rpc/grpc_services.h"
+#include "server/rpc/waiting_pull.h"
 
 namespace paramd {
 
@@ -54,9 +55,10 @@ class StepStreamReactor final
   void End(const absl::Status& s) ABSL_LOCKS_EXCLUDED(mu_);
 
   GrpcParameterService* const service_;
+  WaitingPull pull_;  // The step's.
   grpc::ByteBuffer request_;
   // The push of the step being read, until it is applied.
-  std::unique_ptr<StepPieces> pieces_;
+  std::unique_ptr<PushPieces> pieces_;
   // The step's reply, written part after part; its message size
   // (reply_message_bytes), and the next part to write.
   std::vector<grpc::ByteBuffer> reply_;
@@ -72,8 +74,6 @@ class StepStreamReactor final
   // From a push read to its reply's write: the call is ended (Finish) only
   // outside a step, so no pull in the shard outlives the reactor.
   bool in_step_ ABSL_GUARDED_BY(mu_) = false;
-  bool pulled_ ABSL_GUARDED_BY(mu_) = false;  // The step's pull ended.
-  uint64_t pull_ ABSL_GUARDED_BY(mu_) = 0;    // Its handle while it waits.
   bool cancelled_ ABSL_GUARDED_BY(mu_) = false;
   bool finished_ ABSL_GUARDED_BY(mu_) = false;
 };

@@ -1,0 +1,100 @@
+#include "server/rpc/stream_reactors.h"
+
+#include <utility>
+
+#include "common/rpc/credentials.h"
+#include "common/rpc/grpc_frames.h"
+#include "common/rpc/grpc_status.h"
+#include "common/wire/wire_format.h"
+
+namespace paramd {
+
+PushStreamReactor::PushStreamReactor(GrpcParameterService* service,
+                                     grpc::CallbackServerContext* context,
+                                     grpc::ByteBuffer* response)
+    : service_(service),
+      context_(context),
+      response_(response),
+      push_(service->shard_, "PushStream") {
+  const grpc::Status auth =
+      CheckCallToken(*service_->security_, *context, "PushStream");
+  if (!auth.ok()) {
+    Finish(auth);
+    return;
+  }
+  StartRead(&message_);
+}
+
+void PushStreamReactor::OnReadDone(bool ok) {
+  if (ok) {
+    // The stream's end ends the push; PushRequest.more is not needed.
+    if (absl::StatusOr<bool> more = service_->AddPiece(message_, &push_);
+        !more.ok()) {
+      Finish(ToGrpcStatus(more.status()));
+      return;
+    }
+    StartRead(&message_);
+    return;
+  }
+  // The worker closed its side (or went away: nothing is applied then).
+  proto::PushResponse reply;
+  const absl::Status s = push_.push.Finish(context_->IsCancelled(), &reply);
+  if (s.ok()) *response_ = SerializeMessage(reply);
+  Finish(ToGrpcStatus(s));
+}
+
+PullStreamReactor::PullStreamReactor(GrpcParameterService* service,
+                                     grpc::CallbackServerContext* context,
+                                     const grpc::ByteBuffer* request)
+    : service_(service), pull_(service->shard_) {
+  grpc::Status auth =
+      CheckCallToken(*service_->security_, *context, "PullStream");
+  if (!auth.ok()) {
+    Finish(auth);
+    return;
+  }
+  proto::PullRequest pull;
+  if (absl::Status s = service_->ParsePull("PullStream", *request, &pull);
+      !s.ok()) {
+    Finish(ToGrpcStatus(s));
+    return;
+  }
+  const bool half = pull.dtype() == proto::DTYPE_FLOAT16;
+  const int64_t message_bytes = pull.stream_message_bytes() > 0
+                                    ? pull.stream_message_bytes()
+                                    : kStreamMessageBytes;
+  // Waits without a thread; the call's deadline or the worker's cancel
+  // ends the wait through OnCancel.
+  pull_.Start(pull,
+              [this, half, message_bytes](
+                  absl::StatusOr<std::shared_ptr<const ParamSnapshot>> result) {
+                Pulled(std::move(result), half, message_bytes);
+              });
+}
+
+void PullStreamReactor::Pulled(
+    absl::StatusOr<std::shared_ptr<const ParamSnapshot>> snapshot, bool half,
+    int64_t message_bytes) {
+  if (!snapshot.ok()) {
+    Finish(ToGrpcStatus(snapshot.status()));
+    return;
+  }
+  parts_ = service_->PullParts(*snapshot, half, message_bytes);
+  next_part_ = 1;
+  StartWrite(&parts_[0]);
+}
+
+void PullStreamReactor::OnWriteDone(bool ok) {
+  if (!ok) {
+    Finish(
+        ToGrpcStatus(absl::CancelledError("PullStream: the worker went away")));
+    return;
+  }
+  if (next_part_ < parts_.size()) {
+    StartWrite(&parts_[next_part_++]);
+    return;
+  }
+  Finish(grpc::Status::OK);
+}
+
+}  // namespace paramd
