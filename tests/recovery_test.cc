@@ -7,6 +7,7 @@
 
 #include <catch2/catch.hpp>
 #include <cmath>
+#include <filesystem>
 #include <fstream>
 #include <map>
 #include <regex>
@@ -35,10 +36,13 @@ std::vector<std::string> RunArgs(const std::string& job,
   return testing::ParamctlRunArgs(job, std::move(extra));
 }
 
-// A 3-epoch job (32 steps per epoch) with checkpoints every 8 versions;
-// rank 1 takes 25 ms a step, so that there is time to kill something
-// after its first epoch.
-std::string Job(const std::string& dir, const std::string& policy) {
+// A 3-epoch job (32 steps per epoch) with checkpoints every 8 versions
+// (in `dir`/checkpoints, unless `checkpoint` says otherwise); rank 1 takes
+// 25 ms a step, so that there is time to kill something after its first
+// epoch.
+std::string Job(const std::string& dir, const std::string& policy,
+                const std::string& checkpoint =
+                    "checkpoint:\n  dir: checkpoints\n  every_steps: 8\n") {
   JobOptions o;
   o.policy = policy;
   o.staleness = 2;
@@ -47,8 +51,7 @@ std::string Job(const std::string& dir, const std::string& policy) {
   o.test_limit = 500;
   o.lease_seconds = 4;
   return WriteFile(dir + "/job.yaml",
-                   testing::JobYaml(o) +
-                       "checkpoint:\n  dir: checkpoints\n  every_steps: 8\n"
+                   testing::JobYaml(o) + checkpoint +
                        "restart:\n  max: 3\n  backoff_seconds: 0.2\n"
                        "testing:\n  slow_rank: 1\n  slow_step_ms: 25\n");
 }
@@ -152,6 +155,50 @@ TEST_CASE(
   CHECK(std::regex_search(
       out, std::regex(R"(\[server 0\].*shard 0: restored version \d+)")));
   CheckLearned(out);
+}
+
+TEST_CASE(
+    "a job that names no checkpoint.dir is checkpointed in paramctl's run "
+    "folder: a SIGKILLed server restarts from it, and the folder goes with "
+    "the run",
+    "[recovery][e2e]") {
+  const std::string dir = NewTempDir();
+  const std::string out = KillOnceAndFinish(
+      Job(dir, "sync", "checkpoint:\n  every_steps: 8\n"), "server 0");
+  INFO(out);
+  std::smatch m;
+  REQUIRE(std::regex_search(
+      out, m,
+      std::regex(R"(checkpoints every 8 versions in the run's folder (\S+), )"
+                 R"(removed when the run ends)")));
+  const std::string folder = m[1];
+  CHECK(std::regex_search(
+      out, std::regex(R"(\[server 0\].*shard 0: restored version [1-9]\d* )"
+                      R"(from )" +
+                      folder + R"(/shard-0-v\d+\.ckpt)")));
+  CHECK_FALSE(std::filesystem::exists(folder));
+  CHECK_FALSE(std::filesystem::exists(dir + "/checkpoints"));
+  CheckLearned(out);
+}
+
+TEST_CASE(
+    "with checkpoint.enabled: false a SIGKILLed server ends the run, saying "
+    "why",
+    "[recovery][e2e]") {
+  const std::string job =
+      Job(NewTempDir(), "sync", "checkpoint:\n  enabled: false\n");
+  Subprocess run(RunArgs(job));
+  REQUIRE(run.ReadUntil("rank 1: epoch 1/3", kJobTimeout));
+  CHECK(run.output().find("checkpoints every") == std::string::npos);
+  const pid_t pid = PidOf(run.output(), "server 1");
+  REQUIRE(pid > 0);
+  REQUIRE(kill(pid, SIGKILL) == 0);
+  CHECK(run.Wait(kJobTimeout) == 1);
+  INFO(run.output());
+  CHECK(run.output().find(
+            "; a server is restarted only from a checkpoint, and the job "
+            "turns them off (checkpoint.enabled: false)") != std::string::npos);
+  for (pid_t p : testing::StartedPids(run.output())) CHECK(ProcessGone(p));
 }
 
 TEST_CASE("a SIGKILLed worker restarts and rejoins under each policy",

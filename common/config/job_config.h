@@ -214,7 +214,11 @@ struct LivenessConfig {
 // Each shard's checkpoints (server/checkpoint/checkpointer.h). Off without a
 // dir.
 struct CheckpointConfig {
+  // False: no checkpoints at all, not even paramctl run's own.
+  bool enabled = true;
   // Absolute after loading (relative: against the job file's folder).
+  // Empty: none, except that paramctl run checkpoints each shard into its
+  // run folder (so that it can restart a dead server) unless !enabled.
   std::string dir;
   // A checkpoint every this many versions (and on SIGTERM).
   int64_t every_steps = 100;

@@ -311,9 +311,9 @@ class JobParser {
   }
 
   absl::Status ParseCheckpoint(const YAML::Node& root, JobConfig* c) {
-    ASSIGN_OR_RETURN(
-        const YAML::Node ck,
-        Section(root, "checkpoint", false, {"dir", "every_steps", "keep"}));
+    ASSIGN_OR_RETURN(const YAML::Node ck,
+                     Section(root, "checkpoint", false,
+                             {"enabled", "dir", "every_steps", "keep"}));
     return ParseCheckpointSection(r_, ck, Resolver(), &c->checkpoint);
   }
 

@@ -82,7 +82,12 @@ absl::Status ParseCheckpointSection(YamlReader& reader, const YAML::Node& ck,
                                     const PathResolver& resolve,
                                     CheckpointConfig* out) {
   CheckpointConfig& cc = *out;
+  RETURN_IF_ERROR(reader.Get(ck, "checkpoint", "enabled", false, &cc.enabled));
   RETURN_IF_ERROR(reader.Get(ck, "checkpoint", "dir", false, &cc.dir));
+  if (!cc.enabled && !cc.dir.empty()) {
+    return reader.Error(ck["dir"], "checkpoint.dir",
+                        "names a folder while checkpoint.enabled is false");
+  }
   cc.dir = resolve(cc.dir);
   RETURN_IF_ERROR(
       reader.Get(ck, "checkpoint", "every_steps", false, &cc.every_steps));
@@ -95,11 +100,11 @@ absl::Status ParseCheckpointSection(YamlReader& reader, const YAML::Node& ck,
     return reader.Error(ck["keep"], "checkpoint.keep",
                         "must be between 1 and 1000");
   }
-  if (cc.dir.empty()) {
+  if (!cc.enabled) {
     for (const char* key : {"every_steps", "keep"}) {
       if (ck[key].IsDefined()) {
         return reader.Error(ck[key], absl::StrCat("checkpoint.", key),
-                            "only applies with checkpoint.dir");
+                            "does not apply: checkpoint.enabled is false");
       }
     }
   }

@@ -89,6 +89,14 @@ class JobRun {
       return 1;
     }
     run_dir_ = dir;
+    checkpoint_dir_ = config_.checkpoint.dir;
+    if (checkpoint_dir_.empty() && config_.checkpoint.enabled) {
+      // The job names no folder: each shard checkpoints into the run's
+      // own, so that a dead server can still be restarted; it goes with
+      // the run.
+      run_checkpoints_ = true;
+      checkpoint_dir_ = absl::StrCat(run_dir_, "/checkpoints");
+    }
     const int code = RunInDir();
     std::error_code ignored;
     std::filesystem::remove_all(run_dir_, ignored);
@@ -101,6 +109,14 @@ class JobRun {
         "job '%s': %d server(s), %d worker(s), policy %s, %d epoch(s)",
         config_.job_id, config_.num_shards(), config_.num_workers,
         PolicyName(config_.policy.type), config_.training.epochs));
+    if (run_checkpoints_) {
+      Say(absl::StrCat(
+          "checkpoints every ", config_.checkpoint.every_steps,
+          " versions in the run's folder ", checkpoint_dir_,
+          ", removed when the run ends (a dead server restarts from them; "
+          "checkpoint.dir keeps them, checkpoint.enabled: false turns "
+          "them off)"));
+    }
     for (int k = 0; k < config_.num_shards(); ++k) {
       procs_.push_back(Proc{absl::StrCat("server ", k), /*server=*/true, k});
       if (!Start(procs_.back(), options_.fresh)) return 1;
@@ -145,6 +161,10 @@ class JobRun {
               "--log_level",
               options_.log_level};
       if (fresh) argv.push_back("--fresh");
+      if (run_checkpoints_) {
+        argv.push_back("--checkpoint_dir");
+        argv.push_back(checkpoint_dir_);
+      }
     } else {
       argv = WorkerArgv(config_, {options_.job_path, p.id, addresses_, launch_,
                                   options_.log_level, options_.worker_binary,
@@ -245,11 +265,11 @@ class JobRun {
                                  " time(s) already (restart.max ",
                                  config_.restart.max, ")"));
       }
-      if (p->server && config_.checkpoint.dir.empty()) {
+      if (p->server && checkpoint_dir_.empty()) {
         return Fail(absl::StrCat(
             why,
             "; a server is restarted only from a checkpoint, and the "
-            "job has no checkpoint.dir"));
+            "job turns them off (checkpoint.enabled: false)"));
       }
       const absl::Duration wait = absl::Seconds(
           config_.restart.backoff_seconds * (1 << std::min(p->restarts, 10)));
@@ -372,6 +392,11 @@ class JobRun {
   const absl::Time started_;
   absl::Time workers_started_ = absl::InfinitePast();
   std::string run_dir_;
+  // Where the servers checkpoint: checkpoint.dir, or when the job names
+  // none (run_checkpoints_) a folder in the run's, passed to each server;
+  // empty: nowhere (checkpoint.enabled: false).
+  std::string checkpoint_dir_;
+  bool run_checkpoints_ = false;
   Supervisor sup_;
   std::vector<Proc> procs_;
   int restarts_ = 0;

@@ -1,9 +1,11 @@
 // `paramctl run`: starts every server and worker of a job on this machine
 // as child processes, streams their logs with a prefix, prints per-epoch
 // progress from shard 0's status, restarts a process that dies (restart.max
-// times, after restart.backoff_seconds doubling; a server only when it can
-// restore a checkpoint), and stops everything when the job ends, when a
-// child fails past its restarts (naming it and why) or on Ctrl-C.
+// times, after restart.backoff_seconds doubling; a server from its newest
+// checkpoint — in checkpoint.dir, or for a job that names none in a folder
+// of the run's own, removed with it — unless checkpoint.enabled is false),
+// and stops everything when the job ends, when a child fails past its
+// restarts (naming it and why) or on Ctrl-C.
 #ifndef PARAMD_TOOLS_CTL_JOB_RUNNER_H_
 #define PARAMD_TOOLS_CTL_JOB_RUNNER_H_
 
