@@ -35,27 +35,6 @@ void RegisterOverGrpc(proto::ParameterService::Stub& stub,
                       const JobConfig& config, const PartitionPlan& plan,
                       uint32_t rank);
 
-// A plain protobuf client of shard 0 of a LocalCluster, over real gRPC.
-struct ShardClient {
-  ShardClient(const JobConfig& config, LocalCluster& cluster);
-
-  // Rank `rank`'s pull at `clock` (fails the test on error).
-  proto::PullResponse Pull(uint32_t rank, uint64_t clock);
-  // A push of every chunk the shard owns: element values `value` + `step`
-  // × the chunk's place among them.
-  proto::PushRequest Gradient(uint32_t rank, uint64_t clock, float value,
-                              float step = 0) const;
-  grpc::Status PushPull(const proto::PushRequest& push,
-                        proto::PullResponse* out);
-  proto::ShardStatus Status();
-  // Registers `rank` (RegisterOverGrpc).
-  void Register(uint32_t rank);
-
-  const JobConfig& config;
-  Shard& shard;
-  std::unique_ptr<proto::ParameterService::Stub> stub;
-};
-
 }  // namespace paramd::testing
 
 #endif  // PARAMD_TESTS_LOCAL_CLUSTER_H_

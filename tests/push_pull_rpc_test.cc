@@ -13,6 +13,7 @@
 #include "common/base/half.h"
 #include "proto/paramd.grpc.pb.h"
 #include "tests/local_cluster.h"
+#include "tests/shard_client.h"
 #include "tests/test_files.h"
 
 namespace paramd {
@@ -21,11 +22,7 @@ namespace {
 using testing::LocalCluster;
 
 JobConfig OneShardJob(int workers) {
-  testing::JobOptions o;
-  o.servers = {"127.0.0.1:0"};
-  o.workers = workers;
-  o.layers = "[20, 10]";
-  return testing::MakeJob(o, testing::NewTempDir());
+  return testing::OneShardJob(workers, /*threaded=*/false, "[20, 10]");
 }
 
 using Client = testing::ShardClient;
@@ -180,10 +177,7 @@ TEST_CASE(
     proto::PullResponse again;
     REQUIRE(stream->Read(&again));
     CHECK(again.SerializeAsString() == expected[1].SerializeAsString());
-    stream->WritesDone();
-    const grpc::Status s = stream->Finish();
-    INFO(s.error_message());
-    CHECK(s.ok());
+    testing::CloseStep(stream.get());
   }
   CHECK(client.Status().version() == 2);
   CHECK(client.Status().pushes() == 2);
@@ -209,8 +203,7 @@ TEST_CASE(
   proto::PullResponse third;
   REQUIRE(stream->Read(&third));
   CHECK(third.version() == 3);
-  stream->WritesDone();
-  CHECK(stream->Finish().ok());
+  testing::CloseStep(stream.get());
 }
 
 TEST_CASE(
@@ -244,8 +237,7 @@ TEST_CASE(
     proto::PullResponse reply;
     REQUIRE(stream->Read(&reply));
     CHECK(reply.SerializeAsString() == mine.SerializeAsString());
-    stream->WritesDone();
-    CHECK(stream->Finish().ok());
+    testing::CloseStep(stream.get());
   }
   CHECK(client.shard.TEST_AwaitWaitingPulls(0, absl::Seconds(30)));
 }

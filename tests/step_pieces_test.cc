@@ -18,68 +18,39 @@
 #include "absl/strings/str_cat.h"
 #include "proto/paramd.grpc.pb.h"
 #include "tests/local_cluster.h"
-#include "tests/test_files.h"
+#include "tests/shard_client.h"
 
 namespace paramd {
 namespace {
 
+using Client = testing::ShardClient;
+using testing::ByChunk;
+using testing::ChunkBytes;
 using testing::LocalCluster;
+using testing::OneShardJob;
 using Stream =
     grpc::ClientReaderWriter<proto::PushRequest, proto::PullResponse>;
 
-// One shard of many chunks (784×64 in 16 KiB chunks and the rest);
-// `threaded`: a shaped link too fast to matter, which makes the server
-// serve StepStream with a thread per stream.
-JobConfig Job(int workers, bool threaded) {
-  testing::JobOptions o;
-  o.servers = {"127.0.0.1:0"};
-  o.workers = workers;
-  JobConfig config = testing::MakeJob(o, testing::NewTempDir());
-  if (threaded) config.testing.link_mbps = 1e7;
-  return config;
-}
-
-using Client = testing::ShardClient;
-
-// `push` cut into `n` messages of consecutive chunks: the first keeps the
-// header fields, every one but the last says `more`.
+// `push` in `n` StepStream messages linked by `more`, its reply asked for
+// in messages of `reply_bytes`.
 std::vector<proto::PushRequest> Pieces(const proto::PushRequest& push, int n,
                                        uint32_t reply_bytes) {
-  std::vector<proto::PushRequest> pieces(n);
-  pieces[0] = push;
-  pieces[0].clear_chunks();
+  std::vector<proto::PushRequest> pieces =
+      testing::SplitPush(push, n, /*more=*/true);
   pieces[0].set_reply_message_bytes(reply_bytes);
-  for (int k = 0; k < push.chunks_size(); ++k) {
-    *pieces[static_cast<size_t>(k) * n / push.chunks_size()].add_chunks() =
-        push.chunks(k);
-  }
-  for (int i = 0; i + 1 < n; ++i) pieces[i].set_more(true);
   return pieces;
 }
 
-// The reply's chunks by (tensor, chunk), read message by message until
-// `chunks` came; every message's version in `versions`.
-std::map<std::pair<uint32_t, uint32_t>, std::string> ReadReply(
-    Stream* stream, size_t chunks, std::vector<uint64_t>* versions) {
-  std::map<std::pair<uint32_t, uint32_t>, std::string> out;
+// The reply's chunks, read message by message until `chunks` came; every
+// message's version in `versions`.
+ChunkBytes ReadReply(Stream* stream, size_t chunks,
+                     std::vector<uint64_t>* versions) {
+  ChunkBytes out;
   while (out.size() < chunks) {
     proto::PullResponse part;
     REQUIRE(stream->Read(&part));
     versions->push_back(part.version());
-    for (const proto::TensorChunk& c : part.chunks()) {
-      CHECK(
-          out.emplace(std::make_pair(c.tensor_id(), c.chunk_index()), c.data())
-              .second);
-    }
-  }
-  return out;
-}
-
-std::map<std::pair<uint32_t, uint32_t>, std::string> ByChunk(
-    const proto::PullResponse& reply) {
-  std::map<std::pair<uint32_t, uint32_t>, std::string> out;
-  for (const proto::TensorChunk& c : reply.chunks()) {
-    out[{c.tensor_id(), c.chunk_index()}] = c.data();
+    testing::AddChunks(part, &out);
   }
   return out;
 }
@@ -90,7 +61,7 @@ TEST_CASE(
     "[integration][stepstream][pieces]") {
   const bool threaded = GENERATE(false, true);
   INFO((threaded ? "threaded handler" : "reactor"));
-  const JobConfig config = Job(1, threaded);
+  const JobConfig config = OneShardJob(1, threaded);
   LocalCluster cluster(config);
   Client client(config, cluster);
   testing::RegisterOverGrpc(*client.stub, config, client.shard.plan(), 0);
@@ -134,10 +105,7 @@ TEST_CASE(
   std::vector<uint64_t> versions;
   CHECK(ReadReply(stream.get(), chunks, &versions) == ByChunk(expected[1]));
   CHECK(versions == std::vector<uint64_t>{2});
-  stream->WritesDone();
-  const grpc::Status s = stream->Finish();
-  INFO(s.error_message());
-  CHECK(s.ok());
+  testing::CloseStep(stream.get());
   CHECK(client.Status().version() == 2);
   CHECK(client.Status().pushes() == 2);
 }
@@ -148,7 +116,7 @@ TEST_CASE(
     "[integration][stepstream][pieces][sync]") {
   const bool threaded = GENERATE(false, true);
   INFO((threaded ? "threaded handler" : "reactor"));
-  const JobConfig config = Job(2, threaded);
+  const JobConfig config = OneShardJob(2, threaded);
   LocalCluster cluster(config);
   Client client(config, cluster);
   for (uint32_t rank : {0u, 1u}) {
@@ -224,10 +192,7 @@ TEST_CASE(
   CHECK(ReadReply(stream1.get(), chunks, &versions) == ByChunk(expected));
   CHECK(ReadReply(stream0.get(), chunks, &versions) == ByChunk(expected));
   CHECK(versions == std::vector<uint64_t>{1, 1});
-  for (Stream* s : {stream0.get(), stream1.get()}) {
-    s->WritesDone();
-    CHECK(s->Finish().ok());
-  }
+  for (Stream* s : {stream0.get(), stream1.get()}) testing::CloseStep(s);
   CHECK(client.Status().version() == 1);
   CHECK(client.Status().pushes() == 2);
 }
@@ -238,7 +203,7 @@ TEST_CASE(
     "[integration][stepstream][pieces]") {
   const bool threaded = GENERATE(false, true);
   INFO((threaded ? "threaded handler" : "reactor"));
-  const JobConfig config = Job(1, threaded);
+  const JobConfig config = OneShardJob(1, threaded);
   LocalCluster cluster(config);
   Client client(config, cluster);
   testing::RegisterOverGrpc(*client.stub, config, client.shard.plan(), 0);

@@ -5,32 +5,20 @@
 // a cancelled one is forgotten; a PushStream cut off before its end
 // applies nothing, a whole one exactly once.
 #include <catch2/catch.hpp>
-#include <map>
 #include <memory>
 #include <string>
-#include <utility>
 #include <vector>
 
 #include "proto/paramd.grpc.pb.h"
 #include "tests/local_cluster.h"
-#include "tests/test_files.h"
+#include "tests/shard_client.h"
 
 namespace paramd {
 namespace {
 
 using Client = testing::ShardClient;
 using testing::LocalCluster;
-
-// One shard of many chunks; `threaded`: a shaped link too fast to matter,
-// which makes the server serve the streams with a thread each.
-JobConfig Job(int workers, bool threaded) {
-  testing::JobOptions o;
-  o.servers = {"127.0.0.1:0"};
-  o.workers = workers;
-  JobConfig config = testing::MakeJob(o, testing::NewTempDir());
-  if (threaded) config.testing.link_mbps = 1e7;
-  return config;
-}
+using testing::OneShardJob;
 
 proto::PullRequest PullOf(const JobConfig& config, uint32_t rank,
                           uint64_t clock) {
@@ -48,7 +36,7 @@ TEST_CASE(
     "[integration][pullstream][sync]") {
   const bool threaded = GENERATE(false, true);
   INFO((threaded ? "threaded handler" : "reactor"));
-  const JobConfig config = Job(2, threaded);
+  const JobConfig config = OneShardJob(2, threaded);
   LocalCluster cluster(config);
   Client client(config, cluster);
   client.Register(0);
@@ -72,25 +60,19 @@ TEST_CASE(
     REQUIRE(
         client.stub->Push(&c, client.Gradient(rank, 0, 1.0f + rank), &r).ok());
   }
-  std::map<std::pair<uint32_t, uint32_t>, std::string> got;
+  testing::ChunkBytes got;
   proto::PullResponse part;
   size_t messages = 0;
   while (reader->Read(&part)) {
     ++messages;
     CHECK(part.version() == 1);
-    for (const proto::TensorChunk& c : part.chunks()) {
-      got[{c.tensor_id(), c.chunk_index()}] = c.data();
-    }
+    testing::AddChunks(part, &got);
   }
   const grpc::Status s = reader->Finish();
   INFO(s.error_message());
   REQUIRE(s.ok());
   CHECK(messages == chunks);
-  const proto::PullResponse whole = client.Pull(1, 1);
-  REQUIRE(got.size() == static_cast<size_t>(whole.chunks_size()));
-  for (const proto::TensorChunk& c : whole.chunks()) {
-    CHECK(got[{c.tensor_id(), c.chunk_index()}] == c.data());
-  }
+  CHECK(got == testing::ByChunk(client.Pull(1, 1)));
   CHECK(client.shard.TEST_AwaitWaitingPulls(0, absl::Seconds(30)));
 }
 
@@ -100,20 +82,14 @@ TEST_CASE(
     "[integration][pushstream]") {
   const bool threaded = GENERATE(false, true);
   INFO((threaded ? "threaded handler" : "reactor"));
-  const JobConfig config = Job(1, threaded);
+  const JobConfig config = OneShardJob(1, threaded);
   LocalCluster cluster(config);
   Client client(config, cluster);
   client.Register(0);
 
   // The push in three messages: the first with the header.
-  const proto::PushRequest push = client.Gradient(0, 0, 1.0f);
-  std::vector<proto::PushRequest> pieces(3);
-  pieces[0] = push;
-  pieces[0].clear_chunks();
-  for (int k = 0; k < push.chunks_size(); ++k) {
-    *pieces[static_cast<size_t>(k) * 3 / push.chunks_size()].add_chunks() =
-        push.chunks(k);
-  }
+  const std::vector<proto::PushRequest> pieces =
+      testing::SplitPush(client.Gradient(0, 0, 1.0f), 3, /*more=*/false);
   {
     grpc::ClientContext c;
     proto::PushResponse r;
