@@ -131,13 +131,19 @@ TEST_CASE("what the encoder writes parses as protobuf's PushRequest",
           "[wire]") {
   proto::PushRequest want = SamplePush();
   want.set_pull_dtype(proto::DTYPE_FLOAT16);
-  std::string bytes = EncodePushHeader(want.job_id(), want.rank(), want.clock(),
-                                       want.loss(), want.pull_dtype());
+  want.set_reply_message_bytes(1 << 20);
+  std::string bytes =
+      EncodePushHeader(want.job_id(), want.rank(), want.clock(), want.loss(),
+                       want.pull_dtype(), want.reply_message_bytes());
   for (const proto::TensorChunk& c : want.chunks()) {
     bytes += EncodeChunkHeader(kPushChunksField, c.tensor_id(), c.chunk_index(),
                                c.dtype(), c.data().size());
     bytes += c.data();
   }
+  // A piece of a push with more to come: `more` after the chunks.
+  const bool more = GENERATE(false, true);
+  want.set_more(more);
+  if (more) bytes += EncodePushMore();
   proto::PushRequest got;
   REQUIRE(got.ParseFromString(bytes));
   CHECK(got.SerializeAsString() == want.SerializeAsString());
@@ -145,6 +151,14 @@ TEST_CASE("what the encoder writes parses as protobuf's PushRequest",
   std::unique_ptr<float[]> storage;
   REQUIRE(DecodePush({absl::string_view(bytes)}, &view, &storage).ok());
   CHECK(view.pull_dtype == proto::DTYPE_FLOAT16);
+  CHECK(view.reply_message_bytes == (1u << 20));
+  CHECK(view.more == more);
+  // As protobuf would decode them: `more` from protobuf's own encoding.
+  REQUIRE(
+      DecodePush({absl::string_view(want.SerializeAsString())}, &view, &storage)
+          .ok());
+  CHECK(view.more == more);
+  CHECK(view.reply_message_bytes == (1u << 20));
 }
 
 // SamplePush with its last two chunks sparse: indices and their values.

@@ -322,6 +322,12 @@ std::vector<grpc::ByteBuffer> GrpcParameterService::PullParts(
   return parts;
 }
 
+absl::Status CutOff(const PushPieces& step) {
+  return absl::InvalidArgumentError(absl::StrCat(
+      step.rpc, ": the stream ended after message ", step.frames.size(),
+      " of a push whose `more` said another follows; nothing applied"));
+}
+
 absl::StatusOr<bool> GrpcParameterService::AddPiece(
     const grpc::ByteBuffer& message, PushPieces* step) {
   const std::string what =
@@ -366,11 +372,7 @@ grpc::Status GrpcParameterService::StepStream(
       more = *next;
     }
     if (step.frames.empty()) return grpc::Status::OK;
-    if (more) {
-      return ToGrpcStatus(absl::InvalidArgumentError(absl::StrCat(
-          "StepStream: the stream ended after message ", step.frames.size(),
-          " of a push whose `more` said another follows; nothing applied")));
-    }
+    if (more) return ToGrpcStatus(CutOff(step));
     uint32_t reply_bytes = 0;
     absl::StatusOr<proto::PullRequest> pull =
         ApplyStep(&step, context->IsCancelled(), &reply_bytes);

@@ -31,6 +31,9 @@ struct PushPieces {
   std::deque<ReceivedFrame> frames;
   PushAssembler push;
 };
+// The refusal of `step` when its stream ended before the message whose
+// `more` is unset: nothing of it was applied.
+absl::Status CutOff(const PushPieces& step);
 
 // proto::ParameterService, assembled by hand rather than from the
 // generated base class so that Push and Pull can keep tensor bytes out of

@@ -2,7 +2,6 @@
 
 #include <utility>
 
-#include "absl/strings/str_cat.h"
 #include "common/rpc/credentials.h"
 #include "common/rpc/grpc_status.h"
 #include "common/wire/wire_format.h"
@@ -29,13 +28,7 @@ void StepStreamReactor::OnReadDone(bool ok) {
   if (!ok) {
     // The worker half-closed (or the call is over); a push it left in
     // pieces is never applied.
-    End(pieces_ == nullptr
-            ? absl::OkStatus()
-            : absl::InvalidArgumentError(absl::StrCat(
-                  "StepStream: the stream ended after message ",
-                  pieces_->frames.size(),
-                  " of a push whose `more` said another follows; nothing "
-                  "applied")));
+    End(pieces_ == nullptr ? absl::OkStatus() : CutOff(*pieces_));
     return;
   }
   if (pieces_ == nullptr) {
