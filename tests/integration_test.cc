@@ -74,8 +74,10 @@ TEST_CASE("2 servers + 2 workers train in lock-step over loopback gRPC",
   }
 }
 
-TEST_CASE("shards of several messages push and pull as streams, in lock-step",
-          "[integration][sync][stream]") {
+TEST_CASE(
+    "shards of several messages push and pull as StepStream steps of "
+    "several messages, in lock-step",
+    "[integration][sync][stream]") {
   JobOptions o;
   o.layers = "[784, 1024, 10]";  // 3.3 MB: over 1.6 MB per shard
   o.epochs = 1;
@@ -84,7 +86,8 @@ TEST_CASE("shards of several messages push and pull as streams, in lock-step",
   LocalCluster cluster(config);
   for (int shard = 0; shard < 2; ++shard) {
     // Precondition: each shard's chunks fill more than one stream message,
-    // so the client uses PushStream/PullStream.
+    // so each step's push and reply are several messages (PushRequest.more,
+    // reply_message_bytes).
     REQUIRE(cluster.server(shard).shard()->plan().BytesOnShard(shard) >
             kStreamMessageBytes);
   }
@@ -179,6 +182,19 @@ TEST_CASE(
     "parameters of an undisturbed run",
     "[integration][sync][exactly-once]") {
   JobOptions o;
+  o.epochs = 1;
+  o.train_limit = 1024;
+  o.test_limit = 256;
+  testing::CheckDroppedRepliesChangeNothing(
+      testing::MakeJob(o, testing::NewTempDir()), 1024 / 2 / 32);
+}
+
+TEST_CASE(
+    "with shards of several messages a step, dropped replies still leave "
+    "exactly the parameters of an undisturbed run",
+    "[integration][sync][exactly-once][stream]") {
+  JobOptions o;
+  o.layers = "[784, 1024, 10]";  // Over 1.6 MB per shard: 2 messages a way.
   o.epochs = 1;
   o.train_limit = 1024;
   o.test_limit = 256;
