@@ -67,6 +67,21 @@ pid_t PidOf(const std::string& output, const std::string& name) {
   return pid;
 }
 
+// How many paramctl run folders in /tmp hold `pid` in their pid file.
+int RunFoldersOf(pid_t pid) {
+  int n = 0;
+  std::error_code error;
+  for (const auto& entry : std::filesystem::directory_iterator("/tmp", error)) {
+    if (entry.path().filename().string().rfind("paramd-run-", 0) != 0) {
+      continue;
+    }
+    std::ifstream in(entry.path() / "paramctl.pid");
+    long p = 0;
+    if (in >> p && p == pid) ++n;
+  }
+  return n;
+}
+
 double FinalAccuracy(const std::string& output) {
   std::smatch m;
   REQUIRE(std::regex_search(
@@ -222,16 +237,20 @@ TEST_CASE(
     "[recovery][e2e]") {
   const std::string dir = NewTempDir();
   const std::string job = Job(dir, "sync");
+  pid_t killed_paramctl = -1;
   {
     Subprocess run(RunArgs(job));
     REQUIRE(run.ReadUntil("rank 1: epoch 1/3", kJobTimeout));
     std::vector<pid_t> pids = testing::StartedPids(run.output());
     REQUIRE(pids.size() == 4);
     pids.push_back(run.pid());
+    killed_paramctl = run.pid();
     for (pid_t pid : pids) kill(pid, SIGKILL);
     run.Wait(absl::Seconds(30));
     for (pid_t pid : pids) CHECK(ProcessGone(pid));
   }
+  // The killed paramctl left its run folder behind.
+  CHECK(RunFoldersOf(killed_paramctl) == 1);
   // Without --resume the checkpoints are not silently ignored.
   std::string refused;
   CHECK(testing::RunCommand(RunArgs(job), &refused) == 1);
@@ -244,6 +263,10 @@ TEST_CASE(
   REQUIRE(code == 0);
   CHECK(std::regex_search(
       out, std::regex(R"(shard 0: restored version ([1-9]\d*))")));
+  // The next run removed it.
+  CHECK(out.find("run folder(s) left by paramctl runs that were killed") !=
+        std::string::npos);
+  CHECK(RunFoldersOf(killed_paramctl) == 0);
   // The workers start where the checkpoint is, not from the beginning.
   CHECK(std::regex_search(
       out, std::regex(R"(rank 0: .*starting at clock [1-9]\d*)")));

@@ -21,6 +21,7 @@
 #include "common/config/job_config.h"
 #include "common/config/job_file.h"
 #include "tools/ctl/local_secrets.h"
+#include "tools/ctl/run_folder.h"
 #include "tools/ctl/run_report.h"
 #include "tools/ctl/status_client.h"
 #include "tools/ctl/supervisor.h"
@@ -82,24 +83,27 @@ class JobRun {
         started_(absl::Now()) {}
 
   int Run() {
-    char tmpl[] = "/tmp/paramd-run-XXXXXX";
-    const char* dir = mkdtemp(tmpl);
-    if (dir == nullptr) {
-      Say("cannot create a temporary folder for port files");
+    absl::StatusOr<std::unique_ptr<RunFolder>> folder = RunFolder::Create();
+    if (!folder.ok()) {
+      Say(std::string(folder.status().message()));
       return 1;
     }
-    run_dir_ = dir;
+    folder_ = *std::move(folder);
+    if (folder_->swept() > 0) {
+      Say(absl::StrCat("removed ", folder_->swept(),
+                       " run folder(s) left by paramctl runs that were "
+                       "killed"));
+    }
     checkpoint_dir_ = config_.checkpoint.dir;
     if (checkpoint_dir_.empty() && config_.checkpoint.enabled) {
       // The job names no folder: each shard checkpoints into the run's
       // own, so that a dead server can still be restarted; it goes with
       // the run.
       run_checkpoints_ = true;
-      checkpoint_dir_ = absl::StrCat(run_dir_, "/checkpoints");
+      checkpoint_dir_ = folder_->CheckpointDir();
     }
     const int code = RunInDir();
-    std::error_code ignored;
-    std::filesystem::remove_all(run_dir_, ignored);
+    folder_.reset();
     return code;
   }
 
@@ -199,9 +203,7 @@ class JobRun {
     return -1;
   }
 
-  std::string PortFile(int shard) const {
-    return absl::StrCat(run_dir_, "/shard-", shard, ".port");
-  }
+  std::string PortFile(int shard) const { return folder_->PortFile(shard); }
 
   // Waits until every server wrote its port file; fills addresses_.
   // Returns -1 when all are up, else the exit code.
@@ -218,9 +220,7 @@ class JobRun {
       if (int signo = TakeSignal(); signo != 0) return Interrupted(signo);
       for (int k = 0; k < config_.num_shards(); ++k) {
         if (!addresses_[k].empty()) continue;
-        std::ifstream in(PortFile(k));
-        int port = 0;
-        if (in >> port && port > 0) {
+        if (const int port = folder_->ReadPort(k); port > 0) {
           std::string host;
           int ignored = 0;
           (void)ParseHostPort(config_.servers[k], &host, &ignored);
@@ -391,7 +391,7 @@ class JobRun {
   const std::string launch_;
   const absl::Time started_;
   absl::Time workers_started_ = absl::InfinitePast();
-  std::string run_dir_;
+  std::unique_ptr<RunFolder> folder_;
   // Where the servers checkpoint: checkpoint.dir, or when the job names
   // none (run_checkpoints_) a folder in the run's, passed to each server;
   // empty: nowhere (checkpoint.enabled: false).
@@ -407,44 +407,6 @@ class JobRun {
 };
 
 }  // namespace
-
-// Whether the run may start given what checkpoint.dir holds.
-absl::Status CheckCheckpointDir(const JobConfig& config,
-                                const RunOptions& options) {
-  if (options.resume && options.fresh) {
-    return absl::InvalidArgumentError(
-        "--resume and --fresh exclude each other");
-  }
-  if (config.checkpoint.dir.empty()) {
-    if (options.resume || options.fresh) {
-      return absl::FailedPreconditionError(
-          "--resume and --fresh need checkpoint.dir in the job file");
-    }
-    return absl::OkStatus();
-  }
-  int found = 0;
-  std::error_code error;
-  for (const auto& entry :
-       std::filesystem::directory_iterator(config.checkpoint.dir, error)) {
-    const std::string name = entry.path().filename().string();
-    if (name.rfind("shard-", 0) == 0 && name.size() > 5 &&
-        name.compare(name.size() - 5, 5, ".ckpt") == 0) {
-      ++found;
-    }
-  }
-  if (found > 0 && !options.resume && !options.fresh) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        "checkpoint.dir ", config.checkpoint.dir, " holds ", found,
-        " checkpoint(s) of an earlier run: pass --resume to continue from "
-        "them or --fresh to discard them"));
-  }
-  if (found == 0 && options.resume) {
-    return absl::FailedPreconditionError(
-        absl::StrCat("--resume: checkpoint.dir ", config.checkpoint.dir,
-                     " holds no checkpoint"));
-  }
-  return absl::OkStatus();
-}
 
 int RunJob(const RunOptions& options) {
   absl::StatusOr<JobConfig> config = LoadJobConfig(options.job_path);
@@ -483,7 +445,9 @@ int RunJob(const RunOptions& options) {
       return 1;
     }
   }
-  if (absl::Status s = CheckCheckpointDir(*config, options); !s.ok()) {
+  if (absl::Status s =
+          CheckCheckpointDir(*config, options.resume, options.fresh);
+      !s.ok()) {
     std::fprintf(stderr, "paramctl: %s\n", std::string(s.message()).c_str());
     return 1;
   }
