@@ -216,6 +216,35 @@ TEST_CASE(
   for (pid_t p : testing::StartedPids(run.output())) CHECK(ProcessGone(p));
 }
 
+TEST_CASE(
+    "a SIGSTOPped server is taken for dead once it answered nothing for the "
+    "lease: killed, restarted from its checkpoint, and the job completes",
+    "[recovery][e2e]") {
+  const std::string job = Job(NewTempDir(), "sync");
+  Subprocess run(RunArgs(job));
+  REQUIRE(run.ReadUntil("rank 1: epoch 1/3", kJobTimeout));
+  REQUIRE(run.ReadUntil("shard 1: checkpoint of version", kJobTimeout));
+  const pid_t pid = PidOf(run.output(), "server 1");
+  REQUIRE(pid > 0);
+  REQUIRE(kill(pid, SIGSTOP) == 0);
+  const int code = run.Wait(kJobTimeout);
+  const std::string out = run.output();
+  INFO(out);
+  REQUIRE(code == 0);
+  // The job's lease is 4 s: the watch's floor of 5 s holds.
+  CHECK(std::regex_search(
+      out, std::regex(absl::StrCat(R"(server 1 \(pid )", pid,
+                                   R"(\) answered no status call for \S+ )"
+                                   R"(\(more than 5s: liveness.lease_seconds, )"
+                                   R"(at least 5s\): killing it)"))));
+  CHECK(out.find(absl::StrCat("server 1 (pid ", pid, ") killed by signal 9")) !=
+        std::string::npos);
+  CHECK(std::regex_search(
+      out, std::regex(R"(\[server 1\].*shard 1: restored version \d+)")));
+  CheckLearned(out);
+  for (pid_t p : testing::StartedPids(out)) CHECK(ProcessGone(p));
+}
+
 TEST_CASE("a SIGKILLed worker restarts and rejoins under each policy",
           "[recovery][e2e]") {
   for (const char* policy : {"sync", "async", "ssp"}) {

@@ -23,7 +23,9 @@
 #include "tools/ctl/local_secrets.h"
 #include "tools/ctl/run_folder.h"
 #include "tools/ctl/run_report.h"
+#include "tools/ctl/server_watch.h"
 #include "tools/ctl/status_client.h"
+#include "tools/ctl/stop_signals.h"
 #include "tools/ctl/supervisor.h"
 #include "tools/ctl/worker_command.h"
 
@@ -33,28 +35,10 @@ namespace {
 constexpr absl::Duration kStartupTimeout = absl::Seconds(60);
 constexpr absl::Duration kStopGrace = absl::Seconds(5);
 constexpr absl::Duration kProgressEvery = absl::Seconds(1);
-
-int signal_pipe[2] = {-1, -1};
-
-void OnSignal(int signo) {
-  const char c = static_cast<char>(signo);
-  (void)!write(signal_pipe[1], &c, 1);
-}
-
-// Reads the signal that woke us, if any; 0 when none.
-int TakeSignal() {
-  char c = 0;
-  return read(signal_pipe[0], &c, 1) == 1 ? c : 0;
-}
-
-void InstallSignalHandlers() {
-  if (pipe2(signal_pipe, O_CLOEXEC | O_NONBLOCK) != 0) return;
-  struct sigaction sa = {};
-  sa.sa_handler = OnSignal;
-  sigemptyset(&sa.sa_mask);
-  sigaction(SIGINT, &sa, nullptr);
-  sigaction(SIGTERM, &sa, nullptr);
-}
+// How long a server may take to answer the status call of the watch, and
+// the shortest silence it takes for dead (a short lease is the workers').
+constexpr absl::Duration kProbeTimeout = absl::Seconds(1);
+constexpr absl::Duration kMinSilence = absl::Seconds(5);
 
 void Say(const std::string& line) {
   std::printf("paramctl: %s\n", line.c_str());
@@ -80,7 +64,10 @@ class JobRun {
         config_(std::move(config)),
         security_(std::move(security)),
         launch_(NewLaunchId()),
-        started_(absl::Now()) {}
+        started_(absl::Now()),
+        watch_(config_.num_shards(),
+               std::max(kMinSilence,
+                        absl::Seconds(config_.liveness.lease_seconds))) {}
 
   int Run() {
     absl::StatusOr<std::unique_ptr<RunFolder>> folder = RunFolder::Create();
@@ -181,6 +168,7 @@ class JobRun {
     }
     p.index = *index;
     p.restart_at = absl::InfiniteFuture();
+    if (p.server) watch_.Started(p.id, absl::Now());
     Say(absl::StrCat(p.restarts > 0 ? "restarted " : "started ", p.name,
                      " (pid ", sup_.child(*index).pid, ")"));
     return true;
@@ -213,11 +201,11 @@ class JobRun {
     int ready = 0;
     while (ready < config_.num_shards()) {
       if (int code =
-              HandleExits(sup_.Poll(absl::Milliseconds(20), signal_pipe[0]));
+              HandleExits(sup_.Poll(absl::Milliseconds(20), StopSignalFd()));
           code >= 0) {
         return code;
       }
-      if (int signo = TakeSignal(); signo != 0) return Interrupted(signo);
+      if (int signo = TakeStopSignal(); signo != 0) return Interrupted(signo);
       for (int k = 0; k < config_.num_shards(); ++k) {
         if (!addresses_[k].empty()) continue;
         if (const int port = folder_->ReadPort(k); port > 0) {
@@ -287,14 +275,15 @@ class JobRun {
     absl::Time next_progress = absl::Now() + kProgressEvery;
     while (workers_done_ < config_.num_workers) {
       if (int code =
-              HandleExits(sup_.Poll(absl::Milliseconds(200), signal_pipe[0]));
+              HandleExits(sup_.Poll(absl::Milliseconds(200), StopSignalFd()));
           code >= 0) {
         return code;
       }
-      if (int signo = TakeSignal(); signo != 0) return Interrupted(signo);
+      if (int signo = TakeStopSignal(); signo != 0) return Interrupted(signo);
       if (int code = RestartDue(); code >= 0) return code;
       if (absl::Now() >= next_progress) {
         ReportProgress();
+        KillSilentServers();
         next_progress = absl::Now() + kProgressEvery;
       }
     }
@@ -324,6 +313,32 @@ class JobRun {
       Say(absl::StrCat("summary written to ", options_.summary_path));
     }
     return 0;
+  }
+
+  // SIGKILLs every running server that has answered no status call for
+  // longer than the lease (ServerWatch): HandleExits then restarts it.
+  void KillSilentServers() {
+    const std::vector<ServerStatus> status =
+        QueryAllStatus(addresses_, security_, kProbeTimeout);
+    std::vector<bool> answered, running;
+    for (const Proc& p : procs_) {
+      if (!p.server) continue;
+      answered.push_back(status[p.id].status.ok());
+      running.push_back(p.restart_at == absl::InfiniteFuture());
+    }
+    const absl::Time now = absl::Now();
+    for (int shard : watch_.Observe(answered, running, now)) {
+      // Servers come first in procs_, in shard order.
+      const ChildInfo& c = sup_.child(procs_[shard].index);
+      Say(absl::StrFormat(
+          "server %d (pid %d) answered no status call for %.1fs (more "
+          "than %s: liveness.lease_seconds, at least 5s): killing it, to "
+          "restart it",
+          shard, c.pid, absl::ToDoubleSeconds(watch_.Silence(shard, now)),
+          absl::FormatDuration(watch_.lease())));
+      kill(c.pid, SIGKILL);
+      watch_.Started(shard, now);  // Not again before it is restarted.
+    }
   }
 
   // The bytes one worker step pushes, from every shard's counters.
@@ -390,6 +405,7 @@ class JobRun {
   // servers never take workers of another start of the same job.
   const std::string launch_;
   const absl::Time started_;
+  ServerWatch watch_;
   absl::Time workers_started_ = absl::InfinitePast();
   std::unique_ptr<RunFolder> folder_;
   // Where the servers checkpoint: checkpoint.dir, or when the job names
@@ -466,7 +482,7 @@ int RunJob(const RunOptions& options) {
                  std::string(security.status().message()).c_str());
     return 1;
   }
-  InstallSignalHandlers();
+  InstallStopSignals();
   return JobRun(options, *std::move(config), *std::move(security)).Run();
 }
 
