@@ -64,7 +64,7 @@ TEST_CASE("a row's initial values depend on seed, table and row only",
   // The distribution: normal(0, 0.5) and uniform(±0.5) over many rows.
   EmbeddingTableConfig uniform = normal;
   uniform.init = "uniform";
-  double sum = 0, squares = 0, max_abs = 0;
+  double sum = 0, squares = 0;
   double usum = 0, usquares = 0, umax = 0;
   constexpr int kRows = 20000;
   for (int r = 0; r < kRows; ++r) {
