@@ -4,8 +4,6 @@
 #include <grpcpp/impl/rpc_service_method.h>
 #include <grpcpp/support/method_handler.h>
 
-#include <deque>
-
 #include "absl/strings/str_cat.h"
 #include "common/base/status_macros.h"
 #include "common/rpc/credentials.h"
@@ -13,75 +11,12 @@
 #include "common/rpc/grpc_status.h"
 #include "common/wire/row_wire.h"
 #include "common/wire/wire_format.h"
+#include "server/rpc/byte_methods.h"
+#include "server/rpc/push_pieces.h"
 #include "server/rpc/step_stream_reactor.h"
 #include "server/rpc/stream_reactors.h"
-#include "server/shard/push_assembler.h"
 
 namespace paramd {
-namespace {
-
-// The largest request other than a push: a few ids and numbers.
-constexpr int64_t kSmallMessageBytes = 1 << 20;
-
-// RESOURCE_EXHAUSTED when `bytes` is over `limit`. gRPC's own size limit
-// is off on the server (see ParameterServer::Start): the handlers check
-// every message they read, so that a message over the limit always fails
-// its call the same way, whatever arrived before it.
-absl::Status CheckSize(absl::string_view what, const grpc::ByteBuffer& bytes,
-                       int64_t limit) {
-  if (static_cast<int64_t>(bytes.Length()) <= limit) return absl::OkStatus();
-  return absl::ResourceExhaustedError(
-      absl::StrCat(what, ": message of ", bytes.Length(),
-                   " bytes is over this shard's limit of ", limit, " bytes"));
-}
-
-// Parses `bytes` as a `Request`, calls `call(request, &response)` and
-// serializes the response. Bytes that do not parse are INVALID_ARGUMENT
-// naming the RPC and the message (gRPC's own parser would answer INTERNAL
-// with no message).
-template <typename Request, typename Response, typename Call>
-grpc::Status ServeMessage(const char* rpc, const grpc::ByteBuffer& bytes,
-                          grpc::ByteBuffer* reply, Call call) {
-  if (absl::Status s = CheckSize(rpc, bytes, kSmallMessageBytes); !s.ok()) {
-    return ToGrpcStatus(s);
-  }
-  Request request;
-  if (!ParseMessage(bytes, &request)) {
-    return ToGrpcStatus(absl::InvalidArgumentError(
-        absl::StrCat(rpc, ": malformed ", Request::descriptor()->name(), " (",
-                     bytes.Length(), " bytes that do not parse)")));
-  }
-  Response response;
-  if (absl::Status s = call(request, &response); !s.ok()) {
-    return ToGrpcStatus(s);
-  }
-  *reply = SerializeMessage(response);
-  return grpc::Status::OK;
-}
-
-// Adds the unary method `name` (`rpc` in messages) to `service`, served
-// by `handler` once the call carries the job's token.
-template <typename Service>
-void AddByteMethod(Service* service, const char* name, const char* rpc,
-                   const JobSecurity* security,
-                   grpc::Status (Service::*handler)(grpc::ServerContext*,
-                                                    const grpc::ByteBuffer*,
-                                                    grpc::ByteBuffer*)) {
-  service->AddRawMethod(new grpc::internal::RpcServiceMethod(
-      name, grpc::internal::RpcMethod::NORMAL_RPC,
-      new grpc::internal::RpcMethodHandler<Service, grpc::ByteBuffer,
-                                           grpc::ByteBuffer>(
-          [handler, rpc, security](Service* s, grpc::ServerContext* context,
-                                   const grpc::ByteBuffer* request,
-                                   grpc::ByteBuffer* response) {
-            grpc::Status auth = CheckCallToken(*security, *context, rpc);
-            if (!auth.ok()) return auth;
-            return (s->*handler)(context, request, response);
-          },
-          service)));
-}
-
-}  // namespace
 
 std::string GrpcParameterService::MethodName(const char* rpc) {
   return absl::StrCat("/", proto::ParameterService::service_full_name(), "/",
@@ -322,40 +257,6 @@ std::vector<grpc::ByteBuffer> GrpcParameterService::PullParts(
   return parts;
 }
 
-absl::Status CutOff(const PushPieces& step) {
-  return absl::InvalidArgumentError(absl::StrCat(
-      step.rpc, ": the stream ended after message ", step.frames.size(),
-      " of a push whose `more` said another follows; nothing applied"));
-}
-
-absl::StatusOr<bool> GrpcParameterService::AddPiece(
-    const grpc::ByteBuffer& message, PushPieces* step) {
-  const std::string what =
-      absl::StrCat(step->rpc, " message ", step->frames.size() + 1);
-  RETURN_IF_ERROR(CheckSize(what, message, shard_->max_message_bytes()));
-  step->frames.emplace_back();
-  if (absl::Status s = step->frames.back().Take(message); !s.ok()) {
-    return absl::Status(s.code(), absl::StrCat(what, ": ", s.message()));
-  }
-  RETURN_IF_ERROR(step->push.Add(step->frames.back().segments()));
-  return step->push.more();
-}
-
-absl::StatusOr<proto::PullRequest> GrpcParameterService::ApplyStep(
-    PushPieces* step, bool cancelled, uint32_t* reply_bytes) {
-  proto::PushResponse pushed;
-  RETURN_IF_ERROR(step->push.Finish(cancelled, &pushed));
-  const PushView& view = step->push.push();
-  // The pull of the next clock, as PushPull's.
-  proto::PullRequest pull;
-  pull.set_job_id(view.job_id);
-  pull.set_rank(view.rank);
-  pull.set_clock(view.clock + 1);
-  pull.set_dtype(static_cast<proto::DType>(view.pull_dtype));
-  *reply_bytes = view.reply_message_bytes;
-  return pull;
-}
-
 grpc::Status GrpcParameterService::StepStream(
     grpc::ServerContext* context,
     grpc::ServerReaderWriter<grpc::ByteBuffer, grpc::ByteBuffer>* stream) {
@@ -367,15 +268,15 @@ grpc::Status GrpcParameterService::StepStream(
     bool more = true;
     while (more && stream->Read(&request)) {
       faults_->link.Transfer(LinkShaper::kIn, request.Length());
-      absl::StatusOr<bool> next = AddPiece(request, &step);
+      absl::StatusOr<bool> next = step.Add(request);
       if (!next.ok()) return ToGrpcStatus(next.status());
       more = *next;
     }
-    if (step.frames.empty()) return grpc::Status::OK;
-    if (more) return ToGrpcStatus(CutOff(step));
+    if (step.messages() == 0) return grpc::Status::OK;
+    if (more) return ToGrpcStatus(step.CutOff());
     uint32_t reply_bytes = 0;
     absl::StatusOr<proto::PullRequest> pull =
-        ApplyStep(&step, context->IsCancelled(), &reply_bytes);
+        step.Apply(context->IsCancelled(), &reply_bytes);
     if (!pull.ok()) return ToGrpcStatus(pull.status());
     std::shared_ptr<const ParamSnapshot> snapshot;
     if (absl::Status s = AwaitPull(context, *pull, &snapshot); !s.ok()) {
@@ -459,14 +360,13 @@ grpc::Status GrpcParameterService::PushStream(
   while (reader->Read(&message)) {
     arrived = faults_->link.Reserve(LinkShaper::kIn, message.Length());
     // The stream's end ends the push; PushRequest.more is not needed.
-    if (absl::StatusOr<bool> more = AddPiece(message, &push); !more.ok()) {
+    if (absl::StatusOr<bool> more = push.Add(message); !more.ok()) {
       return ToGrpcStatus(more.status());
     }
   }
   faults_->link.SleepUntil(arrived);
   proto::PushResponse reply;
-  if (absl::Status s = push.push.Finish(context->IsCancelled(), &reply);
-      !s.ok()) {
+  if (absl::Status s = push.Finish(context->IsCancelled(), &reply); !s.ok()) {
     return ToGrpcStatus(s);
   }
   *response = SerializeMessage(reply);
@@ -525,55 +425,6 @@ grpc::Status GrpcParameterService::ReportEpoch(grpc::ServerContext*,
       "ReportEpoch", *request, response,
       [this](const proto::ReportEpochRequest& r, proto::ReportEpochResponse*) {
         return shard_->ReportEpoch(r);
-      });
-}
-
-GrpcStatusService::GrpcStatusService(Shard* shard, const JobSecurity* security)
-    : shard_(shard) {
-  name_ = absl::StrCat("/", proto::StatusService::service_full_name(),
-                       "/GetStatus");
-  AddByteMethod(this, name_.c_str(), "GetStatus", security,
-                &GrpcStatusService::GetStatus);
-  checkpoint_name_ = absl::StrCat(
-      "/", proto::StatusService::service_full_name(), "/Checkpoint");
-  AddByteMethod(this, checkpoint_name_.c_str(), "Checkpoint", security,
-                &GrpcStatusService::Checkpoint);
-  trace_name_ =
-      absl::StrCat("/", proto::StatusService::service_full_name(), "/Trace");
-  AddByteMethod(this, trace_name_.c_str(), "Trace", security,
-                &GrpcStatusService::Trace);
-}
-
-grpc::Status GrpcStatusService::GetStatus(grpc::ServerContext*,
-                                          const grpc::ByteBuffer* request,
-                                          grpc::ByteBuffer* response) {
-  return ServeMessage<proto::GetStatusRequest, proto::ShardStatus>(
-      "GetStatus", *request, response,
-      [this](const proto::GetStatusRequest&, proto::ShardStatus* out) {
-        shard_->GetStatus(out);
-        return absl::OkStatus();
-      });
-}
-
-grpc::Status GrpcStatusService::Checkpoint(grpc::ServerContext*,
-                                           const grpc::ByteBuffer* request,
-                                           grpc::ByteBuffer* response) {
-  return ServeMessage<proto::CheckpointRequest, proto::CheckpointResponse>(
-      "Checkpoint", *request, response,
-      [this](const proto::CheckpointRequest&, proto::CheckpointResponse* out) {
-        ASSIGN_OR_RETURN(*out, shard_->CheckpointNow());
-        return absl::OkStatus();
-      });
-}
-
-grpc::Status GrpcStatusService::Trace(grpc::ServerContext*,
-                                      const grpc::ByteBuffer* request,
-                                      grpc::ByteBuffer* response) {
-  return ServeMessage<proto::TraceRequest, proto::TraceResponse>(
-      "Trace", *request, response,
-      [this](const proto::TraceRequest& r, proto::TraceResponse* out) {
-        ASSIGN_OR_RETURN(*out, shard_->Trace(r));
-        return absl::OkStatus();
       });
 }
 

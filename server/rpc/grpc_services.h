@@ -8,32 +8,15 @@
 #include <grpcpp/support/byte_buffer.h>
 #include <grpcpp/support/sync_stream.h>
 
-#include <deque>
 #include <string>
 #include <vector>
 
 #include "common/rpc/credentials.h"
-#include "common/rpc/grpc_frames.h"
 #include "proto/paramd.grpc.pb.h"
 #include "server/faults/transport_faults.h"
-#include "server/shard/push_assembler.h"
 #include "server/shard/shard.h"
 
 namespace paramd {
-
-// A push while its pieces arrive (a PushStream, or a StepStream step
-// linked by PushRequest.more): each message's bytes stay here, referenced
-// by the assembled push, until it is applied. `rpc` names the call in
-// errors.
-struct PushPieces {
-  PushPieces(Shard* shard, const char* rpc) : rpc(rpc), push(shard, rpc) {}
-  const char* const rpc;
-  std::deque<ReceivedFrame> frames;
-  PushAssembler push;
-};
-// The refusal of `step` when its stream ended before the message whose
-// `more` is unset: nothing of it was applied.
-absl::Status CutOff(const PushPieces& step);
 
 // proto::ParameterService, assembled by hand rather than from the
 // generated base class so that Push and Pull can keep tensor bytes out of
@@ -117,15 +100,6 @@ class GrpcParameterService final : public grpc::Service {
   absl::Status ApplyPush(const char* rpc, const grpc::ByteBuffer& request,
                          PushView* view, proto::PushResponse* reply,
                          PushHandler apply = &Shard::Push);
-  // Takes the next message of a push into `step` (checked as it comes;
-  // errors name the message); returns whether it says more pieces follow.
-  absl::StatusOr<bool> AddPiece(const grpc::ByteBuffer& message,
-                                PushPieces* step);
-  // Applies `step`'s whole push (a StepStream step's) and returns the pull
-  // that answers it (of its clock + 1); `reply_bytes` receives the
-  // reply's message size (0: one message).
-  absl::StatusOr<proto::PullRequest> ApplyStep(PushPieces* step, bool cancelled,
-                                               uint32_t* reply_bytes);
   // Checks the size of a PullRequest and parses it into `*pull`.
   absl::Status ParsePull(const char* rpc, const grpc::ByteBuffer& request,
                          proto::PullRequest* pull);
@@ -178,34 +152,6 @@ class GrpcParameterService final : public grpc::Service {
 // proto::StatusService (GetStatus, Checkpoint, Trace), assembled by hand like
 // the parameter service so that a malformed request is INVALID_ARGUMENT
 // naming it.
-class GrpcStatusService final : public grpc::Service {
- public:
-  // As GrpcParameterService: the status RPC needs the token too.
-  GrpcStatusService(Shard* shard, const JobSecurity* security);
-
-  // Adds a method built outside the class (grpc::Service::AddMethod is
-  // protected); the service owns it.
-  void AddRawMethod(grpc::internal::RpcServiceMethod* method) {
-    AddMethod(method);
-  }
-
- private:
-  grpc::Status GetStatus(grpc::ServerContext* context,
-                         const grpc::ByteBuffer* request,
-                         grpc::ByteBuffer* response);
-  grpc::Status Checkpoint(grpc::ServerContext* context,
-                          const grpc::ByteBuffer* request,
-                          grpc::ByteBuffer* response);
-  grpc::Status Trace(grpc::ServerContext* context,
-                     const grpc::ByteBuffer* request,
-                     grpc::ByteBuffer* response);
-
-  Shard* const shard_;
-  // gRPC keeps pointers to the method names.
-  std::string name_;
-  std::string checkpoint_name_;
-  std::string trace_name_;
-};
 
 }  // namespace paramd
 

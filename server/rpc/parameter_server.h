@@ -16,6 +16,7 @@
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "server/rpc/grpc_services.h"
+#include "server/rpc/grpc_status_service.h"
 #include "server/shard/shard.h"
 
 namespace paramd {

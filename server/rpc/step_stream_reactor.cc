@@ -28,14 +28,14 @@ void StepStreamReactor::OnReadDone(bool ok) {
   if (!ok) {
     // The worker half-closed (or the call is over); a push it left in
     // pieces is never applied.
-    End(pieces_ == nullptr ? absl::OkStatus() : CutOff(*pieces_));
+    End(pieces_ == nullptr ? absl::OkStatus() : pieces_->CutOff());
     return;
   }
   if (pieces_ == nullptr) {
     pieces_ = std::make_unique<PushPieces>(service_->shard_, "StepStream");
   }
   // Outside a step until the push is whole: nothing of it is in the shard.
-  absl::StatusOr<bool> more = service_->AddPiece(request_, pieces_.get());
+  absl::StatusOr<bool> more = pieces_->Add(request_);
   if (!more.ok()) {
     End(more.status());
     return;
@@ -56,7 +56,7 @@ void StepStreamReactor::OnReadDone(bool ok) {
   }
   const std::unique_ptr<PushPieces> step = std::move(pieces_);
   absl::StatusOr<proto::PullRequest> pull =
-      service_->ApplyStep(step.get(), /*cancelled=*/false, &reply_bytes_);
+      step->Apply(/*cancelled=*/false, &reply_bytes_);
   if (!pull.ok()) {
     EndStep(pull.status());
     return;

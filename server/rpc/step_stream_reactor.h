@@ -26,6 +26,7 @@
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "server/rpc/grpc_services.h"
+#include "server/rpc/push_pieces.h"
 #include "server/rpc/waiting_pull.h"
 
 namespace paramd {

@@ -28,8 +28,7 @@ PushStreamReactor::PushStreamReactor(GrpcParameterService* service,
 void PushStreamReactor::OnReadDone(bool ok) {
   if (ok) {
     // The stream's end ends the push; PushRequest.more is not needed.
-    if (absl::StatusOr<bool> more = service_->AddPiece(message_, &push_);
-        !more.ok()) {
+    if (absl::StatusOr<bool> more = push_.Add(message_); !more.ok()) {
       Finish(ToGrpcStatus(more.status()));
       return;
     }
@@ -38,7 +37,7 @@ void PushStreamReactor::OnReadDone(bool ok) {
   }
   // The worker closed its side (or went away: nothing is applied then).
   proto::PushResponse reply;
-  const absl::Status s = push_.push.Finish(context_->IsCancelled(), &reply);
+  const absl::Status s = push_.Finish(context_->IsCancelled(), &reply);
   if (s.ok()) *response_ = SerializeMessage(reply);
   Finish(ToGrpcStatus(s));
 }

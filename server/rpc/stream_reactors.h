@@ -22,6 +22,7 @@
 
 #include "absl/status/statusor.h"
 #include "server/rpc/grpc_services.h"
+#include "server/rpc/push_pieces.h"
 #include "server/rpc/waiting_pull.h"
 
 namespace paramd {
