@@ -171,6 +171,11 @@ absl::Status GrpcParameterService::WaitPull(
   return AwaitPull(context, *pull, snapshot);
 }
 
+int64_t PullStreamMessageBytes(const proto::PullRequest& pull) {
+  return pull.stream_message_bytes() > 0 ? pull.stream_message_bytes()
+                                         : kStreamMessageBytes;
+}
+
 absl::Status GrpcParameterService::ParsePull(const char* rpc,
                                              const grpc::ByteBuffer& request,
                                              proto::PullRequest* pull) {
@@ -306,11 +311,7 @@ absl::Status GrpcParameterService::PushThenPull(const char* rpc,
   RETURN_IF_ERROR(ApplyPush(rpc, request, &view, &pushed));
   // The pull of the next clock, on this thread: no hand-off between the
   // push that completes a version and the pull that waits for it.
-  proto::PullRequest pull;
-  pull.set_job_id(view.job_id);
-  pull.set_rank(view.rank);
-  pull.set_clock(view.clock + 1);
-  pull.set_dtype(static_cast<proto::DType>(view.pull_dtype));
+  const proto::PullRequest pull = PullAfter(view);
   std::shared_ptr<const ParamSnapshot> snapshot;
   RETURN_IF_ERROR(AwaitPull(context, pull, &snapshot));
   *response = PullFrame(snapshot, 0, snapshot->params.size(),
@@ -388,12 +389,9 @@ grpc::Status GrpcParameterService::PullStream(
     return ToGrpcStatus(lost);
   }
   const bool half = pull.dtype() == proto::DTYPE_FLOAT16;
-  const int64_t message_bytes = pull.stream_message_bytes() > 0
-                                    ? pull.stream_message_bytes()
-                                    : kStreamMessageBytes;
   // Every part booked on the link at once; each leaves when it would have.
   std::vector<grpc::ByteBuffer> parts =
-      PullParts(snapshot, half, message_bytes);
+      PullParts(snapshot, half, PullStreamMessageBytes(pull));
   std::vector<absl::Time> sent;
   for (const grpc::ByteBuffer& part : parts) {
     sent.push_back(faults_->link.Reserve(LinkShaper::kOut, part.Length()));

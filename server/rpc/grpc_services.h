@@ -27,6 +27,10 @@ namespace paramd {
 // PushRequest/PullResponse, so any protobuf client can call them; the
 // other methods use the protobuf messages as generated. Every method
 // checks the job token first (UNAUTHENTICATED without it).
+// The message size a PullStream's reply is cut at: its
+// stream_message_bytes, or kStreamMessageBytes when unset.
+int64_t PullStreamMessageBytes(const proto::PullRequest& pull);
+
 class GrpcParameterService final : public grpc::Service {
  public:
   // Every call must carry `security`'s token (when it has one); `security`

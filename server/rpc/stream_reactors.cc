@@ -59,9 +59,7 @@ PullStreamReactor::PullStreamReactor(GrpcParameterService* service,
     return;
   }
   const bool half = pull.dtype() == proto::DTYPE_FLOAT16;
-  const int64_t message_bytes = pull.stream_message_bytes() > 0
-                                    ? pull.stream_message_bytes()
-                                    : kStreamMessageBytes;
+  const int64_t message_bytes = PullStreamMessageBytes(pull);
   // Waits without a thread; the call's deadline or the worker's cancel
   // ends the wait through OnCancel.
   pull_.Start(pull,

@@ -282,12 +282,17 @@ class JobRun {
       if (int signo = TakeStopSignal(); signo != 0) return Interrupted(signo);
       if (int code = RestartDue(); code >= 0) return code;
       if (absl::Now() >= next_progress) {
-        ReportProgress();
-        KillSilentServers();
+        // One round of status calls serves the progress lines and the
+        // watch over silent servers.
+        const std::vector<ServerStatus> status =
+            QueryAllStatus(addresses_, security_, kProbeTimeout);
+        ReportProgress(status[0].status);
+        KillSilentServers(status);
         next_progress = absl::Now() + kProgressEvery;
       }
     }
-    ReportProgress();
+    ReportProgress(
+        QueryShardStatus(addresses_[0], security_, absl::Seconds(2)));
     const bool complete = epochs_.count(config_.training.epochs) > 0;
     MeasurePushBytes();
     std::vector<int> servers;
@@ -315,11 +320,10 @@ class JobRun {
     return 0;
   }
 
-  // SIGKILLs every running server that has answered no status call for
-  // longer than the lease (ServerWatch): HandleExits then restarts it.
-  void KillSilentServers() {
-    const std::vector<ServerStatus> status =
-        QueryAllStatus(addresses_, security_, kProbeTimeout);
+  // Given a round of every server's `status`, SIGKILLs each running server
+  // that has answered no status call for longer than the lease
+  // (ServerWatch): HandleExits then restarts it.
+  void KillSilentServers(const std::vector<ServerStatus>& status) {
     std::vector<bool> answered, running;
     for (const Proc& p : procs_) {
       if (!p.server) continue;
@@ -347,9 +351,8 @@ class JobRun {
         QueryAllStatus(addresses_, security_, absl::Seconds(2)));
   }
 
-  // Prints every newly completed epoch from shard 0's status.
-  void ReportProgress() {
-    auto status = QueryShardStatus(addresses_[0], security_, absl::Seconds(2));
+  // Prints every newly completed epoch from shard 0's `status`.
+  void ReportProgress(const absl::StatusOr<proto::ShardStatus>& status) {
     if (!status.ok()) return;
     for (const proto::EpochMetrics& e : status->epochs()) {
       // A restarted or resumed shard 0 serves the epochs its checkpoint

@@ -57,10 +57,9 @@ void StepStream::Step(std::vector<grpc::ByteBuffer> messages, PullSink* sink,
       for (grpc::ByteBuffer& message : messages) {
         // Each write's own hold, taken while the call's keeps OnDone away.
         AddHold();
-        out_.push_back(std::move(message));
-        out_written_.push_back(nullptr);
+        out_.push_back({std::move(message)});
       }
-      if (!out_written_.empty()) out_written_.back() = written;
+      if (!out_.empty()) out_.back().written = written;
       // The last step's final write may not have reported done yet,
       // though its reply came: this one's then follow from OnWriteDone.
       start = !writing_ && !out_.empty();
@@ -71,7 +70,7 @@ void StepStream::Step(std::vector<grpc::ByteBuffer> messages, PullSink* sink,
     done(std::move(over));
     return;
   }
-  if (start) StartWrite(&out_.front());
+  if (start) StartWrite(&out_.front().message);
 }
 
 void StepStream::OnWriteDone(bool) {
@@ -80,11 +79,10 @@ void StepStream::OnWriteDone(bool) {
   grpc::ByteBuffer* next = nullptr;
   {
     absl::MutexLock lock(&mu_);
-    if (out_written_.front() != nullptr) *out_written_.front() = absl::Now();
+    if (out_.front().written != nullptr) *out_.front().written = absl::Now();
     out_.pop_front();
-    out_written_.pop_front();
     writing_ = !out_.empty();
-    if (writing_) next = &out_.front();
+    if (writing_) next = &out_.front().message;
   }
   if (next != nullptr) StartWrite(next);
   RemoveHold();
@@ -117,9 +115,9 @@ void StepStream::OnReadDone(bool ok) {
     done_ = nullptr;
     // The reply came before gRPC reported its writes done: their times are
     // had now, for the step that is about to end cannot take them later.
-    for (absl::Time*& w : out_written_) {
-      if (w != nullptr) *w = absl::Now();
-      w = nullptr;
+    for (Write& w : out_) {
+      if (w.written != nullptr) *w.written = absl::Now();
+      w.written = nullptr;
     }
     sink_ = nullptr;
   }

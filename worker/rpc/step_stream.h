@@ -63,13 +63,15 @@ class StepStream final
   std::unique_ptr<grpc::ClientContext> context_;
   grpc::ByteBuffer in_;
   mutable absl::Mutex mu_;
+  struct Write {
+    grpc::ByteBuffer message;
+    absl::Time* written = nullptr;  // Where its write time goes, if anywhere.
+  };
   // The write in flight (the front, while writing_) and those after it,
   // of this step and (its reply came before gRPC reported the last write
   // done) the next. A deque: an element stays where it is while others
   // are added, so gRPC may read the front outside the lock.
-  std::deque<grpc::ByteBuffer> out_ ABSL_GUARDED_BY(mu_);
-  // By message of out_: where its write time goes (null: nowhere).
-  std::deque<absl::Time*> out_written_ ABSL_GUARDED_BY(mu_);
+  std::deque<Write> out_ ABSL_GUARDED_BY(mu_);
   bool writing_ ABSL_GUARDED_BY(mu_) = false;
   PullSink* sink_ ABSL_GUARDED_BY(mu_) = nullptr;
   std::function<void(absl::Status)> done_ ABSL_GUARDED_BY(mu_);
