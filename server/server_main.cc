@@ -15,13 +15,21 @@
 // listens on every interface at its port from the placement rule
 // (common/launch/slurm.h), and refuses to start on another node than the
 // rule's.
+// With replication.factor 2, --backup starts it as shard K's backup
+// (listening at replication.backups[K] unless --listen says otherwise);
+// --peer HOST:PORT is the other replica (default: the job file's). A
+// primary that learns its backup took over exits with status 3; started
+// again, it rejoins as the backup.
 #include <signal.h>
 #include <unistd.h>
 
+#include <atomic>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
 #include <string>
+#include <thread>
 
 #include "absl/strings/str_cat.h"
 #include "common/base/status_macros.h"
@@ -38,6 +46,7 @@ namespace {
 constexpr char kUsage[] =
     "usage: paramd-server --job J.yaml --shard K [--listen HOST:PORT] "
     "[--port_file PATH] [--launch ID] [--fresh] [--checkpoint_dir DIR] "
+    "[--backup] [--peer HOST:PORT] "
     "[--metrics_listen HOST:PORT] "
     "[--metrics_port_file PATH] [--log_level LEVEL]";
 
@@ -48,6 +57,7 @@ sigset_t BlockStopSignals() {
   sigemptyset(&signals);
   sigaddset(&signals, SIGINT);
   sigaddset(&signals, SIGTERM);
+  sigaddset(&signals, SIGUSR1);  // The shard's backup took over.
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
   return signals;
 }
@@ -58,6 +68,9 @@ sigset_t BlockStopSignals() {
 absl::StatusOr<std::string> ListenAddress(const DaemonStart& start) {
   const JobConfig& config = start.config;
   if (start.flags.Has("listen")) return start.flags.Get("listen", "");
+  if (start.flags.Has("backup")) {
+    return config.replication.backups[start.id];
+  }
   const std::string& own = config.servers[start.id];
   if (!config.servers_from_slurm) return own;
   std::string host;
@@ -108,6 +121,29 @@ int Serve(const DaemonStart& start, ParameterServer& server) {
       return 1;
     }
   }
+  std::thread replaced_watch;
+  std::atomic<bool> stopping{false};
+  if (config.replication.enabled()) {
+    const bool backup = start.flags.Has("backup");
+    const std::string peer =
+        start.flags.Get("peer", backup ? config.servers[shard_id]
+                                       : config.replication.backups[shard_id]);
+    if (absl::Status s = server.StartReplica(peer); !s.ok()) {
+      spdlog::error("shard {}: {}", shard_id, std::string(s.message()));
+      server.Shutdown();
+      return 1;
+    }
+    // A replaced primary serves nothing: it stops (status 3).
+    replaced_watch = std::thread([&server, &stopping] {
+      while (!stopping.load()) {
+        if (server.shard()->replica()->replaced()) {
+          kill(getpid(), SIGUSR1);
+          return;
+        }
+        std::this_thread::sleep_for(std::chrono::milliseconds(50));
+      }
+    });
+  }
   const absl::Time started = absl::Now();
   absl::StatusOr<std::unique_ptr<MetricsEndpoint>> metrics =
       StartMetricsEndpoint(start, shard_id, [&server, started] {
@@ -125,8 +161,18 @@ int Serve(const DaemonStart& start, ParameterServer& server) {
   }
   int signal_number = 0;
   sigwait(&signals, &signal_number);
-  spdlog::info("shard {}: signal {} received, shutting down", shard_id,
-               signal_number);
+  stopping.store(true);
+  if (replaced_watch.joinable()) replaced_watch.join();
+  const bool replaced = signal_number == SIGUSR1;
+  if (replaced) {
+    spdlog::error(
+        "shard {}: replaced by its backup; exiting (start it "
+        "again to rejoin as the backup)",
+        shard_id);
+  } else {
+    spdlog::info("shard {}: signal {} received, shutting down", shard_id,
+                 signal_number);
+  }
   if (!config.checkpoint.dir.empty()) {
     absl::StatusOr<proto::CheckpointResponse> written =
         server.shard()->CheckpointNow();
@@ -138,7 +184,7 @@ int Serve(const DaemonStart& start, ParameterServer& server) {
   if (*metrics != nullptr) (*metrics)->Stop();
   server.Shutdown();
   server.Wait();
-  return 0;
+  return replaced ? 3 : 0;
 }
 
 int Run(int argc, char** argv) {
@@ -147,8 +193,8 @@ int Run(int argc, char** argv) {
       StartDaemon({"paramd-server",
                    kUsage,
                    "shard",
-                   {"listen", "port_file", "launch", "checkpoint_dir"},
-                   {"fresh"}},
+                   {"listen", "port_file", "launch", "checkpoint_dir", "peer"},
+                   {"fresh", "backup"}},
                   argc, argv, &exit_code);
   if (!start) return exit_code;
   if (start->flags.Has("checkpoint_dir")) {
@@ -156,9 +202,17 @@ int Run(int argc, char** argv) {
     // whatever the job file says.
     start->config.checkpoint.dir = start->flags.Get("checkpoint_dir", "");
   }
+  const bool backup = start->flags.Has("backup");
+  if (backup && !start->config.replication.enabled()) {
+    std::fprintf(stderr,
+                 "paramd-server: --backup: the job has no replicas "
+                 "(replication.factor 1)\n");
+    return 1;
+  }
   absl::StatusOr<std::unique_ptr<ParameterServer>> server =
-      ParameterServer::Create(start->config, start->id, nullptr,
-                              ShardOptions{nullptr, start->flags.Has("fresh")});
+      ParameterServer::Create(
+          start->config, start->id, nullptr,
+          ShardOptions{nullptr, start->flags.Has("fresh"), backup});
   if (!server.ok()) {
     std::fprintf(stderr, "paramd-server: %s\n",
                  std::string(server.status().message()).c_str());

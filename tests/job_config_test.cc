@@ -283,6 +283,28 @@ TEST_CASE("each bad job file names file, line and field", "[config]") {
       {"worker command argument not a string",
        good + "worker:\n  command: [python3, [a]]\n", "worker.command[1]",
        "command: [", "expected a string"},
+      {"replication factor out of range", good + "replication:\n  factor: 3\n",
+       "replication.factor", "factor: 3",
+       "must be 1 (no replicas) or 2 (a backup per shard)"},
+      {"replicas without their addresses", good + "replication:\n  factor: 2\n",
+       "replication.backups", "factor: 2",
+       "expected a list of 2 \"host:port\" addresses"},
+      {"a backup address short",
+       good + "replication:\n  factor: 2\n  backups: [\"127.0.0.1:0\"]\n",
+       "replication.backups", "backups:", "expected a list of 2"},
+      {"a backup address without a port",
+       good + "replication:\n  factor: 2\n  backups: [\"127.0.0.1:0\", "
+              "nohost]\n",
+       "replication.backups[1]", "backups:", "host:port"},
+      {"a backup address twice",
+       good + "replication:\n  factor: 2\n  backups: [\"127.0.0.1:5\", "
+              "\"127.0.0.1:5\"]\n",
+       "replication.backups[1]", "backups:", "listed twice"},
+      {"backups without replicas",
+       good + "replication:\n  backups: [\"127.0.0.1:5\", "
+              "\"127.0.0.1:6\"]\n",
+       "replication.backups",
+       "backups:", "does not apply: replication.factor is 1"},
       {"bad chunk size",
        absl::StrReplaceAll(good, {{"chunk_bytes: 16384", "chunk_bytes: 6"}}),
        "partition.chunk_bytes", "chunk_bytes: 6", "multiple of 4"},
@@ -299,6 +321,26 @@ TEST_CASE("each bad job file names file, line and field", "[config]") {
       CHECK(error.find('\n') == std::string::npos);
     }
   }
+}
+
+TEST_CASE("the replication section gives each shard a backup", "[config]") {
+  const std::string dir = NewTempDir();
+  const std::string path = WriteFile(
+      dir + "/job.yaml",
+      JobYaml(JobOptions{}) +
+          "replication:\n  factor: 2\n  backups: [\"10.0.0.2:47320\", "
+          "\"10.0.0.1:47321\"]\n");
+  absl::StatusOr<JobConfig> c = LoadJobConfig(path);
+  INFO(c.status().ToString());
+  REQUIRE(c.ok());
+  CHECK(c->replication.enabled());
+  CHECK(c->replication.backups ==
+        std::vector<std::string>{"10.0.0.2:47320", "10.0.0.1:47321"});
+  absl::StatusOr<JobConfig> plain =
+      LoadJobConfig(WriteFile(dir + "/plain.yaml", JobYaml(JobOptions{})));
+  REQUIRE(plain.ok());
+  CHECK_FALSE(plain->replication.enabled());
+  CHECK(plain->replication.backups.empty());
 }
 
 TEST_CASE("the security section resolves its paths and fills defaults",

@@ -1,7 +1,8 @@
 // paramd-worker --job J.yaml --rank R: trains as worker R of the job.
 //
 // --servers HOST:PORT,... overrides the job's cluster.servers (paramctl
-// passes the ports servers bound when the job asks for port 0); --launch ID
+// passes the ports servers bound when the job asks for port 0), and
+// --backups HOST:PORT,... the job's replication.backups; --launch ID
 // is the start of the job it belongs to (see paramd-server). With
 // metrics.port (or --metrics_listen HOST:PORT) it serves Prometheus metrics
 // at /metrics (see paramd-server).
@@ -21,14 +22,15 @@ namespace {
 
 constexpr char kUsage[] =
     "usage: paramd-worker --job J.yaml --rank R [--servers HOST:PORT,...] "
-    "[--launch ID] [--metrics_listen HOST:PORT] [--metrics_port_file PATH] "
+    "[--backups HOST:PORT,...] [--launch ID] [--metrics_listen HOST:PORT] "
+    "[--metrics_port_file PATH] "
     "[--log_level LEVEL]";
 
 int Run(int argc, char** argv) {
   int exit_code = 0;
-  std::optional<DaemonStart> start =
-      StartDaemon({"paramd-worker", kUsage, "rank", {"servers", "launch"}},
-                  argc, argv, &exit_code);
+  std::optional<DaemonStart> start = StartDaemon(
+      {"paramd-worker", kUsage, "rank", {"servers", "backups", "launch"}}, argc,
+      argv, &exit_code);
   if (!start) return exit_code;
   const int rank = start->id;
   std::vector<std::string> servers;
@@ -38,6 +40,10 @@ int Run(int argc, char** argv) {
   }
   GrpcClientOptions client;
   client.launch = start->flags.Get("launch", "");
+  if (start->flags.Has("backups")) {
+    client.backups =
+        absl::StrSplit(start->flags.Get("backups", ""), ',', absl::SkipEmpty());
+  }
   const absl::Time started = absl::Now();
   WorkerMetrics metrics(start->config.job_id, rank);
   TrainerOptions options;

@@ -226,6 +226,17 @@ struct CheckpointConfig {
   int keep = 3;
 };
 
+// Each shard kept on a second server as well (docs/operations.md,
+// "Replicas"): its backup holds the primary's state after every step and
+// serves the shard when the primary dies.
+struct ReplicationConfig {
+  int factor = 1;  // 1: no replicas; 2: a backup for every shard.
+  // With factor 2: where each shard's backup listens, one "host:port" per
+  // shard, in shard order.
+  std::vector<std::string> backups;
+  bool enabled() const { return factor > 1; }
+};
+
 // What `paramctl run` does when a process of the job dies.
 struct RestartConfig {
   int max = 3;  // Restarts per process; 0: a death stops the job.
@@ -389,6 +400,7 @@ struct JobConfig {
   SecurityConfig security;
   CheckpointConfig checkpoint;
   RestartConfig restart;
+  ReplicationConfig replication;
   MetricsConfig metrics;
   TracingConfig tracing;
   CompressionConfig compression;

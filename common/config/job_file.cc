@@ -48,20 +48,21 @@ class JobParser {
     }
     RETURN_IF_ERROR(r_.CheckMapping(
         root, "",
-        {"job", "cluster", "model", "data", "training", "optimizer", "policy",
-         "guard", "liveness", "limits", "security", "checkpoint", "restart",
-         "metrics", "tracing", "compression", "partition", "worker",
-         "testing"}));
-    for (auto step : {&JobParser::ParseJob, &JobParser::ParseCluster,
-                      &JobParser::ParseModel, &JobParser::ParseData,
-                      &JobParser::ParseTraining, &JobParser::ParseOptimizer,
-                      &JobParser::ParsePolicy, &JobParser::ParseGuard,
-                      &JobParser::ParseLiveness, &JobParser::ParseLimits,
-                      &JobParser::ParseSecurity, &JobParser::ParseCheckpoint,
-                      &JobParser::ParseRestart, &JobParser::ParseMetrics,
-                      &JobParser::ParseTracing, &JobParser::ParseCompression,
-                      &JobParser::ParsePartition, &JobParser::ParseWorker,
-                      &JobParser::ParseTesting}) {
+        {"job",       "cluster",     "model",     "data",        "training",
+         "optimizer", "policy",      "guard",     "liveness",    "limits",
+         "security",  "checkpoint",  "restart",   "replication", "metrics",
+         "tracing",   "compression", "partition", "worker",      "testing"}));
+    for (auto step :
+         {&JobParser::ParseJob,         &JobParser::ParseCluster,
+          &JobParser::ParseModel,       &JobParser::ParseData,
+          &JobParser::ParseTraining,    &JobParser::ParseOptimizer,
+          &JobParser::ParsePolicy,      &JobParser::ParseGuard,
+          &JobParser::ParseLiveness,    &JobParser::ParseLimits,
+          &JobParser::ParseSecurity,    &JobParser::ParseCheckpoint,
+          &JobParser::ParseRestart,     &JobParser::ParseReplication,
+          &JobParser::ParseMetrics,     &JobParser::ParseTracing,
+          &JobParser::ParseCompression, &JobParser::ParsePartition,
+          &JobParser::ParseWorker,      &JobParser::ParseTesting}) {
       RETURN_IF_ERROR((this->*step)(root, &c));
     }
     return c;
@@ -321,6 +322,12 @@ class JobParser {
     ASSIGN_OR_RETURN(const YAML::Node r, Section(root, "restart", false,
                                                  {"max", "backoff_seconds"}));
     return ParseRestartSection(r_, r, &c->restart);
+  }
+
+  absl::Status ParseReplication(const YAML::Node& root, JobConfig* c) {
+    ASSIGN_OR_RETURN(const YAML::Node r, Section(root, "replication", false,
+                                                 {"factor", "backups"}));
+    return ParseReplicationSection(r_, r, *c, &c->replication);
   }
 
   absl::Status ParseMetrics(const YAML::Node& root, JobConfig* c) {

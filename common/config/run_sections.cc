@@ -2,6 +2,8 @@
 
 #include <arpa/inet.h>
 
+#include <set>
+
 #include "absl/strings/str_cat.h"
 #include "common/base/status_macros.h"
 
@@ -107,6 +109,60 @@ absl::Status ParseCheckpointSection(YamlReader& reader, const YAML::Node& ck,
                             "does not apply: checkpoint.enabled is false");
       }
     }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ParseReplicationSection(YamlReader& reader, const YAML::Node& r,
+                                     const JobConfig& job,
+                                     ReplicationConfig* out) {
+  RETURN_IF_ERROR(reader.Get(r, "replication", "factor", false, &out->factor));
+  if (out->factor < 1 || out->factor > 2) {
+    return reader.Error(r["factor"], "replication.factor",
+                        "must be 1 (no replicas) or 2 (a backup per shard)");
+  }
+  const YAML::Node backups = r["backups"];
+  if (out->factor == 1) {
+    if (backups.IsDefined()) {
+      return reader.Error(backups, "replication.backups",
+                          "does not apply: replication.factor is 1");
+    }
+    return absl::OkStatus();
+  }
+  if (job.servers_from_slurm) {
+    return reader.Error(r["factor"], "replication.factor",
+                        "replicas are not supported yet with cluster.servers "
+                        "{slurm: N}; list the servers and their backups");
+  }
+  if (!backups.IsDefined() || !backups.IsSequence() ||
+      static_cast<int>(backups.size()) != job.num_shards()) {
+    return reader.Error(backups.IsDefined() ? backups : r["factor"],
+                        "replication.backups",
+                        absl::StrCat("expected a list of ", job.num_shards(),
+                                     " \"host:port\" addresses, one per shard "
+                                     "(where each shard's backup listens)"));
+  }
+  std::set<std::string> seen;
+  for (const std::string& s : job.servers) seen.insert(s);
+  for (size_t i = 0; i < backups.size(); ++i) {
+    const std::string field = absl::StrCat("replication.backups[", i, "]");
+    if (!backups[i].IsScalar()) {
+      return reader.Error(backups[i], field, "expected \"host:port\"");
+    }
+    const std::string address = backups[i].Scalar();
+    std::string host;
+    int port = 0;
+    if (absl::Status s = ParseHostPort(address, &host, &port); !s.ok()) {
+      return reader.Error(backups[i], field, std::string(s.message()));
+    }
+    if (port != 0 && !seen.insert(address).second) {
+      return reader.Error(
+          backups[i], field,
+          absl::StrCat("address '", address,
+                       "' is listed twice among cluster.servers and "
+                       "replication.backups"));
+    }
+    out->backups.push_back(address);
   }
   return absl::OkStatus();
 }

@@ -31,6 +31,11 @@ absl::Status ParseSecuritySection(YamlReader& reader, const YAML::Node& node,
 absl::Status ParseCheckpointSection(YamlReader& reader, const YAML::Node& node,
                                     const PathResolver& resolve,
                                     CheckpointConfig* out);
+// `job` has its cluster read already (backups are checked against its
+// servers).
+absl::Status ParseReplicationSection(YamlReader& reader, const YAML::Node& node,
+                                     const JobConfig& job,
+                                     ReplicationConfig* out);
 absl::Status ParseRestartSection(YamlReader& reader, const YAML::Node& node,
                                  RestartConfig* out);
 // `num_workers` bounds testing.slow_rank.

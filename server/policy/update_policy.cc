@@ -140,7 +140,28 @@ absl::Status UpdatePolicy::Push(int rank, uint64_t clock,
     captured_ = CaptureLocked();
     captured_version_ = after;
   }
+  if (after != version) return SendStateLocked();
   return absl::OkStatus();
+}
+
+void UpdatePolicy::SetStepSink(StepSink sink) {
+  absl::MutexLock lock(&mu_);
+  step_sink_ = std::move(sink);
+}
+
+absl::Status UpdatePolicy::SendState() {
+  Mutation lock(this);
+  if (shutdown_) return absl::UnavailableError("the shard is shutting down");
+  return SendStateLocked();
+}
+
+absl::Status UpdatePolicy::SendStateLocked() {
+  // Before rank 0's initial values the state is not the job's yet.
+  if (!step_sink_ || awaiting_initial_) return absl::OkStatus();
+  absl::Status s = step_sink_(CaptureLocked());
+  // Replaced: the pulls this step made ready, and every later call, fail.
+  if (!s.ok()) shutdown_ = true;
+  return s;
 }
 
 bool UpdatePolicy::IsRetry(int rank, uint64_t clock) {
@@ -186,6 +207,7 @@ PolicyState UpdatePolicy::CaptureLocked() const {
   state.version = store_->version();
   for (const PolicyWorker& w : workers_) state.clocks.push_back(w.clock);
   state.last_accepted = last_accepted_;
+  for (const PolicyWorker& w : workers_) state.live.push_back(w.live);
   store_->SaveState(&state.store_state);
   AdjustCapture(&state);
   return state;
@@ -274,7 +296,7 @@ absl::Status UpdatePolicy::Initialize(
   store_->Assign(values);
   awaiting_initial_ = false;
   *applied = true;
-  return absl::OkStatus();
+  return SendStateLocked();
 }
 
 std::string UpdatePolicy::WaitingOn(int rank, uint64_t clock) {

@@ -47,6 +47,8 @@ struct PolicyState {
   std::vector<uint64_t> clocks;        // By rank: the next clock it pushes.
   std::vector<int64_t> last_accepted;  // By rank; -1: none.
   std::string store_state;             // ShardStore::SaveState
+  // By rank: in the live set (a replica's part, not a checkpoint's).
+  std::vector<bool> live;
 };
 
 class UpdatePolicy {
@@ -176,6 +178,18 @@ class UpdatePolicy {
   // multiple of `n` versions; TakeCaptured hands the newest over once.
   void CaptureEvery(uint64_t n) ABSL_LOCKS_EXCLUDED(mu_);
   std::optional<PolicyState> TakeCaptured() ABSL_LOCKS_EXCLUDED(mu_);
+  // replication: `sink` receives the state after every step (and after
+  // Initialize), under the policy's lock, before the push that made it is
+  // acknowledged or any pull reads it. When the sink fails, so does that
+  // push, and the policy shuts down (every waiter and later call gets
+  // Unavailable): the shard was replaced, and nothing it holds may be
+  // served. Set before serving.
+  using StepSink = std::function<absl::Status(const PolicyState&)>;
+  void SetStepSink(StepSink sink) ABSL_LOCKS_EXCLUDED(mu_);
+  // Hands the state now to the sink, under the lock (a backup that was
+  // away catching up); as a step's failure, an error shuts the policy down.
+  absl::Status SendState() ABSL_LOCKS_EXCLUDED(mu_);
+
   // Replaces the store's and the policy's state with a captured one (before
   // serving). Until the first push after it, a rank may join at a clock
   // past every clock this shard knows: the shard was restored from an
@@ -286,6 +300,9 @@ class UpdatePolicy {
   uint64_t captured_version_ ABSL_GUARDED_BY(mu_) = 0;
   std::optional<PolicyState> captured_ ABSL_GUARDED_BY(mu_);
   bool restored_ ABSL_GUARDED_BY(mu_) = false;  // No push since Restore.
+  StepSink step_sink_ ABSL_GUARDED_BY(mu_);
+  // Hands CaptureLocked() to step_sink_ (if set); on error, shuts down.
+  absl::Status SendStateLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   bool shutdown_ ABSL_GUARDED_BY(mu_) = false;
   int blocked_ ABSL_GUARDED_BY(mu_) = 0;  // WaitReadable calls waiting now.
 };

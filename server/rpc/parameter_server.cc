@@ -56,6 +56,11 @@ absl::StatusOr<int> ParameterServer::Start(const std::string& address) {
   builder.SetResourceQuota(quota);
   builder.RegisterService(&parameter_service_);
   builder.RegisterService(&status_service_);
+  if (shard_->replica() != nullptr) {
+    replica_service_ =
+        std::make_unique<GrpcReplicaService>(shard_.get(), &security_);
+    builder.RegisterService(replica_service_.get());
+  }
   server_ = builder.BuildAndStart();
   if (server_ == nullptr || port == 0) {
     server_.reset();
@@ -69,6 +74,16 @@ absl::StatusOr<int> ParameterServer::Start(const std::string& address) {
   port_ = port;
   ticker_ = std::thread([this] { TickLoop(); });
   return port;
+}
+
+absl::Status ParameterServer::StartReplica(const std::string& peer) {
+  ShardReplica* replica = shard_->replica();
+  if (replica == nullptr) {
+    return absl::FailedPreconditionError(
+        "the job has no replicas (replication.factor 1)");
+  }
+  replica->SetPeer(std::make_unique<GrpcReplicaPeer>(peer, security_), peer);
+  return replica->Start();
 }
 
 void ParameterServer::TickLoop() {

@@ -17,6 +17,7 @@
 #include "absl/synchronization/mutex.h"
 #include "server/rpc/grpc_services.h"
 #include "server/rpc/grpc_status_service.h"
+#include "server/rpc/replica_rpc.h"
 #include "server/shard/shard.h"
 
 namespace paramd {
@@ -32,6 +33,10 @@ class ParameterServer {
   // Listens on `address` ("host:port"), with TLS and the job token as the
   // job's security section says. Returns the bound port.
   absl::StatusOr<int> Start(const std::string& address);
+  // replication.factor 2, after Start: the other replica of the shard is
+  // at `peer`; asks it what it is and takes this process's part
+  // (ShardReplica::Start).
+  absl::Status StartReplica(const std::string& peer);
   void Shutdown();
   void Wait();
 
@@ -47,6 +52,7 @@ class ParameterServer {
   TransportFaults faults_;  // The job's testing section.
   GrpcParameterService parameter_service_;
   GrpcStatusService status_service_;
+  std::unique_ptr<GrpcReplicaService> replica_service_;
   void TickLoop();
 
   std::unique_ptr<grpc::Server> server_;

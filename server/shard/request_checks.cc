@@ -28,7 +28,7 @@ absl::Status RequestChecks::Worker(const char* rpc, const std::string& job_id,
     return absl::InvalidArgumentError(absl::StrCat(
         rpc, ": rank ", rank, " is outside [0, ", num_workers_, ")"));
   }
-  return absl::OkStatus();
+  return admit_ ? admit_(rpc) : absl::OkStatus();
 }
 
 absl::Status RequestChecks::RegisteredWorker(const char* rpc,

@@ -7,6 +7,7 @@
 #define PARAMD_SERVER_SHARD_REQUEST_CHECKS_H_
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -42,8 +43,15 @@ class RequestChecks {
         store_(store),
         workers_(workers) {}
 
+  // A worker's call, its job and rank checked, may be served here
+  // (replication: the shard's backup refuses, or takes over); set before
+  // serving.
+  void set_admit(std::function<absl::Status(const char*)> admit) {
+    admit_ = std::move(admit);
+  }
+
   // FailedPrecondition for another job's id, InvalidArgument for a rank
-  // outside the job.
+  // outside the job, then what set_admit's check says.
   absl::Status Worker(const char* rpc, const std::string& job_id,
                       uint32_t rank) const;
   // Worker, then Aborted unless `rank` has registered (joined) with this
@@ -82,6 +90,7 @@ class RequestChecks {
   const PartitionPlan& plan_;
   const ShardStore& store_;
   const WorkerRegistry& workers_;
+  std::function<absl::Status(const char*)> admit_;
 };
 
 }  // namespace paramd

@@ -43,11 +43,20 @@ absl::StatusOr<std::unique_ptr<Shard>> Shard::Create(
     shard->policy_->AwaitInitialValues();  // A restored checkpoint ends it.
   }
   if (!config.checkpoint.dir.empty()) {
-    ASSIGN_OR_RETURN(shard->checkpoints_,
-                     ShardCheckpoints::Open(
-                         config, shard_id, shard->plan_.fingerprint(),
-                         options.file_system, options.fresh, shard->clock_,
-                         shard->policy_.get(), &shard->metrics_));
+    ASSIGN_OR_RETURN(
+        shard->checkpoints_,
+        ShardCheckpoints::Open(config, shard_id, shard->plan_.fingerprint(),
+                               options.file_system,
+                               options.fresh && !options.backup, shard->clock_,
+                               shard->policy_.get(), &shard->metrics_));
+  }
+  if (config.replication.enabled()) {
+    Shard* self = shard.get();
+    self->replica_ = std::make_unique<ShardReplica>(
+        self->config_, shard_id, self->plan_.fingerprint(), options.backup,
+        self->clock_, self->policy_.get(), &self->workers_, &self->metrics_);
+    self->checks_.set_admit(
+        [self](const char* rpc) { return self->replica_->Admit(rpc); });
   }
   return shard;
 }
@@ -375,6 +384,8 @@ absl::Status Shard::ReportEpoch(const proto::ReportEpochRequest& request) {
 }
 
 void Shard::Tick() {
+  if (replica_ != nullptr) replica_->Tick();
+  if (!serving()) return;
   const absl::Time now = clock_->Now();
   leases_.Check(now);
   stalls_.Check(now);
@@ -456,6 +467,7 @@ void Shard::GetStatus(proto::ShardStatus* status) const {
                     status);
   stalls_.FillStatus(now, status);
   guard_.FillStatus(status);
+  if (replica_ != nullptr) replica_->FillStatus(status->mutable_replica());
 }
 
 void Shard::FlushCheckpoints() {
@@ -466,6 +478,11 @@ absl::StatusOr<proto::CheckpointResponse> Shard::CheckpointNow() {
   if (checkpoints_ == nullptr) {
     return absl::FailedPreconditionError(
         "Checkpoint: the job has no checkpoint.dir");
+  }
+  if (!serving()) {
+    return absl::FailedPreconditionError(
+        "Checkpoint: this process does not serve the shard (its replica "
+        "does)");
   }
   if (policy_->AwaitingInitialValues()) {
     return absl::FailedPreconditionError(

@@ -34,6 +34,7 @@
 #include "server/shard/lease_watch.h"
 #include "server/shard/request_checks.h"
 #include "server/shard/shard_checkpoints.h"
+#include "server/shard/shard_replica.h"
 #include "server/shard/shard_rows.h"
 #include "server/shard/shard_stats.h"
 #include "server/shard/shard_trace.h"
@@ -48,6 +49,8 @@ struct ShardOptions {
   FileSystem* file_system = nullptr;
   // Discard this shard's checkpoints instead of restoring the newest.
   bool fresh = false;
+  // replication.factor 2: start as the shard's backup (ShardReplica).
+  bool backup = false;
 };
 
 class Shard {
@@ -153,7 +156,19 @@ class Shard {
 
   // The launch this shard serves (see RegisterRequest.launch); set before
   // serving. Registrations from another launch are refused.
-  void set_launch(std::string launch) { launch_ = std::move(launch); }
+  void set_launch(std::string launch) {
+    if (replica_ != nullptr) replica_->set_launch(launch);
+    launch_ = std::move(launch);
+  }
+  // replication.factor 2: this process's part in it (the RPC layer gives
+  // it its peer and starts it); null otherwise.
+  ShardReplica* replica() { return replica_.get(); }
+  // Whether this process serves the shard (not a replica that is backup
+  // or replaced).
+  bool serving() const {
+    return replica_ == nullptr ||
+           replica_->role() == ShardReplica::Role::kPrimary;
+  }
 
   const JobConfig& config() const { return config_; }
   const PartitionPlan& plan() const { return plan_; }
@@ -210,9 +225,10 @@ class Shard {
 
   // Null without checkpoint.dir; set before serving.
   std::unique_ptr<ShardCheckpoints> checkpoints_;
+  std::unique_ptr<ShardReplica> replica_;
 
-  CallLimiter calls_;           // Pushes and pulls inside the shard, by rank.
-  const RequestChecks checks_;  // Over the plan, the store and workers_.
+  CallLimiter calls_;     // Pushes and pulls inside the shard, by rank.
+  RequestChecks checks_;  // Over the plan, the store and workers_.
 };
 
 }  // namespace paramd

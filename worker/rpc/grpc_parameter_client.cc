@@ -28,6 +28,8 @@ ShardLinks::Options LinkOptions(const GrpcClientOptions& options) {
   links.push_timeout = options.push_timeout;
   links.pull_timeout = options.pull_timeout;
   links.step_stream = options.step_stream;
+  links.backups = options.backups;
+  links.failover_hold = options.failover_hold;
   return links;
 }
 
@@ -63,8 +65,9 @@ absl::StatusOr<uint64_t> GrpcParameterClient::RegisterPhase(bool join,
   absl::Status s = ForAllShards(n, "Register", [&](int i, auto done) {
     contexts[i].set_wait_for_ready(true);
     contexts[i].set_deadline(DeadlineIn(options_.connect_timeout));
-    links_.stub(i)->async()->Register(&contexts[i], &request, &responses[i],
-                                      Reporting(std::move(done)));
+    links_.stub(i)->async()->Register(
+        &contexts[i], &request, &responses[i],
+        Reporting(links_.Noting(i, std::move(done))));
   });
   if (!s.ok()) return s;
   uint64_t largest = 0;
@@ -85,7 +88,13 @@ absl::StatusOr<uint64_t> GrpcParameterClient::Retrying(
   retry.give_up = options_.give_up;
   retry.clock = options_.clock;
   retry.who = absl::StrCat("rank ", rank_);
-  return Retry(what, retry, attempt);
+  bool first = true;
+  return Retry(what, retry, [&] {
+    // A shard whose server did not answer is tried at its other replica.
+    if (!first) links_.FailOver();
+    first = false;
+    return attempt();
+  });
 }
 
 absl::StatusOr<uint64_t> GrpcParameterClient::Pull(uint64_t clock,
@@ -226,7 +235,8 @@ void GrpcParameterClient::Heartbeat(uint64_t clock, bool finished,
     requests[i].set_clock(clock);
     requests[i].set_finished(finished);
     links_.stub(i)->async()->Heartbeat(
-        &contexts[i], &requests[i], &responses[i], Reporting(std::move(done)));
+        &contexts[i], &requests[i], &responses[i],
+        Reporting(links_.Noting(i, std::move(done))));
   });
   if (!on_trace_) return;
   for (const proto::HeartbeatResponse& r : responses) {
@@ -265,6 +275,7 @@ absl::Status GrpcParameterClient::Initialize(absl::Span<const float> params) {
           proto::PushResponse response;
           grpc::Status s =
               links_.stub(i)->Initialize(&context, request, &response);
+          links_.Note(i, FromGrpcStatus(s));
           if (!s.ok()) {
             return PrefixStatus(FromGrpcStatus(s), "Initialize to shard ", i);
           }
@@ -284,6 +295,7 @@ absl::Status GrpcParameterClient::ReportEpoch(const EpochReport& epoch) {
                     proto::ReportEpochResponse response;
                     grpc::Status s = links_.stub(0)->ReportEpoch(
                         &context, report, &response);
+                    links_.Note(0, FromGrpcStatus(s));
                     if (!s.ok()) {
                       return PrefixStatus(FromGrpcStatus(s),
                                           "ReportEpoch to shard ", 0);
@@ -308,6 +320,17 @@ ParameterClientFactory GrpcParameterClientFactory(
     ASSIGN_OR_RETURN(JobSecurity security, LoadSecurity(config.security));
     GrpcClientOptions with_config = options;
     with_config.give_up = absl::Seconds(config.liveness.give_up_seconds);
+    with_config.failover_hold =
+        absl::Seconds(2 * config.liveness.lease_seconds);
+    if (with_config.backups.empty()) {
+      with_config.backups = config.replication.backups;
+    }
+    if (!with_config.backups.empty() &&
+        with_config.backups.size() != addresses.size()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "--backups: ", with_config.backups.size(),
+          " addresses for the job's ", addresses.size(), " shards"));
+    }
     return std::make_unique<GrpcParameterClient>(setup, std::move(addresses),
                                                  with_config, security);
   };

@@ -100,6 +100,7 @@ absl::Status RowCalls::Pull(uint64_t clock, uint32_t table,
         config_.job_id, rank_, clock, table, dtype, std::move(shard_ids)));
     auto response = std::make_shared<grpc::ByteBuffer>();
     contexts[s].set_deadline(DeadlineIn(links_->options().pull_timeout));
+    done = links_->Noting(s, std::move(done));
     const std::vector<uint32_t>* where = &positions[s];
     links_->generic(s)->UnaryCall(
         &contexts[s], links_->methods().pull_rows, grpc::StubOptions(),

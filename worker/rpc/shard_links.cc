@@ -10,6 +10,7 @@
 #include "common/rpc/grpc_frames.h"
 #include "common/rpc/grpc_status.h"
 #include "common/wire/wire_format.h"
+#include "spdlog/spdlog.h"
 #include "worker/rpc/stream_call.h"
 
 namespace paramd {
@@ -58,9 +59,18 @@ ShardLinks::ShardLinks(const ClientSetup& setup,
     // One connection per shard even when two shards share an address.
     args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
     Link link;
-    link.channel = CreateJobChannel(addresses[s], security, args);
-    link.stub = proto::ParameterService::NewStub(link.channel);
-    link.generic = std::make_unique<grpc::GenericStub>(link.channel);
+    std::vector<std::string> replicas = {addresses[s]};
+    if (!options.backups.empty()) replicas.push_back(options.backups[s]);
+    for (const std::string& address : replicas) {
+      Conn conn;
+      conn.address = address;
+      conn.channel = CreateJobChannel(address, security, args);
+      conn.stub = proto::ParameterService::NewStub(conn.channel);
+      conn.generic = std::make_unique<grpc::GenericStub>(conn.channel);
+      link.replicas.push_back(std::move(conn));
+    }
+    link.current = std::make_unique<std::atomic<int>>(0);
+    link.last_code = std::make_unique<std::atomic<int>>(0);
     // Pulls carry float32 (or halves) whatever pushes carry.
     std::vector<int64_t> pull_bytes;
     for (int global : plan.ChunksOfShard(s)) {
@@ -87,6 +97,7 @@ void ShardLinks::StartPull(int shard, uint64_t clock,
                            grpc::ClientContext* context, PullSink* sink,
                            std::function<void(absl::Status)> done) {
   context->set_deadline(DeadlineIn(options_.pull_timeout));
+  done = Noting(shard, std::move(done));
   grpc::ByteBuffer request = SerializeMessage(MakePullRequest(clock, 0));
   if (shards_[shard].pull_streams) {
     StreamCall::Start(
@@ -105,6 +116,7 @@ void ShardLinks::StartPush(int shard, std::vector<grpc::ByteBuffer> messages,
                            grpc::ByteBuffer* response,
                            std::function<void(absl::Status)> done) {
   context->set_deadline(DeadlineIn(options_.push_timeout));
+  done = Noting(shard, std::move(done));
   if (messages.size() > 1) {
     StreamCall::Start(
         generic(shard), context, methods_.push_stream, std::move(messages),
@@ -128,6 +140,7 @@ void ShardLinks::StartPushPull(int shard,
                                PullSink* sink,
                                std::function<void(absl::Status)> done,
                                absl::Time* written) {
+  done = Noting(shard, std::move(done));
   if (!options_.step_stream) {
     // A unary PushPull; its context lives until the call ends.
     auto context = std::make_shared<grpc::ClientContext>();
@@ -149,7 +162,7 @@ void ShardLinks::OpenStepStream(int shard) {
   if (link.steps != nullptr && !link.steps->over()) return;
   link.steps.reset();
   link.steps =
-      std::make_unique<StepStream>(link.generic.get(), methods_.step_stream,
+      std::make_unique<StepStream>(generic(shard), methods_.step_stream,
                                    std::make_unique<grpc::ClientContext>());
 }
 
@@ -170,6 +183,43 @@ void ShardLinks::UnaryIntoSink(int shard, const std::string& method,
         if (status.ok()) status = sink->Consume(*response);
         done(std::move(status));
       });
+}
+
+void ShardLinks::Note(int shard, const absl::Status& status) {
+  shards_[shard].last_code->store(static_cast<int>(status.code()),
+                                  std::memory_order_relaxed);
+}
+
+std::function<void(absl::Status)> ShardLinks::Noting(
+    int shard, std::function<void(absl::Status)> done) {
+  return [this, shard, done = std::move(done)](absl::Status s) {
+    Note(shard, s);
+    done(std::move(s));
+  };
+}
+
+void ShardLinks::FailOver() {
+  const absl::Time now = absl::Now();
+  for (int s = 0; s < size(); ++s) {
+    Link& link = shards_[s];
+    const auto code = static_cast<absl::StatusCode>(
+        link.last_code->exchange(0, std::memory_order_relaxed));
+    if (link.replicas.size() < 2 ||
+        (code != absl::StatusCode::kUnavailable &&
+         code != absl::StatusCode::kDeadlineExceeded)) {
+      continue;
+    }
+    if (now - link.switched < options_.failover_hold) continue;
+    link.switched = now;
+    const int from = link.current->load(std::memory_order_relaxed);
+    link.current->store(1 - from, std::memory_order_release);
+    link.steps.reset();  // Its stream was to the other replica.
+    spdlog::warn(
+        "rank {}: shard {}: {} did not serve the last call; trying "
+        "its {} at {}",
+        rank_, s, link.replicas[from].address, from == 0 ? "backup" : "primary",
+        link.replicas[1 - from].address);
+  }
 }
 
 std::chrono::system_clock::time_point DeadlineIn(absl::Duration d) {

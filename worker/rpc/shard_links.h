@@ -20,6 +20,7 @@
 #include <grpcpp/generic/generic_stub.h>
 #include <grpcpp/support/byte_buffer.h>
 
+#include <atomic>
 #include <chrono>
 #include <functional>
 #include <memory>
@@ -44,6 +45,13 @@ class ShardLinks {
     // PushPull as a step of a StepStream kept open across steps; false: a
     // unary PushPull call per step.
     bool step_stream = true;
+    // replication.factor 2: each shard's backup, in shard order (empty:
+    // none). A shard whose last call found no server (UNAVAILABLE,
+    // DEADLINE_EXCEEDED) is called at its other replica after FailOver,
+    // and stays there at least `failover_hold`: a backup refuses until it
+    // has taken over, which takes up to a lease.
+    std::vector<std::string> backups;
+    absl::Duration failover_hold = absl::Seconds(20);
   };
   // Full method names, as gRPC calls them.
   struct Methods {
@@ -62,9 +70,18 @@ class ShardLinks {
   const Options& options() const { return options_; }
   const Methods& methods() const { return methods_; }
   proto::ParameterService::Stub* stub(int shard) {
-    return shards_[shard].stub.get();
+    return Current(shard).stub.get();
   }
-  grpc::GenericStub* generic(int shard) { return shards_[shard].generic.get(); }
+  grpc::GenericStub* generic(int shard) { return Current(shard).generic.get(); }
+  // How a call to `shard` ended, for FailOver; `done` wrapped to note it.
+  // Thread-safe.
+  void Note(int shard, const absl::Status& status);
+  std::function<void(absl::Status)> Noting(
+      int shard, std::function<void(absl::Status)> done);
+  // Before a retry: every shard with a backup whose last call found no
+  // server is called at its other replica from now on. Called by the
+  // thread that starts the calls, none in flight.
+  void FailOver();
   // Whether the shard's pulls use PullStream: its chunks fill several
   // messages (float32, or halves under compression.pull: fp16).
   bool pull_streams(int shard) const { return shards_[shard].pull_streams; }
@@ -105,14 +122,28 @@ class ShardLinks {
                      grpc::ByteBuffer message, grpc::ClientContext* context,
                      PullSink* sink, std::function<void(absl::Status)> done);
 
-  struct Link {
+  // One replica's channel; both stay open for the links' life (a
+  // heartbeat may be on the other).
+  struct Conn {
+    std::string address;
     std::shared_ptr<grpc::Channel> channel;
     std::unique_ptr<proto::ParameterService::Stub> stub;
     std::unique_ptr<grpc::GenericStub> generic;
+  };
+  struct Link {
+    std::vector<Conn> replicas;  // The primary's, then the backup's.
+    // The replica called now; the code of the last call's end.
+    std::unique_ptr<std::atomic<int>> current, last_code;
+    absl::Time switched = absl::InfinitePast();  // The last FailOver's.
     bool pull_streams = false;
     // Opened by the first PushPull that needs it and again after it ended.
     std::unique_ptr<StepStream> steps;
   };
+
+  Conn& Current(int shard) {
+    Link& link = shards_[shard];
+    return link.replicas[link.current->load(std::memory_order_acquire)];
+  }
 
   const std::string job_id_;
   const int rank_;

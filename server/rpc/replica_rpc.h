@@ -1,0 +1,71 @@
+// The gRPC sides of a shard's replication (replication.factor 2;
+// server/shard/shard_replica.h): GrpcReplicaService serves the
+// ReplicaService of proto/paramd.proto over a Shard's ShardReplica, and
+// GrpcReplicaPeer calls the other replica's. Both on raw bytes behind the
+// job's token, like the other services.
+#ifndef PARAMD_SERVER_RPC_REPLICA_RPC_H_
+#define PARAMD_SERVER_RPC_REPLICA_RPC_H_
+
+#include <grpcpp/channel.h>
+#include <grpcpp/impl/rpc_service_method.h>
+#include <grpcpp/impl/service_type.h>
+#include <grpcpp/support/byte_buffer.h>
+
+#include <memory>
+#include <string>
+
+#include "common/rpc/credentials.h"
+#include "proto/paramd.grpc.pb.h"
+#include "server/shard/shard.h"
+
+namespace paramd {
+
+class GrpcReplicaService final : public grpc::Service {
+ public:
+  // `shard` has a replica (replication.factor 2); `security` as for the
+  // other services.
+  GrpcReplicaService(Shard* shard, const JobSecurity* security);
+
+  // "/paramd.proto.ReplicaService/<rpc>".
+  static std::string MethodName(const char* rpc);
+
+  void AddRawMethod(grpc::internal::RpcServiceMethod* method) {
+    AddMethod(method);
+  }
+
+ private:
+  grpc::Status Replicate(grpc::ServerContext* context,
+                         const grpc::ByteBuffer* request,
+                         grpc::ByteBuffer* response);
+  grpc::Status Handover(grpc::ServerContext* context,
+                        const grpc::ByteBuffer* request,
+                        grpc::ByteBuffer* response);
+
+  Shard* const shard_;
+  // A Replicate carries the shard's whole state: parameters, optimizer
+  // slots and rows.
+  const int64_t max_replicate_bytes_;
+  // gRPC keeps pointers to the method names.
+  std::string replicate_name_, handover_name_;
+};
+
+// The other replica, over a channel of its own.
+class GrpcReplicaPeer final : public ReplicaPeer {
+ public:
+  GrpcReplicaPeer(const std::string& address, const JobSecurity& security);
+
+  absl::Status Replicate(const proto::ReplicateRequest& request,
+                         absl::Duration timeout,
+                         proto::ReplicateResponse* response) override;
+  absl::Status Handover(const proto::HandoverRequest& request,
+                        absl::Duration timeout,
+                        proto::HandoverResponse* response) override;
+
+ private:
+  std::shared_ptr<grpc::Channel> channel_;
+  std::unique_ptr<proto::ReplicaService::Stub> stub_;
+};
+
+}  // namespace paramd
+
+#endif  // PARAMD_SERVER_RPC_REPLICA_RPC_H_

@@ -1,0 +1,444 @@
+#include "server/shard/shard_replica.h"
+
+#include <algorithm>
+
+#include "absl/strings/str_cat.h"
+#include "common/base/status_macros.h"
+#include "server/checkpoint/checkpointer.h"
+#include "server/shard/request_checks.h"
+#include "spdlog/spdlog.h"
+
+namespace paramd {
+namespace {
+
+// How long a step waits for the backup before going on without it.
+absl::Duration SendTimeout(absl::Duration lease) {
+  return std::clamp(lease / 4, absl::Milliseconds(200), absl::Seconds(2));
+}
+
+// How soon a backup that did not answer is tried again.
+constexpr absl::Duration kRetryEvery = absl::Seconds(1);
+
+}  // namespace
+
+ShardReplica::ShardReplica(const JobConfig& config, int shard,
+                           uint64_t plan_fingerprint, bool backup, Clock* clock,
+                           UpdatePolicy* policy, WorkerRegistry* workers,
+                           JobMetrics* metrics)
+    : config_(config),
+      shard_(shard),
+      plan_fingerprint_(plan_fingerprint),
+      lease_(absl::Seconds(config.liveness.lease_seconds)),
+      clock_(clock),
+      policy_(policy),
+      workers_(workers),
+      metrics_(metrics),
+      role_(backup ? Role::kBackup : Role::kPrimary),
+      heard_(clock->Now()) {}
+
+const char* ShardReplica::RoleName(Role role) {
+  switch (role) {
+    case Role::kPrimary:
+      return "primary";
+    case Role::kBackup:
+      return "backup";
+    case Role::kTakingOver:
+      return "taking over";
+    case Role::kReplaced:
+      return "replaced";
+  }
+  return "?";
+}
+
+absl::Status ShardReplica::Named(absl::StatusCode code,
+                                 const std::string& what) const {
+  return absl::Status(code, absl::StrCat("shard ", shard_, ": ", what));
+}
+
+absl::Status ShardReplica::CheckCaller(const char* rpc,
+                                       const std::string& job_id,
+                                       uint32_t shard,
+                                       const std::string& launch) const {
+  if (job_id != config_.job_id || shard != static_cast<uint32_t>(shard_) ||
+      launch != launch_) {
+    return Named(
+        absl::StatusCode::kInvalidArgument,
+        absl::StrCat(rpc, ": job '", QuoteClientBytes(job_id), "' shard ",
+                     shard, " launch '", QuoteClientBytes(launch),
+                     "' reached this replica of job '", config_.job_id,
+                     "' launch '", launch_, "'"));
+  }
+  return absl::OkStatus();
+}
+
+void ShardReplica::SetPeer(std::unique_ptr<ReplicaPeer> peer,
+                           std::string address) {
+  peer_ = std::move(peer);
+  peer_address_ = std::move(address);
+}
+
+absl::Status ShardReplica::Start() {
+  if (peer_ == nullptr) {
+    return Named(absl::StatusCode::kFailedPrecondition,
+                 "replication needs the peer's address");
+  }
+  proto::HandoverRequest ask;
+  ask.set_job_id(config_.job_id);
+  ask.set_shard(shard_);
+  ask.set_launch(launch_);
+  proto::HandoverResponse answer;
+  const absl::Status s = peer_->Handover(ask, SendTimeout(lease_), &answer);
+  if (s.ok() && (answer.role() == RoleName(Role::kPrimary) ||
+                 answer.role() == RoleName(Role::kTakingOver))) {
+    // The peer took over while this process was away: back it up.
+    absl::MutexLock lock(&mu_);
+    term_ = std::max(term_, answer.term());
+    heard_ = clock_->Now();
+    role_.store(Role::kBackup, std::memory_order_release);
+    spdlog::info(
+        "shard {}: {} serves the shard (term {}); this process is "
+        "its backup",
+        shard_, peer_address_, answer.term());
+    return absl::OkStatus();
+  }
+  if (role() == Role::kBackup) return absl::OkStatus();
+  if (s.ok() && answer.role() == RoleName(Role::kBackup) &&
+      !answer.held().state().empty()) {
+    // The backup holds what this process acknowledged before it stopped.
+    ASSIGN_OR_RETURN(Held held, Decode(answer.held()));
+    RETURN_IF_ERROR(Install(held));
+    absl::MutexLock lock(&mu_);
+    term_ = std::max(term_, answer.term());
+    spdlog::info(
+        "shard {}: took the state of version {} from the backup at "
+        "{} (term {})",
+        shard_, held.state.version, peer_address_, term_);
+  } else if (!s.ok()) {
+    spdlog::info(
+        "shard {}: the backup at {} does not answer yet ({}); "
+        "serving without it until it does",
+        shard_, peer_address_, std::string(s.message()));
+  }
+  policy_->SetStepSink(
+      [this](const PolicyState& state) { return OnStep(state); });
+  // The backup gets the state it starts from (best effort).
+  return policy_->SendState();
+}
+
+proto::ReplicateRequest ShardReplica::MakeRequest(
+    const PolicyState* state) const {
+  proto::ReplicateRequest request;
+  request.set_job_id(config_.job_id);
+  request.set_shard(shard_);
+  request.set_launch(launch_);
+  {
+    absl::MutexLock lock(&mu_);
+    request.set_term(term_);
+  }
+  if (state == nullptr) return request;
+  CheckpointState ck;
+  ck.job_id = config_.job_id;
+  ck.plan_fingerprint = plan_fingerprint_;
+  ck.shard = shard_;
+  ck.policy = policy_->name();
+  ck.version = state->version;
+  ck.clocks = state->clocks;
+  ck.last_accepted = state->last_accepted;
+  ck.store_state = state->store_state;
+  ck.metrics_state = metrics_->SaveState();
+  request.set_state(EncodeCheckpoint(ck));
+  for (size_t r = 0; r < state->live.size(); ++r) {
+    request.add_live(state->live[r]);
+    request.add_registered(workers_->IsRegistered(static_cast<int>(r)));
+  }
+  return request;
+}
+
+absl::Status ShardReplica::Send(const proto::ReplicateRequest& request,
+                                uint64_t version) {
+  proto::ReplicateResponse response;
+  const absl::Status s =
+      peer_->Replicate(request, SendTimeout(lease_), &response);
+  const absl::Time now = clock_->Now();
+  absl::MutexLock lock(&mu_);
+  last_sent_ = now;
+  if (s.ok()) {
+    peer_answered_ = now;
+    if (!request.state().empty()) {
+      if (!in_sync_) {
+        spdlog::info("shard {}: the backup at {} holds version {}: in sync",
+                     shard_, peer_address_, version);
+      }
+      in_sync_ = true;
+      sent_version_ = version;
+    }
+    return absl::OkStatus();
+  }
+  if (absl::IsFailedPrecondition(s)) {
+    role_.store(Role::kReplaced, std::memory_order_release);
+    spdlog::error(
+        "shard {}: replaced: {} serves the shard now ({}); this process "
+        "serves nothing more",
+        shard_, peer_address_, std::string(s.message()));
+    return Named(absl::StatusCode::kUnavailable,
+                 absl::StrCat("this server was replaced by its backup at ",
+                              peer_address_, "; ask it"));
+  }
+  if (in_sync_) {
+    spdlog::warn(
+        "shard {}: the backup at {} did not take version {} ({}); steps are "
+        "acknowledged without it until it answers again",
+        shard_, peer_address_, version, std::string(s.message()));
+  }
+  in_sync_ = false;
+  next_try_ = now + kRetryEvery;
+  return absl::OkStatus();
+}
+
+absl::Status ShardReplica::OnStep(const PolicyState& state) {
+  if (role() != Role::kPrimary) {
+    return Named(absl::StatusCode::kUnavailable,
+                 "this server no longer serves the shard");
+  }
+  {
+    absl::MutexLock lock(&mu_);
+    applied_version_ = std::max(applied_version_, state.version);
+    // A backup left behind is tried again by Tick, not by every step.
+    if (!in_sync_ && clock_->Now() < next_try_) return absl::OkStatus();
+  }
+  return Send(MakeRequest(&state), state.version);
+}
+
+void ShardReplica::Tick() {
+  if (role() == Role::kReplaced && !stopped_.exchange(true)) {
+    // Its waiting pulls end with UNAVAILABLE; the workers move on.
+    policy_->Shutdown();
+  }
+  if (role() != Role::kPrimary || peer_ == nullptr) return;
+  bool catch_up = false, keep_alive = false;
+  {
+    absl::MutexLock lock(&mu_);
+    const absl::Time now = clock_->Now();
+    catch_up = !in_sync_ && now >= next_try_;
+    keep_alive = in_sync_ && now - last_sent_ >= lease_ / 4;
+  }
+  if (catch_up) {
+    // Under the policy's lock, so no step passes it unsent.
+    (void)policy_->SendState();
+  } else if (keep_alive) {
+    (void)Send(MakeRequest(nullptr), 0);
+  }
+}
+
+absl::StatusOr<ShardReplica::Held> ShardReplica::Decode(
+    const proto::ReplicateRequest& request) const {
+  absl::StatusOr<CheckpointState> ck = DecodeCheckpoint(request.state());
+  if (!ck.ok()) {
+    return Named(absl::StatusCode::kInvalidArgument,
+                 absl::StrCat("Replicate: state: ", ck.status().message()));
+  }
+  if (ck->job_id != config_.job_id || ck->shard != shard_ ||
+      ck->plan_fingerprint != plan_fingerprint_ ||
+      ck->policy != policy_->name()) {
+    return Named(
+        absl::StatusCode::kInvalidArgument,
+        absl::StrCat("Replicate: state of job '", ck->job_id, "' shard ",
+                     ck->shard, " plan ", ck->plan_fingerprint, " policy ",
+                     ck->policy, "; this replica serves job '", config_.job_id,
+                     "' shard ", shard_, " plan ", plan_fingerprint_,
+                     " policy ", policy_->name()));
+  }
+  const size_t n = static_cast<size_t>(config_.num_workers);
+  if (ck->clocks.size() != n || ck->last_accepted.size() != n ||
+      static_cast<size_t>(request.live_size()) != n ||
+      static_cast<size_t>(request.registered_size()) != n) {
+    return Named(
+        absl::StatusCode::kInvalidArgument,
+        absl::StrCat("Replicate: the state has ", ck->clocks.size(),
+                     " clocks, ", request.live_size(), " live and ",
+                     request.registered_size(),
+                     " registered flags; the job has ", n, " workers"));
+  }
+  Held held;
+  held.state.version = ck->version;
+  held.state.clocks = std::move(ck->clocks);
+  held.state.last_accepted = std::move(ck->last_accepted);
+  held.state.store_state = std::move(ck->store_state);
+  held.state.live.assign(request.live().begin(), request.live().end());
+  held.metrics_state = std::move(ck->metrics_state);
+  held.registered.assign(request.registered().begin(),
+                         request.registered().end());
+  return held;
+}
+
+absl::Status ShardReplica::Replicate(const proto::ReplicateRequest& request,
+                                     proto::ReplicateResponse* response) {
+  RETURN_IF_ERROR(CheckCaller("Replicate", request.job_id(), request.shard(),
+                              request.launch()));
+  std::optional<Held> held;
+  if (!request.state().empty()) {
+    ASSIGN_OR_RETURN(held, Decode(request));
+  }
+  absl::MutexLock lock(&mu_);
+  response->set_term(term_);
+  const Role now_role = role();
+  if (now_role == Role::kReplaced) {
+    return Named(absl::StatusCode::kUnavailable,
+                 "Replicate: this replica was replaced and stops");
+  }
+  if (now_role != Role::kBackup && request.term() <= term_) {
+    // Serving the shard (or taking it over): the sender is the stale one.
+    return Named(absl::StatusCode::kFailedPrecondition,
+                 absl::StrCat("Replicate: this replica serves the shard at "
+                              "term ",
+                              term_, "; the sender (term ", request.term(),
+                              ") was replaced"));
+  }
+  if (now_role != Role::kBackup) {
+    // A newer primary: this one was away past its lease and replaced. Tick
+    // ends its waiting pulls; the sender goes on without a backup until
+    // this process is started again, as the backup.
+    role_.store(Role::kReplaced, std::memory_order_release);
+    spdlog::error(
+        "shard {}: replaced: the backup at {} serves the shard at "
+        "term {}; this process serves nothing more",
+        shard_, peer_address_, request.term());
+    return Named(absl::StatusCode::kUnavailable,
+                 "Replicate: this replica was replaced and stops");
+  }
+  if (request.term() < term_) {
+    return Named(absl::StatusCode::kFailedPrecondition,
+                 absl::StrCat("Replicate: term ", request.term(),
+                              " is older than this replica's ", term_));
+  }
+  term_ = request.term();
+  heard_ = clock_->Now();
+  if (held.has_value() &&
+      (!held_.has_value() || held->state.version >= held_->state.version)) {
+    held_ = std::move(held);
+    held_request_ = request;
+  }
+  response->set_version(held_.has_value() ? held_->state.version : 0);
+  return absl::OkStatus();
+}
+
+absl::Status ShardReplica::Handover(const proto::HandoverRequest& request,
+                                    proto::HandoverResponse* response) {
+  RETURN_IF_ERROR(CheckCaller("Handover", request.job_id(), request.shard(),
+                              request.launch()));
+  absl::MutexLock lock(&mu_);
+  response->set_role(RoleName(role()));
+  response->set_term(term_);
+  if (role() == Role::kBackup && held_.has_value()) {
+    *response->mutable_held() = held_request_;
+    // The asker serves from this state now; this process backs it up.
+    heard_ = clock_->Now();
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ShardReplica::Admit(const char* rpc) {
+  const Role now_role = role();
+  if (now_role == Role::kPrimary) return absl::OkStatus();
+  if (now_role == Role::kReplaced) {
+    return Named(absl::StatusCode::kUnavailable,
+                 absl::StrCat(rpc,
+                              ": this server was replaced by its backup "
+                              "at ",
+                              peer_address_, "; ask it"));
+  }
+  absl::MutexLock take_over(&take_over_mu_);
+  if (role() == Role::kPrimary) return absl::OkStatus();
+  {
+    absl::MutexLock lock(&mu_);
+    const absl::Duration silent = clock_->Now() - heard_;
+    if (silent <= lease_) {
+      return Named(absl::StatusCode::kUnavailable,
+                   absl::StrCat(rpc,
+                                ": this is the shard's backup; its "
+                                "primary at ",
+                                peer_address_, " was heard from ",
+                                absl::FormatDuration(silent),
+                                " ago (it takes over after "
+                                "liveness.lease_seconds of silence)"));
+    }
+    if (!held_.has_value()) {
+      return Named(absl::StatusCode::kUnavailable,
+                   absl::StrCat(rpc,
+                                ": this is the shard's backup and it "
+                                "holds no state of the primary at ",
+                                peer_address_, " yet"));
+    }
+    // From here a Replicate of the old primary is refused as stale.
+    role_.store(Role::kTakingOver, std::memory_order_release);
+  }
+  return TakeOver();
+}
+
+absl::Status ShardReplica::TakeOver() {
+  Held held;
+  absl::Duration silent;
+  {
+    absl::MutexLock lock(&mu_);
+    held = *held_;
+    silent = clock_->Now() - heard_;
+  }
+  if (absl::Status s = Install(held); !s.ok()) {
+    role_.store(Role::kBackup, std::memory_order_release);
+    return s;
+  }
+  uint64_t term = 0;
+  {
+    absl::MutexLock lock(&mu_);
+    term = ++term_;
+    ++takeovers_;
+    in_sync_ = false;
+    next_try_ = clock_->Now();
+    applied_version_ = held.state.version;
+    sent_version_ = 0;
+    held_.reset();
+  }
+  policy_->SetStepSink(
+      [this](const PolicyState& state) { return OnStep(state); });
+  role_.store(Role::kPrimary, std::memory_order_release);
+  spdlog::warn(
+      "shard {}: took over from the primary at {} (silent for {}) at "
+      "version {}, term {}",
+      shard_, peer_address_, absl::FormatDuration(silent), held.state.version,
+      term);
+  return absl::OkStatus();
+}
+
+absl::Status ShardReplica::Install(const Held& held) {
+  RETURN_IF_ERROR(policy_->Restore(held.state));
+  RETURN_IF_ERROR(metrics_->RestoreState(held.metrics_state));
+  const absl::Time now = clock_->Now();
+  for (int r = 0; r < config_.num_workers; ++r) {
+    if (held.registered[r]) workers_->OnRegister(r, 0, now);
+    if (!held.state.live[r]) policy_->Leave(r);
+  }
+  return absl::OkStatus();
+}
+
+void ShardReplica::FillStatus(proto::ReplicaStatus* status) const {
+  absl::MutexLock lock(&mu_);
+  const Role r = role();
+  status->set_role(RoleName(r));
+  status->set_term(term_);
+  status->set_peer(peer_address_);
+  status->set_takeovers(takeovers_);
+  const absl::Time now = clock_->Now();
+  if (r == Role::kPrimary) {
+    status->set_peer_in_sync(in_sync_);
+    status->set_lag_versions(in_sync_ ? 0 : applied_version_ - sent_version_);
+    status->set_peer_silent_seconds(
+        peer_answered_ == absl::InfinitePast()
+            ? -1
+            : absl::ToDoubleSeconds(now - peer_answered_));
+  } else {
+    status->set_held_version(held_.has_value() ? held_->state.version : 0);
+    status->set_peer_silent_seconds(absl::ToDoubleSeconds(now - heard_));
+  }
+}
+
+}  // namespace paramd

@@ -1,0 +1,164 @@
+// ShardReplica: one process's part in keeping a shard on two servers
+// (replication.factor 2; docs/operations.md, "Replicas").
+//
+// Protocol: primary–backup, with the primary's whole state shipped after
+// every step. The primary hands the policy's capture after each step (a
+// checkpoint's bytes, with each rank's liveness and registration) to the
+// backup through a ReplicaPeer, under the policy's lock, before the push
+// is acknowledged or any pull reads the new version: an acknowledged
+// update is on both servers. A backup that does not answer is left behind
+// (the primary goes on alone, "not in sync") and caught up with the whole
+// state once it answers again (Tick). The primary sends a keep-alive at
+// least every lease / 4.
+//
+// The backup serves nothing until it takes over: a worker's call reaching
+// it when the primary has been silent for longer than liveness.lease_seconds
+// makes it install its newest state and serve, at term + 1. A primary that
+// was only paused learns it was replaced at its next step or keep-alive
+// (the backup refuses an older term), fails that step and serves nothing
+// more (replaced(): paramd-server exits, and a restart rejoins as the
+// backup: Start asks the peer first).
+//
+// Lock order: take_over_mu_ (taking over), then the policy's lock, then
+// mu_, a leaf: the policy calls OnStep with its lock held, the peer's
+// Replicate takes only mu_, and nothing here calls the policy or the peer
+// with mu_ held.
+#ifndef PARAMD_SERVER_SHARD_SHARD_REPLICA_H_
+#define PARAMD_SERVER_SHARD_SHARD_REPLICA_H_
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/status.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+#include "common/base/clock.h"
+#include "common/config/job_config.h"
+#include "proto/paramd.pb.h"
+#include "server/policy/update_policy.h"
+#include "server/policy/worker_registry.h"
+#include "server/shard/job_metrics.h"
+
+namespace paramd {
+
+// The other replica of a shard, as the calls reach it (gRPC in
+// server/rpc/grpc_replica_peer.h). Thread-safe.
+class ReplicaPeer {
+ public:
+  virtual ~ReplicaPeer() = default;
+  virtual absl::Status Replicate(const proto::ReplicateRequest& request,
+                                 absl::Duration timeout,
+                                 proto::ReplicateResponse* response) = 0;
+  virtual absl::Status Handover(const proto::HandoverRequest& request,
+                                absl::Duration timeout,
+                                proto::HandoverResponse* response) = 0;
+};
+
+class ShardReplica {
+ public:
+  enum class Role { kPrimary, kBackup, kTakingOver, kReplaced };
+
+  // A state as a backup holds it: a checkpoint's, with each rank's
+  // liveness and registration.
+  struct Held {
+    PolicyState state;
+    std::string metrics_state;
+    std::vector<bool> registered;
+  };
+
+  // Shard `shard` of `config`, starting as the backup when `backup`.
+  // `clock`, `policy`, `workers` and `metrics` (the shard's) outlive this.
+  ShardReplica(const JobConfig& config, int shard, uint64_t plan_fingerprint,
+               bool backup, Clock* clock, UpdatePolicy* policy,
+               WorkerRegistry* workers, JobMetrics* metrics);
+
+  // Before serving: the peer and its address, then Start, which asks the
+  // peer what it is (when it answers): a starting primary whose peer
+  // serves the shard becomes its backup; one whose peer is a backup
+  // holding a state installs that state (the peer holds every step this
+  // process acknowledged before it died). Then the primary sends its state.
+  void SetPeer(std::unique_ptr<ReplicaPeer> peer, std::string address);
+  // The launch both replicas serve (RegisterRequest.launch); set before
+  // serving.
+  void set_launch(std::string launch) { launch_ = std::move(launch); }
+  absl::Status Start();
+
+  // Whether a worker's call `rpc` may be served here: OK on the primary;
+  // a backup whose primary has been silent for longer than the lease
+  // takes over first; else UNAVAILABLE saying why (the worker tries the
+  // other replica).
+  absl::Status Admit(const char* rpc);
+  // The policy's step sink (UpdatePolicy::SetStepSink).
+  absl::Status OnStep(const PolicyState& state);
+  // Periodic: the primary's keep-alive, and catching a backup up.
+  void Tick();
+
+  // ReplicaService, as the peer calls it.
+  absl::Status Replicate(const proto::ReplicateRequest& request,
+                         proto::ReplicateResponse* response);
+  absl::Status Handover(const proto::HandoverRequest& request,
+                        proto::HandoverResponse* response);
+
+  Role role() const { return role_.load(std::memory_order_acquire); }
+  bool replaced() const { return role() == Role::kReplaced; }
+  static const char* RoleName(Role role);
+  void FillStatus(proto::ReplicaStatus* status) const;
+
+ private:
+  // The request carrying `state` (empty: a keep-alive).
+  proto::ReplicateRequest MakeRequest(const PolicyState* state) const
+      ABSL_LOCKS_EXCLUDED(mu_);
+  // Sends `request`; on FAILED_PRECONDITION this process was replaced.
+  absl::Status Send(const proto::ReplicateRequest& request, uint64_t version)
+      ABSL_LOCKS_EXCLUDED(mu_);
+  // Checks and decodes a Replicate's state.
+  absl::StatusOr<Held> Decode(const proto::ReplicateRequest& request) const;
+  absl::Status TakeOver() ABSL_EXCLUSIVE_LOCKS_REQUIRED(take_over_mu_);
+  // Makes `held` the shard's state: the policy's, the epoch reports, the
+  // registrations (leases start over from now) and the live set.
+  absl::Status Install(const Held& held);
+  absl::Status Named(absl::StatusCode code, const std::string& what) const;
+  // INVALID_ARGUMENT unless a call `rpc` names this job, shard and launch.
+  absl::Status CheckCaller(const char* rpc, const std::string& job_id,
+                           uint32_t shard, const std::string& launch) const;
+
+  const JobConfig& config_;
+  const int shard_;
+  const uint64_t plan_fingerprint_;
+  const absl::Duration lease_;
+  Clock* const clock_;
+  UpdatePolicy* const policy_;
+  WorkerRegistry* const workers_;
+  JobMetrics* const metrics_;
+  std::unique_ptr<ReplicaPeer> peer_;  // Set before serving.
+  std::string peer_address_;
+  std::string launch_;
+
+  std::atomic<Role> role_;
+  std::atomic<bool> stopped_{false};  // Replaced, and the policy shut down.
+  absl::Mutex take_over_mu_;
+  mutable absl::Mutex mu_;
+  uint64_t term_ ABSL_GUARDED_BY(mu_) = 1;
+  // Primary: whether the backup holds every acknowledged step, when it
+  // last answered, when a behind backup is tried next, and the versions
+  // applied and sent.
+  bool in_sync_ ABSL_GUARDED_BY(mu_) = false;
+  absl::Time peer_answered_ ABSL_GUARDED_BY(mu_) = absl::InfinitePast();
+  absl::Time last_sent_ ABSL_GUARDED_BY(mu_) = absl::InfinitePast();
+  absl::Time next_try_ ABSL_GUARDED_BY(mu_) = absl::InfinitePast();
+  uint64_t applied_version_ ABSL_GUARDED_BY(mu_) = 0;
+  uint64_t sent_version_ ABSL_GUARDED_BY(mu_) = 0;
+  // Backup: the newest state, when the primary was last heard from.
+  std::optional<Held> held_ ABSL_GUARDED_BY(mu_);
+  proto::ReplicateRequest held_request_ ABSL_GUARDED_BY(mu_);  // As it came.
+  absl::Time heard_ ABSL_GUARDED_BY(mu_);
+  uint64_t takeovers_ ABSL_GUARDED_BY(mu_) = 0;
+};
+
+}  // namespace paramd
+
+#endif  // PARAMD_SERVER_SHARD_SHARD_REPLICA_H_

@@ -1,0 +1,262 @@
+// ShardReplica between two Shards in this process on a fake clock, the
+// peers calling each other directly: the backup holds every step, refuses
+// workers while its primary speaks, takes over after a lease of silence;
+// a paused primary that wakes afterwards is refused, applies nothing the
+// job sees, and serves nothing more; a restarted primary rejoins as the
+// backup; bad Replicate calls are refused naming the field.
+#include <catch2/catch.hpp>
+#include <memory>
+
+#include "absl/strings/match.h"
+#include "server/checkpoint/checkpointer.h"
+#include "server/shard/shard.h"
+#include "tests/test_files.h"
+#include "tests/whole_push.h"
+
+namespace paramd {
+namespace {
+
+using testing::JobOptions;
+
+// Calls the other shard's replica directly; `down` makes it unreachable.
+class DirectPeer final : public ReplicaPeer {
+ public:
+  explicit DirectPeer(Shard** to) : to_(to) {}
+  absl::Status Replicate(const proto::ReplicateRequest& request, absl::Duration,
+                         proto::ReplicateResponse* response) override {
+    if (down || *to_ == nullptr) return absl::UnavailableError("peer down");
+    return (*to_)->replica()->Replicate(request, response);
+  }
+  absl::Status Handover(const proto::HandoverRequest& request, absl::Duration,
+                        proto::HandoverResponse* response) override {
+    if (down || *to_ == nullptr) return absl::UnavailableError("peer down");
+    return (*to_)->replica()->Handover(request, response);
+  }
+  bool down = false;
+
+ private:
+  Shard** const to_;
+};
+
+struct Pair {
+  explicit Pair(const std::string& policy) {
+    JobOptions o;
+    o.servers = {"127.0.0.1:0"};
+    o.workers = 1;
+    o.layers = "[784, 8, 10]";
+    o.policy = policy;
+    o.lease_seconds = 4;
+    config = testing::MakeJob(o, testing::NewTempDir());
+    config.replication.factor = 2;
+    config.replication.backups = {"127.0.0.1:0"};
+    a = Make(false);
+    b = Make(true);
+    a_ptr = a.get();
+    b_ptr = b.get();
+    b->replica()->SetPeer(Peer(&a_ptr, &to_a), "a");
+    REQUIRE(b->replica()->Start().ok());
+    a->replica()->SetPeer(Peer(&b_ptr, &to_b), "b");
+    REQUIRE(a->replica()->Start().ok());
+    testing::RegisterAtZero(*a, config.job_id, 0);
+  }
+
+  std::unique_ptr<Shard> Make(bool backup) {
+    ShardOptions options;
+    options.backup = backup;
+    auto shard = Shard::Create(config, 0, &clock, options);
+    REQUIRE(shard.ok());
+    return *std::move(shard);
+  }
+
+  std::unique_ptr<ReplicaPeer> Peer(Shard** to, DirectPeer** out) {
+    auto peer = std::make_unique<DirectPeer>(to);
+    *out = peer.get();
+    return peer;
+  }
+
+  absl::Status Push(Shard& shard, uint64_t clock, float value,
+                    proto::PushResponse* response = nullptr) {
+    proto::PushResponse ignored;
+    return shard.Push(testing::WholePush(shard, config.job_id, 0, clock, value),
+                      response != nullptr ? response : &ignored);
+  }
+
+  static proto::ReplicaStatus Replica(Shard& shard) {
+    proto::ShardStatus st;
+    shard.GetStatus(&st);
+    return st.replica();
+  }
+
+  FakeClock clock;
+  JobConfig config;
+  std::unique_ptr<Shard> a, b;
+  Shard* a_ptr = nullptr;
+  Shard* b_ptr = nullptr;
+  DirectPeer* to_a = nullptr;
+  DirectPeer* to_b = nullptr;
+};
+
+TEST_CASE("the backup holds every step the primary acknowledged",
+          "[replication][replica]") {
+  const std::string policy = GENERATE("sync", "async");
+  Pair p(policy);
+  for (uint64_t c = 0; c < 3; ++c) REQUIRE(p.Push(*p.a, c, 0.5f).ok());
+  CHECK(Pair::Replica(*p.a).role() == "primary");
+  CHECK(Pair::Replica(*p.a).peer_in_sync());
+  CHECK(Pair::Replica(*p.b).role() == "backup");
+  CHECK(Pair::Replica(*p.b).held_version() == 3);
+  // Nothing of it is served by the backup while the primary speaks.
+  proto::PullResponse pulled;
+  const absl::Status refused =
+      p.b->Pull(testing::PullAt(p.config.job_id, 0, 3), absl::InfiniteFuture(),
+                nullptr, &pulled);
+  CHECK(absl::IsUnavailable(refused));
+  CHECK(absl::StrContains(refused.message(), "this is the shard's backup"));
+}
+
+TEST_CASE(
+    "after a lease of silence the backup takes over with the primary's "
+    "parameters; the woken primary is refused and serves nothing more",
+    "[replication][replica]") {
+  const std::string policy = GENERATE("sync", "async");
+  Pair p(policy);
+  for (uint64_t c = 0; c < 2; ++c) REQUIRE(p.Push(*p.a, c, 0.5f).ok());
+  // The primary pauses (SIGSTOP): no keep-alive reaches the backup, and a
+  // worker's call there after a lease makes it take over.
+  p.clock.Advance(absl::Seconds(5));
+  proto::HeartbeatRequest beat;
+  beat.set_job_id(p.config.job_id);
+  proto::HeartbeatResponse beat_reply;
+  REQUIRE(p.b->Heartbeat(beat, &beat_reply).ok());
+  proto::ReplicaStatus b = Pair::Replica(*p.b);
+  CHECK(b.role() == "primary");
+  CHECK(b.term() == 2);
+  CHECK(b.takeovers() == 1);
+  CHECK(p.b->store().version() == 2);
+  std::vector<float> at_two;
+  p.a->store().Read([&](uint64_t, absl::Span<const std::vector<float>> ps) {
+    for (const auto& c : ps) at_two.insert(at_two.end(), c.begin(), c.end());
+  });
+  std::vector<float> taken;
+  p.b->store().Read([&](uint64_t, absl::Span<const std::vector<float>> ps) {
+    for (const auto& c : ps) taken.insert(taken.end(), c.begin(), c.end());
+  });
+  CHECK(taken == at_two);
+
+  // The primary wakes and applies a push: the new primary refuses that
+  // step, so the push fails and the old primary is replaced.
+  const absl::Status stale = p.Push(*p.a, 2, 9.0f);
+  CHECK(absl::IsUnavailable(stale));
+  CHECK(absl::StrContains(stale.message(), "replaced by its backup"));
+  CHECK(p.a->replica()->replaced());
+  CHECK(Pair::Replica(*p.a).role() == "replaced");
+  // The job's step 2 goes on at the new primary, without the stale push.
+  proto::PushResponse response;
+  REQUIRE(p.Push(*p.b, 2, 0.25f, &response).ok());
+  CHECK(response.version() == 3);
+  CHECK_FALSE(response.duplicate());
+  // Every later call to the replaced one is refused.
+  proto::PullResponse pulled;
+  CHECK(
+      absl::IsUnavailable(p.a->Pull(testing::PullAt(p.config.job_id, 0, 2),
+                                    absl::InfiniteFuture(), nullptr, &pulled)));
+  CHECK(absl::IsUnavailable(p.Push(*p.a, 3, 0.5f)));
+  proto::ReplicateRequest newer;
+  newer.set_job_id(p.config.job_id);
+  newer.set_term(3);
+  proto::ReplicateResponse ignored;
+  CHECK(absl::IsUnavailable(p.a->replica()->Replicate(newer, &ignored)));
+  // A restarted primary (a new process at the old address) rejoins as the
+  // backup of the new primary, and is caught up.
+  p.a.reset();
+  p.a_ptr = nullptr;
+  p.a = p.Make(false);
+  p.a_ptr = p.a.get();
+  p.a->replica()->SetPeer(p.Peer(&p.b_ptr, &p.to_b), "b");
+  REQUIRE(p.a->replica()->Start().ok());
+  CHECK(Pair::Replica(*p.a).role() == "backup");
+  CHECK(Pair::Replica(*p.a).term() == 2);
+  p.clock.Advance(absl::Seconds(2));
+  p.b->Tick();  // The new primary catches its backup up.
+  CHECK(Pair::Replica(*p.b).peer_in_sync());
+  CHECK(Pair::Replica(*p.a).held_version() == 3);
+  REQUIRE(p.Push(*p.b, 3, 0.25f).ok());
+  CHECK(Pair::Replica(*p.a).held_version() == 4);
+}
+
+TEST_CASE(
+    "a primary whose backup is down goes on alone and catches it up when it "
+    "answers again",
+    "[replication][replica]") {
+  Pair p("async");
+  p.to_b->down = true;
+  for (uint64_t c = 0; c < 3; ++c) REQUIRE(p.Push(*p.a, c, 0.5f).ok());
+  proto::ReplicaStatus a = Pair::Replica(*p.a);
+  CHECK_FALSE(a.peer_in_sync());
+  CHECK(a.lag_versions() == 3);
+  CHECK(Pair::Replica(*p.b).held_version() == 0);
+  p.to_b->down = false;
+  p.clock.Advance(absl::Seconds(2));
+  p.a->Tick();
+  a = Pair::Replica(*p.a);
+  CHECK(a.peer_in_sync());
+  CHECK(a.lag_versions() == 0);
+  CHECK(Pair::Replica(*p.b).held_version() == 3);
+}
+
+TEST_CASE("Replicate and Handover refuse what is not their shard's",
+          "[replication][replica]") {
+  Pair p("sync");
+  proto::ReplicateRequest r;
+  r.set_job_id(p.config.job_id);
+  r.set_shard(0);
+  r.set_term(1);
+  proto::ReplicateResponse out;
+  SECTION("another job") {
+    r.set_job_id("other");
+    const absl::Status s = p.b->replica()->Replicate(r, &out);
+    CHECK(absl::IsInvalidArgument(s));
+    CHECK(absl::StrContains(s.message(), "job 'other' shard 0"));
+  }
+  SECTION("another launch") {
+    r.set_launch("elsewhere");
+    const absl::Status s = p.b->replica()->Replicate(r, &out);
+    CHECK(absl::IsInvalidArgument(s));
+    CHECK(absl::StrContains(s.message(), "launch 'elsewhere'"));
+  }
+  SECTION("a state that does not decode") {
+    r.set_state("not a checkpoint");
+    const absl::Status s = p.b->replica()->Replicate(r, &out);
+    CHECK(absl::IsInvalidArgument(s));
+    CHECK(absl::StrContains(s.message(), "Replicate: state: "));
+  }
+  SECTION("a state of another plan") {
+    CheckpointState ck;
+    ck.job_id = p.config.job_id;
+    ck.plan_fingerprint = p.a->plan().fingerprint() + 1;
+    ck.policy = "sync";
+    ck.clocks = {0};
+    ck.last_accepted = {-1};
+    r.set_state(EncodeCheckpoint(ck));
+    r.add_live(true);
+    r.add_registered(true);
+    const absl::Status s = p.b->replica()->Replicate(r, &out);
+    CHECK(absl::IsInvalidArgument(s));
+    CHECK(absl::StrContains(s.message(), "this replica serves job"));
+  }
+  SECTION("an older term") {
+    r.set_term(0);
+    const absl::Status s = p.b->replica()->Replicate(r, &out);
+    CHECK(absl::IsFailedPrecondition(s));
+    CHECK(absl::StrContains(s.message(), "older than this replica's"));
+  }
+  SECTION("the primary itself refuses a Replicate") {
+    const absl::Status s = p.a->replica()->Replicate(r, &out);
+    CHECK(absl::IsFailedPrecondition(s));
+    CHECK(absl::StrContains(s.message(), "serves the shard at term 1"));
+  }
+  CHECK(Pair::Replica(*p.b).role() == "backup");
+}
+
+}  // namespace
+}  // namespace paramd
