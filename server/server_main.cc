@@ -87,6 +87,20 @@ absl::StatusOr<std::string> ListenAddress(const DaemonStart& start) {
   return absl::StrCat("0.0.0.0:", port);
 }
 
+// "host:port" of `address` with `port`; the port of an address (0 when
+// it has none).
+std::string WithPort(const std::string& address, int port) {
+  std::string host;
+  int ignored = 0;
+  (void)ParseHostPort(address, &host, &ignored);
+  return absl::StrCat(host, ":", port);
+}
+int PortOf(const std::string& address) {
+  std::string host;
+  int port = 0;
+  return ParseHostPort(address, &host, &port).ok() ? port : 0;
+}
+
 // Serves until SIGINT or SIGTERM; returns the exit status.
 int Serve(const DaemonStart& start, ParameterServer& server) {
   const JobConfig& config = start.config;
@@ -125,10 +139,14 @@ int Serve(const DaemonStart& start, ParameterServer& server) {
   std::atomic<bool> stopping{false};
   if (config.replication.enabled()) {
     const bool backup = start.flags.Has("backup");
-    const std::string peer =
-        start.flags.Get("peer", backup ? config.servers[shard_id]
-                                       : config.replication.backups[shard_id]);
-    if (absl::Status s = server.StartReplica(peer); !s.ok()) {
+    const std::string& own = backup ? config.replication.backups[shard_id]
+                                    : config.servers[shard_id];
+    std::string peer = backup ? config.servers[shard_id]
+                              : config.replication.backups[shard_id];
+    if (start.flags.Has("peer")) peer = start.flags.Get("peer", "");
+    if (absl::Status s = server.StartReplica(WithPort(own, *port),
+                                             PortOf(peer) == 0 ? "" : peer);
+        !s.ok()) {
       spdlog::error("shard {}: {}", shard_id, std::string(s.message()));
       server.Shutdown();
       return 1;

@@ -33,10 +33,12 @@ ReplicaCluster::ReplicaCluster(const JobConfig& config) : config_(config) {
   }
   // The backups first: each asks its primary, which answers "primary".
   for (int k = 0; k < config.num_shards(); ++k) {
-    absl::Status s = backups_[k]->StartReplica(primary_addresses_[k]);
+    absl::Status s =
+        backups_[k]->StartReplica(backup_addresses_[k], primary_addresses_[k]);
     INFO(s.ToString());
     REQUIRE(s.ok());
-    s = primaries_[k]->StartReplica(backup_addresses_[k]);
+    s = primaries_[k]->StartReplica(primary_addresses_[k],
+                                    backup_addresses_[k]);
     INFO(s.ToString());
     REQUIRE(s.ok());
   }

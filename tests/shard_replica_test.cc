@@ -5,7 +5,10 @@
 // job sees, and serves nothing more; a restarted primary rejoins as the
 // backup; bad Replicate calls are refused naming the field.
 #include <catch2/catch.hpp>
+#include <map>
 #include <memory>
+#include <set>
+#include <string>
 
 #include "absl/strings/match.h"
 #include "server/checkpoint/checkpointer.h"
@@ -18,24 +21,35 @@ namespace {
 
 using testing::JobOptions;
 
-// Calls the other shard's replica directly; `down` makes it unreachable.
+// Calls the shard at an address ("a", "b") directly; an address in
+// `down` does not answer.
 class DirectPeer final : public ReplicaPeer {
  public:
-  explicit DirectPeer(Shard** to) : to_(to) {}
+  DirectPeer(std::map<std::string, Shard*>* shards, std::set<std::string>* down,
+             std::string address)
+      : shards_(shards), down_(down), address_(std::move(address)) {}
   absl::Status Replicate(const proto::ReplicateRequest& request, absl::Duration,
                          proto::ReplicateResponse* response) override {
-    if (down || *to_ == nullptr) return absl::UnavailableError("peer down");
-    return (*to_)->replica()->Replicate(request, response);
+    Shard* to = Find();
+    if (to == nullptr) return absl::UnavailableError("peer down");
+    return to->replica()->Replicate(request, response);
   }
   absl::Status Handover(const proto::HandoverRequest& request, absl::Duration,
                         proto::HandoverResponse* response) override {
-    if (down || *to_ == nullptr) return absl::UnavailableError("peer down");
-    return (*to_)->replica()->Handover(request, response);
+    Shard* to = Find();
+    if (to == nullptr) return absl::UnavailableError("peer down");
+    return to->replica()->Handover(request, response);
   }
-  bool down = false;
 
  private:
-  Shard** const to_;
+  Shard* Find() const {
+    if (down_->count(address_) > 0) return nullptr;
+    auto it = shards_->find(address_);
+    return it == shards_->end() ? nullptr : it->second;
+  }
+  std::map<std::string, Shard*>* const shards_;
+  std::set<std::string>* const down_;
+  const std::string address_;
 };
 
 struct Pair {
@@ -51,11 +65,12 @@ struct Pair {
     config.replication.backups = {"127.0.0.1:0"};
     a = Make(false);
     b = Make(true);
-    a_ptr = a.get();
-    b_ptr = b.get();
-    b->replica()->SetPeer(Peer(&a_ptr, &to_a), "a");
+    shards["a"] = a.get();
+    shards["b"] = b.get();
+    // The backup starts first, without its primary's address (port 0).
+    b->replica()->SetPeer(Connect(), "b", "");
     REQUIRE(b->replica()->Start().ok());
-    a->replica()->SetPeer(Peer(&b_ptr, &to_b), "b");
+    a->replica()->SetPeer(Connect(), "a", "b");
     REQUIRE(a->replica()->Start().ok());
     testing::RegisterAtZero(*a, config.job_id, 0);
   }
@@ -68,10 +83,10 @@ struct Pair {
     return *std::move(shard);
   }
 
-  std::unique_ptr<ReplicaPeer> Peer(Shard** to, DirectPeer** out) {
-    auto peer = std::make_unique<DirectPeer>(to);
-    *out = peer.get();
-    return peer;
+  ShardReplica::Connect Connect() {
+    return [this](const std::string& address) {
+      return std::make_unique<DirectPeer>(&shards, &down, address);
+    };
   }
 
   absl::Status Push(Shard& shard, uint64_t clock, float value,
@@ -90,10 +105,8 @@ struct Pair {
   FakeClock clock;
   JobConfig config;
   std::unique_ptr<Shard> a, b;
-  Shard* a_ptr = nullptr;
-  Shard* b_ptr = nullptr;
-  DirectPeer* to_a = nullptr;
-  DirectPeer* to_b = nullptr;
+  std::map<std::string, Shard*> shards;
+  std::set<std::string> down;
 };
 
 TEST_CASE("the backup holds every step the primary acknowledged",
@@ -168,11 +181,11 @@ TEST_CASE(
   CHECK(absl::IsUnavailable(p.a->replica()->Replicate(newer, &ignored)));
   // A restarted primary (a new process at the old address) rejoins as the
   // backup of the new primary, and is caught up.
+  p.shards.erase("a");
   p.a.reset();
-  p.a_ptr = nullptr;
   p.a = p.Make(false);
-  p.a_ptr = p.a.get();
-  p.a->replica()->SetPeer(p.Peer(&p.b_ptr, &p.to_b), "b");
+  p.shards["a"] = p.a.get();
+  p.a->replica()->SetPeer(p.Connect(), "a", "b");
   REQUIRE(p.a->replica()->Start().ok());
   CHECK(Pair::Replica(*p.a).role() == "backup");
   CHECK(Pair::Replica(*p.a).term() == 2);
@@ -189,13 +202,13 @@ TEST_CASE(
     "answers again",
     "[replication][replica]") {
   Pair p("async");
-  p.to_b->down = true;
+  p.down.insert("b");
   for (uint64_t c = 0; c < 3; ++c) REQUIRE(p.Push(*p.a, c, 0.5f).ok());
   proto::ReplicaStatus a = Pair::Replica(*p.a);
   CHECK_FALSE(a.peer_in_sync());
   CHECK(a.lag_versions() == 3);
   CHECK(Pair::Replica(*p.b).held_version() == 0);
-  p.to_b->down = false;
+  p.down.erase("b");
   p.clock.Advance(absl::Seconds(2));
   p.a->Tick();
   a = Pair::Replica(*p.a);

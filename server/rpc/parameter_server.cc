@@ -76,13 +76,18 @@ absl::StatusOr<int> ParameterServer::Start(const std::string& address) {
   return port;
 }
 
-absl::Status ParameterServer::StartReplica(const std::string& peer) {
+absl::Status ParameterServer::StartReplica(const std::string& own_address,
+                                           const std::string& peer) {
   ShardReplica* replica = shard_->replica();
   if (replica == nullptr) {
     return absl::FailedPreconditionError(
         "the job has no replicas (replication.factor 1)");
   }
-  replica->SetPeer(std::make_unique<GrpcReplicaPeer>(peer, security_), peer);
+  replica->SetPeer(
+      [this](const std::string& address) -> std::unique_ptr<ReplicaPeer> {
+        return std::make_unique<GrpcReplicaPeer>(address, security_);
+      },
+      own_address, peer);
   return replica->Start();
 }
 

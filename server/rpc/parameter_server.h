@@ -33,10 +33,12 @@ class ParameterServer {
   // Listens on `address` ("host:port"), with TLS and the job token as the
   // job's security section says. Returns the bound port.
   absl::StatusOr<int> Start(const std::string& address);
-  // replication.factor 2, after Start: the other replica of the shard is
-  // at `peer`; asks it what it is and takes this process's part
-  // (ShardReplica::Start).
-  absl::Status StartReplica(const std::string& peer);
+  // replication.factor 2, after Start: this replica is reached at
+  // `own_address`, the other one at `peer` (empty: not known yet, learnt
+  // when it calls); asks the peer what it is and takes this process's
+  // part (ShardReplica::Start).
+  absl::Status StartReplica(const std::string& own_address,
+                            const std::string& peer);
   void Shutdown();
   void Wait();
 

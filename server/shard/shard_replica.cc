@@ -71,23 +71,45 @@ absl::Status ShardReplica::CheckCaller(const char* rpc,
   return absl::OkStatus();
 }
 
-void ShardReplica::SetPeer(std::unique_ptr<ReplicaPeer> peer,
-                           std::string address) {
-  peer_ = std::move(peer);
-  peer_address_ = std::move(address);
+void ShardReplica::SetPeer(Connect connect, std::string own_address,
+                           std::string peer_address) {
+  connect_ = std::move(connect);
+  own_address_ = std::move(own_address);
+  absl::MutexLock lock(&peer_mu_);
+  peer_address_ = std::move(peer_address);
+  if (!peer_address_.empty()) peer_ = connect_(peer_address_);
+}
+
+std::shared_ptr<ReplicaPeer> ShardReplica::Peer() const {
+  absl::MutexLock lock(&peer_mu_);
+  return peer_;
+}
+
+std::string ShardReplica::PeerAddress() const {
+  absl::MutexLock lock(&peer_mu_);
+  return peer_address_.empty() ? "(its address not known yet)" : peer_address_;
+}
+
+void ShardReplica::Learn(const std::string& sender) {
+  if (sender.empty() || !connect_) return;
+  absl::MutexLock lock(&peer_mu_);
+  if (sender == peer_address_) return;
+  spdlog::info("shard {}: its other replica is at {}", shard_, sender);
+  peer_address_ = sender;
+  peer_ = connect_(sender);
 }
 
 absl::Status ShardReplica::Start() {
-  if (peer_ == nullptr) {
-    return Named(absl::StatusCode::kFailedPrecondition,
-                 "replication needs the peer's address");
-  }
   proto::HandoverRequest ask;
   ask.set_job_id(config_.job_id);
   ask.set_shard(shard_);
   ask.set_launch(launch_);
+  ask.set_sender(own_address_);
   proto::HandoverResponse answer;
-  const absl::Status s = peer_->Handover(ask, SendTimeout(lease_), &answer);
+  const std::shared_ptr<ReplicaPeer> peer = Peer();
+  const absl::Status s =
+      peer == nullptr ? absl::UnavailableError("its address is not known yet")
+                      : peer->Handover(ask, SendTimeout(lease_), &answer);
   if (s.ok() && (answer.role() == RoleName(Role::kPrimary) ||
                  answer.role() == RoleName(Role::kTakingOver))) {
     // The peer took over while this process was away: back it up.
@@ -98,7 +120,7 @@ absl::Status ShardReplica::Start() {
     spdlog::info(
         "shard {}: {} serves the shard (term {}); this process is "
         "its backup",
-        shard_, peer_address_, answer.term());
+        shard_, PeerAddress(), answer.term());
     return absl::OkStatus();
   }
   if (role() == Role::kBackup) return absl::OkStatus();
@@ -112,12 +134,12 @@ absl::Status ShardReplica::Start() {
     spdlog::info(
         "shard {}: took the state of version {} from the backup at "
         "{} (term {})",
-        shard_, held.state.version, peer_address_, term_);
+        shard_, held.state.version, PeerAddress(), term_);
   } else if (!s.ok()) {
     spdlog::info(
         "shard {}: the backup at {} does not answer yet ({}); "
         "serving without it until it does",
-        shard_, peer_address_, std::string(s.message()));
+        shard_, PeerAddress(), std::string(s.message()));
   }
   policy_->SetStepSink(
       [this](const PolicyState& state) { return OnStep(state); });
@@ -131,6 +153,7 @@ proto::ReplicateRequest ShardReplica::MakeRequest(
   request.set_job_id(config_.job_id);
   request.set_shard(shard_);
   request.set_launch(launch_);
+  request.set_sender(own_address_);
   {
     absl::MutexLock lock(&mu_);
     request.set_term(term_);
@@ -157,8 +180,11 @@ proto::ReplicateRequest ShardReplica::MakeRequest(
 absl::Status ShardReplica::Send(const proto::ReplicateRequest& request,
                                 uint64_t version) {
   proto::ReplicateResponse response;
+  const std::shared_ptr<ReplicaPeer> peer = Peer();
   const absl::Status s =
-      peer_->Replicate(request, SendTimeout(lease_), &response);
+      peer == nullptr
+          ? absl::UnavailableError("its address is not known yet")
+          : peer->Replicate(request, SendTimeout(lease_), &response);
   const absl::Time now = clock_->Now();
   absl::MutexLock lock(&mu_);
   last_sent_ = now;
@@ -167,7 +193,7 @@ absl::Status ShardReplica::Send(const proto::ReplicateRequest& request,
     if (!request.state().empty()) {
       if (!in_sync_) {
         spdlog::info("shard {}: the backup at {} holds version {}: in sync",
-                     shard_, peer_address_, version);
+                     shard_, PeerAddress(), version);
       }
       in_sync_ = true;
       sent_version_ = version;
@@ -179,16 +205,16 @@ absl::Status ShardReplica::Send(const proto::ReplicateRequest& request,
     spdlog::error(
         "shard {}: replaced: {} serves the shard now ({}); this process "
         "serves nothing more",
-        shard_, peer_address_, std::string(s.message()));
+        shard_, PeerAddress(), std::string(s.message()));
     return Named(absl::StatusCode::kUnavailable,
                  absl::StrCat("this server was replaced by its backup at ",
-                              peer_address_, "; ask it"));
+                              PeerAddress(), "; ask it"));
   }
   if (in_sync_) {
     spdlog::warn(
         "shard {}: the backup at {} did not take version {} ({}); steps are "
         "acknowledged without it until it answers again",
-        shard_, peer_address_, version, std::string(s.message()));
+        shard_, PeerAddress(), version, std::string(s.message()));
   }
   in_sync_ = false;
   next_try_ = now + kRetryEvery;
@@ -214,7 +240,7 @@ void ShardReplica::Tick() {
     // Its waiting pulls end with UNAVAILABLE; the workers move on.
     policy_->Shutdown();
   }
-  if (role() != Role::kPrimary || peer_ == nullptr) return;
+  if (role() != Role::kPrimary) return;
   bool catch_up = false, keep_alive = false;
   {
     absl::MutexLock lock(&mu_);
@@ -275,6 +301,7 @@ absl::Status ShardReplica::Replicate(const proto::ReplicateRequest& request,
                                      proto::ReplicateResponse* response) {
   RETURN_IF_ERROR(CheckCaller("Replicate", request.job_id(), request.shard(),
                               request.launch()));
+  Learn(request.sender());
   std::optional<Held> held;
   if (!request.state().empty()) {
     ASSIGN_OR_RETURN(held, Decode(request));
@@ -302,7 +329,7 @@ absl::Status ShardReplica::Replicate(const proto::ReplicateRequest& request,
     spdlog::error(
         "shard {}: replaced: the backup at {} serves the shard at "
         "term {}; this process serves nothing more",
-        shard_, peer_address_, request.term());
+        shard_, PeerAddress(), request.term());
     return Named(absl::StatusCode::kUnavailable,
                  "Replicate: this replica was replaced and stops");
   }
@@ -326,6 +353,7 @@ absl::Status ShardReplica::Handover(const proto::HandoverRequest& request,
                                     proto::HandoverResponse* response) {
   RETURN_IF_ERROR(CheckCaller("Handover", request.job_id(), request.shard(),
                               request.launch()));
+  Learn(request.sender());
   absl::MutexLock lock(&mu_);
   response->set_role(RoleName(role()));
   response->set_term(term_);
@@ -345,7 +373,7 @@ absl::Status ShardReplica::Admit(const char* rpc) {
                  absl::StrCat(rpc,
                               ": this server was replaced by its backup "
                               "at ",
-                              peer_address_, "; ask it"));
+                              PeerAddress(), "; ask it"));
   }
   absl::MutexLock take_over(&take_over_mu_);
   if (role() == Role::kPrimary) return absl::OkStatus();
@@ -357,7 +385,7 @@ absl::Status ShardReplica::Admit(const char* rpc) {
                    absl::StrCat(rpc,
                                 ": this is the shard's backup; its "
                                 "primary at ",
-                                peer_address_, " was heard from ",
+                                PeerAddress(), " was heard from ",
                                 absl::FormatDuration(silent),
                                 " ago (it takes over after "
                                 "liveness.lease_seconds of silence)"));
@@ -367,7 +395,7 @@ absl::Status ShardReplica::Admit(const char* rpc) {
                    absl::StrCat(rpc,
                                 ": this is the shard's backup and it "
                                 "holds no state of the primary at ",
-                                peer_address_, " yet"));
+                                PeerAddress(), " yet"));
     }
     // From here a Replicate of the old primary is refused as stale.
     role_.store(Role::kTakingOver, std::memory_order_release);
@@ -404,7 +432,7 @@ absl::Status ShardReplica::TakeOver() {
   spdlog::warn(
       "shard {}: took over from the primary at {} (silent for {}) at "
       "version {}, term {}",
-      shard_, peer_address_, absl::FormatDuration(silent), held.state.version,
+      shard_, PeerAddress(), absl::FormatDuration(silent), held.state.version,
       term);
   return absl::OkStatus();
 }
@@ -425,7 +453,7 @@ void ShardReplica::FillStatus(proto::ReplicaStatus* status) const {
   const Role r = role();
   status->set_role(RoleName(r));
   status->set_term(term_);
-  status->set_peer(peer_address_);
+  status->set_peer(PeerAddress());
   status->set_takeovers(takeovers_);
   const absl::Time now = clock_->Now();
   if (r == Role::kPrimary) {

@@ -28,6 +28,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -76,12 +77,21 @@ class ShardReplica {
                bool backup, Clock* clock, UpdatePolicy* policy,
                WorkerRegistry* workers, JobMetrics* metrics);
 
-  // Before serving: the peer and its address, then Start, which asks the
-  // peer what it is (when it answers): a starting primary whose peer
+  // How to reach a peer at an address.
+  using Connect =
+      std::function<std::unique_ptr<ReplicaPeer>(const std::string& address)>;
+
+  // Before serving: how to reach the peer, this replica's own address (as
+  // the peer reaches it: sent with every call, so that a peer started
+  // without knowing it learns it) and the peer's (empty: unknown until the
+  // peer calls, e.g. a backup started before its primary had a port).
+  // Then Start, which asks the peer what it is (when it answers): a
+  // starting primary whose peer
   // serves the shard becomes its backup; one whose peer is a backup
   // holding a state installs that state (the peer holds every step this
   // process acknowledged before it died). Then the primary sends its state.
-  void SetPeer(std::unique_ptr<ReplicaPeer> peer, std::string address);
+  void SetPeer(Connect connect, std::string own_address,
+               std::string peer_address) ABSL_LOCKS_EXCLUDED(peer_mu_);
   // The launch both replicas serve (RegisterRequest.launch); set before
   // serving.
   void set_launch(std::string launch) { launch_ = std::move(launch); }
@@ -134,8 +144,17 @@ class ShardReplica {
   UpdatePolicy* const policy_;
   WorkerRegistry* const workers_;
   JobMetrics* const metrics_;
-  std::unique_ptr<ReplicaPeer> peer_;  // Set before serving.
-  std::string peer_address_;
+  // The peer as this replica reaches it now; a call from it at another
+  // address moves it there (Learn).
+  std::shared_ptr<ReplicaPeer> Peer() const ABSL_LOCKS_EXCLUDED(peer_mu_);
+  std::string PeerAddress() const ABSL_LOCKS_EXCLUDED(peer_mu_);
+  void Learn(const std::string& sender) ABSL_LOCKS_EXCLUDED(peer_mu_);
+
+  Connect connect_;  // Set before serving.
+  std::string own_address_;
+  mutable absl::Mutex peer_mu_;  // A leaf.
+  std::shared_ptr<ReplicaPeer> peer_ ABSL_GUARDED_BY(peer_mu_);
+  std::string peer_address_ ABSL_GUARDED_BY(peer_mu_);
   std::string launch_;
 
   std::atomic<Role> role_;

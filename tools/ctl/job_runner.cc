@@ -23,6 +23,7 @@
 #include "tools/ctl/local_secrets.h"
 #include "tools/ctl/run_folder.h"
 #include "tools/ctl/run_report.h"
+#include "tools/ctl/server_fleet.h"
 #include "tools/ctl/server_watch.h"
 #include "tools/ctl/status_client.h"
 #include "tools/ctl/stop_signals.h"
@@ -65,7 +66,7 @@ class JobRun {
         security_(std::move(security)),
         launch_(NewLaunchId()),
         started_(absl::Now()),
-        watch_(config_.num_shards(),
+        watch_(config_.num_shards() * config_.replication.factor,
                std::max(kMinSilence,
                         absl::Seconds(config_.liveness.lease_seconds))) {}
 
@@ -89,6 +90,10 @@ class JobRun {
       run_checkpoints_ = true;
       checkpoint_dir_ = folder_->CheckpointDir();
     }
+    fleet_ = std::make_unique<ServerFleet>(
+        config_, folder_.get(),
+        ServerFleet::Launch{options_.job_path, options_.server_binary, launch_,
+                            options_.log_level, checkpoint_dir_});
     const int code = RunInDir();
     folder_.reset();
     return code;
@@ -108,11 +113,19 @@ class JobRun {
           "checkpoint.dir keeps them, checkpoint.enabled: false turns "
           "them off)"));
     }
-    for (int k = 0; k < config_.num_shards(); ++k) {
-      procs_.push_back(Proc{absl::StrCat("server ", k), /*server=*/true, k});
-      if (!Start(procs_.back(), options_.fresh)) return 1;
+    // With replicas the backups start first: each primary is then told
+    // its backup's address.
+    const int first = config_.replication.enabled() ? fleet_->num_shards() : 0;
+    for (auto [begin, end] :
+         {std::pair{first, fleet_->size()}, std::pair{0, first}}) {
+      for (int slot = begin; slot < end; ++slot) {
+        procs_.push_back(Proc{fleet_->Name(slot), /*server=*/true, slot});
+        if (!Start(procs_.back(), options_.fresh)) return 1;
+      }
+      if (int code = AwaitPorts(begin, end); code >= 0) return code;
     }
-    if (int code = AwaitPorts(); code >= 0) return code;
+    Say(absl::StrCat("servers up at ",
+                     absl::StrJoin(fleet_->addresses(), ", ")));
     for (int r = 0; r < config_.num_workers; ++r) {
       procs_.push_back(Proc{absl::StrCat("worker ", r), /*server=*/false, r});
       if (!Start(procs_.back(), false)) return 1;
@@ -125,7 +138,7 @@ class JobRun {
   struct Proc {
     std::string name;  // "server 0", "worker 1"
     bool server = false;
-    int id = 0;      // Shard or rank.
+    int id = 0;      // The server's slot in fleet_, or the rank.
     int index = -1;  // In sup_.
     int restarts = 0;
     bool done = false;  // A worker that finished.
@@ -138,28 +151,12 @@ class JobRun {
   bool Start(Proc& p, bool fresh) {
     std::vector<std::string> argv;
     if (p.server) {
-      argv = {options_.server_binary,
-              "--job",
-              options_.job_path,
-              "--shard",
-              absl::StrCat(p.id),
-              "--listen",
-              addresses_.empty() ? config_.servers[p.id] : addresses_[p.id],
-              "--port_file",
-              PortFile(p.id),
-              "--launch",
-              launch_,
-              "--log_level",
-              options_.log_level};
-      if (fresh) argv.push_back("--fresh");
-      if (run_checkpoints_) {
-        argv.push_back("--checkpoint_dir");
-        argv.push_back(checkpoint_dir_);
-      }
+      argv = fleet_->Argv(p.id, fresh);
     } else {
-      argv = WorkerArgv(config_, {options_.job_path, p.id, addresses_, launch_,
-                                  options_.log_level, options_.worker_binary,
-                                  options_.python_path});
+      argv = WorkerArgv(config_,
+                        {options_.job_path, p.id, fleet_->primaries(), launch_,
+                         options_.log_level, options_.worker_binary,
+                         options_.python_path, fleet_->backups()});
     }
     auto index = sup_.Spawn(p.name, argv);
     if (!index.ok()) {
@@ -191,38 +188,23 @@ class JobRun {
     return -1;
   }
 
-  std::string PortFile(int shard) const { return folder_->PortFile(shard); }
-
-  // Waits until every server wrote its port file; fills addresses_.
+  // Waits until the servers of slots [begin, end) wrote their port files.
   // Returns -1 when all are up, else the exit code.
-  int AwaitPorts() {
+  int AwaitPorts(int begin, int end) {
     const absl::Time deadline = absl::Now() + kStartupTimeout;
-    addresses_.assign(config_.num_shards(), "");
-    int ready = 0;
-    while (ready < config_.num_shards()) {
+    while (!fleet_->ReadPorts(begin, end)) {
       if (int code =
               HandleExits(sup_.Poll(absl::Milliseconds(20), StopSignalFd()));
           code >= 0) {
         return code;
       }
       if (int signo = TakeStopSignal(); signo != 0) return Interrupted(signo);
-      for (int k = 0; k < config_.num_shards(); ++k) {
-        if (!addresses_[k].empty()) continue;
-        if (const int port = folder_->ReadPort(k); port > 0) {
-          std::string host;
-          int ignored = 0;
-          (void)ParseHostPort(config_.servers[k], &host, &ignored);
-          addresses_[k] = absl::StrCat(host, ":", port);
-          ++ready;
-        }
-      }
       if (absl::Now() > deadline) {
         return Fail(absl::StrCat(
             "servers did not start listening within ",
             FormatDuration(absl::ToDoubleSeconds(kStartupTimeout))));
       }
     }
-    Say(absl::StrCat("servers up at ", absl::StrJoin(addresses_, ", ")));
     return -1;
   }
 
@@ -253,7 +235,8 @@ class JobRun {
                                  " time(s) already (restart.max ",
                                  config_.restart.max, ")"));
       }
-      if (p->server && checkpoint_dir_.empty()) {
+      if (p->server && checkpoint_dir_.empty() &&
+          !config_.replication.enabled()) {
         return Fail(absl::StrCat(
             why,
             "; a server is restarted only from a checkpoint, and the "
@@ -285,14 +268,16 @@ class JobRun {
         // One round of status calls serves the progress lines and the
         // watch over silent servers.
         const std::vector<ServerStatus> status =
-            QueryAllStatus(addresses_, security_, kProbeTimeout);
-        ReportProgress(status[0].status);
+            QueryAllStatus(fleet_->addresses(), security_, kProbeTimeout);
+        ReportProgress(fleet_->Serving(status)[0].status);
         KillSilentServers(status);
         next_progress = absl::Now() + kProgressEvery;
       }
     }
-    ReportProgress(
-        QueryShardStatus(addresses_[0], security_, absl::Seconds(2)));
+    ReportProgress(fleet_
+                       ->Serving(QueryAllStatus(fleet_->addresses(), security_,
+                                                absl::Seconds(2)))[0]
+                       .status);
     const bool complete = epochs_.count(config_.training.epochs) > 0;
     MeasurePushBytes();
     std::vector<int> servers;
@@ -325,30 +310,33 @@ class JobRun {
   // (ServerWatch): HandleExits then restarts it.
   void KillSilentServers(const std::vector<ServerStatus>& status) {
     std::vector<bool> answered, running;
+    std::vector<const Proc*> by_slot(fleet_->size());
     for (const Proc& p : procs_) {
-      if (!p.server) continue;
-      answered.push_back(status[p.id].status.ok());
-      running.push_back(p.restart_at == absl::InfiniteFuture());
+      if (p.server) by_slot[p.id] = &p;
+    }
+    for (const Proc* p : by_slot) {
+      answered.push_back(status[p->id].status.ok());
+      running.push_back(p->restart_at == absl::InfiniteFuture());
     }
     const absl::Time now = absl::Now();
-    for (int shard : watch_.Observe(answered, running, now)) {
-      // Servers come first in procs_, in shard order.
-      const ChildInfo& c = sup_.child(procs_[shard].index);
+    for (int slot : watch_.Observe(answered, running, now)) {
+      const ChildInfo& c = sup_.child(by_slot[slot]->index);
       Say(absl::StrFormat(
-          "server %d (pid %d) answered no status call for %.1fs (more "
+          "%s (pid %d) answered no status call for %.1fs (more "
           "than %s: liveness.lease_seconds, at least 5s): killing it, to "
           "restart it",
-          shard, c.pid, absl::ToDoubleSeconds(watch_.Silence(shard, now)),
+          fleet_->Name(slot), c.pid,
+          absl::ToDoubleSeconds(watch_.Silence(slot, now)),
           absl::FormatDuration(watch_.lease())));
       kill(c.pid, SIGKILL);
-      watch_.Started(shard, now);  // Not again before it is restarted.
+      watch_.Started(slot, now);  // Not again before it is restarted.
     }
   }
 
   // The bytes one worker step pushes, from every shard's counters.
   void MeasurePushBytes() {
-    push_ = PushBytesPerStep(
-        QueryAllStatus(addresses_, security_, absl::Seconds(2)));
+    push_ = PushBytesPerStep(fleet_->Serving(
+        QueryAllStatus(fleet_->addresses(), security_, absl::Seconds(2))));
   }
 
   // Prints every newly completed epoch from shard 0's `status`.
@@ -419,7 +407,7 @@ class JobRun {
   Supervisor sup_;
   std::vector<Proc> procs_;
   int restarts_ = 0;
-  std::vector<std::string> addresses_;
+  std::unique_ptr<ServerFleet> fleet_;
   int workers_done_ = 0;
   PushBytes push_;  // Per worker step, once the workers are done.
   std::map<int, proto::EpochMetrics> epochs_;  // By epoch number.
@@ -439,6 +427,14 @@ int RunJob(const RunOptions& options) {
                  "paramctl: %s: cluster.servers is {slurm: N}: the job runs "
                  "under Slurm (paramctl slurm writes its batch script); "
                  "paramctl run needs a list of addresses\n",
+                 options.job_path.c_str());
+    return 1;
+  }
+  if (config->replication.enabled() && !config->worker.command.empty()) {
+    std::fprintf(stderr,
+                 "paramctl: %s: replication.factor 2 with worker.command: "
+                 "framework workers do not move to a shard's backup yet; "
+                 "run paramd-worker, or factor 1\n",
                  options.job_path.c_str());
     return 1;
   }

@@ -12,10 +12,15 @@ std::vector<std::string> WorkerArgv(const JobConfig& config,
                                     const WorkerLaunch& w) {
   const std::string servers = absl::StrJoin(w.servers, ",");
   if (config.worker.command.empty()) {
-    return {
+    std::vector<std::string> argv = {
         w.worker_binary, "--job", w.job_path, "--rank", absl::StrCat(w.rank),
         "--servers",     servers, "--launch", w.launch, "--log_level",
         w.log_level};
+    if (!w.backups.empty()) {
+      argv.push_back("--backups");
+      argv.push_back(absl::StrJoin(w.backups, ","));
+    }
+    return argv;
   }
   const std::filesystem::path job =
       std::filesystem::absolute(w.job_path).lexically_normal();

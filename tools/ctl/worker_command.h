@@ -23,6 +23,8 @@ struct WorkerLaunch {
   // The paramd Python package's folder (bazel-bin/python/package), put
   // first on a worker.command's PYTHONPATH; empty: none.
   std::string python_path;
+  // replication.factor 2: each shard's backup (--backups); empty: none.
+  std::vector<std::string> backups;
 };
 
 // argv of rank `w.rank`. For worker.command: /usr/bin/env -C <job folder>

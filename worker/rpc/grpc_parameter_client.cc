@@ -29,7 +29,6 @@ ShardLinks::Options LinkOptions(const GrpcClientOptions& options) {
   links.pull_timeout = options.pull_timeout;
   links.step_stream = options.step_stream;
   links.backups = options.backups;
-  links.failover_hold = options.failover_hold;
   return links;
 }
 
@@ -88,12 +87,17 @@ absl::StatusOr<uint64_t> GrpcParameterClient::Retrying(
   retry.give_up = options_.give_up;
   retry.clock = options_.clock;
   retry.who = absl::StrCat("rank ", rank_);
-  bool first = true;
   return Retry(what, retry, [&] {
-    // A shard whose server did not answer is tried at its other replica.
-    if (!first) links_.FailOver();
-    first = false;
-    return attempt();
+    absl::StatusOr<uint64_t> result = attempt();
+    // A shard whose server did not serve the call is tried at its other
+    // replica at once: each retry tries both (the backup refuses until it
+    // took over; a restarted primary serves again).
+    if ((absl::IsUnavailable(result.status()) ||
+         absl::IsDeadlineExceeded(result.status())) &&
+        links_.FailOver()) {
+      result = attempt();
+    }
+    return result;
   });
 }
 
@@ -320,8 +324,6 @@ ParameterClientFactory GrpcParameterClientFactory(
     ASSIGN_OR_RETURN(JobSecurity security, LoadSecurity(config.security));
     GrpcClientOptions with_config = options;
     with_config.give_up = absl::Seconds(config.liveness.give_up_seconds);
-    with_config.failover_hold =
-        absl::Seconds(2 * config.liveness.lease_seconds);
     if (with_config.backups.empty()) {
       with_config.backups = config.replication.backups;
     }

@@ -56,11 +56,8 @@ struct GrpcClientOptions {
   // of a StepStream kept open across steps (no per-step call setup);
   // false: a unary PushPull call per step.
   bool step_stream = true;
-  // replication.factor 2: each shard's backup, and how long a fail-over
-  // stays on the replica it moved to (ShardLinks::Options; the factory
-  // sets 2 × liveness.lease_seconds).
+  // replication.factor 2: each shard's backup (ShardLinks::Options).
   std::vector<std::string> backups;
-  absl::Duration failover_hold = absl::Seconds(20);
 };
 
 class GrpcParameterClient final : public ParameterClient {

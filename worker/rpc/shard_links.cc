@@ -198,19 +198,22 @@ std::function<void(absl::Status)> ShardLinks::Noting(
   };
 }
 
-void ShardLinks::FailOver() {
-  const absl::Time now = absl::Now();
+bool ShardLinks::FailOver() {
+  bool moved = false;
   for (int s = 0; s < size(); ++s) {
     Link& link = shards_[s];
     const auto code = static_cast<absl::StatusCode>(
         link.last_code->exchange(0, std::memory_order_relaxed));
+    // CANCELLED: the server ended the call, or this worker did after
+    // another shard failed (a shard moved needlessly is moved back when
+    // its backup refuses).
     if (link.replicas.size() < 2 ||
         (code != absl::StatusCode::kUnavailable &&
-         code != absl::StatusCode::kDeadlineExceeded)) {
+         code != absl::StatusCode::kDeadlineExceeded &&
+         code != absl::StatusCode::kCancelled)) {
       continue;
     }
-    if (now - link.switched < options_.failover_hold) continue;
-    link.switched = now;
+    moved = true;
     const int from = link.current->load(std::memory_order_relaxed);
     link.current->store(1 - from, std::memory_order_release);
     link.steps.reset();  // Its stream was to the other replica.
@@ -220,10 +223,17 @@ void ShardLinks::FailOver() {
         rank_, s, link.replicas[from].address, from == 0 ? "backup" : "primary",
         link.replicas[1 - from].address);
   }
+  return moved;
 }
 
 std::chrono::system_clock::time_point DeadlineIn(absl::Duration d) {
   return absl::ToChronoTime(absl::Now() + d);
+}
+
+absl::Status CancelledByServer(const absl::Status& s) {
+  if (!absl::IsCancelled(s)) return s;
+  return absl::UnavailableError(
+      absl::StrCat(s.message(), " (the server ended the call)"));
 }
 
 absl::Status PrefixStatus(const absl::Status& s, const char* what, int shard) {
@@ -244,7 +254,10 @@ absl::Status ForAllShards(
   pending.Wait();
   const std::string what = absl::StrCat(rpc, " to shard ");
   for (int s = 0; s < num_shards; ++s) {
-    if (!results[s].ok()) return PrefixStatus(results[s], what.c_str(), s);
+    if (!results[s].ok()) {
+      // These calls never cancel each other.
+      return PrefixStatus(CancelledByServer(results[s]), what.c_str(), s);
+    }
   }
   return absl::OkStatus();
 }

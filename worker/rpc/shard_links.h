@@ -47,11 +47,8 @@ class ShardLinks {
     bool step_stream = true;
     // replication.factor 2: each shard's backup, in shard order (empty:
     // none). A shard whose last call found no server (UNAVAILABLE,
-    // DEADLINE_EXCEEDED) is called at its other replica after FailOver,
-    // and stays there at least `failover_hold`: a backup refuses until it
-    // has taken over, which takes up to a lease.
+    // DEADLINE_EXCEEDED) is called at its other replica after FailOver.
     std::vector<std::string> backups;
-    absl::Duration failover_hold = absl::Seconds(20);
   };
   // Full method names, as gRPC calls them.
   struct Methods {
@@ -78,10 +75,10 @@ class ShardLinks {
   void Note(int shard, const absl::Status& status);
   std::function<void(absl::Status)> Noting(
       int shard, std::function<void(absl::Status)> done);
-  // Before a retry: every shard with a backup whose last call found no
-  // server is called at its other replica from now on. Called by the
-  // thread that starts the calls, none in flight.
-  void FailOver();
+  // After a failed call: every shard with a backup whose last call found
+  // no server is called at its other replica from now on; returns whether
+  // one was. Called by the thread that starts the calls, none in flight.
+  bool FailOver();
   // Whether the shard's pulls use PullStream: its chunks fill several
   // messages (float32, or halves under compression.pull: fp16).
   bool pull_streams(int shard) const { return shards_[shard].pull_streams; }
@@ -134,7 +131,6 @@ class ShardLinks {
     std::vector<Conn> replicas;  // The primary's, then the backup's.
     // The replica called now; the code of the last call's end.
     std::unique_ptr<std::atomic<int>> current, last_code;
-    absl::Time switched = absl::InfinitePast();  // The last FailOver's.
     bool pull_streams = false;
     // Opened by the first PushPull that needs it and again after it ended.
     std::unique_ptr<StepStream> steps;
@@ -155,6 +151,11 @@ class ShardLinks {
 
 // The deadline of a call that may take `d` from now.
 std::chrono::system_clock::time_point DeadlineIn(absl::Duration d);
+
+// A call this worker did not cancel that ended CANCELLED was ended by its
+// server (one stopping): UNAVAILABLE, so that it is retried; any other
+// status as it is.
+absl::Status CancelledByServer(const absl::Status& s);
 
 // `s` with "<what><shard>: " before its message, e.g. "Push to shard 1: ".
 absl::Status PrefixStatus(const absl::Status& s, const char* what, int shard);

@@ -79,7 +79,9 @@ struct StepCalls::Round {
       consider(pull_status[i],
                combined[i] ? "PushPull to shard " : "Pull to shard ", i);
     }
-    if (!failure.ok()) return failure;
+    // Only cancellations: none was this worker's (it cancels the other
+    // shards' calls after a failure, which comes first here).
+    if (!failure.ok()) return CancelledByServer(failure);
     for (int i = 0; i < n; ++i) {
       if (combined[i]) continue;
       if (absl::StatusOr<uint64_t> v = PushedVersion(push_responses[i]);
