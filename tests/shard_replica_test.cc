@@ -11,7 +11,6 @@
 #include <string>
 
 #include "absl/strings/match.h"
-#include "server/checkpoint/checkpointer.h"
 #include "server/shard/shard.h"
 #include "tests/test_files.h"
 #include "tests/whole_push.h"
@@ -32,7 +31,8 @@ class DirectPeer final : public ReplicaPeer {
                          proto::ReplicateResponse* response) override {
     Shard* to = Find();
     if (to == nullptr) return absl::UnavailableError("peer down");
-    return to->replica()->Replicate(request, response);
+    proto::ReplicateRequest copy = request;  // As if it came over the wire.
+    return to->replica()->Replicate(&copy, response);
   }
   absl::Status Handover(const proto::HandoverRequest& request, absl::Duration,
                         proto::HandoverResponse* response) override {
@@ -178,7 +178,7 @@ TEST_CASE(
   newer.set_job_id(p.config.job_id);
   newer.set_term(3);
   proto::ReplicateResponse ignored;
-  CHECK(absl::IsUnavailable(p.a->replica()->Replicate(newer, &ignored)));
+  CHECK(absl::IsUnavailable(p.a->replica()->Replicate(&newer, &ignored)));
   // A restarted primary (a new process at the old address) rejoins as the
   // backup of the new primary, and is caught up.
   p.shards.erase("a");
@@ -227,44 +227,71 @@ TEST_CASE("Replicate and Handover refuse what is not their shard's",
   proto::ReplicateResponse out;
   SECTION("another job") {
     r.set_job_id("other");
-    const absl::Status s = p.b->replica()->Replicate(r, &out);
+    const absl::Status s = p.b->replica()->Replicate(&r, &out);
     CHECK(absl::IsInvalidArgument(s));
     CHECK(absl::StrContains(s.message(), "job 'other' shard 0"));
   }
   SECTION("another launch") {
     r.set_launch("elsewhere");
-    const absl::Status s = p.b->replica()->Replicate(r, &out);
+    const absl::Status s = p.b->replica()->Replicate(&r, &out);
     CHECK(absl::IsInvalidArgument(s));
     CHECK(absl::StrContains(s.message(), "launch 'elsewhere'"));
   }
-  SECTION("a state that does not decode") {
-    r.set_state("not a checkpoint");
-    const absl::Status s = p.b->replica()->Replicate(r, &out);
-    CHECK(absl::IsInvalidArgument(s));
-    CHECK(absl::StrContains(s.message(), "Replicate: state: "));
-  }
+  // A well-formed state of this shard, for the cases to spoil.
+  proto::ReplicaState& state = *r.mutable_state();
+  state.set_plan_fingerprint(p.a->plan().fingerprint());
+  state.set_policy("sync");
+  state.set_version(7);
+  state.add_clocks(7);
+  state.add_last_accepted(6);
+  state.add_live(true);
+  state.add_registered(true);
+  state.set_store_state("not a store");
   SECTION("a state of another plan") {
-    CheckpointState ck;
-    ck.job_id = p.config.job_id;
-    ck.plan_fingerprint = p.a->plan().fingerprint() + 1;
-    ck.policy = "sync";
-    ck.clocks = {0};
-    ck.last_accepted = {-1};
-    r.set_state(EncodeCheckpoint(ck));
-    r.add_live(true);
-    r.add_registered(true);
-    const absl::Status s = p.b->replica()->Replicate(r, &out);
+    state.set_plan_fingerprint(state.plan_fingerprint() + 1);
+    const absl::Status s = p.b->replica()->Replicate(&r, &out);
     CHECK(absl::IsInvalidArgument(s));
-    CHECK(absl::StrContains(s.message(), "this replica serves job"));
+    CHECK(absl::StrContains(s.message(), "this replica serves plan"));
+  }
+  SECTION("a state of another policy") {
+    state.set_policy("async");
+    const absl::Status s = p.b->replica()->Replicate(&r, &out);
+    CHECK(absl::IsInvalidArgument(s));
+    CHECK(absl::StrContains(s.message(), "policy 'async'"));
+  }
+  SECTION("a state for another number of workers") {
+    state.add_clocks(0);
+    const absl::Status s = p.b->replica()->Replicate(&r, &out);
+    CHECK(absl::IsInvalidArgument(s));
+    CHECK(absl::StrContains(s.message(), "2 clocks, 1 last accepted"));
+  }
+  SECTION("a state without the store") {
+    state.clear_store_state();
+    const absl::Status s = p.b->replica()->Replicate(&r, &out);
+    CHECK(absl::IsInvalidArgument(s));
+    CHECK(absl::StrContains(s.message(), "store_state is empty"));
+  }
+  SECTION("a store that does not read back is refused when taken over") {
+    REQUIRE(p.b->replica()->Replicate(&r, &out).ok());
+    CHECK(Pair::Replica(*p.b).held_version() == 7);
+    p.clock.Advance(absl::Seconds(5));
+    proto::HeartbeatRequest beat;
+    beat.set_job_id(p.config.job_id);
+    proto::HeartbeatResponse reply;
+    const absl::Status s = p.b->Heartbeat(beat, &reply);
+    INFO(s.ToString());
+    CHECK(
+        absl::StrContains(s.message(), "the primary's state does not install"));
+    CHECK(p.b->store().version() == 0);
   }
   SECTION("an older term") {
     r.set_term(0);
-    const absl::Status s = p.b->replica()->Replicate(r, &out);
+    const absl::Status s = p.b->replica()->Replicate(&r, &out);
     CHECK(absl::IsFailedPrecondition(s));
     CHECK(absl::StrContains(s.message(), "older than this replica's"));
   }
   SECTION("the primary itself refuses a Replicate") {
-    const absl::Status s = p.a->replica()->Replicate(r, &out);
+    const absl::Status s = p.a->replica()->Replicate(&r, &out);
     CHECK(absl::IsFailedPrecondition(s));
     CHECK(absl::StrContains(s.message(), "serves the shard at term 1"));
   }

@@ -184,7 +184,7 @@ class UpdatePolicy {
   // push, and the policy shuts down (every waiter and later call gets
   // Unavailable): the shard was replaced, and nothing it holds may be
   // served. Set before serving.
-  using StepSink = std::function<absl::Status(const PolicyState&)>;
+  using StepSink = std::function<absl::Status(PolicyState)>;
   void SetStepSink(StepSink sink) ABSL_LOCKS_EXCLUDED(mu_);
   // Hands the state now to the sink, under the lock (a backup that was
   // away catching up); as a step's failure, an error shuts the policy down.

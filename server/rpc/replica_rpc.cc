@@ -49,7 +49,7 @@ grpc::Status GrpcReplicaService::Replicate(grpc::ServerContext*,
                      request->Length(), " bytes that do not parse)")));
   }
   proto::ReplicateResponse out;
-  if (absl::Status s = replica->Replicate(in, &out); !s.ok()) {
+  if (absl::Status s = replica->Replicate(&in, &out); !s.ok()) {
     return ToGrpcStatus(s);
   }
   *response = SerializeMessage(out);

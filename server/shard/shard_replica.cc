@@ -4,7 +4,6 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/base/status_macros.h"
-#include "server/checkpoint/checkpointer.h"
 #include "server/shard/request_checks.h"
 #include "spdlog/spdlog.h"
 
@@ -124,17 +123,16 @@ absl::Status ShardReplica::Start() {
     return absl::OkStatus();
   }
   if (role() == Role::kBackup) return absl::OkStatus();
-  if (s.ok() && answer.role() == RoleName(Role::kBackup) &&
-      !answer.held().state().empty()) {
+  if (s.ok() && answer.role() == RoleName(Role::kBackup) && answer.has_held()) {
     // The backup holds what this process acknowledged before it stopped.
-    ASSIGN_OR_RETURN(Held held, Decode(answer.held()));
-    RETURN_IF_ERROR(Install(held));
+    RETURN_IF_ERROR(Check(answer.held()));
+    RETURN_IF_ERROR(Install(answer.held()));
     absl::MutexLock lock(&mu_);
     term_ = std::max(term_, answer.term());
     spdlog::info(
         "shard {}: took the state of version {} from the backup at "
         "{} (term {})",
-        shard_, held.state.version, PeerAddress(), term_);
+        shard_, answer.held().version(), PeerAddress(), term_);
   } else if (!s.ok()) {
     spdlog::info(
         "shard {}: the backup at {} does not answer yet ({}); "
@@ -142,13 +140,12 @@ absl::Status ShardReplica::Start() {
         shard_, PeerAddress(), std::string(s.message()));
   }
   policy_->SetStepSink(
-      [this](const PolicyState& state) { return OnStep(state); });
+      [this](PolicyState state) { return OnStep(std::move(state)); });
   // The backup gets the state it starts from (best effort).
   return policy_->SendState();
 }
 
-proto::ReplicateRequest ShardReplica::MakeRequest(
-    const PolicyState* state) const {
+proto::ReplicateRequest ShardReplica::MakeRequest(PolicyState* state) const {
   proto::ReplicateRequest request;
   request.set_job_id(config_.job_id);
   request.set_shard(shard_);
@@ -159,21 +156,20 @@ proto::ReplicateRequest ShardReplica::MakeRequest(
     request.set_term(term_);
   }
   if (state == nullptr) return request;
-  CheckpointState ck;
-  ck.job_id = config_.job_id;
-  ck.plan_fingerprint = plan_fingerprint_;
-  ck.shard = shard_;
-  ck.policy = policy_->name();
-  ck.version = state->version;
-  ck.clocks = state->clocks;
-  ck.last_accepted = state->last_accepted;
-  ck.store_state = state->store_state;
-  ck.metrics_state = metrics_->SaveState();
-  request.set_state(EncodeCheckpoint(ck));
-  for (size_t r = 0; r < state->live.size(); ++r) {
-    request.add_live(state->live[r]);
-    request.add_registered(workers_->IsRegistered(static_cast<int>(r)));
+  proto::ReplicaState* out = request.mutable_state();
+  out->set_plan_fingerprint(plan_fingerprint_);
+  out->set_policy(policy_->name());
+  out->set_version(state->version);
+  for (size_t r = 0; r < state->clocks.size(); ++r) {
+    out->add_clocks(state->clocks[r]);
+    out->add_last_accepted(state->last_accepted[r]);
+    out->add_live(state->live[r]);
+    out->add_registered(workers_->IsRegistered(static_cast<int>(r)));
   }
+  // Moved, not copied: the parameters and slots are most of a step's
+  // bytes.
+  out->set_store_state(std::move(state->store_state));
+  out->set_metrics_state(metrics_->SaveState());
   return request;
 }
 
@@ -190,7 +186,7 @@ absl::Status ShardReplica::Send(const proto::ReplicateRequest& request,
   last_sent_ = now;
   if (s.ok()) {
     peer_answered_ = now;
-    if (!request.state().empty()) {
+    if (request.has_state()) {
       if (!in_sync_) {
         spdlog::info("shard {}: the backup at {} holds version {}: in sync",
                      shard_, PeerAddress(), version);
@@ -221,7 +217,7 @@ absl::Status ShardReplica::Send(const proto::ReplicateRequest& request,
   return absl::OkStatus();
 }
 
-absl::Status ShardReplica::OnStep(const PolicyState& state) {
+absl::Status ShardReplica::OnStep(PolicyState state) {
   if (role() != Role::kPrimary) {
     return Named(absl::StatusCode::kUnavailable,
                  "this server no longer serves the shard");
@@ -232,7 +228,8 @@ absl::Status ShardReplica::OnStep(const PolicyState& state) {
     // A backup left behind is tried again by Tick, not by every step.
     if (!in_sync_ && clock_->Now() < next_try_) return absl::OkStatus();
   }
-  return Send(MakeRequest(&state), state.version);
+  const uint64_t version = state.version;
+  return Send(MakeRequest(&state), version);
 }
 
 void ShardReplica::Tick() {
@@ -256,56 +253,40 @@ void ShardReplica::Tick() {
   }
 }
 
-absl::StatusOr<ShardReplica::Held> ShardReplica::Decode(
-    const proto::ReplicateRequest& request) const {
-  absl::StatusOr<CheckpointState> ck = DecodeCheckpoint(request.state());
-  if (!ck.ok()) {
-    return Named(absl::StatusCode::kInvalidArgument,
-                 absl::StrCat("Replicate: state: ", ck.status().message()));
-  }
-  if (ck->job_id != config_.job_id || ck->shard != shard_ ||
-      ck->plan_fingerprint != plan_fingerprint_ ||
-      ck->policy != policy_->name()) {
+absl::Status ShardReplica::Check(const proto::ReplicaState& state) const {
+  if (state.plan_fingerprint() != plan_fingerprint_ ||
+      state.policy() != policy_->name()) {
     return Named(
         absl::StatusCode::kInvalidArgument,
-        absl::StrCat("Replicate: state of job '", ck->job_id, "' shard ",
-                     ck->shard, " plan ", ck->plan_fingerprint, " policy ",
-                     ck->policy, "; this replica serves job '", config_.job_id,
-                     "' shard ", shard_, " plan ", plan_fingerprint_,
-                     " policy ", policy_->name()));
+        absl::StrCat("Replicate: state of plan ", state.plan_fingerprint(),
+                     " policy '", QuoteClientBytes(state.policy()),
+                     "'; this replica serves plan ", plan_fingerprint_,
+                     " policy '", policy_->name(), "'"));
   }
-  const size_t n = static_cast<size_t>(config_.num_workers);
-  if (ck->clocks.size() != n || ck->last_accepted.size() != n ||
-      static_cast<size_t>(request.live_size()) != n ||
-      static_cast<size_t>(request.registered_size()) != n) {
+  const int n = config_.num_workers;
+  if (state.clocks_size() != n || state.last_accepted_size() != n ||
+      state.live_size() != n || state.registered_size() != n) {
     return Named(
         absl::StatusCode::kInvalidArgument,
-        absl::StrCat("Replicate: the state has ", ck->clocks.size(),
-                     " clocks, ", request.live_size(), " live and ",
-                     request.registered_size(),
+        absl::StrCat("Replicate: state: ", state.clocks_size(), " clocks, ",
+                     state.last_accepted_size(), " last accepted, ",
+                     state.live_size(), " live and ", state.registered_size(),
                      " registered flags; the job has ", n, " workers"));
   }
-  Held held;
-  held.state.version = ck->version;
-  held.state.clocks = std::move(ck->clocks);
-  held.state.last_accepted = std::move(ck->last_accepted);
-  held.state.store_state = std::move(ck->store_state);
-  held.state.live.assign(request.live().begin(), request.live().end());
-  held.metrics_state = std::move(ck->metrics_state);
-  held.registered.assign(request.registered().begin(),
-                         request.registered().end());
-  return held;
+  if (state.store_state().empty()) {
+    return Named(absl::StatusCode::kInvalidArgument,
+                 "Replicate: state: store_state is empty");
+  }
+  return absl::OkStatus();
 }
 
-absl::Status ShardReplica::Replicate(const proto::ReplicateRequest& request,
+absl::Status ShardReplica::Replicate(proto::ReplicateRequest* in,
                                      proto::ReplicateResponse* response) {
+  const proto::ReplicateRequest& request = *in;
   RETURN_IF_ERROR(CheckCaller("Replicate", request.job_id(), request.shard(),
                               request.launch()));
+  if (request.has_state()) RETURN_IF_ERROR(Check(request.state()));
   Learn(request.sender());
-  std::optional<Held> held;
-  if (!request.state().empty()) {
-    ASSIGN_OR_RETURN(held, Decode(request));
-  }
   absl::MutexLock lock(&mu_);
   response->set_term(term_);
   const Role now_role = role();
@@ -340,12 +321,12 @@ absl::Status ShardReplica::Replicate(const proto::ReplicateRequest& request,
   }
   term_ = request.term();
   heard_ = clock_->Now();
-  if (held.has_value() &&
-      (!held_.has_value() || held->state.version >= held_->state.version)) {
-    held_ = std::move(held);
-    held_request_ = request;
+  if (request.has_state() &&
+      (!held_.has_value() || request.state().version() >= held_->version())) {
+    held_.emplace();
+    held_->Swap(in->mutable_state());
   }
-  response->set_version(held_.has_value() ? held_->state.version : 0);
+  response->set_version(held_.has_value() ? held_->version() : 0);
   return absl::OkStatus();
 }
 
@@ -358,7 +339,7 @@ absl::Status ShardReplica::Handover(const proto::HandoverRequest& request,
   response->set_role(RoleName(role()));
   response->set_term(term_);
   if (role() == Role::kBackup && held_.has_value()) {
-    *response->mutable_held() = held_request_;
+    *response->mutable_held() = *held_;
     // The asker serves from this state now; this process backs it up.
     heard_ = clock_->Now();
   }
@@ -404,7 +385,7 @@ absl::Status ShardReplica::Admit(const char* rpc) {
 }
 
 absl::Status ShardReplica::TakeOver() {
-  Held held;
+  proto::ReplicaState held;
   absl::Duration silent;
   {
     absl::MutexLock lock(&mu_);
@@ -422,28 +403,38 @@ absl::Status ShardReplica::TakeOver() {
     ++takeovers_;
     in_sync_ = false;
     next_try_ = clock_->Now();
-    applied_version_ = held.state.version;
+    applied_version_ = held.version();
     sent_version_ = 0;
     held_.reset();
   }
   policy_->SetStepSink(
-      [this](const PolicyState& state) { return OnStep(state); });
+      [this](PolicyState state) { return OnStep(std::move(state)); });
   role_.store(Role::kPrimary, std::memory_order_release);
   spdlog::warn(
       "shard {}: took over from the primary at {} (silent for {}) at "
       "version {}, term {}",
-      shard_, PeerAddress(), absl::FormatDuration(silent), held.state.version,
+      shard_, PeerAddress(), absl::FormatDuration(silent), held.version(),
       term);
   return absl::OkStatus();
 }
 
-absl::Status ShardReplica::Install(const Held& held) {
-  RETURN_IF_ERROR(policy_->Restore(held.state));
-  RETURN_IF_ERROR(metrics_->RestoreState(held.metrics_state));
+absl::Status ShardReplica::Install(const proto::ReplicaState& held) {
+  PolicyState state;
+  state.version = held.version();
+  state.clocks.assign(held.clocks().begin(), held.clocks().end());
+  state.last_accepted.assign(held.last_accepted().begin(),
+                             held.last_accepted().end());
+  state.store_state = held.store_state();
+  if (absl::Status s = policy_->Restore(state); !s.ok()) {
+    return Named(
+        s.code(),
+        absl::StrCat("the primary's state does not install: ", s.message()));
+  }
+  RETURN_IF_ERROR(metrics_->RestoreState(held.metrics_state()));
   const absl::Time now = clock_->Now();
   for (int r = 0; r < config_.num_workers; ++r) {
-    if (held.registered[r]) workers_->OnRegister(r, 0, now);
-    if (!held.state.live[r]) policy_->Leave(r);
+    if (held.registered(r)) workers_->OnRegister(r, 0, now);
+    if (!held.live(r)) policy_->Leave(r);
   }
   return absl::OkStatus();
 }
@@ -464,7 +455,7 @@ void ShardReplica::FillStatus(proto::ReplicaStatus* status) const {
             ? -1
             : absl::ToDoubleSeconds(now - peer_answered_));
   } else {
-    status->set_held_version(held_.has_value() ? held_->state.version : 0);
+    status->set_held_version(held_.has_value() ? held_->version() : 0);
     status->set_peer_silent_seconds(absl::ToDoubleSeconds(now - heard_));
   }
 }

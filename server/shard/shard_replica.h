@@ -32,6 +32,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
@@ -62,14 +63,6 @@ class ReplicaPeer {
 class ShardReplica {
  public:
   enum class Role { kPrimary, kBackup, kTakingOver, kReplaced };
-
-  // A state as a backup holds it: a checkpoint's, with each rank's
-  // liveness and registration.
-  struct Held {
-    PolicyState state;
-    std::string metrics_state;
-    std::vector<bool> registered;
-  };
 
   // Shard `shard` of `config`, starting as the backup when `backup`.
   // `clock`, `policy`, `workers` and `metrics` (the shard's) outlive this.
@@ -103,12 +96,13 @@ class ShardReplica {
   // other replica).
   absl::Status Admit(const char* rpc);
   // The policy's step sink (UpdatePolicy::SetStepSink).
-  absl::Status OnStep(const PolicyState& state);
+  absl::Status OnStep(PolicyState state);
   // Periodic: the primary's keep-alive, and catching a backup up.
   void Tick();
 
-  // ReplicaService, as the peer calls it.
-  absl::Status Replicate(const proto::ReplicateRequest& request,
+  // ReplicaService, as the peer calls it (the held state is moved out of
+  // `request`).
+  absl::Status Replicate(proto::ReplicateRequest* request,
                          proto::ReplicateResponse* response);
   absl::Status Handover(const proto::HandoverRequest& request,
                         proto::HandoverResponse* response);
@@ -119,18 +113,19 @@ class ShardReplica {
   void FillStatus(proto::ReplicaStatus* status) const;
 
  private:
-  // The request carrying `state` (empty: a keep-alive).
-  proto::ReplicateRequest MakeRequest(const PolicyState* state) const
+  // The request carrying `state` (null: a keep-alive).
+  proto::ReplicateRequest MakeRequest(PolicyState* state) const
       ABSL_LOCKS_EXCLUDED(mu_);
   // Sends `request`; on FAILED_PRECONDITION this process was replaced.
   absl::Status Send(const proto::ReplicateRequest& request, uint64_t version)
       ABSL_LOCKS_EXCLUDED(mu_);
-  // Checks and decodes a Replicate's state.
-  absl::StatusOr<Held> Decode(const proto::ReplicateRequest& request) const;
+  // INVALID_ARGUMENT naming what a Replicate's (or a Handover answer's)
+  // state has that this shard's has not.
+  absl::Status Check(const proto::ReplicaState& state) const;
   absl::Status TakeOver() ABSL_EXCLUSIVE_LOCKS_REQUIRED(take_over_mu_);
   // Makes `held` the shard's state: the policy's, the epoch reports, the
   // registrations (leases start over from now) and the live set.
-  absl::Status Install(const Held& held);
+  absl::Status Install(const proto::ReplicaState& held);
   absl::Status Named(absl::StatusCode code, const std::string& what) const;
   // INVALID_ARGUMENT unless a call `rpc` names this job, shard and launch.
   absl::Status CheckCaller(const char* rpc, const std::string& job_id,
@@ -172,8 +167,7 @@ class ShardReplica {
   uint64_t applied_version_ ABSL_GUARDED_BY(mu_) = 0;
   uint64_t sent_version_ ABSL_GUARDED_BY(mu_) = 0;
   // Backup: the newest state, when the primary was last heard from.
-  std::optional<Held> held_ ABSL_GUARDED_BY(mu_);
-  proto::ReplicateRequest held_request_ ABSL_GUARDED_BY(mu_);  // As it came.
+  std::optional<proto::ReplicaState> held_ ABSL_GUARDED_BY(mu_);
   absl::Time heard_ ABSL_GUARDED_BY(mu_);
   uint64_t takeovers_ ABSL_GUARDED_BY(mu_) = 0;
 };

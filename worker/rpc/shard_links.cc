@@ -186,7 +186,12 @@ void ShardLinks::UnaryIntoSink(int shard, const std::string& method,
 }
 
 void ShardLinks::Note(int shard, const absl::Status& status) {
-  shards_[shard].last_code->store(static_cast<int>(status.code()),
+  // A cancelled call says nothing of its server: this worker cancels the
+  // other shards' calls of a step when one fails (StepCalls notes those
+  // its server ended).
+  const absl::StatusCode code =
+      absl::IsCancelled(status) ? absl::StatusCode::kOk : status.code();
+  shards_[shard].last_code->store(static_cast<int>(code),
                                   std::memory_order_relaxed);
 }
 
@@ -204,13 +209,9 @@ bool ShardLinks::FailOver() {
     Link& link = shards_[s];
     const auto code = static_cast<absl::StatusCode>(
         link.last_code->exchange(0, std::memory_order_relaxed));
-    // CANCELLED: the server ended the call, or this worker did after
-    // another shard failed (a shard moved needlessly is moved back when
-    // its backup refuses).
     if (link.replicas.size() < 2 ||
         (code != absl::StatusCode::kUnavailable &&
-         code != absl::StatusCode::kDeadlineExceeded &&
-         code != absl::StatusCode::kCancelled)) {
+         code != absl::StatusCode::kDeadlineExceeded)) {
       continue;
     }
     moved = true;

@@ -79,9 +79,7 @@ struct StepCalls::Round {
       consider(pull_status[i],
                combined[i] ? "PushPull to shard " : "Pull to shard ", i);
     }
-    // Only cancellations: none was this worker's (it cancels the other
-    // shards' calls after a failure, which comes first here).
-    if (!failure.ok()) return CancelledByServer(failure);
+    if (!failure.ok()) return failure;
     for (int i = 0; i < n; ++i) {
       if (combined[i]) continue;
       if (absl::StatusOr<uint64_t> v = PushedVersion(push_responses[i]);
@@ -186,7 +184,19 @@ absl::StatusOr<uint64_t> StepCalls::Run(
                      absl::FormatDuration(limit)));
   }
   if (times_ != nullptr) *times_ = round.Times();
-  RETURN_IF_ERROR(round.Failure());
+  absl::Status failure = round.Failure();
+  if (absl::IsCancelled(failure)) {
+    // Only cancellations, none this worker's (it cancels the other shards'
+    // calls after a failure, which comes first): their servers ended them.
+    for (int i = 0; i < round.n; ++i) {
+      if (absl::IsCancelled(round.push_status[i]) ||
+          absl::IsCancelled(round.pull_status[i])) {
+        links_->Note(i, absl::UnavailableError("ended by its server"));
+      }
+    }
+    failure = CancelledByServer(failure);
+  }
+  RETURN_IF_ERROR(failure);
   return PulledVersion(round.sinks);
 }
 
