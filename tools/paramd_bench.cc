@@ -20,10 +20,12 @@
 //       [--sizes 4K,64K,1M,16M,64M] [--modes push,pull,push+pull]
 //       [--seconds S] [--chunk_bytes B] [--policy async|sync]
 //       [--optimizer_sizes 1M,16M,64M] [--skip_transport] [--skip_optimizers]
-//       [--unary_push_pull]
+//       [--unary_push_pull] [--replicas 1|2]
 //
 // --unary_push_pull: push+pull as one unary PushPull call per step instead
 // of a step of a StepStream kept open (the workers' way), for an A/B.
+// --replicas 2: every server has a backup holding each step before it is
+// acknowledged (replication.factor 2), for its cost.
 #include <algorithm>
 #include <cstdio>
 #include <string>
@@ -100,6 +102,11 @@ absl::StatusOr<BenchOptions> ParseOptions(const ParsedFlags& flags) {
                    ParseModes(flags.Get("modes", "push,pull,push+pull")));
   o.skip_transport = flags.Has("skip_transport");
   o.skip_optimizers = flags.Has("skip_optimizers");
+  ASSIGN_OR_RETURN(o.transport.replicas, flags.GetInt("replicas", 1));
+  if (o.transport.replicas < 1 || o.transport.replicas > 2) {
+    return absl::InvalidArgumentError(
+        "--replicas: 1 (no backups) or 2 (a backup per server)");
+  }
   o.transport.step_stream = !flags.Has("unary_push_pull");
   return o;
 }
@@ -166,7 +173,7 @@ int Main(int argc, char** argv) {
   absl::StatusOr<ParsedFlags> flags =
       ParseFlags(argc, argv,
                  {"clusters", "sizes", "modes", "seconds", "chunk_bytes",
-                  "policy", "optimizer_sizes", "log_level"},
+                  "policy", "optimizer_sizes", "log_level", "replicas"},
                  {"skip_transport", "skip_optimizers", "unary_push_pull"});
   if (!flags.ok()) return fail(flags.status());
   if (absl::Status s =

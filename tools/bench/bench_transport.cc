@@ -42,6 +42,10 @@ JobConfig BenchJob(int64_t bytes, const TransportOptions& o) {
   config.liveness.lease_seconds = 3600;  // No heartbeats in the bench.
   config.liveness.stall_warn_seconds = 3600;
   config.chunk_bytes = o.chunk_bytes;
+  if (o.replicas > 1) {
+    config.replication.factor = 2;
+    config.replication.backups.assign(o.servers, "127.0.0.1:0");
+  }
   return config;
 }
 
@@ -50,12 +54,27 @@ class BenchCluster {
   static absl::StatusOr<std::unique_ptr<BenchCluster>> Start(
       const JobConfig& config) {
     auto cluster = std::unique_ptr<BenchCluster>(new BenchCluster());
-    for (int k = 0; k < config.num_shards(); ++k) {
-      auto server = ParameterServer::Create(config, k);
-      if (!server.ok()) return server.status();
-      ASSIGN_OR_RETURN(int port, (*server)->Start("127.0.0.1:0"));
-      cluster->addresses_.push_back(absl::StrCat("127.0.0.1:", port));
-      cluster->servers_.push_back(*std::move(server));
+    const bool replicated = config.replication.enabled();
+    for (bool backup : {false, true}) {
+      if (backup && !replicated) break;
+      for (int k = 0; k < config.num_shards(); ++k) {
+        ShardOptions options;
+        options.backup = backup;
+        auto server = ParameterServer::Create(config, k, nullptr, options);
+        if (!server.ok()) return server.status();
+        ASSIGN_OR_RETURN(int port, (*server)->Start("127.0.0.1:0"));
+        (backup ? cluster->backups_ : cluster->addresses_)
+            .push_back(absl::StrCat("127.0.0.1:", port));
+        cluster->servers_.push_back(*std::move(server));
+      }
+    }
+    // Each backup, then each primary, told the other's address.
+    const int n = config.num_shards();
+    for (int k = 0; replicated && k < n; ++k) {
+      RETURN_IF_ERROR(cluster->servers_[n + k]->StartReplica(
+          cluster->backups_[k], cluster->addresses_[k]));
+      RETURN_IF_ERROR(cluster->servers_[k]->StartReplica(cluster->addresses_[k],
+                                                         cluster->backups_[k]));
     }
     return cluster;
   }
@@ -64,11 +83,12 @@ class BenchCluster {
     for (auto& s : servers_) s->Wait();
   }
   const std::vector<std::string>& addresses() const { return addresses_; }
+  const std::vector<std::string>& backups() const { return backups_; }
 
  private:
   BenchCluster() = default;
   std::vector<std::unique_ptr<ParameterServer>> servers_;
-  std::vector<std::string> addresses_;
+  std::vector<std::string> addresses_, backups_;
 };
 
 constexpr size_t kMinOps = 5;
@@ -94,6 +114,7 @@ void RunWorker(const ClientSetup& setup,
                WorkerRun& run) {
   GrpcClientOptions options;
   options.step_stream = o.step_stream;
+  options.backups = o.backups;
   GrpcParameterClient client(setup, addresses, options, JobSecurity());
   absl::StatusOr<uint64_t> clock = client.Register();
   std::vector<float> params(setup.layout->total);
@@ -236,7 +257,9 @@ absl::StatusOr<TransportResult> RunTransport(int64_t bytes, Mode mode,
   const JobConfig config = BenchJob(bytes, o);
   ASSIGN_OR_RETURN(std::unique_ptr<BenchCluster> cluster,
                    BenchCluster::Start(config));
-  return RunClients(config, cluster->addresses(), mode, o);
+  TransportOptions with = o;
+  with.backups = cluster->backups();
+  return RunClients(config, cluster->addresses(), mode, with);
 }
 
 std::string BenchJobYaml(int64_t bytes, const TransportOptions& o) {
@@ -265,9 +288,10 @@ absl::Status RunTransportSection(const TransportOptions& o,
                                  const std::vector<Mode>& modes, double tcp_bps,
                                  TransportGoals* goals) {
   std::printf(
-      "Transport: %d worker(s) x %d server(s), gRPC over loopback, "
+      "Transport: %d worker(s) x %d server(s)%s, gRPC over loopback, "
       "policy %s, chunk_bytes %s\n",
-      o.workers, o.servers, o.policy.c_str(), SizeName(o.chunk_bytes).c_str());
+      o.workers, o.servers, o.replicas > 1 ? " each with a backup" : "",
+      o.policy.c_str(), SizeName(o.chunk_bytes).c_str());
   std::printf("  %-10s %8s %7s %9s %8s %10s %10s\n", "mode", "size", "ops",
               "GB/s", "of TCP", "p50 ms", "p99 ms");
   for (int64_t size : sizes) {

@@ -30,6 +30,11 @@ struct TransportOptions {
   // PushPull as steps of a long-lived StepStream (the workers' way), or a
   // unary call per step (--unary_push_pull, for an A/B).
   bool step_stream = true;
+  // replication.factor (--replicas): 2 runs a backup beside every server,
+  // which holds each step before it is acknowledged.
+  int replicas = 1;
+  // Where the backups listen once started (filled by RunTransport).
+  std::vector<std::string> backups;
 };
 
 struct TransportResult {
