@@ -235,5 +235,51 @@ TEST_CASE("embedding tables get a line per shard and table",
                                     "   999\n"));
 }
 
+TEST_CASE(
+    "with replicas the table shows the replica serving each shard, and a "
+    "line per replica",
+    "[status_format][replication]") {
+  auto replica = [](uint32_t shard, const std::string& role, uint64_t version) {
+    proto::ShardStatus st;
+    st.set_job_id("j");
+    st.set_shard(shard);
+    st.set_num_shards(2);
+    st.set_version(version);
+    st.mutable_replica()->set_role(role);
+    st.mutable_replica()->set_term(role == "backup" ? 1 : 2);
+    return st;
+  };
+  proto::ShardStatus taken = replica(0, "primary", 40);
+  taken.mutable_replica()->set_takeovers(1);
+  taken.mutable_replica()->set_lag_versions(3);
+  proto::ShardStatus held = replica(1, "backup", 0);
+  held.mutable_replica()->set_held_version(41);
+  held.mutable_replica()->set_peer_silent_seconds(0.25);
+  proto::ShardStatus one = replica(1, "primary", 41);
+  one.mutable_replica()->set_peer_in_sync(true);
+  const std::vector<ServerStatus> all = {
+      {"10.0.0.1:1", absl::UnavailableError("connection refused")},
+      {"10.0.0.2:1", one},
+      {"10.0.0.3:1", taken},
+      {"10.0.0.4:1", held}};
+  const std::vector<ServerStatus> serving = ServingReplicas(all, 2);
+  REQUIRE(serving.size() == 2);
+  CHECK(serving[0].address == "10.0.0.3:1");  // Its backup took over.
+  CHECK(serving[1].address == "10.0.0.2:1");
+  const std::string lines = ReplicaLines(all, 2);
+  CHECK(absl::StrContains(lines,
+                          "shard 0 at 10.0.0.1:1: no answer "
+                          "(connection refused)"));
+  CHECK(absl::StrContains(lines,
+                          "shard 1 at 10.0.0.2:1: primary, term 2, "
+                          "backup in sync"));
+  CHECK(absl::StrContains(lines,
+                          "shard 0 at 10.0.0.3:1: primary, term 2, backup NOT "
+                          "in sync (3 version(s) behind), 1 take-over(s)"));
+  CHECK(absl::StrContains(lines,
+                          "shard 1 at 10.0.0.4:1: backup, term 1, "
+                          "holds version 41, primary heard 0.2s ago"));
+}
+
 }  // namespace
 }  // namespace paramd

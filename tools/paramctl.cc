@@ -4,7 +4,8 @@
 //                [--log_level LEVEL]
 //   paramctl checkpoint --job J.yaml [--servers HOST:PORT,...]
 //   paramctl validate J.yaml
-//   paramctl status --job J.yaml [--servers HOST:PORT,...] [--json] [--watch]
+//   paramctl status --job J.yaml [--servers HOST:PORT,...]
+//                   [--backups HOST:PORT,...] [--json] [--watch]
 //   paramctl slurm J.yaml [--partition P] [--time T] [--gpus-per-worker G]
 //                  [--nodes N] [--logs DIR] [--output FILE]
 //   paramctl k8s J.yaml [--image I] [--namespace N] [--output FILE]
@@ -50,8 +51,8 @@ constexpr char kUsage[] =
     "               [--server_binary PATH] [--worker_binary PATH]\n"
     "               [--python_path DIR]\n"
     "  paramctl validate J.yaml\n"
-    "  paramctl status --job J.yaml [--servers HOST:PORT,...] [--json] "
-    "[--watch]\n"
+    "  paramctl status --job J.yaml [--servers HOST:PORT,...] "
+    "[--backups HOST:PORT,...] [--json] [--watch]\n"
     "  paramctl checkpoint --job J.yaml [--servers HOST:PORT,...]\n"
     "  paramctl slurm J.yaml [--partition P] [--time T] [--gpus-per-worker G]\n"
     "                 [--nodes N] [--logs DIR] [--output FILE]\n"
@@ -140,6 +141,8 @@ int Validate(const std::string& path) {
 // The servers a command talks to: the job's, or --servers.
 struct Target {
   std::vector<std::string> addresses;
+  // replication.factor 2: each shard's backup (the job's, or --backups).
+  std::vector<std::string> backups;
   JobSecurity security;
   double heartbeat_seconds = 1;
 };
@@ -166,13 +169,21 @@ std::optional<Target> LoadTarget(const ParsedFlags& flags,
   } else {
     target.addresses = config->servers;
   }
-  for (const std::string& a : target.addresses) {
-    if (absl::EndsWith(a, ":0")) {
-      std::fprintf(stderr,
-                   "paramctl: cluster.servers lists port 0 (%s); pass the "
-                   "ports the servers bound with --servers\n",
-                   a.c_str());
-      return std::nullopt;
+  if (flags.Has("backups")) {
+    target.backups =
+        absl::StrSplit(flags.Get("backups", ""), ',', absl::SkipEmpty());
+  } else {
+    target.backups = config->replication.backups;
+  }
+  for (const auto* list : {&target.addresses, &target.backups}) {
+    for (const std::string& a : *list) {
+      if (absl::EndsWith(a, ":0")) {
+        std::fprintf(stderr,
+                     "paramctl: the job lists port 0 (%s); pass the ports "
+                     "the servers bound with --servers (and --backups)\n",
+                     a.c_str());
+        return std::nullopt;
+      }
     }
   }
   absl::StatusOr<JobSecurity> security = LoadSecurity(config->security);
@@ -213,26 +224,33 @@ int Status(const ParsedFlags& flags) {
   int code = 0;
   std::optional<Target> target = LoadTarget(flags, "status", &code);
   if (!target) return code;
-  const std::vector<std::string>& addresses = target->addresses;
+  // Every replica: the table shows the one serving each shard.
+  std::vector<std::string> addresses = target->addresses;
+  addresses.insert(addresses.end(), target->backups.begin(),
+                   target->backups.end());
+  const int shards = static_cast<int>(target->addresses.size());
   const JobSecurity* security = &target->security;
   const bool json = flags.Has("json");
+  auto format = [&](const std::vector<ServerStatus>& all) {
+    if (json) return FormatStatusJson(all);
+    if (target->backups.empty()) return FormatStatusTable(all);
+    return FormatStatusTable(ServingReplicas(all, shards)) +
+           ReplicaLines(all, shards);
+  };
   if (flags.Has("watch")) {
     // Refreshes in place every second until interrupted.
     while (true) {
-      const std::vector<ServerStatus> servers =
-          QueryAllStatus(addresses, *security, absl::Seconds(1));
-      std::printf("\033[H\033[2J%s", json ? FormatStatusJson(servers).c_str()
-                                          : FormatStatusTable(servers).c_str());
+      std::printf("\033[H\033[2J%s",
+                  format(QueryAllStatus(addresses, *security, absl::Seconds(1)))
+                      .c_str());
       std::fflush(stdout);
       absl::SleepFor(absl::Seconds(1));
     }
   }
   const std::vector<ServerStatus> servers =
       QueryAllStatus(addresses, *security, absl::Seconds(3));
-  std::fputs(json ? FormatStatusJson(servers).c_str()
-                  : FormatStatusTable(servers).c_str(),
-             stdout);
-  for (const ServerStatus& s : servers) {
+  std::fputs(format(servers).c_str(), stdout);
+  for (const ServerStatus& s : ServingReplicas(servers, shards)) {
     if (!s.status.ok()) return 1;
   }
   return 0;
@@ -395,11 +413,26 @@ int RunAndTrace(const RunOptions& options) {
 
 int Main(int argc, char** argv) {
   absl::StatusOr<ParsedFlags> flags =
-      ParseFlags(argc, argv,
-                 {"summary", "log_level", "job", "servers", "server_binary",
-                  "worker_binary", "python_path", "partition", "time",
-                  "gpus-per-worker", "nodes", "logs", "output", "image",
-                  "namespace", "steps", "from-step", "wait", "dir"},
+      ParseFlags(argc, argv, {"summary",
+                              "log_level",
+                              "job",
+                              "servers",
+                              "backups",
+                              "server_binary",
+                              "worker_binary",
+                              "python_path",
+                              "partition",
+                              "time",
+                              "gpus-per-worker",
+                              "nodes",
+                              "logs",
+                              "output",
+                              "image",
+                              "namespace",
+                              "steps",
+                              "from-step",
+                              "wait",
+                              "dir"},
                  {"json", "watch", "make-secrets", "resume", "fresh"});
   if (!flags.ok()) return Usage(std::string(flags.status().message()));
   const std::vector<std::string>& args = flags->positional;

@@ -221,6 +221,27 @@ void AddRecovery(const proto::ShardStatus& s, MetricFamilies& text) {
         "Version of the newest checkpoint.",
         static_cast<double>(s.checkpoint_version()));
   }
+  if (!s.has_replica()) return;
+  const proto::ReplicaStatus& r = s.replica();
+  text.Declare("paramd_replica_info", T::Gauge,
+               "Always 1; its labels say this process's part in its "
+               "shard's replication (primary, backup, replaced).");
+  text.Add("paramd_replica_info", {{"role", r.role()}}, 1);
+  one("paramd_replica_term", T::Gauge,
+      "The shard's replication term (up by one at every take-over).",
+      static_cast<double>(r.term()));
+  one("paramd_replica_in_sync", T::Gauge,
+      "Primary: 1 when its backup holds every acknowledged step.",
+      r.peer_in_sync() ? 1 : 0);
+  one("paramd_replica_lag_versions", T::Gauge,
+      "Primary: versions applied here that its backup does not hold.",
+      static_cast<double>(r.lag_versions()));
+  one("paramd_replica_held_version", T::Gauge,
+      "Backup: the version of the primary's state it holds.",
+      static_cast<double>(r.held_version()));
+  one("paramd_replica_takeovers_total", T::Counter,
+      "Times this process took its shard over from the primary.",
+      static_cast<double>(r.takeovers()));
 }
 
 }  // namespace

@@ -81,15 +81,7 @@ std::vector<std::string> ServerFleet::backups() const {
 
 std::vector<ServerStatus> ServerFleet::Serving(
     const std::vector<ServerStatus>& by_slot) const {
-  std::vector<ServerStatus> out(by_slot.begin(),
-                                by_slot.begin() + num_shards());
-  for (int slot = num_shards(); slot < size(); ++slot) {
-    const ServerStatus& s = by_slot[slot];
-    if (s.status.ok() && s.status->replica().role() == "primary") {
-      out[shard_of(slot)] = s;
-    }
-  }
-  return out;
+  return ServingReplicas(by_slot, num_shards());
 }
 
 }  // namespace paramd

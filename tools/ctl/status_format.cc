@@ -266,6 +266,49 @@ std::string FormatStatusTable(const std::vector<ServerStatus>& servers) {
   return out;
 }
 
+std::vector<ServerStatus> ServingReplicas(
+    const std::vector<ServerStatus>& by_slot, int num_shards) {
+  std::vector<ServerStatus> out(by_slot.begin(), by_slot.begin() + num_shards);
+  for (size_t slot = num_shards; slot < by_slot.size(); ++slot) {
+    const ServerStatus& s = by_slot[slot];
+    if (s.status.ok() && s.status->replica().role() == "primary") {
+      out[slot % num_shards] = s;
+    }
+  }
+  return out;
+}
+
+std::string ReplicaLines(const std::vector<ServerStatus>& by_slot,
+                         int num_shards) {
+  std::string out = "\nREPLICAS\n";
+  for (size_t slot = 0; slot < by_slot.size(); ++slot) {
+    const ServerStatus& s = by_slot[slot];
+    absl::StrAppendFormat(&out, "  shard %d at %s: ", slot % num_shards,
+                          s.address);
+    if (!s.status.ok()) {
+      absl::StrAppend(&out, "no answer (", s.status.status().message(), ")\n");
+      continue;
+    }
+    const proto::ReplicaStatus& r = s.status->replica();
+    absl::StrAppendFormat(&out, "%s, term %d", r.role(), r.term());
+    if (r.role() == "primary") {
+      absl::StrAppend(
+          &out, r.peer_in_sync()
+                    ? ", backup in sync"
+                    : absl::StrCat(", backup NOT in sync (", r.lag_versions(),
+                                   " version(s) behind)"));
+    } else if (r.role() == "backup") {
+      absl::StrAppendFormat(&out, ", holds version %d, primary heard %.1fs ago",
+                            r.held_version(), r.peer_silent_seconds());
+    }
+    if (r.takeovers() > 0) {
+      absl::StrAppendFormat(&out, ", %d take-over(s)", r.takeovers());
+    }
+    out += "\n";
+  }
+  return out;
+}
+
 std::string FormatStatusJson(const std::vector<ServerStatus>& servers) {
   std::string out = "{\"servers\": [";
   for (size_t i = 0; i < servers.size(); ++i) {

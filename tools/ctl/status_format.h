@@ -23,6 +23,16 @@ struct ServerStatus {
 // shards), the pulls waiting now, and the job's epochs from shard 0.
 std::string FormatStatusTable(const std::vector<ServerStatus>& servers);
 
+// replication.factor 2: `by_slot` holds every shard's primary (slots
+// 0..n-1), then its backup (n..2n-1). ServingReplicas picks, per shard, the
+// status of the replica that serves it now (the primary's when none says
+// so); ReplicaLines says what each replica is ("REPLICAS": role, term,
+// sync and lag, the version a backup holds).
+std::vector<ServerStatus> ServingReplicas(
+    const std::vector<ServerStatus>& by_slot, int num_shards);
+std::string ReplicaLines(const std::vector<ServerStatus>& by_slot,
+                         int num_shards);
+
 // {"servers": [{"address": ..., "ok": true, "status": {ShardStatus as
 // proto3 JSON}} | {"address": ..., "ok": false, "error": ...}]}
 std::string FormatStatusJson(const std::vector<ServerStatus>& servers);
