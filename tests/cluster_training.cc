@@ -54,6 +54,11 @@ std::vector<std::unique_ptr<Trainer>> TrainAll(const JobConfig& config,
     REQUIRE(trainer.ok());
     trainers.push_back(*std::move(trainer));
   }
+  RunAll(trainers);
+  return trainers;
+}
+
+void RunAll(const std::vector<std::unique_ptr<Trainer>>& trainers) {
   std::vector<absl::Status> results(trainers.size());
   std::vector<std::thread> threads;
   for (size_t rank = 0; rank < trainers.size(); ++rank) {
@@ -64,7 +69,6 @@ std::vector<std::unique_ptr<Trainer>> TrainAll(const JobConfig& config,
     INFO(s.ToString());
     REQUIRE(s.ok());
   }
-  return trainers;
 }
 
 void CheckLossFalls(Observed& observed, int workers, uint64_t steps) {

@@ -35,6 +35,10 @@ std::vector<std::unique_ptr<Trainer>> TrainAll(const JobConfig& config,
                                                LocalCluster& cluster,
                                                Observed& observed);
 
+// Runs every trainer's Run in a thread of its own; fails the test unless
+// each succeeded.
+void RunAll(const std::vector<std::unique_ptr<Trainer>>& trainers);
+
 // Each worker took `steps` steps, and its median loss over the last 16 is
 // well below that over the first 16.
 void CheckLossFalls(Observed& observed, int workers, uint64_t steps);

@@ -27,4 +27,14 @@ std::vector<pid_t> StartedPids(const std::string& output) {
   return pids;
 }
 
+pid_t PidOf(const std::string& output, const std::string& name) {
+  const std::regex started("(?:re)?started " + name + R"( \(pid (\d+)\))");
+  pid_t pid = -1;
+  for (std::sregex_iterator it(output.begin(), output.end(), started), end;
+       it != end; ++it) {
+    pid = std::stoi((*it)[1]);
+  }
+  return pid;
+}
+
 }  // namespace paramd::testing

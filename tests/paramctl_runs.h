@@ -18,6 +18,10 @@ std::vector<std::string> ParamctlRunArgs(const std::string& job,
 // Every pid paramctl reported starting or restarting, in order.
 std::vector<pid_t> StartedPids(const std::string& output);
 
+// The pid paramctl reported for `name` ("server 1", "backup 0") the last
+// time it started it; -1 when it did not.
+pid_t PidOf(const std::string& output, const std::string& name);
+
 }  // namespace paramd::testing
 
 #endif  // PARAMD_TESTS_PARAMCTL_RUNS_H_

@@ -24,6 +24,7 @@ namespace {
 
 using testing::JobOptions;
 using testing::NewTempDir;
+using testing::PidOf;
 using testing::ProcessGone;
 using testing::ReadFileOrEmpty;
 using testing::Subprocess;
@@ -54,17 +55,6 @@ std::string Job(const std::string& dir, const std::string& policy,
                    testing::JobYaml(o) + checkpoint +
                        "restart:\n  max: 3\n  backoff_seconds: 0.2\n"
                        "testing:\n  slow_rank: 1\n  slow_step_ms: 25\n");
-}
-
-// The pid paramctl reported for `name` ("server 1") the last time.
-pid_t PidOf(const std::string& output, const std::string& name) {
-  const std::regex started("(?:re)?started " + name + R"( \(pid (\d+)\))");
-  pid_t pid = -1;
-  for (std::sregex_iterator it(output.begin(), output.end(), started), end;
-       it != end; ++it) {
-    pid = std::stoi((*it)[1]);
-  }
-  return pid;
 }
 
 // How many paramctl run folders in /tmp hold `pid` in their pid file.

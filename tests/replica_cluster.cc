@@ -1,9 +1,9 @@
 #include "tests/replica_cluster.h"
 
 #include <catch2/catch.hpp>
-#include <thread>
 
 #include "absl/strings/str_cat.h"
+#include "tests/cluster_training.h"
 #include "worker/rpc/grpc_parameter_client.h"
 
 namespace paramd::testing {
@@ -74,16 +74,7 @@ std::vector<std::unique_ptr<Trainer>> ReplicaCluster::TrainAll(
     REQUIRE(trainer.ok());
     trainers.push_back(*std::move(trainer));
   }
-  std::vector<absl::Status> results(trainers.size());
-  std::vector<std::thread> threads;
-  for (size_t rank = 0; rank < trainers.size(); ++rank) {
-    threads.emplace_back([&, rank] { results[rank] = trainers[rank]->Run(); });
-  }
-  for (auto& t : threads) t.join();
-  for (const auto& s : results) {
-    INFO(s.ToString());
-    REQUIRE(s.ok());
-  }
+  RunAll(trainers);
   return trainers;
 }
 

@@ -21,6 +21,7 @@ namespace paramd {
 namespace {
 
 using testing::JobOptions;
+using testing::PidOf;
 using testing::Subprocess;
 
 constexpr absl::Duration kJobTimeout = absl::Minutes(4);
@@ -44,17 +45,6 @@ std::string Job(const std::string& policy) {
           "checkpoint:\n  enabled: false\n"
           "restart:\n  max: 3\n  backoff_seconds: 0.2\n"
           "testing:\n  slow_rank: 1\n  slow_step_ms: 25\n");
-}
-
-// The pid paramctl reported for `name` ("server 1") the last time.
-pid_t PidOf(const std::string& output, const std::string& name) {
-  const std::regex started("(?:re)?started " + name + R"( \(pid (\d+)\))");
-  pid_t pid = -1;
-  for (std::sregex_iterator it(output.begin(), output.end(), started), end;
-       it != end; ++it) {
-    pid = std::stoi((*it)[1]);
-  }
-  return pid;
 }
 
 // Every "epoch E/3  train loss L  test accuracy A" line paramctl printed.
