@@ -174,7 +174,7 @@ proto::ReplicateRequest ShardReplica::MakeRequest(PolicyState* state) const {
 }
 
 absl::Status ShardReplica::Send(const proto::ReplicateRequest& request,
-                                uint64_t version) {
+                                uint64_t version, bool* answered) {
   proto::ReplicateResponse response;
   const std::shared_ptr<ReplicaPeer> peer = Peer();
   const absl::Status s =
@@ -182,6 +182,7 @@ absl::Status ShardReplica::Send(const proto::ReplicateRequest& request,
           ? absl::UnavailableError("its address is not known yet")
           : peer->Replicate(request, SendTimeout(lease_), &response);
   const absl::Time now = clock_->Now();
+  if (answered != nullptr) *answered = s.ok();
   absl::MutexLock lock(&mu_);
   last_sent_ = now;
   if (s.ok()) {
@@ -246,8 +247,17 @@ void ShardReplica::Tick() {
     keep_alive = in_sync_ && now - last_sent_ >= lease_ / 4;
   }
   if (catch_up) {
-    // Under the policy's lock, so no step passes it unsent.
-    (void)policy_->SendState();
+    // A keep-alive first, with no lock held: a backup that is down or
+    // hangs costs the ticker its timeout, not the steps. Then the whole
+    // state, under the policy's lock, so no step passes it unsent.
+    bool answered = false;
+    (void)Send(MakeRequest(nullptr), 0, &answered);
+    if (answered && role() == Role::kPrimary) {
+      (void)policy_->SendState();
+    } else {
+      absl::MutexLock lock(&mu_);
+      next_try_ = clock_->Now() + kRetryEvery;
+    }
   } else if (keep_alive) {
     (void)Send(MakeRequest(nullptr), 0);
   }

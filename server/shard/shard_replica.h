@@ -116,9 +116,11 @@ class ShardReplica {
   // The request carrying `state` (null: a keep-alive).
   proto::ReplicateRequest MakeRequest(PolicyState* state) const
       ABSL_LOCKS_EXCLUDED(mu_);
-  // Sends `request`; on FAILED_PRECONDITION this process was replaced.
-  absl::Status Send(const proto::ReplicateRequest& request, uint64_t version)
-      ABSL_LOCKS_EXCLUDED(mu_);
+  // Sends `request`; on FAILED_PRECONDITION this process was replaced
+  // (UNAVAILABLE returned), any other failure leaves the backup behind
+  // (OK returned). `answered`, unless null, says whether the peer took it.
+  absl::Status Send(const proto::ReplicateRequest& request, uint64_t version,
+                    bool* answered = nullptr) ABSL_LOCKS_EXCLUDED(mu_);
   // INVALID_ARGUMENT naming what a Replicate's (or a Handover answer's)
   // state has that this shard's has not.
   absl::Status Check(const proto::ReplicaState& state) const;
