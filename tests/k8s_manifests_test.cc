@@ -142,6 +142,57 @@ TEST_CASE(
   CHECK_FALSE(absl::StrContains(command, "paramd-worker"));
 }
 
+TEST_CASE(
+    "k8s: with replicas the backups are a StatefulSet of their own, each "
+    "pod told its peer, and workers reach both",
+    "[k8s][replication]") {
+  const Rendered r = Render(
+      "replication:\n  factor: 2\n  backups: [\"10.0.1.1:47400\", "
+      "\"10.0.1.2:47400\", \"10.0.1.3:47400\"]\n");
+  std::vector<std::string> kinds;
+  for (const YAML::Node& d : r.docs) kinds.push_back(Str(d["kind"]));
+  CHECK(kinds == std::vector<std::string>{"ConfigMap", "Service", "Service",
+                                          "StatefulSet", "StatefulSet", "Job",
+                                          "PodDisruptionBudget",
+                                          "PodDisruptionBudget"});
+  const YAML::Node& servers = r.docs[3];
+  const YAML::Node& backups = r.docs[4];
+  CHECK(Str(servers["metadata"]["name"]) == "paramd-test-job-server");
+  CHECK(Str(backups["metadata"]["name"]) == "paramd-test-job-backup");
+  CHECK(Str(backups["spec"]["serviceName"]) ==
+        Str(r.docs[2]["metadata"]["name"]));
+  CHECK(backups["spec"]["replicas"].as<int>() == 3);
+  // The two sets' pods do not overlap.
+  CHECK(Str(servers["spec"]["selector"]["matchLabels"]
+                   ["app.kubernetes.io/component"]) == "server");
+  CHECK(Str(backups["spec"]["selector"]["matchLabels"]
+                   ["app.kubernetes.io/component"]) == "backup");
+  auto command = [](const YAML::Node& sts) {
+    return Str(sts["spec"]["template"]["spec"]["containers"][0]["command"][2]);
+  };
+  CHECK(absl::StrContains(
+      command(servers),
+      " --peer "
+      "paramd-test-job-backup-${HOSTNAME##*-}.paramd-test-job-backups.ml.svc."
+      "cluster.local:47400"));
+  CHECK_FALSE(absl::StrContains(command(servers), "--backup "));
+  CHECK(absl::StrContains(
+      command(backups),
+      " --backup --peer paramd-test-job-server-${HOSTNAME##*-}.paramd-test-job-"
+      "servers.ml.svc.cluster.local:47400"));
+  const std::string worker = Str(
+      r.Kind("Job")["spec"]["template"]["spec"]["containers"][0]["command"][2]);
+  CHECK(absl::StrContains(
+      worker,
+      "--backups "
+      "paramd-test-job-backup-0.paramd-test-job-backups.ml.svc.cluster."
+      "local:47400,paramd-test-job-backup-1.paramd-test-job-backups.ml.svc."
+      "cluster."
+      "local:47400,paramd-test-job-backup-2."));
+  CHECK(Str(r.docs[7]["spec"]["selector"]["matchLabels"]
+                  ["app.kubernetes.io/component"]) == "backup");
+}
+
 TEST_CASE("k8s: checkpoints get a volume per server", "[k8s]") {
   Rendered r = Render("checkpoint:\n  dir: ck\n  keep: 2\n");
   const YAML::Node& sts = r.Kind("StatefulSet");

@@ -92,7 +92,9 @@ std::string ShardReplica::PeerAddress() const {
 void ShardReplica::Learn(const std::string& sender) {
   if (sender.empty() || !connect_) return;
   absl::MutexLock lock(&peer_mu_);
-  if (sender == peer_address_) return;
+  // An address given (--peer, the job file's) stands: the sender's own
+  // idea of its address may not be how this replica reaches it.
+  if (!peer_address_.empty()) return;
   spdlog::info("shard {}: its other replica is at {}", shard_, sender);
   peer_address_ = sender;
   peer_ = connect_(sender);

@@ -141,8 +141,8 @@ class ShardReplica {
   UpdatePolicy* const policy_;
   WorkerRegistry* const workers_;
   JobMetrics* const metrics_;
-  // The peer as this replica reaches it now; a call from it at another
-  // address moves it there (Learn).
+  // The peer as this replica reaches it now; while its address is not
+  // known, a call from it says it (Learn).
   std::shared_ptr<ReplicaPeer> Peer() const ABSL_LOCKS_EXCLUDED(peer_mu_);
   std::string PeerAddress() const ABSL_LOCKS_EXCLUDED(peer_mu_);
   void Learn(const std::string& sender) ABSL_LOCKS_EXCLUDED(peer_mu_);

@@ -194,7 +194,25 @@ struct K8sJob {
   int metrics = 0;  // Every pod's metrics port.
   bool checkpoints = false;
   std::vector<std::string> addresses;  // The servers', by shard.
+  // replication.factor 2: the backups' headless Service and addresses.
+  std::string backup_service;
+  std::vector<std::string> backup_addresses;
 };
+
+// The pods of one server role: the primaries ("server") or, with replicas,
+// their backups ("backup").
+struct ServerRole {
+  std::string role;       // The component label, and the name's suffix.
+  std::string service;    // Its headless Service.
+  std::string peer_role;  // The other replica's role, when replicated.
+  std::string peer_service;
+};
+
+std::vector<ServerRole> ServerRoles(const K8sJob& k) {
+  if (k.backup_service.empty()) return {{"server", k.service, "", ""}};
+  return {{"server", k.service, "backup", k.backup_service},
+          {"backup", k.backup_service, "server", k.service}};
+}
 
 // The options paramctl k8s takes, checked; the job without a security
 // section (its files would have to come from the user's Secret).
@@ -252,6 +270,19 @@ absl::StatusOr<K8sJob> DescribeK8sJob(const JobConfig& config,
     k.addresses.push_back(absl::StrCat(k.name, "-server-", i, ".", k.service,
                                        ".", ns, ".svc.cluster.local:", k.port));
   }
+  if (config.replication.enabled()) {
+    if (!config.worker.command.empty()) {
+      return absl::InvalidArgumentError(
+          "replication.factor 2 with worker.command: framework workers do "
+          "not move to a shard's backup yet");
+    }
+    k.backup_service = k.name + "-backups";
+    for (int i = 0; i < k.servers; ++i) {
+      k.backup_addresses.push_back(absl::StrCat(k.name, "-backup-", i, ".",
+                                                k.backup_service, ".", ns,
+                                                ".svc.cluster.local:", k.port));
+    }
+  }
   k.checkpoints = !config.checkpoint.dir.empty();
   return k;
 }
@@ -266,15 +297,15 @@ YAML::Node JobConfigMap(const K8sJob& k, const std::string& job_text) {
   return cm;
 }
 
-YAML::Node ServersService(const K8sJob& k) {
-  // Stable DNS names for the servers.
+YAML::Node ServersService(const K8sJob& k, const ServerRole& r) {
+  // Stable DNS names for the servers (or their backups).
   YAML::Node svc;
   svc["apiVersion"] = "v1";
   svc["kind"] = "Service";
-  svc["metadata"] = Metadata(k.service, k.ns, k.name, "server");
+  svc["metadata"] = Metadata(r.service, k.ns, k.name, r.role);
   svc["spec"]["clusterIP"] = "None";
   svc["spec"]["publishNotReadyAddresses"] = true;
-  svc["spec"]["selector"] = Labels(k.name, "server");
+  svc["spec"]["selector"] = Labels(k.name, r.role);
   YAML::Node grpc_port;
   grpc_port["name"] = "grpc";
   grpc_port["port"] = k.port;
@@ -289,8 +320,9 @@ YAML::Node ServersService(const K8sJob& k) {
 }
 
 YAML::Node ServersStatefulSet(const JobConfig& config, const K8sJob& k,
-                              const std::string& image) {
-  // The servers: pod K (its host name ends in -K) is shard K.
+                              const ServerRole& r, const std::string& image) {
+  // The servers: pod K (its host name ends in -K) is shard K; with
+  // replicas, pod K of the backups is its backup, each told the other.
   const int64_t largest_shard = LargestShardBytes(config);
   const int64_t shard_mib =
       std::max<int64_t>(256, 4 * largest_shard / (1 << 20) + 192);
@@ -299,6 +331,11 @@ YAML::Node ServersStatefulSet(const JobConfig& config, const K8sJob& k,
       " --listen 0.0.0.0:", k.port, " --metrics_listen 0.0.0.0:", k.metrics);
   if (k.checkpoints) {
     absl::StrAppend(&server_command, " --checkpoint_dir ", kCheckpointMount);
+  }
+  if (!r.peer_role.empty()) {
+    absl::StrAppend(&server_command, r.role == "backup" ? " --backup" : "",
+                    " --peer ", k.name, "-", r.peer_role, "-${HOSTNAME##*-}.",
+                    r.peer_service, ".", k.ns, ".svc.cluster.local:", k.port);
   }
   YAML::Node server;
   server["name"] = "server";
@@ -321,12 +358,12 @@ YAML::Node ServersStatefulSet(const JobConfig& config, const K8sJob& k,
   YAML::Node sts;
   sts["apiVersion"] = "apps/v1";
   sts["kind"] = "StatefulSet";
-  sts["metadata"] = Metadata(k.name + "-server", k.ns, k.name, "server");
-  sts["spec"]["serviceName"] = k.service;
+  sts["metadata"] = Metadata(k.name + "-" + r.role, k.ns, k.name, r.role);
+  sts["spec"]["serviceName"] = r.service;
   sts["spec"]["replicas"] = k.servers;
   sts["spec"]["podManagementPolicy"] = "Parallel";
-  sts["spec"]["selector"]["matchLabels"] = Labels(k.name, "server");
-  sts["spec"]["template"]["metadata"]["labels"] = Labels(k.name, "server");
+  sts["spec"]["selector"]["matchLabels"] = Labels(k.name, r.role);
+  sts["spec"]["template"]["metadata"]["labels"] = Labels(k.name, r.role);
   sts["spec"]["template"]["metadata"]["annotations"] =
       ScrapeAnnotations(k.metrics);
   // SIGTERM writes a checkpoint; give it time.
@@ -356,9 +393,14 @@ YAML::Node ServersStatefulSet(const JobConfig& config, const K8sJob& k,
 std::string WorkerShellCommand(const JobConfig& config, const K8sJob& k) {
   const std::string servers = absl::StrJoin(k.addresses, ",");
   if (config.worker.command.empty()) {
-    return absl::StrCat("exec paramd-worker --job ", k.job_file,
-                        " --rank \"$JOB_COMPLETION_INDEX\" --servers ", servers,
-                        " --metrics_listen 0.0.0.0:", k.metrics);
+    return absl::StrCat(
+        "exec paramd-worker --job ", k.job_file,
+        " --rank \"$JOB_COMPLETION_INDEX\" --servers ", servers,
+        k.backup_addresses.empty()
+            ? ""
+            : absl::StrCat(" --backups ",
+                           absl::StrJoin(k.backup_addresses, ",")),
+        " --metrics_listen 0.0.0.0:", k.metrics);
   }
   auto quote = [](const std::string& w) {
     return absl::StrCat("'", absl::StrReplaceAll(w, {{"'", "'\\''"}}), "'");
@@ -403,15 +445,16 @@ YAML::Node WorkersJob(const JobConfig& config, const K8sJob& k,
   return job;
 }
 
-YAML::Node ServersDisruptionBudget(const K8sJob& k) {
+YAML::Node ServersDisruptionBudget(const K8sJob& k, const ServerRole& r) {
   // Voluntary disruptions (drains, upgrades) wait for the job: every shard
-  // is needed.
+  // is needed (with replicas, every replica: an eviction would leave its
+  // shard on one server).
   YAML::Node pdb;
   pdb["apiVersion"] = "policy/v1";
   pdb["kind"] = "PodDisruptionBudget";
-  pdb["metadata"] = Metadata(k.name + "-servers", k.ns, k.name, "server");
+  pdb["metadata"] = Metadata(r.service, k.ns, k.name, r.role);
   pdb["spec"]["minAvailable"] = k.servers;
-  pdb["spec"]["selector"]["matchLabels"] = Labels(k.name, "server");
+  pdb["spec"]["selector"]["matchLabels"] = Labels(k.name, r.role);
   return pdb;
 }
 
@@ -422,10 +465,16 @@ absl::StatusOr<std::string> K8sManifests(const JobConfig& config,
   if (absl::Status s = CheckK8sOptions(config, o); !s.ok()) return s;
   absl::StatusOr<K8sJob> k = DescribeK8sJob(config, o.namespace_name);
   if (!k.ok()) return k.status();
-  const std::vector<YAML::Node> docs = {
-      JobConfigMap(*k, o.job_text), ServersService(*k),
-      ServersStatefulSet(config, *k, o.image), WorkersJob(config, *k, o.image),
-      ServersDisruptionBudget(*k)};
+  std::vector<YAML::Node> docs = {JobConfigMap(*k, o.job_text)};
+  const std::vector<ServerRole> roles = ServerRoles(*k);
+  for (const ServerRole& r : roles) docs.push_back(ServersService(*k, r));
+  for (const ServerRole& r : roles) {
+    docs.push_back(ServersStatefulSet(config, *k, r, o.image));
+  }
+  docs.push_back(WorkersJob(config, *k, o.image));
+  for (const ServerRole& r : roles) {
+    docs.push_back(ServersDisruptionBudget(*k, r));
+  }
   std::string out =
       absl::StrCat("# Written by `paramctl k8s` for job '", config.job_id,
                    "'. Apply with kubectl apply -f.\n");
