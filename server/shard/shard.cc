@@ -377,10 +377,10 @@ absl::Status Shard::ReportEpoch(const proto::ReportEpochRequest& request) {
   workers_.OnSeen(static_cast<int>(request.rank()), clock_->Now());
   metrics_.Report(static_cast<int>(request.epoch()),
                   static_cast<int>(request.rank()), ToEpochReport(request));
-  // The report counts now; only a restart before the next checkpoint
-  // could lose it if saving fails.
+  // The report counts now: saved beside the checkpoints, and on the
+  // backup before it is acknowledged (a restart could lose it otherwise).
   if (checkpoints_ != nullptr) checkpoints_->SaveReports();
-  return absl::OkStatus();
+  return replica_ != nullptr ? policy_->SendState() : absl::OkStatus();
 }
 
 void Shard::Tick() {
