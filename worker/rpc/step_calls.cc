@@ -1,6 +1,7 @@
 #include "worker/rpc/step_calls.h"
 
 #include <algorithm>
+#include <atomic>
 #include <functional>
 #include <utility>
 
@@ -116,6 +117,9 @@ struct StepCalls::Round {
   std::vector<ShardCallTimes> times;
   absl::Mutex mu;
   int pending ABSL_GUARDED_BY(mu) = 0;
+  // The shard whose call failed first, after which this worker cancelled
+  // the others' (-1: none failed).
+  std::atomic<int> first_failed{-1};
 };
 
 StepCalls::StepCalls(const ClientSetup& setup, ShardLinks* links)
@@ -153,7 +157,11 @@ void StepCalls::Start(uint64_t clock,
   for (int i = 0; i < n; ++i) {
     auto pushed = [this, round, i](absl::Status* status, bool push) {
       return [this, round, i, status, push](absl::Status s) {
-        if (!s.ok()) CancelPulls(round);
+        if (!s.ok()) {
+          int none = -1;
+          round->first_failed.compare_exchange_strong(none, i);
+          CancelPulls(round);
+        }
         *status = std::move(s);
         round->Ended(i, push);
       };
@@ -185,10 +193,17 @@ absl::StatusOr<uint64_t> StepCalls::Run(
   }
   if (times_ != nullptr) *times_ = round.Times();
   absl::Status failure = round.Failure();
+  // Only the shard that failed first says something of its server: the
+  // others' calls this worker cancelled, however they ended.
+  const int first = round.first_failed.load();
+  for (int i = 0; first >= 0 && i < round.n; ++i) {
+    if (i != first) links_->Note(i, absl::OkStatus());
+  }
   if (absl::IsCancelled(failure)) {
     // Only cancellations, none this worker's (it cancels the other shards'
     // calls after a failure, which comes first): their servers ended them.
     for (int i = 0; i < round.n; ++i) {
+      if (first >= 0 && i != first) continue;
       if (absl::IsCancelled(round.push_status[i]) ||
           absl::IsCancelled(round.pull_status[i])) {
         links_->Note(i, absl::UnavailableError("ended by its server"));
