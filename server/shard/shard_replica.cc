@@ -100,6 +100,31 @@ void ShardReplica::Learn(const std::string& sender) {
   peer_ = connect_(sender);
 }
 
+void ShardReplica::Adopt(const std::string& sender) {
+  if (sender.empty() || !connect_) return;
+  std::string host;
+  int port = 0;
+  if (!ParseHostPort(sender, &host, &port).ok() || port == 0 ||
+      host == "0.0.0.0" || host == "::" || host == "[::]") {
+    Learn(sender);  // Not an address to reach it at.
+    return;
+  }
+  {
+    absl::MutexLock lock(&peer_mu_);
+    if (peer_address_ == sender) return;
+    spdlog::info("shard {}: its backup starts at {}{}", shard_, sender,
+                 peer_address_.empty()
+                     ? std::string()
+                     : absl::StrCat(" (it was at ", peer_address_, ")"));
+    peer_address_ = sender;
+    peer_ = connect_(sender);
+  }
+  // Caught up by the next Tick with the whole state.
+  absl::MutexLock lock(&mu_);
+  in_sync_ = false;
+  next_try_ = absl::InfinitePast();
+}
+
 absl::Status ShardReplica::Start() {
   proto::HandoverRequest ask;
   ask.set_job_id(config_.job_id);
@@ -346,7 +371,14 @@ absl::Status ShardReplica::Handover(const proto::HandoverRequest& request,
                                     proto::HandoverResponse* response) {
   RETURN_IF_ERROR(CheckCaller("Handover", request.job_id(), request.shard(),
                               request.launch()));
-  Learn(request.sender());
+  // A replica starting asks first: when this one serves, the asker is its
+  // backup from now on, wherever it listens now (restarted on another
+  // port or node); otherwise its address is learnt only when none is set.
+  if (role() == Role::kPrimary || role() == Role::kTakingOver) {
+    Adopt(request.sender());
+  } else {
+    Learn(request.sender());
+  }
   absl::MutexLock lock(&mu_);
   response->set_role(RoleName(role()));
   response->set_term(term_);

@@ -146,6 +146,9 @@ class ShardReplica {
   std::shared_ptr<ReplicaPeer> Peer() const ABSL_LOCKS_EXCLUDED(peer_mu_);
   std::string PeerAddress() const ABSL_LOCKS_EXCLUDED(peer_mu_);
   void Learn(const std::string& sender) ABSL_LOCKS_EXCLUDED(peer_mu_);
+  // While this replica serves, a peer starting says where it listens now:
+  // replaces the address (a wildcard or port 0 is not one, Learn then).
+  void Adopt(const std::string& sender) ABSL_LOCKS_EXCLUDED(peer_mu_, mu_);
 
   Connect connect_;  // Set before serving.
   std::string own_address_;
