@@ -23,8 +23,10 @@ std::function<void(grpc::Status)> Reporting(
   return [done = std::move(done)](grpc::Status s) { done(FromGrpcStatus(s)); };
 }
 
-ShardLinks::Options LinkOptions(const GrpcClientOptions& options) {
+ShardLinks::Options LinkOptions(const GrpcClientOptions& options,
+                                const JobConfig& config) {
   ShardLinks::Options links;
+  links.hung_after = absl::Seconds(config.liveness.lease_seconds);
   links.push_timeout = options.push_timeout;
   links.pull_timeout = options.pull_timeout;
   links.step_stream = options.step_stream;
@@ -46,7 +48,7 @@ GrpcParameterClient::GrpcParameterClient(const ClientSetup& setup,
       options_(options),
       incarnation_((uint64_t{std::random_device{}()} << 32) ^
                    static_cast<uint64_t>(absl::ToUnixNanos(absl::Now()))),
-      links_(setup, addresses, security, LinkOptions(options)),
+      links_(setup, addresses, security, LinkOptions(options, *setup.config)),
       steps_(setup, &links_),
       rows_(setup, &links_),
       push_frames_(*setup.config, *setup.plan, *setup.layout, setup.rank),
@@ -240,8 +242,14 @@ void GrpcParameterClient::Heartbeat(uint64_t clock, bool finished,
     requests[i].set_finished(finished);
     // Not noted for FailOver: a heartbeat's short deadline passes under
     // load, and the training calls decide where a shard is reached.
+    // An answer is what tells a hung server (ShardLinks::Hung) from one
+    // that waits for other ranks.
     links_.stub(i)->async()->Heartbeat(
-        &contexts[i], &requests[i], &responses[i], Reporting(std::move(done)));
+        &contexts[i], &requests[i], &responses[i],
+        [this, i, done = std::move(done)](grpc::Status s) {
+          if (s.ok()) links_.Heard(i);
+          done(FromGrpcStatus(s));
+        });
   });
   if (!on_trace_) return;
   for (const proto::HeartbeatResponse& r : responses) {

@@ -71,6 +71,8 @@ ShardLinks::ShardLinks(const ClientSetup& setup,
     }
     link.current = std::make_unique<std::atomic<int>>(0);
     link.last_code = std::make_unique<std::atomic<int>>(0);
+    link.heard =
+        std::make_unique<std::atomic<int64_t>>(absl::ToUnixNanos(absl::Now()));
     // Pulls carry float32 (or halves) whatever pushes carry.
     std::vector<int64_t> pull_bytes;
     for (int global : plan.ChunksOfShard(s)) {
@@ -203,6 +205,26 @@ std::function<void(absl::Status)> ShardLinks::Noting(
   };
 }
 
+void ShardLinks::NoteHung(int shard, const absl::Status& status) {
+  Note(shard, status);
+  shards_[shard].hung = true;
+}
+
+void ShardLinks::Heard(int shard) {
+  shards_[shard].heard->store(absl::ToUnixNanos(absl::Now()),
+                              std::memory_order_relaxed);
+}
+
+absl::Duration ShardLinks::Silence(int shard) const {
+  return absl::Now() - absl::FromUnixNanos(shards_[shard].heard->load(
+                           std::memory_order_relaxed));
+}
+
+bool ShardLinks::Hung(int shard) const {
+  return shards_[shard].replicas.size() > 1 &&
+         Silence(shard) > options_.hung_after;
+}
+
 bool ShardLinks::FailOver() {
   bool moved = false;
   for (int s = 0; s < size(); ++s) {
@@ -214,9 +236,18 @@ bool ShardLinks::FailOver() {
          code != absl::StatusCode::kDeadlineExceeded)) {
       continue;
     }
-    moved = true;
     const int from = link.current->load(std::memory_order_relaxed);
+    const absl::Time now = absl::Now();
+    if (link.avoided == 1 - from && now < link.avoid_until) {
+      continue;  // Its backup refuses until it takes over: wait for it.
+    }
+    if (std::exchange(link.hung, false)) {
+      link.avoided = from;
+      link.avoid_until = now + options_.hung_after;
+    }
+    moved = true;
     link.current->store(1 - from, std::memory_order_release);
+    Heard(s);            // The other replica gets a whole hung_after.
     link.steps.reset();  // Its stream was to the other replica.
     spdlog::warn(
         "rank {}: shard {}: {} did not serve the last call; trying "

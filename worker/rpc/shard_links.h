@@ -49,6 +49,11 @@ class ShardLinks {
     // none). A shard whose last call found no server (UNAVAILABLE,
     // DEADLINE_EXCEEDED) is called at its other replica after FailOver.
     std::vector<std::string> backups;
+    // With backups: a shard whose server answered nothing (no call, no
+    // heartbeat) for longer than this while a step waits on it is taken
+    // for hung (stopped, frozen) and the step ended, so that FailOver tries
+    // its other replica (StepCalls); the job's liveness.lease_seconds.
+    absl::Duration hung_after = absl::InfiniteDuration();
   };
   // Full method names, as gRPC calls them.
   struct Methods {
@@ -75,6 +80,23 @@ class ShardLinks {
   void Note(int shard, const absl::Status& status);
   std::function<void(absl::Status)> Noting(
       int shard, std::function<void(absl::Status)> done);
+  // Note for a step whose shard was Hung: FailOver moves it to the other
+  // replica and does not move it back for hung_after (that replica refuses
+  // until it takes over, and the hung one would cost another hung_after).
+  void NoteHung(int shard, const absl::Status& status);
+  // The shard's server answered a call or a heartbeat now. Thread-safe.
+  void Heard(int shard);
+  // Whether the shard has a backup and its current replica answered
+  // nothing for longer than options.hung_after (counted from when it became
+  // the current one, at most). Thread-safe.
+  bool Hung(int shard) const;
+  // How long the shard's current replica has answered nothing.
+  absl::Duration Silence(int shard) const;
+  // The address of the shard's replica called now.
+  const std::string& address(int shard) const {
+    const Link& link = shards_[shard];
+    return link.replicas[link.current->load(std::memory_order_acquire)].address;
+  }
   // After a failed call: every shard with a backup whose last call found
   // no server is called at its other replica from now on; returns whether
   // one was. Called by the thread that starts the calls, none in flight.
@@ -131,6 +153,13 @@ class ShardLinks {
     std::vector<Conn> replicas;  // The primary's, then the backup's.
     // The replica called now; the code of the last call's end.
     std::unique_ptr<std::atomic<int>> current, last_code;
+    // When the current replica last answered (absl::ToUnixNanos).
+    std::unique_ptr<std::atomic<int64_t>> heard;
+    // NoteHung since the last FailOver; the replica taken for hung, not
+    // called again before avoid_until (-1: none).
+    bool hung = false;
+    int avoided = -1;
+    absl::Time avoid_until = absl::InfinitePast();
     bool pull_streams = false;
     // Opened by the first PushPull that needs it and again after it ended.
     std::unique_ptr<StepStream> steps;

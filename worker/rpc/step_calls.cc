@@ -38,7 +38,8 @@ struct StepCalls::Round {
       // message each way.
       combined[i] = calls.links_->options().step_stream ||
                     (messages[i].size() == 1 && !calls.links_->pull_streams(i));
-      pending += combined[i] ? 1 : 2;
+      open.push_back(combined[i] ? 1 : 2);
+      pending += open.back();
     }
   }
 
@@ -47,20 +48,25 @@ struct StepCalls::Round {
     if (timed) (push ? times[i].pushed : times[i].end) = absl::Now();
     absl::MutexLock lock(&mu);
     --pending;
+    --open[i];
   }
 
-  // Waits until every call ended. When `limit` passes first, runs `cancel`
-  // and waits for the rest: false then.
-  bool AwaitAll(absl::Duration limit, const std::function<void()>& cancel) {
+  // Waits until every call ended or `until` passes; whether they all did.
+  bool AwaitUntil(absl::Time until) {
     const absl::Condition all_ended(
         +[](int* p) { return *p == 0; }, &pending);
     absl::MutexLock lock(&mu);
-    if (mu.AwaitWithDeadline(all_ended, absl::Now() + limit)) return true;
-    mu.Unlock();
-    cancel();
-    mu.Lock();
-    mu.Await(all_ended);
-    return false;
+    return mu.AwaitWithDeadline(all_ended, until);
+  }
+
+  // The shards with a call that has not ended.
+  std::vector<int> Waiting() {
+    std::vector<int> out;
+    absl::MutexLock lock(&mu);
+    for (int i = 0; i < n; ++i) {
+      if (open[i] > 0) out.push_back(i);
+    }
+    return out;
   }
 
   // The failure to report: a push's before a pull's, and one that was not
@@ -117,6 +123,7 @@ struct StepCalls::Round {
   std::vector<ShardCallTimes> times;
   absl::Mutex mu;
   int pending ABSL_GUARDED_BY(mu) = 0;
+  std::vector<int> open ABSL_GUARDED_BY(mu);  // Calls not ended, by shard.
   // The shard whose call failed first, after which this worker cancelled
   // the others' (-1: none failed).
   std::atomic<int> first_failed{-1};
@@ -149,7 +156,8 @@ void StepCalls::Start(uint64_t clock,
   for (int i = 0; i < n; ++i) {
     if (round->combined[i]) continue;
     links_->StartPull(i, clock + 1, &round->pull_contexts[i], &round->sinks[i],
-                      [round, i](absl::Status s) {
+                      [this, round, i](absl::Status s) {
+                        if (s.ok()) links_->Heard(i);
                         round->pull_status[i] = std::move(s);
                         round->Ended(i, /*push=*/false);
                       });
@@ -157,6 +165,7 @@ void StepCalls::Start(uint64_t clock,
   for (int i = 0; i < n; ++i) {
     auto pushed = [this, round, i](absl::Status* status, bool push) {
       return [this, round, i, status, push](absl::Status s) {
+        if (s.ok()) links_->Heard(i);
         if (!s.ok()) {
           int none = -1;
           round->first_failed.compare_exchange_strong(none, i);
@@ -186,10 +195,37 @@ absl::StatusOr<uint64_t> StepCalls::Run(
   // The unary calls have deadlines; the streams' steps are bounded here.
   const absl::Duration limit =
       std::max(links_->options().push_timeout, links_->options().pull_timeout);
-  if (!round.AwaitAll(limit, [&] { CancelPulls(&round); })) {
-    return absl::DeadlineExceededError(
-        absl::StrCat("PushPull at clock ", clock, ": no reply within ",
-                     absl::FormatDuration(limit)));
+  const absl::Time deadline = absl::Now() + limit;
+  // With backups, every lease / 4 the shards still waited on are asked
+  // whether their server answers anything at all: a hung one's calls
+  // would wait out `limit` while its backup could serve.
+  const absl::Duration watch = links_->options().hung_after / 4;
+  int hung = -1;
+  while (!round.AwaitUntil(std::min(deadline, absl::Now() + watch))) {
+    if (absl::Now() >= deadline) {
+      CancelPulls(&round);
+      round.AwaitUntil(absl::InfiniteFuture());
+      return absl::DeadlineExceededError(
+          absl::StrCat("PushPull at clock ", clock, ": no reply within ",
+                       absl::FormatDuration(limit)));
+    }
+    for (int i : round.Waiting()) {
+      if (links_->Hung(i)) {
+        hung = i;
+        break;
+      }
+    }
+    if (hung >= 0) {
+      round.push_contexts[hung].TryCancel();
+      int none = -1;
+      if (round.first_failed.compare_exchange_strong(none, hung)) {
+        CancelPulls(&round);
+      } else {
+        hung = -1;  // Another shard's failure came first: it is the step's.
+      }
+      round.AwaitUntil(absl::InfiniteFuture());
+      break;
+    }
   }
   if (times_ != nullptr) *times_ = round.Times();
   absl::Status failure = round.Failure();
@@ -198,6 +234,16 @@ absl::StatusOr<uint64_t> StepCalls::Run(
   const int first = round.first_failed.load();
   for (int i = 0; first >= 0 && i < round.n; ++i) {
     if (i != first) links_->Note(i, absl::OkStatus());
+  }
+  if (hung >= 0) {
+    const absl::Status silent = absl::UnavailableError(absl::StrCat(
+        "PushPull to shard ", hung, ": its server at ", links_->address(hung),
+        " answered nothing, not even a heartbeat, for ",
+        absl::FormatDuration(
+            absl::Trunc(links_->Silence(hung), absl::Milliseconds(100))),
+        " (more than liveness.lease_seconds): taken for hung"));
+    links_->NoteHung(hung, silent);
+    return silent;
   }
   if (absl::IsCancelled(failure)) {
     // Only cancellations, none this worker's (it cancels the other shards'

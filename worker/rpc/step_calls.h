@@ -5,7 +5,9 @@
 // get a push of `clock` and a pull of clock + 1 side by side. A failed push
 // cancels the step's pulls (they would wait in vain), and the step as a
 // whole is bounded by the longer of the push and pull timeouts (a stream's
-// step has no deadline of its own).
+// step has no deadline of its own). With backups, a step waiting on a
+// shard whose server answered nothing for options.hung_after
+// (ShardLinks::Hung) ends UNAVAILABLE naming it, for FailOver.
 //
 // Thread-compatible: one training loop uses it at a time.
 #ifndef PARAMD_WORKER_RPC_STEP_CALLS_H_
