@@ -247,8 +247,9 @@ void GrpcParameterClient::Heartbeat(uint64_t clock, bool finished,
     links_.stub(i)->async()->Heartbeat(
         &contexts[i], &requests[i], &responses[i],
         [this, i, done = std::move(done)](grpc::Status s) {
-          if (s.ok()) links_.Heard(i);
-          done(FromGrpcStatus(s));
+          absl::Status status = FromGrpcStatus(s);
+          links_.Heard(i, status);  // An unregistered rank's refusal too.
+          done(std::move(status));
         });
   });
   if (!on_trace_) return;
@@ -335,6 +336,14 @@ ParameterClientFactory GrpcParameterClientFactory(
     with_config.give_up = absl::Seconds(config.liveness.give_up_seconds);
     if (with_config.backups.empty()) {
       with_config.backups = config.replication.backups;
+    }
+    for (const std::string& b : with_config.backups) {
+      if (b.empty()) {
+        // Placed by the Slurm rule, which --servers skipped.
+        return absl::InvalidArgumentError(
+            "--backups: the job's backups come from the Slurm job, which "
+            "--servers bypasses; give --backups too");
+      }
     }
     if (!with_config.backups.empty() &&
         with_config.backups.size() != addresses.size()) {

@@ -210,9 +210,17 @@ void ShardLinks::NoteHung(int shard, const absl::Status& status) {
   shards_[shard].hung = true;
 }
 
-void ShardLinks::Heard(int shard) {
-  shards_[shard].heard->store(absl::ToUnixNanos(absl::Now()),
-                              std::memory_order_relaxed);
+void ShardLinks::Heard(int shard, const absl::Status& ended) {
+  switch (ended.code()) {
+    case absl::StatusCode::kUnavailable:
+    case absl::StatusCode::kDeadlineExceeded:
+    case absl::StatusCode::kCancelled:
+    case absl::StatusCode::kUnknown:
+      return;
+    default:
+      shards_[shard].heard->store(absl::ToUnixNanos(absl::Now()),
+                                  std::memory_order_relaxed);
+  }
 }
 
 absl::Duration ShardLinks::Silence(int shard) const {
@@ -247,7 +255,8 @@ bool ShardLinks::FailOver() {
     }
     moved = true;
     link.current->store(1 - from, std::memory_order_release);
-    Heard(s);            // The other replica gets a whole hung_after.
+    // The other replica gets a whole hung_after.
+    Heard(s, absl::OkStatus());
     link.steps.reset();  // Its stream was to the other replica.
     spdlog::warn(
         "rank {}: shard {}: {} did not serve the last call; trying "

@@ -84,8 +84,10 @@ class ShardLinks {
   // replica and does not move it back for hung_after (that replica refuses
   // until it takes over, and the hung one would cost another hung_after).
   void NoteHung(int shard, const absl::Status& status);
-  // The shard's server answered a call or a heartbeat now. Thread-safe.
-  void Heard(int shard);
+  // A call or heartbeat to the shard ended with `ended`: unless it says
+  // no server answered (UNAVAILABLE, DEADLINE_EXCEEDED, CANCELLED,
+  // UNKNOWN), its server was heard from now. Thread-safe.
+  void Heard(int shard, const absl::Status& ended);
   // Whether the shard has a backup and its current replica answered
   // nothing for longer than options.hung_after (counted from when it became
   // the current one, at most). Thread-safe.

@@ -157,7 +157,7 @@ void StepCalls::Start(uint64_t clock,
     if (round->combined[i]) continue;
     links_->StartPull(i, clock + 1, &round->pull_contexts[i], &round->sinks[i],
                       [this, round, i](absl::Status s) {
-                        if (s.ok()) links_->Heard(i);
+                        links_->Heard(i, s);
                         round->pull_status[i] = std::move(s);
                         round->Ended(i, /*push=*/false);
                       });
@@ -165,7 +165,7 @@ void StepCalls::Start(uint64_t clock,
   for (int i = 0; i < n; ++i) {
     auto pushed = [this, round, i](absl::Status* status, bool push) {
       return [this, round, i, status, push](absl::Status s) {
-        if (s.ok()) links_->Heard(i);
+        links_->Heard(i, s);
         if (!s.ok()) {
           int none = -1;
           round->first_failed.compare_exchange_strong(none, i);
