@@ -62,5 +62,22 @@ TEST_CASE(
   CHECK(argv[9] == "./a=b");
 }
 
+TEST_CASE("with replicas a rank is given every shard's backup",
+          "[paramctl][replication]") {
+  WorkerLaunch w = Launch();
+  w.backups = {"127.0.0.1:6000", "127.0.0.1:6001"};
+  JobConfig config;
+  std::vector<std::string> argv = WorkerArgv(config, w);
+  REQUIRE(argv.size() == 13);
+  CHECK(argv[11] == "--backups");
+  CHECK(argv[12] == "127.0.0.1:6000,127.0.0.1:6001");
+  // A framework's worker reads them from its environment.
+  config.worker.command = {"/usr/bin/python3", "train.py"};
+  unsetenv("PYTHONPATH");
+  argv = WorkerArgv(config, w);
+  CHECK(argv[8] == "PARAMD_BACKUPS=127.0.0.1:6000,127.0.0.1:6001");
+  CHECK(argv[9] == "PYTHONPATH=/opt/paramd/python");
+}
+
 }  // namespace
 }  // namespace paramd

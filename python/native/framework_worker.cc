@@ -21,6 +21,7 @@ absl::StatusOr<std::unique_ptr<FrameworkWorker>> FrameworkWorker::Create(
     const FrameworkWorkerOptions& options) {
   GrpcClientOptions client;
   client.launch = options.launch;
+  client.backups = options.backups;
   return Create(options,
                 GrpcParameterClientFactory(options.servers, std::move(client)));
 }

@@ -41,6 +41,10 @@ struct FrameworkWorkerOptions {
   // (or, with cluster.servers: {slurm: N}, the Slurm job's).
   std::vector<std::string> servers;
   std::string launch;  // RegisterRequest.launch (paramctl run's --launch).
+  // Overrides replication.backups (one per shard; empty: the job's): with
+  // replication.factor 2, where a shard's calls go when its primary does
+  // not serve.
+  std::vector<std::string> backups;
 };
 
 // A tensor as the framework names it: name and shape.

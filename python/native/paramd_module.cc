@@ -90,11 +90,13 @@ py::list Tables(const FrameworkWorker& w) {
 
 std::unique_ptr<FrameworkWorker> MakeWorker(const std::string& job, int rank,
                                             std::vector<std::string> servers,
-                                            const std::string& launch) {
+                                            const std::string& launch,
+                                            std::vector<std::string> backups) {
   FrameworkWorkerOptions o;
   o.job = job;
   o.rank = rank;
   o.servers = std::move(servers);
+  o.backups = std::move(backups);
   o.launch = launch;
   return Value(FrameworkWorker::Create(o));
 }
@@ -165,7 +167,8 @@ PYBIND11_MODULE(_native, m) {
   py::class_<FrameworkWorker>(m, "Worker")
       .def(py::init(&paramd::MakeWorker), py::arg("job"), py::arg("rank"),
            py::arg("servers") = std::vector<std::string>(),
-           py::arg("launch") = "")
+           py::arg("launch") = "",
+           py::arg("backups") = std::vector<std::string>())
       .def_property_readonly("tensors", &paramd::Tensors)
       .def_property_readonly(
           "total", [](const FrameworkWorker& w) { return w.layout().total; })

@@ -1,11 +1,15 @@
 """paramd.torch workers started by `paramctl run` (worker.command): a
 SIGKILLed Python worker is restarted and the job completes, over TLS with
-the job token; a worker without the token is refused."""
+the job token; a worker without the token is refused; with replicas, a
+SIGKILLed primary costs the Python workers nothing."""
 
 import json
 import os
+import re
+import signal
 import subprocess
 import sys
+import threading
 
 import pytest
 
@@ -119,3 +123,96 @@ def test_a_worker_without_the_token_is_refused(tmp_path, servers):
     m = model()
     opt = pt.DistributedOptimizer(m, ctx)
     assert opt.clock == 0
+
+
+# A worker for a replicated job: rank 0, where a fifo named pause.fifo is
+# in its folder, stops after PAUSE_AT steps until the test writes to it
+# (the test SIGKILLs a primary meanwhile). Each rank prints its last loss
+# exactly.
+REPLICATED_WORKER = r'''
+import os
+import torch
+import paramd.torch as pt
+
+PAUSE_AT = 5
+ctx = pt.init()
+torch.manual_seed(11)
+model = torch.nn.Sequential(torch.nn.Linear(20, 16), torch.nn.ReLU(),
+                            torch.nn.Linear(16, 4))
+opt = pt.DistributedOptimizer(model)
+steps = 8
+total = steps * ctx.epochs
+g = torch.Generator().manual_seed(ctx.rank)
+while opt.clock < total:
+    x = torch.randn(16, 20, generator=g)
+    y = x[:, :4].argmax(dim=1)
+    opt.zero_grad()
+    loss = torch.nn.functional.cross_entropy(model(x), y)
+    loss.backward()
+    opt.step(loss=loss)
+    if ctx.rank == 0 and opt.clock == PAUSE_AT and os.path.exists("pause.fifo"):
+        print(f"rank 0: paused at clock {opt.clock}", flush=True)
+        with open("pause.fifo") as f:
+            f.read()
+    if opt.clock % steps == 0:
+        opt.report_epoch(loss=float(loss), correct=1, total=2, samples=16 * steps)
+opt.finish()
+print(f"rank {ctx.rank}: done at clock {opt.clock}, loss {float(loss)!r}",
+      flush=True)
+'''
+
+
+def replicated_job(folder, pause):
+    folder.mkdir()
+    pt_spec.write_tensors(model(), str(folder / "model.tensors.yaml"))
+    (folder / "train.py").write_text(REPLICATED_WORKER)
+    if pause:
+        os.mkfifo(folder / "pause.fifo")
+    job = folder / "job.yaml"
+    job.write_text(job_yaml(
+        "model.tensors.yaml", extra=
+        f'worker:\n  command: ["{sys.executable}", "train.py"]\n'
+        'replication:\n  factor: 2\n'
+        '  backups: ["127.0.0.1:0", "127.0.0.1:0"]\n'
+        "checkpoint:\n  enabled: false\n"
+        "restart:\n  max: 2\n  backoff_seconds: 0.1\n").replace(
+            "epochs: 1", "epochs: 3"))
+    return [PARAMCTL, "run", str(job), "--python_path", PACKAGE]
+
+
+def test_python_workers_carry_on_at_a_backup_bit_for_bit(tmp_path):
+    """replication.factor 2 with worker.command: a primary SIGKILLed while
+    rank 0 is paused, no checkpoint; under sync both ranks end on the
+    undisturbed run's loss exactly."""
+    plain = subprocess.run(replicated_job(tmp_path / "plain", pause=False),
+                           capture_output=True, text=True, timeout=300)
+    out = plain.stdout + plain.stderr
+    assert plain.returncode == 0, out
+    done = sorted(re.findall(r"rank \d: done at clock 24, loss \S+", out))
+    assert len(done) == 2, out
+
+    folder = tmp_path / "killed"
+    proc = subprocess.Popen(replicated_job(folder, pause=True),
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                            text=True)
+    watchdog = threading.Timer(300, proc.kill)
+    watchdog.start()
+    try:
+        seen = []
+        for line in proc.stdout:
+            seen.append(line)
+            if "rank 0: paused at clock 5" in line:
+                break
+        head = "".join(seen)
+        pid = re.findall(r"started server 0 \(pid (\d+)\)", head)
+        assert pid, head
+        os.kill(int(pid[-1]), signal.SIGKILL)
+        with open(folder / "pause.fifo", "w") as f:
+            f.write("go")
+        rest, _ = proc.communicate()
+    finally:
+        watchdog.cancel()
+    out = head + rest
+    assert proc.returncode == 0, out
+    assert "server 0" in out and "killed by signal 9" in out, out
+    assert sorted(re.findall(r"rank \d: done at clock 24, loss \S+", out)) == done

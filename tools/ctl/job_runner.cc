@@ -430,14 +430,6 @@ int RunJob(const RunOptions& options) {
                  options.job_path.c_str());
     return 1;
   }
-  if (config->replication.enabled() && !config->worker.command.empty()) {
-    std::fprintf(stderr,
-                 "paramctl: %s: replication.factor 2 with worker.command: "
-                 "framework workers do not move to a shard's backup yet; "
-                 "run paramd-worker, or factor 1\n",
-                 options.job_path.c_str());
-    return 1;
-  }
   if (config->model.type == ModelType::kTensors &&
       config->worker.command.empty()) {
     std::fprintf(stderr,

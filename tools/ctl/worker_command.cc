@@ -33,6 +33,10 @@ std::vector<std::string> WorkerArgv(const JobConfig& config,
       absl::StrCat("PARAMD_SERVERS=", servers),
       absl::StrCat("PARAMD_LAUNCH=", w.launch),
       absl::StrCat("PARAMD_LOG_LEVEL=", w.log_level)};
+  if (!w.backups.empty()) {
+    argv.push_back(
+        absl::StrCat("PARAMD_BACKUPS=", absl::StrJoin(w.backups, ",")));
+  }
   if (!w.python_path.empty()) {
     const char* existing = std::getenv("PYTHONPATH");
     argv.push_back(

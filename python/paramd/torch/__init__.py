@@ -104,7 +104,8 @@ def _env_rank():
     return None
 
 
-def init(job=None, rank=None, servers=None, launch=None, log_level=None):
+def init(job=None, rank=None, servers=None, launch=None, log_level=None,
+         backups=None):
     """Joins the job as one worker rank and returns its Context.
 
     job: the job file (default: $PARAMD_JOB). rank: default from
@@ -112,6 +113,9 @@ def init(job=None, rank=None, servers=None, launch=None, log_level=None):
     of "host:port" overriding cluster.servers (default: $PARAMD_SERVERS,
     comma-separated, as paramctl sets it). launch: paramctl run's launch id
     ($PARAMD_LAUNCH). log_level: the native client's (default: warn).
+    backups: with replication.factor 2, a list of "host:port" overriding
+    replication.backups (default: $PARAMD_BACKUPS); a shard whose primary
+    does not serve is called at its backup.
     """
     global _context
     job = job if job is not None else os.environ.get("PARAMD_JOB", "")
@@ -124,13 +128,16 @@ def init(job=None, rank=None, servers=None, launch=None, log_level=None):
             "rank: give init(rank=...) or set one of " + ", ".join(RANK_VARIABLES))
     if servers is None:
         servers = [s for s in os.environ.get("PARAMD_SERVERS", "").split(",") if s]
+    if backups is None:
+        backups = [s for s in os.environ.get("PARAMD_BACKUPS", "").split(",") if s]
     if launch is None:
         launch = os.environ.get("PARAMD_LAUNCH", "")
     _native.init_logging(f"paramd-torch rank {rank}",
                          log_level or os.environ.get("PARAMD_LOG_LEVEL", "warn"))
     if _context is not None:
         _context.worker.finish()
-    _context = Context(_native.Worker(job, int(rank), list(servers), launch))
+    _context = Context(_native.Worker(job, int(rank), list(servers), launch,
+                                      list(backups)))
     return _context
 
 
