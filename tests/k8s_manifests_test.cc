@@ -65,6 +65,8 @@ TEST_CASE("k8s: servers are a StatefulSet behind a headless Service", "[k8s]") {
   CHECK(Str(svc["spec"]["clusterIP"]) == "None");
   CHECK(Str(sts["spec"]["serviceName"]) == Str(svc["metadata"]["name"]));
   CHECK(sts["spec"]["replicas"].as<int>() == 3);
+  // Without replicas nothing to keep apart.
+  CHECK_FALSE(sts["spec"]["template"]["spec"]["affinity"].IsDefined());
   // Selectors pick the template's pods, and the Service picks the servers.
   const YAML::Node labels = sts["spec"]["template"]["metadata"]["labels"];
   for (const auto& kv : sts["spec"]["selector"]["matchLabels"]) {
@@ -140,6 +142,17 @@ TEST_CASE(
                          "PARAMD_SERVERS="));
   CHECK(absl::EndsWith(command, " exec '/usr/bin/python3' 'train.py'"));
   CHECK_FALSE(absl::StrContains(command, "paramd-worker"));
+  CHECK_FALSE(absl::StrContains(command, "PARAMD_BACKUPS"));
+  // With replicas it is told the backups too.
+  const Rendered replicated = Render(
+      "worker:\n  command: [\"/usr/bin/python3\", \"train.py\"]\n"
+      "replication:\n  factor: 2\n  backups: [\"10.0.1.1:47400\", "
+      "\"10.0.1.2:47400\", \"10.0.1.3:47400\"]\n");
+  CHECK(absl::StrContains(
+      Str(replicated.Kind("Job")["spec"]["template"]["spec"]["containers"][0]
+                                ["command"][2]),
+      " PARAMD_BACKUPS=paramd-test-job-backup-0.paramd-test-job-backups.ml."
+      "svc.cluster.local:47400,"));
 }
 
 TEST_CASE(
@@ -191,6 +204,19 @@ TEST_CASE(
       "local:47400,paramd-test-job-backup-2."));
   CHECK(Str(r.docs[7]["spec"]["selector"]["matchLabels"]
                   ["app.kubernetes.io/component"]) == "backup");
+  // Each set keeps off the other's nodes where it can.
+  for (const auto& [sts, peer] :
+       {std::pair{servers, "backup"}, std::pair{backups, "server"}}) {
+    const YAML::Node term =
+        sts["spec"]["template"]["spec"]["affinity"]["podAntiAffinity"]
+           ["preferredDuringSchedulingIgnoredDuringExecution"][0];
+    CHECK(Str(term["podAffinityTerm"]["topologyKey"]) ==
+          "kubernetes.io/hostname");
+    CHECK(Str(term["podAffinityTerm"]["labelSelector"]["matchLabels"]
+                  ["app.kubernetes.io/component"]) == peer);
+    CHECK(Str(term["podAffinityTerm"]["labelSelector"]["matchLabels"]
+                  ["app.kubernetes.io/instance"]) == "paramd-test-job");
+  }
 }
 
 TEST_CASE("k8s: checkpoints get a volume per server", "[k8s]") {

@@ -271,11 +271,6 @@ absl::StatusOr<K8sJob> DescribeK8sJob(const JobConfig& config,
                                        ".", ns, ".svc.cluster.local:", k.port));
   }
   if (config.replication.enabled()) {
-    if (!config.worker.command.empty()) {
-      return absl::InvalidArgumentError(
-          "replication.factor 2 with worker.command: framework workers do "
-          "not move to a shard's backup yet");
-    }
     k.backup_service = k.name + "-backups";
     for (int i = 0; i < k.servers; ++i) {
       k.backup_addresses.push_back(absl::StrCat(k.name, "-backup-", i, ".",
@@ -372,6 +367,18 @@ YAML::Node ServersStatefulSet(const JobConfig& config, const K8sJob& k,
   sts["spec"]["template"]["spec"]["securityContext"]["fsGroup"] = 65534;
   sts["spec"]["template"]["spec"]["containers"].push_back(server);
   sts["spec"]["template"]["spec"]["volumes"].push_back(JobVolume(k.name));
+  if (!r.peer_role.empty()) {
+    // Off the nodes of the other replicas where the scheduler can (soft: a
+    // one-node cluster still runs), so one node's death is one replica's.
+    YAML::Node term;
+    term["weight"] = 100;
+    term["podAffinityTerm"]["topologyKey"] = "kubernetes.io/hostname";
+    term["podAffinityTerm"]["labelSelector"]["matchLabels"] =
+        Labels(k.name, r.peer_role);
+    sts["spec"]["template"]["spec"]["affinity"]["podAntiAffinity"]
+       ["preferredDuringSchedulingIgnoredDuringExecution"]
+           .push_back(term);
+  }
   if (k.checkpoints) {
     YAML::Node claim;
     claim["metadata"]["name"] = "checkpoints";
@@ -389,7 +396,7 @@ YAML::Node ServersStatefulSet(const JobConfig& config, const K8sJob& k,
 // What a worker pod's shell runs: paramd-worker, or the job's
 // worker.command (a framework's worker, which reads its rank from
 // JOB_COMPLETION_INDEX) in the image's working directory, with
-// PARAMD_JOB and PARAMD_SERVERS set.
+// PARAMD_JOB, PARAMD_SERVERS and, with replicas, PARAMD_BACKUPS set.
 std::string WorkerShellCommand(const JobConfig& config, const K8sJob& k) {
   const std::string servers = absl::StrJoin(k.addresses, ",");
   if (config.worker.command.empty()) {
@@ -409,8 +416,13 @@ std::string WorkerShellCommand(const JobConfig& config, const K8sJob& k) {
   for (const std::string& word : config.worker.command) {
     absl::StrAppend(&command, " ", quote(word));
   }
-  return absl::StrCat("PARAMD_JOB=", k.job_file, " PARAMD_SERVERS=", servers,
-                      " exec", command);
+  return absl::StrCat(
+      "PARAMD_JOB=", k.job_file, " PARAMD_SERVERS=", servers,
+      k.backup_addresses.empty()
+          ? ""
+          : absl::StrCat(" PARAMD_BACKUPS=",
+                         absl::StrJoin(k.backup_addresses, ",")),
+      " exec", command);
 }
 
 YAML::Node WorkersJob(const JobConfig& config, const K8sJob& k,
