@@ -68,10 +68,9 @@ sigset_t BlockStopSignals() {
 absl::StatusOr<std::string> ListenAddress(const DaemonStart& start) {
   const JobConfig& config = start.config;
   if (start.flags.Has("listen")) return start.flags.Get("listen", "");
-  if (start.flags.Has("backup")) {
-    return config.replication.backups[start.id];
-  }
-  const std::string& own = config.servers[start.id];
+  const bool backup = start.flags.Has("backup");
+  const std::string& own =
+      backup ? config.replication.backups[start.id] : config.servers[start.id];
   if (!config.servers_from_slurm) return own;
   std::string host;
   int port = 0;
@@ -79,10 +78,12 @@ absl::StatusOr<std::string> ListenAddress(const DaemonStart& start) {
   const char* node = std::getenv("SLURMD_NODENAME");
   if (node != nullptr && host != node) {
     return absl::FailedPreconditionError(absl::StrCat(
-        "Slurm started shard ", start.id, " on node ", node,
-        " but the placement rule puts it on ", host,
-        ": start the servers as the script of `paramctl slurm` does "
-        "(srun --ntasks-per-node=P --distribution=block)"));
+        "Slurm started shard ", start.id, backup ? "'s backup" : "",
+        " on node ", node, " but the placement rule puts it on ", host,
+        ": start the servers as the script of `paramctl slurm` does (",
+        backup ? "srun --distribution=arbitrary with its host file"
+               : "srun --ntasks-per-node=P --distribution=block",
+        ")"));
   }
   return absl::StrCat("0.0.0.0:", port);
 }

@@ -58,6 +58,36 @@ TEST_CASE("the script asks for the job's tasks and launches two steps",
   CHECK(bash.Wait(absl::Seconds(30)) == 0);
 }
 
+TEST_CASE(
+    "with replicas a third step starts the backups where the rule "
+    "puts them",
+    "[slurm][replication]") {
+  JobConfig config = SlurmJob();
+  config.replication.factor = 2;
+  config.replication.backups.assign(3, "");
+  absl::StatusOr<std::string> script = SlurmBatchScript(config, Options());
+  REQUIRE(script.ok());
+  for (const char* line :
+       {"#SBATCH --ntasks=10\n", "three job steps", "--job-name=paramd-backups",
+        "--distribution=arbitrary", "SLURM_HOSTFILE=\"$BACKUP_HOSTS\"",
+        "(( (k / PER + 1) % SERVER_NODES ))",
+        "--output=\"$LOGS/paramd-%j-backup-%t.log\"",
+        "--shard \"$SLURM_PROCID\" --backup", "$2 == \"paramd-backups\"",
+        "wait $backups_pid\n"}) {
+    INFO(line);
+    CHECK(absl::StrContains(*script, line));
+  }
+  const std::string path =
+      testing::WriteFile(testing::NewTempDir() + "/job.sbatch", *script);
+  testing::Subprocess bash({"/bin/bash", "-n", path});
+  CHECK(bash.Wait(absl::Seconds(30)) == 0);
+  // Without replicas none of it.
+  script = SlurmBatchScript(SlurmJob(), Options());
+  REQUIRE(script.ok());
+  CHECK_FALSE(absl::StrContains(*script, "paramd-backups\n"));
+  CHECK_FALSE(absl::StrContains(*script, "backups_pid"));
+}
+
 TEST_CASE("worker.command runs a framework's worker in the job's folder",
           "[slurm]") {
   JobConfig config = SlurmJob();

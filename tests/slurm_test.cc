@@ -3,7 +3,10 @@
 
 #include <catch2/catch.hpp>
 #include <map>
+#include <tuple>
 
+#include "absl/strings/match.h"
+#include "absl/strings/str_replace.h"
 #include "common/config/job_file.h"
 #include "tests/test_files.h"
 
@@ -70,6 +73,39 @@ TEST_CASE("servers fill nodes in blocks; ports count up from the base",
   CHECK(ServersPerNode(8, 4) == 2);
 }
 
+TEST_CASE(
+    "with replicas each backup goes on the next server node, its "
+    "ports after the servers'",
+    "[slurm][replication]") {
+  // 3 servers on 2 nodes (2 per node): backups of shards 0 and 1 on n2,
+  // of shard 2 on n1 (wrapping).
+  JobConfig config = SlurmJob(3, 47400);
+  config.replication.factor = 2;
+  config.replication.backups.assign(3, "");
+  const EnvLookup env =
+      Env({{"SLURM_JOB_ID", "12"}, {"SLURM_JOB_NODELIST", "n[1-2]"}});
+  REQUIRE(ResolveSlurmServers(&config, env).ok());
+  CHECK(config.servers == Hosts{"n1:47400", "n1:47401", "n2:47402"});
+  CHECK(config.replication.backups ==
+        Hosts{"n2:47403", "n2:47404", "n1:47405"});
+  // One node: the backups share it, on ports of their own.
+  config = SlurmJob(2, 47400);
+  config.replication.factor = 2;
+  REQUIRE(ResolveSlurmServers(&config, Env({{"SLURM_JOB_ID", "12"},
+                                            {"SLURM_JOB_NODELIST", "a"}}))
+              .ok());
+  CHECK(config.replication.backups == Hosts{"a:47402", "a:47403"});
+  // More nodes than servers: a server per node, each backup on the next.
+  CHECK(BackupNode(0, 3, 1) == 1);
+  CHECK(BackupNode(1, 3, 1) == 2);
+  CHECK(BackupNode(2, 3, 1) == 0);
+  CHECK(BackupNode(0, 1, 1) == 0);
+  // Without replicas nothing is filled.
+  config = SlurmJob(2, 47400);
+  REQUIRE(ResolveSlurmServers(&config, env).ok());
+  CHECK(config.replication.backups.empty());
+}
+
 TEST_CASE("the job id picks distinct bases that leave room for servers",
           "[slurm]") {
   CHECK(BasePortForJob(1) != BasePortForJob(2));
@@ -124,6 +160,27 @@ TEST_CASE("the job file's cluster.servers may say slurm", "[slurm][config]") {
     INFO(servers);
     REQUIRE_FALSE(c.ok());
     CHECK(c.status().message().find(field) != std::string::npos);
+  }
+  // Replicas: placed by the rule, so no backups list; ports for both.
+  std::string replicated = yaml + "replication:\n  factor: 2\n";
+  config = LoadJobConfig(testing::WriteFile(dir + "/r.yaml", replicated));
+  REQUIRE(config.ok());
+  CHECK(config->replication.enabled());
+  CHECK(config->replication.backups.size() == 3);
+  for (const auto& [text, field, why] :
+       std::vector<std::tuple<std::string, std::string, std::string>>{
+           {yaml + "replication:\n  factor: 2\n  backups: [\"h:1\", "
+                   "\"h:2\", \"h:3\"]\n",
+            "replication.backups", "placed by the Slurm rule"},
+           {absl::StrReplaceAll(yaml, {{"port: 47400", "port: 65533"}}) +
+                "replication:\n  factor: 2\n",
+            "replication.factor", "leaves no room for 3 backups"}}) {
+    absl::StatusOr<JobConfig> c =
+        LoadJobConfig(testing::WriteFile(dir + "/bad.yaml", text));
+    INFO(text);
+    REQUIRE_FALSE(c.ok());
+    CHECK(absl::StrContains(c.status().message(), field));
+    CHECK(absl::StrContains(c.status().message(), why));
   }
 }
 

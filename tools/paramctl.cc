@@ -172,7 +172,8 @@ std::optional<Target> LoadTarget(const ParsedFlags& flags,
   if (flags.Has("backups")) {
     target.backups =
         absl::StrSplit(flags.Get("backups", ""), ',', absl::SkipEmpty());
-  } else {
+  } else if (!config->servers_from_slurm || !flags.Has("servers")) {
+    // (From Slurm, resolved with the servers; with --servers, unknown.)
     target.backups = config->replication.backups;
   }
   for (const auto* list : {&target.addresses, &target.backups}) {

@@ -130,9 +130,23 @@ absl::Status ParseReplicationSection(YamlReader& reader, const YAML::Node& r,
     return absl::OkStatus();
   }
   if (job.servers_from_slurm) {
-    return reader.Error(r["factor"], "replication.factor",
-                        "replicas are not supported yet with cluster.servers "
-                        "{slurm: N}; list the servers and their backups");
+    // The backups' addresses come from the Slurm job as the servers' do
+    // (common/launch/slurm.h), at the ports after the servers'.
+    if (backups.IsDefined()) {
+      return reader.Error(backups, "replication.backups",
+                          "does not apply with cluster.servers {slurm: N}: "
+                          "the backups are placed by the Slurm rule as the "
+                          "servers are");
+    }
+    if (job.slurm_port != 0 &&
+        job.slurm_port + 2 * job.num_shards() - 1 > 65535) {
+      return reader.Error(r["factor"], "replication.factor",
+                          absl::StrCat("cluster.servers.port ", job.slurm_port,
+                                       " leaves no room for ", job.num_shards(),
+                                       " backups after the servers' ports"));
+    }
+    out->backups.assign(job.num_shards(), "");
+    return absl::OkStatus();
   }
   if (!backups.IsDefined() || !backups.IsSequence() ||
       static_cast<int>(backups.size()) != job.num_shards()) {

@@ -123,8 +123,18 @@ int ServersPerNode(int servers, int nodes) {
   return (servers + nodes - 1) / nodes;
 }
 
-absl::StatusOr<std::vector<std::string>> SlurmServerAddresses(
-    const JobConfig& config, const EnvLookup& env) {
+namespace {
+
+// Where the rule puts a job's servers: the job's nodes in order, servers
+// per node and the base port.
+struct Placement {
+  std::vector<std::string> nodes;
+  int per_node = 1;
+  int base = 0;
+};
+
+absl::StatusOr<Placement> SlurmPlacement(const JobConfig& config,
+                                         const EnvLookup& env) {
   const char* job_id = env("SLURM_JOB_ID");
   if (job_id == nullptr) {
     return absl::FailedPreconditionError(
@@ -143,14 +153,39 @@ absl::StatusOr<std::vector<std::string>> SlurmServerAddresses(
     return absl::FailedPreconditionError(
         "inside a Slurm job but SLURM_JOB_NODELIST is unset");
   }
-  ASSIGN_OR_RETURN(std::vector<std::string> nodes, ExpandHostList(list));
+  Placement p;
+  ASSIGN_OR_RETURN(p.nodes, ExpandHostList(list));
+  p.per_node =
+      ServersPerNode(config.num_shards(), static_cast<int>(p.nodes.size()));
+  p.base = config.slurm_port != 0 ? config.slurm_port : BasePortForJob(id);
+  return p;
+}
+
+}  // namespace
+
+int BackupNode(int shard, int servers, int per_node) {
+  const int server_nodes = (servers + per_node - 1) / per_node;
+  return (shard / per_node + 1) % server_nodes;
+}
+
+absl::StatusOr<std::vector<std::string>> SlurmServerAddresses(
+    const JobConfig& config, const EnvLookup& env) {
+  ASSIGN_OR_RETURN(const Placement p, SlurmPlacement(config, env));
+  std::vector<std::string> addresses;
+  for (int k = 0; k < config.num_shards(); ++k) {
+    addresses.push_back(absl::StrCat(p.nodes[k / p.per_node], ":", p.base + k));
+  }
+  return addresses;
+}
+
+absl::StatusOr<std::vector<std::string>> SlurmBackupAddresses(
+    const JobConfig& config, const EnvLookup& env) {
+  ASSIGN_OR_RETURN(const Placement p, SlurmPlacement(config, env));
   const int n = config.num_shards();
-  const int per_node = ServersPerNode(n, static_cast<int>(nodes.size()));
-  const int base =
-      config.slurm_port != 0 ? config.slurm_port : BasePortForJob(id);
   std::vector<std::string> addresses;
   for (int k = 0; k < n; ++k) {
-    addresses.push_back(absl::StrCat(nodes[k / per_node], ":", base + k));
+    addresses.push_back(absl::StrCat(p.nodes[BackupNode(k, n, p.per_node)], ":",
+                                     p.base + n + k));
   }
   return addresses;
 }
@@ -158,6 +193,10 @@ absl::StatusOr<std::vector<std::string>> SlurmServerAddresses(
 absl::Status ResolveSlurmServers(JobConfig* config, const EnvLookup& env) {
   if (!config->servers_from_slurm) return absl::OkStatus();
   ASSIGN_OR_RETURN(config->servers, SlurmServerAddresses(*config, env));
+  if (config->replication.enabled()) {
+    ASSIGN_OR_RETURN(config->replication.backups,
+                     SlurmBackupAddresses(*config, env));
+  }
   return absl::OkStatus();
 }
 

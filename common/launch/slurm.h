@@ -7,7 +7,9 @@
 // on each node (srun --ntasks-per-node=P --distribution=block), so server K
 // runs on node K / P and listens on port base + K, where base is
 // cluster.servers.port, or when that is 0, one chosen per job from
-// SLURM_JOB_ID (BasePortForJob) so that jobs sharing a node differ.
+// SLURM_JOB_ID (BasePortForJob) so that jobs sharing a node differ. With
+// replication.factor 2 each shard's backup goes on the next server node
+// (see BackupNode), its ports after the servers'.
 #ifndef PARAMD_COMMON_LAUNCH_SLURM_H_
 #define PARAMD_COMMON_LAUNCH_SLURM_H_
 
@@ -41,8 +43,15 @@ int ServersPerNode(int servers, int nodes);
 absl::StatusOr<std::vector<std::string>> SlurmServerAddresses(
     const JobConfig& config, const EnvLookup& env);
 
-// For a job with servers_from_slurm: fills config->servers from `env`.
-// Does nothing for other jobs.
+// With replication.factor 2, shard K's backup runs on the node after its
+// server's among the nodes that hold servers (BackupNode, wrapping; the
+// same node when there is one) and listens on port base + N + K.
+int BackupNode(int shard, int servers, int per_node);
+absl::StatusOr<std::vector<std::string>> SlurmBackupAddresses(
+    const JobConfig& config, const EnvLookup& env);
+
+// For a job with servers_from_slurm: fills config->servers from `env`, and
+// with replicas config->replication.backups. Does nothing for other jobs.
 absl::Status ResolveSlurmServers(JobConfig* config, const EnvLookup& env);
 
 }  // namespace paramd

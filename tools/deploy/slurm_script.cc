@@ -84,13 +84,20 @@ std::string BatchHeader(const JobConfig& config, const SlurmScriptOptions& o) {
       "# Written by `paramctl slurm` for job '",
       config.job_id, "' (", config.path, "):\n# ", servers, " server(s) and ",
       workers,
-      " worker(s) as one Slurm job with two job steps. Submit with sbatch;\n"
-      "# `scancel JOBID` stops both steps (servers write a checkpoint on "
-      "SIGTERM\n# when the job has checkpoint.dir). Exit status: the "
-      "workers' step's.\n");
+      config.replication.enabled()
+          ? absl::StrCat(" worker(s), and a backup per server, as one Slurm "
+                         "job with three job steps.\n# Submit with sbatch; "
+                         "`scancel JOBID` stops every step (servers write a "
+                         "checkpoint on\n# SIGTERM when the job has "
+                         "checkpoint.dir). Exit status: the workers' step's.\n")
+          : " worker(s) as one Slurm job with two job steps. Submit with "
+            "sbatch;\n# `scancel JOBID` stops both steps (servers write a "
+            "checkpoint on SIGTERM\n# when the job has checkpoint.dir). Exit "
+            "status: the workers' step's.\n");
   absl::StrAppend(&s, "#SBATCH --job-name=paramd-", config.job_id, "\n");
   absl::StrAppend(&s, "#SBATCH --nodes=", nodes, "\n");
-  absl::StrAppend(&s, "#SBATCH --ntasks=", servers + workers, "\n");
+  const int backups = config.replication.enabled() ? servers : 0;
+  absl::StrAppend(&s, "#SBATCH --ntasks=", servers + backups + workers, "\n");
   absl::StrAppend(&s, "#SBATCH --output=", o.log_dir, "/paramd-%j-batch.log\n");
   if (!o.partition.empty()) {
     absl::StrAppend(&s, "#SBATCH --partition=", o.partition, "\n");
@@ -127,12 +134,33 @@ echo "paramd: job $SLURM_JOB_ID on $SLURM_JOB_NODELIST: $SERVERS server(s), $PER
 # scancel sends SIGTERM to both steps and to this script: wait for them.
 trap 'echo "paramd: SIGTERM, stopping"; wait' TERM
 
+# A server that exits (a replaced primary: status 3) or dies does not end
+# the others (--kill-on-bad-exit=0): the workers decide how the job ends.
 srun --overlap --job-name=paramd-servers --nodes=$SERVER_NODES \
   --ntasks=$SERVERS --ntasks-per-node=$PER --distribution=block \
+  --kill-on-bad-exit=0 \
   --output="$LOGS/paramd-%j-server-%t.log" \
   bash -c 'exec "$0" --job "$1" --shard "$SLURM_PROCID"' "$SERVER" "$JOB" &
 servers_pid=$!
 )");
+  if (config.replication.enabled()) {
+    absl::StrAppend(&s, R"(
+# replication.factor 2: shard K's backup on the next server node (node
+# (K / PER + 1) mod SERVER_NODES, the same one when there is one) at port
+# base + SERVERS + K, as the rule says; one task per line of a host file.
+HOSTS=($(scontrol show hostnames "$SLURM_JOB_NODELIST"))
+BACKUP_HOSTS="$LOGS/paramd-$SLURM_JOB_ID-backups.hosts"
+: > "$BACKUP_HOSTS"
+for (( k = 0; k < SERVERS; k++ )); do
+  echo "${HOSTS[$(( (k / PER + 1) % SERVER_NODES ))]}" >> "$BACKUP_HOSTS"
+done
+SLURM_HOSTFILE="$BACKUP_HOSTS" srun --overlap --job-name=paramd-backups \
+  --ntasks=$SERVERS --distribution=arbitrary --kill-on-bad-exit=0 \
+  --output="$LOGS/paramd-%j-backup-%t.log" \
+  bash -c 'exec "$0" --job "$1" --shard "$SLURM_PROCID" --backup' "$SERVER" "$JOB" &
+backups_pid=$!
+)");
+  }
   absl::StrAppend(
       &s, "srun --overlap --job-name=paramd-workers --ntasks=$WORKERS \\\n",
       o.gpus_per_worker > 0
@@ -146,13 +174,13 @@ workers_pid=$!
 wait $workers_pid
 rc=$?
 echo "paramd: workers ended with status $rc; stopping the servers"
-# SIGTERM to the servers' step: each writes a checkpoint (with
-# checkpoint.dir) and exits.
-step=$(squeue -h -s -j "$SLURM_JOB_ID" -o '%i %j' | awk '$2 == "paramd-servers" { print $1 }')
-[[ -n "$step" ]] && scancel --signal=TERM "$step"
+# SIGTERM to the servers' step (and the backups'): each writes a
+# checkpoint (with checkpoint.dir) and exits.
+steps=$(squeue -h -s -j "$SLURM_JOB_ID" -o '%i %j' | awk '$2 == "paramd-servers" || $2 == "paramd-backups" { print $1 }')
+[[ -n "$steps" ]] && scancel --signal=TERM $steps
 wait $servers_pid
-exit $rc
-)");
+)",
+      config.replication.enabled() ? "wait $backups_pid\n" : "", "exit $rc\n");
   return s;
 }
 
