@@ -39,8 +39,8 @@ std::vector<std::unique_ptr<Trainer>> TrainAll(const JobConfig& config,
 // each succeeded.
 void RunAll(const std::vector<std::unique_ptr<Trainer>>& trainers);
 
-// Each worker took `steps` steps, and its median loss over the last 16 is
-// well below that over the first 16.
+// Each worker took `steps` steps, and its median loss over its last 16 is
+// well below the job's over its first 16 (the highest of the ranks').
 void CheckLossFalls(Observed& observed, int workers, uint64_t steps);
 
 // Trains `config` (sync), then the same job with float16 both ways: the
