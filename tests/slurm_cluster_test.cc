@@ -192,6 +192,18 @@ std::string SettledJobState(const std::string& id) {
   return state;
 }
 
+// The test accuracy a worker's log gives for its last epoch (of `epochs`).
+double LastAccuracy(const std::string& log, int epochs) {
+  INFO(log);
+  std::smatch m;
+  REQUIRE(std::regex_search(
+      log, m,
+      std::regex(
+          absl::StrCat("epoch ", epochs, "/", epochs,
+                       R"(: train loss [0-9.]+, test accuracy ([0-9.]+))"))));
+  return std::stod(m[1].str());
+}
+
 TEST_CASE("sbatch runs a job's servers and workers to the end and it learns",
           "[slurm][cluster]") {
   LocalSlurm& slurm = LocalSlurm::Get();
@@ -212,12 +224,7 @@ TEST_CASE("sbatch runs a job's servers and workers to the end and it learns",
     const std::string log =
         ReadFileOrEmpty(absl::StrCat(logs, "-worker-", r, ".log"));
     INFO(log);
-    std::smatch m;
-    REQUIRE(std::regex_search(
-        log, m,
-        std::regex(
-            R"(epoch 2/2: train loss [0-9.]+, test accuracy ([0-9.]+))")));
-    const double accuracy = std::stod(m[1].str());
+    const double accuracy = LastAccuracy(log, 2);
     std::printf("job %s: rank %d test accuracy %.4f\n", id.c_str(), r,
                 accuracy);
     CHECK(accuracy > 0.6);  // Chance is 0.1.
@@ -271,15 +278,9 @@ TEST_CASE(
   CHECK(job.sbatch->Wait(kTimeout) == 0);
   CHECK(SettledJobState(id) == "COMPLETED");
   for (int r = 0; r < 2; ++r) {
-    const std::string log =
-        ReadFileOrEmpty(absl::StrCat(logs, "-worker-", r, ".log"));
-    INFO(log);
-    std::smatch m;
-    REQUIRE(std::regex_search(
-        log, m,
-        std::regex(
-            R"(epoch 3/3: train loss [0-9.]+, test accuracy ([0-9.]+))")));
-    CHECK(std::stod(m[1].str()) > 0.6);
+    CHECK(LastAccuracy(
+              ReadFileOrEmpty(absl::StrCat(logs, "-worker-", r, ".log")), 3) >
+          0.6);
   }
   for (int k = 0; k < 2; ++k) {
     const std::string primary =

@@ -30,6 +30,14 @@ SlurmScriptOptions Options() {
   return o;
 }
 
+// Whether bash reads `script` without a syntax error (bash -n).
+bool ValidBash(const std::string& script) {
+  const std::string path =
+      testing::WriteFile(testing::NewTempDir() + "/job.sbatch", script);
+  testing::Subprocess bash({"/bin/bash", "-n", path});
+  return bash.Wait(absl::Seconds(30)) == 0;
+}
+
 TEST_CASE("the script asks for the job's tasks and launches two steps",
           "[slurm]") {
   SlurmScriptOptions o = Options();
@@ -51,11 +59,7 @@ TEST_CASE("the script asks for the job's tasks and launches two steps",
     INFO(line);
     CHECK(absl::StrContains(*script, line));
   }
-  // Valid bash.
-  const std::string path =
-      testing::WriteFile(testing::NewTempDir() + "/job.sbatch", *script);
-  testing::Subprocess bash({"/bin/bash", "-n", path});
-  CHECK(bash.Wait(absl::Seconds(30)) == 0);
+  CHECK(ValidBash(*script));
 }
 
 TEST_CASE(
@@ -77,10 +81,7 @@ TEST_CASE(
     INFO(line);
     CHECK(absl::StrContains(*script, line));
   }
-  const std::string path =
-      testing::WriteFile(testing::NewTempDir() + "/job.sbatch", *script);
-  testing::Subprocess bash({"/bin/bash", "-n", path});
-  CHECK(bash.Wait(absl::Seconds(30)) == 0);
+  CHECK(ValidBash(*script));
   // Without replicas none of it.
   script = SlurmBatchScript(SlurmJob(), Options());
   REQUIRE(script.ok());
@@ -103,10 +104,7 @@ TEST_CASE("worker.command runs a framework's worker in the job's folder",
       "\"$PARAMD_JOB\")\" && exec \"$@\"' worker '/usr/bin/python3' "
       "'train.py' 'it'\\''s' &\n"));
   CHECK_FALSE(absl::StrContains(*script, "--rank \"$SLURM_PROCID\""));
-  const std::string path =
-      testing::WriteFile(testing::NewTempDir() + "/job.sbatch", *script);
-  testing::Subprocess bash({"/bin/bash", "-n", path});
-  CHECK(bash.Wait(absl::Seconds(30)) == 0);
+  CHECK(ValidBash(*script));
 }
 
 TEST_CASE("without options the script leaves Slurm's defaults alone",

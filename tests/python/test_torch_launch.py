@@ -21,21 +21,18 @@ from paramd.torch import spec as pt_spec
 
 PARAMCTL = os.path.join(BIN, "tools", "paramctl")
 
-# A worker that trains the tests' MLP on random data; its first run as rank
-# 1 kills itself with SIGKILL after `KILL_AT` steps (the marker file tells
-# a restart from the first run).
-WORKER = r'''
+# A worker that trains the tests' MLP on random data, running `hook`
+# after every step; each rank prints its last loss exactly when done.
+WORKER_TEMPLATE = r'''
 import os, signal, sys
 import torch
 import paramd.torch as pt
 
-KILL_AT = 5
 ctx = pt.init()
 torch.manual_seed(11)
 model = torch.nn.Sequential(torch.nn.Linear(20, 16), torch.nn.ReLU(),
                             torch.nn.Linear(16, 4))
 opt = pt.DistributedOptimizer(model)
-marker = f"killed-rank-{ctx.rank}"
 steps = 8
 total = steps * ctx.epochs
 g = torch.Generator().manual_seed(ctx.rank)
@@ -46,15 +43,23 @@ while opt.clock < total:
     loss = torch.nn.functional.cross_entropy(model(x), y)
     loss.backward()
     opt.step(loss=loss)
-    if ctx.rank == 1 and opt.clock == KILL_AT and not os.path.exists(marker):
-        open(marker, "w").close()
-        print(f"rank 1: SIGKILL at clock {opt.clock}", flush=True)
-        os.kill(os.getpid(), signal.SIGKILL)
+HOOK
     if opt.clock % steps == 0:
         opt.report_epoch(loss=float(loss), correct=1, total=2, samples=16 * steps)
 opt.finish()
-print(f"rank {ctx.rank}: done at clock {opt.clock}", flush=True)
+print(f"rank {ctx.rank}: done at clock {opt.clock}, loss {float(loss)!r}",
+      flush=True)
 '''
+
+# Its first run as rank 1 kills itself with SIGKILL after 5 steps (the
+# marker file tells a restart from the first run).
+WORKER = WORKER_TEMPLATE.replace("HOOK\n", """\
+    marker = f"killed-rank-{ctx.rank}"
+    if ctx.rank == 1 and opt.clock == 5 and not os.path.exists(marker):
+        open(marker, "w").close()
+        print(f"rank 1: SIGKILL at clock {opt.clock}", flush=True)
+        os.kill(os.getpid(), signal.SIGKILL)
+""")
 
 
 def model():
@@ -125,41 +130,15 @@ def test_a_worker_without_the_token_is_refused(tmp_path, servers):
     assert opt.clock == 0
 
 
-# A worker for a replicated job: rank 0, where a fifo named pause.fifo is
-# in its folder, stops after PAUSE_AT steps until the test writes to it
-# (the test SIGKILLs a primary meanwhile). Each rank prints its last loss
-# exactly.
-REPLICATED_WORKER = r'''
-import os
-import torch
-import paramd.torch as pt
-
-PAUSE_AT = 5
-ctx = pt.init()
-torch.manual_seed(11)
-model = torch.nn.Sequential(torch.nn.Linear(20, 16), torch.nn.ReLU(),
-                            torch.nn.Linear(16, 4))
-opt = pt.DistributedOptimizer(model)
-steps = 8
-total = steps * ctx.epochs
-g = torch.Generator().manual_seed(ctx.rank)
-while opt.clock < total:
-    x = torch.randn(16, 20, generator=g)
-    y = x[:, :4].argmax(dim=1)
-    opt.zero_grad()
-    loss = torch.nn.functional.cross_entropy(model(x), y)
-    loss.backward()
-    opt.step(loss=loss)
-    if ctx.rank == 0 and opt.clock == PAUSE_AT and os.path.exists("pause.fifo"):
+# For a replicated job: rank 0, where a fifo named pause.fifo is in its
+# folder, stops after 5 steps until the test writes to it (the test
+# SIGKILLs a primary meanwhile).
+REPLICATED_WORKER = WORKER_TEMPLATE.replace("HOOK\n", """\
+    if ctx.rank == 0 and opt.clock == 5 and os.path.exists("pause.fifo"):
         print(f"rank 0: paused at clock {opt.clock}", flush=True)
         with open("pause.fifo") as f:
             f.read()
-    if opt.clock % steps == 0:
-        opt.report_epoch(loss=float(loss), correct=1, total=2, samples=16 * steps)
-opt.finish()
-print(f"rank {ctx.rank}: done at clock {opt.clock}, loss {float(loss)!r}",
-      flush=True)
-'''
+""")
 
 
 def replicated_job(folder, pause):
