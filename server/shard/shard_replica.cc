@@ -32,6 +32,7 @@ ShardReplica::ShardReplica(const JobConfig& config, int shard,
       policy_(policy),
       workers_(workers),
       metrics_(metrics),
+      peer_(shard),
       role_(backup ? Role::kBackup : Role::kPrimary),
       heard_(clock->Now()) {}
 
@@ -72,57 +73,8 @@ absl::Status ShardReplica::CheckCaller(const char* rpc,
 
 void ShardReplica::SetPeer(Connect connect, std::string own_address,
                            std::string peer_address) {
-  connect_ = std::move(connect);
   own_address_ = std::move(own_address);
-  absl::MutexLock lock(&peer_mu_);
-  peer_address_ = std::move(peer_address);
-  if (!peer_address_.empty()) peer_ = connect_(peer_address_);
-}
-
-std::shared_ptr<ReplicaPeer> ShardReplica::Peer() const {
-  absl::MutexLock lock(&peer_mu_);
-  return peer_;
-}
-
-std::string ShardReplica::PeerAddress() const {
-  absl::MutexLock lock(&peer_mu_);
-  return peer_address_.empty() ? "(its address not known yet)" : peer_address_;
-}
-
-void ShardReplica::Learn(const std::string& sender) {
-  if (sender.empty() || !connect_) return;
-  absl::MutexLock lock(&peer_mu_);
-  // An address given (--peer, the job file's) stands: the sender's own
-  // idea of its address may not be how this replica reaches it.
-  if (!peer_address_.empty()) return;
-  spdlog::info("shard {}: its other replica is at {}", shard_, sender);
-  peer_address_ = sender;
-  peer_ = connect_(sender);
-}
-
-void ShardReplica::Adopt(const std::string& sender) {
-  if (sender.empty() || !connect_) return;
-  std::string host;
-  int port = 0;
-  if (!ParseHostPort(sender, &host, &port).ok() || port == 0 ||
-      host == "0.0.0.0" || host == "::" || host == "[::]") {
-    Learn(sender);  // Not an address to reach it at.
-    return;
-  }
-  {
-    absl::MutexLock lock(&peer_mu_);
-    if (peer_address_ == sender) return;
-    spdlog::info("shard {}: its backup starts at {}{}", shard_, sender,
-                 peer_address_.empty()
-                     ? std::string()
-                     : absl::StrCat(" (it was at ", peer_address_, ")"));
-    peer_address_ = sender;
-    peer_ = connect_(sender);
-  }
-  // Caught up by the next Tick with the whole state.
-  absl::MutexLock lock(&mu_);
-  in_sync_ = false;
-  next_try_ = absl::InfinitePast();
+  peer_.Set(std::move(connect), std::move(peer_address));
 }
 
 absl::Status ShardReplica::Start() {
@@ -323,7 +275,7 @@ absl::Status ShardReplica::Replicate(proto::ReplicateRequest* in,
   RETURN_IF_ERROR(CheckCaller("Replicate", request.job_id(), request.shard(),
                               request.launch()));
   if (request.has_state()) RETURN_IF_ERROR(Check(request.state()));
-  Learn(request.sender());
+  peer_.Learn(request.sender());
   absl::MutexLock lock(&mu_);
   response->set_term(term_);
   const Role now_role = role();
@@ -375,9 +327,14 @@ absl::Status ShardReplica::Handover(const proto::HandoverRequest& request,
   // backup from now on, wherever it listens now (restarted on another
   // port or node); otherwise its address is learnt only when none is set.
   if (role() == Role::kPrimary || role() == Role::kTakingOver) {
-    Adopt(request.sender());
+    if (peer_.Adopt(request.sender())) {
+      // Caught up by the next Tick with the whole state.
+      absl::MutexLock lock(&mu_);
+      in_sync_ = false;
+      next_try_ = absl::InfinitePast();
+    }
   } else {
-    Learn(request.sender());
+    peer_.Learn(request.sender());
   }
   absl::MutexLock lock(&mu_);
   response->set_role(RoleName(role()));

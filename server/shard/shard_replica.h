@@ -44,21 +44,9 @@
 #include "server/policy/update_policy.h"
 #include "server/policy/worker_registry.h"
 #include "server/shard/job_metrics.h"
+#include "server/shard/replica_peer.h"
 
 namespace paramd {
-
-// The other replica of a shard, as the calls reach it (gRPC in
-// server/rpc/grpc_replica_peer.h). Thread-safe.
-class ReplicaPeer {
- public:
-  virtual ~ReplicaPeer() = default;
-  virtual absl::Status Replicate(const proto::ReplicateRequest& request,
-                                 absl::Duration timeout,
-                                 proto::ReplicateResponse* response) = 0;
-  virtual absl::Status Handover(const proto::HandoverRequest& request,
-                                absl::Duration timeout,
-                                proto::HandoverResponse* response) = 0;
-};
 
 class ShardReplica {
  public:
@@ -71,8 +59,7 @@ class ShardReplica {
                WorkerRegistry* workers, JobMetrics* metrics);
 
   // How to reach a peer at an address.
-  using Connect =
-      std::function<std::unique_ptr<ReplicaPeer>(const std::string& address)>;
+  using Connect = PeerSlot::Connect;
 
   // Before serving: how to reach the peer, this replica's own address (as
   // the peer reaches it: sent with every call, so that a peer started
@@ -84,7 +71,7 @@ class ShardReplica {
   // holding a state installs that state (the peer holds every step this
   // process acknowledged before it died). Then the primary sends its state.
   void SetPeer(Connect connect, std::string own_address,
-               std::string peer_address) ABSL_LOCKS_EXCLUDED(peer_mu_);
+               std::string peer_address);
   // The launch both replicas serve (RegisterRequest.launch); set before
   // serving.
   void set_launch(std::string launch) { launch_ = std::move(launch); }
@@ -141,20 +128,12 @@ class ShardReplica {
   UpdatePolicy* const policy_;
   WorkerRegistry* const workers_;
   JobMetrics* const metrics_;
-  // The peer as this replica reaches it now; while its address is not
-  // known, a call from it says it (Learn).
-  std::shared_ptr<ReplicaPeer> Peer() const ABSL_LOCKS_EXCLUDED(peer_mu_);
-  std::string PeerAddress() const ABSL_LOCKS_EXCLUDED(peer_mu_);
-  void Learn(const std::string& sender) ABSL_LOCKS_EXCLUDED(peer_mu_);
-  // While this replica serves, a peer starting says where it listens now:
-  // replaces the address (a wildcard or port 0 is not one, Learn then).
-  void Adopt(const std::string& sender) ABSL_LOCKS_EXCLUDED(peer_mu_, mu_);
+  // The peer as this replica reaches it now (peer_).
+  std::shared_ptr<ReplicaPeer> Peer() const { return peer_.Get(); }
+  std::string PeerAddress() const { return peer_.Address(); }
 
-  Connect connect_;  // Set before serving.
   std::string own_address_;
-  mutable absl::Mutex peer_mu_;  // A leaf.
-  std::shared_ptr<ReplicaPeer> peer_ ABSL_GUARDED_BY(peer_mu_);
-  std::string peer_address_ ABSL_GUARDED_BY(peer_mu_);
+  PeerSlot peer_;
   std::string launch_;
 
   std::atomic<Role> role_;
