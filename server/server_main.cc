@@ -32,6 +32,7 @@
 #include <thread>
 
 #include "absl/strings/str_cat.h"
+#include "absl/synchronization/notification.h"
 #include "common/base/status_macros.h"
 #include "common/config/job_config.h"
 #include "common/launch/daemon_start.h"
@@ -183,11 +184,24 @@ int Serve(const DaemonStart& start, ParameterServer& server) {
   stopping.store(true);
   if (replaced_watch.joinable()) replaced_watch.join();
   const bool replaced = signal_number == SIGUSR1;
+  // A replaced process holds nothing that must be saved: its shutdown is
+  // bounded, so that it never lingers half-stopped.
+  absl::Notification shut_down;
+  std::thread shutdown_deadline;
   if (replaced) {
     spdlog::error(
-        "shard {}: replaced by its backup; exiting (start it "
-        "again to rejoin as the backup)",
+        "shard {}: replaced by its backup (or out of touch with it for "
+        "a lease); exiting (start it again to rejoin as the backup)",
         shard_id);
+    shutdown_deadline = std::thread([&shut_down, shard_id] {
+      constexpr absl::Duration kLimit = absl::Seconds(10);
+      if (!shut_down.WaitForNotificationWithTimeout(kLimit)) {
+        spdlog::error("shard {}: shutdown did not end within {}; exiting now",
+                      shard_id, absl::FormatDuration(kLimit));
+        spdlog::default_logger()->flush();
+        std::_Exit(3);
+      }
+    });
   } else {
     spdlog::info("shard {}: signal {} received, shutting down", shard_id,
                  signal_number);
@@ -203,6 +217,8 @@ int Serve(const DaemonStart& start, ParameterServer& server) {
   if (*metrics != nullptr) (*metrics)->Stop();
   server.Shutdown();
   server.Wait();
+  shut_down.Notify();
+  if (shutdown_deadline.joinable()) shutdown_deadline.join();
   return replaced ? 3 : 0;
 }
 

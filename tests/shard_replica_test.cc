@@ -25,10 +25,17 @@ using testing::JobOptions;
 class DirectPeer final : public ReplicaPeer {
  public:
   DirectPeer(std::map<std::string, Shard*>* shards, std::set<std::string>* down,
-             std::string address)
-      : shards_(shards), down_(down), address_(std::move(address)) {}
+             int* drop_next, std::string address)
+      : shards_(shards),
+        down_(down),
+        drop_next_(drop_next),
+        address_(std::move(address)) {}
   absl::Status Replicate(const proto::ReplicateRequest& request, absl::Duration,
                          proto::ReplicateResponse* response) override {
+    if (*drop_next_ > 0) {
+      --*drop_next_;
+      return absl::DeadlineExceededError("dropped");
+    }
     Shard* to = Find();
     if (to == nullptr) return absl::UnavailableError("peer down");
     proto::ReplicateRequest copy = request;  // As if it came over the wire.
@@ -49,6 +56,7 @@ class DirectPeer final : public ReplicaPeer {
   }
   std::map<std::string, Shard*>* const shards_;
   std::set<std::string>* const down_;
+  int* const drop_next_;
   const std::string address_;
 };
 
@@ -85,7 +93,8 @@ struct Pair {
 
   ShardReplica::Connect Connect() {
     return [this](const std::string& address) {
-      return std::make_unique<DirectPeer>(&shards, &down, address);
+      return std::make_unique<DirectPeer>(&shards, &down, &drop_next,
+                                          address);
     };
   }
 
@@ -107,6 +116,7 @@ struct Pair {
   std::unique_ptr<Shard> a, b;
   std::map<std::string, Shard*> shards;
   std::set<std::string> down;
+  int drop_next = 0;  // Replicate calls (to any peer) that time out.
 };
 
 TEST_CASE("the backup holds every step the primary acknowledged",
@@ -215,6 +225,59 @@ TEST_CASE(
   CHECK(a.peer_in_sync());
   CHECK(a.lag_versions() == 0);
   CHECK(Pair::Replica(*p.b).held_version() == 3);
+}
+
+TEST_CASE(
+    "a primary silent for a lease whose step then finds no answer does not "
+    "acknowledge it: the backup may have taken over without it",
+    "[replication][replica]") {
+  const std::string policy = GENERATE("sync", "async");
+  Pair p(policy);
+  for (uint64_t c = 0; c < 2; ++c) REQUIRE(p.Push(*p.a, c, 0.5f).ok());
+  REQUIRE(Pair::Replica(*p.a).peer_in_sync());
+
+  SECTION("no answer on the second try either: it gives the shard up") {
+    // Paused past the lease mid-send: the step's Replicate and its retry
+    // find no answer (the backup, unheard from, may be serving).
+    p.clock.Advance(absl::Seconds(5));
+    p.down.insert("b");
+    const absl::Status step = p.Push(*p.a, 2, 9.0f);
+    CHECK(absl::IsUnavailable(step));
+    CHECK(p.a->replica()->replaced());
+    p.a->Tick();
+    proto::PullResponse pulled;
+    CHECK(absl::IsUnavailable(p.a->Pull(testing::PullAt(p.config.job_id, 0, 3),
+                                        absl::InfiniteFuture(), nullptr,
+                                        &pulled)));
+    // The backup takes over without the step, and the job's step 2 is
+    // applied there once: nothing acknowledged was lost.
+    p.down.erase("b");
+    proto::HeartbeatRequest beat;
+    beat.set_job_id(p.config.job_id);
+    proto::HeartbeatResponse beat_reply;
+    REQUIRE(p.b->Heartbeat(beat, &beat_reply).ok());
+    CHECK(Pair::Replica(*p.b).role() == "primary");
+    proto::PushResponse response;
+    REQUIRE(p.Push(*p.b, 2, 0.25f, &response).ok());
+    CHECK(response.version() == 3);
+    CHECK_FALSE(response.duplicate());
+  }
+  SECTION("the backup answers the second try: the step is acknowledged") {
+    p.clock.Advance(absl::Seconds(5));
+    p.drop_next = 1;
+    REQUIRE(p.Push(*p.a, 2, 0.5f).ok());
+    CHECK_FALSE(p.a->replica()->replaced());
+    CHECK(Pair::Replica(*p.a).peer_in_sync());
+    CHECK(Pair::Replica(*p.b).held_version() == 3);
+  }
+  SECTION("within the lease a step without an answer goes on alone") {
+    p.clock.Advance(absl::Seconds(1));
+    p.drop_next = 1;
+    REQUIRE(p.Push(*p.a, 2, 0.5f).ok());
+    CHECK_FALSE(p.a->replica()->replaced());
+    CHECK_FALSE(Pair::Replica(*p.a).peer_in_sync());
+    CHECK(Pair::Replica(*p.b).held_version() == 2);
+  }
 }
 
 TEST_CASE("Replicate and Handover refuse what is not their shard's",

@@ -69,6 +69,9 @@ int Subprocess::Wait(absl::Duration timeout) {
   const absl::Time deadline = absl::Now() + timeout;
   while (absl::Now() < deadline && ReadSome(absl::Milliseconds(100))) {
   }
+  // Its output ends a moment before the process can be reaped (a
+  // process's files close before it exits): wait for the exit itself.
+  (void)ProcessGone(pid_, std::max(deadline - absl::Now(), absl::ZeroDuration()));
   int status = 0;
   if (waitpid(pid_, &status, WNOHANG) != pid_) {
     kill(pid_, SIGKILL);  // Past the deadline: the test fails on the code.

@@ -152,20 +152,21 @@ proto::ReplicateRequest ShardReplica::MakeRequest(PolicyState* state) const {
   return request;
 }
 
-absl::Status ShardReplica::Send(const proto::ReplicateRequest& request,
-                                uint64_t version, bool* answered) {
+ShardReplica::Sent ShardReplica::Send(const proto::ReplicateRequest& request,
+                                      uint64_t version) {
   proto::ReplicateResponse response;
   const std::shared_ptr<ReplicaPeer> peer = Peer();
+  const absl::Time start = clock_->Now();
   const absl::Status s =
       peer == nullptr
           ? absl::UnavailableError("its address is not known yet")
           : peer->Replicate(request, SendTimeout(lease_), &response);
   const absl::Time now = clock_->Now();
-  if (answered != nullptr) *answered = s.ok();
   absl::MutexLock lock(&mu_);
   last_sent_ = now;
   if (s.ok()) {
     peer_answered_ = now;
+    contact_ = std::max(contact_, start);
     if (request.has_state()) {
       if (!in_sync_) {
         spdlog::info("shard {}: the backup at {} holds version {}: in sync",
@@ -174,7 +175,7 @@ absl::Status ShardReplica::Send(const proto::ReplicateRequest& request,
       in_sync_ = true;
       sent_version_ = version;
     }
-    return absl::OkStatus();
+    return Sent::kAnswered;
   }
   if (absl::IsFailedPrecondition(s)) {
     role_.store(Role::kReplaced, std::memory_order_release);
@@ -182,9 +183,20 @@ absl::Status ShardReplica::Send(const proto::ReplicateRequest& request,
         "shard {}: replaced: {} serves the shard now ({}); this process "
         "serves nothing more",
         shard_, PeerAddress(), std::string(s.message()));
-    return Named(absl::StatusCode::kUnavailable,
-                 absl::StrCat("this server was replaced by its backup at ",
-                              PeerAddress(), "; ask it"));
+    return Sent::kReplaced;
+  }
+  if (in_sync_ && now - contact_ >= lease_) {
+    // This process was silent for a lease (paused, or starved) while its
+    // backup was alive and held every step: the backup may have taken
+    // over without the step in hand. Going on alone would acknowledge
+    // what the serving replica never sees.
+    spdlog::warn(
+        "shard {}: the backup at {} did not take version {} ({}), and has "
+        "not heard this process for {} (liveness.lease_seconds {}): it may "
+        "have taken over",
+        shard_, PeerAddress(), version, std::string(s.message()),
+        absl::FormatDuration(now - contact_), absl::FormatDuration(lease_));
+    return Sent::kInDoubt;
   }
   if (in_sync_) {
     spdlog::warn(
@@ -194,6 +206,27 @@ absl::Status ShardReplica::Send(const proto::ReplicateRequest& request,
   }
   in_sync_ = false;
   next_try_ = now + kRetryEvery;
+  return Sent::kLeftBehind;
+}
+
+absl::Status ShardReplica::SendSettled(const proto::ReplicateRequest& request,
+                                       uint64_t version) {
+  Sent sent = Send(request, version);
+  if (sent == Sent::kInDoubt) sent = Send(request, version);
+  if (sent == Sent::kInDoubt) {
+    role_.store(Role::kReplaced, std::memory_order_release);
+    spdlog::error(
+        "shard {}: out of touch with its backup at {} for longer than "
+        "liveness.lease_seconds: it may serve the shard now, so this "
+        "process serves nothing more (started again, it asks its peer "
+        "which of them serves)",
+        shard_, PeerAddress());
+  }
+  if (sent == Sent::kReplaced || sent == Sent::kInDoubt) {
+    return Named(absl::StatusCode::kUnavailable,
+                 absl::StrCat("this server was replaced by its backup at ",
+                              PeerAddress(), "; ask it"));
+  }
   return absl::OkStatus();
 }
 
@@ -209,7 +242,7 @@ absl::Status ShardReplica::OnStep(PolicyState state) {
     if (!in_sync_ && clock_->Now() < next_try_) return absl::OkStatus();
   }
   const uint64_t version = state.version;
-  return Send(MakeRequest(&state), version);
+  return SendSettled(MakeRequest(&state), version);
 }
 
 void ShardReplica::Tick() {
@@ -229,8 +262,7 @@ void ShardReplica::Tick() {
     // A keep-alive first, with no lock held: a backup that is down or
     // hangs costs the ticker its timeout, not the steps. Then the whole
     // state, under the policy's lock, so no step passes it unsent.
-    bool answered = false;
-    (void)Send(MakeRequest(nullptr), 0, &answered);
+    const bool answered = Send(MakeRequest(nullptr), 0) == Sent::kAnswered;
     if (answered && role() == Role::kPrimary) {
       (void)policy_->SendState();
     } else {
@@ -238,7 +270,8 @@ void ShardReplica::Tick() {
       next_try_ = clock_->Now() + kRetryEvery;
     }
   } else if (keep_alive) {
-    (void)Send(MakeRequest(nullptr), 0);
+    // Replaced or in doubt: the next Tick shuts the policy down.
+    (void)SendSettled(MakeRequest(nullptr), 0);
   }
 }
 

@@ -103,11 +103,24 @@ class ShardReplica {
   // The request carrying `state` (null: a keep-alive).
   proto::ReplicateRequest MakeRequest(PolicyState* state) const
       ABSL_LOCKS_EXCLUDED(mu_);
-  // Sends `request`; on FAILED_PRECONDITION this process was replaced
-  // (UNAVAILABLE returned), any other failure leaves the backup behind
-  // (OK returned). `answered`, unless null, says whether the peer took it.
-  absl::Status Send(const proto::ReplicateRequest& request, uint64_t version,
-                    bool* answered = nullptr) ABSL_LOCKS_EXCLUDED(mu_);
+  // What became of a Replicate.
+  enum class Sent {
+    kAnswered,    // The peer took it.
+    kLeftBehind,  // No answer: the primary goes on alone, the backup is
+                  // caught up later.
+    kReplaced,    // The peer serves the shard at a newer term.
+    kInDoubt,     // No answer, and the backup, in sync, has not heard this
+                  // process for a lease: it may have taken over.
+  };
+  // Sends `request` (`version`: the state's, 0 for a keep-alive).
+  Sent Send(const proto::ReplicateRequest& request, uint64_t version)
+      ABSL_LOCKS_EXCLUDED(mu_);
+  // Sends `request` until it is settled: in doubt, once more (the peer's
+  // answer, or its refusal, settles it); still in doubt, this process
+  // gives up the shard as if replaced. OK when the step may be
+  // acknowledged; UNAVAILABLE naming why not.
+  absl::Status SendSettled(const proto::ReplicateRequest& request,
+                           uint64_t version) ABSL_LOCKS_EXCLUDED(mu_);
   // INVALID_ARGUMENT naming what a Replicate's (or a Handover answer's)
   // state has that this shard's has not.
   absl::Status Check(const proto::ReplicaState& state) const;
@@ -146,6 +159,10 @@ class ShardReplica {
   // applied and sent.
   bool in_sync_ ABSL_GUARDED_BY(mu_) = false;
   absl::Time peer_answered_ ABSL_GUARDED_BY(mu_) = absl::InfinitePast();
+  // When the newest Replicate the backup answered was sent: the backup
+  // heard this process at or after it, so it cannot take over before
+  // contact_ + lease.
+  absl::Time contact_ ABSL_GUARDED_BY(mu_) = absl::InfinitePast();
   absl::Time last_sent_ ABSL_GUARDED_BY(mu_) = absl::InfinitePast();
   absl::Time next_try_ ABSL_GUARDED_BY(mu_) = absl::InfinitePast();
   uint64_t applied_version_ ABSL_GUARDED_BY(mu_) = 0;
