@@ -8,8 +8,11 @@
 // is acknowledged or any pull reads the new version: an acknowledged
 // update is on both servers. A backup that does not answer is left behind
 // (the primary goes on alone, "not in sync") and caught up with the whole
-// state once it answers again (Tick). The primary sends a keep-alive at
-// least every lease / 4.
+// state once it answers again (Tick) — but only while the backup cannot
+// have taken over: when the backup, in sync, has not heard this process
+// for a lease (it was paused), an unanswered step is sent once more and,
+// still unanswered, the primary gives the shard up as if replaced. The
+// primary sends a keep-alive at least every lease / 4.
 //
 // The backup serves nothing until it takes over: a worker's call reaching
 // it when the primary has been silent for longer than liveness.lease_seconds
