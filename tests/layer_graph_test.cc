@@ -106,6 +106,45 @@ TEST_CASE("a graph's tensors are named and shaped per layer",
   CHECK(spec.total_elements == 8 * 9 + 8 + 16 * 72 + 16 + 4 * 16 + 4000 + 10);
 }
 
+TEST_CASE("each layer finds its tensors in the flat buffer by name",
+          "[config][layers]") {
+  absl::StatusOr<JobConfig> c = Load(GraphJob(kCnn));
+  REQUIRE(c.ok());
+  absl::StatusOr<LayerGraph> graph = InferLayerGraph(c->model);
+  REQUIRE(graph.ok());
+  const ModelSpec spec = GraphModelSpec(*graph);
+  // The graph's own spec is the job's.
+  const ModelSpec job = BuildModelSpec(c->model);
+  REQUIRE(spec.tensors.size() == job.tensors.size());
+  for (size_t t = 0; t < spec.tensors.size(); ++t) {
+    CHECK(spec.tensors[t].name == job.tensors[t].name);
+  }
+  CHECK(spec.total_elements == job.total_elements);
+  const FlatLayout layout(spec);
+  const std::vector<LayerTensors> tensors =
+      LayerTensors::Of(*graph, spec, layout);
+  REQUIRE(tensors.size() == graph->layers.size());
+  int with_tensors = 0;
+  for (size_t l = 0; l < graph->layers.size(); ++l) {
+    const GraphLayer& layer = graph->layers[l];
+    INFO("layer " << l << " " << layer.name);
+    if (layer.name.empty()) {
+      CHECK(tensors[l].offset("weight") == -1);
+      continue;
+    }
+    ++with_tensors;
+    for (size_t t = 0; t < spec.tensors.size(); ++t) {
+      const std::string& name = spec.tensors[t].name;
+      if (name.rfind(layer.name + ".", 0) != 0) continue;
+      CHECK(tensors[l].offset(name.substr(layer.name.size() + 1)) ==
+            layout.offset[t]);
+    }
+    CHECK(tensors[l].offset("no_such_tensor") == -1);
+  }
+  CHECK(with_tensors == 4);  // conv1, conv2, bn1, fc1
+  CHECK(tensors[0].offset("bias") == 8 * 9);
+}
+
 TEST_CASE("the width shorthand keeps its meaning", "[config][layers]") {
   JobOptions o;
   o.layers = "[784, 64, 10]";

@@ -57,6 +57,15 @@ ModelConfig Graph(int c, int h, int w, std::vector<LayerConfig> layers) {
   return m;
 }
 
+// Layer `i` of `g` on the CPU, its tensors where the graph's spec puts
+// them.
+std::unique_ptr<CpuLayer> LayerOf(const LayerGraph& g, size_t i) {
+  const ModelSpec spec = GraphModelSpec(g);
+  const FlatLayout layout(spec);
+  return MakeCpuLayer(g.layers[i], LayerTensors::Of(g, spec, layout)[i],
+                      TheBlas());
+}
+
 // Runs layer 0 of `m` forward on one sample.
 std::vector<float> ForwardOne(ModelConfig m, const std::vector<float>& params,
                               const std::vector<float>& in) {
@@ -66,10 +75,12 @@ std::vector<float> ForwardOne(ModelConfig m, const std::vector<float>& params,
   absl::StatusOr<LayerGraph> g = InferLayerGraph(m);
   INFO(g.status().ToString());
   REQUIRE(g.ok());
-  int64_t offset = 0;
-  std::unique_ptr<CpuLayer> layer =
-      MakeCpuLayer(g->layers[0], &offset, TheBlas());
-  REQUIRE(offset == static_cast<int64_t>(params.size()));
+  // `params` are layer 0's alone: the head's tensors come after them.
+  const ModelSpec spec = GraphModelSpec(*g);
+  const FlatLayout layout(spec);
+  REQUIRE(LayerTensors::Of(*g, spec, layout).back().offset("weight") ==
+          static_cast<int64_t>(params.size()));
+  std::unique_ptr<CpuLayer> layer = LayerOf(*g, 0);
   std::vector<float> out(g->layers[0].out.size());
   LayerPass pass{params, {}, nullptr, false, 0, 1};
   REQUIRE(layer->Forward(pass, in.data(), out.data()).ok());
@@ -294,8 +305,7 @@ TEST_CASE("batch norm pushes its statistics' change and evaluates with them",
   params[3] = 5.25f;
   LayerPass train{params, absl::MakeSpan(grads), nullptr, true, 0, 2};
   LayerPass eval{params, {}, nullptr, false, 0, 2};
-  int64_t offset = 0;
-  auto bn = MakeCpuLayer(p.graph.layers[0], &offset, TheBlas());
+  auto bn = LayerOf(p.graph, 0);
   std::vector<float> a(8), b(8);
   REQUIRE(bn->Forward(train, p.x.data(), a.data()).ok());
   REQUIRE(bn->Forward(eval, p.x.data(), b.data()).ok());

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "common/base/mix.h"
 #include "common/config/layer_shapes.h"
@@ -23,6 +24,8 @@ void AddListedTensors(const std::vector<TensorConfig>& tensors,
     spec->tensors.push_back(std::move(s));
   }
 }
+
+}  // namespace
 
 // The tensors of paramd's own layer graph, in layer order.
 void AddGraphTensors(const LayerGraph& graph, ModelSpec* spec) {
@@ -62,8 +65,6 @@ void AddGraphTensors(const LayerGraph& graph, ModelSpec* spec) {
   }
 }
 
-}  // namespace
-
 ModelSpec BuildModelSpec(const ModelConfig& config) {
   ModelSpec spec;
   if (config.type == ModelType::kTensors) {
@@ -100,6 +101,39 @@ FlatLayout::FlatLayout(const ModelSpec& spec) {
     offset.push_back(total);
     total += t.num_elements;
   }
+}
+
+ModelSpec GraphModelSpec(const LayerGraph& graph) {
+  ModelSpec spec;
+  AddGraphTensors(graph, &spec);
+  for (const TensorSpec& t : spec.tensors) spec.total_elements += t.num_elements;
+  return spec;
+}
+
+std::vector<LayerTensors> LayerTensors::Of(const LayerGraph& graph,
+                                           const ModelSpec& spec,
+                                           const FlatLayout& layout) {
+  std::vector<LayerTensors> out(graph.layers.size());
+  for (size_t l = 0; l < graph.layers.size(); ++l) {
+    const std::string& name = graph.layers[l].name;
+    if (name.empty()) continue;
+    const std::string prefix = absl::StrCat(name, ".");
+    for (size_t t = 0; t < spec.tensors.size(); ++t) {
+      const std::string& tensor = spec.tensors[t].name;
+      if (absl::StartsWith(tensor, prefix)) {
+        out[l].offsets_.emplace_back(tensor.substr(prefix.size()),
+                                     layout.offset[t]);
+      }
+    }
+  }
+  return out;
+}
+
+int64_t LayerTensors::offset(absl::string_view what) const {
+  for (const auto& [name, at] : offsets_) {
+    if (name == what) return at;
+  }
+  return -1;
 }
 
 }  // namespace paramd

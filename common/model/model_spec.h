@@ -9,10 +9,13 @@
 
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
+#include "absl/strings/string_view.h"
 #include "absl/types/span.h"
 #include "common/config/job_config.h"
+#include "common/config/layer_shapes.h"
 
 namespace paramd {
 
@@ -73,6 +76,29 @@ struct FlatLayout {
   explicit FlatLayout(const ModelSpec& spec);
   std::vector<int64_t> offset;  // By tensor id.
   int64_t total = 0;
+};
+
+// The tensors of a layer graph alone, as BuildModelSpec lists them for a
+// graph model: the one place that says which tensors a layer has and in
+// what order.
+ModelSpec GraphModelSpec(const LayerGraph& graph);
+
+// Where one layer's tensors start in a FlatLayout's buffer, by what
+// follows the layer's name: "weight", "bias", "running_mean",
+// "running_var". A layer's kernels take their offsets from here, never
+// from an order of their own.
+class LayerTensors {
+ public:
+  // Every layer's of `graph`, in layer order; `spec` and `layout` are the
+  // graph's (GraphModelSpec).
+  static std::vector<LayerTensors> Of(const LayerGraph& graph,
+                                      const ModelSpec& spec,
+                                      const FlatLayout& layout);
+  // The offset of the layer's tensor `what`; -1 when it has none.
+  int64_t offset(absl::string_view what) const;
+
+ private:
+  std::vector<std::pair<std::string, int64_t>> offsets_;
 };
 
 }  // namespace paramd

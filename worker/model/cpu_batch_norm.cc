@@ -1,5 +1,6 @@
 #include "worker/model/cpu_batch_norm.h"
 
+#include <algorithm>
 #include <cmath>
 #include <vector>
 
@@ -10,22 +11,24 @@ namespace {
 
 class BatchNorm : public CpuLayer {
  public:
-  BatchNorm(const GraphLayer& l, int64_t* offset)
+  BatchNorm(const GraphLayer& l, const LayerTensors& tensors)
       : c_(l.in.c),
         plane_(int64_t{l.in.h} * l.in.w),
         momentum_(static_cast<float>(l.config.momentum)),
         eps_(l.config.eps),
-        gamma_(*offset),
-        beta_(gamma_ + c_),
-        mean_(beta_ + c_),
-        var_(mean_ + c_) {
-    *offset = var_ + c_;
-  }
+        gamma_(tensors.offset("weight")),
+        beta_(tensors.offset("bias")),
+        mean_(tensors.offset("running_mean")),
+        var_(tensors.offset("running_var")),
+        // The four lie together (GraphModelSpec): the overlap hooks take
+        // them as one range.
+        begin_(std::min({gamma_, beta_, mean_, var_})),
+        end_(std::max({gamma_, beta_, mean_, var_}) + c_) {}
 
   absl::Status Forward(const LayerPass& pass, const float* in,
                        float* out) override {
     if (pass.hooks != nullptr) {
-      RETURN_IF_ERROR(pass.hooks->await_params(gamma_, var_ + c_));
+      RETURN_IF_ERROR(pass.hooks->await_params(begin_, end_));
     }
     const float* p = pass.params.data();
     const int64_t m = pass.n * plane_;  // Values per channel.
@@ -100,7 +103,7 @@ class BatchNorm : public CpuLayer {
         }
       }
     }
-    if (pass.hooks != nullptr) pass.hooks->gradient_ready(gamma_, var_ + c_);
+    if (pass.hooks != nullptr) pass.hooks->gradient_ready(begin_, end_);
   }
 
  private:
@@ -118,6 +121,7 @@ class BatchNorm : public CpuLayer {
   const float momentum_;
   const double eps_;
   const int64_t gamma_, beta_, mean_, var_;
+  const int64_t begin_, end_;
   std::vector<float> xhat_;        // The training batch's normalised input.
   std::vector<float> inv_std_;     // Per channel: 1/sqrt(var + eps).
   std::vector<float> stat_delta_;  // The running mean's, then var's change.
@@ -126,8 +130,8 @@ class BatchNorm : public CpuLayer {
 }  // namespace
 
 std::unique_ptr<CpuLayer> MakeCpuBatchNorm(const GraphLayer& layer,
-                                           int64_t* offset) {
-  return std::make_unique<BatchNorm>(layer, offset);
+                                           const LayerTensors& tensors) {
+  return std::make_unique<BatchNorm>(layer, tensors);
 }
 
 }  // namespace paramd

@@ -21,9 +21,9 @@
 namespace paramd {
 
 // The batch_norm layer `layer`: weight, bias, running_mean, running_var
-// ([C] each) at `*offset` (advanced past them).
+// ([C] each) where `tensors` says.
 std::unique_ptr<CpuLayer> MakeCpuBatchNorm(const GraphLayer& layer,
-                                           int64_t* offset);
+                                           const LayerTensors& tensors);
 
 }  // namespace paramd
 

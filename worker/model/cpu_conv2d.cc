@@ -10,7 +10,7 @@ namespace {
 
 class Conv2d : public CpuLayer {
  public:
-  Conv2d(const GraphLayer& l, int64_t* offset, const Blas* blas)
+  Conv2d(const GraphLayer& l, const LayerTensors& tensors, const Blas* blas)
       : in_(l.in),
         out_(l.out),
         k_(l.config.kernel),
@@ -18,11 +18,9 @@ class Conv2d : public CpuLayer {
         pad_(l.config.padding),
         rows_(int64_t{l.in.c} * k_ * k_),
         plane_(int64_t{l.out.h} * l.out.w),
-        weight_(*offset),
-        bias_(*offset + rows_ * l.out.c),
-        blas_(blas) {
-    *offset = bias_ + out_.c;
-  }
+        weight_(tensors.offset("weight")),
+        bias_(tensors.offset("bias")),
+        blas_(blas) {}
 
   absl::Status Forward(const LayerPass& pass, const float* in,
                        float* out) override {
@@ -170,8 +168,9 @@ class Conv2d : public CpuLayer {
 }  // namespace
 
 std::unique_ptr<CpuLayer> MakeCpuConv2d(const GraphLayer& layer,
-                                        int64_t* offset, const Blas* blas) {
-  return std::make_unique<Conv2d>(layer, offset, blas);
+                                        const LayerTensors& tensors,
+                                        const Blas* blas) {
+  return std::make_unique<Conv2d>(layer, tensors, blas);
 }
 
 }  // namespace paramd

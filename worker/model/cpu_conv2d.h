@@ -16,10 +16,11 @@
 
 namespace paramd {
 
-// The conv2d layer `layer`: weight [out, in, k, k] then bias [out] at
-// `*offset` (advanced past them).
+// The conv2d layer `layer`: weight [out, in, k, k] and bias [out] where
+// `tensors` says.
 std::unique_ptr<CpuLayer> MakeCpuConv2d(const GraphLayer& layer,
-                                        int64_t* offset, const Blas* blas);
+                                        const LayerTensors& tensors,
+                                        const Blas* blas);
 
 }  // namespace paramd
 

@@ -14,14 +14,12 @@ namespace {
 // out = in · W + b, W [in × out] row-major.
 class Dense : public CpuLayer {
  public:
-  Dense(const GraphLayer& l, int64_t* offset, const Blas* blas)
+  Dense(const GraphLayer& l, const LayerTensors& tensors, const Blas* blas)
       : fan_in_(static_cast<int>(l.in.size())),
         fan_out_(l.out.c),
-        weight_(*offset),
-        bias_(*offset + int64_t{fan_in_} * fan_out_),
-        blas_(blas) {
-    *offset = bias_ + fan_out_;
-  }
+        weight_(tensors.offset("weight")),
+        bias_(tensors.offset("bias")),
+        blas_(blas) {}
 
   absl::Status Forward(const LayerPass& pass, const float* in,
                        float* out) override {
@@ -299,13 +297,14 @@ bool DropoutKeeps(uint64_t seed, int sample, int64_t i, double p) {
   return unit >= p;
 }
 
-std::unique_ptr<CpuLayer> MakeCpuLayer(const GraphLayer& layer, int64_t* offset,
+std::unique_ptr<CpuLayer> MakeCpuLayer(const GraphLayer& layer,
+                                       const LayerTensors& tensors,
                                        const Blas* blas) {
   switch (layer.config.kind) {
     case LayerKind::kDense:
-      return std::make_unique<Dense>(layer, offset, blas);
+      return std::make_unique<Dense>(layer, tensors, blas);
     case LayerKind::kConv2d:
-      return MakeCpuConv2d(layer, offset, blas);
+      return MakeCpuConv2d(layer, tensors, blas);
     case LayerKind::kMaxPool2d:
       return std::make_unique<Pool2d>(layer, /*max=*/true);
     case LayerKind::kAvgPool2d:
@@ -317,7 +316,7 @@ std::unique_ptr<CpuLayer> MakeCpuLayer(const GraphLayer& layer, int64_t* offset,
     case LayerKind::kFlatten:
       return std::make_unique<Flatten>(layer);
     case LayerKind::kBatchNorm:
-      return MakeCpuBatchNorm(layer, offset);
+      return MakeCpuBatchNorm(layer, tensors);
   }
   return nullptr;
 }

@@ -17,6 +17,7 @@
 #include "absl/status/status.h"
 #include "absl/types/span.h"
 #include "common/config/layer_shapes.h"
+#include "common/model/model_spec.h"
 #include "worker/model/blas.h"
 #include "worker/model/model.h"
 
@@ -49,9 +50,10 @@ class CpuLayer {
                         const float* out, const float* dout, float* din) = 0;
 };
 
-// The layer `layer` of a graph; `*offset` is where its tensors start in
-// the flat parameters, advanced past them. `blas` must outlive the layer.
-std::unique_ptr<CpuLayer> MakeCpuLayer(const GraphLayer& layer, int64_t* offset,
+// The layer `layer` of a graph, its tensors where `tensors` says they lie
+// in the flat parameters. `blas` must outlive the layer.
+std::unique_ptr<CpuLayer> MakeCpuLayer(const GraphLayer& layer,
+                                       const LayerTensors& tensors,
                                        const Blas* blas);
 
 // Dropout's mask: whether element `i` of sample `sample` is kept, a pure

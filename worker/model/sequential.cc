@@ -36,8 +36,13 @@ CpuSequential::CpuSequential(LayerGraph graph, int max_batch, int threads,
       threads_(threads),
       blas_(blas) {
   blas_->SetThreads(threads_);
-  for (const GraphLayer& l : graph_.layers) {
-    layers_.push_back(MakeCpuLayer(l, &num_params_, blas_));
+  const ModelSpec spec = GraphModelSpec(graph_);
+  const FlatLayout layout(spec);
+  num_params_ = layout.total;
+  const std::vector<LayerTensors> tensors =
+      LayerTensors::Of(graph_, spec, layout);
+  for (size_t l = 0; l < graph_.layers.size(); ++l) {
+    layers_.push_back(MakeCpuLayer(graph_.layers[l], tensors[l], blas_));
   }
   act_.resize(layers_.size());
   delta_.resize(layers_.size());
