@@ -98,6 +98,40 @@ TEST_CASE("relative data paths resolve against the job file's folder",
   CHECK(c->data.test_labels == dir + "/data/t10k-labels-idx1-ubyte.gz");
 }
 
+TEST_CASE("data.augment reads crop_padding and flip, and refuses the rest",
+          "[config][augment]") {
+  const std::string good = JobYaml(JobOptions{});
+  const auto with = [&](const std::string& augment) {
+    return absl::StrReplaceAll(
+        good, {{"\n  test_limit:", "\n  augment: " + augment +
+                                       "\n  test_limit:"}});
+  };
+  std::string path;
+  REQUIRE(testing::JobYamlError(with("{crop_padding: 2, flip: true}"),
+                                &path) == "");
+  absl::StatusOr<JobConfig> c = LoadJobConfig(path);
+  REQUIRE(c.ok());
+  CHECK(c->data.augment.crop_padding == 2);
+  CHECK(c->data.augment.flip);
+  CHECK(c->data.augment.enabled());
+  REQUIRE(testing::JobYamlError(good, &path) == "");
+  c = LoadJobConfig(path);
+  REQUIRE(c.ok());
+  CHECK_FALSE(c->data.augment.enabled());
+
+  const std::string negative = testing::JobYamlError(with("{crop_padding: -1}"));
+  CHECK_THAT(negative, Catch::Contains("data.augment.crop_padding") &&
+                           Catch::Contains("must be 0 (no crop) to 16") &&
+                           Catch::Contains("got -1"));
+  CHECK_THAT(testing::JobYamlError(with("{crop_padding: 17}")),
+             Catch::Contains("data.augment.crop_padding"));
+  CHECK_THAT(testing::JobYamlError(with("{flip: sometimes}")),
+             Catch::Contains("data.augment.flip") &&
+                 Catch::Contains("expected a boolean"));
+  CHECK_THAT(testing::JobYamlError(with("{rotate: 10}")),
+             Catch::Contains("data.augment") && Catch::Contains("rotate"));
+}
+
 TEST_CASE("each bad job file names file, line and field", "[config]") {
   const std::string good = JobYaml(JobOptions{});
   struct Case {

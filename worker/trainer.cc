@@ -5,6 +5,7 @@
 #include "common/base/status_macros.h"
 #include "common/config/layer_shapes.h"
 #include "spdlog/spdlog.h"
+#include "worker/data/augment.h"
 #include "worker/model/model_factory.h"
 
 namespace paramd {
@@ -227,6 +228,13 @@ absl::Status Trainer::Step(uint64_t* clock, Batch* batch, EpochState* epoch,
   const int64_t step =
       static_cast<int64_t>(*clock % data_part_->steps_per_epoch());
   const int n = data_part_->Batch(step, batch->x.data(), batch->y.data());
+  // Dropout's masks and the batch's augmentation are a function of (seed,
+  // rank, clock): a retried or restored step computes the same gradient.
+  const uint64_t step_seed =
+      Mix(config_.seed ^ Mix((static_cast<uint64_t>(rank_) << 40) ^ *clock));
+  AugmentBatch(config_.data.augment, step_seed, n, /*channels=*/1,
+               train_.height, train_.width, batch->x.data(),
+               &batch->augment_scratch);
   const float* input = batch->x.data();
   if (bag_.has_value()) {
     absl::StatusOr<const float*> h = BagInput(*clock, input, n);
@@ -234,10 +242,7 @@ absl::Status Trainer::Step(uint64_t* clock, Batch* batch, EpochState* epoch,
     RETURN_IF_ERROR(h.status());
     input = *h;
   }
-  // Dropout's masks are a function of (seed, rank, clock): a retried or
-  // restored step computes the same gradient.
-  model_->SetStepSeed(
-      Mix(config_.seed ^ Mix((static_cast<uint64_t>(rank_) << 40) ^ *clock)));
+  model_->SetStepSeed(step_seed);
   // Computed straight into the buffer the push sends from.
   const absl::Span<float> grads = client_->GradientBuffer();
   if (config_.worker.overlap) {

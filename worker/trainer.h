@@ -75,6 +75,7 @@ class Trainer {
   struct Batch {
     std::vector<float> x;
     std::vector<int32_t> y;
+    std::vector<float> augment_scratch;  // One image (data.augment).
   };
 
   absl::Status PullAt(uint64_t clock);

@@ -141,6 +141,17 @@ struct ModelConfig {
   bool initial_values_from_rank0 = false;
 };
 
+// Random changes to each training image, a pure function of (job seed,
+// rank, clock, sample): a retried or restored step sees the same batch.
+// Test images are never changed.
+struct AugmentConfig {
+  // > 0: the image is padded with zeros by this many pixels on each side
+  // and a crop of its own size taken at a random offset.
+  int crop_padding = 0;
+  bool flip = false;  // Mirrored left to right with probability 1/2.
+  bool enabled() const { return crop_padding > 0 || flip; }
+};
+
 struct DataConfig {
   // Absolute paths after loading (relative ones resolve against the job
   // file's folder).
@@ -150,6 +161,7 @@ struct DataConfig {
   std::string test_labels;
   int64_t train_limit = 0;  // Use only the first N training samples; 0: all.
   int64_t test_limit = 0;   // Use only the first N test samples; 0: all.
+  AugmentConfig augment;
 };
 
 struct TrainingConfig {

@@ -13,6 +13,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "common/base/status_macros.h"
+#include "common/config/data_section.h"
 #include "common/config/model_section.h"
 #include "common/config/optimizer_section.h"
 #include "common/config/policy_section.h"
@@ -21,8 +22,6 @@
 
 namespace paramd {
 namespace {
-
-constexpr char kDefaultDataDir[] = "/usr/share/datasets/fashion-mnist";
 
 std::string DirName(const std::string& path) {
   const size_t slash = path.rfind('/');
@@ -174,46 +173,8 @@ class JobParser {
         const YAML::Node data,
         Section(root, "data", false,
                 {"dir", "train_images", "train_labels", "test_images",
-                 "test_labels", "train_limit", "test_limit"}));
-    std::string dir = kDefaultDataDir;
-    RETURN_IF_ERROR(r_.Get(data, "data", "dir", false, &dir));
-    dir = Resolve(DirName(path_), dir);
-    struct File {
-      const char* key;
-      const char* default_name;
-      std::string* out;
-    };
-    const File files[] = {
-        {"train_images", "train-images-idx3-ubyte.gz", &c->data.train_images},
-        {"train_labels", "train-labels-idx1-ubyte.gz", &c->data.train_labels},
-        {"test_images", "t10k-images-idx3-ubyte.gz", &c->data.test_images},
-        {"test_labels", "t10k-labels-idx1-ubyte.gz", &c->data.test_labels},
-    };
-    for (const File& f : files) {
-      std::string name = f.default_name;
-      RETURN_IF_ERROR(r_.Get(data, "data", f.key, false, &name));
-      *f.out = Resolve(dir, name);
-      std::ifstream probe(*f.out, std::ios::binary);
-      if (!probe.good()) {
-        // Point at the key when given, else at `data.dir` (or the section).
-        const YAML::Node at = data[f.key].IsDefined()   ? data[f.key]
-                              : data["dir"].IsDefined() ? data["dir"]
-                                                        : data;
-        return r_.Error(
-            at, absl::StrCat("data.", f.key),
-            absl::StrCat("cannot read '", *f.out,
-                         "' (install dataset-fashion-mnist or set data.dir)"));
-      }
-    }
-    for (auto [key, out] : {std::pair{"train_limit", &c->data.train_limit},
-                            std::pair{"test_limit", &c->data.test_limit}}) {
-      RETURN_IF_ERROR(r_.Get(data, "data", key, false, out));
-      if (*out < 0) {
-        return r_.Error(data[key], absl::StrCat("data.", key),
-                        "must be >= 0 (0 means all samples)");
-      }
-    }
-    return absl::OkStatus();
+                 "test_labels", "train_limit", "test_limit", "augment"}));
+    return ParseDataSection(r_, data, Resolver(), &c->data);
   }
 
   absl::Status ParseTraining(const YAML::Node& root, JobConfig* c) {
