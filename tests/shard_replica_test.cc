@@ -105,6 +105,15 @@ struct Pair {
                       response != nullptr ? response : &ignored);
   }
 
+  // A worker's heartbeat at `shard` (a backup's takes over after a lease
+  // of silence).
+  absl::Status Heartbeat(Shard& shard) {
+    proto::HeartbeatRequest beat;
+    beat.set_job_id(config.job_id);
+    proto::HeartbeatResponse reply;
+    return shard.Heartbeat(beat, &reply);
+  }
+
   static proto::ReplicaStatus Replica(Shard& shard) {
     proto::ShardStatus st;
     shard.GetStatus(&st);
@@ -147,10 +156,7 @@ TEST_CASE(
   // The primary pauses (SIGSTOP): no keep-alive reaches the backup, and a
   // worker's call there after a lease makes it take over.
   p.clock.Advance(absl::Seconds(5));
-  proto::HeartbeatRequest beat;
-  beat.set_job_id(p.config.job_id);
-  proto::HeartbeatResponse beat_reply;
-  REQUIRE(p.b->Heartbeat(beat, &beat_reply).ok());
+  REQUIRE(p.Heartbeat(*p.b).ok());
   proto::ReplicaStatus b = Pair::Replica(*p.b);
   CHECK(b.role() == "primary");
   CHECK(b.term() == 2);
@@ -252,10 +258,7 @@ TEST_CASE(
     // The backup takes over without the step, and the job's step 2 is
     // applied there once: nothing acknowledged was lost.
     p.down.erase("b");
-    proto::HeartbeatRequest beat;
-    beat.set_job_id(p.config.job_id);
-    proto::HeartbeatResponse beat_reply;
-    REQUIRE(p.b->Heartbeat(beat, &beat_reply).ok());
+    REQUIRE(p.Heartbeat(*p.b).ok());
     CHECK(Pair::Replica(*p.b).role() == "primary");
     proto::PushResponse response;
     REQUIRE(p.Push(*p.b, 2, 0.25f, &response).ok());
@@ -338,10 +341,7 @@ TEST_CASE("Replicate and Handover refuse what is not their shard's",
     REQUIRE(p.b->replica()->Replicate(&r, &out).ok());
     CHECK(Pair::Replica(*p.b).held_version() == 7);
     p.clock.Advance(absl::Seconds(5));
-    proto::HeartbeatRequest beat;
-    beat.set_job_id(p.config.job_id);
-    proto::HeartbeatResponse reply;
-    const absl::Status s = p.b->Heartbeat(beat, &reply);
+    const absl::Status s = p.Heartbeat(*p.b);
     INFO(s.ToString());
     CHECK(
         absl::StrContains(s.message(), "the primary's state does not install"));

@@ -79,24 +79,22 @@ std::string BatchHeader(const JobConfig& config, const SlurmScriptOptions& o) {
   const int servers = config.num_shards();
   const int workers = config.num_workers;
   const int nodes = o.nodes > 0 ? o.nodes : std::max(servers, workers);
+  const bool replicated = config.replication.enabled();
   std::string s = absl::StrCat(
       "#!/bin/bash\n"
       "# Written by `paramctl slurm` for job '",
       config.job_id, "' (", config.path, "):\n# ", servers, " server(s) and ",
       workers,
-      config.replication.enabled()
-          ? absl::StrCat(" worker(s), and a backup per server, as one Slurm "
-                         "job with three job steps.\n# Submit with sbatch; "
-                         "`scancel JOBID` stops every step (servers write a "
-                         "checkpoint on\n# SIGTERM when the job has "
-                         "checkpoint.dir). Exit status: the workers' step's.\n")
-          : " worker(s) as one Slurm job with two job steps. Submit with "
-            "sbatch;\n# `scancel JOBID` stops both steps (servers write a "
-            "checkpoint on SIGTERM\n# when the job has checkpoint.dir). Exit "
-            "status: the workers' step's.\n");
+      replicated ? " worker(s), and a backup per server, as one Slurm job "
+                   "with\n# three job steps."
+                 : " worker(s) as one Slurm job with two job steps.",
+      " Submit with sbatch;\n# `scancel JOBID` stops ",
+      replicated ? "every step" : "both steps",
+      " (servers write a checkpoint on SIGTERM\n# when the job has "
+      "checkpoint.dir). Exit status: the workers' step's.\n");
   absl::StrAppend(&s, "#SBATCH --job-name=paramd-", config.job_id, "\n");
   absl::StrAppend(&s, "#SBATCH --nodes=", nodes, "\n");
-  const int backups = config.replication.enabled() ? servers : 0;
+  const int backups = replicated ? servers : 0;
   absl::StrAppend(&s, "#SBATCH --ntasks=", servers + backups + workers, "\n");
   absl::StrAppend(&s, "#SBATCH --output=", o.log_dir, "/paramd-%j-batch.log\n");
   if (!o.partition.empty()) {
