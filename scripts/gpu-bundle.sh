@@ -15,18 +15,21 @@ if [[ ! -x /usr/local/cuda/bin/nvcc ]]; then
   exit 1
 fi
 scripts/setup.sh --tests
-bazel build --noshow_progress //tests:cuda_mlp_test //tests:layers_test \
-  //tools:cuda_bench //worker:libparamd_cuda.so
+bazel build --noshow_progress //tests:cuda_layers_test //tests:device_layers_test \
+  //tests:layers_test //tools:cuda_bench //worker:libparamd_cuda.so
 
 rm -rf "$out"
-mkdir -p "$out/bin" "$out/lib/glibc"
-bins=(bazel-bin/tests/cuda_mlp_test bazel-bin/tests/layers_test bazel-bin/tools/cuda_bench)
+mkdir -p "$out/bin" "$out/lib/glibc" "$out/configs"
+bins=(bazel-bin/tests/cuda_layers_test bazel-bin/tests/device_layers_test
+  bazel-bin/tests/layers_test bazel-bin/tools/cuda_bench)
 cp -L "${bins[@]}" bazel-bin/worker/libparamd_cuda.so "$out/bin/"
 chmod u+w "$out"/bin/*
 
 # OpenBLAS is loaded at run time (worker/model/blas.h), so ldd does not
 # list it: take it by name.
-openblas="$(ldconfig -p | awk '$1 == "libopenblas.so.0" { print $NF; exit }')"
+# (awk reads to the end: an early exit would kill ldconfig with SIGPIPE,
+# which pipefail turns into this script's silent end.)
+openblas="$(ldconfig -p | awk '$1 == "libopenblas.so.0" && !found { print $NF; found = 1 }')"
 [[ -n "$openblas" ]] || { echo "gpu-bundle: libopenblas.so.0 not found" >&2; exit 1; }
 
 # Every library the binaries, the plugin and OpenBLAS load, but the CUDA
@@ -46,6 +49,8 @@ done <<<"$libs"
 cp -L "$openblas" "$out/lib/libopenblas.so.0"
 cp -L /lib64/ld-linux-x86-64.so.2 "$out/lib/glibc/ld-linux-x86-64.so.2"
 chmod -R u+w "$out/lib"
+# The CNN the tests and the bench load (the runner works from the bundle).
+cp configs/fashion_mnist_cnn.yaml "$out/configs/"
 cp scripts/gpu-bundle-run.sh "$out/run.sh"
 chmod +x "$out/run.sh"
 git rev-parse --short HEAD >"$out/VERSION" 2>/dev/null || true

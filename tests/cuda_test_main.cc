@@ -5,7 +5,7 @@
 #include <catch2/catch.hpp>
 #include <cstdio>
 
-#include "worker/model/cuda_mlp.h"
+#include "worker/model/cuda_backend.h"
 
 int main(int argc, char** argv) {
   Catch::Session session;

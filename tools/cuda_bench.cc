@@ -1,49 +1,67 @@
 // paramd-cuda-bench: a worker's compute step on the CPU and on the GPU.
 //
-// Prints samples/s of the MLP 784-256-128-10's forward+backward per batch
-// size on both backends, and cuBLAS SGEMM TFLOP/s for the MLP's forward
-// shapes at each batch against a large square SGEMM on the same device
-// (the reference for "peak"). Without a CUDA device it prints the CPU side
-// and says why the GPU side is missing.
+// Prints samples/s of a model's forward+backward per batch size on both
+// backends (the CPU on one thread, as a worker runs), and for the GPU where
+// its device time goes — cuBLAS products, paramd's kernels, copies to and
+// from the host — against the step's wall time; then cuBLAS SGEMM TFLOP/s
+// for the main MLP's forward shapes against a large square SGEMM (the
+// reference for "peak"). The model is the main job's MLP 784-256-128-10,
+// or with --job that job's model (e.g. the CNN) at half, once and 4× its
+// batch. Without a CUDA device it prints the CPU side and says why the GPU
+// side is missing.
 //
-//   bazel run //tools:cuda_bench -- [--seconds S] [--allow_tf32]
+//   bazel run //tools:cuda_bench -- [--seconds S] [--allow_tf32] [--job J.yaml]
+#include <algorithm>
 #include <cstdio>
 #include <random>
 
 #include "common/base/flags.h"
 #include "common/base/process_setup.h"
+#include "common/config/job_file.h"
+#include "common/config/layer_shapes.h"
 #include "common/model/model_spec.h"
 #include "tools/bench/bench_timing.h"
 #include "worker/model/blas.h"
-#include "worker/model/cuda_mlp.h"
+#include "worker/model/cuda_backend.h"
 #include "worker/model/sequential.h"
 
 namespace paramd {
 namespace {
 
-// MLP 784-256-128-10 forward+backward per batch on the CPU and, when
-// `gpu` is OK, on the GPU.
-void MlpSection(const Blas* blas, const absl::Status& gpu, bool tf32,
-                double seconds) {
-  const std::vector<int> layers = {784, 256, 128, 10};
-  ModelConfig mc;
-  mc.layers = layers;
+// forward+backward per batch on the CPU and, when `gpu` is OK, on the GPU,
+// with the GPU's device time by kind; 1 when the model cannot be timed.
+int ModelSection(const ModelConfig& mc, const std::vector<int>& batches,
+                 const Blas* blas, const absl::Status& gpu, bool tf32,
+                 double seconds) {
+  absl::StatusOr<LayerGraph> graph = InferLayerGraph(mc);
+  if (!graph.ok()) {
+    std::printf("model: %s\n", std::string(graph.status().message()).c_str());
+    return 1;
+  }
   const ModelSpec spec = BuildModelSpec(mc);
-  std::mt19937 gen(1);
-  std::uniform_real_distribution<float> u(-1, 1);
   std::vector<float> params(spec.total_elements), grads(spec.total_elements);
-  for (float& p : params) p = u(gen) * 0.05f;
-  std::printf("MLP 784-256-128-10 forward+backward (TF32 %s)\n",
-              tf32 ? "on" : "off");
+  const FlatLayout layout(spec);
+  for (size_t t = 0; t < spec.tensors.size(); ++t) {
+    InitTensorRange(spec.tensors[t], 1, static_cast<int>(t), 0,
+                    absl::MakeSpan(params).subspan(
+                        layout.offset[t], spec.tensors[t].num_elements));
+  }
+  std::mt19937 gen(1);
+  std::uniform_real_distribution<float> u(0, 1);
+  std::printf("%s forward+backward, %lld parameters (TF32 %s)\n",
+              DescribeGraph(*graph).c_str(),
+              static_cast<long long>(spec.total_elements), tf32 ? "on" : "off");
   if (!gpu.ok()) std::printf("GPU: %s\n", std::string(gpu.message()).c_str());
-  std::printf("%-7s %14s %14s %9s\n", "batch", "cpu samples/s", "gpu samples/s",
-              "gpu/cpu");
-  for (int batch : {64, 256, 1024}) {
-    std::vector<float> x(size_t(batch) * 784);
+  std::printf("%-7s %14s %14s %9s   %s\n", "batch", "cpu samples/s",
+              "gpu samples/s", "gpu/cpu",
+              "gpu device time per step: cuBLAS / kernels / copies (of wall)");
+  for (int batch : batches) {
+    std::vector<float> x(size_t(batch) * graph->input.size());
     std::vector<int32_t> y(batch);
-    for (float& v : x) v = (u(gen) + 1) / 2;
-    for (int i = 0; i < batch; ++i) y[i] = i % 10;
+    for (float& v : x) v = u(gen);
+    for (int i = 0; i < batch; ++i) y[i] = i % graph->classes();
     auto step = [&](Model& model) {
+      model.SetStepSeed(3);
       return SecondsPerCall(seconds, [&] {
         return model
             .ComputeGradients(params, x.data(), y.data(), batch,
@@ -51,31 +69,54 @@ void MlpSection(const Blas* blas, const absl::Status& gpu, bool tf32,
             .ok();
       });
     };
-    absl::StatusOr<std::unique_ptr<CpuSequential>> cpu_model =
-        CpuSequential::Mlp(layers, batch, 1, blas);
-    if (!cpu_model.ok()) {
-      std::printf("CPU: %s\n",
-                  std::string(cpu_model.status().message()).c_str());
-      return;
-    }
-    CpuSequential& cpu = **cpu_model;
+    CpuSequential cpu(*graph, batch, 1, blas);
     const double t_cpu = step(cpu);
     double t_gpu = -1;
+    DeviceProfile profile;
+    int64_t profiled_steps = 0;
     if (gpu.ok()) {
-      auto model = MakeCudaMlp(layers, batch, tf32);
+      absl::StatusOr<std::unique_ptr<Model>> model =
+          MakeCudaModel(*graph, batch, tf32);
       if (!model.ok()) {
         std::printf("GPU: %s\n", std::string(model.status().message()).c_str());
       } else {
         t_gpu = step(**model);
+        // Where the device time goes, from a model of its own that times
+        // every operation (events around each: slower, so not the figure
+        // above).
+        absl::StatusOr<std::unique_ptr<Model>> timed =
+            MakeCudaModel(*graph, batch, tf32, &profile);
+        if (timed.ok()) {
+          for (; profiled_steps < 20; ++profiled_steps) {
+            if (!(*timed)
+                     ->ComputeGradients(params, x.data(), y.data(), batch,
+                                        absl::MakeSpan(grads))
+                     .ok()) {
+              break;
+            }
+          }
+        }
       }
     }
     if (t_gpu > 0) {
-      std::printf("%-7d %14.0f %14.0f %8.1fx\n", batch, batch / t_cpu,
-                  batch / t_gpu, t_cpu / t_gpu);
-    } else {
+      const double n = std::max<int64_t>(profiled_steps, 1);
+      const double wall_ms = t_gpu * 1e3;
+      std::printf(
+          "%-7d %14.0f %14.0f %8.1fx   %.3f / %.3f / %.3f ms (%.0f%% / %.0f%% "
+          "/ %.0f%% of %.3f ms)\n",
+          batch, batch / t_cpu, batch / t_gpu, t_cpu / t_gpu,
+          profile.gemm_ms / n, profile.kernel_ms / n, profile.copy_ms / n,
+          100 * profile.gemm_ms / n / wall_ms,
+          100 * profile.kernel_ms / n / wall_ms,
+          100 * profile.copy_ms / n / wall_ms, wall_ms);
+    } else if (t_cpu > 0) {
       std::printf("%-7d %14.0f %14s %9s\n", batch, batch / t_cpu, "-", "-");
+    } else {
+      std::printf("%-7d CPU step failed\n", batch);
+      return 1;
     }
   }
+  return 0;
 }
 
 // cuBLAS SGEMM for the MLP's forward shapes against 8192^3; 1 on failure.
@@ -101,7 +142,7 @@ int SgemmSection(bool tf32) {
 
 int Main(int argc, char** argv) {
   SetUpProcess();
-  auto flags = ParseFlags(argc, argv, {"seconds"}, {"allow_tf32"});
+  auto flags = ParseFlags(argc, argv, {"seconds", "job"}, {"allow_tf32"});
   if (!flags.ok()) {
     std::fprintf(stderr, "%s\n", std::string(flags.status().message()).c_str());
     return 2;
@@ -114,7 +155,23 @@ int Main(int argc, char** argv) {
     return 1;
   }
   const absl::Status gpu = CudaDeviceStatus();
-  MlpSection(*blas, gpu, tf32, seconds);
+  const std::string job = flags->Get("job", "");
+  if (!job.empty()) {
+    absl::StatusOr<JobConfig> config = LoadJobConfig(job);
+    if (!config.ok()) {
+      std::fprintf(stderr, "%s\n",
+                   std::string(config.status().message()).c_str());
+      return 1;
+    }
+    const int b = config->training.batch_size;
+    return ModelSection(config->model, {std::max(1, b / 2), b, 4 * b}, *blas,
+                        gpu, tf32, seconds);
+  }
+  ModelConfig mlp;
+  mlp.layers = {784, 256, 128, 10};
+  if (ModelSection(mlp, {64, 256, 1024}, *blas, gpu, tf32, seconds) != 0) {
+    return 1;
+  }
   if (!gpu.ok()) return 0;
   return SgemmSection(tf32);
 }

@@ -9,9 +9,12 @@
 #include <cmath>
 #include <cstdint>
 
+#include "common/base/host_device.h"
+
 namespace paramd {
 
-inline uint64_t Mix(uint64_t x) {
+// Also on a CUDA device (dropout masks are drawn there too).
+PARAMD_HOST_DEVICE inline uint64_t Mix(uint64_t x) {
   x += 0x9E3779B97F4A7C15ULL;
   x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ULL;
   x = (x ^ (x >> 27)) * 0x94D049BB133111EBULL;

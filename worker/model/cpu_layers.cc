@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <limits>
 
-#include "common/base/mix.h"
 #include "common/base/status_macros.h"
 #include "worker/model/cpu_batch_norm.h"
 #include "worker/model/cpu_conv2d.h"
@@ -289,13 +288,6 @@ class Pool2d : public CpuLayer {
 };
 
 }  // namespace
-
-bool DropoutKeeps(uint64_t seed, int sample, int64_t i, double p) {
-  const uint64_t bits = Mix(seed ^ Mix((static_cast<uint64_t>(sample) << 32) ^
-                                       static_cast<uint64_t>(i)));
-  const double unit = static_cast<double>(bits >> 40) / 16777216.0;
-  return unit >= p;
-}
 
 std::unique_ptr<CpuLayer> MakeCpuLayer(const GraphLayer& layer,
                                        const LayerTensors& tensors,

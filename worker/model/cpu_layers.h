@@ -19,6 +19,7 @@
 #include "common/config/layer_shapes.h"
 #include "common/model/model_spec.h"
 #include "worker/model/blas.h"
+#include "worker/model/dropout_mask.h"
 #include "worker/model/model.h"
 
 namespace paramd {
@@ -55,11 +56,6 @@ class CpuLayer {
 std::unique_ptr<CpuLayer> MakeCpuLayer(const GraphLayer& layer,
                                        const LayerTensors& tensors,
                                        const Blas* blas);
-
-// Dropout's mask: whether element `i` of sample `sample` is kept, a pure
-// function of (the step's seed, sample, element), so that a retried or
-// restored step drops the same elements.
-bool DropoutKeeps(uint64_t seed, int sample, int64_t i, double p);
 
 }  // namespace paramd
 

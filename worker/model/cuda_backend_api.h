@@ -14,21 +14,22 @@
 #define PARAMD_WORKER_MODEL_CUDA_BACKEND_API_H_
 
 #include <memory>
-#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "worker/model/model.h"
+#include "worker/model/device_ops.h"
 
 namespace paramd {
 
-inline constexpr int kCudaBackendAbi = 1;
+// 2: the device backend (make_ops), on which the program runs any layer
+// graph, where 1 had a whole MLP inside.
+inline constexpr int kCudaBackendAbi = 2;
 
 struct CudaBackendApi {
   int abi;  // kCudaBackendAbi of the plugin's build.
   absl::Status (*device_status)();
-  absl::StatusOr<std::unique_ptr<Model>> (*make_mlp)(
-      const std::vector<int>& layers, int max_batch, bool allow_tf32);
+  absl::StatusOr<std::unique_ptr<DeviceOps>> (*make_ops)(
+      bool allow_tf32, DeviceProfile* profile);
   absl::StatusOr<double> (*sgemm_tflops)(int m, int n, int k, bool allow_tf32,
                                          int iterations);
 };

@@ -1,4 +1,4 @@
-// worker/model/cuda_mlp.h's functions: each loads libparamd_cuda.so once
+// worker/model/cuda_backend.h's functions: each loads libparamd_cuda.so once
 // (found as common/base/binaries.h finds binaries: beside the program, or in
 // worker/ of a Bazel output tree; or where PARAMD_CUDA_PLUGIN says) and calls
 // its entry point, or says why there is no backend.
@@ -8,11 +8,13 @@
 #include <cstdlib>
 #include <mutex>
 #include <string>
+#include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "common/base/binaries.h"
+#include "worker/model/cuda_backend.h"
 #include "worker/model/cuda_backend_api.h"
-#include "worker/model/cuda_mlp.h"
+#include "worker/model/device_sequential.h"
 
 namespace paramd {
 namespace {
@@ -73,11 +75,24 @@ absl::Status CudaDeviceStatus() {
   return (*api)->device_status();
 }
 
-absl::StatusOr<std::unique_ptr<Model>> MakeCudaMlp(
-    const std::vector<int>& layers, int max_batch, bool allow_tf32) {
+absl::StatusOr<std::unique_ptr<DeviceOps>> MakeCudaOps(bool allow_tf32,
+                                                       DeviceProfile* profile) {
   absl::StatusOr<const CudaBackendApi*> api = Backend();
   if (!api.ok()) return api.status();
-  return (*api)->make_mlp(layers, max_batch, allow_tf32);
+  return (*api)->make_ops(allow_tf32, profile);
+}
+
+absl::StatusOr<std::unique_ptr<Model>> MakeCudaModel(const LayerGraph& graph,
+                                                     int max_batch,
+                                                     bool allow_tf32,
+                                                     DeviceProfile* profile) {
+  absl::StatusOr<std::unique_ptr<DeviceOps>> ops =
+      MakeCudaOps(allow_tf32, profile);
+  if (!ops.ok()) return ops.status();
+  absl::StatusOr<std::unique_ptr<DeviceSequential>> model =
+      DeviceSequential::Create(graph, max_batch, *std::move(ops));
+  if (!model.ok()) return model.status();
+  return std::unique_ptr<Model>(*std::move(model));
 }
 
 absl::StatusOr<double> CudaSgemmTflops(int m, int n, int k, bool allow_tf32,

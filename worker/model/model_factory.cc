@@ -5,7 +5,7 @@
 #include "common/base/status_macros.h"
 #include "common/config/layer_shapes.h"
 #include "spdlog/spdlog.h"
-#include "worker/model/cuda_mlp.h"
+#include "worker/model/cuda_backend.h"
 #include "worker/model/sequential.h"
 
 namespace paramd {
@@ -39,17 +39,16 @@ absl::StatusOr<std::unique_ptr<Model>> MakeModel(const JobConfig& config,
   const std::string& device = config.worker.device;
   if (device == "cuda" || device == "auto") {
     absl::Status usable = CudaDeviceStatus();
-    // The CUDA backend runs the dense/ReLU stack of the width shorthand.
-    if (usable.ok() && !graph->dense_stack) {
-      usable = absl::UnimplementedError(absl::StrCat(
-          "the CUDA backend runs dense/relu stacks only (model.layers as "
-          "widths), not ",
-          DescribeGraph(*graph)));
-    }
     if (usable.ok()) {
-      spdlog::info("worker.device {}: using CUDA", device);
-      return MakeCudaMlp(config.model.layers, max_batch,
-                         config.worker.allow_tf32);
+      absl::StatusOr<std::unique_ptr<Model>> model =
+          MakeCudaModel(*graph, max_batch, config.worker.allow_tf32);
+      if (model.ok()) {
+        spdlog::info("worker.device {}: using {}", device,
+                     (*model)->Describe());
+        return model;
+      }
+      // A device that cannot hold the model: auto goes on on the CPU.
+      usable = model.status();
     }
     if (device == "cuda") {
       return absl::FailedPreconditionError(absl::StrCat(
