@@ -2,7 +2,10 @@
 // train an embedding_bag model on real Fashion-MNIST, pulling and pushing
 // rows by id. Under sync both ranks end with the same parameters, every
 // feature the data holds became exactly one row on the shard that owns
-// it, and a plain protobuf client reads the same rows.
+// it, and a plain protobuf client reads the same rows. An embedding_concat
+// model trains on a click-log file (data.format: clicks) to near the loss
+// of the teacher that drew its labels, its table holding exactly the
+// field values the file has.
 #include <grpcpp/grpcpp.h>
 
 #include <catch2/catch.hpp>
@@ -14,8 +17,11 @@
 #include "proto/paramd.grpc.pb.h"
 #include "tests/local_cluster.h"
 #include "tests/test_files.h"
+#include "tools/rows/click_log.h"
+#include "worker/data/click_log_file.h"
 #include "worker/data/dataset.h"
-#include "worker/model/embedding_bag.h"
+#include "worker/model/embedding_front.h"
+#include "worker/model/image_features.h"
 #include "worker/rpc/grpc_parameter_client.h"
 #include "worker/trainer.h"
 
@@ -99,15 +105,16 @@ TEST_CASE("an embedding_bag job trains over gRPC with rows by id",
   // Every feature of the training images is one row, on its owner.
   Dataset train =
       *LoadDataset(config.data.train_images, config.data.train_labels, 2048);
-  EmbeddingBag bag = *EmbeddingBag::Create(config.model, train.dim);
-  std::set<uint64_t> features;
+  ImageFeatures image_features = *ImageFeatures::Create(
+      config.model.features, config.model.embeddings[0].rows, train.dim);
   std::vector<int64_t> all(train.size);
   for (int64_t i = 0; i < train.size; ++i) all[i] = i;
   std::vector<float> x(train.size * train.dim);
   std::vector<int32_t> y(train.size);
   train.Gather(all.data(), static_cast<int>(train.size), x.data(), y.data());
-  bag.Featurize(x.data(), static_cast<int>(train.size));
-  features.insert(bag.unique_ids().begin(), bag.unique_ids().end());
+  std::vector<uint64_t> ids_of_all;
+  image_features.Featurize(x.data(), static_cast<int>(train.size), &ids_of_all);
+  const std::set<uint64_t> features(ids_of_all.begin(), ids_of_all.end());
   uint64_t rows = 0;
   for (int s = 0; s < 2; ++s) {
     const RowTable& table = cluster.server(s).shard()->store().table(0);
@@ -195,6 +202,89 @@ TEST_CASE("an embedding_bag job trains under async and ssp",
     }
     CHECK(rows > 1000);
   }
+}
+
+// A job of `fields` click-log fields, concatenated rows of dim 4 into a
+// logistic head, trained on `train` and evaluated on `test`.
+JobConfig ClickJob(const std::string& train, const std::string& test,
+                   int fields) {
+  testing::JobOptions o;
+  o.epochs = 1;
+  o.batch_size = 128;
+  o.shuffle = false;
+  o.model_type = "embedding_concat";
+  o.layers =
+      absl::StrCat("\n    - embedding_concat: {table: clicks, fields: ", fields,
+                   "}\n    - dense: {out: 2}\n");
+  o.model_extra =
+      "  embeddings:\n"
+      "    - name: clicks\n"
+      "      rows: 4294967296\n"
+      "      dim: 4\n"
+      "      init_scale: 0.01\n"
+      "      optimizer: {type: adagrad, learning_rate: 0.2}\n";
+  o.data = absl::StrCat("  format: clicks\n  train_file: ", train,
+                        "\n  test_file: ", test, "\n");
+  o.learning_rate = 0.05;
+  return testing::MakeJob(o, testing::NewTempDir());
+}
+
+TEST_CASE("an embedding_concat job trains on a click-log file over gRPC",
+          "[integration][embedding][clicks]") {
+  ClickLogOptions options;
+  options.seed = 3;
+  options.fields = 6;
+  options.zipf = 1.3;  // Few values per field: rows are seen often.
+  options.teacher_scale = 1.0;
+  const ClickLog log(options);
+  const std::string dir = testing::NewTempDir();
+  const std::string train = dir + "/train.tsv", test = dir + "/test.tsv";
+  absl::StatusOr<ClickLogFigures> train_figures =
+      WriteClickLogFile(log, 0, 40000, train);
+  absl::StatusOr<ClickLogFigures> test_figures =
+      WriteClickLogFile(log, 1000000, 4000, test);
+  REQUIRE(train_figures.ok());
+  REQUIRE(test_figures.ok());
+  const JobConfig config = ClickJob(train, test, options.fields);
+  testing::LocalCluster cluster(config);
+  const Run run = TrainAll(config, cluster);
+  CHECK(run.trainers[0]->params() == run.trainers[1]->params());
+  for (const auto& l : run.losses) {
+    REQUIRE(l.size() == 40000 / 2 / 128 + 1);
+    const size_t n = l.size(), tenth = n / 10;
+    // Progressive validation: each batch's loss is on samples not yet seen.
+    INFO("first tenth " << Mean(l, 0, tenth) << ", last tenth "
+                        << Mean(l, n - tenth, n) << ", the teacher's "
+                        << train_figures->teacher_loss);
+    CHECK(Mean(l, n - tenth, n) < Mean(l, 0, tenth) - 0.05);
+    CHECK(Mean(l, n - tenth, n) < train_figures->teacher_loss + 0.1);
+  }
+  // The table holds a row for each distinct (field, value) of the file.
+  std::set<uint64_t> values;
+  auto file = ClickLogFile::Open(train, options.fields,
+                                 config.model.embeddings[0].rows, 0, 0, 1);
+  REQUIRE(file.ok());
+  std::vector<uint64_t> ids(options.fields);
+  int32_t label = 0;
+  for (int64_t i = 0; i < (*file)->size(); ++i) {
+    REQUIRE(*(*file)->Read(i, 1, ids.data(), &label) == 1);
+    values.insert(ids.begin(), ids.end());
+  }
+  uint64_t rows = 0;
+  for (int s = 0; s < 2; ++s) {
+    rows += cluster.server(s).shard()->store().table(0).rows();
+  }
+  CHECK(rows == values.size());
+  // Evaluated on the test file: near the teacher's accuracy, well above
+  // always answering "no click".
+  proto::ShardStatus status;
+  cluster.server(0).shard()->GetStatus(&status);
+  REQUIRE(status.epochs_size() == 1);
+  INFO("teacher accuracy " << test_figures->teacher_accuracy << ", clicks "
+                           << test_figures->clicks);
+  CHECK(status.epochs(0).test_accuracy() > 1 - test_figures->clicks + 0.02);
+  CHECK(status.epochs(0).test_accuracy() >
+        test_figures->teacher_accuracy - 0.08);
 }
 
 }  // namespace

@@ -103,12 +103,12 @@ TEST_CASE("data.augment reads crop_padding and flip, and refuses the rest",
   const std::string good = JobYaml(JobOptions{});
   const auto with = [&](const std::string& augment) {
     return absl::StrReplaceAll(
-        good, {{"\n  test_limit:", "\n  augment: " + augment +
-                                       "\n  test_limit:"}});
+        good,
+        {{"\n  test_limit:", "\n  augment: " + augment + "\n  test_limit:"}});
   };
   std::string path;
-  REQUIRE(testing::JobYamlError(with("{crop_padding: 2, flip: true}"),
-                                &path) == "");
+  REQUIRE(testing::JobYamlError(with("{crop_padding: 2, flip: true}"), &path) ==
+          "");
   absl::StatusOr<JobConfig> c = LoadJobConfig(path);
   REQUIRE(c.ok());
   CHECK(c->data.augment.crop_padding == 2);
@@ -119,7 +119,8 @@ TEST_CASE("data.augment reads crop_padding and flip, and refuses the rest",
   REQUIRE(c.ok());
   CHECK_FALSE(c->data.augment.enabled());
 
-  const std::string negative = testing::JobYamlError(with("{crop_padding: -1}"));
+  const std::string negative =
+      testing::JobYamlError(with("{crop_padding: -1}"));
   CHECK_THAT(negative, Catch::Contains("data.augment.crop_padding") &&
                            Catch::Contains("must be 0 (no crop) to 16") &&
                            Catch::Contains("got -1"));
@@ -676,6 +677,89 @@ TEST_CASE("embedding tables parse with their defaults and bad ones are named",
     INFO(k.yaml);
     CHECK_THAT(error, Catch::Contains(k.says));
   }
+}
+
+TEST_CASE("data.format clicks reads click logs into an embedding model",
+          "[config][clicks]") {
+  const std::string dir = testing::NewTempDir();
+  testing::WriteFile(dir + "/train.tsv", "1\ta\tb\n0\tc\td\n");
+  testing::WriteFile(dir + "/test.tsv", "0\ta\td\n");
+  JobOptions o;
+  o.model_type = "embedding_concat";
+  o.shuffle = false;
+  o.layers =
+      "\n    - embedding_concat: {table: clicks, fields: 2}\n"
+      "    - dense: {out: 2}\n";
+  o.model_extra =
+      "  embeddings:\n    - {name: clicks, rows: 4294967296, dim: 4}\n";
+  o.data = "  format: clicks\n  train_file: train.tsv\n  test_file: test.tsv\n";
+  std::string path;
+  const std::string yaml = JobYaml(o);
+  REQUIRE(testing::WriteFile(dir + "/job.yaml", yaml) == dir + "/job.yaml");
+  absl::StatusOr<JobConfig> c = LoadJobConfig(dir + "/job.yaml");
+  INFO(c.status().ToString());
+  REQUIRE(c.ok());
+  CHECK(c->data.format == DataFormat::kClicks);
+  CHECK(c->data.train_file == dir + "/train.tsv");  // Against the job's folder.
+  CHECK(c->data.test_file == dir + "/test.tsv");
+  CHECK(c->model.type == ModelType::kEmbeddingConcat);
+  CHECK_FALSE(c->training.shuffle);
+  // Without the shuffle key: file order all the same.
+  JobOptions unshuffled = o;
+  unshuffled.shuffle = true;
+  const std::string no_key =
+      absl::StrReplaceAll(JobYaml(unshuffled), {{"\n  shuffle: true", ""}});
+  testing::WriteFile(dir + "/no_key.yaml", no_key);
+  c = LoadJobConfig(dir + "/no_key.yaml");
+  REQUIRE(c.ok());
+  CHECK_FALSE(c->training.shuffle);
+
+  struct Case {
+    std::string from, to, says;
+  };
+  const Case cases[] = {
+      {"format: clicks", "format: csv",
+       "data.format: unknown format 'csv' (expected: idx or clicks)"},
+      {"train_file: train.tsv", "train_file: missing.tsv",
+       "data.train_file: cannot read '" + dir + "/missing.tsv'"},
+      {"  train_file: train.tsv\n", "", "data.train_file: missing"},
+      {"  test_file: test.tsv\n", "  test_file: test.tsv\n  dir: /tmp\n",
+       "data.dir: applies to data.format idx (images), not clicks"},
+      {"  test_file: test.tsv\n",
+       "  test_file: test.tsv\n  augment: {flip: true}\n",
+       "data.augment: applies to data.format idx"},
+      {"shuffle: false", "shuffle: true",
+       "training.shuffle: a click log is read in file order"},
+      {"  format: clicks\n", "",
+       "data.train_file: applies to data.format clicks"},
+      {"embedding_concat: {table: clicks, fields: 2}",
+       "embedding_bag: {table: clicks}",
+       "model.layers[0].embedding_bag.fields: a click log's bag needs the "
+       "tokens per line (fields)"},
+  };
+  for (const Case& k : cases) {
+    std::string bad = absl::StrReplaceAll(yaml, {{k.from, k.to}});
+    bad = absl::StrReplaceAll(
+        bad, {{"type: embedding_concat\n",
+               k.from.find("embedding_concat") != std::string::npos
+                   ? "type: embedding_bag\n"
+                   : "type: embedding_concat\n"}});
+    REQUIRE(bad != yaml);
+    testing::WriteFile(dir + "/bad.yaml", bad);
+    absl::StatusOr<JobConfig> b = LoadJobConfig(dir + "/bad.yaml");
+    INFO(bad);
+    REQUIRE_FALSE(b.ok());
+    CHECK_THAT(std::string(b.status().message()), Catch::Contains(k.says));
+  }
+  // A dense model cannot read ids.
+  JobOptions mlp;
+  mlp.data = o.data;
+  mlp.shuffle = false;
+  testing::WriteFile(dir + "/mlp.yaml", JobYaml(mlp));
+  CHECK_THAT(std::string(LoadJobConfig(dir + "/mlp.yaml").status().message()),
+             Catch::Contains("data.format: a click log's samples are ids: its "
+                             "model starts with an embedding_bag or "
+                             "embedding_concat layer"));
 }
 
 }  // namespace

@@ -21,6 +21,9 @@ using testing::NewTempDir;
 using testing::WriteFile;
 
 constexpr char kImage[] = "  input: {channels: 1, height: 28, width: 28}\n";
+// One embedding table, for the sparse fronts.
+constexpr char kTable[] =
+    "  embeddings:\n    - {name: pixels, rows: 100000, dim: 32}\n";
 
 // A job whose model.layers is `layers` (YAML list items, one per line) on
 // `input` (a line of the model section, or empty).
@@ -212,10 +215,13 @@ TEST_CASE("every bad layer is refused naming its index, field and shapes",
        "model.layers: has no trainable layer (dense or conv2d)"},
       {"    - conv3d: {out: 4}\n" + flat, kImage,
        "model.layers[0]: unknown layer kind 'conv3d' (expected: dense, "
-       "conv2d, max_pool2d, avg_pool2d, relu, dropout, flatten or "
-       "batch_norm)"},
-      {"    - embedding_bag: {table: t}\n" + flat, kImage,
-       "unknown layer kind 'embedding_bag' (not implemented yet as a layer)"},
+       "conv2d, max_pool2d, avg_pool2d, relu, dropout, flatten, "
+       "batch_norm, embedding_bag or embedding_concat)"},
+      {"    - flatten\n    - embedding_bag: {table: t}\n    - dense: {out: "
+       "10}\n",
+       kImage,
+       "model.layers[1] (embedding_bag): must be the first layer: it reads "
+       "each sample's ids"},
       {"    - batch_norm: {momentum: 0}\n" + flat, kImage,
        "model.layers[0] (batch_norm).momentum: must be in (0, 1], not 0"},
       {"    - batch_norm: {eps: 2}\n" + flat, kImage,
@@ -260,8 +266,10 @@ TEST_CASE("a refusal points at the line of the layer's field",
                                                  "(max_pool2d).kernel")));
 }
 
-TEST_CASE("model.input is for typed layers only; typed layers are for mlp",
-          "[config][layers]") {
+TEST_CASE(
+    "model.input is for typed layers only; an embedding model's typed layers "
+    "start with its front",
+    "[config][layers]") {
   JobOptions o;
   o.model_extra = "  input: 784\n";
   CHECK_THAT(JobYamlError(JobYaml(o)),
@@ -270,8 +278,118 @@ TEST_CASE("model.input is for typed layers only; typed layers are for mlp",
   JobOptions bag;
   bag.model_type = "embedding_bag";
   bag.layers = "\n    - dense: {out: 10}\n";
+  bag.model_extra = kTable;
   CHECK_THAT(JobYamlError(JobYaml(bag)),
-             Catch::Contains("typed layers are for model.type mlp"));
+             Catch::Contains("a embedding_bag model's typed layers start with "
+                             "its sparse front: model.layers[0] must be "
+                             "embedding_bag"));
+}
+
+// A sparse front as model.layers[0]: the dense layers after it read its
+// width; the table and combiner come from the layer.
+TEST_CASE("embedding_bag and embedding_concat are the graph's sparse front",
+          "[config][layers]") {
+  JobOptions o;
+  o.model_type = "embedding_bag";
+  o.model_extra =
+      std::string(kTable) + "  features: {levels: 4, pairs: true}\n";
+  o.layers =
+      "\n    - embedding_bag: {table: pixels, combiner: sum}\n"
+      "    - dense: {out: 64}\n    - relu\n    - dense: {out: 10}\n";
+  absl::StatusOr<JobConfig> c = Load(JobYaml(o));
+  INFO(c.status().ToString());
+  REQUIRE(c.ok());
+  absl::StatusOr<LayerGraph> g = InferLayerGraph(c->model);
+  REQUIRE(g.ok());
+  REQUIRE(g->front.has_value());
+  CHECK(g->front->kind == LayerKind::kEmbeddingBag);
+  CHECK(g->front->table == 0);
+  CHECK(g->front->dim == 32);
+  CHECK_FALSE(g->front->mean);
+  CHECK(g->input.ToString() == "flat 32");
+  REQUIRE(g->layers.size() == 3);  // The dense layers only.
+  CHECK(DescribeGraph(*g) ==
+        "embedding_bag(table 0, dim 32, sum) flat 32 dense(64) relu "
+        "dense(10)");
+  // The same tensors, table and front as the shorthand's (combiner sum).
+  JobOptions shorthand = o;
+  shorthand.layers = "[32, 64, 10]";
+  shorthand.model_extra =
+      std::string(kTable) +
+      "  features: {levels: 4, pairs: true, combiner: sum}\n";
+  absl::StatusOr<JobConfig> s = Load(JobYaml(shorthand));
+  INFO(s.status().ToString());
+  REQUIRE(s.ok());
+  absl::StatusOr<LayerGraph> sg = InferLayerGraph(s->model);
+  REQUIRE(sg.ok());
+  REQUIRE(sg->front.has_value());
+  CHECK(sg->front->mean == g->front->mean);
+  CHECK(sg->front->dim == g->front->dim);
+  const ModelSpec a = BuildModelSpec(c->model), b = BuildModelSpec(s->model);
+  REQUIRE(a.tensors.size() == b.tensors.size());
+  for (size_t i = 0; i < a.tensors.size(); ++i) {
+    CHECK(a.tensors[i].name == b.tensors[i].name);
+    CHECK(a.tensors[i].shape == b.tensors[i].shape);
+  }
+  REQUIRE(a.tables.size() == 1);
+  CHECK(a.tables[0].name == "pixels");
+  CHECK(a.tables[0].rows == b.tables[0].rows);
+
+  // Refusals, each naming the layer and its field, or the section.
+  struct Case {
+    std::string type, layers, extra, expect;
+  };
+  const std::string dense = "    - dense: {out: 10}\n";
+  const Case cases[] = {
+      {"embedding_bag", "    - embedding_bag: {table: words}\n" + dense, kTable,
+       "model.layers[0] (embedding_bag).table: no table 'words' in "
+       "model.embeddings (it declares pixels)"},
+      {"embedding_bag",
+       "    - embedding_bag: {table: pixels, combiner: max}\n" + dense, kTable,
+       "model.layers[0] (embedding_bag).combiner: unknown combiner 'max' "
+       "(expected: mean or sum)"},
+      {"embedding_bag", "    - embedding_bag: {combiner: sum}\n" + dense,
+       kTable, "model.layers[0].embedding_bag.table: missing required field"},
+      {"embedding_bag", "    - embedding_bag: {table: pixels}\n", kTable,
+       "model.layers[0] (embedding_bag): needs dense layers after it"},
+      {"embedding_concat", "    - embedding_concat: {table: pixels}\n" + dense,
+       kTable, "model.layers[0].embedding_concat.fields: missing required"},
+      {"embedding_concat",
+       "    - embedding_concat: {table: pixels, fields: 0}\n" + dense, kTable,
+       "model.layers[0] (embedding_concat).fields: must be in [1, 1024], not "
+       "0"},
+      {"embedding_concat", "    - embedding_bag: {table: pixels}\n" + dense,
+       kTable,
+       "model.type: embedding_concat, but model.layers[0] is embedding_bag, "
+       "which makes the model embedding_bag"},
+      {"mlp", "    - embedding_bag: {table: pixels}\n" + dense, kTable,
+       "model.type: mlp, but model.layers[0] is embedding_bag"},
+      {"embedding_bag", "    - embedding_bag: {table: pixels}\n" + dense,
+       std::string(kTable) + "  input: 784\n",
+       "model.input: does not apply when model.layers[0] is embedding_bag"},
+      {"embedding_bag", "    - embedding_bag: {table: pixels}\n" + dense,
+       std::string(kTable) + "  features: {combiner: sum}\n",
+       "model.features.combiner: with typed layers the embedding_bag layer "
+       "says it"},
+      {"embedding_bag", "    - embedding_bag: {table: pixels}\n" + dense, "",
+       "model.embeddings: an embedding_bag model needs one table"},
+      {"embedding_bag",
+       "    - embedding_bag: {table: pixels, fields: 26}\n" + dense, kTable,
+       "model.layers[0].embedding_bag.fields: applies to data.format clicks "
+       "only"},
+      {"embedding_concat",
+       "    - embedding_concat: {table: pixels, fields: 26}\n" + dense, kTable,
+       "data.format: an embedding_concat model reads a click log's fields"},
+  };
+  for (const Case& k : cases) {
+    JobOptions j;
+    j.model_type = k.type;
+    j.layers = "\n" + k.layers;
+    j.model_extra = k.extra;
+    const std::string yaml = JobYaml(j);
+    INFO(yaml);
+    CHECK_THAT(JobYamlError(yaml), Catch::Contains(k.expect));
+  }
 }
 
 TEST_CASE("the shipped CNN jobs validate", "[config][layers]") {

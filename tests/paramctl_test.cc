@@ -48,7 +48,8 @@ TEST_CASE("validate names an embedding job's model and table", "[paramctl]") {
   std::string out;
   CHECK(RunCommand({kParamctl, "validate", "configs/fashion_mnist_hashed.yaml"},
                    &out) == 0);
-  CHECK(out.find("model embedding_bag 32-64-10") != std::string::npos);
+  CHECK(out.find("model embedding_bag embedding_bag(table 0, dim 32, mean) "
+                 "32-64-10") != std::string::npos);
   CHECK(out.find("table 'pixels': 1048576 rows x 32, adam") !=
         std::string::npos);
 }

@@ -33,6 +33,9 @@ struct JobOptions {
   std::string model_type = "mlp";
   // More keys of the model section (indented two spaces), e.g. embeddings.
   std::string model_extra;
+  // The data section's keys (indented two spaces); empty: Fashion-MNIST
+  // with train_limit and test_limit.
+  std::string data;
   int epochs = 2;
   int batch_size = 32;
   bool shuffle = true;

@@ -10,6 +10,7 @@
 
 #include "tests/in_process_client.h"
 #include "tests/test_files.h"
+#include "worker/data/dataset.h"
 #include "worker/model/model_factory.h"
 
 namespace paramd {

@@ -1,16 +1,19 @@
-// rows_bench: embedding tables at scale. Starts real paramd-server
-// processes and worker processes (this binary, --role worker) that train
-// an embedding_concat model — 26 categorical fields of a synthetic click
-// log (tools/rows/click_log.h), rows of a 2^32-row table concatenated into an
-// MLP with a logistic (2-way softmax) output — and prints rows pulled and
-// pushed per second, bytes per step, each worker's peak RSS, the servers'
-// rows, bytes per row against the ideal dim × 4 × (1 + slots), and the
-// final loss against the teacher's.
+// rows_bench: embedding tables at scale, trained by paramd-worker itself.
+// Writes a synthetic click log (tools/rows/click_log.h: 26 Zipf categorical
+// fields over 2^32 values, labels from a hidden logistic teacher) as
+// click-log files (data.format: clicks), starts real paramd-server and
+// paramd-worker processes on a job whose model is an embedding_concat
+// front — each field's row of a 2^32-row table, concatenated — into an MLP
+// with a 2-way softmax, and prints samples/s, rows pulled and pushed per
+// second and per step, each worker's peak RSS, the servers' rows and bytes
+// per row against the ideal dim × 4 × (1 + slots), and the epoch's loss
+// (progressive validation: each batch is scored before it is trained on)
+// and test accuracy against the teacher's.
 //
 //   bazel run -c opt //tools:rows_bench -- [--samples N] [--batch B]
 //       [--workers W] [--servers S] [--dim D] [--hidden H (0: logistic)]
 //       [--optimizer sgd|adagrad|adam] [--lr X] [--policy sync|async]
-//       [--zipf S] [--seed N]
+//       [--zipf S] [--seed N] [--fields F] [--keep_dir]
 //   bazel run -c opt //tools:rows_bench -- --index_bench N   (the row
 //       index: flat_hash_map against unordered_map)
 #include <malloc.h>
@@ -25,7 +28,6 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
 #include "common/base/binaries.h"
 #include "common/base/flags.h"
@@ -33,16 +35,16 @@
 #include "common/config/job_file.h"
 #include "common/rpc/credentials.h"
 #include "tools/bench/proc_status.h"
+#include "tools/bench/server_processes.h"
 #include "tools/ctl/status_client.h"
 #include "tools/ctl/supervisor.h"
 #include "tools/rows/click_log.h"
-#include "tools/rows/rows_bench_worker.h"
 
 namespace paramd {
 namespace {
 
 struct BenchOptions {
-  int64_t samples = 4000000;
+  int64_t samples = 2000000;
   int batch = 1024;
   int workers = 2;
   int servers = 2;
@@ -51,30 +53,40 @@ struct BenchOptions {
   std::string optimizer = "adagrad";
   std::string lr = "0.05";
   std::string policy = "sync";
+  bool keep_dir = false;
   ClickLogOptions log;
 };
 
-std::string JobYaml(const BenchOptions& o) {
+// The test samples: as many as a tenth of the training ones, drawn far
+// from them (the log is a pure function of the index).
+constexpr uint64_t kTestFirst = uint64_t{1} << 40;
+
+std::string JobYaml(const BenchOptions& o, const std::string& train,
+                    const std::string& test) {
   std::vector<std::string> servers(o.servers, "\"127.0.0.1:0\"");
-  const int width = o.log.fields * o.dim;
-  const std::string layers =
-      o.hidden > 0 ? absl::StrCat("[", width, ", ", o.hidden, ", 2]")
-                   : absl::StrCat("[", width, ", 2]");
+  const std::string head =
+      o.hidden > 0 ? absl::StrCat("    - dense: {out: ", o.hidden,
+                                  "}\n    - relu\n    - dense: {out: 2}\n")
+                   : "    - dense: {out: 2}\n";
   return absl::StrCat(
       "job:\n  id: click-log\n  seed: ", o.log.seed, "\ncluster:\n  servers: [",
       absl::StrJoin(servers, ", "), "]\n  workers: ", o.workers,
-      "\nmodel:\n  type: embedding_concat\n  layers: ", layers,
-      "\n  embeddings:\n    - name: clicks\n      rows: 4294967296\n"
+      "\nmodel:\n  layers:\n    - embedding_concat: {table: clicks, fields: ",
+      o.log.fields, "}\n", head,
+      "  embeddings:\n    - name: clicks\n      rows: 4294967296\n"
       "      dim: ",
       o.dim,
       "\n      init: normal\n      init_scale: 0.01\n"
       "      optimizer: {type: ",
       o.optimizer, ", learning_rate: ", o.lr,
-      "}\n  features:\n    fields: ", o.log.fields,
+      "}\ndata:\n  format: clicks\n  train_file: ", train,
+      "\n  test_file: ", test,
       "\ntraining:\n  epochs: 1\n  batch_size: ", o.batch,
-      "\noptimizer:\n  type: adam\n  learning_rate: 0.001\n"
+      "\n  shuffle: false\noptimizer:\n  type: adam\n  learning_rate: 0.001\n"
       "policy:\n  type: ",
-      o.policy, "\nliveness:\n  lease_seconds: 60\n  heartbeat_seconds: 1\n");
+      o.policy,
+      "\nliveness:\n  lease_seconds: 60\n  heartbeat_seconds: 1\n"
+      "worker:\n  threads: 1\n");
 }
 
 absl::StatusOr<BenchOptions> ParseOptions(const ParsedFlags& f) {
@@ -91,171 +103,74 @@ absl::StatusOr<BenchOptions> ParseOptions(const ParsedFlags& f) {
   o.optimizer = f.Get("optimizer", o.optimizer);
   o.lr = f.Get("lr", o.lr);
   o.policy = f.Get("policy", o.policy);
-  if (o.batch < 1 || o.workers < 1 || o.servers < 1 || o.samples < 1 ||
-      !(o.log.zipf > 1)) {
+  o.keep_dir = f.Has("keep_dir");
+  if (o.batch < 1 || o.workers < 1 || o.servers < 1 ||
+      o.samples < int64_t{o.batch} * o.workers || !(o.log.zipf > 1)) {
     return absl::InvalidArgumentError(
-        "--batch, --workers, --servers and --samples must be >= 1, --zipf "
-        "> 1");
+        "--batch, --workers and --servers must be >= 1, --samples at least a "
+        "batch per worker, --zipf > 1");
   }
   return o;
 }
 
-// Waits (polling the children) until every port file holds a port.
-absl::StatusOr<std::vector<std::string>> AwaitPorts(
-    Supervisor& supervisor, const std::vector<std::string>& files) {
-  const absl::Time deadline = absl::Now() + absl::Seconds(60);
-  std::vector<std::string> addresses(files.size());
-  while (absl::Now() < deadline) {
-    bool all = true;
-    for (size_t i = 0; i < files.size(); ++i) {
-      std::ifstream in(files[i]);
-      std::string port;
-      if (in >> port && !port.empty()) {
-        addresses[i] = "127.0.0.1:" + port;
-      } else {
-        all = false;
-      }
-    }
-    if (all) return addresses;
-    for (int exited : supervisor.Poll(absl::Milliseconds(50))) {
-      return absl::InternalError(absl::StrCat(
-          supervisor.child(exited).name, " ",
-          Supervisor::DescribeExit(supervisor.child(exited).wait_status)));
-    }
-  }
-  return absl::DeadlineExceededError("servers did not start within 60 s");
-}
-
-// The servers' side after a run: their tables' rows and bytes, their
-// processes' memory.
+// What the servers hold and served once the workers are done.
 struct ServerTotals {
-  uint64_t rows = 0;
-  uint64_t table_bytes = 0;
+  uint64_t rows = 0, table_bytes = 0, rows_pulled = 0, rows_pushed = 0;
   int64_t rss = 0;
+  bool have_epoch = false;
+  proto::EpochMetrics epoch;
 };
 
-// The workers' results summed (counts) or averaged (times and losses).
-struct WorkerTotals {
-  double seconds = 0, pull = 0, step = 0, first = 0, last = 0, teacher = 0;
-  int64_t steps = 0, pulled = 0, ids = 0, bytes_in = 0, bytes_out = 0;
-  int64_t peak = 0;
-};
-
-// Spawns one bench worker process per rank against `servers`.
-std::vector<int> SpawnWorkers(Supervisor& supervisor, const std::string& self,
-                              const std::string& job,
-                              const std::string& servers,
-                              const BenchOptions& o) {
-  std::vector<int> workers;
-  for (int r = 0; r < o.workers; ++r) {
-    const std::vector<std::string> argv = {self,
-                                           "--role",
-                                           "worker",
-                                           "--rank",
-                                           std::to_string(r),
-                                           "--server_list",
-                                           servers,
-                                           "--job",
-                                           job,
-                                           "--samples",
-                                           std::to_string(o.samples),
-                                           "--batch",
-                                           std::to_string(o.batch),
-                                           "--zipf",
-                                           absl::StrCat(o.log.zipf),
-                                           "--seed",
-                                           std::to_string(o.log.seed),
-                                           "--fields",
-                                           std::to_string(o.log.fields)};
-    workers.push_back(*supervisor.Spawn(absl::StrCat("worker ", r), argv));
-  }
-  return workers;
-}
-
-// Waits for every worker and reads its result line.
-absl::StatusOr<std::vector<RowsWorkerResult>> AwaitWorkers(
-    Supervisor& supervisor, const std::vector<int>& workers) {
-  int running = static_cast<int>(workers.size());
-  while (running > 0) {
-    for (int i : supervisor.Poll(absl::Seconds(1))) {
-      for (int w : workers) running -= w == i ? 1 : 0;
-    }
-  }
-  std::vector<RowsWorkerResult> results;
-  for (int w : workers) {
-    const ChildInfo& c = supervisor.child(w);
-    absl::StatusOr<RowsWorkerResult> r =
-        c.wait_status == 0
-            ? RowsWorkerResult::FromJson(c.last_line)
-            : absl::InternalError(Supervisor::DescribeExit(c.wait_status));
-    if (!r.ok()) {
-      return absl::Status(r.status().code(),
-                          absl::StrCat(c.name, ": ", r.status().message()));
-    }
-    results.push_back(*r);
-  }
-  return results;
-}
-
-ServerTotals QueryServers(const Supervisor& supervisor,
-                          const std::vector<std::string>& addresses) {
+ServerTotals QueryServers(ServerProcesses& servers) {
   ServerTotals t;
-  for (size_t k = 0; k < addresses.size(); ++k) {
-    absl::StatusOr<proto::ShardStatus> st =
-        QueryShardStatus(addresses[k], JobSecurity(), absl::Seconds(10));
-    if (st.ok() && st->tables_size() == 1) {
+  for (size_t k = 0; k < servers.addresses().size(); ++k) {
+    absl::StatusOr<proto::ShardStatus> st = QueryShardStatus(
+        servers.addresses()[k], JobSecurity(), absl::Seconds(10));
+    if (!st.ok()) continue;
+    if (st->tables_size() == 1) {
       t.rows += st->tables(0).rows();
       t.table_bytes += st->tables(0).bytes();
+      t.rows_pulled += st->tables(0).rows_pulled();
+      t.rows_pushed += st->tables(0).rows_pushed();
     }
-    t.rss += RssBytes(supervisor.child(static_cast<int>(k)).pid);
+    if (k == 0 && st->epochs_size() > 0) {
+      t.have_epoch = true;
+      t.epoch = st->epochs(st->epochs_size() - 1);
+    }
+    t.rss += RssBytes(servers.pid(static_cast<int>(k)));
   }
   return t;
 }
 
-WorkerTotals SumWorkers(const std::vector<RowsWorkerResult>& results) {
-  WorkerTotals t;
-  const double n = static_cast<double>(results.size());
-  for (const RowsWorkerResult& r : results) {
-    t.seconds = std::max(t.seconds, r.seconds);
-    t.pull += r.pull_seconds / n;
-    t.step += r.step_seconds / n;
-    t.steps += r.steps;
-    t.pulled += r.rows_pulled;
-    t.ids += r.ids;
-    t.bytes_in += r.bytes_pulled;
-    t.bytes_out += r.bytes_pushed;
-    t.peak = std::max(t.peak, r.peak_rss_bytes);
-    t.first += r.first_loss / n;
-    t.last += r.final_loss / n;
-    t.teacher += r.teacher_loss / n;
-  }
-  return t;
-}
-
-void PrintReport(const BenchOptions& o, const WorkerTotals& w,
-                 const ServerTotals& s) {
+void PrintReport(const BenchOptions& o, const ClickLogFigures& train,
+                 const ClickLogFigures& test, double seconds,
+                 int64_t worker_peak, const ServerTotals& s) {
   const int slots = o.optimizer == "adam"      ? 2
                     : o.optimizer == "adagrad" ? 1
                                                : 0;
   const double ideal = o.dim * 4.0 * (1 + slots);
-  const double steps = static_cast<double>(w.steps);
-  const double per_worker = steps / o.workers;
-  std::printf("steps: %lld (%lld per worker) in %.1f s; %.0f samples/s\n",
-              static_cast<long long>(w.steps),
-              static_cast<long long>(w.steps / o.workers), w.seconds,
-              steps * o.batch / w.seconds);
+  const int64_t per_worker = o.samples / o.workers;
+  const int64_t steps =
+      o.workers * ((per_worker + o.batch - 1) / o.batch);  // Every rank's.
+  const double samples_per_s =
+      s.have_epoch ? s.epoch.samples_per_second() : o.samples / seconds;
   std::printf(
-      "rows pulled: %.0f/s (%.0f distinct per step of %lld ids); "
-      "rows pushed: the same\n",
-      w.pulled / w.seconds, w.pulled / steps,
-      static_cast<long long>(w.ids / w.steps));
+      "training: %lld samples in %lld worker steps, %.1f s wall (paramd-worker "
+      "processes, start-up and the file's check included); %.0f samples/s "
+      "(the epoch's, from its slowest worker)\n",
+      static_cast<long long>(o.samples), static_cast<long long>(steps), seconds,
+      samples_per_s);
+  const double step_s = o.batch / samples_per_s * o.workers;
+  std::printf(
+      "rows pulled: %.0f per step (distinct, of %d ids; the test pass's "
+      "pulls included), %.0f/s; rows pushed: %.0f per step\n",
+      static_cast<double>(s.rows_pulled) / steps, o.batch * o.log.fields,
+      s.rows_pulled / (steps * step_s / o.workers),
+      static_cast<double>(s.rows_pushed) / steps);
   std::printf("bytes per worker step: %.0f pulled, %.0f pushed (rows only)\n",
-              w.bytes_in / steps, w.bytes_out / steps);
-  std::printf(
-      "per step: %.1f ms in PullRows, %.1f ms in PushPull (worker "
-      "mean)\n",
-      1e3 * w.pull / per_worker, 1e3 * w.step / per_worker);
-  std::printf("worker peak RSS: %.1f MB (largest of %d)\n", w.peak / 1e6,
+              static_cast<double>(s.rows_pulled) / steps * o.dim * 4,
+              static_cast<double>(s.rows_pushed) / steps * (8 + o.dim * 4));
+  std::printf("worker peak RSS: %.1f MB (largest of %d)\n", worker_peak / 1e6,
               o.workers);
   std::printf(
       "servers: %llu distinct rows held; table memory %.1f MB = %.1f "
@@ -265,61 +180,107 @@ void PrintReport(const BenchOptions& o, const WorkerTotals& w,
       s.rows > 0 ? static_cast<double>(s.table_bytes) / s.rows : 0.0, slots,
       ideal, s.rss / 1e6,
       s.rows > 0 ? static_cast<double>(s.rss) / s.rows : 0.0);
-  std::printf(
-      "log loss: first tenth %.4f, last tenth %.4f; the teacher's "
-      "on the last tenth %.4f (gap %.4f)\n",
-      w.first, w.last, w.teacher, w.last - w.teacher);
+  if (s.have_epoch) {
+    std::printf(
+        "log loss (progressive, the whole pass): %.4f; the teacher's %.4f "
+        "(gap %.4f)\ntest accuracy: %.4f; the teacher's %.4f; always \"no "
+        "click\" %.4f\n",
+        s.epoch.train_loss(), train.teacher_loss,
+        s.epoch.train_loss() - train.teacher_loss, s.epoch.test_accuracy(),
+        test.teacher_accuracy, 1 - test.clicks);
+  } else {
+    std::printf("no epoch report on shard 0\n");
+  }
 }
 
-int Driver(const std::string& self, const BenchOptions& o) {
+int Driver(const BenchOptions& o) {
   char dir_template[] = "/tmp/paramd-rows-bench-XXXXXX";
-  const char* dir = mkdtemp(dir_template);
-  if (dir == nullptr) {
+  const char* made = mkdtemp(dir_template);
+  if (made == nullptr) {
     std::perror("mkdtemp");
     return 1;
   }
-  const std::string job = absl::StrCat(dir, "/click_log.yaml");
-  std::ofstream(job) << JobYaml(o);
+  const std::string dir = made;
+  const std::string train = dir + "/train.tsv", test = dir + "/test.tsv";
+  const ClickLog log(o.log);
+  const absl::Time write_start = absl::Now();
+  absl::StatusOr<ClickLogFigures> train_figures =
+      WriteClickLogFile(log, 0, o.samples, train);
+  absl::StatusOr<ClickLogFigures> test_figures = WriteClickLogFile(
+      log, kTestFirst, std::max<int64_t>(o.samples / 10, 1), test);
+  if (!train_figures.ok() || !test_figures.ok()) {
+    std::fprintf(
+        stderr, "%s\n",
+        (train_figures.ok() ? test_figures.status() : train_figures.status())
+            .ToString()
+            .c_str());
+    return 1;
+  }
+  const std::string job = dir + "/click_log.yaml";
+  std::ofstream(job) << JobYaml(o, train, test);
   absl::StatusOr<JobConfig> config = LoadJobConfig(job);
   if (!config.ok()) {
     std::fprintf(stderr, "%s\n", config.status().ToString().c_str());
     return 1;
   }
-  Supervisor supervisor;
-  std::vector<std::string> port_files;
-  const std::string server_binary = FindBinary("paramd-server", "server");
-  for (int k = 0; k < o.servers; ++k) {
-    port_files.push_back(absl::StrCat(dir, "/port", k));
-    (void)supervisor.Spawn(
-        absl::StrCat("server ", k),
-        {server_binary, "--job", job, "--shard", std::to_string(k), "--listen",
-         "127.0.0.1:0", "--port_file", port_files.back(), "--log_level",
-         "warning", "--launch", "rows-bench"});
-  }
-  absl::StatusOr<std::vector<std::string>> addresses =
-      AwaitPorts(supervisor, port_files);
-  if (!addresses.ok()) {
-    std::fprintf(stderr, "%s\n", addresses.status().ToString().c_str());
-    return 1;
-  }
   std::printf(
-      "rows_bench: %lld samples of %d fields (Zipf %.2f over 2^32), batch "
-      "%d, %d worker(s) x %d server(s), dim %d, %s lr %s, %s\n",
-      static_cast<long long>(o.samples), o.log.fields, o.log.zipf, o.batch,
+      "rows_bench: %lld samples of %d fields (Zipf %.2f over 2^32; %.1f%% "
+      "clicks), written in %.1f s to %s; batch %d, %d worker(s) x %d "
+      "server(s), dim %d, %s lr %s, %s\n",
+      static_cast<long long>(o.samples), o.log.fields, o.log.zipf,
+      100 * train_figures->clicks,
+      absl::ToDoubleSeconds(absl::Now() - write_start), dir.c_str(), o.batch,
       o.workers, o.servers, o.dim, o.optimizer.c_str(), o.lr.c_str(),
       o.policy.c_str());
   std::fflush(stdout);
-  absl::StatusOr<std::vector<RowsWorkerResult>> results = AwaitWorkers(
-      supervisor,
-      SpawnWorkers(supervisor, self, job, absl::StrJoin(*addresses, ","), o));
-  if (!results.ok()) {
-    std::fprintf(stderr, "%s\n", results.status().ToString().c_str());
-    supervisor.StopAll(absl::Seconds(5));
+  absl::StatusOr<std::unique_ptr<ServerProcesses>> servers =
+      ServerProcesses::Start(FindBinary("paramd-server", "server"), job,
+                             o.servers, dir, "rows");
+  if (!servers.ok()) {
+    std::fprintf(stderr, "%s\n", servers.status().ToString().c_str());
     return 1;
   }
-  const ServerTotals servers = QueryServers(supervisor, *addresses);
-  supervisor.StopAll(absl::Seconds(10));
-  PrintReport(o, SumWorkers(*results), servers);
+  Supervisor& supervisor = (*servers)->supervisor();
+  const std::string worker_binary = FindBinary("paramd-worker", "worker");
+  const absl::Time start = absl::Now();
+  std::vector<int> workers;
+  for (int r = 0; r < o.workers; ++r) {
+    absl::StatusOr<int> w = supervisor.Spawn(
+        absl::StrCat("worker ", r),
+        {worker_binary, "--job", job, "--rank", std::to_string(r), "--servers",
+         absl::StrJoin((*servers)->addresses(), ","), "--log_level",
+         "warning"});
+    if (!w.ok()) {
+      std::fprintf(stderr, "%s\n", w.status().ToString().c_str());
+      return 1;
+    }
+    workers.push_back(*w);
+  }
+  int running = o.workers;
+  while (running > 0) {
+    for (int i : supervisor.Poll(absl::Seconds(1))) {
+      const ChildInfo& c = supervisor.child(i);
+      bool is_worker = false;
+      for (int w : workers) is_worker = is_worker || w == i;
+      if (is_worker) --running;
+      if (c.wait_status != 0) {
+        std::fprintf(stderr, "%s %s\n", c.name.c_str(),
+                     Supervisor::DescribeExit(c.wait_status).c_str());
+        return 1;
+      }
+    }
+  }
+  const double seconds = absl::ToDoubleSeconds(absl::Now() - start);
+  int64_t worker_peak = 0;
+  for (int w : workers) {
+    worker_peak = std::max(worker_peak, supervisor.child(w).peak_rss_bytes);
+  }
+  const ServerTotals totals = QueryServers(**servers);
+  servers->reset();
+  PrintReport(o, *train_figures, *test_figures, seconds, worker_peak, totals);
+  if (!o.keep_dir) {
+    for (const std::string& f : {train, test, job}) std::remove(f.c_str());
+  }
   return 0;
 }
 
@@ -376,33 +337,12 @@ int IndexBench(int64_t n) {
   return 0;
 }
 
-int Worker(const ParsedFlags& f, const BenchOptions& o) {
-  absl::StatusOr<JobConfig> config = LoadJobConfig(f.Get("job", ""));
-  if (!config.ok()) {
-    std::fprintf(stderr, "%s\n", config.status().ToString().c_str());
-    return 1;
-  }
-  RowsWorkerOptions w;
-  w.rank = std::stoi(f.Get("rank", "0"));
-  w.samples = o.samples;
-  w.batch = o.batch;
-  absl::StatusOr<RowsWorkerResult> r = RunRowsWorker(
-      *config, absl::StrSplit(f.Get("server_list", ""), ','), o.log, w);
-  if (!r.ok()) {
-    std::fprintf(stderr, "%s\n", r.status().ToString().c_str());
-    return 1;
-  }
-  std::printf("%s\n", r->ToJson().c_str());
-  return 0;
-}
-
 int Main(int argc, char** argv) {
-  absl::StatusOr<ParsedFlags> flags =
-      ParseFlags(argc, argv,
-                 {"samples", "batch", "workers", "servers", "dim", "hidden",
-                  "fields", "optimizer", "lr", "policy", "zipf", "seed", "role",
-                  "rank", "server_list", "job", "index_bench"},
-                 {});
+  absl::StatusOr<ParsedFlags> flags = ParseFlags(
+      argc, argv,
+      {"samples", "batch", "workers", "servers", "dim", "hidden", "fields",
+       "optimizer", "lr", "policy", "zipf", "seed", "index_bench"},
+      {"keep_dir"});
   if (!flags.ok()) {
     std::fprintf(stderr, "%s\n", flags.status().ToString().c_str());
     return 2;
@@ -412,15 +352,10 @@ int Main(int argc, char** argv) {
     std::fprintf(stderr, "%s\n", o.status().ToString().c_str());
     return 2;
   }
-  if (flags->Get("role", "driver") == "worker") return Worker(*flags, *o);
   if (flags->Has("index_bench")) {
     return IndexBench(std::stoll(flags->Get("index_bench", "10000000")));
   }
-  char self[4096];
-  const ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
-  if (n <= 0) return 1;
-  self[n] = '\0';
-  return Driver(self, *o);
+  return Driver(*o);
 }
 
 }  // namespace

@@ -23,14 +23,8 @@ absl::StatusOr<std::unique_ptr<Trainer>> Trainer::Create(
   ASSIGN_OR_RETURN(
       PartitionPlan plan,
       PartitionPlan::Build(spec, config.chunk_bytes, config.num_shards()));
-  ASSIGN_OR_RETURN(
-      Dataset train,
-      LoadDataset(config.data.train_images, config.data.train_labels,
-                  config.data.train_limit, rank, config.num_workers));
-  ASSIGN_OR_RETURN(
-      Dataset test,
-      LoadDataset(config.data.test_images, config.data.test_labels,
-                  config.data.test_limit, rank, config.num_workers));
+  ASSIGN_OR_RETURN(std::unique_ptr<TrainingData> data,
+                   TrainingData::Load(config, rank));
   absl::StatusOr<LayerGraph> graph = InferLayerGraph(config.model);
   if (!graph.ok()) {
     return absl::InvalidArgumentError(
@@ -38,36 +32,38 @@ absl::StatusOr<std::unique_ptr<Trainer>> Trainer::Create(
   }
   const int64_t inputs = graph->input.size();
   const int classes = graph->classes();
-  const bool bag = config.model.type == ModelType::kEmbeddingBag;
   const char* field = graph->dense_stack ? "model.layers" : "model.input";
-  for (const Dataset* d : {&train, &test}) {
-    if (!bag && d->dim != inputs) {
+  // A sparse front takes the data's ids (or an image's features); without
+  // one, the data's images are the input as they are.
+  if (!graph->front.has_value()) {
+    if (data->values_per_sample() != inputs) {
       return absl::InvalidArgumentError(absl::StrCat(
           config.path, ": ", field, ": the input is ", graph->input.ToString(),
-          " (", inputs, " values) but the data has ", d->dim,
+          " (", inputs, " values) but the data has ", data->values_per_sample(),
           " pixels per image"));
     }
-    if (!bag && graph->input.image &&
-        (d->height != graph->input.h || d->width != graph->input.w ||
+    if (graph->input.image &&
+        (data->height() != graph->input.h || data->width() != graph->input.w ||
          graph->input.c != 1)) {
       return absl::InvalidArgumentError(absl::StrCat(
           config.path, ": model.input: ", graph->input.ToString(),
-          " but the data's images are 1×", d->height, "×", d->width));
+          " but the data's images are 1×", data->height(), "×", data->width()));
     }
-    if (d->num_classes > classes) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          config.path, ": model.layers: ", classes,
-          " outputs but the data has ", d->num_classes, " classes"));
-    }
+  }
+  if (data->num_classes() > classes) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        config.path, ": model.layers: ", classes, " outputs but the data has ",
+        data->num_classes(), " classes"));
   }
   return std::unique_ptr<Trainer>(new Trainer(
       config, rank, std::move(options), std::move(make_client), std::move(spec),
-      std::move(plan), std::move(train), std::move(test)));
+      std::move(plan), std::move(data), std::move(graph->front)));
 }
 
 Trainer::Trainer(const JobConfig& config, int rank, TrainerOptions options,
                  ParameterClientFactory make_client, ModelSpec spec,
-                 PartitionPlan plan, Dataset train, Dataset test)
+                 PartitionPlan plan, std::unique_ptr<TrainingData> data,
+                 std::optional<SparseFront> front)
     : config_(config),
       rank_(rank),
       options_(std::move(options)),
@@ -75,9 +71,9 @@ Trainer::Trainer(const JobConfig& config, int rank, TrainerOptions options,
       spec_(std::move(spec)),
       plan_(std::move(plan)),
       layout_(spec_),
-      train_(std::move(train)),
-      test_(std::move(test)),
+      data_(std::move(data)),
       trace_(config, rank, plan_.num_shards()) {
+  if (front.has_value()) front_.emplace(*front);
   params_.resize(layout_.total);
 }
 
@@ -91,17 +87,19 @@ absl::Status Trainer::PullAt(uint64_t clock) {
 }
 
 absl::Status Trainer::Run() {
-  ASSIGN_OR_RETURN(DataPartition part,
-                   DataPartition::Create(&train_, rank_, config_.num_workers,
-                                         config_.training.batch_size));
-  data_part_ = std::make_unique<DataPartition>(std::move(part));
   ASSIGN_OR_RETURN(std::unique_ptr<Model> model,
-                   MakeModel(config_, std::max(data_part_->max_batch(), 1024)));
+                   MakeModel(config_, std::max(data_->max_batch(), 1024)));
   model_ = std::move(model);
-  if (config_.model.type == ModelType::kEmbeddingBag) {
-    ASSIGN_OR_RETURN(EmbeddingBag bag,
-                     EmbeddingBag::Create(config_.model, train_.dim));
-    bag_.emplace(std::move(bag));
+  if (front_.has_value()) {
+    if (!data_->ids()) {
+      // An image's ids are its hashed features.
+      ASSIGN_OR_RETURN(
+          ImageFeatures features,
+          ImageFeatures::Create(config_.model.features,
+                                config_.model.embeddings[front_->table()].rows,
+                                data_->values_per_sample()));
+      features_.emplace(std::move(features));
+    }
     RETURN_IF_ERROR(model_->EnableInputGradient());
   }
   ClientSetup setup{&config_, &plan_, &layout_, rank_};
@@ -130,12 +128,10 @@ absl::StatusOr<uint64_t> Trainer::Join() {
 
 absl::Status Trainer::Train() {
   ASSIGN_OR_RETURN(uint64_t clock, Join());
-  const int64_t steps = data_part_->steps_per_epoch();
+  const int64_t steps = data_->steps_per_epoch();
   const uint64_t total = static_cast<uint64_t>(steps) * config_.training.epochs;
   LogStart(clock);
   Batch batch;
-  batch.x.resize(static_cast<size_t>(data_part_->max_batch()) * train_.dim);
-  batch.y.resize(data_part_->max_batch());
   EpochState epoch;
   int64_t done_steps = 0;
   while (true) {
@@ -144,8 +140,7 @@ absl::Status Trainer::Train() {
       if (epoch.epoch != static_cast<int>(clock / steps)) {
         epoch =
             EpochState{static_cast<int>(clock / steps), options_.clock->Now()};
-        data_part_->StartEpoch(config_.seed, epoch.epoch,
-                               config_.training.shuffle);
+        data_->StartEpoch(config_.seed, epoch.epoch, config_.training.shuffle);
       }
       bool stepped = false;
       RETURN_IF_ERROR(Step(&clock, &batch, &epoch, &stepped));
@@ -176,7 +171,7 @@ void Trainer::SkipAhead(uint64_t version, uint64_t* clock) const {
   // runs ahead of the rank's clock.
   if (config_.policy.backup_workers == 0 || version <= *clock) return;
   // Not past the epoch's end: the epoch is still reported and evaluated.
-  const uint64_t steps = static_cast<uint64_t>(data_part_->steps_per_epoch());
+  const uint64_t steps = static_cast<uint64_t>(data_->steps_per_epoch());
   const uint64_t epoch_end = (*clock + steps - 1) / steps * steps;
   const uint64_t to = std::min(version, epoch_end);
   if (to <= *clock) return;
@@ -205,8 +200,9 @@ void Trainer::LogStart(uint64_t clock) const {
   spdlog::info(
       "rank {}: {} training samples, {} steps per epoch of batch {}, {} test "
       "samples; compute on {}; starting at clock {}{}",
-      rank_, data_part_->size(), data_part_->steps_per_epoch(),
-      config_.training.batch_size, test_.size, model_->Describe(), clock,
+      rank_, data_->train_size(), data_->steps_per_epoch(),
+      config_.training.batch_size, data_->test_size(), model_->Describe(),
+      clock,
       IsSlow() ? absl::StrCat("; slowed by ", config_.testing.slow_step_ms,
                               " ms per step (testing.slow_rank)")
                : "");
@@ -225,39 +221,42 @@ absl::Status Trainer::Step(uint64_t* clock, Batch* batch, EpochState* epoch,
     return s;
   }
   const absl::Time data_begin = now();
-  const int64_t step =
-      static_cast<int64_t>(*clock % data_part_->steps_per_epoch());
-  const int n = data_part_->Batch(step, batch->x.data(), batch->y.data());
+  const int64_t step = static_cast<int64_t>(*clock % data_->steps_per_epoch());
+  ASSIGN_OR_RETURN(const int n, data_->TrainBatch(step, &batch->samples));
   // Dropout's masks and the batch's augmentation are a function of (seed,
   // rank, clock): a retried or restored step computes the same gradient.
   const uint64_t step_seed =
       Mix(config_.seed ^ Mix((static_cast<uint64_t>(rank_) << 40) ^ *clock));
-  AugmentBatch(config_.data.augment, step_seed, n, /*channels=*/1,
-               train_.height, train_.width, batch->x.data(),
-               &batch->augment_scratch);
-  const float* input = batch->x.data();
-  if (bag_.has_value()) {
-    absl::StatusOr<const float*> h = BagInput(*clock, input, n);
+  const float* input = batch->samples.x.data();
+  if (!data_->ids()) {
+    AugmentBatch(config_.data.augment, step_seed, n, /*channels=*/1,
+                 data_->height(), data_->width(), batch->samples.x.data(),
+                 &batch->augment_scratch);
+  }
+  if (front_.has_value()) {
+    absl::StatusOr<const float*> h = FrontInput(*clock, batch->samples, n);
     if (absl::IsAborted(h.status())) return Rejoin(h.status(), clock);
     RETURN_IF_ERROR(h.status());
     input = *h;
   }
+  const int32_t* labels = batch->samples.y.data();
   model_->SetStepSeed(step_seed);
   // Computed straight into the buffer the push sends from.
   const absl::Span<float> grads = client_->GradientBuffer();
   if (config_.worker.overlap) {
-    return OverlappedStep(clock, input, batch->y.data(), n, grads, epoch,
-                          stepped, {traced, began, data_begin});
+    return OverlappedStep(clock, input, labels, n, grads, epoch, stepped,
+                          {traced, began, data_begin});
   }
   const absl::Time compute_begin = now();
   model_->TimeForward(traced);
-  ASSIGN_OR_RETURN(double loss, model_->ComputeGradients(
-                                    params_, input, batch->y.data(), n, grads));
-  if (bag_.has_value()) {
+  ASSIGN_OR_RETURN(double loss,
+                   model_->ComputeGradients(params_, input, labels, n, grads));
+  if (front_.has_value()) {
     // The rows' gradients ride with this step's push.
-    row_grads_.resize(bag_->unique_ids().size() * bag_->dim());
-    bag_->Backward(model_->InputGradient().data(), absl::MakeSpan(row_grads_));
-    client_->SetRowGradients(0, bag_->unique_ids(), row_grads_);
+    row_grads_.resize(front_->unique_ids().size() * front_->dim());
+    front_->Backward(model_->InputGradient().data(),
+                     absl::MakeSpan(row_grads_));
+    client_->SetRowGradients(front_->table(), front_->unique_ids(), row_grads_);
   }
   if (IsSlow()) {
     SlowDown();
@@ -388,15 +387,16 @@ absl::Status Trainer::EndEpoch(const EpochState& state, double seconds,
   report.train_samples = static_cast<uint64_t>(state.samples);
   report.train_seconds = seconds;
   report.test_correct = static_cast<uint64_t>(correct);
-  report.test_total = static_cast<uint64_t>(test_.size);
+  const int64_t test_size = data_->test_size();
+  report.test_total = static_cast<uint64_t>(test_size);
   const double accuracy =
-      test_.size == 0 ? 0.0 : static_cast<double>(correct) / test_.size;
+      test_size == 0 ? 0.0 : static_cast<double>(correct) / test_size;
   spdlog::info(
       "rank {}: epoch {}/{}: train loss {:.4f}, test accuracy {:.4f} on this "
       "rank's {} samples, {:.0f} samples/s",
       rank_, report.epoch, config_.training.epochs,
       state.samples > 0 ? state.loss_sum / state.samples : 0.0, accuracy,
-      test_.size, seconds > 0 ? state.samples / seconds : 0.0);
+      test_size, seconds > 0 ? state.samples / seconds : 0.0);
   absl::Status s = client_->ReportEpoch(report);
   if (!absl::IsAborted(s)) return s;
   // Shard 0 restarted and no longer knows the rank: register again (the
@@ -405,36 +405,42 @@ absl::Status Trainer::EndEpoch(const EpochState& state, double seconds,
   return client_->ReportEpoch(report);
 }
 
-absl::StatusOr<const float*> Trainer::BagInput(uint64_t clock, const float* x,
-                                               int n) {
-  bag_->Featurize(x, n);
-  RETURN_IF_ERROR(
-      client_->PullRows(clock, 0, bag_->unique_ids(), bag_->rows()));
-  bag_out_.resize(static_cast<size_t>(n) * bag_->dim());
-  bag_->Forward(bag_out_.data());
-  return bag_out_.data();
+absl::StatusOr<const float*> Trainer::FrontInput(uint64_t clock,
+                                                 const SampleBatch& samples,
+                                                 int n) {
+  if (features_.has_value()) {
+    features_->Featurize(samples.x.data(), n, &image_ids_);
+    RETURN_IF_ERROR(front_->SetIds(
+        absl::MakeConstSpan(image_ids_)
+            .subspan(0, static_cast<size_t>(n) * features_->ids_per_sample()),
+        n, features_->ids_per_sample()));
+  } else {
+    const int k = static_cast<int>(data_->values_per_sample());
+    RETURN_IF_ERROR(front_->SetIds(
+        absl::MakeConstSpan(samples.ids).subspan(0, static_cast<size_t>(n) * k),
+        n, k));
+  }
+  RETURN_IF_ERROR(client_->PullRows(clock, front_->table(),
+                                    front_->unique_ids(), front_->rows()));
+  front_out_.resize(static_cast<size_t>(n) * front_->width());
+  front_->Forward(front_out_.data());
+  return front_out_.data();
 }
 
 absl::StatusOr<int64_t> Trainer::CountTestCorrect(uint64_t clock) {
   // Batches of 1024 (the CPU backend's own evaluation batch for the MLP),
   // or of the training batch's size where each batch pulls its rows.
-  const int64_t total = test_.size;
-  const int batch =
-      bag_.has_value() ? std::max(1, data_part_->max_batch()) : 1024;
-  eval_x_.resize(static_cast<size_t>(batch) * test_.dim);
-  eval_y_.resize(batch);
-  std::vector<int64_t> idx(batch);
+  const int64_t total = data_->test_size();
+  const int batch = front_.has_value() ? std::max(1, data_->max_batch()) : 1024;
   int64_t correct = 0;
   for (int64_t begin = 0; begin < total; begin += batch) {
-    const int n = static_cast<int>(std::min<int64_t>(batch, total - begin));
-    for (int i = 0; i < n; ++i) idx[i] = begin + i;
-    test_.Gather(idx.data(), n, eval_x_.data(), eval_y_.data());
-    const float* x = eval_x_.data();
-    if (bag_.has_value()) {
-      ASSIGN_OR_RETURN(x, BagInput(clock, x, n));
+    ASSIGN_OR_RETURN(const int n, data_->TestBatch(begin, batch, &eval_));
+    const float* x = eval_.x.data();
+    if (front_.has_value()) {
+      ASSIGN_OR_RETURN(x, FrontInput(clock, eval_, n));
     }
     ASSIGN_OR_RETURN(int64_t c,
-                     model_->CountCorrect(params_, x, eval_y_.data(), n));
+                     model_->CountCorrect(params_, x, eval_.y.data(), n));
     correct += c;
   }
   return correct;

@@ -23,11 +23,13 @@
 #include "absl/time/time.h"
 #include "common/base/clock.h"
 #include "common/config/job_config.h"
+#include "common/config/layer_shapes.h"
 #include "common/model/model_spec.h"
 #include "common/model/partitioner.h"
-#include "worker/data/dataset.h"
+#include "worker/data/training_data.h"
 #include "worker/heartbeats.h"
-#include "worker/model/embedding_bag.h"
+#include "worker/model/embedding_front.h"
+#include "worker/model/image_features.h"
 #include "worker/model/model.h"
 #include "worker/parameter_client.h"
 #include "worker/worker_timeline.h"
@@ -62,19 +64,19 @@ class Trainer {
  private:
   Trainer(const JobConfig& config, int rank, TrainerOptions options,
           ParameterClientFactory make_client, ModelSpec spec,
-          PartitionPlan plan, Dataset train, Dataset test);
+          PartitionPlan plan, std::unique_ptr<TrainingData> data,
+          std::optional<SparseFront> front);
 
   // The running epoch's figures.
   struct EpochState {
-    int epoch = -1;  // The epoch whose order data_part_ holds.
+    int epoch = -1;  // The epoch whose order data_ holds.
     absl::Time start;
     double loss_sum = 0;
     int64_t samples = 0;
   };
   // Batch buffers.
   struct Batch {
-    std::vector<float> x;
-    std::vector<int32_t> y;
+    SampleBatch samples;
     std::vector<float> augment_scratch;  // One image (data.augment).
   };
 
@@ -114,9 +116,11 @@ class Trainer {
   // `*clock` moves when the rank had to register again.
   absl::Status EndEpoch(const EpochState& state, double seconds,
                         uint64_t* clock);
-  // embedding_bag models: the batch x [n × pixels] as the MLP's input
-  // (h_), its rows pulled for a worker at `clock`.
-  absl::StatusOr<const float*> BagInput(uint64_t clock, const float* x, int n);
+  // Models with a sparse front: the batch's ids (the data's, or its
+  // images' features) as the dense layers' input (front_out_), their rows
+  // pulled for a worker at `clock`.
+  absl::StatusOr<const float*> FrontInput(uint64_t clock,
+                                          const SampleBatch& samples, int n);
   // Correct predictions on this rank's test share at `clock`.
   absl::StatusOr<int64_t> CountTestCorrect(uint64_t clock);
   // After `why` (ABORTED: a shard no longer counts the rank), registers
@@ -136,22 +140,21 @@ class Trainer {
   const PartitionPlan plan_;
   const FlatLayout layout_;
   // This rank's shares of the training and the test split (samples i with
-  // i % workers == rank), as bytes.
-  const Dataset train_;
-  const Dataset test_;
-  std::unique_ptr<DataPartition> data_part_;
+  // i % workers == rank): images as bytes, or click logs streamed.
+  const std::unique_ptr<TrainingData> data_;
   std::unique_ptr<Model> model_;
   std::unique_ptr<ParameterClient> client_;
-  // A batch of the test share as floats, converted per evaluation batch
-  // (the share itself stays bytes, test_).
-  std::vector<float> eval_x_;
-  std::vector<int32_t> eval_y_;
+  // A batch of the test share, converted per evaluation batch.
+  SampleBatch eval_;
 
   std::vector<float> params_;
   int64_t pulled_clock_ = -1;  // Clock whose parameters params_ holds.
-  // embedding_bag models: the sparse front, its output and row gradients.
-  std::optional<EmbeddingBag> bag_;
-  std::vector<float> bag_out_;
+  // Models with a sparse front: it, with images the features that give
+  // their ids, its output and its rows' gradients.
+  std::optional<EmbeddingFront> front_;
+  std::optional<ImageFeatures> features_;
+  std::vector<uint64_t> image_ids_;
+  std::vector<float> front_out_;
   std::vector<float> row_grads_;
   // worker.overlap: the last step's exchange, still bringing the next
   // clock's parameters into params_ (after it is destroyed before client_);

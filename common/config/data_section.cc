@@ -2,6 +2,7 @@
 
 #include <fstream>
 #include <string>
+#include <tuple>
 
 #include "absl/strings/str_cat.h"
 #include "common/base/status_macros.h"
@@ -25,10 +26,59 @@ absl::Status ParseAugment(YamlReader& r, const YAML::Node& data,
   return r.Get(a, "data.augment", "flip", false, &out->flip);
 }
 
+absl::Status ParseClickFiles(YamlReader& r, const YAML::Node& data,
+                             const PathResolver& resolve, DataConfig* out) {
+  for (const char* key : {"dir", "train_images", "train_labels", "test_images",
+                          "test_labels", "augment"}) {
+    if (data[key].IsDefined()) {
+      return r.Error(data[key], absl::StrCat("data.", key),
+                     "applies to data.format idx (images), not clicks");
+    }
+  }
+  for (auto [key, required, path] :
+       {std::tuple{"train_file", true, &out->train_file},
+        std::tuple{"test_file", false, &out->test_file}}) {
+    RETURN_IF_ERROR(r.Get(data, "data", key, required, path));
+    if (path->empty()) continue;
+    *path = resolve(*path);
+    if (!std::ifstream(*path, std::ios::binary).good()) {
+      return r.Error(data[key], absl::StrCat("data.", key),
+                     absl::StrCat("cannot read '", *path, "'"));
+    }
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 absl::Status ParseDataSection(YamlReader& r, const YAML::Node& data,
                               const PathResolver& resolve, DataConfig* out) {
+  std::string format = "idx";
+  RETURN_IF_ERROR(r.Get(data, "data", "format", false, &format));
+  if (format != "idx" && format != "clicks") {
+    return r.Error(data["format"], "data.format",
+                   absl::StrCat("unknown format '", format,
+                                "' (expected: idx or clicks)"));
+  }
+  for (auto [key, limit] : {std::pair{"train_limit", &out->train_limit},
+                            std::pair{"test_limit", &out->test_limit}}) {
+    RETURN_IF_ERROR(r.Get(data, "data", key, false, limit));
+    if (*limit < 0) {
+      return r.Error(data[key], absl::StrCat("data.", key),
+                     "must be >= 0 (0 means all samples)");
+    }
+  }
+  if (format == "clicks") {
+    out->format = DataFormat::kClicks;
+    return ParseClickFiles(r, data, resolve, out);
+  }
+  for (const char* key : {"train_file", "test_file"}) {
+    if (data[key].IsDefined()) {
+      return r.Error(data[key], absl::StrCat("data.", key),
+                     "applies to data.format clicks (images are "
+                     "data.train_images and data.train_labels)");
+    }
+  }
   std::string dir = kDefaultDataDir;
   RETURN_IF_ERROR(r.Get(data, "data", "dir", false, &dir));
   dir = resolve(dir);
@@ -57,14 +107,6 @@ absl::Status ParseDataSection(YamlReader& r, const YAML::Node& data,
           at, absl::StrCat("data.", f.key),
           absl::StrCat("cannot read '", *f.out,
                        "' (install dataset-fashion-mnist or set data.dir)"));
-    }
-  }
-  for (auto [key, limit] : {std::pair{"train_limit", &out->train_limit},
-                            std::pair{"test_limit", &out->test_limit}}) {
-    RETURN_IF_ERROR(r.Get(data, "data", key, false, limit));
-    if (*limit < 0) {
-      return r.Error(data[key], absl::StrCat("data.", key),
-                     "must be >= 0 (0 means all samples)");
     }
   }
   return ParseAugment(r, data, &out->augment);

@@ -1,5 +1,6 @@
-// The job file's `data` section: where the training and test files are,
-// how many samples to use, and the training batches' augmentation. Part of
+// The job file's `data` section: what format the data files have (IDX
+// images, or click logs), where the training and test files are, how many
+// samples to use, and the training batches' augmentation. Part of
 // the job-file parser (common/config/job_file.h), which checks the
 // section's keys before calling this.
 #ifndef PARAMD_COMMON_CONFIG_DATA_SECTION_H_

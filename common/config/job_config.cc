@@ -53,6 +53,10 @@ const char* LayerKindName(LayerKind kind) {
       return "flatten";
     case LayerKind::kBatchNorm:
       return "batch_norm";
+    case LayerKind::kEmbeddingBag:
+      return "embedding_bag";
+    case LayerKind::kEmbeddingConcat:
+      return "embedding_concat";
   }
   return "unknown";
 }

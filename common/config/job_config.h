@@ -68,6 +68,9 @@ enum class LayerKind {
   kDropout,
   kFlatten,
   kBatchNorm,
+  // Sparse fronts: the first layer only, reading each sample's ids.
+  kEmbeddingBag,
+  kEmbeddingConcat,
 };
 
 // The job file's name of a kind, e.g. "max_pool2d".
@@ -84,6 +87,11 @@ struct LayerConfig {
   // the batch's, and the variance's guard.
   double momentum = 0.1;
   double eps = 1e-5;
+  // embedding_bag, embedding_concat: the model.embeddings table whose rows
+  // the sample's ids select.
+  std::string table;
+  std::string combiner = "mean";  // embedding_bag: mean or sum of the rows.
+  int fields = 0;                 // embedding_concat: ids per sample.
 };
 
 // model.input: one sample's shape. A flat input of W features is
@@ -152,13 +160,23 @@ struct AugmentConfig {
   bool enabled() const { return crop_padding > 0 || flip; }
 };
 
+// data.format: what the data files hold.
+enum class DataFormat {
+  kIdx,     // IDX images and labels (Fashion-MNIST's layout).
+  kClicks,  // Click logs: a text line per sample, label then field tokens.
+};
+
 struct DataConfig {
+  DataFormat format = DataFormat::kIdx;
   // Absolute paths after loading (relative ones resolve against the job
   // file's folder).
   std::string train_images;
   std::string train_labels;
   std::string test_images;
   std::string test_labels;
+  // format clicks: the training and (optional, empty: none) test logs.
+  std::string train_file;
+  std::string test_file;
   int64_t train_limit = 0;  // Use only the first N training samples; 0: all.
   int64_t test_limit = 0;   // Use only the first N test samples; 0: all.
   AugmentConfig augment;

@@ -172,9 +172,38 @@ class JobParser {
     ASSIGN_OR_RETURN(
         const YAML::Node data,
         Section(root, "data", false,
-                {"dir", "train_images", "train_labels", "test_images",
-                 "test_labels", "train_limit", "test_limit", "augment"}));
-    return ParseDataSection(r_, data, Resolver(), &c->data);
+                {"format", "dir", "train_images", "train_labels", "test_images",
+                 "test_labels", "train_file", "test_file", "train_limit",
+                 "test_limit", "augment"}));
+    RETURN_IF_ERROR(ParseDataSection(r_, data, Resolver(), &c->data));
+    // What the model's first layer reads must be what the data holds.
+    const ModelType type = c->model.type;
+    if (c->data.format == DataFormat::kClicks &&
+        type != ModelType::kEmbeddingBag &&
+        type != ModelType::kEmbeddingConcat && type != ModelType::kTensors) {
+      return r_.Error(data["format"], "data.format",
+                      "a click log's samples are ids: its model starts with "
+                      "an embedding_bag or embedding_concat layer");
+    }
+    if (c->data.format == DataFormat::kIdx &&
+        type == ModelType::kEmbeddingConcat) {
+      return r_.Error(data, "data.format",
+                      "an embedding_concat model reads a click log's fields: "
+                      "set data.format: clicks with data.train_file");
+    }
+    // An embedding_bag's fields are a click log's tokens per line.
+    const std::vector<LayerConfig>& graph = c->model.graph;
+    if (!graph.empty() && graph[0].kind == LayerKind::kEmbeddingBag) {
+      const bool clicks = c->data.format == DataFormat::kClicks;
+      if (clicks != (graph[0].fields > 0)) {
+        return r_.Error(
+            root["model"]["layers"][0], "model.layers[0].embedding_bag.fields",
+            clicks ? "a click log's bag needs the tokens per line (fields)"
+                   : "applies to data.format clicks only (an image gives its "
+                     "own features)");
+      }
+    }
+    return absl::OkStatus();
   }
 
   absl::Status ParseTraining(const YAML::Node& root, JobConfig* c) {
@@ -192,7 +221,17 @@ class JobParser {
       return r_.Error(t["batch_size"], "training.batch_size",
                       "must be between 1 and 1048576");
     }
-    return r_.Get(t, "training", "shuffle", false, &tc.shuffle);
+    RETURN_IF_ERROR(r_.Get(t, "training", "shuffle", false, &tc.shuffle));
+    if (c->data.format == DataFormat::kClicks) {
+      // Streamed from the file, in its order.
+      if (t["shuffle"].IsDefined() && tc.shuffle) {
+        return r_.Error(t["shuffle"], "training.shuffle",
+                        "a click log is read in file order, streamed (shuffle "
+                        "the file itself); set shuffle: false");
+      }
+      tc.shuffle = false;
+    }
+    return absl::OkStatus();
   }
 
   absl::Status ParseOptimizer(const YAML::Node& root, JobConfig* c) {

@@ -31,6 +31,9 @@ class Inference {
 
   // The output shape of layer `i` on input `in`.
   absl::StatusOr<ActShape> Out(int i, const LayerConfig& c, const ActShape& in);
+  // model.layers[0] as a sparse front.
+  absl::StatusOr<SparseFront> Front(const LayerConfig& c,
+                                    const ModelConfig& model);
 
  private:
   absl::Status NeedImage(int i, const LayerConfig& c, const ActShape& in) {
@@ -119,8 +122,86 @@ absl::StatusOr<ActShape> Inference::Out(int i, const LayerConfig& c,
                       absl::StrCat("must be in (0, 1), not ", c.eps));
       }
       return in;
+    case LayerKind::kEmbeddingBag:
+    case LayerKind::kEmbeddingConcat:
+      return Refuse(i, c, "",
+                    "must be the first layer: it reads each sample's ids, "
+                    "which only the data gives");
   }
   return Refuse(i, c, "", "unknown layer kind");
+}
+
+absl::StatusOr<SparseFront> Inference::Front(const LayerConfig& c,
+                                             const ModelConfig& model) {
+  SparseFront f;
+  f.kind = c.kind;
+  std::vector<std::string> names;
+  int table = -1;
+  for (size_t t = 0; t < model.embeddings.size(); ++t) {
+    names.push_back(model.embeddings[t].name);
+    if (model.embeddings[t].name == c.table) table = static_cast<int>(t);
+  }
+  if (table < 0) {
+    return Refuse(
+        0, c, "table",
+        absl::StrCat("no table '", c.table, "' in model.embeddings",
+                     names.empty()
+                         ? std::string(" (it declares none)")
+                         : absl::StrCat(" (it declares ",
+                                        absl::StrJoin(names, ", "), ")")));
+  }
+  f.table = table;
+  f.dim = model.embeddings[table].dim;
+  if (c.kind == LayerKind::kEmbeddingBag) {
+    if (c.combiner != "mean" && c.combiner != "sum") {
+      return Refuse(0, c, "combiner",
+                    absl::StrCat("unknown combiner '", c.combiner,
+                                 "' (expected: mean or sum)"));
+    }
+    f.mean = c.combiner == "mean";
+    // Optional: a click log's tokens per line (images give their own ids).
+    if (c.fields < 0 || c.fields > 1024) {
+      return Refuse(0, c, "fields",
+                    absl::StrCat("must be in [1, 1024], not ", c.fields));
+    }
+    f.fields = c.fields;
+  } else {
+    if (c.fields < 1 || c.fields > 1024) {
+      return Refuse(0, c, "fields",
+                    absl::StrCat("must be in [1, 1024], not ", c.fields));
+    }
+    f.fields = c.fields;
+    if (int64_t{f.fields} * f.dim > kMaxActivation) {
+      return Refuse(0, c, "fields",
+                    absl::StrCat(f.fields, " fields of dim ", f.dim,
+                                 " give more than 2^24 values per sample"));
+    }
+  }
+  return f;
+}
+
+// The front an embedding model's shorthand implies: embeddings[0] read by
+// model.features' combiner or fields, feeding the stack's first width.
+absl::StatusOr<SparseFront> ShorthandFront(const ModelConfig& model) {
+  if (model.embeddings.empty()) {
+    return absl::InvalidArgumentError(absl::StrCat("model.embeddings: an ",
+                                                   ModelTypeName(model.type),
+                                                   " model needs a table"));
+  }
+  SparseFront f;
+  f.dim = model.embeddings[0].dim;
+  if (model.type == ModelType::kEmbeddingConcat) {
+    f.kind = LayerKind::kEmbeddingConcat;
+    f.fields = model.features.fields;
+  } else {
+    f.mean = model.features.combiner == "mean";
+  }
+  if (model.layers.empty() || model.layers[0] != f.width()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("model.layers[0]: an ", ModelTypeName(model.type),
+                     " model's first width must be its front's, ", f.width()));
+  }
+  return f;
 }
 
 absl::StatusOr<LayerGraph> FromWidths(const std::vector<int>& widths) {
@@ -160,23 +241,48 @@ std::string ActShape::ToString() const {
 
 absl::StatusOr<LayerGraph> InferLayerGraph(const ModelConfig& model,
                                            GraphError* where) {
-  if (model.graph.empty()) return FromWidths(model.layers);
-  Inference inf(where);
-  const InputConfig& in = model.input;
-  if (in.channels < 1 || in.height < 1 || in.width < 1 ||
-      int64_t{in.channels} * in.height * in.width > kMaxActivation) {
-    return inf.RefuseGraph(
-        "model.input",
-        absl::StrCat("needs a positive shape of at most 2^24 "
-                     "elements, not ",
-                     in.channels, "×", in.height, "×", in.width));
+  const bool sparse_model = model.type == ModelType::kEmbeddingBag ||
+                            model.type == ModelType::kEmbeddingConcat;
+  if (model.graph.empty()) {
+    absl::StatusOr<LayerGraph> g = FromWidths(model.layers);
+    if (!g.ok() || !sparse_model) return g;
+    absl::StatusOr<SparseFront> front = ShorthandFront(model);
+    if (!front.ok()) return front.status();
+    g->front = *front;
+    return g;
   }
+  Inference inf(where);
   LayerGraph g;
-  g.input = ActShape{in.channels, in.height, in.width, in.image};
+  size_t first = 0;
+  const LayerConfig& head = model.graph[0];
+  if (head.kind == LayerKind::kEmbeddingBag ||
+      head.kind == LayerKind::kEmbeddingConcat) {
+    absl::StatusOr<SparseFront> front = inf.Front(head, model);
+    if (!front.ok()) return front.status();
+    g.front = *front;
+    g.input = ActShape{front->width(), 1, 1, false};
+    first = 1;
+    if (model.graph.size() < 2) {
+      return inf.Refuse(0, head, "",
+                        "needs dense layers after it that end in class "
+                        "scores");
+    }
+  } else {
+    const InputConfig& in = model.input;
+    if (in.channels < 1 || in.height < 1 || in.width < 1 ||
+        int64_t{in.channels} * in.height * in.width > kMaxActivation) {
+      return inf.RefuseGraph(
+          "model.input",
+          absl::StrCat("needs a positive shape of at most 2^24 "
+                       "elements, not ",
+                       in.channels, "×", in.height, "×", in.width));
+    }
+    g.input = ActShape{in.channels, in.height, in.width, in.image};
+  }
   ActShape at = g.input;
   int dense = 0, conv = 0, bn = 0;
-  bool trainable = false;
-  for (size_t i = 0; i < model.graph.size(); ++i) {
+  bool trainable = g.front.has_value();  // The table is trained too.
+  for (size_t i = first; i < model.graph.size(); ++i) {
     const LayerConfig& c = model.graph[i];
     GraphLayer layer;
     layer.config = c;
@@ -199,7 +305,7 @@ absl::StatusOr<LayerGraph> InferLayerGraph(const ModelConfig& model,
   }
   const GraphLayer& last = g.layers.back();
   if (last.out.image || last.out.c < 2) {
-    return inf.Refuse(static_cast<int>(g.layers.size() - 1), last.config, "",
+    return inf.Refuse(static_cast<int>(model.graph.size() - 1), last.config, "",
                       absl::StrCat("the last layer must give a flat vector of "
                                    "at least 2 class scores (the loss is "
                                    "softmax cross-entropy); it gives ",
@@ -213,8 +319,21 @@ absl::StatusOr<LayerGraph> InferLayerGraph(const ModelConfig& model,
 }
 
 std::string DescribeGraph(const LayerGraph& graph) {
-  if (graph.dense_stack) return absl::StrJoin(graph.widths, "-");
-  std::vector<std::string> parts = {graph.input.ToString()};
+  std::string front;
+  if (graph.front.has_value()) {
+    const SparseFront& f = *graph.front;
+    front = f.kind == LayerKind::kEmbeddingBag
+                ? absl::StrCat("embedding_bag(table ", f.table, ", dim ", f.dim,
+                               ", ", f.mean ? "mean" : "sum", ") ")
+                : absl::StrCat("embedding_concat(table ", f.table, ", ",
+                               f.fields, " fields × dim ", f.dim, ") ");
+  }
+  if (graph.dense_stack) {
+    return absl::StrCat(front, absl::StrJoin(graph.widths, "-"));
+  }
+  std::vector<std::string> parts = {graph.front.has_value()
+                                        ? front + graph.input.ToString()
+                                        : graph.input.ToString()};
   for (const GraphLayer& l : graph.layers) {
     const LayerConfig& c = l.config;
     switch (c.kind) {

@@ -11,6 +11,7 @@
 #define PARAMD_COMMON_CONFIG_LAYER_SHAPES_H_
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -37,9 +38,33 @@ struct GraphLayer {
   std::string name;
 };
 
+// A sparse front: each sample's ids (hashed image features, or a click
+// log's fields) select rows of an embedding table, and the rows combined
+// are the flat input of the dense layers after it. From model.layers[0]
+// (embedding_bag, embedding_concat) or from an embedding model's
+// shorthand (model.type embedding_bag / embedding_concat, model.features).
+struct SparseFront {
+  LayerKind kind = LayerKind::kEmbeddingBag;
+  int table = 0;     // Index in model.embeddings.
+  int dim = 0;       // The table's.
+  bool mean = true;  // embedding_bag: the rows' mean (false: their sum).
+  // Ids per sample from a click log (embedding_concat always; an
+  // embedding_bag only with data.format clicks, else 0: an image's
+  // features).
+  int fields = 0;
+  // The dense layers' input: dim (bag) or fields × dim (concat).
+  int width() const {
+    return kind == LayerKind::kEmbeddingConcat ? fields * dim : dim;
+  }
+};
+
 struct LayerGraph {
+  // The dense layers' input: model.input, the shorthand's first width, or
+  // the sparse front's width.
   ActShape input;
+  // The dense layers (the sparse front is not among them).
   std::vector<GraphLayer> layers;
+  std::optional<SparseFront> front;
   int classes() const { return layers.back().out.c; }
   // Whether the graph is the width shorthand's dense/ReLU stack.
   bool dense_stack = false;

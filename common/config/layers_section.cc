@@ -31,13 +31,17 @@ const std::map<std::string, KindInfo>& Kinds() {
       {"dropout", {LayerKind::kDropout, {"p"}, {}}},
       {"flatten", {LayerKind::kFlatten, {}, {}}},
       {"batch_norm", {LayerKind::kBatchNorm, {"momentum", "eps"}, {}}},
+      {"embedding_bag",
+       {LayerKind::kEmbeddingBag, {"table", "combiner", "fields"}, {"table"}}},
+      {"embedding_concat",
+       {LayerKind::kEmbeddingConcat, {"table", "fields"}, {"table", "fields"}}},
   };
   return *kinds;
 }
 
 constexpr char kKindList[] =
-    "dense, conv2d, max_pool2d, avg_pool2d, relu, dropout, flatten or "
-    "batch_norm";
+    "dense, conv2d, max_pool2d, avg_pool2d, relu, dropout, flatten, "
+    "batch_norm, embedding_bag or embedding_concat";
 
 absl::Status ParseInput(YamlReader& r, const YAML::Node& model,
                         InputConfig* in) {
@@ -91,11 +95,9 @@ absl::Status ParseLayer(YamlReader& r, const YAML::Node& node,
   }
   const auto it = Kinds().find(kind);
   if (it == Kinds().end()) {
-    const std::string later =
-        kind == "embedding_bag" ? " (not implemented yet as a layer)" : "";
     return r.Error(node, f,
-                   absl::StrCat("unknown layer kind '", kind, "'", later,
-                                " (expected: ", kKindList, ")"));
+                   absl::StrCat("unknown layer kind '", kind,
+                                "' (expected: ", kKindList, ")"));
   }
   const KindInfo& info = it->second;
   out->kind = info.kind;
@@ -124,6 +126,16 @@ absl::Status ParseLayer(YamlReader& r, const YAML::Node& node,
       RETURN_IF_ERROR(r.Get(fields, ff, "momentum", false, &out->momentum));
       RETURN_IF_ERROR(r.Get(fields, ff, "eps", false, &out->eps));
     }
+    if (info.fields.count("table")) {
+      RETURN_IF_ERROR(r.Get(fields, ff, "table", true, &out->table));
+    }
+    if (info.kind == LayerKind::kEmbeddingBag) {
+      RETURN_IF_ERROR(r.Get(fields, ff, "combiner", false, &out->combiner));
+    }
+    if (info.fields.count("fields")) {
+      RETURN_IF_ERROR(r.Get(fields, ff, "fields",
+                            info.required.count("fields") > 0, &out->fields));
+    }
   }
   const bool pool =
       info.kind == LayerKind::kMaxPool2d || info.kind == LayerKind::kAvgPool2d;
@@ -144,9 +156,13 @@ bool IsTypedLayerList(const YAML::Node& layers) {
   return false;
 }
 
-absl::Status ParseLayerGraph(YamlReader& r, const YAML::Node& model,
-                             ModelConfig* out) {
-  RETURN_IF_ERROR(ParseInput(r, model, &out->input));
+bool IsSparseLayer(LayerKind kind) {
+  return kind == LayerKind::kEmbeddingBag ||
+         kind == LayerKind::kEmbeddingConcat;
+}
+
+absl::Status ParseLayerList(YamlReader& r, const YAML::Node& model,
+                            ModelConfig* out) {
   const YAML::Node layers = model["layers"];
   for (size_t i = 0; i < layers.size(); ++i) {
     LayerConfig layer;
@@ -154,10 +170,29 @@ absl::Status ParseLayerGraph(YamlReader& r, const YAML::Node& model,
                                absl::StrCat("model.layers[", i, "]"), &layer));
     out->graph.push_back(layer);
   }
+  return absl::OkStatus();
+}
+
+absl::Status ParseLayerGraph(YamlReader& r, const YAML::Node& model,
+                             ModelConfig* out) {
+  const YAML::Node layers = model["layers"];
+  if (out->graph.empty()) RETURN_IF_ERROR(ParseLayerList(r, model, out));
+  if (!out->graph.empty() && IsSparseLayer(out->graph[0].kind)) {
+    // The front's input is each sample's ids, which the data gives.
+    if (model["input"].IsDefined()) {
+      return r.Error(model["input"], "model.input",
+                     absl::StrCat("does not apply when model.layers[0] is ",
+                                  LayerKindName(out->graph[0].kind),
+                                  ": its input is each sample's ids, from "
+                                  "the data"));
+    }
+  } else {
+    RETURN_IF_ERROR(ParseInput(r, model, &out->input));
+  }
   GraphError where;
   absl::StatusOr<LayerGraph> graph = InferLayerGraph(*out, &where);
   if (graph.ok()) return absl::OkStatus();
-  YAML::Node at = model["input"];
+  YAML::Node at = model["input"].IsDefined() ? model["input"] : layers;
   if (where.layer >= 0) {
     const YAML::Node layer = layers[where.layer];
     at = layer;

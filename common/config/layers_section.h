@@ -15,9 +15,19 @@ namespace paramd {
 // element is not an integer width.
 bool IsTypedLayerList(const YAML::Node& layers);
 
-// Parses model.input and the typed model.layers into out->input and
-// out->graph, then infers every shape; a refusal names the layer's index,
-// its field and the shapes involved, at the line of the field.
+// Parses the typed model.layers into out->graph, each layer's fields
+// checked; shapes are not inferred yet (a sparse front needs the tables).
+absl::Status ParseLayerList(YamlReader& reader, const YAML::Node& model,
+                            ModelConfig* out);
+
+// Whether a layer kind is a sparse front (embedding_bag, embedding_concat).
+bool IsSparseLayer(LayerKind kind);
+
+// Parses model.input (not given when model.layers[0] is a sparse front)
+// and, unless ParseLayerList did, the typed model.layers into out->input
+// and out->graph, then infers every shape (model.embeddings already
+// parsed); a refusal names the layer's index, its field and the shapes
+// involved, at the line of the field.
 absl::Status ParseLayerGraph(YamlReader& reader, const YAML::Node& model,
                              ModelConfig* out);
 

@@ -21,14 +21,29 @@ absl::Status ParseLayers(YamlReader& r, const YAML::Node& model,
                           "missing required field");
   }
   if (IsTypedLayerList(layers)) {
-    if (out->type != ModelType::kMlp) {
+    // The graph's shapes are inferred once the tables are read
+    // (ParseModelSection); here its first layer decides the model's type.
+    RETURN_IF_ERROR(ParseLayerList(r, model, out));
+    if (!out->graph.empty() && IsSparseLayer(out->graph[0].kind)) {
+      const ModelType implied = out->graph[0].kind == LayerKind::kEmbeddingBag
+                                    ? ModelType::kEmbeddingBag
+                                    : ModelType::kEmbeddingConcat;
+      if (model["type"].IsDefined() && out->type != implied) {
+        return r.Error(
+            model["type"], "model.type",
+            absl::StrCat(ModelTypeName(out->type), ", but model.layers[0] is ",
+                         LayerKindName(out->graph[0].kind),
+                         ", which makes the model ", ModelTypeName(implied)));
+      }
+      out->type = implied;
+    } else if (out->type != ModelType::kMlp) {
       return r.Error(layers, "model.layers",
                      absl::StrCat("a ", ModelTypeName(out->type),
-                                  " model takes the width shorthand (a list "
-                                  "of integers); typed layers are for "
-                                  "model.type mlp"));
+                                  " model's typed layers start with its "
+                                  "sparse front: model.layers[0] must be ",
+                                  ModelTypeName(out->type)));
     }
-    return ParseLayerGraph(r, model, out);
+    return absl::OkStatus();
   }
   if (model["input"].IsDefined()) {
     return r.Error(model["input"], "model.input",
@@ -195,6 +210,25 @@ absl::Status ParseFeatures(YamlReader& r, const YAML::Node& node,
   return absl::OkStatus();
 }
 
+// A typed graph's front says its combiner (embedding_bag) or its fields
+// (embedding_concat); model.features keeps only how an image becomes ids.
+absl::Status ParseTypedFeatures(YamlReader& r, const YAML::Node& model,
+                                ModelConfig* out) {
+  const YAML::Node node = model["features"];
+  if (!node.IsDefined() || node.IsNull()) return absl::OkStatus();
+  if (out->type == ModelType::kEmbeddingConcat) {
+    return r.Error(node, "model.features",
+                   "does not apply to an embedding_concat layer, which names "
+                   "its fields (model.layers[0].embedding_concat.fields)");
+  }
+  if (node.IsMap() && node["combiner"].IsDefined()) {
+    return r.Error(node["combiner"], "model.features.combiner",
+                   "with typed layers the embedding_bag layer says it "
+                   "(model.layers[0].embedding_bag.combiner)");
+  }
+  return ParseFeatures(r, node, &out->features);
+}
+
 absl::Status ParseEmbeddings(YamlReader& r, const YAML::Node& model,
                              ModelConfig* out) {
   const YAML::Node tables = model["embeddings"];
@@ -219,6 +253,7 @@ absl::Status ParseEmbeddings(YamlReader& r, const YAML::Node& model,
                                 ModelTypeName(out->type), " model reads one)"));
   }
   RETURN_IF_ERROR(ParseTableList(r, tables, out));
+  if (!out->graph.empty()) return ParseTypedFeatures(r, model, out);
   if (out->type == ModelType::kEmbeddingConcat) {
     return ParseConcatFeatures(r, model, out);
   }
@@ -287,7 +322,9 @@ absl::Status ParseModelSection(YamlReader& r, const YAML::Node& model,
     }
   }
   RETURN_IF_ERROR(ParseLayers(r, model, out));
-  return ParseEmbeddings(r, model, out);
+  RETURN_IF_ERROR(ParseEmbeddings(r, model, out));
+  if (out->graph.empty()) return absl::OkStatus();
+  return ParseLayerGraph(r, model, out);
 }
 
 }  // namespace paramd

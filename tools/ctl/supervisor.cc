@@ -4,6 +4,7 @@
 #include <poll.h>
 #include <signal.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -119,9 +120,11 @@ std::vector<int> Supervisor::Poll(absl::Duration timeout, int wake_fd) {
     Child& c = children_[i];
     if (!c.info.running) continue;
     int status = 0;
-    if (waitpid(c.info.pid, &status, WNOHANG) == c.info.pid) {
+    struct rusage usage {};
+    if (wait4(c.info.pid, &status, WNOHANG, &usage) == c.info.pid) {
       c.info.running = false;
       c.info.wait_status = status;
+      c.info.peak_rss_bytes = int64_t{usage.ru_maxrss} * 1024;
       Drain(c, true);
       exited.push_back(i);
     }

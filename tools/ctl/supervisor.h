@@ -21,7 +21,9 @@ struct ChildInfo {
   std::string name;  // e.g. "server 0"
   pid_t pid = -1;
   bool running = false;
-  int wait_status = 0;    // As from waitpid, once exited.
+  int wait_status = 0;  // As from waitpid, once exited.
+  // Its peak resident set (wait4's ru_maxrss), once Poll saw it exit.
+  int64_t peak_rss_bytes = -1;
   std::string last_line;  // The last line it printed.
 };
 

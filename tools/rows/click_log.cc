@@ -1,7 +1,11 @@
 #include "tools/rows/click_log.h"
 
 #include <cmath>
+#include <cstdio>
+#include <memory>
+#include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "common/base/mix.h"
 
 namespace paramd {
@@ -51,6 +55,49 @@ int ClickLog::Sample(uint64_t index, uint32_t* values,
   const int label = Open01(Mix(stream ^ 0x6C6162656CULL)) < p ? 1 : 0;
   *teacher_loss = -std::log(label == 1 ? p : 1.0 - p);
   return label;
+}
+
+absl::StatusOr<ClickLogFigures> WriteClickLogFile(const ClickLog& log,
+                                                  uint64_t first, int64_t count,
+                                                  const std::string& path) {
+  std::unique_ptr<FILE, decltype(&std::fclose)> out(
+      std::fopen(path.c_str(), "w"), &std::fclose);
+  if (out == nullptr) {
+    return absl::NotFoundError(absl::StrCat(path, ": cannot write"));
+  }
+  ClickLogFigures f;
+  std::vector<uint32_t> values(log.fields());
+  std::string line;
+  char hex[16];
+  for (int64_t i = 0; i < count; ++i) {
+    double loss = 0;
+    const int label = log.Sample(first + i, values.data(), &loss);
+    // The teacher's p of the label it drew, and so its prediction.
+    const double p_label = std::exp(-loss);
+    const bool predicts_click = label == 1 ? p_label > 0.5 : p_label < 0.5;
+    f.teacher_loss += loss;
+    f.teacher_accuracy += predicts_click == (label == 1) ? 1 : 0;
+    f.clicks += label;
+    line.assign(1, static_cast<char>('0' + label));
+    for (uint32_t v : values) {
+      std::snprintf(hex, sizeof(hex), "\t%08x", v);
+      line += hex;
+    }
+    line += '\n';
+    if (std::fwrite(line.data(), 1, line.size(), out.get()) != line.size()) {
+      return absl::DataLossError(absl::StrCat(path, ": write failed"));
+    }
+  }
+  if (std::fclose(out.release()) != 0) {
+    return absl::DataLossError(absl::StrCat(path, ": write failed"));
+  }
+  f.samples = count;
+  if (count > 0) {
+    f.clicks /= count;
+    f.teacher_loss /= count;
+    f.teacher_accuracy /= count;
+  }
+  return f;
 }
 
 }  // namespace paramd

@@ -12,6 +12,9 @@
 #define PARAMD_TOOLS_ROWS_CLICK_LOG_H_
 
 #include <cstdint>
+#include <string>
+
+#include "absl/status/statusor.h"
 
 namespace paramd {
 
@@ -48,6 +51,22 @@ class ClickLog {
   const double a_;    // 1 - s
   const double top_;  // (2^32)^(1-s) - 1
 };
+
+// What the teacher achieves on the samples of a file WriteClickLogFile
+// wrote.
+struct ClickLogFigures {
+  int64_t samples = 0;
+  double clicks = 0;            // Share of label 1.
+  double teacher_loss = 0;      // Mean log loss.
+  double teacher_accuracy = 0;  // Predicting a click where p > 1/2.
+};
+
+// Writes samples [first, first + count) of `log` as a click-log file
+// (worker/data/click_log_file.h): a line each, the label then every
+// field's value as 8 hex digits, tab-separated.
+absl::StatusOr<ClickLogFigures> WriteClickLogFile(const ClickLog& log,
+                                                  uint64_t first, int64_t count,
+                                                  const std::string& path);
 
 }  // namespace paramd
 

@@ -18,8 +18,7 @@ struct SampleAugment {
   int dy = 0, dx = 0;
   bool flip = false;
 };
-SampleAugment AugmentOf(const AugmentConfig& config, uint64_t seed,
-                        int sample);
+SampleAugment AugmentOf(const AugmentConfig& config, uint64_t seed, int sample);
 
 // Changes the n images in `x` (each channels × height × width floats) in
 // place: out(c, y, x) = in(c, y + dy, x' + dx), x' = width − 1 − x when

@@ -11,13 +11,6 @@
 namespace paramd {
 
 absl::Status CheckWorkerModelType(const JobConfig& config) {
-  if (config.model.type == ModelType::kEmbeddingConcat) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        config.path,
-        ": model.type embedding_concat: its samples come from the synthetic "
-        "click log of tools/rows_bench, which trains it; workers train mlp "
-        "and embedding_bag models"));
-  }
   if (config.model.type == ModelType::kTensors) {
     return absl::InvalidArgumentError(absl::StrCat(
         config.path,

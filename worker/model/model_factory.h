@@ -11,8 +11,7 @@
 namespace paramd {
 
 // InvalidArgument, naming the job file and what trains it instead, for a
-// model.type paramd-worker does not train (embedding_concat: rows_bench;
-// tensors: a framework's worker).
+// model.type paramd-worker does not train (tensors: a framework's worker).
 absl::Status CheckWorkerModelType(const JobConfig& config);
 
 // The model for `config` on the device the job asks for (worker.device):

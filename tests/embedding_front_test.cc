@@ -1,7 +1,9 @@
-// EmbeddingBag (worker/model/embedding_bag.h): an image's hashed features, the
-// batch's de-duplicated ids, and the bag's forward and backward passes
-// against a reference written out from the definition.
-#include "worker/model/embedding_bag.h"
+// The sparse front (worker/model/embedding_front.h) and an image's hashed
+// features (worker/model/image_features.h): the features against a
+// reference written out from the definition, the batch's de-duplicated
+// ids, and embedding_bag's and embedding_concat's forward and backward
+// passes against their definitions.
+#include "worker/model/embedding_front.h"
 
 #include <algorithm>
 #include <catch2/catch.hpp>
@@ -9,22 +11,24 @@
 #include <random>
 #include <vector>
 
+#include "worker/model/image_features.h"
+
 namespace paramd {
 namespace {
 
-ModelConfig Model(const std::string& combiner, bool pairs) {
-  ModelConfig m;
-  m.type = ModelType::kEmbeddingBag;
-  m.layers = {3, 10};
-  EmbeddingTableConfig t;
-  t.name = "pixels";
-  t.rows = 5000;
-  t.dim = 3;
-  m.embeddings.push_back(t);
-  m.features.levels = 4;
-  m.features.pairs = pairs;
-  m.features.combiner = combiner;
-  return m;
+FeaturesConfig Features(bool pairs) {
+  FeaturesConfig f;
+  f.levels = 4;
+  f.pairs = pairs;
+  return f;
+}
+
+SparseFront Bag(const std::string& combiner) {
+  SparseFront f;
+  f.kind = LayerKind::kEmbeddingBag;
+  f.dim = 3;
+  f.mean = combiner == "mean";
+  return f;
 }
 
 // The ids of one side × side image, from the definition.
@@ -33,18 +37,18 @@ std::vector<uint64_t> ReferenceIds(const float* image, int side, bool pairs,
   auto level = [](float v) { return std::min(3, static_cast<int>(v * 4)); };
   std::vector<uint64_t> ids;
   for (int p = 0; p < side * side; ++p) {
-    ids.push_back(EmbeddingBag::FeatureId(0, p, level(image[p]), rows));
+    ids.push_back(ImageFeatures::FeatureId(0, p, level(image[p]), rows));
   }
   if (!pairs) return ids;
   for (int r = 0; r < side; ++r) {
     for (int c = 0; c < side; ++c) {
       const int p = r * side + c;
       if (c + 1 < side) {
-        ids.push_back(EmbeddingBag::FeatureId(
+        ids.push_back(ImageFeatures::FeatureId(
             1, p, level(image[p]) * 4 + level(image[p + 1]), rows));
       }
       if (r + 1 < side) {
-        ids.push_back(EmbeddingBag::FeatureId(
+        ids.push_back(ImageFeatures::FeatureId(
             2, p, level(image[p]) * 4 + level(image[p + side]), rows));
       }
     }
@@ -53,19 +57,22 @@ std::vector<uint64_t> ReferenceIds(const float* image, int side, bool pairs,
 }
 
 TEST_CASE("a batch's bag equals the combined rows of its features",
-          "[embedding_bag]") {
+          "[embedding_bag][embedding]") {
   for (const std::string combiner : {"mean", "sum"}) {
     for (bool pairs : {true, false}) {
-      const ModelConfig model = Model(combiner, pairs);
       constexpr int kSide = 6, kN = 5;
-      EmbeddingBag bag = *EmbeddingBag::Create(model, kSide * kSide);
+      ImageFeatures features =
+          *ImageFeatures::Create(Features(pairs), 5000, kSide * kSide);
       const int per = kSide * kSide + (pairs ? 2 * kSide * (kSide - 1) : 0);
-      REQUIRE(bag.ids_per_sample() == per);
+      REQUIRE(features.ids_per_sample() == per);
       std::mt19937 random(3);
       std::vector<float> x(kN * kSide * kSide);
       // Levels 0-3, including the edges 0 and 1.
       for (float& v : x) v = static_cast<float>(random() % 5) / 4.0f;
-      bag.Featurize(x.data(), kN);
+      std::vector<uint64_t> batch_ids;
+      features.Featurize(x.data(), kN, &batch_ids);
+      EmbeddingFront bag(Bag(combiner));
+      REQUIRE(bag.SetIds(batch_ids, kN, per).ok());
       // Distinct ascending ids, covering every sample's features.
       const auto unique = bag.unique_ids();
       for (size_t i = 1; i < unique.size(); ++i) {
@@ -123,24 +130,62 @@ TEST_CASE("a batch's bag equals the combined rows of its features",
   }
 }
 
-TEST_CASE("Fashion-MNIST's images give 2296 features each", "[embedding_bag]") {
-  EmbeddingBag bag = *EmbeddingBag::Create(Model("mean", true), 784);
-  CHECK(bag.ids_per_sample() == 784 + 2 * 28 * 27);
+TEST_CASE("Fashion-MNIST's images give 2296 features each",
+          "[embedding_bag][embedding]") {
+  ImageFeatures features = *ImageFeatures::Create(Features(true), 5000, 784);
+  CHECK(features.ids_per_sample() == 784 + 2 * 28 * 27);
   // Not a square: pixels only.
-  EmbeddingBag flat = *EmbeddingBag::Create(Model("mean", true), 10);
-  CHECK(flat.ids_per_sample() == 10);
+  CHECK(ImageFeatures::Create(Features(true), 5000, 10)->ids_per_sample() ==
+        10);
   // A blank batch touches one row per (kind, position) at most.
   std::vector<float> x(2 * 784, 0.0f);
-  bag.Featurize(x.data(), 2);
+  std::vector<uint64_t> ids;
+  features.Featurize(x.data(), 2, &ids);
+  EmbeddingFront bag(Bag("mean"));
+  REQUIRE(bag.SetIds(ids, 2, features.ids_per_sample()).ok());
   std::vector<uint64_t> blank = ReferenceIds(x.data(), 28, true, 5000);
   std::sort(blank.begin(), blank.end());
   blank.erase(std::unique(blank.begin(), blank.end()), blank.end());
-  CHECK(bag.unique_ids().size() == blank.size());
   CHECK(std::vector<uint64_t>(bag.unique_ids().begin(),
                               bag.unique_ids().end()) == blank);
-  ModelConfig mlp = Model("mean", true);
-  mlp.type = ModelType::kMlp;
-  CHECK(!EmbeddingBag::Create(mlp, 784).ok());
+  CHECK_FALSE(ImageFeatures::Create(Features(true), 0, 784).ok());
+  CHECK_FALSE(ImageFeatures::Create(Features(true), 5000, 0).ok());
+}
+
+TEST_CASE("embedding_concat puts a sample's field rows side by side",
+          "[embedding]") {
+  SparseFront spec;
+  spec.kind = LayerKind::kEmbeddingConcat;
+  spec.dim = 2;
+  spec.fields = 3;
+  EmbeddingFront concat(spec);
+  CHECK(concat.width() == 6);
+  // Two samples; id 7 stands in both, twice in the second.
+  const std::vector<uint64_t> ids = {7, 3, 9, 5, 7, 7};
+  REQUIRE(concat.SetIds(ids, 2, 3).ok());
+  REQUIRE(std::vector<uint64_t>(concat.unique_ids().begin(),
+                                concat.unique_ids().end()) ==
+          std::vector<uint64_t>{3, 5, 7, 9});
+  // Row of id i: (i, -i).
+  absl::Span<float> rows = concat.rows();
+  for (size_t u = 0; u < 4; ++u) {
+    rows[2 * u] = static_cast<float>(concat.unique_ids()[u]);
+    rows[2 * u + 1] = -static_cast<float>(concat.unique_ids()[u]);
+  }
+  std::vector<float> h(12);
+  concat.Forward(h.data());
+  CHECK(h == std::vector<float>{7, -7, 3, -3, 9, -9, 5, -5, 7, -7, 7, -7});
+  // Each row's gradient sums its places' slices of dh.
+  std::vector<float> dh(12);
+  for (size_t i = 0; i < dh.size(); ++i) dh[i] = static_cast<float>(i);
+  std::vector<float> grads(8, 99.0f);
+  concat.Backward(dh.data(), absl::MakeSpan(grads));
+  CHECK(grads == std::vector<float>{2, 3,                    // id 3
+                                    6, 7,                    // id 5
+                                    0 + 8 + 10, 1 + 9 + 11,  // id 7
+                                    4, 5});                  // id 9
+  CHECK_FALSE(concat.SetIds(ids, 3, 2).ok());  // 2 ids, not 3 fields.
+  CHECK_FALSE(concat.SetIds(ids, 3, 3).ok());  // 6 ids for 3 × 3.
 }
 
 }  // namespace
