@@ -11,6 +11,7 @@
 
 #include "common/config/layer_shapes.h"
 #include "common/model/model_spec.h"
+#include "tests/layer_configs.h"
 #include "tests/test_blas.h"
 #include "worker/model/blas.h"
 #include "worker/model/cpu_layers.h"
@@ -21,41 +22,11 @@ namespace {
 
 using testing::TheBlas;
 
-LayerConfig Conv(int out, int kernel, int stride, int padding) {
-  LayerConfig c;
-  c.kind = LayerKind::kConv2d;
-  c.out = out;
-  c.kernel = kernel;
-  c.stride = stride;
-  c.padding = padding;
-  return c;
-}
-LayerConfig Pool(LayerKind kind, int kernel, int stride) {
-  LayerConfig c;
-  c.kind = kind;
-  c.kernel = kernel;
-  c.stride = stride;
-  return c;
-}
-LayerConfig Dense(int out) {
-  LayerConfig c;
-  c.kind = LayerKind::kDense;
-  c.out = out;
-  return c;
-}
-LayerConfig Kind(LayerKind kind, double p = 0) {
-  LayerConfig c;
-  c.kind = kind;
-  c.p = p;
-  return c;
-}
-
-ModelConfig Graph(int c, int h, int w, std::vector<LayerConfig> layers) {
-  ModelConfig m;
-  m.input = InputConfig{c, h, w, true};
-  m.graph = std::move(layers);
-  return m;
-}
+using testing::Conv;
+using testing::Dense;
+using testing::Graph;
+using testing::Kind;
+using testing::Pool;
 
 // Layer `i` of `g` on the CPU, its tensors where the graph's spec puts
 // them.

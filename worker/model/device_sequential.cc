@@ -131,16 +131,8 @@ absl::StatusOr<double> DeviceSequential::Compute(absl::Span<const float> params,
                                                  const int32_t* y, int n,
                                                  absl::Span<float> grads,
                                                  const StepHooks* hooks) {
-  if (n < 1 || n > max_batch_) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "ComputeGradients: batch of ", n, " outside [1, ", max_batch_, "]"));
-  }
-  if (static_cast<int64_t>(params.size()) != num_params_ ||
-      grads.size() != params.size()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("ComputeGradients: ", params.size(), " parameters and ",
-                     grads.size(), " gradients; the model has ", num_params_));
-  }
+  RETURN_IF_ERROR(CheckStepArguments(n, max_batch_, params.size(), grads.size(),
+                                     num_params_));
   const int classes = graph_.classes();
   for (int i = 0; i < n; ++i) {
     if (y[i] < 0 || y[i] >= classes) {

@@ -1,5 +1,6 @@
 #include "worker/model/model.h"
 
+#include "absl/strings/str_cat.h"
 #include "common/base/status_macros.h"
 
 namespace paramd {
@@ -15,6 +16,20 @@ absl::StatusOr<double> Model::ComputeOverlapped(absl::Span<const float> params,
   RETURN_IF_ERROR(hooks.gradients_begin(loss));
   hooks.gradient_ready(0, static_cast<int64_t>(grads.size()));
   return loss;
+}
+
+absl::Status CheckStepArguments(int n, int max_batch, size_t params,
+                                size_t grads, int64_t num_params) {
+  if (n < 1 || n > max_batch) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "ComputeGradients: batch of ", n, " outside [1, ", max_batch, "]"));
+  }
+  if (static_cast<int64_t>(params) != num_params || grads != params) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("ComputeGradients: ", params, " parameters and ", grads,
+                     " gradients; the model has ", num_params));
+  }
+  return absl::OkStatus();
 }
 
 }  // namespace paramd

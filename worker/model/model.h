@@ -85,6 +85,12 @@ class Model {
                                                int n) = 0;
 };
 
+// What every backend's ComputeGradients refuses before it computes: a
+// batch outside [1, max_batch], parameters or gradients not num_params
+// long. InvalidArgument naming the call, else OK.
+absl::Status CheckStepArguments(int n, int max_batch, size_t params,
+                                size_t grads, int64_t num_params);
+
 }  // namespace paramd
 
 #endif  // PARAMD_WORKER_MODEL_MODEL_H_

@@ -100,16 +100,8 @@ absl::StatusOr<double> CpuSequential::Compute(absl::Span<const float> params,
                                               const float* x, const int32_t* y,
                                               int n, absl::Span<float> grads,
                                               const StepHooks* hooks) {
-  if (n < 1 || n > max_batch_) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "ComputeGradients: batch of ", n, " outside [1, ", max_batch_, "]"));
-  }
-  if (static_cast<int64_t>(params.size()) != num_params_ ||
-      grads.size() != params.size()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("ComputeGradients: ", params.size(), " parameters and ",
-                     grads.size(), " gradients; the model has ", num_params_));
-  }
+  RETURN_IF_ERROR(CheckStepArguments(n, max_batch_, params.size(), grads.size(),
+                                     num_params_));
   LayerPass pass{params, grads, hooks, /*training=*/true, seed_, n};
   RETURN_IF_ERROR(Forward(pass, x));
   ASSIGN_OR_RETURN(const double loss, SoftmaxCrossEntropy(y, n));
