@@ -473,3 +473,93 @@ TEST_CASE("PullRows: request and reply framing agree with protobuf", "[wire]") {
 
 }  // namespace
 }  // namespace paramd
+
+namespace paramd {
+namespace {
+
+TEST_CASE("chunks in a shared-memory segment: encoder, decoder, protobuf",
+          "[wire][shm]") {
+  // A push: its header names the segment, its chunks say where they lie.
+  const std::string push =
+      EncodePushHeader("job-7", 3, 300, 0.25f, 0, 1 << 20,
+                       "paramd-12-0123456789abcdef") +
+      EncodeSegmentChunk(kPushChunksField, 0, 1, proto::DTYPE_FLOAT32, 64,
+                         400) +
+      EncodeSegmentChunk(kPushChunksField, 1, 0, proto::DTYPE_FLOAT16, 464, 6);
+  proto::PushRequest parsed;
+  REQUIRE(parsed.ParseFromString(push));
+  CHECK(parsed.segment() == "paramd-12-0123456789abcdef");
+  REQUIRE(parsed.chunks_size() == 2);
+  CHECK(parsed.chunks(0).segment_offset() == 64);
+  CHECK(parsed.chunks(0).segment_bytes() == 400);
+  CHECK(parsed.chunks(0).data().empty());
+  CHECK(parsed.chunks(1).dtype() == proto::DTYPE_FLOAT16);
+  // And what protobuf writes decodes here.
+  const std::string serialized = parsed.SerializeAsString();
+  const absl::string_view one[] = {serialized};
+  PushView view;
+  std::unique_ptr<float[]> storage;
+  REQUIRE(DecodePush(one, &view, &storage).ok());
+  CHECK(view.segment == "paramd-12-0123456789abcdef");
+  REQUIRE(view.chunks.size() == 2);
+  CHECK(view.chunks[0].segment_offset == 64);
+  CHECK(view.chunks[0].segment_bytes == 400);
+  CHECK(view.chunks[0].data.empty());
+  CHECK(view.chunks[1].segment_offset == 464);
+
+  // Both in the segment and in the message: protobuf reads it, so the
+  // decoder does (the server refuses it, PushAssembler).
+  proto::PushRequest both = parsed;
+  both.mutable_chunks(0)->set_data(std::string(400, 'x'));
+  const std::string both_bytes = both.SerializeAsString();
+  const absl::string_view both_one[] = {both_bytes};
+  REQUIRE(DecodePush(both_one, &view, &storage).ok());
+  CHECK(view.chunks[0].data.size() == 400);
+  CHECK(view.chunks[0].segment_bytes == 400);
+}
+
+TEST_CASE("a pull's chunks are read from the stream's pull area",
+          "[wire][shm]") {
+  std::vector<float> area_floats(32);
+  for (size_t i = 0; i < area_floats.size(); ++i) area_floats[i] = 0.5f * i;
+  const absl::string_view area(
+      reinterpret_cast<const char*>(area_floats.data()),
+      area_floats.size() * sizeof(float));
+  const std::string reply =
+      EncodePullHeader(9) +
+      EncodeSegmentChunk(kPullChunksField, 0, 0, proto::DTYPE_FLOAT32, 16, 32) +
+      EncodeSegmentChunk(kPullChunksField, 0, 1, proto::DTYPE_FLOAT32, 0, 8);
+  proto::PullResponse parsed;
+  REQUIRE(parsed.ParseFromString(reply));
+  CHECK(parsed.chunks(0).segment_offset() == 16);
+  const absl::string_view one[] = {reply};
+  std::vector<float> out(10, -1.0f);
+  auto place = [&](uint32_t, uint32_t index, int, uint64_t bytes) {
+    PullChunkTarget t;
+    t.dest = reinterpret_cast<char*>(out.data() + (index == 0 ? 0 : 8));
+    CHECK(bytes == (index == 0 ? 32u : 8u));
+    return t;
+  };
+  absl::StatusOr<uint64_t> version = DecodePull(one, place, area);
+  REQUIRE(version.ok());
+  CHECK(*version == 9);
+  CHECK(out == std::vector<float>{2, 2.5f, 3, 3.5f, 4, 4.5f, 5, 5.5f, 0, 0.5f});
+  // Without the area the segment fields are not read (protobuf's view:
+  // the chunks have no data); beyond it: refused, nothing misread.
+  auto empty_place = [&](uint32_t, uint32_t, int, uint64_t bytes) {
+    CHECK(bytes == 0);
+    PullChunkTarget t;
+    t.dest = reinterpret_cast<char*>(out.data());
+    return t;
+  };
+  CHECK(DecodePull(one, empty_place).ok());
+  const std::string beyond =
+      EncodePullHeader(9) +
+      EncodeSegmentChunk(kPullChunksField, 0, 0, proto::DTYPE_FLOAT32, 120, 16);
+  const absl::string_view far[] = {beyond};
+  CHECK_THAT(std::string(DecodePull(far, place, area).status().message()),
+             Catch::Contains("beyond the segment's pull area"));
+}
+
+}  // namespace
+}  // namespace paramd

@@ -27,11 +27,12 @@ using wire::VarintSize;
 constexpr int kPushJobId = 1, kPushRank = 2, kPushClock = 3,
               kPushChunks = kPushChunksField, kPushLoss = 5, kPushPullDtype = 6,
               kPushRows = kPushRowsField, kPushMore = 8,
-              kPushReplyMessageBytes = 9;
+              kPushReplyMessageBytes = 9, kPushSegment = 10;
 constexpr int kRowTable = 1, kRowIds = 2, kRowDtype = 3, kRowData = 4;
 constexpr int kPullVersion = 1, kPullChunks = kPullChunksField;
 constexpr int kChunkTensor = 1, kChunkIndex = 2, kChunkDtype = 3,
-              kChunkData = 4, kChunkIndices = 5;
+              kChunkData = 4, kChunkIndices = 5, kChunkSegmentOffset = 6,
+              kChunkSegmentBytes = 7;
 
 struct ChunkFields {
   uint32_t tensor_id = 0, chunk_index = 0;
@@ -41,6 +42,7 @@ struct ChunkFields {
   WireReader::Mark data;  // Where the (last) data field's bytes start.
   uint64_t index_bytes = 0;
   WireReader::Mark indices;  // The same for the indices field.
+  uint64_t segment_offset = 0, segment_bytes = 0;
 };
 
 // Reads a TensorChunk of `length` bytes: its fields in any order, a field
@@ -72,12 +74,15 @@ const char* ReadChunkFields(WireReader* in, uint64_t length, ChunkFields* out) {
       out->indices = in->mark();
       in->Skip(v);
     } else if ((field == kChunkTensor || field == kChunkIndex ||
-                field == kChunkDtype) &&
+                field == kChunkDtype || field == kChunkSegmentOffset ||
+                field == kChunkSegmentBytes) &&
                type == kVarint) {
       if (!in->ReadVarint(&v)) return "truncated chunk field";
       if (field == kChunkTensor) out->tensor_id = static_cast<uint32_t>(v);
       if (field == kChunkIndex) out->chunk_index = static_cast<uint32_t>(v);
       if (field == kChunkDtype) out->dtype = static_cast<int32_t>(v);
+      if (field == kChunkSegmentOffset) out->segment_offset = v;
+      if (field == kChunkSegmentBytes) out->segment_bytes = v;
     } else if (type == 4 || !in->SkipField(field, type)) {
       return "undecodable chunk field";
     }
@@ -159,12 +164,15 @@ std::vector<std::pair<size_t, size_t>> GroupChunks(
 
 std::string EncodePushHeader(absl::string_view job_id, uint32_t rank,
                              uint64_t clock, float loss, int pull_dtype,
-                             uint32_t reply_message_bytes) {
+                             uint32_t reply_message_bytes,
+                             absl::string_view segment) {
   std::string out;
-  if (!job_id.empty()) {
-    PutTag(&out, kPushJobId, kLengthDelimited);
-    PutVarint(&out, job_id.size());
-    out.append(job_id.data(), job_id.size());
+  for (auto [field, text] :
+       {std::pair{kPushJobId, job_id}, std::pair{kPushSegment, segment}}) {
+    if (text.empty()) continue;
+    PutTag(&out, field, kLengthDelimited);
+    PutVarint(&out, text.size());
+    out.append(text.data(), text.size());
   }
   PutVarintField(&out, kPushRank, rank);
   PutVarintField(&out, kPushClock, clock);
@@ -222,6 +230,21 @@ std::string EncodeSparseChunkHeader(int field, uint32_t tensor_id,
 
 std::string EncodeChunkDataTag(size_t data_bytes) {
   return LengthDelimitedTag(kChunkData, data_bytes);
+}
+
+std::string EncodeSegmentChunk(int field, uint32_t tensor_id,
+                               uint32_t chunk_index, int dtype, uint64_t offset,
+                               uint64_t bytes) {
+  std::string inner;
+  PutVarintField(&inner, kChunkTensor, tensor_id);
+  PutVarintField(&inner, kChunkIndex, chunk_index);
+  PutVarintField(&inner, kChunkDtype, static_cast<uint64_t>(dtype));
+  PutVarintField(&inner, kChunkSegmentOffset, offset);
+  PutVarintField(&inner, kChunkSegmentBytes, bytes);
+  std::string out;
+  PutTag(&out, field, kLengthDelimited);
+  PutVarint(&out, inner.size());
+  return out + inner;
 }
 
 std::string EncodePullHeader(uint64_t version) {
@@ -404,6 +427,14 @@ absl::Status DecodePush(absl::Span<const absl::string_view> segments,
       // protobuf refuses a proto3 string that is not UTF-8, each time it
       // occurs.
       if (!IsUtf8(out->job_id)) return Malformed(kWhat, "job_id is not UTF-8");
+    } else if (field == kPushSegment && type == kLengthDelimited) {
+      if (!in.ReadVarint(&v) || v > in.size() - in.position() || v > 4096) {
+        return Malformed(kWhat, "truncated or overlong segment");
+      }
+      out->segment.resize(v);
+      in.CopyTo(out->segment.data(), v);
+      if (!IsUtf8(out->segment))
+        return Malformed(kWhat, "segment is not UTF-8");
     } else if ((field == kPushRank || field == kPushClock ||
                 field == kPushPullDtype || field == kPushMore ||
                 field == kPushReplyMessageBytes) &&
@@ -432,6 +463,10 @@ absl::Status DecodePush(absl::Span<const absl::string_view> segments,
       chunk.data = ChunkBytes(&in, f.data, f.data_bytes, storage, &free_space);
       chunk.indices =
           ChunkBytes(&in, f.indices, f.index_bytes, storage, &free_space);
+      // Whether both may be (and where the bytes then are) is the
+      // receiver's to say: protobuf reads either.
+      chunk.segment_offset = f.segment_offset;
+      chunk.segment_bytes = f.segment_bytes;
       out->chunks.push_back(chunk);
     } else if (field == kPushRows && type == kLengthDelimited) {
       RowFields f;
@@ -452,7 +487,8 @@ absl::Status DecodePush(absl::Span<const absl::string_view> segments,
 absl::StatusOr<uint64_t> DecodePull(
     absl::Span<const absl::string_view> segments,
     const std::function<PullChunkTarget(uint32_t, uint32_t, int, uint64_t)>&
-        place) {
+        place,
+    absl::string_view pull_area) {
   constexpr char kWhat[] = "Pull";
   WireReader in(segments);
   uint64_t version = 0;
@@ -470,10 +506,28 @@ absl::StatusOr<uint64_t> DecodePull(
       if (f.index_bytes > 0) {
         return Malformed(kWhat, "a pulled chunk has indices (pulls are dense)");
       }
+      // Without a pull area the segment fields are not this reader's
+      // (as protobuf's, any chunk reads by its data).
+      const bool in_segment = f.segment_bytes > 0 && !pull_area.empty();
+      if (in_segment) {
+        if (f.data_bytes > 0) {
+          return absl::DataLossError(
+              "Pull: a chunk both in the segment and in the message");
+        }
+        if (f.segment_offset > pull_area.size() ||
+            f.segment_bytes > pull_area.size() - f.segment_offset) {
+          return Malformed(kWhat, "a chunk beyond the segment's pull area");
+        }
+      }
+      const uint64_t bytes = in_segment ? f.segment_bytes : f.data_bytes;
       PullChunkTarget target =
-          place(f.tensor_id, f.chunk_index, f.dtype, f.data_bytes);
+          place(f.tensor_id, f.chunk_index, f.dtype, bytes);
       if (target.dest == nullptr) {
         return absl::DataLossError(absl::StrCat("Pull: ", target.error));
+      }
+      if (in_segment) {
+        std::memcpy(target.dest, pull_area.data() + f.segment_offset, bytes);
+        continue;
       }
       const WireReader::Mark chunk_end = in.mark();
       in.Restore(f.data);

@@ -41,6 +41,11 @@ struct ChunkView {
   // The receiver's own index for the chunk, set once the chunk passed the
   // receiver's checks (decoders leave it at -1).
   int checked_local = -1;
+  // TensorChunk.segment_offset / segment_bytes: the chunk's bytes lie in
+  // the stream's shared-memory segment (data stays empty until the
+  // receiver resolves them there); segment_bytes 0: in `data`.
+  uint64_t segment_offset = 0;
+  uint64_t segment_bytes = 0;
 };
 
 // One RowBlock of a push: an embedding table's row ids and gradients.
@@ -60,6 +65,7 @@ struct PushView {
   int pull_dtype = 0;  // proto::DType; PushPull only.
   bool more = false;   // PushRequest.more: another message follows.
   uint32_t reply_message_bytes = 0;  // StepStream only.
+  std::string segment;               // PushRequest.segment: StepStream only.
   std::vector<ChunkView> chunks;
   std::vector<RowView> rows;
 };
@@ -86,7 +92,8 @@ std::vector<std::pair<size_t, size_t>> GroupChunks(
 // pull_dtype; fields at their default are left out, as proto3 does).
 std::string EncodePushHeader(absl::string_view job_id, uint32_t rank,
                              uint64_t clock, float loss, int pull_dtype = 0,
-                             uint32_t reply_message_bytes = 0);
+                             uint32_t reply_message_bytes = 0,
+                             absl::string_view segment = "");
 // PushRequest.more set: appended to every message of a push but its last.
 std::string EncodePushMore();
 // The framing that precedes `data_bytes` of chunk data inside a message
@@ -102,6 +109,11 @@ std::string EncodeSparseChunkHeader(int field, uint32_t tensor_id,
                                     uint32_t chunk_index, int dtype,
                                     size_t index_bytes, size_t data_bytes);
 std::string EncodeChunkDataTag(size_t data_bytes);
+// A whole TensorChunk whose `bytes` lie in the stream's shared-memory
+// segment at `offset` (TensorChunk.segment_offset / segment_bytes).
+std::string EncodeSegmentChunk(int field, uint32_t tensor_id,
+                               uint32_t chunk_index, int dtype, uint64_t offset,
+                               uint64_t bytes);
 // The framing before a PullResponse's chunks.
 std::string EncodePullHeader(uint64_t version);
 
@@ -160,7 +172,10 @@ absl::Status DecodePush(absl::Span<const absl::string_view> segments,
 // Decodes a PullResponse (dense chunks only), handing each chunk to
 // `place`, which returns
 // where its `bytes` go (or null to refuse it; then its message is the
-// error). Each chunk's bytes are copied exactly once, straight there.
+// error). Each chunk's bytes are copied exactly once, straight there: from
+// the message, or for a chunk in the stream's segment from `pull_area`
+// (its offsets checked against it; without an area, the segment fields are
+// ignored and a chunk reads by its data, as protobuf reads it).
 struct PullChunkTarget {
   char* dest = nullptr;
   std::string error;
@@ -169,7 +184,8 @@ absl::StatusOr<uint64_t> DecodePull(
     absl::Span<const absl::string_view> segments,
     const std::function<PullChunkTarget(uint32_t tensor_id,
                                         uint32_t chunk_index, int dtype,
-                                        uint64_t bytes)>& place);
+                                        uint64_t bytes)>& place,
+    absl::string_view pull_area = absl::string_view());
 
 }  // namespace paramd
 
