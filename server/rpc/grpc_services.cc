@@ -262,6 +262,40 @@ std::vector<grpc::ByteBuffer> GrpcParameterService::PullParts(
   return parts;
 }
 
+std::vector<grpc::ByteBuffer> GrpcParameterService::PullInSegment(
+    const std::shared_ptr<const ParamSnapshot>& snapshot, bool half,
+    int64_t message_bytes, absl::Span<char> pull_area) const {
+  const size_t element = half ? sizeof(uint16_t) : sizeof(float);
+  size_t need = 0;
+  for (const std::vector<float>& p : snapshot->params) {
+    need += p.size() * element;
+  }
+  if (need > pull_area.size()) {
+    return PullParts(snapshot, half, message_bytes);
+  }
+  std::string frame = EncodePullHeader(snapshot->version);
+  size_t offset = 0;
+  for (size_t i = 0; i < snapshot->params.size(); ++i) {
+    const ChunkSpec& spec = shard_->store().chunk_spec(static_cast<int>(i));
+    const size_t bytes = snapshot->params[i].size() * element;
+    const void* data =
+        half ? static_cast<const void*>(snapshot->Halves()[i].data())
+             : static_cast<const void*>(snapshot->params[i].data());
+    std::memcpy(pull_area.data() + offset, data, bytes);
+    frame += EncodeSegmentChunk(
+        kPullChunksField, spec.tensor_id, spec.chunk_index,
+        half ? proto::DTYPE_FLOAT16 : proto::DTYPE_FLOAT32, offset, bytes);
+    // Every chunk starts float-aligned.
+    offset += (bytes + alignof(float) - 1) / alignof(float) * alignof(float);
+  }
+  shard_->NoteSharedMemory(0, need);
+  FrameBuilder message(nullptr);
+  message.AddCopy(frame);
+  std::vector<grpc::ByteBuffer> parts;
+  parts.push_back(message.Finish());
+  return parts;
+}
+
 grpc::Status GrpcParameterService::StepStream(
     grpc::ServerContext* context,
     grpc::ServerReaderWriter<grpc::ByteBuffer, grpc::ByteBuffer>* stream) {

@@ -128,6 +128,12 @@ class GrpcParameterService final : public grpc::Service {
   std::vector<grpc::ByteBuffer> PullParts(
       const std::shared_ptr<const ParamSnapshot>& snapshot, bool half,
       int64_t message_bytes) const;
+  // The snapshot's chunk bytes (or halves) written into a same-host
+  // stream's `pull_area`, one after another, and the PullResponse that
+  // says where each lies; PullParts when they do not fit.
+  std::vector<grpc::ByteBuffer> PullInSegment(
+      const std::shared_ptr<const ParamSnapshot>& snapshot, bool half,
+      int64_t message_bytes, absl::Span<char> pull_area) const;
 
   // Adds the streaming method `rpc` of kind `type`, served through gRPC's
   // `Handler` for that kind by `handler` once the call carries the job's

@@ -24,9 +24,11 @@ namespace paramd {
 
 class PushPieces {
  public:
-  // `shard` outlives this; `rpc` names the call in errors.
-  PushPieces(Shard* shard, const char* rpc)
-      : shard_(shard), rpc_(rpc), push_(shard, rpc) {}
+  // `shard` outlives this; `rpc` names the call in errors; `segment`, a
+  // StepStream reactor's, lets chunks lie in the stream's shared memory
+  // (PushAssembler).
+  PushPieces(Shard* shard, const char* rpc, StreamSegment* segment = nullptr)
+      : shard_(shard), rpc_(rpc), push_(shard, rpc, segment) {}
 
   // Takes the next message (checked as it comes; errors name it); returns
   // whether it says more pieces follow (PushRequest.more).

@@ -32,7 +32,8 @@ void StepStreamReactor::OnReadDone(bool ok) {
     return;
   }
   if (pieces_ == nullptr) {
-    pieces_ = std::make_unique<PushPieces>(service_->shard_, "StepStream");
+    pieces_ =
+        std::make_unique<PushPieces>(service_->shard_, "StepStream", &segment_);
   }
   // Outside a step until the push is whole: nothing of it is in the shard.
   absl::StatusOr<bool> more = pieces_->Add(request_);
@@ -84,8 +85,6 @@ void StepStreamReactor::Pulled(
   reply_begin_ = service_->shard_->trace().WantsPull(traced_clock_)
                      ? absl::Now()
                      : absl::InfinitePast();
-  reply_ = service_->PullParts(*snapshot, half, reply_bytes_);
-  next_part_ = 1;
   bool cancelled;
   {
     absl::MutexLock lock(&mu_);
@@ -96,6 +95,13 @@ void StepStreamReactor::Pulled(
     End(absl::CancelledError("StepStream: cancelled"));
     return;
   }
+  // A stream with a segment answers in its pull area (the worker reads it
+  // only once this reply is there), else in the messages.
+  reply_ = segment_.attached() != nullptr
+               ? service_->PullInSegment(*snapshot, half, reply_bytes_,
+                                         segment_.attached()->pull_area())
+               : service_->PullParts(*snapshot, half, reply_bytes_);
+  next_part_ = 1;
   StartWrite(&reply_[0]);
 }
 

@@ -28,6 +28,7 @@
 #include "server/rpc/grpc_services.h"
 #include "server/rpc/push_pieces.h"
 #include "server/rpc/waiting_pull.h"
+#include "server/shard/stream_segment.h"
 
 namespace paramd {
 
@@ -60,6 +61,8 @@ class StepStreamReactor final
   grpc::ByteBuffer request_;
   // The push of the step being read, until it is applied.
   std::unique_ptr<PushPieces> pieces_;
+  // The shared memory the stream's pushes named (same-host steps).
+  StreamSegment segment_;
   // The step's reply, written part after part; its message size
   // (reply_message_bytes), and the next part to write.
   std::vector<grpc::ByteBuffer> reply_;

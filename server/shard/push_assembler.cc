@@ -19,6 +19,7 @@ absl::Status PushAssembler::AddChecked(
   PushView part;
   storage_.emplace_back();
   absl::Status s = DecodePush(segments, &part, &storage_.back());
+  if (s.ok()) s = ResolveSegment(&part);
   // Checked now, while the next message is on the wire and this one's
   // bytes are still in cache.
   if (s.ok()) s = shard_->CheckChunks(absl::MakeSpan(part.chunks));
@@ -63,6 +64,47 @@ absl::Status PushAssembler::AddChecked(
     return absl::InvalidArgumentError(absl::StrCat(rpc_, ": more than the ",
                                                    shard_->store().num_chunks(),
                                                    " chunks this shard owns"));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status PushAssembler::ResolveSegment(PushView* part) {
+  bool in_segment = !part->segment.empty();
+  for (const ChunkView& c : part->chunks) in_segment |= c.segment_bytes > 0;
+  if (!in_segment) return absl::OkStatus();
+  if (segment_ == nullptr) {
+    return absl::FailedPreconditionError(
+        "shared memory segment: only a StepStream's pushes may lie in one "
+        "(this server takes this call's bytes only)");
+  }
+  SharedSegment* segment = segment_->attached();
+  if (!part->segment.empty()) {
+    ASSIGN_OR_RETURN(segment, segment_->Get(part->segment));
+  }
+  if (segment == nullptr) {
+    return absl::FailedPreconditionError(
+        "shared memory segment: a chunk lies in one, but the stream named "
+        "none (PushRequest.segment)");
+  }
+  const absl::Span<const char> area = segment->push_area();
+  for (ChunkView& c : part->chunks) {
+    if (c.segment_bytes == 0) continue;
+    if (!c.data.empty() || !c.indices.empty()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "chunk ", c.chunk_index, " of tensor ", c.tensor_id,
+          " lies both in the segment and in the message"));
+    }
+    if (c.segment_offset > area.size() ||
+        c.segment_bytes > area.size() - c.segment_offset ||
+        c.segment_offset % alignof(float) != 0) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "chunk ", c.chunk_index, " of tensor ", c.tensor_id, " at [",
+          c.segment_offset, ", +", c.segment_bytes,
+          ") is not an aligned range of the segment's push area of ",
+          area.size(), " bytes"));
+    }
+    c.data = absl::string_view(area.data() + c.segment_offset, c.segment_bytes);
+    shard_->NoteSharedMemory(c.segment_bytes, 0);
   }
   return absl::OkStatus();
 }

@@ -26,14 +26,19 @@
 #include "common/wire/wire_format.h"
 #include "proto/paramd.pb.h"
 #include "server/shard/shard.h"
+#include "server/shard/stream_segment.h"
 
 namespace paramd {
 
 class PushAssembler {
  public:
-  // `shard` outlives the assembler; `rpc` names the call in errors.
-  explicit PushAssembler(Shard* shard, const char* rpc = "PushStream")
-      : shard_(shard), rpc_(rpc) {}
+  // `shard` outlives the assembler; `rpc` names the call in errors. With
+  // `segment` (a StepStream's), chunks may lie in the shared-memory
+  // segment a push names (PushRequest.segment); without, such a push is
+  // refused ("shared memory segment ...": FailedPrecondition).
+  explicit PushAssembler(Shard* shard, const char* rpc = "PushStream",
+                         StreamSegment* segment = nullptr)
+      : shard_(shard), rpc_(rpc), segment_(segment) {}
 
   // Adds the next message: `segments` are its bytes as received (one
   // PushRequest in the wire format of common/wire/wire_format.h), which must
@@ -56,9 +61,13 @@ class PushAssembler {
 
  private:
   absl::Status AddChecked(absl::Span<const absl::string_view> segments);
+  // Points the chunks of `part` that lie in the stream's segment at their
+  // bytes there.
+  absl::Status ResolveSegment(PushView* part);
 
   Shard* const shard_;
   const char* const rpc_;
+  StreamSegment* const segment_;
   PushView push_;
   bool more_ = false;
   // Chunks that had to be copied out of the received bytes (misaligned or

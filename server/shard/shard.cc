@@ -457,6 +457,8 @@ void Shard::GetStatus(proto::ShardStatus* status) const {
   status->set_pull_wait_p99_ms(stats_.PullWaitMs(99));
   if (checkpoints_ != nullptr) checkpoints_->FillStatus(now, status);
   status->set_bytes_in_float32(stats_.push_float32_bytes());
+  status->set_shared_memory_bytes_in(stats_.shared_memory_bytes_in());
+  status->set_shared_memory_bytes_out(stats_.shared_memory_bytes_out());
   FillHistogram(policy_->push_staleness().Snapshot(),
                 status->mutable_push_staleness());
   if (config_.policy.type != PolicyType::kSync) {

@@ -174,6 +174,10 @@ class Shard {
   const PartitionPlan& plan() const { return plan_; }
   const ShardStore& store() const { return store_; }
   const ShardStats& stats() const { return stats_; }
+  // Chunk bytes a same-host StepStream moved through shared memory.
+  void NoteSharedMemory(uint64_t in, uint64_t out) {
+    stats_.RecordSharedMemoryBytes(in, out);
+  }
   UpdatePolicy& policy() { return *policy_; }
   const UpdatePolicy& policy() const { return *policy_; }
 

@@ -48,6 +48,14 @@ void AddShardState(const proto::ShardStatus& s, MetricFamilies& text) {
       static_cast<double>(s.bytes_in_float32()));
   one("paramd_sent_bytes_total", T::Counter, "Parameter bytes sent in pulls.",
       static_cast<double>(s.bytes_out()));
+  one("paramd_shared_memory_received_bytes_total", T::Counter,
+      "Gradient bytes same-host workers' steps put in shared memory instead "
+      "of the socket.",
+      static_cast<double>(s.shared_memory_bytes_in()));
+  one("paramd_shared_memory_sent_bytes_total", T::Counter,
+      "Parameter bytes this shard's replies put in same-host workers' "
+      "shared memory instead of the socket.",
+      static_cast<double>(s.shared_memory_bytes_out()));
   one("paramd_uptime_seconds", T::Gauge, "Seconds since the shard started.",
       s.uptime_seconds());
   if (s.staleness_bound() >= 0) {

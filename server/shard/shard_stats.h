@@ -41,6 +41,17 @@ class ShardStats {
   uint64_t push_float32_bytes() const {
     return push_float32_bytes_.load(std::memory_order_relaxed);
   }
+  // Chunk bytes a same-host StepStream moved through shared memory.
+  void RecordSharedMemoryBytes(uint64_t in, uint64_t out) {
+    shared_in_.fetch_add(in, std::memory_order_relaxed);
+    shared_out_.fetch_add(out, std::memory_order_relaxed);
+  }
+  uint64_t shared_memory_bytes_in() const {
+    return shared_in_.load(std::memory_order_relaxed);
+  }
+  uint64_t shared_memory_bytes_out() const {
+    return shared_out_.load(std::memory_order_relaxed);
+  }
   const Histogram& push_seconds() const { return push_seconds_; }
   const Histogram& pull_seconds() const { return pull_seconds_; }
   const Histogram& pull_wait_seconds() const { return pull_wait_seconds_; }
@@ -52,6 +63,7 @@ class ShardStats {
 
  private:
   std::atomic<uint64_t> push_float32_bytes_{0};
+  std::atomic<uint64_t> shared_in_{0}, shared_out_{0};
   Histogram push_seconds_{Histogram::LatencyBuckets()};
   Histogram pull_seconds_{Histogram::LatencyBuckets()};
   Histogram pull_wait_seconds_{Histogram::LatencyBuckets()};
