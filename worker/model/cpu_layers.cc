@@ -309,6 +309,10 @@ std::unique_ptr<CpuLayer> MakeCpuLayer(const GraphLayer& layer,
       return std::make_unique<Flatten>(layer);
     case LayerKind::kBatchNorm:
       return MakeCpuBatchNorm(layer, tensors);
+    case LayerKind::kEmbeddingBag:
+    case LayerKind::kEmbeddingConcat:
+      break;  // Sparse fronts are not dense layers
+              // (worker/model/embedding_front.h).
   }
   return nullptr;
 }

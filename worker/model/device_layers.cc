@@ -374,6 +374,10 @@ absl::StatusOr<std::unique_ptr<DeviceLayer>> MakeDeviceLayer(
       RETURN_IF_ERROR(bn->Init(max_batch));
       return std::unique_ptr<DeviceLayer>(std::move(bn));
     }
+    case LayerKind::kEmbeddingBag:
+    case LayerKind::kEmbeddingConcat:
+      break;  // Sparse fronts are not dense layers
+              // (worker/model/embedding_front.h).
   }
   return absl::InvalidArgumentError("MakeDeviceLayer: an unknown layer kind");
 }
