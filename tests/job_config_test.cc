@@ -55,6 +55,7 @@ TEST_CASE("a good job file loads with every field typed", "[config]") {
         std::string(testing::kFashionMnistDir) + "/train-images-idx3-ubyte.gz");
   CHECK(c->worker.device == "auto");
   CHECK(c->worker.threads == 1);
+  CHECK(c->worker.shared_memory);  // auto
 }
 
 TEST_CASE("the shipped main job validates", "[config]") {
@@ -310,6 +311,9 @@ TEST_CASE("each bad job file names file, line and field", "[config]") {
        "worker.overlap", "overlap: true", "not with compression topk"},
       {"overlap not a boolean", good + "worker:\n  overlap: maybe\n",
        "worker.overlap", "overlap: maybe", "a boolean"},
+      {"shared memory neither auto nor off",
+       good + "worker:\n  shared_memory: on\n", "worker.shared_memory",
+       "shared_memory: on", "unknown setting 'on' (expected: auto or off)"},
       {"worker command not a list", good + "worker:\n  command: train.py\n",
        "worker.command", "command: train.py", "expected a list: the program"},
       {"worker command empty program", good + "worker:\n  command: [\"\", x]\n",
@@ -411,8 +415,9 @@ TEST_CASE("policies, liveness and testing aids parse", "[config]") {
   o.lease_seconds = 4;
   o.heartbeat_seconds = 0.5;
   o.stall_warn_seconds = 2;
-  const std::string yaml =
-      JobYaml(o) + "testing:\n  slow_rank: 1\n  slow_step_ms: 20\n";
+  const std::string yaml = JobYaml(o) +
+                           "testing:\n  slow_rank: 1\n  slow_step_ms: 20\n" +
+                           "worker:\n  shared_memory: off\n";
   const std::string path = WriteFile(NewTempDir() + "/job.yaml", yaml);
   absl::StatusOr<JobConfig> c = LoadJobConfig(path);
   INFO(c.status().ToString());
@@ -424,6 +429,7 @@ TEST_CASE("policies, liveness and testing aids parse", "[config]") {
   CHECK(c->liveness.stall_warn_seconds == 2);
   CHECK(c->testing.slow_rank == 1);
   CHECK(c->testing.slow_step_ms == 20);
+  CHECK_FALSE(c->worker.shared_memory);
 
   const std::string async =
       WriteFile(NewTempDir() + "/job.yaml",

@@ -20,12 +20,15 @@
 //       [--sizes 4K,64K,1M,16M,64M] [--modes push,pull,push+pull]
 //       [--seconds S] [--chunk_bytes B] [--policy async|sync]
 //       [--optimizer_sizes 1M,16M,64M] [--skip_transport] [--skip_optimizers]
-//       [--unary_push_pull] [--replicas 1|2]
+//       [--unary_push_pull] [--replicas 1|2] [--socket_only]
 //
 // --unary_push_pull: push+pull as one unary PushPull call per step instead
 // of a step of a StepStream kept open (the workers' way), for an A/B.
 // --replicas 2: every server has a backup holding each step before it is
 // acknowledged (replication.factor 2), for its cost.
+// --socket_only: every step's bytes by the socket (worker.shared_memory:
+// off), where by default a StepStream step's chunk bytes go through shared
+// memory (the bench's servers are on its host).
 #include <algorithm>
 #include <cstdio>
 #include <string>
@@ -108,6 +111,7 @@ absl::StatusOr<BenchOptions> ParseOptions(const ParsedFlags& flags) {
         "--replicas: 1 (no backups) or 2 (a backup per server)");
   }
   o.transport.step_stream = !flags.Has("unary_push_pull");
+  o.transport.shared_memory = !flags.Has("socket_only");
   return o;
 }
 
@@ -170,11 +174,11 @@ int Main(int argc, char** argv) {
                  std::string(s.message()).c_str());
     return 2;
   };
-  absl::StatusOr<ParsedFlags> flags =
-      ParseFlags(argc, argv,
-                 {"clusters", "sizes", "modes", "seconds", "chunk_bytes",
-                  "policy", "optimizer_sizes", "log_level", "replicas"},
-                 {"skip_transport", "skip_optimizers", "unary_push_pull"});
+  absl::StatusOr<ParsedFlags> flags = ParseFlags(
+      argc, argv,
+      {"clusters", "sizes", "modes", "seconds", "chunk_bytes", "policy",
+       "optimizer_sizes", "log_level", "replicas"},
+      {"skip_transport", "skip_optimizers", "unary_push_pull", "socket_only"});
   if (!flags.ok()) return fail(flags.status());
   if (absl::Status s =
           InitLogging("paramd-bench", flags->Get("log_level", "warn"));

@@ -401,6 +401,11 @@ struct WorkerConfig {
   // OpenBLAS kernel: "auto", "library" or an OpenBLAS core name
   // (worker/model/blas.h).
   std::string blas_core = "auto";
+  // worker.shared_memory auto: a step's chunk bytes go through shared
+  // memory to a server on the worker's own host (common/wire/
+  // shared_segment.h), by the socket to one elsewhere; off: always the
+  // socket.
+  bool shared_memory = true;
   // The worker program `paramctl run` starts instead of paramd-worker
   // (e.g. {"/usr/bin/python3", "train.py"} for paramd.torch), in the job
   // file's folder, with the rank, job, servers and launch in PARAMD_RANK,

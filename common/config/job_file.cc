@@ -412,7 +412,7 @@ class JobParser {
     ASSIGN_OR_RETURN(const YAML::Node w,
                      Section(root, "worker", false,
                              {"device", "threads", "blas_core", "allow_tf32",
-                              "overlap", "command"}));
+                              "overlap", "command", "shared_memory"}));
     RETURN_IF_ERROR(ParseCommand(w["command"], &c->worker.command));
     RETURN_IF_ERROR(r_.Get(w, "worker", "device", false, &c->worker.device));
     if (c->worker.device != "auto" && c->worker.device != "cpu" &&
@@ -429,6 +429,15 @@ class JobParser {
                       "must be between 1 and 256");
     }
     RETURN_IF_ERROR(r_.Get(w, "worker", "overlap", false, &c->worker.overlap));
+    std::string shared_memory = "auto";
+    RETURN_IF_ERROR(
+        r_.Get(w, "worker", "shared_memory", false, &shared_memory));
+    if (shared_memory != "auto" && shared_memory != "off") {
+      return r_.Error(w["shared_memory"], "worker.shared_memory",
+                      absl::StrCat("unknown setting '", shared_memory,
+                                   "' (expected: auto or off)"));
+    }
+    c->worker.shared_memory = shared_memory == "auto";
     if (c->worker.overlap && !c->model.embeddings.empty()) {
       return r_.Error(w["overlap"], "worker.overlap",
                       "not with model.embeddings: a step's rows ride in its "

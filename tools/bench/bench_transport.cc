@@ -42,6 +42,7 @@ JobConfig BenchJob(int64_t bytes, const TransportOptions& o) {
   config.liveness.lease_seconds = 3600;  // No heartbeats in the bench.
   config.liveness.stall_warn_seconds = 3600;
   config.chunk_bytes = o.chunk_bytes;
+  config.worker.shared_memory = o.shared_memory;
   if (o.replicas > 1) {
     config.replication.factor = 2;
     config.replication.backups.assign(o.servers, "127.0.0.1:0");

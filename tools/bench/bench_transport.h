@@ -30,6 +30,9 @@ struct TransportOptions {
   // PushPull as steps of a long-lived StepStream (the workers' way), or a
   // unary call per step (--unary_push_pull, for an A/B).
   bool step_stream = true;
+  // worker.shared_memory: the bytes of same-host steps through shared
+  // memory (the workers' default), or by the socket (--socket_only).
+  bool shared_memory = true;
   // replication.factor (--replicas): 2 runs a backup beside every server,
   // which holds each step before it is acknowledged.
   int replicas = 1;

@@ -30,6 +30,7 @@ ShardLinks::Options LinkOptions(const GrpcClientOptions& options,
   links.push_timeout = options.push_timeout;
   links.pull_timeout = options.pull_timeout;
   links.step_stream = options.step_stream;
+  links.shared_memory = config.worker.shared_memory;
   links.backups = options.backups;
   return links;
 }
@@ -116,8 +117,21 @@ absl::StatusOr<uint64_t> GrpcParameterClient::Push(
 absl::StatusOr<uint64_t> GrpcParameterClient::PushPull(
     uint64_t clock, absl::Span<const float> grads, float loss,
     absl::Span<float> params) {
-  return Retrying("PushPull", [&] {
-    return steps_.Run(clock, PushMessages(clock, grads, loss), params);
+  return Retrying("PushPull", [&]() -> absl::StatusOr<uint64_t> {
+    const auto messages = [&](absl::Span<SharedSegment* const> segments) {
+      return PushMessages(clock, grads, loss, segments);
+    };
+    absl::StatusOr<uint64_t> version = steps_.Run(clock, messages, params);
+    // A server that cannot map this worker's shared memory refused the
+    // step whole: it goes again, by the socket to that shard (each shard
+    // refuses once, and a refusal cancels the other shards' calls before
+    // they may have been refused too).
+    for (int again = 0;
+         again < links_.size() && !version.ok() && links_.TakeSegmentRefusals();
+         ++again) {
+      version = steps_.Run(clock, messages, params);
+    }
+    return version;
   });
 }
 
@@ -196,13 +210,14 @@ absl::Span<float> GrpcParameterClient::GradientBuffer() {
 }
 
 std::vector<std::vector<grpc::ByteBuffer>> GrpcParameterClient::PushMessages(
-    uint64_t clock, absl::Span<const float> grads, float loss) {
+    uint64_t clock, absl::Span<const float> grads, float loss,
+    absl::Span<SharedSegment* const> segments) {
   if (grads.data() != gradients_->data()) {
     absl::Span<float> buffer = GradientBuffer();
     std::memcpy(buffer.data(), grads.data(),
                 std::min(buffer.size(), grads.size()) * sizeof(float));
   }
-  return push_frames_.Build(clock, loss, gradients_);
+  return push_frames_.Build(clock, loss, gradients_, segments);
 }
 
 absl::StatusOr<uint64_t> GrpcParameterClient::PushOnce(

@@ -111,7 +111,8 @@ class GrpcParameterClient final : public ParameterClient {
   // unary Push; several: a PushStream), referencing the gradient buffer
   // (copying `grads` into it first unless they are already there).
   std::vector<std::vector<grpc::ByteBuffer>> PushMessages(
-      uint64_t clock, absl::Span<const float> grads, float loss);
+      uint64_t clock, absl::Span<const float> grads, float loss,
+      absl::Span<SharedSegment* const> segments = {});
 
   const JobConfig& config_;
   const PartitionPlan* plan_;

@@ -68,7 +68,8 @@ absl::Status PullSink::Consume(const grpc::ByteBuffer& message) {
         target.dest =
             reinterpret_cast<char*>(params_.data() + FlatOffset(layout_, c));
         return target;
-      });
+      },
+      pull_area_);
   if (version.ok()) WidenPending();
   pending_ = -1;
   if (!version.ok()) return version.status();

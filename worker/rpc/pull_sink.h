@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "absl/time/time.h"
 #include "absl/types/span.h"
 #include "common/model/model_spec.h"
@@ -28,6 +29,9 @@ class PullSink {
   PullSink(const PartitionPlan& plan, const FlatLayout& layout, int shard,
            bool half, absl::Span<float> params);
   absl::Status Consume(const grpc::ByteBuffer& message);
+  // The stream's shared-memory pull area, where a reply's chunks may lie
+  // (common/wire/shared_segment.h); empty: none.
+  void SetPullArea(absl::string_view area) { pull_area_ = area; }
   // Notes when the first message comes (first_message), for the step
   // timeline.
   void TimeFirstMessage() { timed_ = true; }
@@ -52,6 +56,7 @@ class PullSink {
   int shard_;
   bool half_;
   absl::Span<float> params_;
+  absl::string_view pull_area_;
   std::vector<uint16_t> halves_;  // compression.pull fp16: one chunk.
   int pending_ = -1;              // Its global index; -1: none.
   std::vector<char> seen_;        // By global chunk index.

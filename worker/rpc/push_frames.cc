@@ -1,5 +1,7 @@
 #include "worker/rpc/push_frames.h"
 
+#include <cstring>
+
 #include "common/base/half.h"
 #include "common/model/rows.h"
 #include "common/rpc/grpc_frames.h"
@@ -67,7 +69,8 @@ PushFrames::PushFrames(const JobConfig& config, const PartitionPlan& plan,
 
 std::vector<std::vector<grpc::ByteBuffer>> PushFrames::Build(
     uint64_t clock, float loss,
-    std::shared_ptr<const std::vector<float>> gradients) {
+    std::shared_ptr<const std::vector<float>> gradients,
+    absl::Span<SharedSegment* const> segments) {
   if (topk_ != nullptr) return BuildTopK(clock, loss, *gradients);
   // The bytes that travel: the float32 buffer itself, or its halves.
   const void* flat = gradients->data();
@@ -78,7 +81,45 @@ std::vector<std::vector<grpc::ByteBuffer>> PushFrames::Build(
     flat = halves->data();
     owner = std::move(halves);
   }
-  return Frame(clock, loss, std::move(owner), DenseChunk(flat));
+  std::vector<std::vector<grpc::ByteBuffer>> messages =
+      Frame(clock, loss, owner, DenseChunk(flat), segments);
+  for (size_t i = 0; i < segments.size() && i < messages.size(); ++i) {
+    if (segments[i] == nullptr) continue;
+    messages[i].push_back(
+        InSegment(clock, loss, static_cast<int>(i), flat, segments[i], owner));
+  }
+  return messages;
+}
+
+grpc::ByteBuffer PushFrames::InSegment(
+    uint64_t clock, float loss, int shard, const void* flat,
+    SharedSegment* segment, std::shared_ptr<const void> owner) const {
+  if (rows_ != nullptr) {
+    owner = std::make_shared<
+        std::pair<std::shared_ptr<const void>, std::shared_ptr<const Rows>>>(
+        std::move(owner), rows_);
+  }
+  FrameBuilder frame(std::move(owner));
+  frame.AddCopy(EncodePushHeader(job_id_, static_cast<uint32_t>(rank_), clock,
+                                 loss, pull_dtype_, kStreamMessageBytes,
+                                 segment->name()));
+  AddRows(frame, static_cast<size_t>(shard));
+  const int64_t element_bytes = fp16_ ? 2 : kElementBytes;
+  const char* bytes = static_cast<const char*>(flat);
+  const absl::Span<char> area = segment->push_area();
+  uint64_t offset = 0;
+  for (int global : plan_.ChunksOfShard(shard)) {
+    const ChunkSpec& c = plan_.chunks()[global];
+    const size_t size = static_cast<size_t>(c.length * element_bytes);
+    std::memcpy(area.data() + offset,
+                bytes + FlatOffset(layout_, c) * element_bytes, size);
+    frame.AddCopy(EncodeSegmentChunk(
+        kPushChunksField, static_cast<uint32_t>(c.tensor_id),
+        static_cast<uint32_t>(c.chunk_index),
+        fp16_ ? proto::DTYPE_FLOAT16 : proto::DTYPE_FLOAT32, offset, size));
+    offset += (size + 3) / 4 * 4;
+  }
+  return frame.Finish();
 }
 
 std::function<void(FrameBuilder&, int)> PushFrames::DenseChunk(
@@ -142,10 +183,12 @@ void PushFrames::SetRows(uint32_t table, int dim,
 
 std::vector<std::vector<grpc::ByteBuffer>> PushFrames::Frame(
     uint64_t clock, float loss, std::shared_ptr<const void> owner,
-    const std::function<void(FrameBuilder&, int)>& add_chunk) const {
+    const std::function<void(FrameBuilder&, int)>& add_chunk,
+    absl::Span<SharedSegment* const> skip) const {
   std::vector<std::vector<grpc::ByteBuffer>> messages(shards_.size());
   std::vector<size_t> owned;
   for (size_t i = 0; i < shards_.size(); ++i) {
+    if (i < skip.size() && skip[i] != nullptr) continue;
     const auto& groups = shards_[i].groups;
     for (size_t g = 0; g < groups.size(); ++g) {
       owned.clear();

@@ -26,6 +26,7 @@
 #include "common/model/model_spec.h"
 #include "common/model/partitioner.h"
 #include "common/rpc/grpc_frames.h"
+#include "common/wire/shared_segment.h"
 #include "worker/topk.h"
 
 namespace paramd {
@@ -42,9 +43,13 @@ class PushFrames {
   // for a StepStream reply in messages of kStreamMessageBytes. The
   // messages keep the bytes they reference alive until gRPC releases
   // them.
+  // A shard with a shared-memory segment (`segments[shard]`, when given and
+  // not null) gets one message whose chunks' bytes are copied into the
+  // segment's push area (dense float32 or fp16; top-k sends the bytes).
   std::vector<std::vector<grpc::ByteBuffer>> Build(
       uint64_t clock, float loss,
-      std::shared_ptr<const std::vector<float>> gradients);
+      std::shared_ptr<const std::vector<float>> gradients,
+      absl::Span<SharedSegment* const> segments = {});
 
   // One message of shard `shard`'s push at `clock`, for a push sent piece
   // by piece (worker.overlap): the push header when `first`, then the
@@ -71,11 +76,13 @@ class PushFrames {
  private:
   std::vector<std::vector<grpc::ByteBuffer>> BuildTopK(
       uint64_t clock, float loss, const std::vector<float>& gradients);
-  // Each shard's messages, one per group of its chunks (Message);
-  // `owner` keeps the referenced bytes alive.
+  // Each shard's messages, one per group of its chunks (Message), but for
+  // the shards with a segment in `skip` (left empty); `owner` keeps the
+  // referenced bytes alive.
   std::vector<std::vector<grpc::ByteBuffer>> Frame(
       uint64_t clock, float loss, std::shared_ptr<const void> owner,
-      const std::function<void(FrameBuilder&, int)>& add_chunk) const;
+      const std::function<void(FrameBuilder&, int)>& add_chunk,
+      absl::Span<SharedSegment* const> skip = {}) const;
   // One message of shard `shard`: when `first` the push header and the
   // shard's rows, then for each of its owned chunks `owned` (indices into
   // plan.ChunksOfShard(shard)) the chunk's framing and what
@@ -89,6 +96,11 @@ class PushFrames {
   // add_chunk for dense chunks read from the flat buffer `flat` (float32,
   // or halves under fp16).
   std::function<void(FrameBuilder&, int)> DenseChunk(const void* flat) const;
+  // Shard `shard`'s push in one message whose chunks' bytes (from `flat`,
+  // as DenseChunk reads them) are copied into `segment`'s push area.
+  grpc::ByteBuffer InSegment(uint64_t clock, float loss, int shard,
+                             const void* flat, SharedSegment* segment,
+                             std::shared_ptr<const void> owner) const;
 
   // One table's rows bound for one shard, as they travel.
   struct ShardRows {

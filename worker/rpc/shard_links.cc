@@ -75,11 +75,21 @@ ShardLinks::ShardLinks(const ClientSetup& setup,
         std::make_unique<std::atomic<int64_t>>(absl::ToUnixNanos(absl::Now()));
     // Pulls carry float32 (or halves) whatever pushes carry.
     std::vector<int64_t> pull_bytes;
+    size_t push_area = 0, pull_area = 0;
+    const size_t push_element =
+        setup.config->compression.fp16() ? 2 : kElementBytes;
     for (int global : plan.ChunksOfShard(s)) {
-      pull_bytes.push_back(plan.chunks()[global].length *
-                           (pull_half_ ? 2 : kElementBytes));
+      const int64_t length = plan.chunks()[global].length;
+      pull_bytes.push_back(length * (pull_half_ ? 2 : kElementBytes));
+      // Each chunk starts float-aligned in an area.
+      push_area += (length * push_element + 3) / 4 * 4;
+      pull_area += (pull_bytes.back() + 3) / 4 * 4;
     }
     link.pull_streams = GroupChunks(pull_bytes).size() > 1;
+    link.no_segments = std::make_unique<std::atomic<bool>>(
+        !options.shared_memory || !options.step_stream ||
+        setup.config->compression.topk());
+    segment_bytes_.emplace_back(push_area, pull_area);
     shards_.push_back(std::move(link));
   }
 }
@@ -155,17 +165,45 @@ void ShardLinks::StartPushPull(int shard,
                   });
     return;
   }
-  shards_[shard].steps->Step(std::move(messages), sink, std::move(done),
-                             written);
+  Link& link = shards_[shard];
+  if (link.segment != nullptr) {
+    const absl::Span<char> area = link.segment->pull_area();
+    sink->SetPullArea(absl::string_view(area.data(), area.size()));
+  }
+  link.steps->Step(std::move(messages), sink, std::move(done), written);
 }
 
 void ShardLinks::OpenStepStream(int shard) {
   Link& link = shards_[shard];
   if (link.steps != nullptr && !link.steps->over()) return;
+  // The old stream is done with its segment once it is gone.
   link.steps.reset();
+  link.segment.reset();
+  if (!link.no_segments->load()) {
+    absl::StatusOr<std::unique_ptr<SharedSegment>> segment =
+        SharedSegment::Create(segment_bytes_[shard].first,
+                              segment_bytes_[shard].second);
+    if (segment.ok()) {
+      link.segment = *std::move(segment);
+    } else {
+      spdlog::warn("rank {}: shard {}'s steps go by the socket: {}", rank_,
+                   shard, std::string(segment.status().message()));
+      link.no_segments->store(true);
+    }
+  }
   link.steps =
       std::make_unique<StepStream>(generic(shard), methods_.step_stream,
                                    std::make_unique<grpc::ClientContext>());
+}
+
+void ShardLinks::RefuseSegment(int shard) {
+  if (!shards_[shard].no_segments->exchange(true)) {
+    spdlog::info(
+        "rank {}: shard {}'s server at {} cannot map this worker's shared "
+        "memory (another host?): its steps go by the socket",
+        rank_, shard, address(shard));
+  }
+  refused_.store(true);
 }
 
 void ShardLinks::CancelStep(int shard) {

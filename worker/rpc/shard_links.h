@@ -30,6 +30,7 @@
 #include "absl/status/status.h"
 #include "absl/time/time.h"
 #include "common/rpc/credentials.h"
+#include "common/wire/shared_segment.h"
 #include "proto/paramd.grpc.pb.h"
 #include "worker/parameter_client.h"
 #include "worker/rpc/pull_sink.h"
@@ -54,6 +55,10 @@ class ShardLinks {
     // for hung (stopped, frozen) and the step ended, so that FailOver tries
     // its other replica (StepCalls); the job's liveness.lease_seconds.
     absl::Duration hung_after = absl::InfiniteDuration();
+    // worker.shared_memory: each StepStream with a shared-memory segment
+    // (common/wire/shared_segment.h) for its chunk bytes, until the
+    // shard's server refuses one (RefuseSegment).
+    bool shared_memory = false;
   };
   // Full method names, as gRPC calls them.
   struct Methods {
@@ -132,8 +137,19 @@ class ShardLinks {
                      PullSink* sink, std::function<void(absl::Status)> done,
                      absl::Time* written = nullptr);
   // Opens the shard's StepStream unless one is open (a stream that ended
-  // is replaced).
+  // is replaced, with a new segment under options.shared_memory).
   void OpenStepStream(int shard);
+  // The shared-memory segment of the shard's StepStream: where its pushes'
+  // chunk bytes go and its replies' come (null: by the socket).
+  SharedSegment* segment(int shard) const {
+    return shards_[shard].segment.get();
+  }
+  // The shard's server could not map its segment (another host): from now
+  // on its steps go by the socket. Thread-safe (a step's callback).
+  void RefuseSegment(int shard);
+  // Whether a server refused a segment since the last call (its step then
+  // failed before anything was applied, and is to be sent again).
+  bool TakeSegmentRefusals() { return refused_.exchange(false); }
   // Ends the step in flight on the shard's StepStream, if there is one.
   void CancelStep(int shard);
 
@@ -163,8 +179,12 @@ class ShardLinks {
     int avoided = -1;
     absl::Time avoid_until = absl::InfinitePast();
     bool pull_streams = false;
-    // Opened by the first PushPull that needs it and again after it ended.
+    // Opened by the first PushPull that needs it and again after it ended;
+    // its segment (options.shared_memory), freed after it.
+    std::unique_ptr<SharedSegment> segment;
     std::unique_ptr<StepStream> steps;
+    // The shard's server refused a segment: none from now on.
+    std::unique_ptr<std::atomic<bool>> no_segments;
   };
 
   Conn& Current(int shard) {
@@ -178,6 +198,9 @@ class ShardLinks {
   const Options options_;
   const Methods methods_;
   std::vector<Link> shards_;
+  // Bytes of each shard's push and pull areas.
+  std::vector<std::pair<size_t, size_t>> segment_bytes_;
+  std::atomic<bool> refused_{false};
 };
 
 // The deadline of a call that may take `d` from now.

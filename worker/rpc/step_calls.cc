@@ -5,6 +5,7 @@
 #include <functional>
 #include <utility>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
 #include "common/base/status_macros.h"
@@ -166,6 +167,10 @@ void StepCalls::Start(uint64_t clock,
     auto pushed = [this, round, i](absl::Status* status, bool push) {
       return [this, round, i, status, push](absl::Status s) {
         links_->Heard(i, s);
+        if (absl::IsFailedPrecondition(s) &&
+            absl::StrContains(s.message(), "shared memory segment")) {
+          links_->RefuseSegment(i);
+        }
         if (!s.ok()) {
           int none = -1;
           round->first_failed.compare_exchange_strong(none, i);
@@ -187,9 +192,19 @@ void StepCalls::Start(uint64_t clock,
   }
 }
 
-absl::StatusOr<uint64_t> StepCalls::Run(
-    uint64_t clock, std::vector<std::vector<grpc::ByteBuffer>> messages,
-    absl::Span<float> params) {
+absl::StatusOr<uint64_t> StepCalls::Run(uint64_t clock,
+                                        const Messages& make_messages,
+                                        absl::Span<float> params) {
+  // Streams first: a new stream has a new segment, which the messages
+  // name.
+  std::vector<SharedSegment*> segments(links_->size(), nullptr);
+  if (links_->options().step_stream) {
+    for (int i = 0; i < links_->size(); ++i) {
+      links_->OpenStepStream(i);
+      segments[i] = links_->segment(i);
+    }
+  }
+  std::vector<std::vector<grpc::ByteBuffer>> messages = make_messages(segments);
   Round round(*this, messages, params, times_ != nullptr);
   Start(clock, std::move(messages), &round);
   // The unary calls have deadlines; the streams' steps are bounded here.

@@ -29,13 +29,19 @@ class StepCalls {
   // `setup`'s plan and layout and `links` outlive this.
   StepCalls(const ClientSetup& setup, ShardLinks* links);
 
-  // Sends each shard's push `messages` of `clock` (PushFrames) and pulls
-  // clock + 1 into `params`; returns the version pulled (the smallest
-  // across shards) or the failure that matters most, naming the RPC and
-  // the shard.
-  absl::StatusOr<uint64_t> Run(
-      uint64_t clock, std::vector<std::vector<grpc::ByteBuffer>> messages,
-      absl::Span<float> params);
+  // Each shard's push messages of a step (PushFrames::Build), made once its
+  // StepStream is open, with the shards' shared-memory segments (null:
+  // by the socket).
+  using Messages = std::function<std::vector<std::vector<grpc::ByteBuffer>>(
+      absl::Span<SharedSegment* const> segments)>;
+
+  // Sends each shard's push of `clock` (from `messages`) and pulls clock +
+  // 1 into `params`; returns the version pulled (the smallest across
+  // shards) or the failure that matters most, naming the RPC and the
+  // shard. A shard whose server refused its segment is told to ShardLinks
+  // (RefuseSegment).
+  absl::StatusOr<uint64_t> Run(uint64_t clock, const Messages& messages,
+                               absl::Span<float> params);
 
   // From now on each Run writes its calls' times, one per shard, to
   // `*out` (the step timeline); nullptr stops it.
