@@ -124,16 +124,20 @@ absl::StatusOr<std::unique_ptr<SharedSegment>> SharedSegment::Create(
     return absl::UnavailableError(
         absl::StrCat("cannot create ", path, ": ", std::strerror(errno)));
   }
+  // The pages are reserved now (not an ftruncate's holes): a /dev/shm too
+  // small for the segment (a container's 64 MB) refuses it here, instead
+  // of a SIGBUS at the first write past what it holds.
   void* base = MAP_FAILED;
-  if (ftruncate(fd, static_cast<off_t>(size)) == 0) {
+  int error = posix_fallocate(fd, 0, static_cast<off_t>(size));
+  if (error == 0) {
     base = mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    if (base == MAP_FAILED) error = errno;
   }
-  const int error = errno;
   close(fd);
   if (base == MAP_FAILED) {
     unlink(path.c_str());
-    return absl::UnavailableError(
-        absl::StrCat("cannot map ", path, ": ", std::strerror(error)));
+    return absl::UnavailableError(absl::StrCat(
+        "cannot make ", path, " of ", size, " bytes: ", std::strerror(error)));
   }
   // Touched once now, not on a step's path (a fresh page's first touch
   // costs a fault each).
