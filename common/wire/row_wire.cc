@@ -2,6 +2,7 @@
 
 #include "common/wire/wire_format.h"
 #include "common/wire/wire_primitives.h"
+#include "common/wire/wire_reader.h"
 
 namespace paramd {
 
