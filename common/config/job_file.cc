@@ -2,22 +2,21 @@
 
 #include <yaml-cpp/yaml.h>
 
-#include <cctype>
 #include <fstream>
-#include <map>
 #include <set>
 #include <sstream>
 
 #include "absl/status/status.h"
-#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "common/base/status_macros.h"
+#include "common/config/cluster_section.h"
 #include "common/config/data_section.h"
 #include "common/config/model_section.h"
 #include "common/config/optimizer_section.h"
 #include "common/config/policy_section.h"
 #include "common/config/run_sections.h"
+#include "common/config/worker_section.h"
 #include "common/config/yaml_reader.h"
 
 namespace paramd {
@@ -97,66 +96,7 @@ class JobParser {
   absl::Status ParseCluster(const YAML::Node& root, JobConfig* c) {
     ASSIGN_OR_RETURN(const YAML::Node cluster,
                      Section(root, "cluster", true, {"servers", "workers"}));
-    const YAML::Node servers = cluster["servers"];
-    if (!servers.IsDefined() || servers.IsNull()) {
-      return r_.MissingError(cluster, "cluster", "cluster.servers",
-                             "missing required field");
-    }
-    if (servers.IsMap()) {
-      RETURN_IF_ERROR(ParseSlurmServers(servers, c));
-    } else if (!servers.IsSequence() || servers.size() == 0) {
-      return r_.Error(servers, "cluster.servers",
-                      "expected a non-empty list of \"host:port\" addresses, "
-                      "or {slurm: N}");
-    }
-    std::set<std::string> seen;
-    for (size_t i = 0; servers.IsSequence() && i < servers.size(); ++i) {
-      const std::string field = absl::StrCat("cluster.servers[", i, "]");
-      if (!servers[i].IsScalar()) {
-        return r_.Error(servers[i], field, "expected \"host:port\"");
-      }
-      const std::string address = servers[i].Scalar();
-      std::string host;
-      int port = 0;
-      if (absl::Status s = ParseHostPort(address, &host, &port); !s.ok()) {
-        return r_.Error(servers[i], field, std::string(s.message()));
-      }
-      if (port != 0 && !seen.insert(address).second) {
-        return r_.Error(servers[i], field,
-                        absl::StrCat("address '", address, "' listed twice"));
-      }
-      c->servers.push_back(address);
-    }
-    RETURN_IF_ERROR(
-        r_.Get(cluster, "cluster", "workers", true, &c->num_workers));
-    if (c->num_workers < 1 || c->num_workers > 4096) {
-      return r_.Error(cluster["workers"], "cluster.workers",
-                      "must be between 1 and 4096");
-    }
-    return absl::OkStatus();
-  }
-
-  // cluster.servers: {slurm: N, port: P}.
-  absl::Status ParseSlurmServers(const YAML::Node& servers, JobConfig* c) {
-    RETURN_IF_ERROR(
-        r_.CheckMapping(servers, "cluster.servers", {"slurm", "port"}));
-    int count = 0;
-    RETURN_IF_ERROR(r_.Get(servers, "cluster.servers", "slurm", true, &count));
-    if (count < 1 || count > 1024) {
-      return r_.Error(servers["slurm"], "cluster.servers.slurm",
-                      "must be between 1 and 1024 servers");
-    }
-    RETURN_IF_ERROR(
-        r_.Get(servers, "cluster.servers", "port", false, &c->slurm_port));
-    if (c->slurm_port < 0 || c->slurm_port + count - 1 > 65535) {
-      return r_.Error(servers["port"], "cluster.servers.port",
-                      absl::StrCat("must be 0 (from the job id) or a port "
-                                   "with room for ",
-                                   count, " servers"));
-    }
-    c->servers_from_slurm = true;
-    c->servers.assign(count, "");
-    return absl::OkStatus();
+    return ParseClusterSection(r_, cluster, c);
   }
 
   absl::Status ParseModel(const YAML::Node& root, JobConfig* c) {
@@ -388,82 +328,12 @@ class JobParser {
     return absl::OkStatus();
   }
 
-  // worker.command: a list of strings, the program first.
-  absl::Status ParseCommand(const YAML::Node& node,
-                            std::vector<std::string>* out) {
-    if (!node.IsDefined() || node.IsNull()) return absl::OkStatus();
-    if (!node.IsSequence() || node.size() == 0) {
-      return r_.Error(node, "worker.command",
-                      "expected a list: the program, then its arguments, "
-                      "e.g. [\"/usr/bin/python3\", \"train.py\"]");
-    }
-    for (size_t i = 0; i < node.size(); ++i) {
-      if (!node[i].IsScalar() || (i == 0 && node[i].Scalar().empty())) {
-        return r_.Error(node[i], absl::StrCat("worker.command[", i, "]"),
-                        i == 0 ? "expected the program's path or name"
-                               : "expected a string");
-      }
-      out->push_back(node[i].Scalar());
-    }
-    return absl::OkStatus();
-  }
-
   absl::Status ParseWorker(const YAML::Node& root, JobConfig* c) {
     ASSIGN_OR_RETURN(const YAML::Node w,
                      Section(root, "worker", false,
                              {"device", "threads", "blas_core", "allow_tf32",
                               "overlap", "command", "shared_memory"}));
-    RETURN_IF_ERROR(ParseCommand(w["command"], &c->worker.command));
-    RETURN_IF_ERROR(r_.Get(w, "worker", "device", false, &c->worker.device));
-    if (c->worker.device != "auto" && c->worker.device != "cpu" &&
-        c->worker.device != "cuda") {
-      return r_.Error(w["device"], "worker.device",
-                      absl::StrCat("unknown device '", c->worker.device,
-                                   "' (expected: auto, cpu or cuda)"));
-    }
-    RETURN_IF_ERROR(
-        r_.Get(w, "worker", "allow_tf32", false, &c->worker.allow_tf32));
-    RETURN_IF_ERROR(r_.Get(w, "worker", "threads", false, &c->worker.threads));
-    if (c->worker.threads < 1 || c->worker.threads > 256) {
-      return r_.Error(w["threads"], "worker.threads",
-                      "must be between 1 and 256");
-    }
-    RETURN_IF_ERROR(r_.Get(w, "worker", "overlap", false, &c->worker.overlap));
-    std::string shared_memory = "auto";
-    RETURN_IF_ERROR(
-        r_.Get(w, "worker", "shared_memory", false, &shared_memory));
-    if (shared_memory != "auto" && shared_memory != "off") {
-      return r_.Error(w["shared_memory"], "worker.shared_memory",
-                      absl::StrCat("unknown setting '", shared_memory,
-                                   "' (expected: auto or off)"));
-    }
-    c->worker.shared_memory = shared_memory == "auto";
-    if (c->worker.overlap && !c->model.embeddings.empty()) {
-      return r_.Error(w["overlap"], "worker.overlap",
-                      "not with model.embeddings: a step's rows ride in its "
-                      "first push message, before the gradient exists");
-    }
-    if (c->worker.overlap && c->policy.backup_workers > 0) {
-      return r_.Error(w["overlap"], "worker.overlap",
-                      "does not work with policy.backup_workers yet (a "
-                      "worker skipping ahead past a round closed without it "
-                      "has its next exchange in flight)");
-    }
-    if (c->worker.overlap && c->compression.topk()) {
-      return r_.Error(w["overlap"], "worker.overlap",
-                      "not with compression topk: it selects over the whole "
-                      "gradient at once");
-    }
-    RETURN_IF_ERROR(
-        r_.Get(w, "worker", "blas_core", false, &c->worker.blas_core));
-    for (char ch : c->worker.blas_core) {
-      if (!std::isalnum(static_cast<unsigned char>(ch))) {
-        return r_.Error(w["blas_core"], "worker.blas_core",
-                        "expected auto, library or an OpenBLAS core name "
-                        "such as Haswell");
-      }
-    }
-    return absl::OkStatus();
+    return ParseWorkerSection(r_, w, *c, &c->worker);
   }
 
   YamlReader r_;
