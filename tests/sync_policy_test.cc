@@ -291,6 +291,79 @@ TEST_CASE("the mean of finite gradients near the float limit stays finite",
   CHECK(f.Params() == before);
 }
 
+// Rank r's gradient at element i: magnitudes far apart, so that the
+// precision and the order of the sum show in the mean.
+float MixedGradient(int rank, int round, size_t i) {
+  static constexpr float kValues[] = {1e8f, 1.0f,    -1e8f, 3.0e-3f,
+                                      7.5f, -2.5e7f, 0.1f};
+  return kValues[(rank * 3 + round * 5 + i) % 7] * (1.0f + 0.001f * i);
+}
+
+// How a round ends in the test below: every rank pushes; rank 0 (the last
+// to push) leaves instead; rank 0 skips its push (guard.on_diverge:
+// skip_push); every rank but the first to push skips.
+enum class RoundEnd { kEveryonePushes, kLastLeaves, kLastSkipped, kOneSums };
+
+TEST_CASE(
+    "the round's mean is its gradients summed in double in push order and "
+    "rounded once, however the round completes",
+    "[policy][sync]") {
+  for (int workers = 1; workers <= 5; ++workers) {
+    for (RoundEnd end : {RoundEnd::kEveryonePushes, RoundEnd::kLastLeaves,
+                         RoundEnd::kLastSkipped, RoundEnd::kOneSums}) {
+      if (workers == 1 && end != RoundEnd::kEveryonePushes) continue;
+      CAPTURE(workers, static_cast<int>(end));
+      Fixture f(workers);
+      std::vector<float> expected = f.initial;
+      // Round 0 has every push (and, from three workers, leaves the sum's
+      // buffers holding its sum); rounds 1 and 2 end as `end` says, but a
+      // rank leaves only in the last.
+      constexpr int kRounds = 3;
+      for (int round = 0; round < kRounds; ++round) {
+        CAPTURE(round);
+        RoundEnd how = round == 0 ? RoundEnd::kEveryonePushes : end;
+        if (how == RoundEnd::kLastLeaves && round < kRounds - 1) {
+          how = RoundEnd::kEveryonePushes;
+        }
+        std::vector<double> sum(expected.size(), 0.0);
+        int summed = 0;
+        // Ranks push from the highest down; rank 0 is the last.
+        for (int rank = workers - 1; rank >= 0; --rank) {
+          if (rank == 0 && how == RoundEnd::kLastLeaves) {
+            f.policy->Leave(rank);
+            continue;
+          }
+          const bool skip = (rank == 0 && how == RoundEnd::kLastSkipped) ||
+                            (rank < workers - 1 && how == RoundEnd::kOneSums);
+          std::vector<std::vector<float>> grads;
+          size_t i = 0;
+          for (int c = 0; c < f.store->num_chunks(); ++c) {
+            grads.emplace_back();
+            for (int64_t j = 0; j < f.store->chunk_spec(c).length; ++j, ++i) {
+              grads.back().push_back(MixedGradient(rank, round, i));
+              if (!skip) sum[i] += grads.back().back();
+            }
+          }
+          if (!skip) ++summed;
+          std::vector<absl::Span<const float>> views(grads.begin(),
+                                                     grads.end());
+          REQUIRE(f.policy->Push(rank, round, views, {}, nullptr, skip).ok());
+        }
+        REQUIRE(f.store->version() == static_cast<uint64_t>(round + 1));
+        for (size_t i = 0; i < expected.size(); ++i) {
+          const float mean = static_cast<float>(sum[i] * (1.0 / summed));
+          expected[i] = expected[i] - mean;  // SGD, lr 1.
+        }
+        const std::vector<float> params = f.Params();
+        for (size_t i = 0; i < params.size(); ++i) {
+          CAPTURE(i);
+          CHECK(params[i] == expected[i]);
+        }
+      }
+    }
+  }
+}
+
 TEST_CASE("a join far beyond every clock is refused", "[policy][sync]") {
   Fixture f(2);
   const absl::Status s = f.policy->Join(1, UINT64_MAX);

@@ -13,8 +13,10 @@ SyncPolicy::SyncPolicy(int num_workers, ShardStore* store, int backup_workers)
   round_ = store_->version();
   pushed_.assign(num_workers_, false);
   expected_from_.assign(num_workers_, round_);
+  // sum_'s chunks are allocated when a round first has three gradients
+  // (AddGradient).
+  sum_.resize(store_->num_chunks());
   for (int i = 0; i < store_->num_chunks(); ++i) {
-    sum_.emplace_back(store_->chunk_spec(i).length, 0.0);
     mean_.emplace_back(store_->chunk_spec(i).length, 0.0f);
   }
   row_sums_.resize(store_->num_tables());
@@ -78,6 +80,7 @@ void SyncPolicy::OnRestore() {
   pushed_.assign(num_workers_, false);
   num_pushed_ = 0;
   num_summed_ = 0;
+  mean_ready_ = false;
   for (int r = 0; r < num_workers_; ++r) {
     expected_from_[r] = round_;
     workers_[r].clock = std::min(workers_[r].clock, round_);
@@ -141,32 +144,73 @@ absl::Status SyncPolicy::Accept(int rank, uint64_t clock,
       },
       pending_new));
   AddRows(rows);
-  // The first gradient of a round overwrites the sum; later ones add.
-  const bool first = num_summed_ == 0;
-  for (size_t c = 0; c < sum_.size(); ++c) {
-    double* __restrict s = sum_[c].data();
-    const float* __restrict g = grads[c].data();
-    const size_t n = sum_[c].size();
-    if (first) {
-      for (size_t i = 0; i < n; ++i) s[i] = g[i];
-    } else {
-      for (size_t i = 0; i < n; ++i) s[i] += g[i];
-    }
-  }
   pushed_[rank] = true;
   ++num_pushed_;
   ++num_summed_;
   workers_[rank].clock = clock + 1;
+  AddGradient(grads, /*last=*/RoundComplete());
   MaybeFinishRound(times);
   return absl::OkStatus();
 }
 
-void SyncPolicy::MaybeFinishRound(StepTimes* times) {
-  if (num_pushed_ == 0) return;
+bool SyncPolicy::RoundComplete() const {
+  if (num_pushed_ == 0) return false;
   int missing = 0;
   for (int r = 0; r < num_workers_; ++r) {
-    if (Expected(r) && ++missing > backup_workers_) return;
+    if (Expected(r) && ++missing > backup_workers_) return false;
   }
+  return true;
+}
+
+void SyncPolicy::AddGradient(absl::Span<const absl::Span<const float>> grads,
+                             bool last) {
+  // The round's k-th gradient (k = num_summed_, counted already). The sum
+  // is in double, rounded to float once for the mean; how it is held
+  // changes, not what is computed: the first gradient is kept as it came
+  // (a float is exactly its double), the second and later add in double
+  // into sum_, and the round's last one goes straight into the mean
+  // instead of the sum, sparing a pass over sum_ and mean_ (for two
+  // workers, sum_ is never touched).
+  const int k = num_summed_;
+  const double inverse = 1.0 / k;
+  for (size_t c = 0; c < mean_.size(); ++c) {
+    float* __restrict m = mean_[c].data();
+    const float* __restrict g = grads[c].data();
+    const size_t n = mean_[c].size();
+    if (k == 1) {
+      // The mean of one gradient is itself.
+      std::copy(g, g + n, m);
+      continue;
+    }
+    if (k == 2 && last) {
+      for (size_t i = 0; i < n; ++i) {
+        m[i] = static_cast<float>(
+            (static_cast<double>(m[i]) + static_cast<double>(g[i])) * inverse);
+      }
+      continue;
+    }
+    if (k == 2) {
+      sum_[c].resize(n);
+      double* __restrict s = sum_[c].data();
+      for (size_t i = 0; i < n; ++i) {
+        s[i] = static_cast<double>(m[i]) + static_cast<double>(g[i]);
+      }
+      continue;
+    }
+    double* __restrict s = sum_[c].data();
+    if (last) {
+      for (size_t i = 0; i < n; ++i) {
+        m[i] = static_cast<float>((s[i] + static_cast<double>(g[i])) * inverse);
+      }
+    } else {
+      for (size_t i = 0; i < n; ++i) s[i] += g[i];
+    }
+  }
+  mean_ready_ = last || k == 1;
+}
+
+void SyncPolicy::MaybeFinishRound(StepTimes* times) {
+  if (!RoundComplete()) return;
   if (num_summed_ > 0) {
     ApplyMean(times);
   } else {
@@ -178,18 +222,24 @@ void SyncPolicy::MaybeFinishRound(StepTimes* times) {
   ++round_;
   num_pushed_ = 0;
   num_summed_ = 0;
+  mean_ready_ = false;
   std::fill(pushed_.begin(), pushed_.end(), false);
 }
 
 void SyncPolicy::ApplyMean(StepTimes* times) {
   // The mean, rounded once: for two workers exactly what summing in float
-  // and halving gave, without its overflow.
+  // and halving gave, without its overflow. The push that completed the
+  // round left it in mean_ already (AddGradient); a round completed
+  // otherwise (a rank left, or the last push was skipped) with two or
+  // more gradients has it in sum_.
   const double inverse = 1.0 / num_summed_;
-  for (size_t c = 0; c < sum_.size(); ++c) {
-    const double* __restrict s = sum_[c].data();
-    float* __restrict m = mean_[c].data();
-    for (size_t i = 0; i < sum_[c].size(); ++i) {
-      m[i] = static_cast<float>(s[i] * inverse);
+  if (!mean_ready_) {
+    for (size_t c = 0; c < sum_.size(); ++c) {
+      const double* __restrict s = sum_[c].data();
+      float* __restrict m = mean_[c].data();
+      for (size_t i = 0; i < sum_[c].size(); ++i) {
+        m[i] = static_cast<float>(s[i] * inverse);
+      }
     }
   }
   // Rows as DDP averages them: the sum over the round's pushes divided by

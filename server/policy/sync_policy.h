@@ -59,8 +59,14 @@ class SyncPolicy : public UpdatePolicy {
     return workers_[rank].live && !pushed_[rank] &&
            expected_from_[rank] <= round_;
   }
-  // Applies the round once at most backup_workers_ expected ranks have not
-  // pushed (and one has); `times` as in Push.
+  // Whether the round is complete: one rank pushed and at most
+  // backup_workers_ expected ranks have not.
+  bool RoundComplete() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Adds the round's num_summed_-th gradient (counted already); `last`:
+  // it completes the round, so it goes into the mean.
+  void AddGradient(absl::Span<const absl::Span<const float>> grads, bool last)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Applies the round once it is complete; `times` as in Push.
   void MaybeFinishRound(StepTimes* times = nullptr)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // One optimizer step with the mean of the round's summed gradients and
@@ -89,10 +95,16 @@ class SyncPolicy : public UpdatePolicy {
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void ClearRows() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Sum of this round's gradients, by local chunk, in double: finite
-  // float gradients never overflow it (two of 3e38 sum to 6e38).
+  // float gradients never overflow it (two of 3e38 sum to 6e38). Used
+  // from a round's second gradient when more follow (AddGradient);
+  // allocated then.
   std::vector<std::vector<double>> sum_ ABSL_GUARDED_BY(mu_);
-  // The round's mean, rounded to float once, for the optimizer.
+  // The round's mean, rounded to float once, for the optimizer; before
+  // that, the round's first gradient.
   std::vector<std::vector<float>> mean_ ABSL_GUARDED_BY(mu_);
+  // mean_ holds the round's mean (its only gradient, or the last one
+  // added into it).
+  bool mean_ready_ ABSL_GUARDED_BY(mu_) = false;
 };
 
 }  // namespace paramd
