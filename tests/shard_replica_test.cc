@@ -25,13 +25,15 @@ using testing::JobOptions;
 class DirectPeer final : public ReplicaPeer {
  public:
   DirectPeer(std::map<std::string, Shard*>* shards, std::set<std::string>* down,
-             int* drop_next, std::string address)
+             int* drop_next, int* calls, std::string address)
       : shards_(shards),
         down_(down),
         drop_next_(drop_next),
+        calls_(calls),
         address_(std::move(address)) {}
   absl::Status Replicate(const proto::ReplicateRequest& request, absl::Duration,
                          proto::ReplicateResponse* response) override {
+    ++*calls_;
     if (*drop_next_ > 0) {
       --*drop_next_;
       return absl::DeadlineExceededError("dropped");
@@ -57,6 +59,7 @@ class DirectPeer final : public ReplicaPeer {
   std::map<std::string, Shard*>* const shards_;
   std::set<std::string>* const down_;
   int* const drop_next_;
+  int* const calls_;
   const std::string address_;
 };
 
@@ -94,7 +97,7 @@ struct Pair {
   ShardReplica::Connect Connect() {
     return [this](const std::string& address) {
       return std::make_unique<DirectPeer>(&shards, &down, &drop_next,
-                                          address);
+                                          &replicate_calls, address);
     };
   }
 
@@ -125,7 +128,8 @@ struct Pair {
   std::unique_ptr<Shard> a, b;
   std::map<std::string, Shard*> shards;
   std::set<std::string> down;
-  int drop_next = 0;  // Replicate calls (to any peer) that time out.
+  int drop_next = 0;        // Replicate calls (to any peer) that time out.
+  int replicate_calls = 0;  // Replicate calls made (to any peer).
 };
 
 TEST_CASE("the backup holds every step the primary acknowledged",
@@ -219,7 +223,10 @@ TEST_CASE(
     "[replication][replica]") {
   Pair p("async");
   p.down.insert("b");
+  const int before = p.replicate_calls;
   for (uint64_t c = 0; c < 3; ++c) REQUIRE(p.Push(*p.a, c, 0.5f).ok());
+  // Refused at once (UNAVAILABLE): asked once, not again at each step.
+  CHECK(p.replicate_calls - before == 1);
   proto::ReplicaStatus a = Pair::Replica(*p.a);
   CHECK_FALSE(a.peer_in_sync());
   CHECK(a.lag_versions() == 3);
@@ -273,13 +280,37 @@ TEST_CASE(
     CHECK(Pair::Replica(*p.a).peer_in_sync());
     CHECK(Pair::Replica(*p.b).held_version() == 3);
   }
-  SECTION("within the lease a step without an answer goes on alone") {
+  SECTION(
+      "within the lease a backup that misses one deadline is sent the step "
+      "once more, and holds it before it is acknowledged") {
     p.clock.Advance(absl::Seconds(1));
     p.drop_next = 1;
+    const int before = p.replicate_calls;
     REQUIRE(p.Push(*p.a, 2, 0.5f).ok());
+    CHECK(p.replicate_calls - before == 2);
+    CHECK_FALSE(p.a->replica()->replaced());
+    CHECK(Pair::Replica(*p.a).peer_in_sync());
+    CHECK(Pair::Replica(*p.b).held_version() == 3);
+  }
+  SECTION(
+      "within the lease a step whose backup misses two deadlines goes on "
+      "alone") {
+    p.clock.Advance(absl::Seconds(1));
+    p.drop_next = 2;
+    const int before = p.replicate_calls;
+    REQUIRE(p.Push(*p.a, 2, 0.5f).ok());
+    CHECK(p.replicate_calls - before == 2);
     CHECK_FALSE(p.a->replica()->replaced());
     CHECK_FALSE(Pair::Replica(*p.a).peer_in_sync());
     CHECK(Pair::Replica(*p.b).held_version() == 2);
+    // Left behind, it is not waited for at every step: the next Tick
+    // after a second catches it up.
+    REQUIRE(p.Push(*p.a, 3, 0.5f).ok());
+    CHECK(p.replicate_calls - before == 2);
+    p.clock.Advance(absl::Seconds(2));
+    p.a->Tick();
+    CHECK(Pair::Replica(*p.a).peer_in_sync());
+    CHECK(Pair::Replica(*p.b).held_version() == 4);
   }
 }
 

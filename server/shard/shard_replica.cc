@@ -153,7 +153,7 @@ proto::ReplicateRequest ShardReplica::MakeRequest(PolicyState* state) const {
 }
 
 ShardReplica::Sent ShardReplica::Send(const proto::ReplicateRequest& request,
-                                      uint64_t version) {
+                                      uint64_t version, bool retry_slow) {
   proto::ReplicateResponse response;
   const std::shared_ptr<ReplicaPeer> peer = Peer();
   const absl::Time start = clock_->Now();
@@ -198,6 +198,16 @@ ShardReplica::Sent ShardReplica::Send(const proto::ReplicateRequest& request,
         absl::FormatDuration(now - contact_), absl::FormatDuration(lease_));
     return Sent::kInDoubt;
   }
+  if (in_sync_ && retry_slow && absl::IsDeadlineExceeded(s)) {
+    // Sending the same state again is safe: the backup takes a version it
+    // holds again, and answers which it holds.
+    spdlog::info(
+        "shard {}: the backup at {} did not answer version {} within {}; "
+        "sending it once more",
+        shard_, PeerAddress(), version,
+        absl::FormatDuration(SendTimeout(lease_)));
+    return Sent::kSlow;
+  }
   if (in_sync_) {
     spdlog::warn(
         "shard {}: the backup at {} did not take version {} ({}); steps are "
@@ -211,7 +221,8 @@ ShardReplica::Sent ShardReplica::Send(const proto::ReplicateRequest& request,
 
 absl::Status ShardReplica::SendSettled(const proto::ReplicateRequest& request,
                                        uint64_t version) {
-  Sent sent = Send(request, version);
+  Sent sent = Send(request, version, /*retry_slow=*/true);
+  if (sent == Sent::kSlow) sent = Send(request, version);
   if (sent == Sent::kInDoubt) sent = Send(request, version);
   if (sent == Sent::kInDoubt) {
     role_.store(Role::kReplaced, std::memory_order_release);

@@ -6,13 +6,14 @@
 // checkpoint's bytes, with each rank's liveness and registration) to the
 // backup through a ReplicaPeer, under the policy's lock, before the push
 // is acknowledged or any pull reads the new version: an acknowledged
-// update is on both servers. A backup that does not answer is left behind
-// (the primary goes on alone, "not in sync") and caught up with the whole
-// state once it answers again (Tick) — but only while the backup cannot
-// have taken over: when the backup, in sync, has not heard this process
-// for a lease (it was paused), an unanswered step is sent once more and,
-// still unanswered, the primary gives the shard up as if replaced. The
-// primary sends a keep-alive at least every lease / 4.
+// update is on both servers. A backup that does not answer (refuses the
+// call, or misses its deadline twice: a slow backup is given a second
+// try) is left behind (the primary goes on alone, "not in sync") and
+// caught up with the whole state once it answers again (Tick) — but only
+// while the backup cannot have taken over: when the backup, in sync, has
+// not heard this process for a lease (it was paused), an unanswered step
+// is sent once more and, still unanswered, the primary gives the shard up
+// as if replaced. The primary sends a keep-alive at least every lease / 4.
 //
 // The backup serves nothing until it takes over: a worker's call reaching
 // it when the primary has been silent for longer than liveness.lease_seconds
@@ -114,14 +115,19 @@ class ShardReplica {
     kReplaced,    // The peer serves the shard at a newer term.
     kInDoubt,     // No answer, and the backup, in sync, has not heard this
                   // process for a lease: it may have taken over.
+    kSlow,        // The backup, in sync, reached but not answering in time
+                  // (DEADLINE_EXCEEDED): worth one more try before it is
+                  // left behind (only when `retry_slow`).
   };
   // Sends `request` (`version`: the state's, 0 for a keep-alive).
-  Sent Send(const proto::ReplicateRequest& request, uint64_t version)
-      ABSL_LOCKS_EXCLUDED(mu_);
-  // Sends `request` until it is settled: in doubt, once more (the peer's
-  // answer, or its refusal, settles it); still in doubt, this process
-  // gives up the shard as if replaced. OK when the step may be
-  // acknowledged; UNAVAILABLE naming why not.
+  Sent Send(const proto::ReplicateRequest& request, uint64_t version,
+            bool retry_slow = false) ABSL_LOCKS_EXCLUDED(mu_);
+  // Sends `request` until it is settled: slow, once more (a backup on a
+  // loaded host that misses one deadline may meet the next; one that
+  // is gone refuses at once, UNAVAILABLE, and is not waited for again);
+  // in doubt, once more (the peer's answer, or its refusal, settles it);
+  // still in doubt, this process gives up the shard as if replaced. OK
+  // when the step may be acknowledged; UNAVAILABLE naming why not.
   absl::Status SendSettled(const proto::ReplicateRequest& request,
                            uint64_t version) ABSL_LOCKS_EXCLUDED(mu_);
   // INVALID_ARGUMENT naming what a Replicate's (or a Handover answer's)
