@@ -17,12 +17,6 @@
 namespace paramd {
 namespace {
 
-// A generated stub's completion callback that reports to `done`.
-std::function<void(grpc::Status)> Reporting(
-    std::function<void(absl::Status)> done) {
-  return [done = std::move(done)](grpc::Status s) { done(FromGrpcStatus(s)); };
-}
-
 ShardLinks::Options LinkOptions(const GrpcClientOptions& options,
                                 const JobConfig& config) {
   ShardLinks::Options links;
@@ -64,13 +58,21 @@ absl::StatusOr<uint64_t> GrpcParameterClient::RegisterPhase(bool join,
       MakeRegisterRequest(ClientSetup{&config_, plan_, layout_, rank_}, join,
                           clock, incarnation_, options_.launch);
   std::vector<proto::RegisterResponse> responses(n);
-  absl::Status s = ForAllShards(n, "Register", [&](int i, auto done) {
-    contexts[i].set_wait_for_ready(true);
-    contexts[i].set_deadline(DeadlineIn(options_.connect_timeout));
-    links_.stub(i)->async()->Register(
-        &contexts[i], &request, &responses[i],
-        Reporting(links_.Noting(i, std::move(done))));
-  });
+  std::vector<
+      std::unique_ptr<grpc::ClientAsyncResponseReader<proto::RegisterResponse>>>
+      calls(n);
+  absl::Status s = QueuedForAllShards(
+      n, "Register",
+      [&](int i, grpc::CompletionQueue* cq, grpc::Status* status, void* tag) {
+        contexts[i].set_wait_for_ready(true);
+        contexts[i].set_deadline(DeadlineIn(options_.connect_timeout));
+        calls[i] = links_.stub(i)->AsyncRegister(&contexts[i], request, cq);
+        calls[i]->Finish(&responses[i], status, tag);
+      },
+      [&](int i, absl::Status status) {
+        links_.Note(i, status);
+        return status;
+      });
   if (!s.ok()) return s;
   uint64_t largest = 0;
   for (const auto& r : responses)
@@ -190,9 +192,38 @@ absl::StatusOr<uint64_t> GrpcParameterClient::PullOnce(
   std::vector<PullSink> sinks;
   for (int i = 0; i < n; ++i)
     sinks.emplace_back(*plan_, *layout_, i, pull_half_, params);
-  absl::Status s = ForAllShards(n, "Pull", [&](int i, auto done) {
-    links_.StartPull(i, clock, &contexts[i], &sinks[i], std::move(done));
-  });
+  bool streams = false;
+  for (int i = 0; i < n; ++i) streams = streams || links_.pull_streams(i);
+  absl::Status s;
+  if (streams) {
+    // A shard's pull in several messages: a PullStream, on gRPC's callback
+    // API (ShardLinks::StartPull).
+    s = ForAllShards(n, "Pull", [&](int i, auto done) {
+      links_.StartPull(i, clock, &contexts[i], &sinks[i], std::move(done));
+    });
+  } else {
+    // One message each: unary calls this thread polls (no gRPC callback
+    // thread started in the process for them).
+    std::vector<grpc::ByteBuffer> replies(n);
+    std::vector<std::unique_ptr<grpc::GenericClientAsyncResponseReader>> calls(
+        n);
+    const grpc::ByteBuffer request =
+        SerializeMessage(links_.MakePullRequest(clock, 0));
+    s = QueuedForAllShards(
+        n, "Pull",
+        [&](int i, grpc::CompletionQueue* cq, grpc::Status* status, void* tag) {
+          contexts[i].set_deadline(DeadlineIn(options_.pull_timeout));
+          calls[i] = links_.generic(i)->PrepareUnaryCall(
+              &contexts[i], links_.methods().pull, request, cq);
+          calls[i]->StartCall();
+          calls[i]->Finish(&replies[i], status, tag);
+        },
+        [&](int i, absl::Status status) {
+          if (status.ok()) status = sinks[i].Consume(replies[i]);
+          links_.Note(i, status);
+          return status;
+        });
+  }
   if (!s.ok()) return s;
   return PulledVersion(sinks);
 }
@@ -247,26 +278,31 @@ void GrpcParameterClient::Heartbeat(uint64_t clock, bool finished,
   std::vector<grpc::ClientContext> contexts(n);
   std::vector<proto::HeartbeatRequest> requests(n);
   std::vector<proto::HeartbeatResponse> responses(n);
+  std::vector<std::unique_ptr<
+      grpc::ClientAsyncResponseReader<proto::HeartbeatResponse>>>
+      calls(n);
   // Best effort: a shard that does not answer in time is retried by the
   // next heartbeat, and its lease tells the rest.
-  (void)ForAllShards(n, "Heartbeat", [&](int i, auto done) {
-    contexts[i].set_deadline(DeadlineIn(timeout));
-    requests[i].set_job_id(config_.job_id);
-    requests[i].set_rank(rank_);
-    requests[i].set_clock(clock);
-    requests[i].set_finished(finished);
-    // Not noted for FailOver: a heartbeat's short deadline passes under
-    // load, and the training calls decide where a shard is reached.
-    // An answer is what tells a hung server (ShardLinks::Hung) from one
-    // that waits for other ranks.
-    links_.stub(i)->async()->Heartbeat(
-        &contexts[i], &requests[i], &responses[i],
-        [this, i, done = std::move(done)](grpc::Status s) {
-          absl::Status status = FromGrpcStatus(s);
-          links_.Heard(i, status);  // An unregistered rank's refusal too.
-          done(std::move(status));
-        });
-  });
+  (void)QueuedForAllShards(
+      n, "Heartbeat",
+      [&](int i, grpc::CompletionQueue* cq, grpc::Status* status, void* tag) {
+        contexts[i].set_deadline(DeadlineIn(timeout));
+        requests[i].set_job_id(config_.job_id);
+        requests[i].set_rank(rank_);
+        requests[i].set_clock(clock);
+        requests[i].set_finished(finished);
+        calls[i] =
+            links_.stub(i)->AsyncHeartbeat(&contexts[i], requests[i], cq);
+        calls[i]->Finish(&responses[i], status, tag);
+      },
+      // Not noted for FailOver: a heartbeat's short deadline passes under
+      // load, and the training calls decide where a shard is reached.
+      // An answer is what tells a hung server (ShardLinks::Hung) from one
+      // that waits for other ranks.
+      [&](int i, absl::Status status) {
+        links_.Heard(i, status);  // An unregistered rank's refusal too.
+        return status;
+      });
   if (!on_trace_) return;
   for (const proto::HeartbeatResponse& r : responses) {
     if (!r.has_trace()) continue;

@@ -40,6 +40,19 @@ int MessageLimit(const ClientSetup& setup, int shard) {
       INT32_MAX, std::max<int64_t>(4 << 20, bytes * 2 + (1 << 20) + rows)));
 }
 
+// The first of calls' failures, one call per shard, naming the RPC and the
+// shard; these calls never cancel each other.
+absl::Status FirstFailure(const std::vector<absl::Status>& results,
+                          const char* rpc) {
+  const std::string what = absl::StrCat(rpc, " to shard ");
+  for (int s = 0; s < static_cast<int>(results.size()); ++s) {
+    if (!results[s].ok()) {
+      return PrefixStatus(CancelledByServer(results[s]), what.c_str(), s);
+    }
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 ShardLinks::ShardLinks(const ClientSetup& setup,
@@ -191,9 +204,9 @@ void ShardLinks::OpenStepStream(int shard) {
       link.no_segments->store(true);
     }
   }
-  link.steps =
-      std::make_unique<StepStream>(generic(shard), methods_.step_stream,
-                                   std::make_unique<grpc::ClientContext>());
+  link.steps = std::make_unique<StepStream>(
+      generic(shard), methods_.step_stream,
+      std::make_unique<grpc::ClientContext>(), &queue_);
 }
 
 void ShardLinks::RefuseSegment(int shard) {
@@ -331,14 +344,32 @@ absl::Status ForAllShards(
     });
   }
   pending.Wait();
-  const std::string what = absl::StrCat(rpc, " to shard ");
+  return FirstFailure(results, rpc);
+}
+
+absl::Status QueuedForAllShards(
+    int num_shards, const char* rpc,
+    const std::function<void(int, grpc::CompletionQueue*, grpc::Status*,
+                             void*)>& start,
+    const std::function<absl::Status(int, absl::Status)>& ended) {
+  grpc::CompletionQueue cq;
+  std::vector<grpc::Status> statuses(num_shards);
+  std::vector<absl::Status> results(num_shards);
+  // A call's tag is its shard + 1.
   for (int s = 0; s < num_shards; ++s) {
-    if (!results[s].ok()) {
-      // These calls never cancel each other.
-      return PrefixStatus(CancelledByServer(results[s]), what.c_str(), s);
-    }
+    start(s, &cq, &statuses[s],
+          reinterpret_cast<void*>(static_cast<intptr_t>(s) + 1));
   }
-  return absl::OkStatus();
+  void* tag;
+  bool ok;
+  for (int left = num_shards; left > 0 && cq.Next(&tag, &ok); --left) {
+    const int s = static_cast<int>(reinterpret_cast<intptr_t>(tag)) - 1;
+    results[s] = ended(s, FromGrpcStatus(statuses[s]));
+  }
+  cq.Shutdown();
+  while (cq.Next(&tag, &ok)) {
+  }
+  return FirstFailure(results, rpc);
 }
 
 }  // namespace paramd

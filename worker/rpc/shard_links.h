@@ -10,13 +10,15 @@
 // a step of the shard's StepStream, kept open across steps (no per-step
 // call setup), or a unary call.
 //
-// Thread-compatible: one thread starts calls at a time; they end on gRPC's
-// threads, through their `done`.
+// Thread-compatible: one thread starts calls at a time. The StepStreams'
+// steps end on that thread, from PollSteps (the shards' StepQueue); the
+// other calls on gRPC's threads, through their `done`.
 #ifndef PARAMD_WORKER_RPC_SHARD_LINKS_H_
 #define PARAMD_WORKER_RPC_SHARD_LINKS_H_
 
 #include <grpcpp/channel.h>
 #include <grpcpp/client_context.h>
+#include <grpcpp/completion_queue.h>
 #include <grpcpp/generic/generic_stub.h>
 #include <grpcpp/support/byte_buffer.h>
 
@@ -34,6 +36,7 @@
 #include "proto/paramd.grpc.pb.h"
 #include "worker/parameter_client.h"
 #include "worker/rpc/pull_sink.h"
+#include "worker/rpc/step_queue.h"
 #include "worker/rpc/step_stream.h"
 
 namespace paramd {
@@ -152,6 +155,13 @@ class ShardLinks {
   bool TakeSegmentRefusals() { return refused_.exchange(false); }
   // Ends the step in flight on the shard's StepStream, if there is one.
   void CancelStep(int shard);
+  // Runs the StepStreams' next event (a step's `done` among them), waiting
+  // for it until `until`; whether one came. The thread that waits on a
+  // step polls: nothing else does.
+  bool PollSteps(absl::Time until) { return queue_.Poll(until); }
+  // Runs the StepStreams' events that are ready now (a call that ended
+  // between steps is then known to be over).
+  void DrainSteps() { queue_.Drain(); }
 
  private:
   // One unary call of `method` whose single reply goes to `sink`.
@@ -197,6 +207,8 @@ class ShardLinks {
   const bool pull_half_;  // compression.pull: fp16
   const Options options_;
   const Methods methods_;
+  // The StepStreams' events; it outlives them (declared before shards_).
+  StepQueue queue_;
   std::vector<Link> shards_;
   // Bytes of each shard's push and pull areas.
   std::vector<std::pair<size_t, size_t>> segment_bytes_;
@@ -220,6 +232,18 @@ absl::Status PrefixStatus(const absl::Status& s, const char* what, int shard);
 absl::Status ForAllShards(
     int num_shards, const char* rpc,
     const std::function<void(int, std::function<void(absl::Status)>)>& call);
+
+// ForAllShards for calls on gRPC's async API, which the calling thread
+// polls itself (no callback thread of gRPC's is started or woken: see
+// step_queue.h). `start(shard, cq, status, tag)` starts the shard's call
+// on `cq` and asks for its end by Finish(..., status, tag); once it ended,
+// `ended(shard, status)` runs here and returns the call's result (e.g. its
+// reply read). Returns the first failure, naming the RPC and the shard.
+absl::Status QueuedForAllShards(
+    int num_shards, const char* rpc,
+    const std::function<void(int, grpc::CompletionQueue*, grpc::Status*,
+                             void*)>& start,
+    const std::function<absl::Status(int, absl::Status)>& ended);
 
 }  // namespace paramd
 

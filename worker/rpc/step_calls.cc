@@ -52,6 +52,12 @@ struct StepCalls::Round {
     --open[i];
   }
 
+  // Whether every call ended.
+  bool AllEnded() {
+    absl::MutexLock lock(&mu);
+    return pending == 0;
+  }
+
   // Waits until every call ended or `until` passes; whether they all did.
   bool AwaitUntil(absl::Time until) {
     const absl::Condition all_ended(
@@ -143,6 +149,14 @@ void StepCalls::CancelPulls(Round* round) {
   }
 }
 
+bool StepCalls::Await(Round* round, absl::Time until) {
+  if (!links_->options().step_stream) return round->AwaitUntil(until);
+  while (!round->AllEnded()) {
+    if (!links_->PollSteps(until)) return round->AllEnded();
+  }
+  return true;
+}
+
 void StepCalls::Start(uint64_t clock,
                       std::vector<std::vector<grpc::ByteBuffer>> messages,
                       Round* round) {
@@ -199,6 +213,9 @@ absl::StatusOr<uint64_t> StepCalls::Run(uint64_t clock,
   // name.
   std::vector<SharedSegment*> segments(links_->size(), nullptr);
   if (links_->options().step_stream) {
+    // A stream that ended since the last step is heard of first, and
+    // replaced.
+    links_->DrainSteps();
     for (int i = 0; i < links_->size(); ++i) {
       links_->OpenStepStream(i);
       segments[i] = links_->segment(i);
@@ -216,10 +233,10 @@ absl::StatusOr<uint64_t> StepCalls::Run(uint64_t clock,
   // would wait out `limit` while its backup could serve.
   const absl::Duration watch = links_->options().hung_after / 4;
   int hung = -1;
-  while (!round.AwaitUntil(std::min(deadline, absl::Now() + watch))) {
+  while (!Await(&round, std::min(deadline, absl::Now() + watch))) {
     if (absl::Now() >= deadline) {
       CancelPulls(&round);
-      round.AwaitUntil(absl::InfiniteFuture());
+      Await(&round, absl::InfiniteFuture());
       return absl::DeadlineExceededError(
           absl::StrCat("PushPull at clock ", clock, ": no reply within ",
                        absl::FormatDuration(limit)));
@@ -238,7 +255,7 @@ absl::StatusOr<uint64_t> StepCalls::Run(uint64_t clock,
       } else {
         hung = -1;  // Another shard's failure came first: it is the step's.
       }
-      round.AwaitUntil(absl::InfiniteFuture());
+      Await(&round, absl::InfiniteFuture());
       break;
     }
   }

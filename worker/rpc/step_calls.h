@@ -9,7 +9,8 @@
 // shard whose server answered nothing for options.hung_after
 // (ShardLinks::Hung) ends UNAVAILABLE naming it, for FailOver.
 //
-// Thread-compatible: one training loop uses it at a time.
+// Thread-compatible: one training loop uses it at a time; with StepStreams
+// its thread runs the calls' events while it waits.
 #ifndef PARAMD_WORKER_RPC_STEP_CALLS_H_
 #define PARAMD_WORKER_RPC_STEP_CALLS_H_
 
@@ -54,6 +55,10 @@ class StepCalls {
   void Start(uint64_t clock,
              std::vector<std::vector<grpc::ByteBuffer>> messages, Round* round);
   void CancelPulls(Round* round);
+  // Waits until every call of `round` ended or `until` passes; whether
+  // they all did. StepStreams' steps end as this thread polls their
+  // queue (ShardLinks::PollSteps), which it does while it waits.
+  bool Await(Round* round, absl::Time until);
 
   const PartitionPlan& plan_;
   const FlatLayout& layout_;

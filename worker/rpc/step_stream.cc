@@ -7,142 +7,118 @@
 namespace paramd {
 
 StepStream::StepStream(grpc::GenericStub* stub, const std::string& method,
-                       std::unique_ptr<grpc::ClientContext> context)
-    : context_(std::move(context)) {
-  stub->PrepareBidiStreamingCall(context_.get(), method, grpc::StubOptions(),
-                                 this);
-  // Steps write from outside gRPC's reactions: the hold keeps the call
-  // open (and OnDone away) until its read side ends or it is destroyed.
-  AddHold();
-  StartRead(&in_);
-  StartCall();
+                       std::unique_ptr<grpc::ClientContext> context,
+                       StepQueue* queue)
+    : context_(std::move(context)), queue_(queue) {
+  call_ = stub->PrepareCall(context_.get(), method, queue_->cq());
+  call_->StartCall(&started_);
+  // A read is always on the queue: its failure is how the call's end is
+  // heard, between steps too.
+  call_->Read(&in_, &read_);
 }
 
 StepStream::~StepStream() {
   context_->TryCancel();
-  Release();
-  absl::MutexLock lock(&mu_);
-  mu_.Await(absl::Condition(&finished_));
-}
-
-void StepStream::Release() {
-  {
-    absl::MutexLock lock(&mu_);
-    if (!held_) return;
-    held_ = false;
-  }
-  RemoveHold();
-}
-
-bool StepStream::over() const {
-  absl::MutexLock lock(&mu_);
-  // Once the read side ended no reply can come, though OnDone may not
-  // have run yet.
-  return over_ || !held_;
+  while (busy()) queue_->Poll(absl::InfiniteFuture());
 }
 
 void StepStream::Step(std::vector<grpc::ByteBuffer> messages, PullSink* sink,
                       std::function<void(absl::Status)> done,
                       absl::Time* written) {
-  absl::Status over;
-  bool start = false;
-  {
-    absl::MutexLock lock(&mu_);
-    if (over_ || !held_) {
-      over = end_.ok() ? absl::UnavailableError("StepStream: the call is over")
-                       : end_;
-    } else {
-      sink_ = sink;
-      done_ = std::move(done);
-      for (grpc::ByteBuffer& message : messages) {
-        // Each write's own hold, taken while the call's keeps OnDone away.
-        AddHold();
-        out_.push_back({std::move(message)});
-      }
-      if (!out_.empty()) out_.back().written = written;
-      // The last step's final write may not have reported done yet,
-      // though its reply came: this one's then follow from OnWriteDone.
-      start = !writing_ && !out_.empty();
-      if (start) writing_ = true;
-    }
-  }
-  if (!over.ok()) {
-    done(std::move(over));
+  if (over()) {
+    done(end_.ok() ? absl::UnavailableError("StepStream: the call is over")
+                   : end_);
     return;
   }
-  if (start) StartWrite(&out_.front().message);
-}
-
-void StepStream::OnWriteDone(bool) {
-  // (A failed write: the call is over, and OnDone says why; the writes
-  // after it fail too.)
-  grpc::ByteBuffer* next = nullptr;
-  {
-    absl::MutexLock lock(&mu_);
-    if (out_.front().written != nullptr) *out_.front().written = absl::Now();
-    out_.pop_front();
-    writing_ = !out_.empty();
-    if (writing_) next = &out_.front().message;
+  sink_ = sink;
+  done_ = std::move(done);
+  for (grpc::ByteBuffer& message : messages) {
+    out_.push_back({std::move(message)});
   }
-  if (next != nullptr) StartWrite(next);
-  RemoveHold();
+  if (!out_.empty()) out_.back().written = written;
+  // The last step's final write may not have reported done yet, though
+  // its reply came: this one's then follow from OnWritten. The first
+  // step's wait for the call's start (StartCall and Write share gRPC's
+  // operation set): they follow from OnStarted.
+  if (!writing_ && !starting_ && !out_.empty()) WriteFront();
 }
 
-void StepStream::OnReadDone(bool ok) {
+void StepStream::WriteFront() {
+  writing_ = true;
+  call_->Write(out_.front().message, &wrote_);
+}
+
+void StepStream::OnStarted(bool ok) {
+  starting_ = false;
   if (!ok) {
-    // The server ended the call: OnDone says why.
-    Release();
+    // A call that could not start fails its read, which ends it (and the
+    // step): nothing goes out.
+    out_.clear();
     return;
   }
-  std::function<void(absl::Status)> done;
-  absl::Status s;
-  bool partial = false;
-  {
-    absl::MutexLock lock(&mu_);
-    s = sink_ != nullptr
-            ? sink_->Consume(in_)
-            : absl::DataLossError("StepStream: a reply no step asked for");
-    // More messages of this step's reply follow.
-    partial = s.ok() && !sink_->complete();
-  }
-  if (partial) {
-    StartRead(&in_);
+  if (!out_.empty()) WriteFront();
+}
+
+void StepStream::OnWritten(bool ok) {
+  writing_ = false;
+  if (out_.front().written != nullptr) *out_.front().written = absl::Now();
+  out_.pop_front();
+  if (!ok) {
+    // The call is over (its read fails and Finish says why): nothing more
+    // goes out.
+    out_.clear();
     return;
   }
-  {
-    absl::MutexLock lock(&mu_);
-    done = std::move(done_);
-    done_ = nullptr;
-    // The reply came before gRPC reported its writes done: their times are
-    // had now, for the step that is about to end cannot take them later.
-    for (Write& w : out_) {
-      if (w.written != nullptr) *w.written = absl::Now();
-      w.written = nullptr;
-    }
-    sink_ = nullptr;
+  if (!out_.empty()) WriteFront();
+}
+
+void StepStream::OnRead(bool ok) {
+  reading_ = false;
+  if (!ok) {
+    // The call ended: Finish says why, and ends the step in flight.
+    finishing_ = true;
+    call_->Finish(&status_, &finished_);
+    return;
   }
-  if (s.ok()) {
-    StartRead(&in_);
-  } else {
+  absl::Status s =
+      sink_ != nullptr
+          ? sink_->Consume(in_)
+          : absl::DataLossError("StepStream: a reply no step asked for");
+  // The next read goes on the queue whatever came: after a refusal it is
+  // the cancelled call's end that it hears.
+  const bool partial = s.ok() && !sink_->complete();
+  reading_ = true;
+  call_->Read(&in_, &read_);
+  if (partial) return;  // More messages of this step's reply follow.
+  // The reply came before gRPC reported its writes done: their times are
+  // had now, for the step that is about to end cannot take them later.
+  for (Write& w : out_) {
+    if (w.written != nullptr) *w.written = absl::Now();
+    w.written = nullptr;
+  }
+  if (!s.ok()) {
+    over_ = true;  // No step follows on a call whose reply did not read.
+    end_ = s;
     context_->TryCancel();
   }
-  if (done) done(std::move(s));
+  EndStep(std::move(s));
 }
 
-void StepStream::OnDone(const grpc::Status& status) {
-  std::function<void(absl::Status)> done;
-  absl::Status end = FromGrpcStatus(status);
+void StepStream::OnFinished(bool) {
+  finishing_ = false;
+  absl::Status end = FromGrpcStatus(status_);
   if (end.ok()) end = absl::UnavailableError("StepStream: the server ended it");
-  {
-    absl::MutexLock lock(&mu_);
-    over_ = true;
-    end_ = end;
-    done = std::move(done_);
-    done_ = nullptr;
-  }
-  if (done) done(end);
-  absl::MutexLock lock(&mu_);
-  finished_ = true;
+  if (!over_) end_ = end;
+  over_ = true;
+  EndStep(std::move(end));
+}
+
+void StepStream::EndStep(absl::Status s) {
+  if (!done_) return;
+  std::function<void(absl::Status)> done = std::move(done_);
+  done_ = nullptr;
+  sink_ = nullptr;
+  done(std::move(s));
 }
 
 }  // namespace paramd
