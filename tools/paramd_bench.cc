@@ -21,6 +21,7 @@
 //       [--seconds S] [--chunk_bytes B] [--policy async|sync]
 //       [--optimizer_sizes 1M,16M,64M] [--skip_transport] [--skip_optimizers]
 //       [--unary_push_pull] [--replicas 1|2] [--socket_only]
+//       [--server_processes [--server_binary PATH]]
 //
 // --unary_push_pull: push+pull as one unary PushPull call per step instead
 // of a step of a StepStream kept open (the workers' way), for an A/B.
@@ -29,8 +30,14 @@
 // --socket_only: every step's bytes by the socket (worker.shared_memory:
 // off), where by default a StepStream step's chunk bytes go through shared
 // memory (the bench's servers are on its host).
+// --server_processes: the servers as paramd-server processes, one per
+// shard (as a cluster and ps-lite's bench run them), instead of in this
+// process, where their gRPC threads also poll the clients' events.
+#include <unistd.h>
+
 #include <algorithm>
 #include <cstdio>
+#include <filesystem>
 #include <string>
 #include <utility>
 #include <vector>
@@ -39,6 +46,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "common/base/binaries.h"
 #include "common/base/flags.h"
 #include "common/base/logging.h"
 #include "common/base/process_setup.h"
@@ -112,6 +120,26 @@ absl::StatusOr<BenchOptions> ParseOptions(const ParsedFlags& flags) {
   }
   o.transport.step_stream = !flags.Has("unary_push_pull");
   o.transport.shared_memory = !flags.Has("socket_only");
+  if (flags.Has("server_processes")) {
+    if (o.transport.replicas > 1) {
+      return absl::InvalidArgumentError(
+          "--server_processes starts no backups: leave out --replicas 2");
+    }
+    o.transport.server_binary =
+        flags.Get("server_binary", FindBinary("paramd-server", "server"));
+    o.transport.dir = (std::filesystem::temp_directory_path() /
+                       absl::StrCat("paramd-bench-", getpid()))
+                          .string();
+    std::error_code error;
+    std::filesystem::create_directories(o.transport.dir, error);
+    if (error) {
+      return absl::FailedPreconditionError(
+          absl::StrCat(o.transport.dir, ": ", error.message()));
+    }
+  } else if (flags.Has("server_binary")) {
+    return absl::InvalidArgumentError(
+        "--server_binary: only with --server_processes");
+  }
   return o;
 }
 
@@ -177,8 +205,9 @@ int Main(int argc, char** argv) {
   absl::StatusOr<ParsedFlags> flags = ParseFlags(
       argc, argv,
       {"clusters", "sizes", "modes", "seconds", "chunk_bytes", "policy",
-       "optimizer_sizes", "log_level", "replicas"},
-      {"skip_transport", "skip_optimizers", "unary_push_pull", "socket_only"});
+       "optimizer_sizes", "log_level", "replicas", "server_binary"},
+      {"skip_transport", "skip_optimizers", "unary_push_pull", "socket_only",
+       "server_processes"});
   if (!flags.ok()) return fail(flags.status());
   if (absl::Status s =
           InitLogging("paramd-bench", flags->Get("log_level", "warn"));
@@ -187,7 +216,13 @@ int Main(int argc, char** argv) {
   }
   absl::StatusOr<BenchOptions> options = ParseOptions(*flags);
   if (!options.ok()) return fail(options.status());
-  if (absl::Status s = Run(*options); !s.ok()) return fail(s);
+  const absl::Status s = Run(*options);
+  if (!options->transport.dir.empty()) {
+    // The servers' job and port files (--server_processes).
+    std::error_code ignored;
+    std::filesystem::remove_all(options->transport.dir, ignored);
+  }
+  if (!s.ok()) return fail(s);
   return 0;
 }
 

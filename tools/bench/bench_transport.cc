@@ -4,6 +4,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdio>
+#include <fstream>
 #include <functional>
 #include <memory>
 #include <thread>
@@ -14,10 +15,12 @@
 #include "absl/synchronization/barrier.h"
 #include "common/base/status_macros.h"
 #include "common/config/job_config.h"
+#include "common/config/job_file.h"
 #include "common/model/model_spec.h"
 #include "common/model/partitioner.h"
 #include "server/rpc/parameter_server.h"
 #include "tools/bench/bench_util.h"
+#include "tools/bench/server_processes.h"
 #include "worker/rpc/grpc_parameter_client.h"
 
 namespace paramd {
@@ -253,8 +256,36 @@ absl::StatusOr<TransportResult> RunClients(
   return Summarize(runs, per_op, elapsed);
 }
 
+namespace {
+
+// RunTransport with the servers as paramd-server processes (one per shard)
+// of the job BenchJobYaml writes: the same bytes and settings.
+absl::StatusOr<TransportResult> RunTransportApart(int64_t bytes, Mode mode,
+                                                  const TransportOptions& o) {
+  if (o.replicas > 1) {
+    return absl::InvalidArgumentError(
+        "--server_processes starts no backups: leave out --replicas");
+  }
+  const std::string tag =
+      absl::StrCat(SizeName(bytes), "-", o.workers, "x", o.servers, "-",
+                   mode == Mode::kPushPull ? "pushpull" : ModeName(mode));
+  const std::string job_path = absl::StrCat(o.dir, "/", tag, ".yaml");
+  std::ofstream(job_path) << BenchJobYaml(bytes, o);
+  // The servers and the clients read the same file.
+  ASSIGN_OR_RETURN(JobConfig config, LoadJobConfig(job_path));
+  config.worker.shared_memory = o.shared_memory;  // The workers' side only.
+  ASSIGN_OR_RETURN(
+      std::unique_ptr<ServerProcesses> servers,
+      ServerProcesses::Start(o.server_binary, job_path, o.servers, o.dir, tag));
+  return RunClients(config, servers->addresses(), mode, o,
+                    [&] { (void)servers->Poll(absl::ZeroDuration()); });
+}
+
+}  // namespace
+
 absl::StatusOr<TransportResult> RunTransport(int64_t bytes, Mode mode,
                                              const TransportOptions& o) {
+  if (!o.server_binary.empty()) return RunTransportApart(bytes, mode, o);
   const JobConfig config = BenchJob(bytes, o);
   ASSIGN_OR_RETURN(std::unique_ptr<BenchCluster> cluster,
                    BenchCluster::Start(config));
@@ -289,9 +320,10 @@ absl::Status RunTransportSection(const TransportOptions& o,
                                  const std::vector<Mode>& modes, double tcp_bps,
                                  TransportGoals* goals) {
   std::printf(
-      "Transport: %d worker(s) x %d server(s)%s, gRPC over loopback, "
+      "Transport: %d worker(s) x %d server(s)%s%s, gRPC over loopback, "
       "policy %s, chunk_bytes %s\n",
       o.workers, o.servers, o.replicas > 1 ? " each with a backup" : "",
+      o.server_binary.empty() ? "" : " (paramd-server processes)",
       o.policy.c_str(), SizeName(o.chunk_bytes).c_str());
   std::printf("  %-10s %8s %7s %9s %8s %10s %10s\n", "mode", "size", "ops",
               "GB/s", "of TCP", "p50 ms", "p99 ms");

@@ -1,6 +1,7 @@
 // paramd-bench's transport section: push, pull and push+pull through real
 // paramd servers and gRPC clients over loopback, N worker threads x M
-// servers in this process.
+// servers in this process, or (--server_processes) in paramd-server
+// processes of their own, as a cluster runs them.
 #ifndef PARAMD_TOOLS_BENCH_BENCH_TRANSPORT_H_
 #define PARAMD_TOOLS_BENCH_BENCH_TRANSPORT_H_
 
@@ -38,6 +39,13 @@ struct TransportOptions {
   int replicas = 1;
   // Where the backups listen once started (filled by RunTransport).
   std::vector<std::string> backups;
+  // Non-empty: the servers run as this paramd-server binary, one process
+  // per shard (--server_processes), with their job files and port files
+  // in `dir`; empty: in this process. In this process the servers' gRPC
+  // threads poll the clients' events too (gRPC's poller is one per
+  // process), so the clients' own threading shows only with processes.
+  std::string server_binary;
+  std::string dir;
 };
 
 struct TransportResult {
