@@ -40,22 +40,6 @@ std::string Job() {
                        "testing:\n  slow_rank: 1\n  slow_step_ms: 25\n");
 }
 
-// paramd-server for shard 0 on a free port, with `extra` flags; returns
-// once it listens (its address in `address`).
-std::unique_ptr<Subprocess> StartServer(const std::string& job,
-                                        std::vector<std::string> extra,
-                                        std::string* address) {
-  std::vector<std::string> argv = {
-      "server/paramd-server", "--job", job, "--shard", "0", "--listen",
-      "127.0.0.1:0"};
-  argv.insert(argv.end(), extra.begin(), extra.end());
-  auto server = std::make_unique<Subprocess>(argv);
-  REQUIRE(server->ReadUntil("listening on port", kTimeout));
-  *address = ListeningAddress(*server);
-  REQUIRE(!address->empty());
-  return server;
-}
-
 // Every "rank R: epoch E/3: train loss L, test accuracy A" a worker printed.
 std::vector<std::string> EpochLines(const std::string& output) {
   std::vector<std::string> out;
@@ -77,9 +61,9 @@ struct Replicas {
 // Backup first (its primary is told its address), then the primary, then
 // both workers with both addresses.
 void Start(const std::string& job, Replicas* r) {
-  r->backup = StartServer(job, {"--backup"}, &r->backup_address);
-  r->primary =
-      StartServer(job, {"--peer", r->backup_address}, &r->primary_address);
+  r->backup = StartServer(job, &r->backup_address, {"--backup"}, kTimeout);
+  r->primary = StartServer(job, &r->primary_address,
+                           {"--peer", r->backup_address}, kTimeout);
   for (int rank = 0; rank < 2; ++rank) {
     r->workers[rank] = StartWorker(job, rank, r->primary_address,
                                    {"--backups", r->backup_address});
@@ -144,7 +128,7 @@ TEST_CASE(
   // backup; the serving replica catches it up.
   std::string again_address;
   std::unique_ptr<Subprocess> again =
-      StartServer(job, {"--peer", r.backup_address}, &again_address);
+      StartServer(job, &again_address, {"--peer", r.backup_address}, kTimeout);
   REQUIRE(again->ReadUntil("this process is its backup", kTimeout));
   REQUIRE(r.backup->ReadUntil(
       absl::StrCat("the backup at ", again_address, " holds version"),

@@ -7,6 +7,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <catch2/catch.hpp>
 #include <cerrno>
 #include <regex>
 
@@ -71,7 +72,8 @@ int Subprocess::Wait(absl::Duration timeout) {
   }
   // Its output ends a moment before the process can be reaped (a
   // process's files close before it exits): wait for the exit itself.
-  (void)ProcessGone(pid_, std::max(deadline - absl::Now(), absl::ZeroDuration()));
+  (void)ProcessGone(pid_,
+                    std::max(deadline - absl::Now(), absl::ZeroDuration()));
   int status = 0;
   if (waitpid(pid_, &status, WNOHANG) != pid_) {
     kill(pid_, SIGKILL);  // Past the deadline: the test fails on the code.
@@ -93,6 +95,22 @@ std::string ListeningAddress(const Subprocess& server) {
     return "";
   }
   return absl::StrCat("127.0.0.1:", m[1].str());
+}
+
+std::unique_ptr<Subprocess> StartServer(const std::string& job,
+                                        std::string* address,
+                                        const std::vector<std::string>& extra,
+                                        absl::Duration timeout) {
+  std::vector<std::string> argv = {
+      "server/paramd-server", "--job", job, "--shard", "0", "--listen",
+      "127.0.0.1:0"};
+  argv.insert(argv.end(), extra.begin(), extra.end());
+  auto server = std::make_unique<Subprocess>(argv);
+  INFO(server->output());
+  REQUIRE(server->ReadUntil("listening on port", timeout));
+  *address = ListeningAddress(*server);
+  REQUIRE(!address->empty());
+  return server;
 }
 
 std::unique_ptr<Subprocess> StartWorker(const std::string& job, int rank,

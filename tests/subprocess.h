@@ -44,6 +44,14 @@ class Subprocess {
 // "listening on port N" line ("127.0.0.1:N"); empty before that line.
 std::string ListeningAddress(const Subprocess& server);
 
+// paramd-server for shard 0 of `job` on a free port of 127.0.0.1, with
+// `extra` flags; returns once it listens, its address in `address`
+// (fails the test when it does not within `timeout`).
+std::unique_ptr<Subprocess> StartServer(
+    const std::string& job, std::string* address,
+    const std::vector<std::string>& extra = {},
+    absl::Duration timeout = absl::Seconds(90));
+
 // paramd-worker rank `rank` of `job` against the servers at `servers`
 // (comma-separated), with `extra` flags.
 std::unique_ptr<Subprocess> StartWorker(

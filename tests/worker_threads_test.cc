@@ -48,11 +48,8 @@ TEST_CASE("a training paramd-worker runs no gRPC callback thread",
   o.epochs = 400;             // outlives the test; killed at its end
   o.heartbeat_seconds = 0.1;  // several heartbeats before the look
   const std::string job = WriteFile(dir + "/job.yaml", JobYaml(o));
-  Subprocess server({"server/paramd-server", "--job", job, "--shard", "0",
-                     "--listen", "127.0.0.1:0"});
-  REQUIRE(server.ReadUntil("listening on port", kTimeout));
-  const std::string address = ListeningAddress(server);
-  REQUIRE(!address.empty());
+  std::string address;
+  std::unique_ptr<Subprocess> server = StartServer(job, &address, {}, kTimeout);
   std::unique_ptr<Subprocess> w0 = StartWorker(job, 0, address);
   std::unique_ptr<Subprocess> w1 = StartWorker(job, 1, address);
   // Registered, pulled, stepped through two epochs and heartbeating.
