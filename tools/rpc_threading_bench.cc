@@ -5,7 +5,12 @@
 //
 //   server  callback: gRPC's callback API (as paramd-server serves);
 //           cq-thread: the async API, one thread polling its own
-//           completion queue and reacting where it woke.
+//           completion queue and reacting where it woke;
+//           cq-2threads: two such threads, each with its own queue and
+//           its own calls (the call lands on one, the other waits);
+//           cq+sync: cq-thread beside a sync-API unary service that is
+//           never called (paramd-server's unary methods are sync; their
+//           pollers wait in gRPC too).
 //   client  callback: a ClientBidiReactor whose replies a waiting thread
 //           is handed (as the worker's StepStream is);
 //           cq-caller: the async API, the calling thread polling its
@@ -17,10 +22,17 @@
 // the machine's speed reaches them alike.
 //
 //   bazel run //tools:rpc_threading_bench -- [--bytes 4096] [--trips 5000]
-//       [--rounds 3]
+//       [--rounds 3] [--poll_strategy epoll1|poll]
+//
+// --poll_strategy: gRPC's poller in the server processes
+// (GRPC_POLL_STRATEGY; epoll1, the default, is one epoll set and one
+// active poller for the whole process; poll polls each queue's own
+// calls).
 #include <grpcpp/generic/async_generic_service.h>
 #include <grpcpp/generic/generic_stub.h>
 #include <grpcpp/grpcpp.h>
+#include <grpcpp/impl/rpc_service_method.h>
+#include <grpcpp/support/method_handler.h>
 #include <signal.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
@@ -79,6 +91,24 @@ struct AsyncCall {
   State state = State::kNew;
 };
 
+// A sync-API unary method, as paramd-server's unary methods are: its
+// pollers wait in gRPC whether or not it is called.
+class SyncPing final : public grpc::Service {
+ public:
+  SyncPing() {
+    AddMethod(new grpc::internal::RpcServiceMethod(
+        "/paramd.bench.Sync/Ping", grpc::internal::RpcMethod::NORMAL_RPC,
+        new grpc::internal::RpcMethodHandler<SyncPing, grpc::ByteBuffer,
+                                             grpc::ByteBuffer>(
+            [](SyncPing*, grpc::ServerContext*, const grpc::ByteBuffer* in,
+               grpc::ByteBuffer* out) {
+              *out = *in;
+              return grpc::Status::OK;
+            },
+            this)));
+  }
+};
+
 void ServeCallback(grpc::ServerBuilder* builder) {
   static EchoService service;
   builder->RegisterCallbackGenericService(&service);
@@ -131,9 +161,12 @@ struct ServerProcess {
   int port = 0;
 };
 
-// Forks a server of the given kind on a port of its choosing; it lives
-// until it is killed, or this process dies.
-ServerProcess StartServer(bool async) {
+enum class ServerKind { kCallback, kQueue, kTwoQueues, kQueueAndSync };
+
+// Forks a server of the given kind on a port of its choosing, its gRPC
+// polling with `poll_strategy` (empty: gRPC's default); it lives until it
+// is killed, or this process dies.
+ServerProcess StartServer(ServerKind kind, const std::string& poll_strategy) {
   int port_pipe[2];
   if (pipe(port_pipe) != 0) return {};
   const pid_t pid = fork();
@@ -141,24 +174,37 @@ ServerProcess StartServer(bool async) {
   if (pid == 0) {
     prctl(PR_SET_PDEATHSIG, SIGKILL);
     close(port_pipe[0]);
+    // Read when gRPC starts, which it has not in this process.
+    if (!poll_strategy.empty()) {
+      setenv("GRPC_POLL_STRATEGY", poll_strategy.c_str(), 1);
+    }
     grpc::ServerBuilder builder;
     int port = 0;
     builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(),
                              &port);
     grpc::AsyncGenericService async_service;
-    std::unique_ptr<grpc::ServerCompletionQueue> cq;
-    if (async) {
-      builder.RegisterAsyncGenericService(&async_service);
-      cq = builder.AddCompletionQueue();
-    } else {
+    SyncPing sync_service;
+    std::vector<std::unique_ptr<grpc::ServerCompletionQueue>> cqs;
+    if (kind == ServerKind::kCallback) {
       ServeCallback(&builder);
+    } else {
+      builder.RegisterAsyncGenericService(&async_service);
+      cqs.push_back(builder.AddCompletionQueue());
+      if (kind == ServerKind::kTwoQueues) {
+        cqs.push_back(builder.AddCompletionQueue());
+      }
+      if (kind == ServerKind::kQueueAndSync) {
+        builder.RegisterService(&sync_service);
+      }
     }
     std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
     if (server == nullptr) _exit(1);
     if (write(port_pipe[1], &port, sizeof(port)) != sizeof(port)) _exit(1);
-    std::thread poller;
-    if (async)
-      poller = std::thread([&] { ServeAsync(&async_service, cq.get()); });
+    std::vector<std::thread> pollers;
+    for (auto& cq : cqs) {
+      pollers.emplace_back(
+          [&async_service, q = cq.get()] { ServeAsync(&async_service, q); });
+    }
     server->Wait();  // Until SIGKILL.
     _exit(0);
   }
@@ -361,7 +407,8 @@ bool MeasureInChild(const ServerProcess& server, bool queue,
 }
 
 int Main(int argc, char** argv) {
-  auto flags = ParseFlags(argc, argv, {"bytes", "trips", "rounds"}, {});
+  auto flags =
+      ParseFlags(argc, argv, {"bytes", "trips", "rounds", "poll_strategy"}, {});
   if (!flags.ok()) {
     std::fprintf(stderr, "%s\n", std::string(flags.status().message()).c_str());
     return 2;
@@ -379,34 +426,50 @@ int Main(int argc, char** argv) {
     std::fprintf(stderr, "--bytes >= 0, --trips >= 1, --rounds >= 1\n");
     return 2;
   }
+  const std::string poll_strategy = flags->Get("poll_strategy", "");
+  if (!poll_strategy.empty() && poll_strategy != "epoll1" &&
+      poll_strategy != "poll") {
+    std::fprintf(stderr, "--poll_strategy: epoll1 or poll\n");
+    return 2;
+  }
   // This process starts no gRPC thread: servers and clients are forked.
-  const ServerProcess servers[2] = {StartServer(false), StartServer(true)};
-  for (const ServerProcess& s : servers) {
-    if (s.pid < 0) {
-      std::fprintf(stderr, "a server process did not start\n");
+  constexpr int kServers = 4;
+  const ServerKind kinds[kServers] = {ServerKind::kCallback, ServerKind::kQueue,
+                                      ServerKind::kTwoQueues,
+                                      ServerKind::kQueueAndSync};
+  const char* kServerName[kServers] = {"callback", "cq-thread", "cq-2threads",
+                                       "cq+sync"};
+  ServerProcess servers[kServers];
+  for (int s = 0; s < kServers; ++s) {
+    servers[s] = StartServer(kinds[s], poll_strategy);
+    if (servers[s].pid < 0) {
+      std::fprintf(stderr, "the %s server process did not start\n",
+                   kServerName[s]);
       return 1;
     }
   }
-  const char* kServerName[2] = {"callback", "cq-thread"};
   const char* kClientName[2] = {"callback", "cq-caller"};
   const grpc::ByteBuffer message = Payload(*bytes);  // Copied by fork.
-  std::printf("echo of %d bytes over one bidi stream, %d round trips a form\n",
-              *bytes, *trips);
-  std::printf("%-6s %-10s %-10s %9s %9s %15s %15s\n", "round", "server",
+  std::printf(
+      "echo of %d bytes over one bidi stream, %d round trips a form, "
+      "servers polling with %s\n",
+      *bytes, *trips,
+      poll_strategy.empty() ? "gRPC's default" : poll_strategy.c_str());
+  std::printf("%-6s %-12s %-10s %9s %9s %15s %15s\n", "round", "server",
               "client", "p50 us", "mean us", "client sw/trip",
               "server sw/trip");
   int failed = 0;
   for (int round = 1; round <= *rounds; ++round) {
-    for (int s = 0; s < 2; ++s) {
+    for (int s = 0; s < kServers; ++s) {
       for (int c = 0; c < 2; ++c) {
         Figures f;
         if (!MeasureInChild(servers[s], c == 1, message, *trips, &f)) {
-          std::printf("%-6d %-10s %-10s the call failed\n", round,
+          std::printf("%-6d %-12s %-10s the call failed\n", round,
                       kServerName[s], kClientName[c]);
           ++failed;
           continue;
         }
-        std::printf("%-6d %-10s %-10s %9.1f %9.1f %15.2f %15.2f\n", round,
+        std::printf("%-6d %-12s %-10s %9.1f %9.1f %15.2f %15.2f\n", round,
                     kServerName[s], kClientName[c], f.p50_us, f.mean_us,
                     f.client_switches, f.server_switches);
         std::fflush(stdout);
