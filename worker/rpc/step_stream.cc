@@ -118,6 +118,9 @@ void StepStream::EndStep(absl::Status s) {
   std::function<void(absl::Status)> done = std::move(done_);
   done_ = nullptr;
   sink_ = nullptr;
+  // A step that failed with writes still out: their times are not had,
+  // and where they would go ends with the step.
+  for (Write& w : out_) w.written = nullptr;
   done(std::move(s));
 }
 
