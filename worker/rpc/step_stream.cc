@@ -48,28 +48,26 @@ void StepStream::WriteFront() {
   call_->Write(out_.front().message, &wrote_);
 }
 
-void StepStream::OnStarted(bool ok) {
-  starting_ = false;
+void StepStream::WriteNext(bool ok) {
   if (!ok) {
-    // A call that could not start fails its read, which ends it (and the
-    // step): nothing goes out.
+    // The call could not start or is over: its read fails, which ends it
+    // (Finish says why) and the step; nothing more goes out.
     out_.clear();
     return;
   }
   if (!out_.empty()) WriteFront();
 }
 
+void StepStream::OnStarted(bool ok) {
+  starting_ = false;
+  WriteNext(ok);
+}
+
 void StepStream::OnWritten(bool ok) {
   writing_ = false;
   if (out_.front().written != nullptr) *out_.front().written = absl::Now();
   out_.pop_front();
-  if (!ok) {
-    // The call is over (its read fails and Finish says why): nothing more
-    // goes out.
-    out_.clear();
-    return;
-  }
-  if (!out_.empty()) WriteFront();
+  WriteNext(ok);
 }
 
 void StepStream::OnRead(bool ok) {

@@ -79,6 +79,9 @@ class StepStream {
   void OnFinished(bool ok);
   // Writes the front of out_.
   void WriteFront();
+  // After the call's start or a write: the next write, if any, or none
+  // ever again when `ok` is false.
+  void WriteNext(bool ok);
   // Ends the step in flight, if any, with `s`.
   void EndStep(absl::Status s);
   // The call's operations still on the queue.
