@@ -99,6 +99,57 @@ TEST_CASE("relative data paths resolve against the job file's folder",
   CHECK(c->data.test_labels == dir + "/data/t10k-labels-idx1-ubyte.gz");
 }
 
+TEST_CASE(
+    "with data_files_readable off, a job whose data is elsewhere loads its "
+    "model and its resolved paths, and nothing else is relaxed",
+    "[config]") {
+  const std::string dir = NewTempDir();
+  // The GPU bundle's case: the job file is here, its dataset is not.
+  const std::string yaml = absl::StrReplaceAll(
+      JobYaml(JobOptions{}),
+      {{std::string("dir: ") + testing::kFashionMnistDir, "dir: data"}});
+  const std::string path = WriteFile(dir + "/job.yaml", yaml);
+  absl::StatusOr<JobConfig> checked = LoadJobConfig(path);
+  REQUIRE_FALSE(checked.ok());
+  CHECK_THAT(std::string(checked.status().message()),
+             Catch::Contains("data.train_images: cannot "
+                             "read"));
+
+  JobFileChecks model_only;
+  model_only.data_files_readable = false;
+  absl::StatusOr<JobConfig> c = LoadJobConfig(path, model_only);
+  INFO(c.status().ToString());
+  REQUIRE(c.ok());
+  CHECK(c->data.train_images == dir + "/data/train-images-idx3-ubyte.gz");
+  CHECK(c->data.test_labels == dir + "/data/t10k-labels-idx1-ubyte.gz");
+  CHECK(c->model.layers == std::vector<int>{784, 64, 10});
+
+  // Every other check still holds: a bad value is refused as before.
+  absl::StatusOr<JobConfig> bad = ParseJobConfig(
+      absl::StrReplaceAll(yaml, {{"momentum: 0.9", "momentum: 1.5"}}), path,
+      model_only);
+  REQUIRE_FALSE(bad.ok());
+  CHECK_THAT(std::string(bad.status().message()),
+             Catch::Contains("optimizer.momentum"));
+
+  // Click logs too.
+  JobOptions o;
+  o.model_type = "embedding_concat";
+  o.shuffle = false;
+  o.layers =
+      "\n    - embedding_concat: {table: clicks, fields: 2}\n"
+      "    - dense: {out: 2}\n";
+  o.model_extra =
+      "  embeddings:\n    - {name: clicks, rows: 4294967296, dim: 4}\n";
+  o.data = "  format: clicks\n  train_file: train.tsv\n";
+  const std::string clicks = WriteFile(dir + "/clicks.yaml", JobYaml(o));
+  CHECK_FALSE(LoadJobConfig(clicks).ok());
+  absl::StatusOr<JobConfig> k = LoadJobConfig(clicks, model_only);
+  INFO(k.status().ToString());
+  REQUIRE(k.ok());
+  CHECK(k->data.train_file == dir + "/train.tsv");
+}
+
 TEST_CASE("data.augment reads crop_padding and flip, and refuses the rest",
           "[config][augment]") {
   const std::string good = JobYaml(JobOptions{});

@@ -157,7 +157,11 @@ int Main(int argc, char** argv) {
   const absl::Status gpu = CudaDeviceStatus();
   const std::string job = flags->Get("job", "");
   if (!job.empty()) {
-    absl::StatusOr<JobConfig> config = LoadJobConfig(job);
+    // Only the job's model is used, so its data need not be here (the GPU
+    // bundle's machine has no dataset).
+    JobFileChecks model_only;
+    model_only.data_files_readable = false;
+    absl::StatusOr<JobConfig> config = LoadJobConfig(job, model_only);
     if (!config.ok()) {
       std::fprintf(stderr, "%s\n",
                    std::string(config.status().message()).c_str());

@@ -27,7 +27,8 @@ absl::Status ParseAugment(YamlReader& r, const YAML::Node& data,
 }
 
 absl::Status ParseClickFiles(YamlReader& r, const YAML::Node& data,
-                             const PathResolver& resolve, DataConfig* out) {
+                             const PathResolver& resolve, bool check_readable,
+                             DataConfig* out) {
   for (const char* key : {"dir", "train_images", "train_labels", "test_images",
                           "test_labels", "augment"}) {
     if (data[key].IsDefined()) {
@@ -41,7 +42,7 @@ absl::Status ParseClickFiles(YamlReader& r, const YAML::Node& data,
     RETURN_IF_ERROR(r.Get(data, "data", key, required, path));
     if (path->empty()) continue;
     *path = resolve(*path);
-    if (!std::ifstream(*path, std::ios::binary).good()) {
+    if (check_readable && !std::ifstream(*path, std::ios::binary).good()) {
       return r.Error(data[key], absl::StrCat("data.", key),
                      absl::StrCat("cannot read '", *path, "'"));
     }
@@ -52,7 +53,8 @@ absl::Status ParseClickFiles(YamlReader& r, const YAML::Node& data,
 }  // namespace
 
 absl::Status ParseDataSection(YamlReader& r, const YAML::Node& data,
-                              const PathResolver& resolve, DataConfig* out) {
+                              const PathResolver& resolve, bool check_readable,
+                              DataConfig* out) {
   std::string format = "idx";
   RETURN_IF_ERROR(r.Get(data, "data", "format", false, &format));
   if (format != "idx" && format != "clicks") {
@@ -70,7 +72,7 @@ absl::Status ParseDataSection(YamlReader& r, const YAML::Node& data,
   }
   if (format == "clicks") {
     out->format = DataFormat::kClicks;
-    return ParseClickFiles(r, data, resolve, out);
+    return ParseClickFiles(r, data, resolve, check_readable, out);
   }
   for (const char* key : {"train_file", "test_file"}) {
     if (data[key].IsDefined()) {
@@ -97,6 +99,7 @@ absl::Status ParseDataSection(YamlReader& r, const YAML::Node& data,
     std::string name = f.default_name;
     RETURN_IF_ERROR(r.Get(data, "data", f.key, false, &name));
     *f.out = name[0] == '/' ? name : absl::StrCat(dir, "/", name);
+    if (!check_readable) continue;
     std::ifstream probe(*f.out, std::ios::binary);
     if (!probe.good()) {
       // Point at the key when given, else at `data.dir` (or the section).

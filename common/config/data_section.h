@@ -22,11 +22,12 @@ inline constexpr char kDefaultDataDir[] = "/usr/share/datasets/fashion-mnist";
 // The largest data.augment.crop_padding (pixels on each side).
 inline constexpr int kMaxCropPadding = 16;
 
-// Parses `data` (a mapping whose keys were checked) into `out`; every file
-// must be readable. `resolve` resolves data.dir against the job file's
-// folder.
+// Parses `data` (a mapping whose keys were checked) into `out`; with
+// `check_readable`, every file it names must be readable. `resolve` resolves
+// data.dir against the job file's folder.
 absl::Status ParseDataSection(YamlReader& reader, const YAML::Node& data,
-                              const PathResolver& resolve, DataConfig* out);
+                              const PathResolver& resolve, bool check_readable,
+                              DataConfig* out);
 
 }  // namespace paramd
 

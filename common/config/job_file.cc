@@ -36,7 +36,8 @@ std::string Resolve(const std::string& base_dir, const std::string& path) {
 
 class JobParser {
  public:
-  JobParser(const std::string& path) : r_(path), path_(path) {}
+  JobParser(const std::string& path, const JobFileChecks& checks)
+      : r_(path), path_(path), checks_(checks) {}
 
   absl::StatusOr<JobConfig> Parse(const YAML::Node& root) {
     JobConfig c;
@@ -115,7 +116,8 @@ class JobParser {
                 {"format", "dir", "train_images", "train_labels", "test_images",
                  "test_labels", "train_file", "test_file", "train_limit",
                  "test_limit", "augment"}));
-    RETURN_IF_ERROR(ParseDataSection(r_, data, Resolver(), &c->data));
+    RETURN_IF_ERROR(ParseDataSection(r_, data, Resolver(),
+                                     checks_.data_files_readable, &c->data));
     // What the model's first layer reads must be what the data holds.
     const ModelType type = c->model.type;
     if (c->data.format == DataFormat::kClicks &&
@@ -338,12 +340,14 @@ class JobParser {
 
   YamlReader r_;
   std::string path_;
+  JobFileChecks checks_;
 };
 
 }  // namespace
 
 absl::StatusOr<JobConfig> ParseJobConfig(const std::string& yaml_text,
-                                         const std::string& path) {
+                                         const std::string& path,
+                                         const JobFileChecks& checks) {
   YAML::Node root;
   try {
     root = YAML::Load(yaml_text);
@@ -353,7 +357,7 @@ absl::StatusOr<JobConfig> ParseJobConfig(const std::string& yaml_text,
                         e.mark.is_null() ? 1 : e.mark.line + 1, e.msg));
   }
   try {
-    return JobParser(path).Parse(root);
+    return JobParser(path, checks).Parse(root);
   } catch (const YAML::Exception& e) {
     // Defensive: yaml-cpp reports misuse (e.g. indexing a scalar) by
     // throwing; no exception leaves this module.
@@ -363,7 +367,8 @@ absl::StatusOr<JobConfig> ParseJobConfig(const std::string& yaml_text,
   }
 }
 
-absl::StatusOr<JobConfig> LoadJobConfig(const std::string& path) {
+absl::StatusOr<JobConfig> LoadJobConfig(const std::string& path,
+                                        const JobFileChecks& checks) {
   std::ifstream in(path, std::ios::binary);
   if (!in.good()) {
     return absl::NotFoundError(
@@ -371,7 +376,7 @@ absl::StatusOr<JobConfig> LoadJobConfig(const std::string& path) {
   }
   std::stringstream text;
   text << in.rdbuf();
-  return ParseJobConfig(text.str(), path);
+  return ParseJobConfig(text.str(), path, checks);
 }
 
 }  // namespace paramd
