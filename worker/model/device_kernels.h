@@ -180,22 +180,39 @@ struct FromChannelMajor {
   }
 };
 
-// out[row] = Σ x[row · len + j], j in [0, len) in order, summed by groups
-// of `group` (a sample's plane) then the groups' sums in order, as the
-// CPU's conv2d sums its bias gradient: over its channel-major output
-// gradient.
-struct RowSums {
+// A channel's sum in two launches, as the CPU's conv2d sums its bias
+// gradient over its channel-major output gradient: each sample's plane in
+// order, then the planes' sums in order. Every (channel, sample) pair has
+// its thread; one thread per channel summing the whole batch serially (as
+// before) grew with the batch and was most of the CNN's GPU step on an
+// H200. The sums are the same, bit for bit.
+//
+// out[row · groups + g] = Σ x[row · len + g · group + j], j in [0, group)
+// in order, for `groups` = len / group planes (one element per pair).
+struct GroupSums {
   const float* x;
   int64_t len, group;
   float* out;
+  PARAMD_HOST_DEVICE void operator()(int64_t i) const {
+    const int64_t groups = len / group;
+    const int64_t row = i / groups, g = i % groups;
+    const float* p = x + row * len + g * group;
+    float s = 0.0f;
+    for (int64_t j = 0; j < group; ++j) s += p[j];
+    out[i] = s;
+  }
+};
+
+// out[row] = Σ x[row · len + j], j in [0, len) in order (one element per
+// row).
+struct RowSums {
+  const float* x;
+  int64_t len;
+  float* out;
   PARAMD_HOST_DEVICE void operator()(int64_t row) const {
-    float total = 0.0f;
-    for (int64_t g = 0; g < len; g += group) {
-      float s = 0.0f;
-      for (int64_t j = g; j < g + group && j < len; ++j) s += x[row * len + j];
-      total += s;
-    }
-    out[row] = total;
+    float s = 0.0f;
+    for (int64_t j = 0; j < len; ++j) s += x[row * len + j];
+    out[row] = s;
   }
 };
 
@@ -327,14 +344,16 @@ struct Sum {
 
 // Every functor above and batch norm's (worker/model/batch_norm_kernels.h),
 // for the launchers and backends that list them.
-#define PARAMD_DEVICE_KERNELS(X)                                            \
-  X(BroadcastRows)                                                          \
-  X(Relu)                                                                   \
-  X(ReluBackward)                                                           \
-  X(Copy) X(Dropout) X(ColumnSums) X(Im2Col) X(Col2Im) X(ToChannelMajor)    \
-      X(FromChannelMajor) X(RowSums) X(PoolForward) X(PoolBackward)         \
-          X(BatchNormPartial) X(BatchNormMean) X(BatchNormTrainStats)       \
-              X(BatchNormEvalStats) X(BatchNormNormalize) X(BatchNormGrads) \
-                  X(BatchNormInputGrad) X(SoftmaxXent) X(Correct) X(Sum)
+#define PARAMD_DEVICE_KERNELS(X)                                 \
+  X(BroadcastRows)                                               \
+  X(Relu)                                                        \
+  X(ReluBackward)                                                \
+  X(Copy)                                                        \
+  X(Dropout) X(ColumnSums) X(Im2Col) X(Col2Im) X(ToChannelMajor) \
+      X(FromChannelMajor) X(GroupSums) X(RowSums) X(PoolForward) \
+          X(PoolBackward) X(BatchNormPartial) X(BatchNormMean)   \
+              X(BatchNormTrainStats) X(BatchNormEvalStats)       \
+                  X(BatchNormNormalize) X(BatchNormGrads)        \
+                      X(BatchNormInputGrad) X(SoftmaxXent) X(Correct) X(Sum)
 
 #endif  // PARAMD_WORKER_MODEL_DEVICE_KERNELS_H_

@@ -91,6 +91,10 @@ class Conv2d : public DeviceLayer {
     ASSIGN_OR_RETURN(col_, DeviceArray<float>::Make(ops_, rows_ * cols));
     ASSIGN_OR_RETURN(dcol_, DeviceArray<float>::Make(ops_, rows_ * cols));
     ASSIGN_OR_RETURN(cm_, DeviceArray<float>::Make(ops_, out_c_ * cols));
+    ASSIGN_OR_RETURN(
+        plane_sums_,
+        DeviceArray<float>::Make(ops_, static_cast<size_t>(out_c_) *
+                                           static_cast<size_t>(max_batch)));
     return absl::OkStatus();
   }
 
@@ -116,8 +120,13 @@ class Conv2d : public DeviceLayer {
     RETURN_IF_ERROR(ops_->Launch(
         kernels::ToChannelMajor{dout, cm_.get(), pass.n, out_c_, plane_},
         int64_t{out_c_} * cols));
+    // The bias gradient: each sample's plane, then the samples' sums.
     RETURN_IF_ERROR(ops_->Launch(
-        kernels::RowSums{cm_.get(), cols, plane_, pass.grads + bias_}, out_c_));
+        kernels::GroupSums{cm_.get(), cols, plane_, plane_sums_.get()},
+        int64_t{out_c_} * pass.n));
+    RETURN_IF_ERROR(ops_->Launch(
+        kernels::RowSums{plane_sums_.get(), pass.n, pass.grads + bias_},
+        out_c_));
     RETURN_IF_ERROR(ops_->Gemm(false, true, out_c_, R(), cols, cm_.get(), cols,
                                col_.get(), cols, 0.0f, pass.grads + weight_,
                                R()));
@@ -141,6 +150,7 @@ class Conv2d : public DeviceLayer {
   DeviceArray<float> col_;   // Kept from Forward for Backward.
   DeviceArray<float> dcol_;  // d(col).
   DeviceArray<float> cm_;    // The output (then its gradient), channel-major.
+  DeviceArray<float> plane_sums_;  // [C_out × n]: the bias gradient's parts.
 };
 
 class Pool2d : public DeviceLayer {
