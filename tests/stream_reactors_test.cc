@@ -1,5 +1,5 @@
 // PushStream and PullStream through a plain protobuf client over real
-// gRPC, on both ways a server serves them (callback reactors, and the
+// gRPC, on both ways a server serves them (async-API reactors, and the
 // threaded handlers that testing faults need): a PullStream's pull waits
 // in the shard and is answered, chunk by chunk, by the round's last push;
 // a cancelled one is forgotten; a PushStream cut off before its end

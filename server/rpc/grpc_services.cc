@@ -1,6 +1,5 @@
 #include "server/rpc/grpc_services.h"
 
-#include <grpcpp/impl/codegen/server_callback_handlers.h>
 #include <grpcpp/impl/rpc_service_method.h>
 #include <grpcpp/support/method_handler.h>
 
@@ -38,7 +37,7 @@ void GrpcParameterService::AddStreaming(
     grpc::Status (GrpcParameterService::*handler)(grpc::ServerContext*,
                                                   Args...)) {
   names_.push_back(std::make_unique<std::string>(MethodName(rpc)));
-  AddMethod(new grpc::internal::RpcServiceMethod(
+  AddRawMethod(new grpc::internal::RpcServiceMethod(
       names_.back()->c_str(), type,
       new Handler<GrpcParameterService, grpc::ByteBuffer, grpc::ByteBuffer>(
           [rpc, handler](GrpcParameterService* service,
@@ -51,15 +50,35 @@ void GrpcParameterService::AddStreaming(
           this)));
 }
 
-void GrpcParameterService::AddCallback(const char* rpc,
-                                       grpc::internal::RpcMethod::RpcType type,
-                                       grpc::internal::MethodHandler* handler) {
+int GrpcParameterService::AddAsync(const char* rpc,
+                                   grpc::internal::RpcMethod::RpcType type) {
   names_.push_back(std::make_unique<std::string>(MethodName(rpc)));
   auto* method = new grpc::internal::RpcServiceMethod(names_.back()->c_str(),
-                                                      type, handler);
-  method->SetServerApiType(
-      grpc::internal::RpcServiceMethod::ApiType::CALL_BACK);
-  AddMethod(method);
+                                                      type, nullptr);
+  method->SetServerApiType(grpc::internal::RpcServiceMethod::ApiType::ASYNC);
+  const int index = methods_;
+  AddRawMethod(method);
+  return index;
+}
+
+std::vector<AsyncCall*> GrpcParameterService::FirstCalls(
+    AsyncCallQueue* queue) {
+  if (!async_streams()) return {};
+  return {new StepStreamReactor(this, queue),
+          new PushStreamReactor(this, queue),
+          new PullStreamReactor(this, queue)};
+}
+
+void GrpcParameterService::RequestCall(
+    int method, grpc::ServerContext* context,
+    grpc::internal::ServerAsyncStreamingInterface* stream,
+    grpc::ByteBuffer* request, grpc::ServerCompletionQueue* cq, void* tag) {
+  if (request != nullptr) {
+    RequestAsyncServerStreaming(method, context, request, stream, cq, cq, tag);
+  } else {
+    // A client-streaming call is asked for as a bidirectional one is.
+    RequestAsyncBidiStreaming(method, context, stream, cq, cq, tag);
+  }
 }
 
 GrpcParameterService::GrpcParameterService(Shard* shard,
@@ -86,28 +105,12 @@ GrpcParameterService::GrpcParameterService(Shard* shard,
         "StepStream", grpc::internal::RpcMethod::BIDI_STREAMING,
         &GrpcParameterService::StepStream);
   } else {
-    AddCallback(
-        "PushStream", grpc::internal::RpcMethod::CLIENT_STREAMING,
-        new grpc::internal::CallbackClientStreamingHandler<grpc::ByteBuffer,
-                                                           grpc::ByteBuffer>(
-            [this](grpc::CallbackServerContext* context,
-                   grpc::ByteBuffer* response) {
-              return new PushStreamReactor(this, context, response);
-            }));
-    AddCallback(
-        "PullStream", grpc::internal::RpcMethod::SERVER_STREAMING,
-        new grpc::internal::CallbackServerStreamingHandler<grpc::ByteBuffer,
-                                                           grpc::ByteBuffer>(
-            [this](grpc::CallbackServerContext* context,
-                   const grpc::ByteBuffer* request) {
-              return new PullStreamReactor(this, context, request);
-            }));
-    AddCallback("StepStream", grpc::internal::RpcMethod::BIDI_STREAMING,
-                new grpc::internal::CallbackBidiHandler<grpc::ByteBuffer,
-                                                        grpc::ByteBuffer>(
-                    [this](grpc::CallbackServerContext* context) {
-                      return new StepStreamReactor(this, context);
-                    }));
+    push_stream_method_ =
+        AddAsync("PushStream", grpc::internal::RpcMethod::CLIENT_STREAMING);
+    pull_stream_method_ =
+        AddAsync("PullStream", grpc::internal::RpcMethod::SERVER_STREAMING);
+    step_stream_method_ =
+        AddAsync("StepStream", grpc::internal::RpcMethod::BIDI_STREAMING);
   }
   AddUnary("ReportEpoch", &GrpcParameterService::ReportEpoch);
 }

@@ -14,6 +14,7 @@
 #include "common/rpc/credentials.h"
 #include "proto/paramd.grpc.pb.h"
 #include "server/faults/transport_faults.h"
+#include "server/rpc/async_calls.h"
 #include "server/shard/shard.h"
 
 namespace paramd {
@@ -31,7 +32,7 @@ namespace paramd {
 // stream_message_bytes, or kStreamMessageBytes when unset.
 int64_t PullStreamMessageBytes(const proto::PullRequest& pull);
 
-class GrpcParameterService final : public grpc::Service {
+class GrpcParameterService final : public grpc::Service, public AsyncMethods {
  public:
   // Every call must carry `security`'s token (when it has one); `security`
   // is read only while serving and must outlive the service, as must
@@ -46,7 +47,19 @@ class GrpcParameterService final : public grpc::Service {
   // protected); the service owns it.
   void AddRawMethod(grpc::internal::RpcServiceMethod* method) {
     AddMethod(method);
+    ++methods_;
   }
+
+  // Whether the streams are served on gRPC's async API (as they are unless
+  // testing faults are set): the server then polls a completion queue for
+  // them (AsyncCallQueue) and starts with FirstCalls.
+  bool async_streams() const { return step_stream_method_ >= 0; }
+  // One waiting call of each streaming method, served on `queue`.
+  std::vector<AsyncCall*> FirstCalls(AsyncCallQueue* queue);
+  void RequestCall(int method, grpc::ServerContext* context,
+                   grpc::internal::ServerAsyncStreamingInterface* stream,
+                   grpc::ByteBuffer* request, grpc::ServerCompletionQueue* cq,
+                   void* tag) override;
 
  private:
   // Serves StepStream without a thread per stream (unless testing faults
@@ -142,10 +155,9 @@ class GrpcParameterService final : public grpc::Service {
   void AddStreaming(const char* rpc, grpc::internal::RpcMethod::RpcType type,
                     grpc::Status (GrpcParameterService::*handler)(
                         grpc::ServerContext*, Args...));
-  // Adds the method `rpc` of kind `type` served with gRPC's callback API
-  // by `handler` (a reactor's factory; the reactor checks the token).
-  void AddCallback(const char* rpc, grpc::internal::RpcMethod::RpcType type,
-                   grpc::internal::MethodHandler* handler);
+  // Adds the method `rpc` of kind `type` served on gRPC's async API (by
+  // an AsyncCall, which checks the token); returns its index.
+  int AddAsync(const char* rpc, grpc::internal::RpcMethod::RpcType type);
   // Adds one unary method served by `handler`.
   void AddUnary(const char* rpc,
                 grpc::Status (GrpcParameterService::*handler)(
@@ -157,6 +169,11 @@ class GrpcParameterService final : public grpc::Service {
   TransportFaults* const faults_;
   // gRPC keeps pointers to the method names.
   std::vector<std::unique_ptr<std::string>> names_;
+  int methods_ = 0;  // Added so far: the next one's index.
+  // The streaming methods' indices when on the async API, else -1.
+  int step_stream_method_ = -1;
+  int push_stream_method_ = -1;
+  int pull_stream_method_ = -1;
 };
 
 // proto::StatusService (GetStatus, Checkpoint, Trace), assembled by hand like

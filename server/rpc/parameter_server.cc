@@ -61,9 +61,14 @@ absl::StatusOr<int> ParameterServer::Start(const std::string& address) {
         std::make_unique<GrpcReplicaService>(shard_.get(), &security_);
     builder.RegisterService(replica_service_.get());
   }
+  // The streams on the async API: one completion queue, one thread.
+  std::unique_ptr<grpc::ServerCompletionQueue> cq;
+  if (parameter_service_.async_streams()) cq = builder.AddCompletionQueue();
   server_ = builder.BuildAndStart();
+  if (cq != nullptr) calls_ = std::make_unique<AsyncCallQueue>(std::move(cq));
   if (server_ == nullptr || port == 0) {
     server_.reset();
+    calls_.reset();
     return absl::UnavailableError(absl::StrCat(
         "cannot listen on ", address,
         ": the port is in use, or the address is not local",
@@ -72,6 +77,8 @@ absl::StatusOr<int> ParameterServer::Start(const std::string& address) {
                       : ""));
   }
   port_ = port;
+  if (calls_ != nullptr)
+    calls_->Start(parameter_service_.FirstCalls(calls_.get()));
   ticker_ = std::thread([this] { TickLoop(); });
   return port;
 }
@@ -111,6 +118,7 @@ void ParameterServer::Shutdown() {
   if (ticker_.joinable()) ticker_.join();
   shard_->Shutdown();
   server_->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(2));
+  if (calls_ != nullptr) calls_->Shutdown();
 }
 
 void ParameterServer::Wait() {

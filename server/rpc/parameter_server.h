@@ -15,6 +15,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
+#include "server/rpc/async_calls.h"
 #include "server/rpc/grpc_services.h"
 #include "server/rpc/grpc_status_service.h"
 #include "server/rpc/replica_rpc.h"
@@ -57,6 +58,9 @@ class ParameterServer {
   std::unique_ptr<GrpcReplicaService> replica_service_;
   void TickLoop();
 
+  // The streams' completion queue and its thread; before server_, so that
+  // it outlives it.
+  std::unique_ptr<AsyncCallQueue> calls_;
   std::unique_ptr<grpc::Server> server_;
   int port_ = 0;
   absl::Duration tick_every_;

@@ -9,10 +9,14 @@
 namespace paramd {
 
 StepStreamReactor::StepStreamReactor(GrpcParameterService* service,
-                                     grpc::CallbackServerContext* context)
-    : service_(service), pull_(service->shard_) {
+                                     AsyncCallQueue* queue)
+    : AsyncBidiCall(queue, service, service->step_stream_method_),
+      service_(service),
+      pull_(service->shard_) {}
+
+void StepStreamReactor::OnStart() {
   const grpc::Status auth =
-      CheckCallToken(*service_->security_, *context, "StepStream");
+      CheckCallToken(*service_->security_, *context(), "StepStream");
   if (!auth.ok()) {
     {
       absl::MutexLock lock(&mu_);
@@ -78,6 +82,9 @@ void StepStreamReactor::StartPull(const proto::PullRequest& pull) {
 
 void StepStreamReactor::Pulled(
     absl::StatusOr<std::shared_ptr<const ParamSnapshot>> snapshot, bool half) {
+  // On the thread whose push made the pull readable, the call may end (a
+  // cancel) while the reply is made: this object stays until it is.
+  Hold hold(this);
   if (!snapshot.ok()) {
     EndStep(snapshot.status());
     return;

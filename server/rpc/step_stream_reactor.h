@@ -1,6 +1,7 @@
-// StepStreamReactor: one StepStream call (proto/paramd.proto) served with
-// gRPC's callback API, so that a server's threads do not grow with the
-// workers × shards streams open. A step's push is one message or several
+// StepStreamReactor: one StepStream call (proto/paramd.proto) served on
+// gRPC's async API by the server's one polling thread (AsyncCall,
+// server/rpc/async_calls.h), so that a server's threads do not grow with
+// the workers × shards streams open. A step's push is one message or several
 // linked by PushRequest.more, each checked on the gRPC thread that read it
 // while the next is on the wire, and applied on the thread that read the
 // last; the pull of its clock + 1 then waits in the shard without a thread
@@ -11,13 +12,12 @@
 // time, in order. A failed step ends the call with its status (the client
 // opens a new stream); a cancelled call ends its waiting pull.
 //
-// Thread-safe: gRPC's callbacks and the shard's run on any thread.
+// Thread-safe: the call's events run on the polling thread, the shard's
+// (a waiting pull served) on any thread.
 #ifndef PARAMD_SERVER_RPC_STEP_STREAM_REACTOR_H_
 #define PARAMD_SERVER_RPC_STEP_STREAM_REACTOR_H_
 
-#include <grpcpp/server_context.h>
 #include <grpcpp/support/byte_buffer.h>
-#include <grpcpp/support/server_callback.h>
 
 #include <memory>
 #include <vector>
@@ -25,6 +25,7 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
+#include "server/rpc/async_calls.h"
 #include "server/rpc/grpc_services.h"
 #include "server/rpc/push_pieces.h"
 #include "server/rpc/waiting_pull.h"
@@ -32,19 +33,21 @@
 
 namespace paramd {
 
-class StepStreamReactor final
-    : public grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer> {
+class StepStreamReactor final : public AsyncBidiCall {
  public:
-  // Starts serving the call (or ends it: a missing or wrong token);
-  // deletes itself when the call is done. `service` outlives it.
-  StepStreamReactor(GrpcParameterService* service,
-                    grpc::CallbackServerContext* context);
+  // Waits for a StepStream call (Listen); serves it once it comes (or
+  // ends it: a missing or wrong token); deletes itself when the call is
+  // done. `service` and `queue` outlive it.
+  StepStreamReactor(GrpcParameterService* service, AsyncCallQueue* queue);
 
  private:
+  void OnStart() override;
   void OnReadDone(bool ok) override;
   void OnWriteDone(bool ok) override;
   void OnCancel() override;
-  void OnDone() override { delete this; }
+  AsyncCall* Next() override {
+    return new StepStreamReactor(service_, queue());
+  }
 
   // The push in request_ is applied; starts the pull of `clock`.
   void StartPull(const proto::PullRequest& pull);

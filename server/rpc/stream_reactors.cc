@@ -10,14 +10,14 @@
 namespace paramd {
 
 PushStreamReactor::PushStreamReactor(GrpcParameterService* service,
-                                     grpc::CallbackServerContext* context,
-                                     grpc::ByteBuffer* response)
-    : service_(service),
-      context_(context),
-      response_(response),
-      push_(service->shard_, "PushStream") {
+                                     AsyncCallQueue* queue)
+    : AsyncReaderCall(queue, service, service->push_stream_method_),
+      service_(service),
+      push_(service->shard_, "PushStream") {}
+
+void PushStreamReactor::OnStart() {
   const grpc::Status auth =
-      CheckCallToken(*service_->security_, *context, "PushStream");
+      CheckCallToken(*service_->security_, *context(), "PushStream");
   if (!auth.ok()) {
     Finish(auth);
     return;
@@ -35,25 +35,32 @@ void PushStreamReactor::OnReadDone(bool ok) {
     StartRead(&message_);
     return;
   }
-  // The worker closed its side (or went away: nothing is applied then).
+  // The worker closed its side, or went away. On the async API a
+  // cancellation is known for certain only once the call is over, so a
+  // push whose worker went away after its last message may be applied: a
+  // whole push, which the worker's retry finds applied (a duplicate, as
+  // when a reply is lost); one cut off earlier is refused as incomplete.
   proto::PushResponse reply;
-  const absl::Status s = push_.Finish(context_->IsCancelled(), &reply);
-  if (s.ok()) *response_ = SerializeMessage(reply);
+  const absl::Status s = push_.Finish(context()->IsCancelled(), &reply);
+  if (s.ok()) *response() = SerializeMessage(reply);
   Finish(ToGrpcStatus(s));
 }
 
 PullStreamReactor::PullStreamReactor(GrpcParameterService* service,
-                                     grpc::CallbackServerContext* context,
-                                     const grpc::ByteBuffer* request)
-    : service_(service), pull_(service->shard_) {
+                                     AsyncCallQueue* queue)
+    : AsyncWriterCall(queue, service, service->pull_stream_method_),
+      service_(service),
+      pull_(service->shard_) {}
+
+void PullStreamReactor::OnStart() {
   grpc::Status auth =
-      CheckCallToken(*service_->security_, *context, "PullStream");
+      CheckCallToken(*service_->security_, *context(), "PullStream");
   if (!auth.ok()) {
     Finish(auth);
     return;
   }
   proto::PullRequest pull;
-  if (absl::Status s = service_->ParsePull("PullStream", *request, &pull);
+  if (absl::Status s = service_->ParsePull("PullStream", request(), &pull);
       !s.ok()) {
     Finish(ToGrpcStatus(s));
     return;

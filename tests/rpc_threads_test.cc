@@ -1,10 +1,13 @@
 // The threads of a real paramd-worker on the default step path (StepStream
-// steps, no overlap): none of gRPC's callback API. Its calls — Register,
-// the first Pull, every step, the heartbeats — run on gRPC's async API,
-// polled by the thread that waits on them (worker/rpc/step_queue.h); gRPC
-// 1.51's callback API would start two "nexting_thread"s in the process
-// that poll every call's events and hand each one over
-// (docs/performance.md, "What gRPC's threading costs a round trip").
+// steps, no overlap) and of the paramd-server it trains with: none of
+// gRPC's callback API. The worker's calls — Register, the first Pull,
+// every step, the heartbeats — run on gRPC's async API, polled by the
+// thread that waits on them (worker/rpc/step_queue.h); the server's
+// streams on its one polling thread (server/rpc/async_calls.h), its unary
+// methods on gRPC's sync API. gRPC 1.51's callback API would start two
+// "nexting_thread"s in the process that poll every call's events and hand
+// each one over (docs/performance.md, "What gRPC's threading costs a round
+// trip").
 #include <dirent.h>
 
 #include <catch2/catch.hpp>
@@ -39,8 +42,10 @@ std::vector<std::string> ThreadNames(pid_t pid) {
   return names;
 }
 
-TEST_CASE("a training paramd-worker runs no gRPC callback thread",
-          "[worker][rpc][integration]") {
+TEST_CASE(
+    "a training paramd-worker and its paramd-server run no gRPC callback "
+    "thread",
+    "[worker][server][rpc][integration]") {
   const std::string dir = NewTempDir();
   JobOptions o;
   o.servers = {"127.0.0.1:0"};
@@ -55,11 +60,12 @@ TEST_CASE("a training paramd-worker runs no gRPC callback thread",
   // Registered, pulled, stepped through two epochs and heartbeating.
   REQUIRE(w0->ReadUntil("epoch 3/", kTimeout));
   REQUIRE(w1->ReadUntil("epoch 3/", kTimeout));
-  for (const Subprocess* w : {w0.get(), w1.get()}) {
-    const std::vector<std::string> names = ThreadNames(w->pid());
+  for (const Subprocess* p : {w0.get(), w1.get(), server.get()}) {
+    const std::vector<std::string> names = ThreadNames(p->pid());
     std::string all;
     for (const std::string& n : names) all += n + ", ";
-    INFO("worker " << w->pid() << " threads: " << all);
+    INFO((p == server.get() ? "server " : "worker ")
+         << p->pid() << " threads: " << all);
     REQUIRE(!names.empty());
     int callback = 0;
     for (const std::string& n : names) callback += n == "nexting_thread";
