@@ -100,7 +100,7 @@ class Counter final : public AsyncBidiCall {
     reply.set_version(++count_);
     out_ = SerializeMessage(reply);
     StartWrite(&out_);
-    if (count_ == abort_at_) {
+    if (count_ == static_cast<uint64_t>(abort_at_)) {
       Finish(grpc::Status(grpc::StatusCode::ABORTED, "enough"));
     }
   }

@@ -3,7 +3,9 @@
 #include <algorithm>
 #include <catch2/catch.hpp>
 #include <cstring>
+#include <functional>
 #include <map>
+#include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "common/base/status_macros.h"
@@ -22,13 +24,14 @@ absl::Status Prefixed(const absl::Status& s, const char* rpc, int shard) {
 class InProcessClient final : public ParameterClient {
  public:
   InProcessClient(const ClientSetup& setup, std::vector<Shard*> shards,
-                  InProcessCluster::Calls* calls)
+                  InProcessCluster::Calls* calls, bool run_while_waiting)
       : config_(*setup.config),
         plan_(*setup.plan),
         layout_(*setup.layout),
         rank_(setup.rank),
         shards_(std::move(shards)),
         calls_(calls),
+        run_while_waiting_(run_while_waiting),
         gradients_(setup.layout->total) {}
 
   absl::StatusOr<uint64_t> Register() override {
@@ -109,8 +112,16 @@ class InProcessClient final : public ParameterClient {
   absl::StatusOr<uint64_t> PushPull(uint64_t clock,
                                     absl::Span<const float> grads, float loss,
                                     absl::Span<float> params) override {
+    std::function<void()> work = std::exchange(while_waiting_, nullptr);
     RETURN_IF_ERROR(Push(clock, grads, loss).status());
+    if (run_while_waiting_ && work) {
+      work();
+      ++calls_->while_waiting;
+    }
     return Pull(clock + 1, params);
+  }
+  void WhileWaiting(std::function<void()> work) override {
+    while_waiting_ = std::move(work);
   }
 
   absl::Status PullRows(uint64_t clock, uint32_t table,
@@ -210,6 +221,8 @@ class InProcessClient final : public ParameterClient {
   const int rank_;
   std::vector<Shard*> shards_;
   InProcessCluster::Calls* calls_;
+  const bool run_while_waiting_;
+  std::function<void()> while_waiting_;
   std::vector<float> gradients_;
 };
 
@@ -233,7 +246,8 @@ ParameterClientFactory InProcessCluster::ClientFactory() {
              -> absl::StatusOr<std::unique_ptr<ParameterClient>> {
     std::vector<Shard*> shards;
     for (auto& shard : shards_) shards.push_back(shard.get());
-    return std::make_unique<InProcessClient>(setup, std::move(shards), &calls_);
+    return std::make_unique<InProcessClient>(setup, std::move(shards), &calls_,
+                                             run_while_waiting_);
   };
 }
 

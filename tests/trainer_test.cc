@@ -113,6 +113,31 @@ TEST_CASE("every epoch is evaluated on the final parameters and reported",
   CHECK(*correct > 40);  // well above chance (20 of 200)
 }
 
+TEST_CASE(
+    "the next batch made while a step waits is the batch the step would "
+    "make: the same parameters whether the client runs that work or drops "
+    "it",
+    "[trainer]") {
+  // Three shuffled epochs of 8 steps: the work is never carried across an
+  // epoch's end, where the next order is drawn.
+  const JobConfig config = SmallJob(3);
+  REQUIRE(config.training.shuffle);
+  std::vector<float> params[2];
+  for (const bool run : {true, false}) {
+    INFO((run ? "run" : "dropped"));
+    InProcessCluster cluster(config);
+    cluster.set_run_while_waiting(run);
+    auto trainer = MakeTrainer(config, cluster, TrainerOptions());
+    REQUIRE(trainer->Run().ok());
+    CHECK(cluster.calls().pushes == 24);
+    // Every step but each epoch's last made the next one's batch.
+    CHECK(cluster.calls().while_waiting == (run ? 3 * 7 : 0));
+    params[run ? 0 : 1] = trainer->params();
+  }
+  REQUIRE(params[0].size() == params[1].size());
+  CHECK(params[0] == params[1]);
+}
+
 TEST_CASE("a rank the shards dropped registers again and carries on",
           "[trainer]") {
   const JobConfig config = SmallJob(1);

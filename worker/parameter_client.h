@@ -96,6 +96,13 @@ class ParameterClient {
   // nothing.
   virtual void RecordCallTimes(std::vector<ShardCallTimes>* out) {}
 
+  // The next PushPull runs `work` once on the calling thread after its
+  // push is sent, while it waits for the replies (work the caller has to do
+  // before its next step anyway: the next batch). A PushPull that fails
+  // before it sends may not run it, and this default drops it: the caller
+  // must not count on it having run.
+  virtual void WhileWaiting(std::function<void()> work) {}
+
   // PushPull as a StepExchange: `grads` (the buffer GradientBuffer gave)
   // is filled while the exchange runs, and `params` receives clock + 1;
   // neither is touched by the caller (beyond the reported pieces of

@@ -1,5 +1,7 @@
 #include "worker/trainer.h"
 
+#include <utility>
+
 #include "absl/strings/str_cat.h"
 #include "common/base/mix.h"
 #include "common/base/status_macros.h"
@@ -222,7 +224,15 @@ absl::Status Trainer::Step(uint64_t* clock, Batch* batch, EpochState* epoch,
   }
   const absl::Time data_begin = now();
   const int64_t step = static_cast<int64_t>(*clock % data_->steps_per_epoch());
-  ASSIGN_OR_RETURN(const int n, data_->TrainBatch(step, &batch->samples));
+  int n = prefetched_n_;
+  if (prefetched_clock_ == static_cast<int64_t>(*clock)) {
+    // Made while the last step waited; an epoch's order is a function of
+    // (seed, epoch), so it is the batch TrainBatch would give now.
+    std::swap(batch->samples, prefetched_);
+  } else {
+    ASSIGN_OR_RETURN(n, data_->TrainBatch(step, &batch->samples));
+  }
+  prefetched_clock_ = -1;
   // Dropout's masks and the batch's augmentation are a function of (seed,
   // rank, clock): a retried or restored step computes the same gradient.
   const uint64_t step_seed =
@@ -261,9 +271,20 @@ absl::Status Trainer::Step(uint64_t* clock, Batch* batch, EpochState* epoch,
   if (IsSlow()) {
     SlowDown();
   }
-  // Push this step's gradient and fetch the next version in one go.
+  // Push this step's gradient and fetch the next version in one go; the
+  // next batch is made while the servers answer, when the next clock is in
+  // this epoch (the next epoch is shuffled first).
   const absl::Time push_begin = now();
   client_->RecordCallTimes(traced ? &call_times_ : nullptr);
+  if (step + 1 < data_->steps_per_epoch()) {
+    const int64_t next = static_cast<int64_t>(*clock) + 1;
+    client_->WhileWaiting([this, next, step] {
+      absl::StatusOr<int> made = data_->TrainBatch(step + 1, &prefetched_);
+      if (!made.ok()) return;  // Made again, and refused, by its step.
+      prefetched_n_ = *made;
+      prefetched_clock_ = next;
+    });
+  }
   absl::StatusOr<uint64_t> version = client_->PushPull(
       *clock, grads, static_cast<float>(loss), absl::MakeSpan(params_));
   if (absl::IsAborted(version.status())) {

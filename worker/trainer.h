@@ -173,6 +173,11 @@ class Trainer {
   WorkerTimeline trace_;
   // A traced step's calls to each shard (ParameterClient::RecordCallTimes).
   std::vector<ShardCallTimes> call_times_;
+  // The next step's batch, made while a step's exchange was in flight
+  // (ParameterClient::WhileWaiting): its clock (-1: none) and size.
+  SampleBatch prefetched_;
+  int64_t prefetched_clock_ = -1;
+  int prefetched_n_ = 0;
 };
 
 }  // namespace paramd

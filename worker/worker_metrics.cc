@@ -100,6 +100,9 @@ class MeteredClient : public ParameterClient {
   void RecordCallTimes(std::vector<ShardCallTimes>* out) override {
     inner_->RecordCallTimes(out);
   }
+  void WhileWaiting(std::function<void()> work) override {
+    inner_->WhileWaiting(std::move(work));
+  }
   void Heartbeat(uint64_t clock, bool finished,
                  absl::Duration timeout) override {
     inner_->Heartbeat(clock, finished, timeout);

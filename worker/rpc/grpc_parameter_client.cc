@@ -4,6 +4,7 @@
 #include <cstring>
 #include <functional>
 #include <random>
+#include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "common/base/status_macros.h"
@@ -119,11 +120,14 @@ absl::StatusOr<uint64_t> GrpcParameterClient::Push(
 absl::StatusOr<uint64_t> GrpcParameterClient::PushPull(
     uint64_t clock, absl::Span<const float> grads, float loss,
     absl::Span<float> params) {
+  // Run once, by the first attempt that sends.
+  std::function<void()> work = std::exchange(while_waiting_, nullptr);
   return Retrying("PushPull", [&]() -> absl::StatusOr<uint64_t> {
     const auto messages = [&](absl::Span<SharedSegment* const> segments) {
       return PushMessages(clock, grads, loss, segments);
     };
-    absl::StatusOr<uint64_t> version = steps_.Run(clock, messages, params);
+    absl::StatusOr<uint64_t> version =
+        steps_.Run(clock, messages, params, &work);
     // A server that cannot map this worker's shared memory refused the
     // step whole: it goes again, by the socket to that shard (each shard
     // refuses once, and a refusal cancels the other shards' calls before
@@ -131,7 +135,7 @@ absl::StatusOr<uint64_t> GrpcParameterClient::PushPull(
     for (int again = 0;
          again < links_.size() && !version.ok() && links_.TakeSegmentRefusals();
          ++again) {
-      version = steps_.Run(clock, messages, params);
+      version = steps_.Run(clock, messages, params, &work);
     }
     return version;
   });

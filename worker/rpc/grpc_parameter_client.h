@@ -81,6 +81,9 @@ class GrpcParameterClient final : public ParameterClient {
   void RecordCallTimes(std::vector<ShardCallTimes>* out) override {
     steps_.RecordTimes(out);
   }
+  void WhileWaiting(std::function<void()> work) override {
+    while_waiting_ = std::move(work);
+  }
   // worker.overlap: an OverlapExchange (worker/rpc/overlap_exchange.h)
   // when `grads` is the buffer GradientBuffer gave and no rows ride along;
   // else the default.
@@ -123,6 +126,8 @@ class GrpcParameterClient final : public ParameterClient {
   const uint64_t incarnation_;  // Random, for this process.
   ShardLinks links_;
   StepCalls steps_;
+  // The next PushPull's work while it waits (WhileWaiting); run once.
+  std::function<void()> while_waiting_;
   RowCalls rows_;
   PushFrames push_frames_;
   // Gradients are sent from here; gRPC (or an exchange) holds a reference

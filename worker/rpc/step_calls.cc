@@ -208,7 +208,8 @@ void StepCalls::Start(uint64_t clock,
 
 absl::StatusOr<uint64_t> StepCalls::Run(uint64_t clock,
                                         const Messages& make_messages,
-                                        absl::Span<float> params) {
+                                        absl::Span<float> params,
+                                        std::function<void()>* while_waiting) {
   // Streams first: a new stream has a new segment, which the messages
   // name.
   std::vector<SharedSegment*> segments(links_->size(), nullptr);
@@ -224,6 +225,13 @@ absl::StatusOr<uint64_t> StepCalls::Run(uint64_t clock,
   std::vector<std::vector<grpc::ByteBuffer>> messages = make_messages(segments);
   Round round(*this, messages, params, times_ != nullptr);
   Start(clock, std::move(messages), &round);
+  if (while_waiting != nullptr && *while_waiting) {
+    // What is ready goes first (a new stream's start, so its first write
+    // leaves), then the caller's work, while the servers answer.
+    Await(&round, absl::InfinitePast());
+    std::function<void()> work = std::exchange(*while_waiting, nullptr);
+    work();
+  }
   // The unary calls have deadlines; the streams' steps are bounded here.
   const absl::Duration limit =
       std::max(links_->options().push_timeout, links_->options().pull_timeout);

@@ -16,6 +16,7 @@
 
 #include <grpcpp/support/byte_buffer.h>
 
+#include <functional>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -40,9 +41,11 @@ class StepCalls {
   // 1 into `params`; returns the version pulled (the smallest across
   // shards) or the failure that matters most, naming the RPC and the
   // shard. A shard whose server refused its segment is told to ShardLinks
-  // (RefuseSegment).
+  // (RefuseSegment). Once the calls are started, `*while_waiting` (when
+  // set) runs on this thread and is reset, before the wait for replies.
   absl::StatusOr<uint64_t> Run(uint64_t clock, const Messages& messages,
-                               absl::Span<float> params);
+                               absl::Span<float> params,
+                               std::function<void()>* while_waiting = nullptr);
 
   // From now on each Run writes its calls' times, one per shard, to
   // `*out` (the step timeline); nullptr stops it.
