@@ -17,6 +17,7 @@
 #include <set>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
@@ -106,7 +107,12 @@ class Counter final : public AsyncBidiCall {
   }
   void OnWriteDone(bool ok) override {
     seen_->On();
-    if (ok) StartRead(&in_);  // Ignored once finishing.
+    if (ok) {
+      StartRead(&in_);  // Ignored once finishing.
+    } else {
+      // The client went away: a call ends only once it is finished.
+      Finish(grpc::Status(grpc::StatusCode::CANCELLED, "gone"));
+    }
   }
   void OnCancel() override {
     seen_->On();
@@ -252,6 +258,40 @@ TEST_CASE(
   }
   CHECK_FALSE(stream->Read(&reply));
   CHECK_FALSE(stream->Finish().ok());
+}
+
+TEST_CASE(
+    "async calls: calls still coming while the server shuts down all end, "
+    "and every object is deleted",
+    "[rpc][async]") {
+  CountServer s;
+  constexpr int kCallers = 16;
+  std::vector<std::thread> callers;
+  absl::Mutex mu;
+  int opened = 0;
+  for (int i = 0; i < kCallers; ++i) {
+    callers.emplace_back([&] {
+      grpc::ClientContext c;
+      auto stream = s.stub->StepStream(&c);
+      proto::PullResponse reply;
+      if (stream->Write(Message())) stream->Read(&reply);
+      {
+        absl::MutexLock lock(&mu);
+        ++opened;
+      }
+      stream->Finish();  // OK or not: the server may be gone.
+    });
+  }
+  {
+    // Some calls in flight, others still to come.
+    absl::MutexLock lock(&mu);
+    auto some = [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu) { return opened > 0; };
+    REQUIRE(mu.AwaitWithTimeout(absl::Condition(&some), kTimeout));
+  }
+  s.Stop();
+  for (std::thread& t : callers) t.join();
+  absl::MutexLock lock(&s.seen.mu);
+  CHECK(s.seen.alive == 0);
 }
 
 }  // namespace

@@ -26,8 +26,8 @@ void AsyncCallQueue::Shutdown() {
     absl::MutexLock lock(&mu_);
     if (!open_ && !thread_.joinable()) return;
     open_ = false;
-    // Every call ends: the server's shutdown cancelled those still open,
-    // and each handler finishes a cancelled call.
+    // Every call ends: the server's shutdown cancelled those still open
+    // (each handler finishes a cancelled call) and failed those asked for.
     auto over = [this]()
                     ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return calls_ == 0; };
     if (thread_.joinable()) mu_.Await(absl::Condition(&over));
@@ -48,12 +48,12 @@ bool AsyncCallQueue::open() {
   return open_;
 }
 
-void AsyncCallQueue::CallBegan() {
+void AsyncCallQueue::Added() {
   absl::MutexLock lock(&mu_);
   ++calls_;
 }
 
-void AsyncCallQueue::CallEnded() {
+void AsyncCallQueue::Removed() {
   absl::MutexLock lock(&mu_);
   --calls_;
 }
@@ -62,6 +62,7 @@ void AsyncCall::Listen() {
   // gRPC returns done_tag_ once the call is over, finished or cancelled
   // (only for a call that came).
   context_.AsyncNotifyWhenDone(&done_tag_);
+  queue_->Added();
   Request(&came_);
 }
 
@@ -111,10 +112,9 @@ void AsyncCall::Handle(Event event, bool ok) {
     case Event::kCame:
       if (!ok) {
         // The server shuts down: no call came, nothing else will.
-        delete this;
+        End();
         return;
       }
-      queue_->CallBegan();
       if (queue_->open()) Next()->Listen();
       OnStart();
       break;
@@ -169,8 +169,9 @@ bool AsyncCall::Over() {
 }
 
 void AsyncCall::End() {
-  queue_->CallEnded();
+  AsyncCallQueue* const queue = queue_;
   delete this;
+  queue->Removed();
 }
 
 void AsyncBidiCall::Request(void* tag) {

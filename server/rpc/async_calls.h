@@ -69,28 +69,33 @@ class AsyncCallQueue {
   // call (each call then asks for the next one); then the polling thread
   // starts.
   void Start(const std::vector<AsyncCall*>& first);
-  // After the server's Shutdown (which cancels every call still open):
-  // waits until every call is over, then shuts the queue down and joins
-  // the thread. No call is asked for once this began.
+  // After the server's Shutdown (which cancels every call still open and
+  // fails every call still asked for): waits until every AsyncCall is gone
+  // — a call that came, one whose coming is still queued, one asked for —
+  // so that none starts an operation on the queue once it is shut down;
+  // then shuts the queue down and joins the thread. No call is asked for
+  // once this began.
   void Shutdown() ABSL_LOCKS_EXCLUDED(mu_);
 
   // Whether calls may still be asked for.
   bool open() ABSL_LOCKS_EXCLUDED(mu_);
-  // A call came (it counts until it ends).
-  void CallBegan() ABSL_LOCKS_EXCLUDED(mu_);
-  void CallEnded() ABSL_LOCKS_EXCLUDED(mu_);
+  // An AsyncCall asked for its call (it counts until it is deleted).
+  void Added() ABSL_LOCKS_EXCLUDED(mu_);
+  void Removed() ABSL_LOCKS_EXCLUDED(mu_);
 
  private:
   std::unique_ptr<grpc::ServerCompletionQueue> cq_;
   std::thread thread_;
   absl::Mutex mu_;
   bool open_ ABSL_GUARDED_BY(mu_) = true;
-  int calls_ ABSL_GUARDED_BY(mu_) = 0;  // Came, not over.
+  int calls_ ABSL_GUARDED_BY(mu_) = 0;  // Asked for, not deleted.
 };
 
 // One call of a streaming method. A handler derives from one of the three
 // kinds below, implements OnStart (the call came: check its token, start
-// reading or the pull), the events it uses, and Next.
+// reading or the pull), the events it uses, and Next. It must call Finish
+// on every path, a failed read or write and a cancelled call included:
+// the call ends (and the server's shutdown can complete) only then.
 class AsyncCall {
  public:
   virtual ~AsyncCall() = default;
