@@ -28,6 +28,21 @@ int LineOf(const std::string& yaml, const std::string& needle) {
   return line;
 }
 
+// An embedding model over click logs (data.format clicks), its data
+// section `data`.
+JobOptions ClickJob(const std::string& data) {
+  JobOptions o;
+  o.model_type = "embedding_concat";
+  o.shuffle = false;
+  o.layers =
+      "\n    - embedding_concat: {table: clicks, fields: 2}\n"
+      "    - dense: {out: 2}\n";
+  o.model_extra =
+      "  embeddings:\n    - {name: clicks, rows: 4294967296, dim: 4}\n";
+  o.data = data;
+  return o;
+}
+
 TEST_CASE("a good job file loads with every field typed", "[config]") {
   JobOptions o;
   o.servers = {"127.0.0.1:7001", "127.0.0.1:7002"};
@@ -133,15 +148,7 @@ TEST_CASE(
              Catch::Contains("optimizer.momentum"));
 
   // Click logs too.
-  JobOptions o;
-  o.model_type = "embedding_concat";
-  o.shuffle = false;
-  o.layers =
-      "\n    - embedding_concat: {table: clicks, fields: 2}\n"
-      "    - dense: {out: 2}\n";
-  o.model_extra =
-      "  embeddings:\n    - {name: clicks, rows: 4294967296, dim: 4}\n";
-  o.data = "  format: clicks\n  train_file: train.tsv\n";
+  JobOptions o = ClickJob("  format: clicks\n  train_file: train.tsv\n");
   const std::string clicks = WriteFile(dir + "/clicks.yaml", JobYaml(o));
   CHECK_FALSE(LoadJobConfig(clicks).ok());
   absl::StatusOr<JobConfig> k = LoadJobConfig(clicks, model_only);
@@ -741,15 +748,8 @@ TEST_CASE("data.format clicks reads click logs into an embedding model",
   const std::string dir = testing::NewTempDir();
   testing::WriteFile(dir + "/train.tsv", "1\ta\tb\n0\tc\td\n");
   testing::WriteFile(dir + "/test.tsv", "0\ta\td\n");
-  JobOptions o;
-  o.model_type = "embedding_concat";
-  o.shuffle = false;
-  o.layers =
-      "\n    - embedding_concat: {table: clicks, fields: 2}\n"
-      "    - dense: {out: 2}\n";
-  o.model_extra =
-      "  embeddings:\n    - {name: clicks, rows: 4294967296, dim: 4}\n";
-  o.data = "  format: clicks\n  train_file: train.tsv\n  test_file: test.tsv\n";
+  JobOptions o = ClickJob(
+      "  format: clicks\n  train_file: train.tsv\n  test_file: test.tsv\n");
   std::string path;
   const std::string yaml = JobYaml(o);
   REQUIRE(testing::WriteFile(dir + "/job.yaml", yaml) == dir + "/job.yaml");

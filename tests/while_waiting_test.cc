@@ -58,6 +58,14 @@ TEST_CASE(
     REQUIRE(clients[rank]->Pull(0, absl::MakeSpan(params[rank])).ok());
   }
 
+  // Rank `rank`'s PushPull at `clock`: a gradient of 0.25 (rank 0) or 0.5
+  // (rank 1) everywhere.
+  auto push_pull = [&](int rank, uint64_t clock) {
+    absl::Span<float> g = clients[rank]->GradientBuffer();
+    std::fill(g.begin(), g.end(), rank == 0 ? 0.25f : 0.5f);
+    return clients[rank]->PushPull(clock, g, 1.0f,
+                                   absl::MakeSpan(params[rank]));
+  };
   const std::thread::id caller = std::this_thread::get_id();
   int runs = 0;
   clients[0]->WhileWaiting([&] {
@@ -67,17 +75,11 @@ TEST_CASE(
     for (int k = 0; k < 2; ++k) {
       CHECK(cluster.server(k).shard()->TEST_AwaitWaitingPulls(1, kTimeout));
     }
-    absl::Span<float> g1 = clients[1]->GradientBuffer();
-    std::fill(g1.begin(), g1.end(), 0.5f);
-    absl::StatusOr<uint64_t> v1 =
-        clients[1]->PushPull(0, g1, 1.0f, absl::MakeSpan(params[1]));
+    absl::StatusOr<uint64_t> v1 = push_pull(1, 0);
     INFO(v1.status().ToString());
     CHECK(v1.ok());
   });
-  absl::Span<float> g0 = clients[0]->GradientBuffer();
-  std::fill(g0.begin(), g0.end(), 0.25f);
-  absl::StatusOr<uint64_t> v0 =
-      clients[0]->PushPull(0, g0, 1.0f, absl::MakeSpan(params[0]));
+  absl::StatusOr<uint64_t> v0 = push_pull(0, 0);
   INFO(v0.status().ToString());
   REQUIRE(v0.ok());
   CHECK(*v0 == 1);
@@ -85,14 +87,8 @@ TEST_CASE(
   CHECK(params[0] == params[1]);  // Both hold version 1.
 
   // Run once: the next PushPull runs nothing.
-  std::thread other([&] {
-    absl::Span<float> g1 = clients[1]->GradientBuffer();
-    std::fill(g1.begin(), g1.end(), 0.5f);
-    CHECK(clients[1]->PushPull(1, g1, 1.0f, absl::MakeSpan(params[1])).ok());
-  });
-  g0 = clients[0]->GradientBuffer();
-  std::fill(g0.begin(), g0.end(), 0.25f);
-  CHECK(clients[0]->PushPull(1, g0, 1.0f, absl::MakeSpan(params[0])).ok());
+  std::thread other([&] { CHECK(push_pull(1, 1).ok()); });
+  CHECK(push_pull(0, 1).ok());
   other.join();
   CHECK(runs == 1);
 }

@@ -14,11 +14,7 @@ AsyncCallQueue::~AsyncCallQueue() { Shutdown(); }
 
 void AsyncCallQueue::Start(const std::vector<AsyncCall*>& first) {
   for (AsyncCall* call : first) call->Listen();
-  thread_ = std::thread([this] {
-    void* tag;
-    bool ok;
-    while (cq_->Next(&tag, &ok)) static_cast<AsyncCall::Tag*>(tag)->Done(ok);
-  });
+  thread_ = std::thread([this] { RunEvents(); });
 }
 
 void AsyncCallQueue::Shutdown() {
@@ -37,10 +33,14 @@ void AsyncCallQueue::Shutdown() {
   if (thread_.joinable()) {
     thread_.join();
   } else {
-    void* tag;
-    bool ok;
-    while (cq_->Next(&tag, &ok)) static_cast<AsyncCall::Tag*>(tag)->Done(ok);
+    RunEvents();
   }
+}
+
+void AsyncCallQueue::RunEvents() {
+  void* tag;
+  bool ok;
+  while (cq_->Next(&tag, &ok)) static_cast<AsyncCall::Tag*>(tag)->Done(ok);
 }
 
 bool AsyncCallQueue::open() {

@@ -84,6 +84,9 @@ class AsyncCallQueue {
   void Removed() ABSL_LOCKS_EXCLUDED(mu_);
 
  private:
+  // Runs each event's tag until the queue is shut down and empty.
+  void RunEvents();
+
   std::unique_ptr<grpc::ServerCompletionQueue> cq_;
   std::thread thread_;
   absl::Mutex mu_;
