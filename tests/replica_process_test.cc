@@ -130,6 +130,7 @@ TEST_CASE("sync: a SIGKILLed backup comes back and is caught up",
   const std::string job = Job("sync");
   const std::vector<std::string> expected = EpochFigures(Undisturbed(job));
   const std::string out = Disturbed(job, "backup 1", SIGKILL, 1);
+  INFO(out);
   CHECK(absl::StrContains(out, "restarted backup 1"));
   CHECK(std::regex_search(
       out, std::regex(R"(shard 1: the backup at \S+ holds version [1-9]\d*: )"

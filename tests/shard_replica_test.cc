@@ -20,7 +20,7 @@ namespace {
 
 using testing::JobOptions;
 
-// Calls the shard at an address ("a", "b") directly; an address in
+// Calls the shard at an address ("a:1", "b:1") directly; an address in
 // `down` does not answer.
 class DirectPeer final : public ReplicaPeer {
  public:
@@ -76,12 +76,12 @@ struct Pair {
     config.replication.backups = {"127.0.0.1:0"};
     a = Make(false);
     b = Make(true);
-    shards["a"] = a.get();
-    shards["b"] = b.get();
+    shards["a:1"] = a.get();
+    shards["b:1"] = b.get();
     // The backup starts first, without its primary's address (port 0).
-    b->replica()->SetPeer(Connect(), "b", "");
+    b->replica()->SetPeer(Connect(), "b:1", "");
     REQUIRE(b->replica()->Start().ok());
-    a->replica()->SetPeer(Connect(), "a", "b");
+    a->replica()->SetPeer(Connect(), "a:1", "b:1");
     REQUIRE(a->replica()->Start().ok());
     testing::RegisterAtZero(*a, config.job_id, 0);
   }
@@ -96,6 +96,7 @@ struct Pair {
 
   ShardReplica::Connect Connect() {
     return [this](const std::string& address) {
+      ++connects;
       return std::make_unique<DirectPeer>(&shards, &down, &drop_next,
                                           &replicate_calls, address);
     };
@@ -130,6 +131,7 @@ struct Pair {
   std::set<std::string> down;
   int drop_next = 0;        // Replicate calls (to any peer) that time out.
   int replicate_calls = 0;  // Replicate calls made (to any peer).
+  int connects = 0;         // Channels made (to any peer).
 };
 
 TEST_CASE("the backup holds every step the primary acknowledged",
@@ -201,11 +203,11 @@ TEST_CASE(
   CHECK(absl::IsUnavailable(p.a->replica()->Replicate(&newer, &ignored)));
   // A restarted primary (a new process at the old address) rejoins as the
   // backup of the new primary, and is caught up.
-  p.shards.erase("a");
+  p.shards.erase("a:1");
   p.a.reset();
   p.a = p.Make(false);
-  p.shards["a"] = p.a.get();
-  p.a->replica()->SetPeer(p.Connect(), "a", "b");
+  p.shards["a:1"] = p.a.get();
+  p.a->replica()->SetPeer(p.Connect(), "a:1", "b:1");
   REQUIRE(p.a->replica()->Start().ok());
   CHECK(Pair::Replica(*p.a).role() == "backup");
   CHECK(Pair::Replica(*p.a).term() == 2);
@@ -222,7 +224,7 @@ TEST_CASE(
     "answers again",
     "[replication][replica]") {
   Pair p("async");
-  p.down.insert("b");
+  p.down.insert("b:1");
   const int before = p.replicate_calls;
   for (uint64_t c = 0; c < 3; ++c) REQUIRE(p.Push(*p.a, c, 0.5f).ok());
   // Refused at once (UNAVAILABLE): asked once, not again at each step.
@@ -231,12 +233,42 @@ TEST_CASE(
   CHECK_FALSE(a.peer_in_sync());
   CHECK(a.lag_versions() == 3);
   CHECK(Pair::Replica(*p.b).held_version() == 0);
-  p.down.erase("b");
+  p.down.erase("b:1");
   p.clock.Advance(absl::Seconds(2));
   p.a->Tick();
   a = Pair::Replica(*p.a);
   CHECK(a.peer_in_sync());
   CHECK(a.lag_versions() == 0);
+  CHECK(Pair::Replica(*p.b).held_version() == 3);
+}
+
+TEST_CASE(
+    "a backup restarted at its old address is connected to afresh and caught "
+    "up by the next step, not after the retry interval",
+    "[replication][replica]") {
+  const std::string policy = GENERATE("sync", "async");
+  Pair p(policy);
+  REQUIRE(p.Push(*p.a, 0, 0.5f).ok());
+  // The backup dies: the next step finds no answer and leaves it behind.
+  p.down.insert("b:1");
+  REQUIRE(p.Push(*p.a, 1, 0.5f).ok());
+  REQUIRE_FALSE(Pair::Replica(*p.a).peer_in_sync());
+  // Started again where it listened (paramctl restarts it on its port), it
+  // asks its primary who serves; no time passes.
+  p.shards.erase("b:1");
+  p.b.reset();
+  p.down.erase("b:1");
+  p.b = p.Make(true);
+  p.shards["b:1"] = p.b.get();
+  const int connects = p.connects;
+  p.b->replica()->SetPeer(p.Connect(), "b:1", "a:1");
+  REQUIRE(p.b->replica()->Start().ok());
+  CHECK(Pair::Replica(*p.b).role() == "backup");
+  // The primary made a new channel to it (besides the backup's own to the
+  // primary): the old one may be in gRPC's reconnect backoff.
+  CHECK(p.connects - connects == 2);
+  REQUIRE(p.Push(*p.a, 2, 0.5f).ok());
+  CHECK(Pair::Replica(*p.a).peer_in_sync());
   CHECK(Pair::Replica(*p.b).held_version() == 3);
 }
 
@@ -253,7 +285,7 @@ TEST_CASE(
     // Paused past the lease mid-send: the step's Replicate and its retry
     // find no answer (the backup, unheard from, may be serving).
     p.clock.Advance(absl::Seconds(5));
-    p.down.insert("b");
+    p.down.insert("b:1");
     const absl::Status step = p.Push(*p.a, 2, 9.0f);
     CHECK(absl::IsUnavailable(step));
     CHECK(p.a->replica()->replaced());
@@ -264,7 +296,7 @@ TEST_CASE(
                                         &pulled)));
     // The backup takes over without the step, and the job's step 2 is
     // applied there once: nothing acknowledged was lost.
-    p.down.erase("b");
+    p.down.erase("b:1");
     REQUIRE(p.Heartbeat(*p.b).ok());
     CHECK(Pair::Replica(*p.b).role() == "primary");
     proto::PushResponse response;

@@ -44,11 +44,14 @@ bool PeerSlot::Adopt(const std::string& sender) {
     return false;
   }
   absl::MutexLock lock(&mu_);
-  if (address_ == sender) return false;
   spdlog::info("shard {}: its backup starts at {}{}", shard_, sender,
                address_.empty() ? std::string()
-                                : absl::StrCat(" (it was at ", address_, ")"));
+               : address_ == sender
+                   ? std::string(" again")
+                   : absl::StrCat(" (it was at ", address_, ")"));
   address_ = sender;
+  // A new channel even to the same address: the old one, refused while
+  // the peer was down, may be waiting out gRPC's reconnect backoff.
   peer_ = connect_(sender);
   return true;
 }

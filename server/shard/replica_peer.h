@@ -48,8 +48,10 @@ class PeerSlot {
   // (--peer, the job file's stands: the sender's idea of its address may
   // not be how this replica reaches it).
   void Learn(const std::string& sender) ABSL_LOCKS_EXCLUDED(mu_);
-  // A peer starting says where it listens now: replaces the address (a
-  // wildcard or port 0 is not one: Learn then). Whether it changed.
+  // A peer starting says where it listens now: replaces the address and
+  // connects to it afresh, also when it is the same (a wildcard or port 0
+  // is not an address: Learn then). Whether it was taken: the peer started
+  // anew and holds nothing of this replica's.
   bool Adopt(const std::string& sender) ABSL_LOCKS_EXCLUDED(mu_);
 
  private:
