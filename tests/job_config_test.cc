@@ -265,6 +265,17 @@ TEST_CASE("each bad job file names file, line and field", "[config]") {
            good, {{"lease_seconds: 10", "lease_seconds: 1"},
                   {"heartbeat_seconds: 1", "heartbeat_seconds: 0.8"}}),
        "liveness.heartbeat_seconds", "heartbeat_seconds: 0.8", "at most half"},
+      {"keepalive shorter than two heartbeats",
+       absl::StrReplaceAll(good, {{"stall_warn_seconds: 30",
+                                   "stall_warn_seconds: 30\n"
+                                   "  keepalive_seconds: 1.5"}}),
+       "liveness.keepalive_seconds", "keepalive_seconds: 1.5",
+       "at least twice liveness.heartbeat_seconds"},
+      {"keepalive not positive",
+       absl::StrReplaceAll(good, {{"stall_warn_seconds: 30",
+                                   "stall_warn_seconds: 30\n"
+                                   "  keepalive_seconds: 0"}}),
+       "liveness.keepalive_seconds", "keepalive_seconds: 0", "must be > 0"},
       {"slow rank outside the cluster",
        good + "testing:\n  slow_rank: 2\n  slow_step_ms: 5\n",
        "testing.slow_rank", "slow_rank: 2", "must be a rank in [0, 2)"},
@@ -473,9 +484,12 @@ TEST_CASE("policies, liveness and testing aids parse", "[config]") {
   o.lease_seconds = 4;
   o.heartbeat_seconds = 0.5;
   o.stall_warn_seconds = 2;
-  const std::string yaml = JobYaml(o) +
-                           "testing:\n  slow_rank: 1\n  slow_step_ms: 20\n" +
-                           "worker:\n  shared_memory: off\n";
+  const std::string yaml =
+      absl::StrReplaceAll(JobYaml(o), {{"heartbeat_seconds: 0.5",
+                                        "heartbeat_seconds: 0.5\n  "
+                                        "keepalive_seconds: 5"}}) +
+      "testing:\n  slow_rank: 1\n  slow_step_ms: 20\n" +
+      "worker:\n  shared_memory: off\n";
   const std::string path = WriteFile(NewTempDir() + "/job.yaml", yaml);
   absl::StatusOr<JobConfig> c = LoadJobConfig(path);
   INFO(c.status().ToString());
@@ -485,6 +499,7 @@ TEST_CASE("policies, liveness and testing aids parse", "[config]") {
   CHECK(c->liveness.lease_seconds == 4);
   CHECK(c->liveness.heartbeat_seconds == 0.5);
   CHECK(c->liveness.stall_warn_seconds == 2);
+  CHECK(c->liveness.keepalive_seconds == 5);
   CHECK(c->testing.slow_rank == 1);
   CHECK(c->testing.slow_step_ms == 20);
   CHECK_FALSE(c->worker.shared_memory);

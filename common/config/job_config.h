@@ -239,6 +239,11 @@ struct LivenessConfig {
   // DEADLINE_EXCEEDED) with backoff for this long, then gives up naming
   // the shard.
   double give_up_seconds = 120;
+  // A server pings a connection (HTTP/2 PING) every this long and closes
+  // it when a ping is not answered within this long again: the calls of a
+  // client whose host vanished without closing its connections (power
+  // lost, network cut) end, and what they hold is released.
+  double keepalive_seconds = 30;
 };
 
 // Each shard's checkpoints (server/checkpoint/checkpointer.h). Off without a

@@ -198,11 +198,11 @@ class JobParser {
   }
 
   absl::Status ParseLiveness(const YAML::Node& root, JobConfig* c) {
-    ASSIGN_OR_RETURN(
-        const YAML::Node l,
-        Section(root, "liveness", false,
-                {"lease_seconds", "heartbeat_seconds", "stall_warn_seconds",
-                 "warn_after_seconds", "give_up_seconds"}));
+    ASSIGN_OR_RETURN(const YAML::Node l,
+                     Section(root, "liveness", false,
+                             {"lease_seconds", "heartbeat_seconds",
+                              "stall_warn_seconds", "warn_after_seconds",
+                              "give_up_seconds", "keepalive_seconds"}));
     LivenessConfig& lc = c->liveness;
     // warn_after_seconds: the key's older name.
     if (l["warn_after_seconds"].IsDefined() &&
@@ -218,7 +218,8 @@ class JobParser {
          {std::pair{"lease_seconds", &lc.lease_seconds},
           std::pair{"heartbeat_seconds", &lc.heartbeat_seconds},
           std::pair{stall, &lc.stall_warn_seconds},
-          std::pair{"give_up_seconds", &lc.give_up_seconds}}) {
+          std::pair{"give_up_seconds", &lc.give_up_seconds},
+          std::pair{"keepalive_seconds", &lc.keepalive_seconds}}) {
       RETURN_IF_ERROR(r_.Get(l, "liveness", key, false, out));
       if (!(*out > 0) || *out > 86400) {
         return r_.Error(l[key], absl::StrCat("liveness.", key),
@@ -232,6 +233,15 @@ class JobParser {
       return r_.Error(at, "liveness.heartbeat_seconds",
                       "must be at most half of liveness.lease_seconds, or "
                       "live workers would lose their lease");
+    }
+    if (lc.keepalive_seconds < 2 * lc.heartbeat_seconds) {
+      const YAML::Node at = l["keepalive_seconds"].IsDefined()
+                                ? l["keepalive_seconds"]
+                                : l["heartbeat_seconds"];
+      return r_.Error(at, "liveness.keepalive_seconds",
+                      "must be at least twice liveness.heartbeat_seconds: a "
+                      "busy worker answers the servers' pings when it "
+                      "calls, at least at every heartbeat");
     }
     return absl::OkStatus();
   }

@@ -42,6 +42,17 @@ absl::StatusOr<int> ParameterServer::Start(const std::string& address) {
   // in use would split the first one's connections. A port in use is an
   // error instead.
   builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
+  // A client whose host vanished without closing its connections would
+  // hold its calls (and a StepStream its reply and reactor) for gRPC's two
+  // hours: every connection is pinged each liveness.keepalive_seconds, also
+  // with no call open and no data sent, and closed when a ping goes
+  // unanswered for that long again.
+  const int keepalive_ms = static_cast<int>(std::clamp<double>(
+      shard_->config().liveness.keepalive_seconds * 1000, 1, INT32_MAX));
+  builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_TIME_MS, keepalive_ms);
+  builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, keepalive_ms);
+  builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 1);
+  builder.AddChannelArgument(GRPC_ARG_HTTP2_MAX_PINGS_WITHOUT_DATA, 0);
   // The handlers check the size of every message they read (and answer
   // RESOURCE_EXHAUSTED). gRPC's own receive limit stays off: when it fails
   // a read, a streaming handler cannot tell that from the client's end of
