@@ -102,6 +102,7 @@ TEST_CASE(
   REQUIRE(expected.size() == 3);
   const std::string victim = GENERATE("server 0", "server 1");
   const std::string out = Disturbed(job, victim, SIGKILL, 1);
+  INFO(out);
   CHECK(absl::StrContains(out, absl::StrCat(victim, " (pid ")));
   CHECK(absl::StrContains(out, "killed by signal 9"));
   // Back from the backup's state, or the backup took over first.
@@ -119,6 +120,7 @@ TEST_CASE(
   const std::string job = Job("sync");
   const std::vector<std::string> expected = EpochFigures(Undisturbed(job));
   const std::string out = Disturbed(job, "server 0", SIGSTOP, 1);
+  INFO(out);
   CHECK(absl::StrContains(out, "answered no status call"));
   CHECK(absl::StrContains(out, "took over from the primary"));
   CHECK(absl::StrContains(out, "this process is its backup"));

@@ -9,6 +9,7 @@
 
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "common/base/process_setup.h"
 
 namespace paramd::testing {
 
@@ -38,6 +39,7 @@ std::string MissingPrograms(const std::vector<std::string>& programs) {
 }  // namespace paramd::testing
 
 int main(int argc, char** argv) {
+  paramd::ChooseGrpcPoller();
   Catch::Session session;
   if (int rc = session.applyCommandLine(argc, argv); rc != 0) return rc;
   const std::string reason = paramd::testing::SkipReason();

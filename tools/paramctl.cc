@@ -27,6 +27,7 @@
 #include "absl/time/clock.h"
 #include "common/base/binaries.h"
 #include "common/base/flags.h"
+#include "common/base/process_setup.h"
 #include "common/config/job_config.h"
 #include "common/config/job_file.h"
 #include "common/config/layer_shapes.h"
@@ -413,6 +414,7 @@ int RunAndTrace(const RunOptions& options) {
 }
 
 int Main(int argc, char** argv) {
+  ChooseGrpcPoller();
   absl::StatusOr<ParsedFlags> flags =
       ParseFlags(argc, argv, {"summary",
                               "log_level",

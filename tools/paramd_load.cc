@@ -31,12 +31,13 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "common/base/binaries.h"
 #include "common/base/flags.h"
+#include "common/base/process_setup.h"
 #include "common/config/job_config.h"
 #include "common/config/job_file.h"
 #include "common/model/model_spec.h"
 #include "common/model/partitioner.h"
-#include "common/base/binaries.h"
 #include "tools/load/load_run.h"
 
 namespace paramd {
@@ -81,6 +82,7 @@ absl::StatusOr<LoadOptions> ParseLoadOptions(const ParsedFlags& flags) {
 }
 
 int Main(int argc, char** argv) {
+  SetUpProcess();
   absl::StatusOr<ParsedFlags> flags =
       ParseFlags(argc, argv,
                  {"policy", "seconds", "workers", "servers", "drop_percent",

@@ -31,6 +31,7 @@
 #include "absl/time/clock.h"
 #include "common/base/binaries.h"
 #include "common/base/flags.h"
+#include "common/base/process_setup.h"
 #include "common/base/status_macros.h"
 #include "common/config/job_file.h"
 #include "common/rpc/credentials.h"
@@ -338,6 +339,7 @@ int IndexBench(int64_t n) {
 }
 
 int Main(int argc, char** argv) {
+  SetUpProcess();
   absl::StatusOr<ParsedFlags> flags = ParseFlags(
       argc, argv,
       {"samples", "batch", "workers", "servers", "dim", "hidden", "fields",

@@ -14,6 +14,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "common/base/logging.h"
+#include "common/base/process_setup.h"
 #include "python/native/framework_worker.h"
 
 namespace py = pybind11;
@@ -158,6 +159,9 @@ void ReportEpoch(FrameworkWorker& w, int epoch, double loss_sum,
 PYBIND11_MODULE(_native, m) {
   using paramd::FrameworkWorker;
   m.doc() = "paramd's client for framework workers (see paramd.torch)";
+  // Before the first channel: this process's gRPC polls as paramd's own
+  // programs do (kept when GRPC_POLL_STRATEGY is set).
+  paramd::ChooseGrpcPoller();
   m.def(
       "init_logging",
       [](const std::string& name, const std::string& level) {
