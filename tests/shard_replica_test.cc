@@ -64,10 +64,10 @@ class DirectPeer final : public ReplicaPeer {
 };
 
 struct Pair {
-  explicit Pair(const std::string& policy) {
+  explicit Pair(const std::string& policy, int workers = 1) {
     JobOptions o;
     o.servers = {"127.0.0.1:0"};
-    o.workers = 1;
+    o.workers = workers;
     o.layers = "[784, 8, 10]";
     o.policy = policy;
     o.lease_seconds = 4;
@@ -103,10 +103,12 @@ struct Pair {
   }
 
   absl::Status Push(Shard& shard, uint64_t clock, float value,
-                    proto::PushResponse* response = nullptr) {
+                    proto::PushResponse* response = nullptr,
+                    uint32_t rank = 0) {
     proto::PushResponse ignored;
-    return shard.Push(testing::WholePush(shard, config.job_id, 0, clock, value),
-                      response != nullptr ? response : &ignored);
+    return shard.Push(
+        testing::WholePush(shard, config.job_id, rank, clock, value),
+        response != nullptr ? response : &ignored);
   }
 
   // A worker's heartbeat at `shard` (a backup's takes over after a lease
@@ -240,6 +242,26 @@ TEST_CASE(
   CHECK(a.peer_in_sync());
   CHECK(a.lag_versions() == 0);
   CHECK(Pair::Replica(*p.b).held_version() == 3);
+}
+
+TEST_CASE(
+    "a registration is on the backup before it is acknowledged: after a "
+    "take-over the rank's first push is applied, not refused",
+    "[replication][replica]") {
+  Pair p("async", /*workers=*/2);
+  REQUIRE(p.Push(*p.a, 0, 0.5f).ok());
+  // Rank 1 registers after the last step the backup holds; then the
+  // primary pauses past the lease and the backup takes over.
+  testing::RegisterAtZero(*p.a, p.config.job_id, 1);
+  p.clock.Advance(absl::Seconds(5));
+  REQUIRE(p.Heartbeat(*p.b).ok());
+  REQUIRE(Pair::Replica(*p.b).role() == "primary");
+  proto::PushResponse response;
+  const absl::Status pushed = p.Push(*p.b, 0, 0.25f, &response, /*rank=*/1);
+  INFO(pushed.ToString());
+  REQUIRE(pushed.ok());
+  CHECK(response.version() == 2);
+  CHECK_FALSE(response.duplicate());
 }
 
 TEST_CASE(

@@ -132,6 +132,10 @@ absl::Status Shard::Register(const proto::RegisterRequest& request,
   workers_.OnRegister(rank, request.incarnation(), clock_->Now());
   spdlog::info("shard {}: rank {} registered; it continues from clock {}",
                shard_id_, rank, request.clock());
+  // On the backup before it is acknowledged: a backup taking over without
+  // it would refuse the rank's next push, and the rank, registering again,
+  // could continue past a clock this shard never applied.
+  if (replica_ != nullptr) RETURN_IF_ERROR(policy_->SendState());
   response->set_version(store_.version());
   response->set_clock(request.clock());
   return absl::OkStatus();
