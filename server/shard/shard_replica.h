@@ -2,7 +2,9 @@
 // (replication.factor 2; docs/operations.md, "Replicas").
 //
 // Protocol: primary–backup, with the primary's whole state shipped after
-// every step. The primary hands the policy's capture after each step (a
+// every step (and before a registration or an epoch report is
+// acknowledged: Shard). The primary hands the policy's capture after each
+// step (a
 // checkpoint's bytes, with each rank's liveness and registration) to the
 // backup through a ReplicaPeer, under the policy's lock, before the push
 // is acknowledged or any pull reads the new version: an acknowledged
