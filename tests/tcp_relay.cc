@@ -10,8 +10,8 @@
 #include <cstdlib>
 #include <string>
 
-#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "common/config/job_config.h"
 
 namespace paramd::testing {
 namespace {
@@ -88,9 +88,9 @@ void TcpRelay::Run() {
   if (poll(first, 2, -1) <= 0 || (first[1].revents & POLLIN) != 0) return;
   const int client = accept(listener_, nullptr, nullptr);
   if (client < 0) return;
-  const std::string port = target_.substr(target_.rfind(':') + 1);
+  std::string host;
   int target_port = 0;
-  if (!absl::SimpleAtoi(port, &target_port)) std::abort();
+  if (!ParseHostPort(target_, &host, &target_port).ok()) std::abort();
   const int server = socket(AF_INET, SOCK_STREAM, 0);
   sockaddr_in a = Loopback(target_port);
   if (connect(server, reinterpret_cast<sockaddr*>(&a), sizeof(a)) != 0) {
