@@ -36,13 +36,13 @@ const std::string& Garbage() {
 }
 
 // One call of `method` as raw bytes on gRPC's async generic API, each
-// operation waited for; bounded by a 30 s deadline.
+// operation waited for; bounded by `deadline` (30 s unless given).
 class RawCall {
  public:
-  RawCall(const std::shared_ptr<grpc::Channel>& channel, const char* method)
+  RawCall(const std::shared_ptr<grpc::Channel>& channel, const char* method,
+          std::chrono::milliseconds deadline = std::chrono::seconds(30))
       : generic_(channel) {
-    context_.set_deadline(std::chrono::system_clock::now() +
-                          std::chrono::seconds(30));
+    context_.set_deadline(std::chrono::system_clock::now() + deadline);
     call_ = generic_.PrepareCall(&context_, method, &queue_);
     call_->StartCall(this);
     started_ = Wait();
@@ -73,6 +73,7 @@ class RawCall {
     call_->WritesDone(this);
     return Wait();
   }
+  void Cancel() { context_.TryCancel(); }
   // The next message, parsed as `out`; false once the call has no more.
   bool Read(google::protobuf::Message* out) {
     grpc::ByteBuffer buffer;
@@ -136,6 +137,18 @@ struct Server {
     proto::ShardStatus st;
     shard().GetStatus(&st);
     return st;
+  }
+  // One whole push on a new PushStream, ended by the client: its reply.
+  proto::PushResponse PushOnStream(uint64_t clock, float value) {
+    RawCall call(channel, kPushStream);
+    REQUIRE(call.Write(Push(clock, value)));
+    REQUIRE(call.WritesDone());
+    proto::PushResponse reply;
+    REQUIRE(call.Read(&reply));
+    const grpc::Status s = call.Finish();
+    INFO(s.error_message());
+    CHECK(s.ok());
+    return reply;
   }
   // One whole step on a new StepStream: its reply's version.
   uint64_t Step(uint64_t clock, float value) {
@@ -250,6 +263,38 @@ TEST_CASE(
   CHECK(server.Status().pushes() == 3);
   CHECK(server.Status().version() == 3);
   CHECK(server.Step(3, 0.5f) == 4);
+}
+
+TEST_CASE(
+    "a PushStream cut off before the client ends it — cancelled, or past its "
+    "deadline — applies nothing though its whole push arrived; the push sent "
+    "again is applied once, not taken for a duplicate",
+    "[integration][stream][contract]") {
+  const std::string policy = GENERATE("sync", "async");
+  const bool cancel = GENERATE(true, false);
+  INFO(policy << (cancel ? ", cancelled" : ", past its deadline"));
+  Server server(policy);
+  {
+    RawCall call(server.channel, kPushStream,
+                 cancel ? std::chrono::milliseconds(30000)
+                        : std::chrono::milliseconds(300));
+    REQUIRE(call.started());
+    REQUIRE(call.Write(server.Push(0, 1.0f)));
+    // Every piece is in; the stream is never half-closed.
+    if (cancel) call.Cancel();
+    const grpc::Status s = call.Finish();  // Past the deadline: it passed.
+    INFO(s.error_message());
+    CHECK(s.error_code() == (cancel ? grpc::StatusCode::CANCELLED
+                                    : grpc::StatusCode::DEADLINE_EXCEEDED));
+  }
+  // The server reads the cut-off stream's end before this stream's push
+  // (one connection, one polling thread): had it applied the first, this
+  // one would be a duplicate.
+  const proto::PushResponse again = server.PushOnStream(0, 1.0f);
+  CHECK_FALSE(again.duplicate());
+  CHECK(again.version() == 1);
+  CHECK(server.Status().pushes() == 1);
+  CHECK(server.Step(1, 1.0f) == 2);
 }
 
 }  // namespace

@@ -95,6 +95,14 @@ void AsyncCall::StartWrite(const grpc::ByteBuffer* message) {
   Write(*message, &written_);
 }
 
+void AsyncCall::Settle() {
+  absl::MutexLock lock(&mu_);
+  if (settling_) return;
+  settling_ = true;
+  // An alarm already due is queued behind what the queue holds now.
+  settle_alarm_.Set(queue_->cq(), gpr_now(GPR_CLOCK_MONOTONIC), &settled_tag_);
+}
+
 void AsyncCall::Finish(const grpc::Status& status) {
   absl::MutexLock lock(&mu_);
   if (finish_asked_) return;
@@ -151,6 +159,14 @@ void AsyncCall::Handle(Event event, bool ok) {
       if (context_.IsCancelled()) OnCancel();
       break;
     }
+    case Event::kSettled: {
+      {
+        absl::MutexLock lock(&mu_);
+        settling_ = false;
+      }
+      OnSettled();
+      break;
+    }
   }
   bool over;
   {
@@ -161,7 +177,8 @@ void AsyncCall::Handle(Event event, bool ok) {
 }
 
 bool AsyncCall::Over() {
-  if (ended_ || !done_ || !status_sent_ || reading_ || writing_ || holds_ > 0) {
+  if (ended_ || !done_ || !status_sent_ || reading_ || writing_ || settling_ ||
+      holds_ > 0) {
     return false;
   }
   ended_ = true;

@@ -8,7 +8,7 @@
 // per process that hand the poller's role and each event to one another,
 // 4-6 thread switches a round trip on this machine; one thread polling its
 // own queue wakes once per event, and under gRPC's default poller a second
-// such thread would bring the hand-offs back (docs/performance.md, "What
+// such thread would bring the hand-offs back (docs/performance-history.md, "What
 // gRPC's threading costs a round trip"). So every streaming method of the
 // server is served here by one thread, whatever the number of streams; the
 // unary methods stay on gRPC's synchronous API, whose threads wait on their
@@ -23,6 +23,7 @@
 #ifndef PARAMD_SERVER_RPC_ASYNC_CALLS_H_
 #define PARAMD_SERVER_RPC_ASYNC_CALLS_H_
 
+#include <grpcpp/alarm.h>
 #include <grpcpp/completion_queue.h>
 #include <grpcpp/server_context.h>
 #include <grpcpp/support/async_stream.h>
@@ -136,6 +137,13 @@ class AsyncCall {
   void StartWrite(const grpc::ByteBuffer* message) ABSL_LOCKS_EXCLUDED(mu_);
   // Ends the call with `status` (once; later calls are ignored).
   void Finish(const grpc::Status& status) ABSL_LOCKS_EXCLUDED(mu_);
+  // Runs OnSettled on the queue's thread after the events gRPC has already
+  // queued for this call (once at a time). A read fails alike when the
+  // client half-closed, cancelled or its deadline passed, and gRPC tells a
+  // cancel only by the done event, which may follow the failed read: a
+  // cancel that failed the read has been told through OnCancel by the
+  // time OnSettled runs.
+  void Settle() ABSL_LOCKS_EXCLUDED(mu_);
 
   // The call came; the handler's first event.
   virtual void OnStart() = 0;
@@ -145,6 +153,8 @@ class AsyncCall {
   // deadline passed, or the server shuts down); any time after OnStart,
   // at most once.
   virtual void OnCancel() {}
+  // After Settle.
+  virtual void OnSettled() {}
   // A new object for the next call of the same method.
   virtual AsyncCall* Next() = 0;
 
@@ -155,7 +165,7 @@ class AsyncCall {
   virtual void SendStatus(const grpc::Status& status, void* tag) = 0;
 
  private:
-  enum class Event { kCame, kRead, kWritten, kStatusSent, kDone };
+  enum class Event { kCame, kRead, kWritten, kStatusSent, kDone, kSettled };
   friend class AsyncCallQueue;
   // What the queue's events carry.
   class Tag final {
@@ -180,11 +190,14 @@ class AsyncCall {
   grpc::ServerContext context_;
   Tag came_{this, Event::kCame}, read_{this, Event::kRead},
       written_{this, Event::kWritten},
-      status_sent_tag_{this, Event::kStatusSent}, done_tag_{this, Event::kDone};
+      status_sent_tag_{this, Event::kStatusSent}, done_tag_{this, Event::kDone},
+      settled_tag_{this, Event::kSettled};
+  grpc::Alarm settle_alarm_;
 
   absl::Mutex mu_;
   bool reading_ ABSL_GUARDED_BY(mu_) = false;
   bool writing_ ABSL_GUARDED_BY(mu_) = false;
+  bool settling_ ABSL_GUARDED_BY(mu_) = false;
   bool finish_asked_ ABSL_GUARDED_BY(mu_) = false;
   // A Finish asked for while a write was out: sent when it is done.
   std::optional<grpc::Status> finish_after_write_ ABSL_GUARDED_BY(mu_);

@@ -3,6 +3,8 @@
 #include <grpcpp/impl/rpc_service_method.h>
 #include <grpcpp/support/method_handler.h>
 
+#include <chrono>
+
 #include "absl/strings/str_cat.h"
 #include "common/base/status_macros.h"
 #include "common/rpc/credentials.h"
@@ -403,8 +405,12 @@ grpc::Status GrpcParameterService::PushStream(
     }
   }
   faults_->link.SleepUntil(arrived);
+  // As the async reactor: a stream cut off by a cancel or a passed deadline
+  // applies nothing.
+  const bool cut_off = context->IsCancelled() ||
+                       context->deadline() <= std::chrono::system_clock::now();
   proto::PushResponse reply;
-  if (absl::Status s = push.Finish(context->IsCancelled(), &reply); !s.ok()) {
+  if (absl::Status s = push.Finish(cut_off, &reply); !s.ok()) {
     return ToGrpcStatus(s);
   }
   *response = SerializeMessage(reply);

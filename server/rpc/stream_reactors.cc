@@ -1,5 +1,6 @@
 #include "server/rpc/stream_reactors.h"
 
+#include <chrono>
 #include <utility>
 
 #include "common/rpc/credentials.h"
@@ -35,13 +36,19 @@ void PushStreamReactor::OnReadDone(bool ok) {
     StartRead(&message_);
     return;
   }
-  // The worker closed its side, or went away. On the async API a
-  // cancellation is known for certain only once the call is over, so a
-  // push whose worker went away after its last message may be applied: a
-  // whole push, which the worker's retry finds applied (a duplicate, as
-  // when a reply is lost); one cut off earlier is refused as incomplete.
+  // The worker half-closed its side, cancelled, or its deadline passed: the
+  // read fails alike, and a cancel is told only by an event that may come
+  // after this one. The push is decided once those have run.
+  Settle();
+}
+
+void PushStreamReactor::OnSettled() {
+  // A push counts only once the worker ended the stream itself: one cut
+  // off by a cancel or a passed deadline applies nothing, whole or not.
+  const bool cut_off = cancelled_ || context()->deadline() <=
+                                         std::chrono::system_clock::now();
   proto::PushResponse reply;
-  const absl::Status s = push_.Finish(context()->IsCancelled(), &reply);
+  const absl::Status s = push_.Finish(cut_off, &reply);
   if (s.ok()) *response() = SerializeMessage(reply);
   Finish(ToGrpcStatus(s));
 }

@@ -3,7 +3,8 @@
 // worker.overlap) served on gRPC's async API by the server's polling
 // thread, as StepStream is (server/rpc/step_stream_reactor.h), so that
 // neither holds a server thread for its life: a PushStream's messages are
-// checked as each is read and the push applied when the stream ends; a
+// checked as each is read and the push applied when the worker half-closes
+// the stream (not when a cancel or a passed deadline ends it); a
 // PullStream's pull waits in the shard without a thread and its messages
 // are written from the thread whose push made it readable.
 // With testing faults set the threaded handlers serve them instead (a
@@ -34,6 +35,9 @@ class PushStreamReactor final : public AsyncReaderCall {
  private:
   void OnStart() override;
   void OnReadDone(bool ok) override;
+  void OnCancel() override { cancelled_ = true; }
+  // The stream ended: applies the push unless it was cut off.
+  void OnSettled() override;
   AsyncCall* Next() override {
     return new PushStreamReactor(service_, queue());
   }
@@ -41,6 +45,7 @@ class PushStreamReactor final : public AsyncReaderCall {
   GrpcParameterService* const service_;
   grpc::ByteBuffer message_;
   PushPieces push_;
+  bool cancelled_ = false;  // Events run on the queue's one thread.
 };
 
 class PullStreamReactor final : public AsyncWriterCall {
