@@ -1,8 +1,14 @@
 #include "server/policy/update_policy.h"
 
 #include <algorithm>
+#include <memory>
+#include <optional>
+#include <string>
+#include <utility>
 
+#include "absl/cleanup/cleanup.h"
 #include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
 #include "common/base/status_macros.h"
 #include "server/policy/staleness_policy.h"
 #include "server/policy/sync_policy.h"
@@ -251,24 +257,56 @@ absl::Status UpdatePolicy::Restore(const PolicyState& state) {
   return absl::OkStatus();
 }
 
-absl::Status UpdatePolicy::WaitReadable(int rank, uint64_t clock,
-                                        absl::Time deadline) {
-  absl::MutexLock lock(&mu_);
-  auto ready = [this, rank, clock]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-    return shutdown_ || CanRead(rank, clock);
+absl::Status UpdatePolicy::WaitReadable(
+    int rank, uint64_t clock, absl::Time deadline,
+    const std::function<bool()>& cancelled) {
+  // One way to wait: a waiter as WhenReadable's, with this thread blocked
+  // until it is told.
+  struct Outcome {
+    absl::Mutex mu;
+    std::optional<absl::Status> status ABSL_GUARDED_BY(mu);
   };
-  if (!ready()) {
+  auto outcome = std::make_shared<Outcome>();
+  const uint64_t id = WhenReadable(rank, clock, [outcome](absl::Status s) {
+    absl::MutexLock lock(&outcome->mu);
+    outcome->status = std::move(s);
+  });
+  absl::MutexLock lock(&outcome->mu);
+  auto told = [&outcome]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(outcome->mu) {
+    return outcome->status.has_value();
+  };
+  if (id == 0) return *outcome->status;  // At once.
+  {
+    absl::MutexLock count(&mu_);
     ++blocked_;
-    mu_.AwaitWithDeadline(absl::Condition(&ready), deadline);
+  }
+  absl::Cleanup unblocked = [this] {
+    absl::MutexLock count(&mu_);
     --blocked_;
+  };
+  while (!told()) {
+    // `deadline` and the caller's cancel are gRPC's, on the real clock; a
+    // synchronous handler learns of a cancel only by asking, so it is
+    // asked every 200 ms and a caller who gave up frees its thread.
+    const absl::Time slice =
+        cancelled ? std::min(deadline, absl::Now() + absl::Milliseconds(200))
+                  : deadline;
+    if (outcome->mu.AwaitWithDeadline(absl::Condition(&told), slice)) break;
+    const bool past = absl::Now() >= deadline;
+    if (!past && !(cancelled && cancelled())) continue;
+    // Taken out, the waiter never runs; else it ran or runs now, and its
+    // status stands.
+    outcome->mu.Unlock();
+    const bool taken_out = CancelWhenReadable(id) != nullptr;
+    const std::string waits_for =
+        taken_out && past ? WaitingOn(rank, clock) : std::string();
+    outcome->mu.Lock();
+    if (!taken_out) continue;
+    if (!past) return absl::CancelledError("Pull: the caller cancelled");
+    return absl::DeadlineExceededError(absl::StrCat(
+        "Pull: rank ", rank, " at clock ", clock, " waits for ", waits_for));
   }
-  if (shutdown_) return absl::UnavailableError("the shard is shutting down");
-  if (!CanRead(rank, clock)) {
-    return absl::DeadlineExceededError(
-        absl::StrCat("Pull: rank ", rank, " at clock ", clock, " waits for ",
-                     WaitsFor(rank, clock)));
-  }
-  return absl::OkStatus();
+  return *outcome->status;
 }
 
 std::string UpdatePolicy::WaitsFor(int rank, uint64_t clock) const {

@@ -122,11 +122,13 @@ class UpdatePolicy {
   absl::Status Initialize(absl::Span<const absl::Span<const float>> values,
                           bool* applied) ABSL_LOCKS_EXCLUDED(mu_);
 
-  // Blocks until a worker `rank` at `clock` may read the store. Returns
-  // DeadlineExceeded at `deadline` (nothing changed; the caller may wait
-  // again; the message says what the pull waits for) and Unavailable once
-  // Shutdown was called.
-  absl::Status WaitReadable(int rank, uint64_t clock, absl::Time deadline)
+  // Blocks until a worker `rank` at `clock` may read the store: a waiter
+  // as WhenReadable's, this thread waiting on it. Returns DeadlineExceeded
+  // at `deadline` (nothing changed; the caller may wait again; the message
+  // says what the pull waits for), Cancelled once `cancelled` (asked every
+  // 200 ms, when given) says so, and Unavailable once Shutdown was called.
+  absl::Status WaitReadable(int rank, uint64_t clock, absl::Time deadline,
+                            const std::function<bool()>& cancelled = nullptr)
       ABSL_LOCKS_EXCLUDED(mu_);
 
   // As WaitReadable without a thread waiting: `ready` runs once, with OK

@@ -338,20 +338,9 @@ absl::Status Shard::AwaitReadable(int rank, uint64_t clock, absl::Time start,
                                   const std::function<bool()>& cancelled) {
   absl::Status s = policy_->WaitReadable(rank, clock, absl::InfinitePast());
   if (!absl::IsDeadlineExceeded(s)) return s;
-  // Wait, visible to Tick and the status RPC meanwhile, in slices so that
-  // a caller who gave up frees this thread.
+  // Visible to Tick and the status RPC while it waits.
   const uint64_t id = waiters_.Add(rank, clock, start);
-  while (true) {
-    const absl::Time slice =
-        std::min(deadline, absl::Now() + absl::Milliseconds(200));
-    s = policy_->WaitReadable(rank, clock, slice);
-    if (!absl::IsDeadlineExceeded(s)) break;
-    if (absl::Now() >= deadline) break;
-    if (cancelled && cancelled()) {
-      s = absl::CancelledError("Pull: the caller cancelled");
-      break;
-    }
-  }
+  s = policy_->WaitReadable(rank, clock, deadline, cancelled);
   waiters_.Remove(id);
   return s;
 }
