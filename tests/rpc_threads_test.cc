@@ -6,7 +6,7 @@
 // streams on its one polling thread (server/rpc/async_calls.h), its unary
 // methods on gRPC's sync API. gRPC 1.51's callback API would start two
 // "nexting_thread"s in the process that poll every call's events and hand
-// each one over (docs/performance.md, "What gRPC's threading costs a round
+// each one over (docs/performance-history.md, "What gRPC's threading costs a round
 // trip").
 #include <dirent.h>
 

@@ -19,7 +19,7 @@ void SetUpProcess();
 // default on Linux), which wakes whichever thread polls and hands each
 // event on to the thread whose queue it is for: 1.6-2.4x the round trips
 // of 4 KB-1 MB steps with servers and workers in one process, 1.4-2.3x by
-// the socket (docs/performance.md, "One poller per queue"). With it, gRPC's
+// the socket (docs/performance-history.md, "One poller per queue"). With it, gRPC's
 // backup poller runs every 100 ms, not 5 s, so that a connection no call
 // polls (a channel reconnecting while its calls fail fast) still makes
 // progress. Before gRPC starts (its first channel or server); values set
@@ -31,7 +31,7 @@ void ChooseGrpcPoller();
 // from now on. Momentum buffers of parameters whose gradient stays zero
 // (dead ReLU units) decay into the denormal range after ~800 steps, and
 // every operation on a denormal costs ~100 cycles: async training fell from
-// ~25k to ~10k samples/s after its first epoch (docs/performance.md).
+// ~25k to ~10k samples/s after its first epoch (docs/performance-history.md).
 // Values below 1.2e-38 carry nothing for training.
 void EnableFlushToZero();
 
