@@ -20,13 +20,16 @@
 // --peer HOST:PORT is the other replica (default: the job file's). A
 // primary that learns its backup took over exits with status 3; started
 // again, it rejoins as the backup.
+#include <poll.h>
 #include <signal.h>
+#include <sys/eventfd.h>
+#include <sys/signalfd.h>
 #include <unistd.h>
 
-#include <atomic>
-#include <chrono>
+#include <cerrno>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <fstream>
 #include <string>
 #include <thread>
@@ -51,17 +54,53 @@ constexpr char kUsage[] =
     "[--metrics_listen HOST:PORT] "
     "[--metrics_port_file PATH] [--log_level LEVEL]";
 
-// Blocks SIGINT and SIGTERM in this thread and every thread started after
-// it (gRPC's), so that only WaitForSignal takes them.
-sigset_t BlockStopSignals() {
-  sigset_t signals;
-  sigemptyset(&signals);
-  sigaddset(&signals, SIGINT);
-  sigaddset(&signals, SIGTERM);
-  sigaddset(&signals, SIGUSR1);  // The shard's backup took over.
-  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
-  return signals;
-}
+// What ends serving: SIGINT or SIGTERM, or this process giving its shard
+// up to its backup (replication). The signals are blocked in this thread
+// and every thread started after it (gRPC's) and read from a signalfd; the
+// replica's callback writes an eventfd; Wait sleeps in poll on both.
+class StopEvents {
+ public:
+  // Before gRPC starts its threads, so that every thread inherits the mask.
+  StopEvents() {
+    sigset_t signals;
+    sigemptyset(&signals);
+    sigaddset(&signals, SIGINT);
+    sigaddset(&signals, SIGTERM);
+    pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+    signal_fd_ = signalfd(-1, &signals, SFD_CLOEXEC);
+    replaced_fd_ = eventfd(0, EFD_CLOEXEC);
+  }
+  ~StopEvents() {
+    if (signal_fd_ >= 0) close(signal_fd_);
+    if (replaced_fd_ >= 0) close(replaced_fd_);
+  }
+  StopEvents(const StopEvents&) = delete;
+  StopEvents& operator=(const StopEvents&) = delete;
+
+  bool ok() const { return signal_fd_ >= 0 && replaced_fd_ >= 0; }
+  // From any thread, under any lock: it only writes the eventfd.
+  void Replaced() {
+    const uint64_t one = 1;
+    (void)!write(replaced_fd_, &one, sizeof(one));
+  }
+  // Blocks until one comes: the signal's number, or 0 when replaced.
+  int Wait() {
+    pollfd fds[2] = {{signal_fd_, POLLIN, 0}, {replaced_fd_, POLLIN, 0}};
+    while (true) {
+      if (poll(fds, 2, -1) < 0) continue;  // EINTR
+      if (fds[1].revents & POLLIN) return 0;
+      signalfd_siginfo info;
+      if ((fds[0].revents & POLLIN) &&
+          read(signal_fd_, &info, sizeof(info)) == sizeof(info)) {
+        return static_cast<int>(info.ssi_signo);
+      }
+    }
+  }
+
+ private:
+  int signal_fd_ = -1;
+  int replaced_fd_ = -1;
+};
 
 // The address to listen on: --listen, else the shard's address in the job;
 // for servers from Slurm, every interface at the rule's port, on the rule's
@@ -103,87 +142,38 @@ int PortOf(const std::string& address) {
   return ParseHostPort(address, &host, &port).ok() ? port : 0;
 }
 
-// Serves until SIGINT or SIGTERM; returns the exit status.
-int Serve(const DaemonStart& start, ParameterServer& server) {
+// replication.factor 2: this process's part in the shard's replicas,
+// reached at its own address with the bound `port`; `events` learns when
+// it gives the shard up. False (logged) when it cannot start.
+bool StartReplication(const DaemonStart& start, int port,
+                      ParameterServer& server, StopEvents& events) {
   const JobConfig& config = start.config;
   const int shard_id = start.id;
-  // Before gRPC starts its threads, so that every thread inherits the mask.
-  sigset_t signals = BlockStopSignals();
-  absl::StatusOr<std::string> listen = ListenAddress(start);
-  if (!listen.ok()) {
-    spdlog::error("shard {}: {}", shard_id,
-                  std::string(listen.status().message()));
-    return 1;
+  const bool backup = start.flags.Has("backup");
+  const std::string& own = backup ? config.replication.backups[shard_id]
+                                  : config.servers[shard_id];
+  std::string peer = backup ? config.servers[shard_id]
+                            : config.replication.backups[shard_id];
+  if (start.flags.Has("peer")) peer = start.flags.Get("peer", "");
+  // A replaced primary serves nothing: it stops (status 3).
+  if (absl::Status s =
+          server.StartReplica(WithPort(own, port),
+                              PortOf(peer) == 0 ? "" : peer,
+                              [&events] { events.Replaced(); });
+      !s.ok()) {
+    spdlog::error("shard {}: {}", shard_id, std::string(s.message()));
+    return false;
   }
-  absl::StatusOr<int> port = server.Start(*listen);
-  if (!port.ok()) {
-    spdlog::error("shard {}: {}", shard_id,
-                  std::string(port.status().message()));
-    return 1;
-  }
-  const Shard& shard = *server.shard();
-  spdlog::info(
-      "shard {}/{} of job '{}' listening on port {}: {} chunks, {} bytes, "
-      "policy {}",
-      shard_id, config.num_shards(), config.job_id, *port,
-      shard.plan().ChunksOfShard(shard_id).size(),
-      shard.plan().BytesOnShard(shard_id), PolicyName(config.policy.type));
-  if (start.flags.Has("port_file")) {
-    if (absl::Status s =
-            WritePortFile("port_file", start.flags.Get("port_file", ""), *port);
-        !s.ok()) {
-      spdlog::error("{}", std::string(s.message()));
-      server.Shutdown();
-      return 1;
-    }
-  }
-  std::thread replaced_watch;
-  std::atomic<bool> stopping{false};
-  if (config.replication.enabled()) {
-    const bool backup = start.flags.Has("backup");
-    const std::string& own = backup ? config.replication.backups[shard_id]
-                                    : config.servers[shard_id];
-    std::string peer = backup ? config.servers[shard_id]
-                              : config.replication.backups[shard_id];
-    if (start.flags.Has("peer")) peer = start.flags.Get("peer", "");
-    if (absl::Status s = server.StartReplica(WithPort(own, *port),
-                                             PortOf(peer) == 0 ? "" : peer);
-        !s.ok()) {
-      spdlog::error("shard {}: {}", shard_id, std::string(s.message()));
-      server.Shutdown();
-      return 1;
-    }
-    // A replaced primary serves nothing: it stops (status 3).
-    replaced_watch = std::thread([&server, &stopping] {
-      while (!stopping.load()) {
-        if (server.shard()->replica()->replaced()) {
-          kill(getpid(), SIGUSR1);
-          return;
-        }
-        std::this_thread::sleep_for(std::chrono::milliseconds(50));
-      }
-    });
-  }
-  const absl::Time started = absl::Now();
-  absl::StatusOr<std::unique_ptr<MetricsEndpoint>> metrics =
-      StartMetricsEndpoint(start, shard_id, [&server, started] {
-        return ShardMetrics(*server.shard(), started);
-      });
-  if (!metrics.ok()) {
-    spdlog::error("shard {}: metrics: {}", shard_id,
-                  std::string(metrics.status().message()));
-    server.Shutdown();
-    return 1;
-  }
-  if (*metrics != nullptr) {
-    spdlog::info("shard {}: metrics at http://{}:{}/metrics", shard_id,
-                 config.metrics.bind, (*metrics)->port());
-  }
-  int signal_number = 0;
-  sigwait(&signals, &signal_number);
-  stopping.store(true);
-  if (replaced_watch.joinable()) replaced_watch.join();
-  const bool replaced = signal_number == SIGUSR1;
+  return true;
+}
+
+// Ends serving after `signal_number` (0: the shard was given up to its
+// backup): a last checkpoint (with checkpoint.dir), then the server's
+// shutdown. Returns the exit status.
+int Stop(const DaemonStart& start, int signal_number, ParameterServer& server,
+         MetricsEndpoint* metrics) {
+  const int shard_id = start.id;
+  const bool replaced = signal_number == 0;
   // A replaced process holds nothing that must be saved: its shutdown is
   // bounded, so that it never lingers half-stopped.
   absl::Notification shut_down;
@@ -206,7 +196,7 @@ int Serve(const DaemonStart& start, ParameterServer& server) {
     spdlog::info("shard {}: signal {} received, shutting down", shard_id,
                  signal_number);
   }
-  if (!config.checkpoint.dir.empty()) {
+  if (!start.config.checkpoint.dir.empty()) {
     absl::StatusOr<proto::CheckpointResponse> written =
         server.shard()->CheckpointNow();
     if (written.ok()) {
@@ -214,12 +204,70 @@ int Serve(const DaemonStart& start, ParameterServer& server) {
                    written->version(), written->path());
     }
   }
-  if (*metrics != nullptr) (*metrics)->Stop();
+  if (metrics != nullptr) metrics->Stop();
   server.Shutdown();
   server.Wait();
   shut_down.Notify();
   if (shutdown_deadline.joinable()) shutdown_deadline.join();
   return replaced ? 3 : 0;
+}
+
+// Serves until SIGINT or SIGTERM, or until the shard is given up; returns
+// the exit status.
+int Serve(const DaemonStart& start, ParameterServer& server) {
+  const JobConfig& config = start.config;
+  const int shard_id = start.id;
+  StopEvents events;
+  if (!events.ok()) {
+    spdlog::error("shard {}: signalfd/eventfd: {}", shard_id,
+                  std::strerror(errno));
+    return 1;
+  }
+  absl::StatusOr<std::string> listen = ListenAddress(start);
+  absl::StatusOr<int> port =
+      listen.ok() ? server.Start(*listen) : listen.status();
+  if (!port.ok()) {
+    spdlog::error("shard {}: {}", shard_id,
+                  std::string(port.status().message()));
+    return 1;
+  }
+  const Shard& shard = *server.shard();
+  spdlog::info(
+      "shard {}/{} of job '{}' listening on port {}: {} chunks, {} bytes, "
+      "policy {}",
+      shard_id, config.num_shards(), config.job_id, *port,
+      shard.plan().ChunksOfShard(shard_id).size(),
+      shard.plan().BytesOnShard(shard_id), PolicyName(config.policy.type));
+  if (start.flags.Has("port_file")) {
+    if (absl::Status s =
+            WritePortFile("port_file", start.flags.Get("port_file", ""), *port);
+        !s.ok()) {
+      spdlog::error("{}", std::string(s.message()));
+      server.Shutdown();
+      return 1;
+    }
+  }
+  if (config.replication.enabled() &&
+      !StartReplication(start, *port, server, events)) {
+    server.Shutdown();
+    return 1;
+  }
+  const absl::Time started = absl::Now();
+  absl::StatusOr<std::unique_ptr<MetricsEndpoint>> metrics =
+      StartMetricsEndpoint(start, shard_id, [&server, started] {
+        return ShardMetrics(*server.shard(), started);
+      });
+  if (!metrics.ok()) {
+    spdlog::error("shard {}: metrics: {}", shard_id,
+                  std::string(metrics.status().message()));
+    server.Shutdown();
+    return 1;
+  }
+  if (*metrics != nullptr) {
+    spdlog::info("shard {}: metrics at http://{}:{}/metrics", shard_id,
+                 config.metrics.bind, (*metrics)->port());
+  }
+  return Stop(start, events.Wait(), server, metrics->get());
 }
 
 int Run(int argc, char** argv) {

@@ -95,7 +95,8 @@ absl::StatusOr<int> ParameterServer::Start(const std::string& address) {
 }
 
 absl::Status ParameterServer::StartReplica(const std::string& own_address,
-                                           const std::string& peer) {
+                                           const std::string& peer,
+                                           std::function<void()> on_replaced) {
   ShardReplica* replica = shard_->replica();
   if (replica == nullptr) {
     return absl::FailedPreconditionError(
@@ -106,6 +107,7 @@ absl::Status ParameterServer::StartReplica(const std::string& own_address,
         return std::make_unique<GrpcReplicaPeer>(address, security_);
       },
       own_address, peer);
+  replica->set_on_replaced(std::move(on_replaced));
   return replica->Start();
 }
 

@@ -9,6 +9,7 @@
 
 #include <grpcpp/server.h>
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <thread>
@@ -37,9 +38,11 @@ class ParameterServer {
   // replication.factor 2, after Start: this replica is reached at
   // `own_address`, the other one at `peer` (empty: not known yet, learnt
   // when it calls); asks the peer what it is and takes this process's
-  // part (ShardReplica::Start).
+  // part (ShardReplica::Start). `on_replaced` runs once, on any thread,
+  // when this process gives the shard up (ShardReplica::set_on_replaced).
   absl::Status StartReplica(const std::string& own_address,
-                            const std::string& peer);
+                            const std::string& peer,
+                            std::function<void()> on_replaced = nullptr);
   void Shutdown();
   void Wait();
 

@@ -133,4 +133,43 @@ absl::Status RequestChecks::EpochReport(
   return absl::OkStatus();
 }
 
+absl::Status CheckPeerCall(const char* rpc, const PeerIdentity& call,
+                           const PeerIdentity& own) {
+  if (call.job_id == own.job_id && call.shard == own.shard &&
+      call.launch == own.launch) {
+    return absl::OkStatus();
+  }
+  return absl::InvalidArgumentError(absl::StrCat(
+      rpc, ": job '", QuoteClientBytes(call.job_id), "' shard ", call.shard,
+      " launch '", QuoteClientBytes(call.launch),
+      "' reached this replica of job '", own.job_id, "' launch '", own.launch,
+      "'"));
+}
+
+absl::Status CheckReplicaState(const proto::ReplicaState& state,
+                               uint64_t plan_fingerprint,
+                               const std::string& policy, int num_workers) {
+  if (state.plan_fingerprint() != plan_fingerprint ||
+      state.policy() != policy) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("Replicate: state of plan ", state.plan_fingerprint(),
+                     " policy '", QuoteClientBytes(state.policy()),
+                     "'; this replica serves plan ", plan_fingerprint,
+                     " policy '", policy, "'"));
+  }
+  const int n = num_workers;
+  if (state.clocks_size() != n || state.last_accepted_size() != n ||
+      state.live_size() != n || state.registered_size() != n) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("Replicate: state: ", state.clocks_size(), " clocks, ",
+                     state.last_accepted_size(), " last accepted, ",
+                     state.live_size(), " live and ", state.registered_size(),
+                     " registered flags; the job has ", n, " workers"));
+  }
+  if (state.store_state().empty()) {
+    return absl::InvalidArgumentError("Replicate: state: store_state is empty");
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace paramd

@@ -1,6 +1,7 @@
 // RequestChecks: what a shard requires of a request before anything
 // changes — its job and rank, that the rank registered, a pushed chunk's
-// ownership and payload (server/shard/push_chunks.h), a pull's dtype.
+// ownership and payload (server/shard/push_chunks.h), a pull's dtype —
+// and what a replica requires of its peer's calls and states.
 // Errors name the RPC (and the chunk), with client bytes quoted escaped.
 // Thread-safe: it reads constant state and the registry, which is.
 #ifndef PARAMD_SERVER_SHARD_REQUEST_CHECKS_H_
@@ -92,6 +93,23 @@ class RequestChecks {
   const WorkerRegistry& workers_;
   std::function<absl::Status(const char*)> admit_;
 };
+
+// What a replica requires of its peer's calls (Replicate, Handover;
+// server/shard/shard_replica.h): InvalidArgument naming `rpc` unless the
+// call's `job_id`, `shard` and `launch` are `own`'s.
+struct PeerIdentity {
+  std::string job_id;
+  uint32_t shard = 0;
+  std::string launch;
+};
+absl::Status CheckPeerCall(const char* rpc, const PeerIdentity& call,
+                           const PeerIdentity& own);
+// InvalidArgument naming what a replicated state (a Replicate's, or a
+// Handover answer's) has that this replica's has not: its plan, policy,
+// per-rank sizes (`num_workers` each) and a store state.
+absl::Status CheckReplicaState(const proto::ReplicaState& state,
+                               uint64_t plan_fingerprint,
+                               const std::string& policy, int num_workers);
 
 }  // namespace paramd
 

@@ -55,20 +55,17 @@ absl::Status ShardReplica::Named(absl::StatusCode code,
   return absl::Status(code, absl::StrCat("shard ", shard_, ": ", what));
 }
 
+absl::Status ShardReplica::Named(const absl::Status& s) const {
+  return s.ok() ? s : Named(s.code(), std::string(s.message()));
+}
+
 absl::Status ShardReplica::CheckCaller(const char* rpc,
                                        const std::string& job_id,
                                        uint32_t shard,
                                        const std::string& launch) const {
-  if (job_id != config_.job_id || shard != static_cast<uint32_t>(shard_) ||
-      launch != launch_) {
-    return Named(
-        absl::StatusCode::kInvalidArgument,
-        absl::StrCat(rpc, ": job '", QuoteClientBytes(job_id), "' shard ",
-                     shard, " launch '", QuoteClientBytes(launch),
-                     "' reached this replica of job '", config_.job_id,
-                     "' launch '", launch_, "'"));
-  }
-  return absl::OkStatus();
+  return Named(CheckPeerCall(rpc, {job_id, shard, launch},
+                             {config_.job_id, static_cast<uint32_t>(shard_),
+                              launch_}));
 }
 
 void ShardReplica::SetPeer(Connect connect, std::string own_address,
@@ -178,7 +175,7 @@ ShardReplica::Sent ShardReplica::Send(const proto::ReplicateRequest& request,
     return Sent::kAnswered;
   }
   if (absl::IsFailedPrecondition(s)) {
-    role_.store(Role::kReplaced, std::memory_order_release);
+    BecomeReplaced();
     spdlog::error(
         "shard {}: replaced: {} serves the shard now ({}); this process "
         "serves nothing more",
@@ -219,13 +216,18 @@ ShardReplica::Sent ShardReplica::Send(const proto::ReplicateRequest& request,
   return Sent::kLeftBehind;
 }
 
+void ShardReplica::BecomeReplaced() {
+  role_.store(Role::kReplaced, std::memory_order_release);
+  if (on_replaced_ && !told_replaced_.exchange(true)) on_replaced_();
+}
+
 absl::Status ShardReplica::SendSettled(const proto::ReplicateRequest& request,
                                        uint64_t version) {
   Sent sent = Send(request, version, /*retry_slow=*/true);
   if (sent == Sent::kSlow) sent = Send(request, version);
   if (sent == Sent::kInDoubt) sent = Send(request, version);
   if (sent == Sent::kInDoubt) {
-    role_.store(Role::kReplaced, std::memory_order_release);
+    BecomeReplaced();
     spdlog::error(
         "shard {}: out of touch with its backup at {} for longer than "
         "liveness.lease_seconds: it may serve the shard now, so this "
@@ -287,30 +289,8 @@ void ShardReplica::Tick() {
 }
 
 absl::Status ShardReplica::Check(const proto::ReplicaState& state) const {
-  if (state.plan_fingerprint() != plan_fingerprint_ ||
-      state.policy() != policy_->name()) {
-    return Named(
-        absl::StatusCode::kInvalidArgument,
-        absl::StrCat("Replicate: state of plan ", state.plan_fingerprint(),
-                     " policy '", QuoteClientBytes(state.policy()),
-                     "'; this replica serves plan ", plan_fingerprint_,
-                     " policy '", policy_->name(), "'"));
-  }
-  const int n = config_.num_workers;
-  if (state.clocks_size() != n || state.last_accepted_size() != n ||
-      state.live_size() != n || state.registered_size() != n) {
-    return Named(
-        absl::StatusCode::kInvalidArgument,
-        absl::StrCat("Replicate: state: ", state.clocks_size(), " clocks, ",
-                     state.last_accepted_size(), " last accepted, ",
-                     state.live_size(), " live and ", state.registered_size(),
-                     " registered flags; the job has ", n, " workers"));
-  }
-  if (state.store_state().empty()) {
-    return Named(absl::StatusCode::kInvalidArgument,
-                 "Replicate: state: store_state is empty");
-  }
-  return absl::OkStatus();
+  return Named(CheckReplicaState(state, plan_fingerprint_, policy_->name(),
+                                 config_.num_workers));
 }
 
 absl::Status ShardReplica::Replicate(proto::ReplicateRequest* in,
@@ -339,7 +319,7 @@ absl::Status ShardReplica::Replicate(proto::ReplicateRequest* in,
     // A newer primary: this one was away past its lease and replaced. Tick
     // ends its waiting pulls; the sender goes on without a backup until
     // this process is started again, as the backup.
-    role_.store(Role::kReplaced, std::memory_order_release);
+    BecomeReplaced();
     spdlog::error(
         "shard {}: replaced: the backup at {} serves the shard at "
         "term {}; this process serves nothing more",

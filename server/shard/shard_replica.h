@@ -82,6 +82,12 @@ class ShardReplica {
   // serving.
   void set_launch(std::string launch) { launch_ = std::move(launch); }
   absl::Status Start();
+  // Set before Start: runs once, on the thread that learnt it (under the
+  // replica's locks: it must only signal), when this process gives up the
+  // shard (replaced() turns true).
+  void set_on_replaced(std::function<void()> on_replaced) {
+    on_replaced_ = std::move(on_replaced);
+  }
 
   // Whether a worker's call `rpc` may be served here: OK on the primary;
   // a backup whose primary has been silent for longer than the lease
@@ -136,10 +142,14 @@ class ShardReplica {
   // state has that this shard's has not.
   absl::Status Check(const proto::ReplicaState& state) const;
   absl::Status TakeOver() ABSL_EXCLUSIVE_LOCKS_REQUIRED(take_over_mu_);
+  // The role becomes kReplaced; tells on_replaced_ the first time.
+  void BecomeReplaced();
   // Makes `held` the shard's state: the policy's, the epoch reports, the
   // registrations (leases start over from now) and the live set.
   absl::Status Install(const proto::ReplicaState& held);
   absl::Status Named(absl::StatusCode code, const std::string& what) const;
+  // `s` with this shard named, when not OK.
+  absl::Status Named(const absl::Status& s) const;
   // INVALID_ARGUMENT unless a call `rpc` names this job, shard and launch.
   absl::Status CheckCaller(const char* rpc, const std::string& job_id,
                            uint32_t shard, const std::string& launch) const;
@@ -162,6 +172,8 @@ class ShardReplica {
 
   std::atomic<Role> role_;
   std::atomic<bool> stopped_{false};  // Replaced, and the policy shut down.
+  std::function<void()> on_replaced_;
+  std::atomic<bool> told_replaced_{false};
   absl::Mutex take_over_mu_;
   mutable absl::Mutex mu_;
   uint64_t term_ ABSL_GUARDED_BY(mu_) = 1;
