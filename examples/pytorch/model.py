@@ -2,7 +2,7 @@
 
 conv 32 → ReLU → max-pool → conv 64 → ReLU → max-pool → dense 128 → ReLU →
 dropout 0.25 → dense 10: the network of configs/fashion_mnist_cnn.yaml and
-tools/bench/torch_ddp_cnn.py, written in PyTorch.
+tools/bench/torch_ddp.py, written in PyTorch.
 """
 
 import torch.nn as nn

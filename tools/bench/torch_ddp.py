@@ -1,16 +1,24 @@
 #!/usr/bin/python3
-"""The shipped CNN job's model under PyTorch DDP, for comparison with paramd.
+"""A shipped job's model under PyTorch DDP, for comparison with paramd.
 
-The network (examples/pytorch/model.py), batch, optimizer and epochs of
-configs/fashion_mnist_cnn.yaml
-(conv 32 → pool → conv 64 → pool → dense 128 → dropout 0.25 → dense 10; SGD
-lr 0.05, momentum 0.9, batch 64 per rank), trained by N ranks of
-DistributedDataParallel over gloo on this machine, each with one thread.
-Prints per epoch the test accuracy (the whole test set, on rank 0) and
-samples/s, then the training seconds to the first epoch at or above 0.90.
+--model cnn (default): the CNN job's network (examples/pytorch/model.py,
+as configs/fashion_mnist_cnn.yaml: conv 32 → pool → conv 64 → pool →
+dense 128 → dropout 0.25 → dense 10). --model mlp: the main job's
+(configs/fashion_mnist_mlp.yaml: 784-256-128-10, ReLU). Either with the
+jobs' batch (64 per rank), optimizer (SGD lr 0.05, momentum 0.9) and rank
+shares, trained by N ranks of DistributedDataParallel over gloo, each
+with one thread. Prints per epoch the test accuracy (the whole test set,
+on rank 0) and samples/s, then the training seconds to the first epoch at
+or above 0.90.
 
-    /usr/bin/python3 tools/bench/torch_ddp_cnn.py [--ranks 2] [--epochs 12]
-        [--data /usr/share/datasets/fashion-mnist]
+    /usr/bin/python3 tools/bench/torch_ddp.py [--model cnn|mlp] [--ranks 2]
+        [--epochs 12] [--data /usr/share/datasets/fashion-mnist]
+
+spawns the ranks on this host. Across hosts, one process a rank, each on
+its host (scripts/cross-host-main.sh --ddp does this):
+
+    GLOO_SOCKET_IFNAME=IF /usr/bin/python3 tools/bench/torch_ddp.py
+        --model mlp --ranks 2 --rank R --master HOST:PORT
 
 Needs Debian's python3-torch (scripts/setup.sh --tests installs it).
 """
@@ -37,7 +45,22 @@ def read_idx(path):
     return np.frombuffer(data, dtype=np.uint8, offset=4 + 4 * ndim).reshape(dims)
 
 
-def make_model():
+class Mlp(nn.Module):
+    """The main job's model: 784-256-128-10 with ReLU."""
+
+    def __init__(self):
+        super().__init__()
+        self.layers = nn.Sequential(
+            nn.Flatten(), nn.Linear(784, 256), nn.ReLU(), nn.Linear(256, 128),
+            nn.ReLU(), nn.Linear(128, 10))
+
+    def forward(self, x):
+        return self.layers(x)
+
+
+def make_model(kind):
+    if kind == "mlp":
+        return Mlp()
     # The same network as examples/pytorch/model.py (the PyTorch example
     # that trains through paramd), loaded from there.
     root = os.path.dirname(os.path.dirname(os.path.dirname(
@@ -49,10 +72,10 @@ def make_model():
     return module.Net()
 
 
-def run(rank, args, init_file):
+def run(rank, args, init_method):
     torch.set_num_threads(1)
-    dist.init_process_group("gloo", init_method="file://" + init_file,
-                            rank=rank, world_size=args.ranks)
+    dist.init_process_group("gloo", init_method=init_method, rank=rank,
+                            world_size=args.ranks)
     torch.manual_seed(42)
     x = read_idx(os.path.join(args.data, "train-images-idx3-ubyte.gz"))
     y = read_idx(os.path.join(args.data, "train-labels-idx1-ubyte.gz"))
@@ -62,7 +85,7 @@ def run(rank, args, init_file):
     mine = np.arange(rank, len(y), args.ranks)
     share = len(y) // args.ranks
     mine = mine[:share]
-    model = nn.parallel.DistributedDataParallel(make_model())
+    model = nn.parallel.DistributedDataParallel(make_model(args.model))
     opt = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
     loss_fn = nn.CrossEntropyLoss()
     test_x = torch.from_numpy(tx.astype(np.float32) / 255).unsqueeze(1)
@@ -109,9 +132,19 @@ def main():
     p.add_argument("--epochs", type=int, default=12)
     p.add_argument("--batch", type=int, default=64)
     p.add_argument("--data", default="/usr/share/datasets/fashion-mnist")
+    p.add_argument("--model", choices=("cnn", "mlp"), default="cnn")
+    p.add_argument("--rank", type=int, default=None,
+                   help="run this rank only (with --master), not all here")
+    p.add_argument("--master", default=None,
+                   help="HOST:PORT of rank 0's rendezvous (with --rank)")
     args = p.parse_args()
+    if args.rank is not None:
+        if not args.master:
+            p.error("--rank needs --master HOST:PORT")
+        run(args.rank, args, "tcp://" + args.master)
+        return
     with tempfile.TemporaryDirectory() as tmp:
-        mp.spawn(run, args=(args, os.path.join(tmp, "rendezvous")),
+        mp.spawn(run, args=(args, "file://" + os.path.join(tmp, "rendezvous")),
                  nprocs=args.ranks)
 
 

@@ -1,0 +1,167 @@
+#!/usr/bin/env bash
+# Simulated hosts on one machine, for tests and benches across hosts: each
+# host is a network namespace with its own address and its own /dev/shm
+# (so processes on two hosts share no memory and talk only by their
+# sockets), joined by a bridge; links may be shaped to a rate by tbf.
+#
+#   scripts/hosts.sh up NAME N [RATE]    hosts 0..N-1 of the set NAME;
+#                                        prints each host's address
+#   scripts/hosts.sh run NAME K CMD...   runs CMD on host K (exec: its exit
+#                                        status is CMD's)
+#   scripts/hosts.sh addr NAME K         host K's address
+#   scripts/hosts.sh shape NAME RATE     every link, both ways, at RATE
+#   scripts/hosts.sh down NAME           ends every process on the set's
+#                                        hosts and removes them
+#
+# NAME: 1-6 letters or digits (interface names are at most 15 bytes); N at
+# most 99. RATE: a tc rate such as 100mbit, 1gbit or 10gbit, or "none"
+# (unshaped). Each direction of a host's link gets its own token bucket
+# holding about 1 ms of the rate (at least two full frames): a bucket of
+# megabytes would let a direction that was idle bank tokens and burst at
+# memory speed, so that one direction at a time would look like both at
+# once. The kernel here has tbf but not netem: links add no delay or loss.
+#
+# Addresses: 198.18.S.(K+1)/24, S = HOSTS_SUBNET (default 0), in RFC 2544's
+# range for benchmarking; they exist only inside the set's namespaces, and
+# every set has its own bridge, so sets made at once by parallel tests do
+# not meet. Needs root, iproute2 (ip, tc) and util-linux (unshare). State:
+# /run/paramd-hosts/NAME. `down` always cleans up what `up` made, also
+# after a partial `up`.
+set -euo pipefail
+
+usage() {
+  sed -n '7,15p' "$0" | sed 's/^# \{0,1\}//' >&2
+  exit 2
+}
+
+STATE_ROOT=${HOSTS_STATE:-/run/paramd-hosts}
+
+check_name() {
+  [[ "$1" =~ ^[A-Za-z0-9]{1,6}$ ]] || {
+    echo "hosts.sh: NAME '$1' must be 1-6 letters or digits" >&2
+    exit 2
+  }
+}
+netns() { echo "pd${1}h$2"; }
+bridge() { echo "pd${1}br"; }
+addr_of() { echo "198.18.${HOSTS_SUBNET:-0}.$(($2 + 1))"; }
+count_of() { cat "$STATE_ROOT/$1/count" 2>/dev/null || echo 0; }
+
+# tc's rate as bits per second (100mbit, 1gbit, 2.5gbit, 800kbit, 1000000).
+rate_bits() {
+  local r=${1,,} n unit
+  [[ "$r" =~ ^([0-9]+(\.[0-9]+)?)(kbit|mbit|gbit|bit)?$ ]] || {
+    echo "hosts.sh: RATE '$1' is not a rate such as 100mbit or 1gbit" >&2
+    exit 2
+  }
+  n=${BASH_REMATCH[1]}
+  unit=${BASH_REMATCH[3]:-bit}
+  case $unit in
+    kbit) awk -v n="$n" 'BEGIN { printf "%d", n * 1e3 }' ;;
+    mbit) awk -v n="$n" 'BEGIN { printf "%d", n * 1e6 }' ;;
+    gbit) awk -v n="$n" 'BEGIN { printf "%d", n * 1e9 }' ;;
+    bit) awk -v n="$n" 'BEGIN { printf "%d", n }' ;;
+  esac
+}
+
+shape() {
+  local name=$1 rate=$2 n k bits burst
+  n=$(count_of "$name")
+  for ((k = 0; k < n; k++)); do
+    if [[ "$rate" == none ]]; then
+      ip -n "$(netns "$name" "$k")" qdisc del dev e0 root 2>/dev/null || true
+      tc qdisc del dev "pd${name}v$k" root 2>/dev/null || true
+      continue
+    fi
+    bits=$(rate_bits "$rate")
+    burst=$((bits / 8000))  # 1 ms of the rate, in bytes
+    ((burst < 3028)) && burst=3028
+    # Egress of the host, and (on the bridge's side) its ingress.
+    ip netns exec "$(netns "$name" "$k")" \
+      tc qdisc replace dev e0 root tbf rate "$bits" burst "$burst" latency 5ms
+    tc qdisc replace dev "pd${name}v$k" root tbf rate "$bits" burst "$burst" \
+      latency 5ms
+  done
+}
+
+down() {
+  local name=$1 n k ns
+  n=$(count_of "$name")
+  for ((k = 0; k < n; k++)); do
+    ns=$(netns "$name" "$k")
+    ip netns list 2>/dev/null | grep -qw "$ns" || continue
+    # A namespace lives on while a process in it runs: end them first.
+    local pids
+    pids=$(ip netns pids "$ns" 2>/dev/null || true)
+    if [[ -n "$pids" ]]; then
+      kill -KILL $pids 2>/dev/null || true
+      for _ in $(seq 50); do
+        [[ -z "$(ip netns pids "$ns" 2>/dev/null)" ]] && break
+        sleep 0.1
+      done
+    fi
+    ip netns del "$ns" 2>/dev/null || true
+  done
+  ip link del "$(bridge "$name")" 2>/dev/null || true
+  rm -rf "${STATE_ROOT:?}/$name"
+}
+
+up() {
+  local name=$1 n=$2 rate=${3:-none} k ns
+  [[ "$n" =~ ^[0-9]+$ ]] && ((n >= 1 && n <= 99)) || {
+    echo "hosts.sh: N '$n' must be 1 to 99" >&2
+    exit 2
+  }
+  [[ "$rate" == none ]] || rate_bits "$rate" >/dev/null
+  if [[ -e "$STATE_ROOT/$name" ]]; then
+    echo "hosts.sh: the set '$name' exists (hosts.sh down $name)" >&2
+    exit 1
+  fi
+  mkdir -p "$STATE_ROOT/$name"
+  echo "$n" >"$STATE_ROOT/$name/count"
+  trap 'down "$name"' ERR
+  ip link add "$(bridge "$name")" type bridge
+  ip link set "$(bridge "$name")" up
+  for ((k = 0; k < n; k++)); do
+    ns=$(netns "$name" "$k")
+    mkdir -p "$STATE_ROOT/$name/shm$k"
+    ip netns add "$ns"
+    ip link add "pd${name}v$k" type veth peer name e0 netns "$ns"
+    ip link set "pd${name}v$k" master "$(bridge "$name")" up
+    ip -n "$ns" addr add "$(addr_of "$name" "$k")/24" dev e0
+    ip -n "$ns" link set e0 up
+    ip -n "$ns" link set lo up
+  done
+  shape "$name" "$rate"
+  trap - ERR
+  for ((k = 0; k < n; k++)); do echo "$(addr_of "$name" "$k")"; done
+}
+
+run() {
+  local name=$1 k=$2
+  shift 2
+  (($# > 0)) || usage
+  local ns
+  ns=$(netns "$name" "$k")
+  [[ -d "$STATE_ROOT/$name/shm$k" ]] || {
+    echo "hosts.sh: no host $k in the set '$name'" >&2
+    exit 1
+  }
+  # Its own mount namespace, with the host's directory as /dev/shm.
+  exec ip netns exec "$ns" unshare --mount --propagation private \
+    sh -c 'mount --bind "$1" /dev/shm && shift && exec "$@"' \
+    hosts.sh "$STATE_ROOT/$name/shm$k" "$@"
+}
+
+(($# >= 2)) || usage
+command=$1
+name=$2
+check_name "$name"
+case $command in
+  up) (($# >= 3)) || usage; up "$name" "$3" "${4:-none}" ;;
+  run) (($# >= 4)) || usage; shift 2; run "$name" "$@" ;;
+  addr) (($# == 3)) || usage; addr_of "$name" "$3" ;;
+  shape) (($# == 3)) || usage; shape "$name" "$3" ;;
+  down) down "$name" ;;
+  *) usage ;;
+esac

@@ -1,0 +1,111 @@
+// A job across hosts (scripts/hosts.sh: network namespaces, each with its
+// own address and /dev/shm): the server on one host, each worker on
+// another. Its workers find the server cannot map their shared memory and
+// send the bytes by the socket, and the job trains exactly as on one host
+// (sync: the same figures, digit for digit), on unshaped links and on
+// links shaped to a rate.
+#include <catch2/catch.hpp>
+#include <regex>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "tests/hosts.h"
+#include "tests/skip_main.h"
+#include "tests/subprocess.h"
+#include "tests/test_files.h"
+
+namespace paramd::testing {
+
+std::string SkipReason() { return TestHosts::SkipReason(); }
+
+namespace {
+
+constexpr absl::Duration kTimeout = absl::Seconds(120);
+
+// A rank's per-epoch figures from its log, without the rates: "epoch 1/2:
+// train loss 1.2345, test accuracy 0.6789", one a line.
+std::string EpochFigures(const std::string& log) {
+  static const std::regex kEpoch(
+      R"(epoch \d+/\d+: train loss [0-9.]+, test accuracy [0-9.]+)");
+  std::string figures;
+  for (auto it = std::sregex_iterator(log.begin(), log.end(), kEpoch);
+       it != std::sregex_iterator(); ++it) {
+    absl::StrAppend(&figures, it->str(), "\n");
+  }
+  return figures;
+}
+
+// The port from a paramd-server's "listening on port N" line.
+std::string ListeningPort(const Subprocess& server) {
+  std::smatch m;
+  REQUIRE(std::regex_search(server.output(), m,
+                            std::regex(R"(listening on port (\d+))")));
+  return m[1].str();
+}
+
+// The job run with its server and two workers each as `on(k, argv)` says,
+// the server listening at `host`; each rank's log.
+template <typename On>
+std::vector<std::string> RunJob(const std::string& job, const std::string& host,
+                                On on) {
+  Subprocess server(on(0, {"server/paramd-server", "--job", job, "--shard",
+                           "0", "--listen", absl::StrCat(host, ":0")}));
+  INFO(server.output());
+  REQUIRE(server.ReadUntil("listening on port", kTimeout));
+  const std::string address = absl::StrCat(host, ":", ListeningPort(server));
+  std::vector<std::unique_ptr<Subprocess>> workers;
+  for (int rank = 0; rank < 2; ++rank) {
+    workers.push_back(std::make_unique<Subprocess>(
+        on(rank + 1, {"worker/paramd-worker", "--job", job, "--rank",
+                      absl::StrCat(rank), "--servers", address})));
+  }
+  std::vector<std::string> logs;
+  for (auto& worker : workers) {
+    const int code = worker->Wait(kTimeout);
+    INFO(worker->output());
+    CHECK(code == 0);
+    logs.push_back(worker->output());
+  }
+  return logs;
+}
+
+TEST_CASE(
+    "workers on other hosts than their server send the bytes by the socket "
+    "and the job trains as on one host, on unshaped and shaped links",
+    "[hosts][integration][process]") {
+  const std::string rate = GENERATE("none", "200mbit");
+  INFO("links: " << rate);
+  JobOptions o;
+  o.servers = {"127.0.0.1:0"};  // Each worker is told where (--servers).
+  o.workers = 2;
+  o.epochs = 2;
+  const std::string job =
+      WriteFile(NewTempDir() + "/job.yaml", JobYaml(o));
+
+  const std::vector<std::string> one_host = RunJob(
+      job, "127.0.0.1",
+      [](int, const std::vector<std::string>& argv) { return argv; });
+
+  TestHosts hosts(3, rate);
+  const std::vector<std::string> three_hosts = RunJob(
+      job, hosts.address(0),
+      [&hosts](int k, const std::vector<std::string>& argv) {
+        return hosts.On(k, argv);
+      });
+
+  for (int rank = 0; rank < 2; ++rank) {
+    INFO("rank " << rank << "\n" << three_hosts[rank]);
+    const std::string expected = EpochFigures(one_host[rank]);
+    CHECK(!expected.empty());
+    CHECK(EpochFigures(three_hosts[rank]) == expected);
+    // Shared memory on one host; by the socket across hosts.
+    CHECK(one_host[rank].find("cannot map this worker's shared") ==
+          std::string::npos);
+    CHECK(three_hosts[rank].find("cannot map this worker's shared") !=
+          std::string::npos);
+  }
+}
+
+}  // namespace
+}  // namespace paramd::testing
