@@ -213,36 +213,23 @@ void Trainer::LogStart(uint64_t clock) const {
 absl::Status Trainer::Step(uint64_t* clock, Batch* batch, EpochState* epoch,
                            bool* stepped) {
   // Clock reads for the timeline only when this step is traced.
-  const bool traced = trace_.Wants(*clock);
-  auto now = [traced] { return traced ? absl::Now() : absl::InfinitePast(); };
-  const absl::Time began = now();
+  StepTimes times;
+  times.traced = trace_.Wants(*clock);
+  times.began = times.Stamp();
   // With an exchange in flight, that brings this clock's parameters.
   if (absl::Status s = pending_ ? absl::OkStatus() : PullAt(*clock); !s.ok()) {
     // A shard that restarted no longer knows the rank.
     if (absl::IsAborted(s)) return Rejoin(s, clock);
     return s;
   }
-  const absl::Time data_begin = now();
+  times.data = times.Stamp();
   const int64_t step = static_cast<int64_t>(*clock % data_->steps_per_epoch());
-  int n = prefetched_n_;
-  if (prefetched_clock_ == static_cast<int64_t>(*clock)) {
-    // Made while the last step waited; an epoch's order is a function of
-    // (seed, epoch), so it is the batch TrainBatch would give now.
-    std::swap(batch->samples, prefetched_);
-  } else {
-    ASSIGN_OR_RETURN(n, data_->TrainBatch(step, &batch->samples));
-  }
-  prefetched_clock_ = -1;
   // Dropout's masks and the batch's augmentation are a function of (seed,
   // rank, clock): a retried or restored step computes the same gradient.
   const uint64_t step_seed =
       Mix(config_.seed ^ Mix((static_cast<uint64_t>(rank_) << 40) ^ *clock));
+  ASSIGN_OR_RETURN(const int n, MakeBatch(*clock, step, step_seed, batch));
   const float* input = batch->samples.x.data();
-  if (!data_->ids()) {
-    AugmentBatch(config_.data.augment, step_seed, n, /*channels=*/1,
-                 data_->height(), data_->width(), batch->samples.x.data(),
-                 &batch->augment_scratch);
-  }
   if (front_.has_value()) {
     absl::StatusOr<const float*> h = FrontInput(*clock, batch->samples, n);
     if (absl::IsAborted(h.status())) return Rejoin(h.status(), clock);
@@ -255,9 +242,56 @@ absl::Status Trainer::Step(uint64_t* clock, Batch* batch, EpochState* epoch,
   const absl::Span<float> grads = client_->GradientBuffer();
   if (config_.worker.overlap) {
     return OverlappedStep(clock, input, labels, n, grads, epoch, stepped,
-                          {traced, began, data_begin});
+                          {times.traced, times.began, times.data});
   }
-  const absl::Time compute_begin = now();
+  times.compute = times.Stamp();
+  ASSIGN_OR_RETURN(const double loss, Compute(input, labels, n, grads,
+                                              times.traced));
+  times.push = times.Stamp();
+  absl::StatusOr<uint64_t> version = Exchange(*clock, step, grads, loss,
+                                              times.traced);
+  if (absl::IsAborted(version.status())) {
+    return Rejoin(version.status(), clock);
+  }
+  RETURN_IF_ERROR(version.status());
+  if (times.traced) {
+    TraceStep(*clock, times, loss, *version, grads.size() * sizeof(float));
+  }
+  trace_.WriteIfDone(*clock + 1);
+  if (options_.on_step) options_.on_step(*clock, loss);
+  ++*clock;
+  SkipAhead(*version, clock);
+  heartbeats_->SetClock(*clock);
+  pulled_clock_ = static_cast<int64_t>(*clock);
+  if (options_.on_pull) options_.on_pull(*version, params_);
+  epoch->loss_sum += loss * n;
+  epoch->samples += n;
+  *stepped = true;
+  return absl::OkStatus();
+}
+
+absl::StatusOr<int> Trainer::MakeBatch(uint64_t clock, int64_t step,
+                                       uint64_t step_seed, Batch* batch) {
+  int n = prefetched_n_;
+  if (prefetched_clock_ == static_cast<int64_t>(clock)) {
+    // Made while the last step waited; an epoch's order is a function of
+    // (seed, epoch), so it is the batch TrainBatch would give now.
+    std::swap(batch->samples, prefetched_);
+  } else {
+    ASSIGN_OR_RETURN(n, data_->TrainBatch(step, &batch->samples));
+  }
+  prefetched_clock_ = -1;
+  if (!data_->ids()) {
+    AugmentBatch(config_.data.augment, step_seed, n, /*channels=*/1,
+                 data_->height(), data_->width(), batch->samples.x.data(),
+                 &batch->augment_scratch);
+  }
+  return n;
+}
+
+absl::StatusOr<double> Trainer::Compute(const float* input,
+                                        const int32_t* labels, int n,
+                                        absl::Span<float> grads, bool traced) {
   model_->TimeForward(traced);
   ASSIGN_OR_RETURN(double loss,
                    model_->ComputeGradients(params_, input, labels, n, grads));
@@ -271,13 +305,18 @@ absl::Status Trainer::Step(uint64_t* clock, Batch* batch, EpochState* epoch,
   if (IsSlow()) {
     SlowDown();
   }
+  return loss;
+}
+
+absl::StatusOr<uint64_t> Trainer::Exchange(uint64_t clock, int64_t step,
+                                           absl::Span<const float> grads,
+                                           double loss, bool traced) {
   // Push this step's gradient and fetch the next version in one go; the
   // next batch is made while the servers answer, when the next clock is in
   // this epoch (the next epoch is shuffled first).
-  const absl::Time push_begin = now();
   client_->RecordCallTimes(traced ? &call_times_ : nullptr);
   if (step + 1 < data_->steps_per_epoch()) {
-    const int64_t next = static_cast<int64_t>(*clock) + 1;
+    const int64_t next = static_cast<int64_t>(clock) + 1;
     client_->WhileWaiting([this, next, step] {
       absl::StatusOr<int> made = data_->TrainBatch(step + 1, &prefetched_);
       if (!made.ok()) return;  // Made again, and refused, by its step.
@@ -285,40 +324,25 @@ absl::Status Trainer::Step(uint64_t* clock, Batch* batch, EpochState* epoch,
       prefetched_clock_ = next;
     });
   }
-  absl::StatusOr<uint64_t> version = client_->PushPull(
-      *clock, grads, static_cast<float>(loss), absl::MakeSpan(params_));
-  if (absl::IsAborted(version.status())) {
-    return Rejoin(version.status(), clock);
+  return client_->PushPull(clock, grads, static_cast<float>(loss),
+                           absl::MakeSpan(params_));
+}
+
+void Trainer::TraceStep(uint64_t clock, const StepTimes& times, double loss,
+                        uint64_t version, size_t bytes) {
+  const absl::Time end = absl::Now();
+  trace_.Add("data", 0, times.data, times.compute, clock);
+  trace_.Add("forward+backward", 0, times.compute, times.push, clock,
+             absl::StrCat("\"loss\":", loss));
+  // Inside it, where the backend tells (the CPU layer graph).
+  if (const absl::Time f = model_->ForwardEnd(); f != absl::InfinitePast()) {
+    trace_.Add("forward", 0, times.compute, f, clock);
+    trace_.Add("backward", 0, f, times.push, clock);
   }
-  RETURN_IF_ERROR(version.status());
-  if (traced) {
-    const absl::Time end = absl::Now();
-    const uint64_t c = *clock;
-    trace_.Add("data", 0, data_begin, compute_begin, c);
-    trace_.Add("forward+backward", 0, compute_begin, push_begin, c,
-               absl::StrCat("\"loss\":", loss));
-    // Inside it, where the backend tells (the CPU layer graph).
-    if (const absl::Time f = model_->ForwardEnd(); f != absl::InfinitePast()) {
-      trace_.Add("forward", 0, compute_begin, f, c);
-      trace_.Add("backward", 0, f, push_begin, c);
-    }
-    trace_.Add("push+pull", 0, push_begin, end, c,
-               absl::StrCat("\"version\":", *version,
-                            ",\"bytes\":", grads.size() * sizeof(float)));
-    trace_.Add("step", 0, began, end, c);
-    trace_.AddShardCalls(c, call_times_);
-  }
-  trace_.WriteIfDone(*clock + 1);
-  if (options_.on_step) options_.on_step(*clock, loss);
-  ++*clock;
-  SkipAhead(*version, clock);
-  heartbeats_->SetClock(*clock);
-  pulled_clock_ = static_cast<int64_t>(*clock);
-  if (options_.on_pull) options_.on_pull(*version, params_);
-  epoch->loss_sum += loss * n;
-  epoch->samples += n;
-  *stepped = true;
-  return absl::OkStatus();
+  trace_.Add("push+pull", 0, times.push, end, clock,
+             absl::StrCat("\"version\":", version, ",\"bytes\":", bytes));
+  trace_.Add("step", 0, times.began, end, clock);
+  trace_.AddShardCalls(clock, call_times_);
 }
 
 absl::Status Trainer::OverlappedStep(uint64_t* clock, const float* input,

@@ -99,6 +99,31 @@ class Trainer {
                               const int32_t* y, int n, absl::Span<float> grads,
                               EpochState* epoch, bool* stepped,
                               StepBegin times);
+  // A step's times, for the timeline: each InfinitePast untraced.
+  struct StepTimes {
+    bool traced = false;
+    absl::Time began, data, compute, push;
+    absl::Time Stamp() const {
+      return traced ? absl::Now() : absl::InfinitePast();
+    }
+  };
+  // The batch of `step` (its index in the epoch) at `clock`: the one made
+  // while the last step waited, or made now; augmented as the data section
+  // says with `step_seed`. Returns its samples.
+  absl::StatusOr<int> MakeBatch(uint64_t clock, int64_t step,
+                                uint64_t step_seed, Batch* batch);
+  // Forward and backward of `n` samples into `grads` (and the sparse
+  // front's row gradients, handed to the client for the push); the loss.
+  absl::StatusOr<double> Compute(const float* input, const int32_t* labels,
+                                 int n, absl::Span<float> grads, bool traced);
+  // The step's push and the pull of clock + 1 into params_, the next
+  // batch made meanwhile (same epoch only); the version pulled.
+  absl::StatusOr<uint64_t> Exchange(uint64_t clock, int64_t step,
+                                    absl::Span<const float> grads,
+                                    double loss, bool traced);
+  // The step's spans on the timeline; `bytes` pushed.
+  void TraceStep(uint64_t clock, const StepTimes& times, double loss,
+                 uint64_t version, size_t bytes);
 
   // Waits for the exchange in flight, if any: params_ then hold the clock
   // after its step. Its error is returned (ABORTED: register again).
