@@ -3,7 +3,7 @@
 // with the chunk bytes in shared memory and by the socket, under sync: the
 // same parameters bit for bit, float32 and float16 both ways, and the
 // servers' status says which bytes went which way. A server that cannot
-// map the segments (here its threaded handlers, under testing faults)
+// map the segments (here its threaded handlers, under a shaped link)
 // refuses the first step, and the workers go on by the socket, the run
 // again bit for bit the same.
 #include <catch2/catch.hpp>
@@ -71,12 +71,24 @@ TEST_CASE("steps through shared memory equal steps by the socket",
   }
 }
 
+TEST_CASE(
+    "replies held back by the testing faults still answer in shared memory",
+    "[shm][integration]") {
+  JobConfig config = Job();
+  config.testing.delay_reply_ms = 2;  // On the one serving path's alarm.
+  const Run shared = Train(config, true);
+  CHECK(shared.shared_in > 0);
+  CHECK(shared.shared_out > 0);
+  const Run socket = Train(config, false);
+  CHECK(shared.params == socket.params);
+}
+
 TEST_CASE("a server that cannot map the segments is answered by the socket",
           "[shm][integration]") {
   JobConfig config = Job();
-  // Fault injection serves the streams with threaded handlers, which take
-  // bytes only.
-  config.testing.delay_reply_ms = 1;
+  // A shaped link serves the streams with threaded handlers, which take
+  // bytes only (across hosts: cross_host_test).
+  config.testing.link_mbps = 1e7;
   const Run fallback = Train(config, true);
   CHECK(fallback.shared_in == 0);
   CHECK(fallback.shared_out == 0);

@@ -11,8 +11,9 @@ ReplyFaults::ReplyFaults(const TestingConfig& testing, Clock* clock,
       clock_(clock),
       random_(seed != 0 ? seed : std::random_device{}()) {}
 
-absl::Status ReplyFaults::AfterHandled(const char* rpc) const {
-  if (!enabled()) return absl::OkStatus();
+ReplyFaults::Fate ReplyFaults::Draw(const char* rpc) const {
+  Fate fate;
+  if (!enabled()) return fate;
   int delay_ms = 0;
   bool drop = false;
   {
@@ -21,17 +22,23 @@ absl::Status ReplyFaults::AfterHandled(const char* rpc) const {
     drop = std::uniform_real_distribution<double>(0, 1)(random_) <
            drop_probability_;
   }
-  if (delay_ms > 0) {
-    clock_->SleepUntil(clock_->Now() + absl::Milliseconds(delay_ms));
-  }
+  fate.delay = absl::Milliseconds(delay_ms);
   if (drop) {
-    return absl::UnavailableError(
+    fate.lost = absl::UnavailableError(
         absl::StrCat(rpc,
                      ": reply dropped on purpose "
                      "(testing.drop_reply_probability); the request "
                      "was handled"));
   }
-  return absl::OkStatus();
+  return fate;
+}
+
+absl::Status ReplyFaults::AfterHandled(const char* rpc) const {
+  Fate fate = Draw(rpc);
+  if (fate.delay > absl::ZeroDuration()) {
+    clock_->SleepUntil(clock_->Now() + fate.delay);
+  }
+  return fate.lost;
 }
 
 }  // namespace paramd

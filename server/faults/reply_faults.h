@@ -15,6 +15,7 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
 #include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
 #include "common/base/clock.h"
 #include "common/config/job_config.h"
 
@@ -28,9 +29,17 @@ class ReplyFaults {
 
   bool enabled() const { return max_delay_ms_ > 0 || drop_probability_ > 0; }
 
-  // After `rpc` was handled: waits a random while up to the delay, then
-  // answers UNAVAILABLE (naming `rpc` and the setting) with the drop
-  // probability, OK otherwise. Returns at once when nothing is set.
+  // What becomes of one reply of `rpc`, handled: held back a random while
+  // up to the delay, then lost with the drop probability (`lost`:
+  // UNAVAILABLE naming `rpc` and the setting; OK: sent). Nothing when
+  // nothing is set.
+  struct Fate {
+    absl::Duration delay = absl::ZeroDuration();
+    absl::Status lost;
+  };
+  Fate Draw(const char* rpc) const;
+  // Draw, with this thread waiting out the delay on the clock (a
+  // synchronous handler's way); returns `lost`.
   absl::Status AfterHandled(const char* rpc) const;
 
  private:

@@ -95,12 +95,21 @@ void AsyncCall::StartWrite(const grpc::ByteBuffer* message) {
   Write(*message, &written_);
 }
 
-void AsyncCall::Settle() {
+void AsyncCall::Alarm(absl::Duration delay) {
   absl::MutexLock lock(&mu_);
-  if (settling_) return;
-  settling_ = true;
+  if (alarm_set_) return;
+  alarm_set_ = true;
   // An alarm already due is queued behind what the queue holds now.
-  settle_alarm_.Set(queue_->cq(), gpr_now(GPR_CLOCK_MONOTONIC), &settled_tag_);
+  alarm_.Set(queue_->cq(),
+             gpr_time_add(gpr_now(GPR_CLOCK_MONOTONIC),
+                          gpr_time_from_micros(
+                              absl::ToInt64Microseconds(delay), GPR_TIMESPAN)),
+             &alarm_tag_);
+}
+
+void AsyncCall::CancelAlarm() {
+  absl::MutexLock lock(&mu_);
+  if (alarm_set_) alarm_.Cancel();
 }
 
 void AsyncCall::Finish(const grpc::Status& status) {
@@ -159,12 +168,12 @@ void AsyncCall::Handle(Event event, bool ok) {
       if (context_.IsCancelled()) OnCancel();
       break;
     }
-    case Event::kSettled: {
+    case Event::kAlarm: {
       {
         absl::MutexLock lock(&mu_);
-        settling_ = false;
+        alarm_set_ = false;
       }
-      OnSettled();
+      OnAlarm();
       break;
     }
   }
@@ -177,7 +186,7 @@ void AsyncCall::Handle(Event event, bool ok) {
 }
 
 bool AsyncCall::Over() {
-  if (ended_ || !done_ || !status_sent_ || reading_ || writing_ || settling_ ||
+  if (ended_ || !done_ || !status_sent_ || reading_ || writing_ || alarm_set_ ||
       holds_ > 0) {
     return false;
   }

@@ -36,6 +36,7 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
 
 namespace paramd {
 
@@ -137,13 +138,18 @@ class AsyncCall {
   void StartWrite(const grpc::ByteBuffer* message) ABSL_LOCKS_EXCLUDED(mu_);
   // Ends the call with `status` (once; later calls are ignored).
   void Finish(const grpc::Status& status) ABSL_LOCKS_EXCLUDED(mu_);
-  // Runs OnSettled on the queue's thread after the events gRPC has already
-  // queued for this call (once at a time). A read fails alike when the
-  // client half-closed, cancelled or its deadline passed, and gRPC tells a
-  // cancel only by the done event, which may follow the failed read: a
-  // cancel that failed the read has been told through OnCancel by the
-  // time OnSettled runs.
-  void Settle() ABSL_LOCKS_EXCLUDED(mu_);
+  // Runs OnAlarm on the queue's thread once `delay` has passed, and after
+  // the events gRPC has already queued for this call; one alarm at a time
+  // (ignored while one is set). With no delay it settles the call: a read
+  // fails alike when the client half-closed, cancelled or its deadline
+  // passed, and gRPC tells a cancel only by the done event, which may
+  // follow the failed read; a cancel that failed the read has been told
+  // through OnCancel by the time OnAlarm runs. May be called from any
+  // thread.
+  void Alarm(absl::Duration delay = absl::ZeroDuration())
+      ABSL_LOCKS_EXCLUDED(mu_);
+  // An alarm set runs OnAlarm now (a cancelled call need not wait).
+  void CancelAlarm() ABSL_LOCKS_EXCLUDED(mu_);
 
   // The call came; the handler's first event.
   virtual void OnStart() = 0;
@@ -153,8 +159,8 @@ class AsyncCall {
   // deadline passed, or the server shuts down); any time after OnStart,
   // at most once.
   virtual void OnCancel() {}
-  // After Settle.
-  virtual void OnSettled() {}
+  // After Alarm (or CancelAlarm).
+  virtual void OnAlarm() {}
   // A new object for the next call of the same method.
   virtual AsyncCall* Next() = 0;
 
@@ -165,7 +171,7 @@ class AsyncCall {
   virtual void SendStatus(const grpc::Status& status, void* tag) = 0;
 
  private:
-  enum class Event { kCame, kRead, kWritten, kStatusSent, kDone, kSettled };
+  enum class Event { kCame, kRead, kWritten, kStatusSent, kDone, kAlarm };
   friend class AsyncCallQueue;
   // What the queue's events carry.
   class Tag final {
@@ -191,13 +197,13 @@ class AsyncCall {
   Tag came_{this, Event::kCame}, read_{this, Event::kRead},
       written_{this, Event::kWritten},
       status_sent_tag_{this, Event::kStatusSent}, done_tag_{this, Event::kDone},
-      settled_tag_{this, Event::kSettled};
-  grpc::Alarm settle_alarm_;
+      alarm_tag_{this, Event::kAlarm};
+  grpc::Alarm alarm_;
 
   absl::Mutex mu_;
   bool reading_ ABSL_GUARDED_BY(mu_) = false;
   bool writing_ ABSL_GUARDED_BY(mu_) = false;
-  bool settling_ ABSL_GUARDED_BY(mu_) = false;
+  bool alarm_set_ ABSL_GUARDED_BY(mu_) = false;
   bool finish_asked_ ABSL_GUARDED_BY(mu_) = false;
   // A Finish asked for while a write was out: sent when it is done.
   std::optional<grpc::Status> finish_after_write_ ABSL_GUARDED_BY(mu_);

@@ -94,9 +94,9 @@ GrpcParameterService::GrpcParameterService(Shard* shard,
   AddUnary("PullRows", &GrpcParameterService::PullRows);
   AddUnary("Initialize", &GrpcParameterService::Initialize);
   AddUnary("Heartbeat", &GrpcParameterService::Heartbeat);
-  if (faults_->link.enabled() || faults_->replies.enabled()) {
-    // The testing faults hold the serving thread (a shaped link, a delayed
-    // reply), which a reactor must not: a thread per stream then.
+  if (faults_->link.enabled()) {
+    // A shaped link holds the serving thread, which a reactor must not: a
+    // thread per stream then. (Reply faults act in the reactors.)
     AddStreaming<grpc::internal::ClientStreamingHandler>(
         "PushStream", grpc::internal::RpcMethod::CLIENT_STREAMING,
         &GrpcParameterService::PushStream);

@@ -102,12 +102,37 @@ void StepStreamReactor::Pulled(
     End(absl::CancelledError("StepStream: cancelled"));
     return;
   }
+  // testing.delay_reply_ms and drop_reply_probability: the reply held back
+  // on this call's alarm (no thread waits), then lost or sent.
+  ReplyFaults::Fate fate = service_->faults_->replies.Draw("StepStream");
+  if (fate.delay > absl::ZeroDuration()) {
+    held_ = Held{std::move(*snapshot), half, std::move(fate.lost)};
+    Alarm(fate.delay);
+    return;
+  }
+  Answer(*snapshot, half, fate.lost);
+}
+
+void StepStreamReactor::OnAlarm() {
+  if (!held_.has_value()) return;
+  Held held = std::move(*held_);
+  held_.reset();
+  Answer(held.snapshot, held.half, held.lost);
+}
+
+void StepStreamReactor::Answer(
+    const std::shared_ptr<const ParamSnapshot>& snapshot, bool half,
+    const absl::Status& lost) {
+  if (!lost.ok()) {
+    End(lost);
+    return;
+  }
   // A stream with a segment answers in its pull area (the worker reads it
   // only once this reply is there), else in the messages.
   reply_ = segment_.attached() != nullptr
-               ? service_->PullInSegment(*snapshot, half, reply_bytes_,
+               ? service_->PullInSegment(snapshot, half, reply_bytes_,
                                          segment_.attached()->pull_area())
-               : service_->PullParts(*snapshot, half, reply_bytes_);
+               : service_->PullParts(snapshot, half, reply_bytes_);
   next_part_ = 1;
   StartWrite(&reply_[0]);
 }
@@ -149,6 +174,7 @@ void StepStreamReactor::OnCancel() {
   // In a step its pull's `done` ends the step and the call (or is running
   // and will; a pull not started yet is cancelled when it starts).
   pull_.Cancel();
+  CancelAlarm();  // A reply held back is not waited for.
   if (!in_step) End(absl::CancelledError("StepStream: cancelled"));
 }
 

@@ -10,7 +10,9 @@
 // the thread whose push made it readable (under sync: the round's last
 // push); the next step is read once the reply is sent. One step at a
 // time, in order. A failed step ends the call with its status (the client
-// opens a new stream); a cancelled call ends its waiting pull.
+// opens a new stream); a cancelled call ends its waiting pull. The testing
+// section's reply faults (delay, loss) act here, on the one serving path:
+// a reply held back waits on the call's alarm.
 //
 // Thread-safe: the call's events run on the polling thread, the shard's
 // (a waiting pull served) on any thread.
@@ -20,6 +22,7 @@
 #include <grpcpp/support/byte_buffer.h>
 
 #include <memory>
+#include <optional>
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
@@ -54,6 +57,12 @@ class StepStreamReactor final : public AsyncBidiCall {
   // A step's pull ended: writes its reply, or ends the call.
   void Pulled(absl::StatusOr<std::shared_ptr<const ParamSnapshot>> snapshot,
               bool half);
+  // The step's reply (its testing fault drawn): `lost` ends the call,
+  // else the reply's parts are written.
+  void Answer(const std::shared_ptr<const ParamSnapshot>& snapshot, bool half,
+              const absl::Status& lost);
+  // A reply held back (testing.delay_reply_ms) goes on.
+  void OnAlarm() override;
   // Ends the step and the call with `s`.
   void EndStep(const absl::Status& s) ABSL_LOCKS_EXCLUDED(mu_);
   // Ends the call with `s`, once; only outside a step.
@@ -77,6 +86,13 @@ class StepStreamReactor final : public AsyncBidiCall {
   int traced_rank_ = 0;
   uint64_t traced_clock_ = 0;
   absl::Time reply_begin_ = absl::InfinitePast();
+  // A reply held back by testing.delay_reply_ms until the alarm.
+  struct Held {
+    std::shared_ptr<const ParamSnapshot> snapshot;
+    bool half;
+    absl::Status lost;
+  };
+  std::optional<Held> held_;
   absl::Mutex mu_;
   // From a push read to its reply's write: the call is ended (Finish) only
   // outside a step, so no pull in the shard outlives the reactor.

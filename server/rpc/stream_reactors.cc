@@ -39,18 +39,33 @@ void PushStreamReactor::OnReadDone(bool ok) {
   // The worker half-closed its side, cancelled, or its deadline passed: the
   // read fails alike, and a cancel is told only by an event that may come
   // after this one. The push is decided once those have run.
-  Settle();
+  Alarm();
 }
 
-void PushStreamReactor::OnSettled() {
+void PushStreamReactor::OnAlarm() {
+  if (decided_) {
+    // A reply held back (testing.delay_reply_ms): lost, or sent now.
+    Finish(ToGrpcStatus(lost_));
+    return;
+  }
+  decided_ = true;
   // A push counts only once the worker ended the stream itself: one cut
   // off by a cancel or a passed deadline applies nothing, whole or not.
   const bool cut_off = cancelled_ || context()->deadline() <=
                                          std::chrono::system_clock::now();
   proto::PushResponse reply;
-  const absl::Status s = push_.Finish(cut_off, &reply);
-  if (s.ok()) *response() = SerializeMessage(reply);
-  Finish(ToGrpcStatus(s));
+  if (const absl::Status s = push_.Finish(cut_off, &reply); !s.ok()) {
+    Finish(ToGrpcStatus(s));
+    return;
+  }
+  *response() = SerializeMessage(reply);
+  ReplyFaults::Fate fate = service_->faults_->replies.Draw("PushStream");
+  lost_ = std::move(fate.lost);
+  if (fate.delay > absl::ZeroDuration() && !cancelled_) {
+    Alarm(fate.delay);
+    return;
+  }
+  Finish(ToGrpcStatus(lost_));
 }
 
 PullStreamReactor::PullStreamReactor(GrpcParameterService* service,
@@ -91,6 +106,22 @@ void PullStreamReactor::Pulled(
     return;
   }
   parts_ = service_->PullParts(*snapshot, half, message_bytes);
+  // testing.delay_reply_ms and drop_reply_probability: the reply held back
+  // on this call's alarm (no thread waits), then lost or sent.
+  ReplyFaults::Fate fate = service_->faults_->replies.Draw("PullStream");
+  lost_ = std::move(fate.lost);
+  if (fate.delay > absl::ZeroDuration()) {
+    Alarm(fate.delay);
+    return;
+  }
+  OnAlarm();
+}
+
+void PullStreamReactor::OnAlarm() {
+  if (!lost_.ok()) {
+    Finish(ToGrpcStatus(lost_));
+    return;
+  }
   next_part_ = 1;
   StartWrite(&parts_[0]);
 }

@@ -7,8 +7,9 @@
 // the stream (not when a cancel or a passed deadline ends it); a
 // PullStream's pull waits in the shard without a thread and its messages
 // are written from the thread whose push made it readable.
-// With testing faults set the threaded handlers serve them instead (a
-// shaped link and a delayed reply hold the serving thread).
+// The testing section's reply faults act here too: a reply held back waits
+// on the call's alarm. With testing.link_mbps set the threaded handlers
+// serve them instead (a shaped link holds the serving thread).
 //
 // Each deletes itself when its call is done.
 #ifndef PARAMD_SERVER_RPC_STREAM_REACTORS_H_
@@ -35,9 +36,13 @@ class PushStreamReactor final : public AsyncReaderCall {
  private:
   void OnStart() override;
   void OnReadDone(bool ok) override;
-  void OnCancel() override { cancelled_ = true; }
-  // The stream ended: applies the push unless it was cut off.
-  void OnSettled() override;
+  void OnCancel() override {
+    cancelled_ = true;
+    CancelAlarm();
+  }
+  // The stream ended: applies the push unless it was cut off; then, after
+  // a reply held back by the testing faults, answers.
+  void OnAlarm() override;
   AsyncCall* Next() override {
     return new PushStreamReactor(service_, queue());
   }
@@ -45,7 +50,10 @@ class PushStreamReactor final : public AsyncReaderCall {
   GrpcParameterService* const service_;
   grpc::ByteBuffer message_;
   PushPieces push_;
-  bool cancelled_ = false;  // Events run on the queue's one thread.
+  // Events run on the queue's one thread.
+  bool cancelled_ = false;
+  bool decided_ = false;  // The push was applied (or refused).
+  absl::Status lost_;     // The reply, lost on purpose (testing).
 };
 
 class PullStreamReactor final : public AsyncWriterCall {
@@ -59,8 +67,13 @@ class PullStreamReactor final : public AsyncWriterCall {
   void Pulled(absl::StatusOr<std::shared_ptr<const ParamSnapshot>> snapshot,
               bool half, int64_t message_bytes);
   void OnWriteDone(bool ok) override;
+  // The reply, after the testing faults held it back: lost, or written.
+  void OnAlarm() override;
   // A pull still waiting ends with CANCELLED, and with it the call.
-  void OnCancel() override { pull_.Cancel(); }
+  void OnCancel() override {
+    pull_.Cancel();
+    CancelAlarm();
+  }
   AsyncCall* Next() override {
     return new PullStreamReactor(service_, queue());
   }
@@ -70,6 +83,7 @@ class PullStreamReactor final : public AsyncWriterCall {
   // Written one after another; the next to write.
   std::vector<grpc::ByteBuffer> parts_;
   size_t next_part_ = 0;
+  absl::Status lost_;  // The reply, lost on purpose (testing).
 };
 
 }  // namespace paramd
