@@ -55,18 +55,29 @@ constexpr char kUsage[] =
     "[--metrics_port_file PATH] [--log_level LEVEL]";
 
 // What ends serving: SIGINT or SIGTERM, or this process giving its shard
-// up to its backup (replication). The signals are blocked in this thread
-// and every thread started after it (gRPC's) and read from a signalfd; the
-// replica's callback writes an eventfd; Wait sleeps in poll on both.
+// up to its backup (replication). The signals are blocked in every thread
+// (BlockSignals) and read from a signalfd; the replica's callback writes an
+// eventfd; Wait sleeps in poll on both.
 class StopEvents {
  public:
-  // Before gRPC starts its threads, so that every thread inherits the mask.
-  StopEvents() {
+  // SIGINT and SIGTERM.
+  static sigset_t Signals() {
     sigset_t signals;
     sigemptyset(&signals);
     sigaddset(&signals, SIGINT);
     sigaddset(&signals, SIGTERM);
+    return signals;
+  }
+  // First thing in main, before any thread starts (the shard's, gRPC's),
+  // so that every thread inherits the mask: a signal left unblocked in one
+  // thread would be delivered there and end the process unannounced.
+  static void BlockSignals() {
+    const sigset_t signals = Signals();
     pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+  }
+
+  StopEvents() {
+    const sigset_t signals = Signals();
     signal_fd_ = signalfd(-1, &signals, SFD_CLOEXEC);
     replaced_fd_ = eventfd(0, EFD_CLOEXEC);
   }
@@ -271,6 +282,7 @@ int Serve(const DaemonStart& start, ParameterServer& server) {
 }
 
 int Run(int argc, char** argv) {
+  StopEvents::BlockSignals();
   int exit_code = 0;
   std::optional<DaemonStart> start =
       StartDaemon({"paramd-server",
