@@ -8,15 +8,17 @@
 # of this script.
 #
 #   scripts/compression-compare.sh [ROUNDS]   (default 3)
-#   LINK_MBPS=1000 scripts/compression-compare.sh [ROUNDS]
+#   LINK=1gbit scripts/compression-compare.sh [ROUNDS]
 #
-# With LINK_MBPS each job runs with `testing: {link_mbps: N}`: every
-# shard's link carries N megabits per second each way
-# (server/faults/link_shaper.h), as on a real network, where the bytes matter.
+# With LINK each job runs across simulated hosts whose links carry that
+# rate each way (scripts/cross-host-main.sh: servers on two hosts, workers
+# on two others; a tc rate such as 1gbit, or "none"; needs root), as on a
+# real network, where the bytes matter; the push bytes are then not
+# printed (they are a function of the job: the run without LINK says).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 rounds="${1:-3}"
-link="${LINK_MBPS:-0}"
+link="${LINK:-}"
 # shellcheck source=scripts/run-summary.sh
 source scripts/run-summary.sh  # $out, field, median
 declare -A rates accs bytes
@@ -25,23 +27,26 @@ for ((i = 1; i <= rounds; i++)); do
   for kind in "${kinds[@]}"; do
     job=configs/fashion_mnist_mlp.yaml
     [[ "$kind" == none ]] || job="configs/fashion_mnist_mlp_$kind.yaml"
-    if [[ "$link" != 0 ]]; then
-      printf '%s\ntesting:\n  link_mbps: %s\n' "$(cat "$job")" "$link" \
-        >"$out/$kind.yaml"
-      job="$out/$kind.yaml"
+    if [[ -n "$link" ]]; then
+      # Its line: links, samples/s, accuracy, then DDP's columns and logs.
+      line=$(scripts/cross-host-main.sh "$job" "$link" | tail -1)
+      r=$(echo "$line" | awk '{ gsub(",", "", $2); print $2 }')
+      a=$(echo "$line" | awk '{ print $3 }')
+      b=0 f=1
+    else
+      bazel-bin/tools/paramctl run "$job" --summary "$out/$kind-$i.json" \
+        --log_level warn >"$out/$kind-$i.log"
+      r="$(field "$out/$kind-$i.json" samples_per_second)"
+      a="$(field "$out/$kind-$i.json" final_test_accuracy)"
+      b="$(field "$out/$kind-$i.json" push_bytes_per_step)"
+      f="$(field "$out/$kind-$i.json" push_float32_bytes_per_step)"
     fi
-    bazel-bin/tools/paramctl run "$job" --summary "$out/$kind-$i.json" \
-      --log_level warn >"$out/$kind-$i.log"
-    r="$(field "$out/$kind-$i.json" samples_per_second)"
-    a="$(field "$out/$kind-$i.json" final_test_accuracy)"
-    b="$(field "$out/$kind-$i.json" push_bytes_per_step)"
-    f="$(field "$out/$kind-$i.json" push_float32_bytes_per_step)"
     printf '%-4s run %d: %8.0f samples/s, final accuracy %s, push %s bytes per worker step (float32: %s)\n' \
       "$kind" "$i" "$r" "$a" "$b" "$f"
     rates[$kind]+="$r " accs[$kind]+="$a " bytes[$kind]="$b/$f"
   done
 done
-[[ "$link" == 0 ]] || echo "links shaped to $link Mb/s each way per shard"
+[[ -z "$link" ]] || echo "across 4 hosts, links $link each way (push bytes: see a run without LINK)"
 echo "| compression | push bytes / worker step | of float32 | samples/s (median) | final test accuracy |"
 echo "| --- | ---: | ---: | ---: | ---: |"
 for kind in "${kinds[@]}"; do

@@ -22,7 +22,7 @@ namespace {
 using testing::LocalCluster;
 
 JobConfig OneShardJob(int workers) {
-  return testing::OneShardJob(workers, /*threaded=*/false, "[20, 10]");
+  return testing::OneShardJob(workers, /*held_replies=*/false, "[20, 10]");
 }
 
 using Client = testing::ShardClient;

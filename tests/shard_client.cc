@@ -62,13 +62,14 @@ void ShardClient::Register(uint32_t rank) {
   RegisterOverGrpc(*stub, config, shard.plan(), rank);
 }
 
-JobConfig OneShardJob(int workers, bool threaded, const std::string& layers) {
+JobConfig OneShardJob(int workers, bool held_replies,
+                      const std::string& layers) {
   JobOptions o;
   o.servers = {"127.0.0.1:0"};
   o.workers = workers;
   o.layers = layers;
   JobConfig config = MakeJob(o, NewTempDir());
-  if (threaded) config.testing.link_mbps = 1e7;
+  if (held_replies) config.testing.delay_reply_ms = 2;
   return config;
 }
 

@@ -39,10 +39,10 @@ struct ShardClient {
 };
 
 // A job of one server (model `layers`, 16 KiB chunks: the default's
-// 784×64 weight is 13 of them) for `workers`; `threaded`: a shaped link
-// too fast to matter (testing.link_mbps), which makes the server serve its
-// streams with a thread each, as under any testing fault.
-JobConfig OneShardJob(int workers, bool threaded = false,
+// 784×64 weight is 13 of them) for `workers`; `held_replies`: every reply
+// held back up to 2 ms by the testing faults (testing.delay_reply_ms), on
+// the same serving path.
+JobConfig OneShardJob(int workers, bool held_replies = false,
                       const std::string& layers = "[784, 64, 10]");
 
 // `push` cut into `n` messages of consecutive chunks: the first keeps the

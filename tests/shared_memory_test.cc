@@ -2,10 +2,9 @@
 // segment): 2 workers and 2 servers over loopback gRPC train the same job
 // with the chunk bytes in shared memory and by the socket, under sync: the
 // same parameters bit for bit, float32 and float16 both ways, and the
-// servers' status says which bytes went which way. A server that cannot
-// map the segments (here its threaded handlers, under a shaped link)
-// refuses the first step, and the workers go on by the socket, the run
-// again bit for bit the same.
+// servers' status says which bytes went which way, also with replies held
+// back by the testing faults. (A server that cannot map the segments — on
+// another host — is answered by the socket: cross_host_test.)
 #include <catch2/catch.hpp>
 #include <vector>
 
@@ -81,19 +80,6 @@ TEST_CASE(
   CHECK(shared.shared_out > 0);
   const Run socket = Train(config, false);
   CHECK(shared.params == socket.params);
-}
-
-TEST_CASE("a server that cannot map the segments is answered by the socket",
-          "[shm][integration]") {
-  JobConfig config = Job();
-  // A shaped link serves the streams with threaded handlers, which take
-  // bytes only (across hosts: cross_host_test).
-  config.testing.link_mbps = 1e7;
-  const Run fallback = Train(config, true);
-  CHECK(fallback.shared_in == 0);
-  CHECK(fallback.shared_out == 0);
-  const Run socket = Train(config, false);
-  CHECK(fallback.params == socket.params);
 }
 
 }  // namespace

@@ -1,8 +1,7 @@
 // A StepStream step whose push comes in pieces (PushRequest.more) and whose
 // reply goes out in several messages (reply_message_bytes), through a plain
-// protobuf client over real gRPC, on both ways a server serves the stream
-// (the callback reactor, and the threaded handler that testing faults
-// need): the pieces apply once, as one message would; a push cut off
+// protobuf client over real gRPC, with replies as they come and held back
+// by the testing faults (on the one serving path): the pieces apply once, as one message would; a push cut off
 // half-way applies nothing; a retried push in pieces is a duplicate; a
 // later piece naming the header fields, or more pieces than chunks, is
 // refused.
@@ -59,9 +58,9 @@ TEST_CASE(
     "a StepStream push in pieces applies once, as one message would, and "
     "its reply comes in messages of reply_message_bytes",
     "[integration][stepstream][pieces]") {
-  const bool threaded = GENERATE(false, true);
-  INFO((threaded ? "threaded handler" : "reactor"));
-  const JobConfig config = OneShardJob(1, threaded);
+  const bool held_replies = GENERATE(false, true);
+  INFO((held_replies ? "replies held back (testing faults)" : "plain"));
+  const JobConfig config = OneShardJob(1, held_replies);
   LocalCluster cluster(config);
   Client client(config, cluster);
   testing::RegisterOverGrpc(*client.stub, config, client.shard.plan(), 0);
@@ -114,9 +113,9 @@ TEST_CASE(
     "a StepStream push cut off between its pieces applies nothing; under "
     "sync the round waits for the rank's whole push",
     "[integration][stepstream][pieces][sync]") {
-  const bool threaded = GENERATE(false, true);
-  INFO((threaded ? "threaded handler" : "reactor"));
-  const JobConfig config = OneShardJob(2, threaded);
+  const bool held_replies = GENERATE(false, true);
+  INFO((held_replies ? "replies held back (testing faults)" : "plain"));
+  const JobConfig config = OneShardJob(2, held_replies);
   LocalCluster cluster(config);
   Client client(config, cluster);
   for (uint32_t rank : {0u, 1u}) {
@@ -201,9 +200,9 @@ TEST_CASE(
     "a StepStream piece after the first naming the header's fields, or more "
     "pieces than the shard has chunks, refuses the push",
     "[integration][stepstream][pieces]") {
-  const bool threaded = GENERATE(false, true);
-  INFO((threaded ? "threaded handler" : "reactor"));
-  const JobConfig config = OneShardJob(1, threaded);
+  const bool held_replies = GENERATE(false, true);
+  INFO((held_replies ? "replies held back (testing faults)" : "plain"));
+  const JobConfig config = OneShardJob(1, held_replies);
   LocalCluster cluster(config);
   Client client(config, cluster);
   testing::RegisterOverGrpc(*client.stub, config, client.shard.plan(), 0);

@@ -1,6 +1,6 @@
 // PushStream and PullStream through a plain protobuf client over real
-// gRPC, on both ways a server serves them (async-API reactors, and the
-// threaded handlers that testing faults need): a PullStream's pull waits
+// gRPC, with replies as they come and held back by the testing faults (on
+// the one serving path, the async-API reactors): a PullStream's pull waits
 // in the shard and is answered, chunk by chunk, by the round's last push;
 // a cancelled one is forgotten; a PushStream cut off before its end
 // applies nothing, a whole one exactly once.
@@ -34,9 +34,9 @@ TEST_CASE(
     "a PullStream waits for its round in the shard and is answered a chunk "
     "per message by the round's last push; a cancelled one is forgotten",
     "[integration][pullstream][sync]") {
-  const bool threaded = GENERATE(false, true);
-  INFO((threaded ? "threaded handler" : "reactor"));
-  const JobConfig config = OneShardJob(2, threaded);
+  const bool held_replies = GENERATE(false, true);
+  INFO((held_replies ? "replies held back (testing faults)" : "plain"));
+  const JobConfig config = OneShardJob(2, held_replies);
   LocalCluster cluster(config);
   Client client(config, cluster);
   client.Register(0);
@@ -80,9 +80,9 @@ TEST_CASE(
     "a PushStream cut off before its end applies nothing; a whole one "
     "applies once",
     "[integration][pushstream]") {
-  const bool threaded = GENERATE(false, true);
-  INFO((threaded ? "threaded handler" : "reactor"));
-  const JobConfig config = OneShardJob(1, threaded);
+  const bool held_replies = GENERATE(false, true);
+  INFO((held_replies ? "replies held back (testing faults)" : "plain"));
+  const JobConfig config = OneShardJob(1, held_replies);
   LocalCluster cluster(config);
   Client client(config, cluster);
   client.Register(0);

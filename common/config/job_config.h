@@ -390,10 +390,6 @@ struct TestingConfig {
   // was handled) with this probability, so that clients retry.
   double drop_reply_probability = 0;
   int delay_reply_ms = 0;
-  // Servers: shape pushed and pulled bytes as if each shard's link carried
-  // this many megabits per second each way (0: off);
-  // server/faults/link_shaper.h.
-  double link_mbps = 0;
 };
 
 struct WorkerConfig {

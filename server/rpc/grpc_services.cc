@@ -33,25 +33,6 @@ void GrpcParameterService::AddUnary(
   AddByteMethod(this, names_.back()->c_str(), rpc, security_, handler);
 }
 
-template <template <class, class, class> class Handler, typename... Args>
-void GrpcParameterService::AddStreaming(
-    const char* rpc, grpc::internal::RpcMethod::RpcType type,
-    grpc::Status (GrpcParameterService::*handler)(grpc::ServerContext*,
-                                                  Args...)) {
-  names_.push_back(std::make_unique<std::string>(MethodName(rpc)));
-  AddRawMethod(new grpc::internal::RpcServiceMethod(
-      names_.back()->c_str(), type,
-      new Handler<GrpcParameterService, grpc::ByteBuffer, grpc::ByteBuffer>(
-          [rpc, handler](GrpcParameterService* service,
-                         grpc::ServerContext* context, Args... args) {
-            grpc::Status auth =
-                CheckCallToken(*service->security_, *context, rpc);
-            if (!auth.ok()) return auth;
-            return (service->*handler)(context, args...);
-          },
-          this)));
-}
-
 int GrpcParameterService::AddAsync(const char* rpc,
                                    grpc::internal::RpcMethod::RpcType type) {
   names_.push_back(std::make_unique<std::string>(MethodName(rpc)));
@@ -65,7 +46,6 @@ int GrpcParameterService::AddAsync(const char* rpc,
 
 std::vector<AsyncCall*> GrpcParameterService::FirstCalls(
     AsyncCallQueue* queue) {
-  if (!async_streams()) return {};
   return {new StepStreamReactor(this, queue),
           new PushStreamReactor(this, queue),
           new PullStreamReactor(this, queue)};
@@ -85,7 +65,7 @@ void GrpcParameterService::RequestCall(
 
 GrpcParameterService::GrpcParameterService(Shard* shard,
                                            const JobSecurity* security,
-                                           TransportFaults* faults)
+                                           const ReplyFaults* faults)
     : shard_(shard), security_(security), faults_(faults) {
   AddUnary("Register", &GrpcParameterService::Register);
   AddUnary("Push", &GrpcParameterService::Push);
@@ -94,26 +74,12 @@ GrpcParameterService::GrpcParameterService(Shard* shard,
   AddUnary("PullRows", &GrpcParameterService::PullRows);
   AddUnary("Initialize", &GrpcParameterService::Initialize);
   AddUnary("Heartbeat", &GrpcParameterService::Heartbeat);
-  if (faults_->link.enabled()) {
-    // A shaped link holds the serving thread, which a reactor must not: a
-    // thread per stream then. (Reply faults act in the reactors.)
-    AddStreaming<grpc::internal::ClientStreamingHandler>(
-        "PushStream", grpc::internal::RpcMethod::CLIENT_STREAMING,
-        &GrpcParameterService::PushStream);
-    AddStreaming<grpc::internal::ServerStreamingHandler>(
-        "PullStream", grpc::internal::RpcMethod::SERVER_STREAMING,
-        &GrpcParameterService::PullStream);
-    AddStreaming<grpc::internal::BidiStreamingHandler>(
-        "StepStream", grpc::internal::RpcMethod::BIDI_STREAMING,
-        &GrpcParameterService::StepStream);
-  } else {
-    push_stream_method_ =
-        AddAsync("PushStream", grpc::internal::RpcMethod::CLIENT_STREAMING);
-    pull_stream_method_ =
-        AddAsync("PullStream", grpc::internal::RpcMethod::SERVER_STREAMING);
-    step_stream_method_ =
-        AddAsync("StepStream", grpc::internal::RpcMethod::BIDI_STREAMING);
-  }
+  push_stream_method_ =
+      AddAsync("PushStream", grpc::internal::RpcMethod::CLIENT_STREAMING);
+  pull_stream_method_ =
+      AddAsync("PullStream", grpc::internal::RpcMethod::SERVER_STREAMING);
+  step_stream_method_ =
+      AddAsync("StepStream", grpc::internal::RpcMethod::BIDI_STREAMING);
   AddUnary("ReportEpoch", &GrpcParameterService::ReportEpoch);
 }
 
@@ -135,7 +101,6 @@ absl::Status GrpcParameterService::ApplyPush(const char* rpc,
   ReceivedFrame frame;
   std::unique_ptr<float[]> storage;
   RETURN_IF_ERROR(CheckSize(rpc, request, shard_->max_message_bytes()));
-  faults_->link.Transfer(LinkShaper::kIn, request.Length());
   RETURN_IF_ERROR(frame.Take(request));
   RETURN_IF_ERROR(DecodePush(frame.segments(), view, &storage));
   return (shard_->*apply)(*view, reply);
@@ -150,7 +115,7 @@ grpc::Status GrpcParameterService::Push(grpc::ServerContext*,
     return ToGrpcStatus(s);
   }
   *response = SerializeMessage(reply);
-  return ToGrpcStatus(faults_->replies.AfterHandled("Push"));
+  return ToGrpcStatus(faults_->AfterHandled("Push"));
 }
 
 grpc::Status GrpcParameterService::Initialize(grpc::ServerContext*,
@@ -233,8 +198,7 @@ grpc::Status GrpcParameterService::Pull(grpc::ServerContext* context,
   }
   *response = PullFrame(snapshot, 0, snapshot->params.size(),
                         pull.dtype() == proto::DTYPE_FLOAT16);
-  faults_->link.Transfer(LinkShaper::kOut, response->Length());
-  return ToGrpcStatus(faults_->replies.AfterHandled("Pull"));
+  return ToGrpcStatus(faults_->AfterHandled("Pull"));
 }
 
 grpc::Status GrpcParameterService::PushPull(grpc::ServerContext* context,
@@ -244,7 +208,7 @@ grpc::Status GrpcParameterService::PushPull(grpc::ServerContext* context,
       !s.ok()) {
     return ToGrpcStatus(s);
   }
-  return ToGrpcStatus(faults_->replies.AfterHandled("PushPull"));
+  return ToGrpcStatus(faults_->AfterHandled("PushPull"));
 }
 
 std::vector<grpc::ByteBuffer> GrpcParameterService::PullParts(
@@ -301,46 +265,6 @@ std::vector<grpc::ByteBuffer> GrpcParameterService::PullInSegment(
   return parts;
 }
 
-grpc::Status GrpcParameterService::StepStream(
-    grpc::ServerContext* context,
-    grpc::ServerReaderWriter<grpc::ByteBuffer, grpc::ByteBuffer>* stream) {
-  grpc::ByteBuffer request;
-  // One PushPull per push (one message or several linked by `more`), in
-  // order, until the worker half-closes.
-  while (true) {
-    PushPieces step(shard_, "StepStream");
-    bool more = true;
-    while (more && stream->Read(&request)) {
-      faults_->link.Transfer(LinkShaper::kIn, request.Length());
-      absl::StatusOr<bool> next = step.Add(request);
-      if (!next.ok()) return ToGrpcStatus(next.status());
-      more = *next;
-    }
-    if (step.messages() == 0) return grpc::Status::OK;
-    if (more) return ToGrpcStatus(step.CutOff());
-    uint32_t reply_bytes = 0;
-    absl::StatusOr<proto::PullRequest> pull =
-        step.Apply(context->IsCancelled(), &reply_bytes);
-    if (!pull.ok()) return ToGrpcStatus(pull.status());
-    std::shared_ptr<const ParamSnapshot> snapshot;
-    if (absl::Status s = AwaitPull(context, *pull, &snapshot); !s.ok()) {
-      return ToGrpcStatus(s);
-    }
-    if (absl::Status lost = faults_->replies.AfterHandled("StepStream");
-        !lost.ok()) {
-      return ToGrpcStatus(lost);
-    }
-    for (const grpc::ByteBuffer& part : PullParts(
-             snapshot, pull->dtype() == proto::DTYPE_FLOAT16, reply_bytes)) {
-      faults_->link.Transfer(LinkShaper::kOut, part.Length());
-      if (!stream->Write(part)) {
-        return ToGrpcStatus(
-            absl::CancelledError("StepStream: the worker went away"));
-      }
-    }
-  }
-}
-
 absl::Status GrpcParameterService::PushThenPull(const char* rpc,
                                                 grpc::ServerContext* context,
                                                 const grpc::ByteBuffer& request,
@@ -355,7 +279,6 @@ absl::Status GrpcParameterService::PushThenPull(const char* rpc,
   RETURN_IF_ERROR(AwaitPull(context, pull, &snapshot));
   *response = PullFrame(snapshot, 0, snapshot->params.size(),
                         pull.dtype() == proto::DTYPE_FLOAT16);
-  faults_->link.Transfer(LinkShaper::kOut, response->Length());
   return absl::OkStatus();
 }
 
@@ -384,69 +307,7 @@ grpc::Status GrpcParameterService::PullRows(grpc::ServerContext* context,
   out.AddCopy(EncodePullRowsHeader(reply->version, reply->dtype, bytes.size()));
   out.AddReference(bytes);
   *response = out.Finish();
-  faults_->link.Transfer(LinkShaper::kOut, response->Length());
-  return ToGrpcStatus(faults_->replies.AfterHandled("PullRows"));
-}
-
-grpc::Status GrpcParameterService::PushStream(
-    grpc::ServerContext* context, grpc::ServerReader<grpc::ByteBuffer>* reader,
-    grpc::ByteBuffer* response) {
-  // Chunk data is used where it was received: every message's slices are
-  // kept until the push is applied.
-  PushPieces push(shard_, "PushStream");
-  grpc::ByteBuffer message;
-  // The shaped link: when the last message would have arrived.
-  absl::Time arrived = absl::InfinitePast();
-  while (reader->Read(&message)) {
-    arrived = faults_->link.Reserve(LinkShaper::kIn, message.Length());
-    // The stream's end ends the push; PushRequest.more is not needed.
-    if (absl::StatusOr<bool> more = push.Add(message); !more.ok()) {
-      return ToGrpcStatus(more.status());
-    }
-  }
-  faults_->link.SleepUntil(arrived);
-  // As the async reactor: a stream cut off by a cancel or a passed deadline
-  // applies nothing.
-  const bool cut_off = context->IsCancelled() ||
-                       context->deadline() <= std::chrono::system_clock::now();
-  proto::PushResponse reply;
-  if (absl::Status s = push.Finish(cut_off, &reply); !s.ok()) {
-    return ToGrpcStatus(s);
-  }
-  *response = SerializeMessage(reply);
-  return ToGrpcStatus(faults_->replies.AfterHandled("PushStream"));
-}
-
-grpc::Status GrpcParameterService::PullStream(
-    grpc::ServerContext* context, const grpc::ByteBuffer* request,
-    grpc::ServerWriter<grpc::ByteBuffer>* writer) {
-  std::shared_ptr<const ParamSnapshot> snapshot;
-  proto::PullRequest pull;
-  if (absl::Status s =
-          WaitPull(context, "PullStream", *request, &snapshot, &pull);
-      !s.ok()) {
-    return ToGrpcStatus(s);
-  }
-  if (absl::Status lost = faults_->replies.AfterHandled("PullStream");
-      !lost.ok()) {
-    return ToGrpcStatus(lost);
-  }
-  const bool half = pull.dtype() == proto::DTYPE_FLOAT16;
-  // Every part booked on the link at once; each leaves when it would have.
-  std::vector<grpc::ByteBuffer> parts =
-      PullParts(snapshot, half, PullStreamMessageBytes(pull));
-  std::vector<absl::Time> sent;
-  for (const grpc::ByteBuffer& part : parts) {
-    sent.push_back(faults_->link.Reserve(LinkShaper::kOut, part.Length()));
-  }
-  for (size_t i = 0; i < parts.size(); ++i) {
-    faults_->link.SleepUntil(sent[i]);
-    if (!writer->Write(parts[i])) {
-      return ToGrpcStatus(
-          absl::CancelledError("PullStream: the worker went away"));
-    }
-  }
-  return grpc::Status::OK;
+  return ToGrpcStatus(faults_->AfterHandled("PullRows"));
 }
 
 grpc::Status GrpcParameterService::Heartbeat(grpc::ServerContext*,

@@ -6,14 +6,13 @@
 #include <grpcpp/impl/rpc_service_method.h>
 #include <grpcpp/impl/service_type.h>
 #include <grpcpp/support/byte_buffer.h>
-#include <grpcpp/support/sync_stream.h>
 
 #include <string>
 #include <vector>
 
 #include "common/rpc/credentials.h"
 #include "proto/paramd.grpc.pb.h"
-#include "server/faults/transport_faults.h"
+#include "server/faults/reply_faults.h"
 #include "server/rpc/async_calls.h"
 #include "server/shard/shard.h"
 
@@ -36,9 +35,9 @@ class GrpcParameterService final : public grpc::Service, public AsyncMethods {
  public:
   // Every call must carry `security`'s token (when it has one); `security`
   // is read only while serving and must outlive the service, as must
-  // `faults` (the job's testing section, applied at fixed points).
+  // `faults` (the job's testing section: replies held back and lost).
   GrpcParameterService(Shard* shard, const JobSecurity* security,
-                       TransportFaults* faults);
+                       const ReplyFaults* faults);
 
   // "/paramd.proto.ParameterService/<rpc>".
   static std::string MethodName(const char* rpc);
@@ -50,11 +49,9 @@ class GrpcParameterService final : public grpc::Service, public AsyncMethods {
     ++methods_;
   }
 
-  // Whether the streams are served on gRPC's async API (as they are unless
-  // testing faults are set): the server then polls a completion queue for
-  // them (AsyncCallQueue) and starts with FirstCalls.
-  bool async_streams() const { return step_stream_method_ >= 0; }
-  // One waiting call of each streaming method, served on `queue`.
+  // The streams are served on gRPC's async API: the server polls a
+  // completion queue for them (AsyncCallQueue) and starts with FirstCalls,
+  // one waiting call of each streaming method, served on `queue`.
   std::vector<AsyncCall*> FirstCalls(AsyncCallQueue* queue);
   void RequestCall(int method, grpc::ServerContext* context,
                    grpc::internal::ServerAsyncStreamingInterface* stream,
@@ -62,8 +59,8 @@ class GrpcParameterService final : public grpc::Service, public AsyncMethods {
                    void* tag) override;
 
  private:
-  // Serves StepStream without a thread per stream (unless testing faults
-  // are set); uses ApplyPush, PullFrame and the shard.
+  // Serve the streams without a thread per stream; use the parts below and
+  // the shard.
   friend class StepStreamReactor;
   // Likewise PushStream and PullStream (server/rpc/stream_reactors.h).
   friend class PushStreamReactor;
@@ -78,9 +75,6 @@ class GrpcParameterService final : public grpc::Service, public AsyncMethods {
   grpc::Status PushPull(grpc::ServerContext* context,
                         const grpc::ByteBuffer* request,
                         grpc::ByteBuffer* response);
-  grpc::Status StepStream(
-      grpc::ServerContext* context,
-      grpc::ServerReaderWriter<grpc::ByteBuffer, grpc::ByteBuffer>* stream);
   // A PushPull's work: applies the push in `request`, then waits for the
   // pull of its clock + 1 and frames it into `response`.
   absl::Status PushThenPull(const char* rpc, grpc::ServerContext* context,
@@ -92,12 +86,6 @@ class GrpcParameterService final : public grpc::Service, public AsyncMethods {
   grpc::Status PullRows(grpc::ServerContext* context,
                         const grpc::ByteBuffer* request,
                         grpc::ByteBuffer* response);
-  grpc::Status PushStream(grpc::ServerContext* context,
-                          grpc::ServerReader<grpc::ByteBuffer>* reader,
-                          grpc::ByteBuffer* response);
-  grpc::Status PullStream(grpc::ServerContext* context,
-                          const grpc::ByteBuffer* request,
-                          grpc::ServerWriter<grpc::ByteBuffer>* writer);
   grpc::Status Initialize(grpc::ServerContext* context,
                           const grpc::ByteBuffer* request,
                           grpc::ByteBuffer* response);
@@ -148,13 +136,6 @@ class GrpcParameterService final : public grpc::Service, public AsyncMethods {
       const std::shared_ptr<const ParamSnapshot>& snapshot, bool half,
       int64_t message_bytes, absl::Span<char> pull_area) const;
 
-  // Adds the streaming method `rpc` of kind `type`, served through gRPC's
-  // `Handler` for that kind by `handler` once the call carries the job's
-  // token.
-  template <template <class, class, class> class Handler, typename... Args>
-  void AddStreaming(const char* rpc, grpc::internal::RpcMethod::RpcType type,
-                    grpc::Status (GrpcParameterService::*handler)(
-                        grpc::ServerContext*, Args...));
   // Adds the method `rpc` of kind `type` served on gRPC's async API (by
   // an AsyncCall, which checks the token); returns its index.
   int AddAsync(const char* rpc, grpc::internal::RpcMethod::RpcType type);
@@ -166,11 +147,11 @@ class GrpcParameterService final : public grpc::Service, public AsyncMethods {
 
   Shard* const shard_;
   const JobSecurity* const security_;
-  TransportFaults* const faults_;
+  const ReplyFaults* const faults_;
   // gRPC keeps pointers to the method names.
   std::vector<std::unique_ptr<std::string>> names_;
   int methods_ = 0;  // Added so far: the next one's index.
-  // The streaming methods' indices when on the async API, else -1.
+  // The streaming methods' indices.
   int step_stream_method_ = -1;
   int push_stream_method_ = -1;
   int pull_stream_method_ = -1;

@@ -73,10 +73,10 @@ absl::StatusOr<int> ParameterServer::Start(const std::string& address) {
     builder.RegisterService(replica_service_.get());
   }
   // The streams on the async API: one completion queue, one thread.
-  std::unique_ptr<grpc::ServerCompletionQueue> cq;
-  if (parameter_service_.async_streams()) cq = builder.AddCompletionQueue();
+  std::unique_ptr<grpc::ServerCompletionQueue> cq =
+      builder.AddCompletionQueue();
   server_ = builder.BuildAndStart();
-  if (cq != nullptr) calls_ = std::make_unique<AsyncCallQueue>(std::move(cq));
+  calls_ = std::make_unique<AsyncCallQueue>(std::move(cq));
   if (server_ == nullptr || port == 0) {
     server_.reset();
     calls_.reset();

@@ -55,7 +55,7 @@ class ParameterServer {
   std::unique_ptr<Shard> shard_;
   // Loaded by Start, before serving; read by the services' handlers.
   JobSecurity security_;
-  TransportFaults faults_;  // The job's testing section.
+  ReplyFaults faults_;  // The job's testing section.
   GrpcParameterService parameter_service_;
   GrpcStatusService status_service_;
   std::unique_ptr<GrpcReplicaService> replica_service_;

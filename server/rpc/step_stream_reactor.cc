@@ -104,7 +104,7 @@ void StepStreamReactor::Pulled(
   }
   // testing.delay_reply_ms and drop_reply_probability: the reply held back
   // on this call's alarm (no thread waits), then lost or sent.
-  ReplyFaults::Fate fate = service_->faults_->replies.Draw("StepStream");
+  ReplyFaults::Fate fate = service_->faults_->Draw("StepStream");
   if (fate.delay > absl::ZeroDuration()) {
     held_ = Held{std::move(*snapshot), half, std::move(fate.lost)};
     Alarm(fate.delay);

@@ -59,7 +59,7 @@ void PushStreamReactor::OnAlarm() {
     return;
   }
   *response() = SerializeMessage(reply);
-  ReplyFaults::Fate fate = service_->faults_->replies.Draw("PushStream");
+  ReplyFaults::Fate fate = service_->faults_->Draw("PushStream");
   lost_ = std::move(fate.lost);
   if (fate.delay > absl::ZeroDuration() && !cancelled_) {
     Alarm(fate.delay);
@@ -108,7 +108,7 @@ void PullStreamReactor::Pulled(
   parts_ = service_->PullParts(*snapshot, half, message_bytes);
   // testing.delay_reply_ms and drop_reply_probability: the reply held back
   // on this call's alarm (no thread waits), then lost or sent.
-  ReplyFaults::Fate fate = service_->faults_->replies.Draw("PullStream");
+  ReplyFaults::Fate fate = service_->faults_->Draw("PullStream");
   lost_ = std::move(fate.lost);
   if (fate.delay > absl::ZeroDuration()) {
     Alarm(fate.delay);

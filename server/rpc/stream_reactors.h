@@ -8,8 +8,7 @@
 // PullStream's pull waits in the shard without a thread and its messages
 // are written from the thread whose push made it readable.
 // The testing section's reply faults act here too: a reply held back waits
-// on the call's alarm. With testing.link_mbps set the threaded handlers
-// serve them instead (a shaped link holds the serving thread).
+// on the call's alarm.
 //
 // Each deletes itself when its call is done.
 #ifndef PARAMD_SERVER_RPC_STREAM_REACTORS_H_
