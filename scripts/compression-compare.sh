@@ -32,7 +32,7 @@ for ((i = 1; i <= rounds; i++)); do
       line=$(scripts/cross-host-main.sh "$job" "$link" | tail -1)
       r=$(echo "$line" | awk '{ gsub(",", "", $2); print $2 }')
       a=$(echo "$line" | awk '{ print $3 }')
-      b=0 f=1
+      b=- f=-
     else
       bazel-bin/tools/paramctl run "$job" --summary "$out/$kind-$i.json" \
         --log_level warn >"$out/$kind-$i.log"
@@ -53,6 +53,10 @@ for kind in "${kinds[@]}"; do
   # shellcheck disable=SC2086
   r="$(median ${rates[$kind]})"
   a="$(median ${accs[$kind]})"
+  if [[ -n "$link" ]]; then
+    printf '| %s | - | - | %.0f | %.4f |\n' "$kind" "$r" "$a"
+    continue
+  fi
   awk -v k="$kind" -v b="${bytes[$kind]}" -v r="$r" -v a="$a" 'BEGIN {
     split(b, x, "/");
     printf "| %s | %d | %.1f%% | %.0f | %.4f |\n", k, x[1], 100 * x[1] / x[2], r, a }'
