@@ -232,47 +232,63 @@ absl::StatusOr<uint64_t> StepCalls::Run(uint64_t clock,
     std::function<void()> work = std::exchange(*while_waiting, nullptr);
     work();
   }
+  const int hung = AwaitAll(&round);
+  if (hung == kPastDeadline) {
+    return absl::DeadlineExceededError(
+        absl::StrCat("PushPull at clock ", clock, ": no reply within ",
+                     absl::FormatDuration(StepLimit())));
+  }
+  if (times_ != nullptr) *times_ = round.Times();
+  RETURN_IF_ERROR(Conclude(&round, hung));
+  return PulledVersion(round.sinks);
+}
+
+absl::Duration StepCalls::StepLimit() const {
+  return std::max(links_->options().push_timeout,
+                  links_->options().pull_timeout);
+}
+
+int StepCalls::AwaitAll(Round* round) {
   // The unary calls have deadlines; the streams' steps are bounded here.
-  const absl::Duration limit =
-      std::max(links_->options().push_timeout, links_->options().pull_timeout);
-  const absl::Time deadline = absl::Now() + limit;
+  // Real time: the calls' own deadlines are gRPC's, on the real clock.
+  const absl::Time deadline = absl::Now() + StepLimit();
   // With backups, every lease / 4 the shards still waited on are asked
   // whether their server answers anything at all: a hung one's calls
-  // would wait out `limit` while its backup could serve.
+  // would wait out the limit while its backup could serve.
   const absl::Duration watch = links_->options().hung_after / 4;
-  int hung = -1;
-  while (!Await(&round, std::min(deadline, absl::Now() + watch))) {
+  while (!Await(round, std::min(deadline, absl::Now() + watch))) {
     if (absl::Now() >= deadline) {
-      CancelPulls(&round);
-      Await(&round, absl::InfiniteFuture());
-      return absl::DeadlineExceededError(
-          absl::StrCat("PushPull at clock ", clock, ": no reply within ",
-                       absl::FormatDuration(limit)));
+      CancelPulls(round);
+      Await(round, absl::InfiniteFuture());
+      return kPastDeadline;
     }
-    for (int i : round.Waiting()) {
+    int hung = -1;
+    for (int i : round->Waiting()) {
       if (links_->Hung(i)) {
         hung = i;
         break;
       }
     }
-    if (hung >= 0) {
-      round.push_contexts[hung].TryCancel();
-      int none = -1;
-      if (round.first_failed.compare_exchange_strong(none, hung)) {
-        CancelPulls(&round);
-      } else {
-        hung = -1;  // Another shard's failure came first: it is the step's.
-      }
-      Await(&round, absl::InfiniteFuture());
-      break;
+    if (hung < 0) continue;
+    round->push_contexts[hung].TryCancel();
+    int none = -1;
+    if (round->first_failed.compare_exchange_strong(none, hung)) {
+      CancelPulls(round);
+    } else {
+      hung = -1;  // Another shard's failure came first: it is the step's.
     }
+    Await(round, absl::InfiniteFuture());
+    return hung;
   }
-  if (times_ != nullptr) *times_ = round.Times();
-  absl::Status failure = round.Failure();
+  return -1;
+}
+
+absl::Status StepCalls::Conclude(Round* round, int hung) {
+  absl::Status failure = round->Failure();
   // Only the shard that failed first says something of its server: the
   // others' calls this worker cancelled, however they ended.
-  const int first = round.first_failed.load();
-  for (int i = 0; first >= 0 && i < round.n; ++i) {
+  const int first = round->first_failed.load();
+  for (int i = 0; first >= 0 && i < round->n; ++i) {
     if (i != first) links_->Note(i, absl::OkStatus());
   }
   if (hung >= 0) {
@@ -288,17 +304,16 @@ absl::StatusOr<uint64_t> StepCalls::Run(uint64_t clock,
   if (absl::IsCancelled(failure)) {
     // Only cancellations, none this worker's (it cancels the other shards'
     // calls after a failure, which comes first): their servers ended them.
-    for (int i = 0; i < round.n; ++i) {
+    for (int i = 0; i < round->n; ++i) {
       if (first >= 0 && i != first) continue;
-      if (absl::IsCancelled(round.push_status[i]) ||
-          absl::IsCancelled(round.pull_status[i])) {
+      if (absl::IsCancelled(round->push_status[i]) ||
+          absl::IsCancelled(round->pull_status[i])) {
         links_->Note(i, absl::UnavailableError("ended by its server"));
       }
     }
     failure = CancelledByServer(failure);
   }
-  RETURN_IF_ERROR(failure);
-  return PulledVersion(round.sinks);
+  return failure;
 }
 
 }  // namespace paramd

@@ -62,6 +62,17 @@ class StepCalls {
   // they all did. StepStreams' steps end as this thread polls their
   // queue (ShardLinks::PollSteps), which it does while it waits.
   bool Await(Round* round, absl::Time until);
+  // The longer of the push and pull timeouts: what a step may take.
+  absl::Duration StepLimit() const;
+  // Waits until every call of `round` ended: -1, or the shard taken for
+  // hung (its server answered nothing for options.hung_after; the step's
+  // other calls cancelled), or kPastDeadline once StepLimit passed (every
+  // call cancelled and ended).
+  static constexpr int kPastDeadline = -2;
+  int AwaitAll(Round* round);
+  // The step's outcome from its calls' (`hung`: AwaitAll's shard): the
+  // failure that matters most, each shard's news told to ShardLinks.
+  absl::Status Conclude(Round* round, int hung);
 
   const PartitionPlan& plan_;
   const FlatLayout& layout_;
