@@ -98,7 +98,6 @@ void OverlapExchange::CallDone(absl::Status s) {
   bool cancel = false;
   {
     absl::MutexLock lock(&mu_);
-    --running_;
     if (!s.ok() && failure_.ok()) {
       failure_ = std::move(s);
       cancel = true;
@@ -106,6 +105,10 @@ void OverlapExchange::CallDone(absl::Status s) {
   }
   // The others would wait in vain (a pull for a push that failed).
   if (cancel) CancelAll();
+  // Last: once no call runs, Drain returns and the exchange may be deleted
+  // (a call counted down before the cancel above read freed contexts).
+  absl::MutexLock lock(&mu_);
+  --running_;
 }
 
 void OverlapExchange::CancelAll() {
