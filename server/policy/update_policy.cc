@@ -259,7 +259,8 @@ absl::Status UpdatePolicy::Restore(const PolicyState& state) {
 
 absl::Status UpdatePolicy::WaitReadable(
     int rank, uint64_t clock, absl::Time deadline,
-    const std::function<bool()>& cancelled) {
+    const std::function<bool()>& cancelled,
+    const std::function<void()>& waiting) {
   // One way to wait: a waiter as WhenReadable's, with this thread blocked
   // until it is told.
   struct Outcome {
@@ -271,6 +272,7 @@ absl::Status UpdatePolicy::WaitReadable(
     absl::MutexLock lock(&outcome->mu);
     outcome->status = std::move(s);
   });
+  if (id != 0 && waiting) waiting();
   absl::MutexLock lock(&outcome->mu);
   auto told = [&outcome]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(outcome->mu) {
     return outcome->status.has_value();

@@ -127,8 +127,10 @@ class UpdatePolicy {
   // at `deadline` (nothing changed; the caller may wait again; the message
   // says what the pull waits for), Cancelled once `cancelled` (asked every
   // 200 ms, when given) says so, and Unavailable once Shutdown was called.
+  // `waiting`, when given, runs once (on this thread) if it must wait.
   absl::Status WaitReadable(int rank, uint64_t clock, absl::Time deadline,
-                            const std::function<bool()>& cancelled = nullptr)
+                            const std::function<bool()>& cancelled = nullptr,
+                            const std::function<void()>& waiting = nullptr)
       ABSL_LOCKS_EXCLUDED(mu_);
 
   // As WaitReadable without a thread waiting: `ready` runs once, with OK

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <optional>
 
 #include "absl/cleanup/cleanup.h"
 #include "absl/strings/str_cat.h"
@@ -336,12 +337,12 @@ void Shard::CancelPull(uint64_t handle) {
 absl::Status Shard::AwaitReadable(int rank, uint64_t clock, absl::Time start,
                                   absl::Time deadline,
                                   const std::function<bool()>& cancelled) {
-  absl::Status s = policy_->WaitReadable(rank, clock, absl::InfinitePast());
-  if (!absl::IsDeadlineExceeded(s)) return s;
   // Visible to Tick and the status RPC while it waits.
-  const uint64_t id = waiters_.Add(rank, clock, start);
-  s = policy_->WaitReadable(rank, clock, deadline, cancelled);
-  waiters_.Remove(id);
+  std::optional<uint64_t> id;
+  const absl::Status s = policy_->WaitReadable(
+      rank, clock, deadline, cancelled,
+      [&] { id = waiters_.Add(rank, clock, start); });
+  if (id.has_value()) waiters_.Remove(*id);
   return s;
 }
 
