@@ -33,7 +33,6 @@ class PushPieces {
   // Takes the next message (checked as it comes; errors name it); returns
   // whether it says more pieces follow (PushRequest.more).
   absl::StatusOr<bool> Add(const grpc::ByteBuffer& message);
-  size_t messages() const { return frames_.size(); }
   // The refusal when the stream ended before the message whose `more` is
   // unset: nothing of the push was applied.
   absl::Status CutOff() const;

@@ -61,7 +61,7 @@ void PushStreamReactor::OnAlarm() {
   *response() = SerializeMessage(reply);
   ReplyFaults::Fate fate = service_->faults_->Draw("PushStream");
   lost_ = std::move(fate.lost);
-  if (fate.delay > absl::ZeroDuration() && !cancelled_) {
+  if (fate.delay > absl::ZeroDuration()) {
     Alarm(fate.delay);
     return;
   }
