@@ -36,14 +36,6 @@ std::string EpochFigures(const std::string& log) {
   return figures;
 }
 
-// The port from a paramd-server's "listening on port N" line.
-std::string ListeningPort(const Subprocess& server) {
-  std::smatch m;
-  REQUIRE(std::regex_search(server.output(), m,
-                            std::regex(R"(listening on port (\d+))")));
-  return m[1].str();
-}
-
 // The job run with its server and two workers each as `on(k, argv)` says,
 // the server listening at `host`; each rank's log.
 template <typename On>
@@ -53,7 +45,8 @@ std::vector<std::string> RunJob(const std::string& job, const std::string& host,
                            "0", "--listen", absl::StrCat(host, ":0")}));
   INFO(server.output());
   REQUIRE(server.ReadUntil("listening on port", kTimeout));
-  const std::string address = absl::StrCat(host, ":", ListeningPort(server));
+  const std::string address = ListeningAddress(server, host);
+  REQUIRE(!address.empty());
   std::vector<std::unique_ptr<Subprocess>> workers;
   for (int rank = 0; rank < 2; ++rank) {
     workers.push_back(std::make_unique<Subprocess>(

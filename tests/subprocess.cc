@@ -88,13 +88,14 @@ void Subprocess::Signal(int signo) {
   if (!reaped_) kill(pid_, signo);
 }
 
-std::string ListeningAddress(const Subprocess& server) {
+std::string ListeningAddress(const Subprocess& server,
+                             const std::string& host) {
   std::smatch m;
   const std::string& out = server.output();
   if (!std::regex_search(out, m, std::regex(R"(listening on port (\d+))"))) {
     return "";
   }
-  return absl::StrCat("127.0.0.1:", m[1].str());
+  return absl::StrCat(host, ":", m[1].str());
 }
 
 std::unique_ptr<Subprocess> StartServer(const std::string& job,

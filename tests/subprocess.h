@@ -40,9 +40,10 @@ class Subprocess {
   std::string output_;
 };
 
-// The address a paramd-server on this host listens on, from its
-// "listening on port N" line ("127.0.0.1:N"); empty before that line.
-std::string ListeningAddress(const Subprocess& server);
+// The address a paramd-server listens on, from its "listening on port N"
+// line ("HOST:N", `host` the one it listens at); empty before that line.
+std::string ListeningAddress(const Subprocess& server,
+                             const std::string& host = "127.0.0.1");
 
 // paramd-server for shard 0 of `job` on a free port of 127.0.0.1, with
 // `extra` flags; returns once it listens, its address in `address`
