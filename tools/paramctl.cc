@@ -37,7 +37,7 @@
 #include "common/trace/trace_events.h"
 #include "tools/ctl/job_runner.h"
 #include "tools/ctl/live_trace.h"
-#include "tools/ctl/status_client.h"
+#include "tools/ctl/rpc/status_client.h"
 #include "tools/deploy/k8s_manifests.h"
 #include "tools/deploy/slurm_script.h"
 

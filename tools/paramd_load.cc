@@ -38,7 +38,7 @@
 #include "common/config/job_file.h"
 #include "common/model/model_spec.h"
 #include "common/model/partitioner.h"
-#include "tools/load/load_run.h"
+#include "tools/load/rpc/load_run.h"
 
 namespace paramd {
 namespace {

@@ -37,7 +37,7 @@
 #include "common/rpc/credentials.h"
 #include "tools/bench/proc_status.h"
 #include "tools/bench/server_processes.h"
-#include "tools/ctl/status_client.h"
+#include "tools/ctl/rpc/status_client.h"
 #include "tools/ctl/supervisor.h"
 #include "tools/rows/click_log.h"
 

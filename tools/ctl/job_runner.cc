@@ -25,7 +25,7 @@
 #include "tools/ctl/run_report.h"
 #include "tools/ctl/server_fleet.h"
 #include "tools/ctl/server_watch.h"
-#include "tools/ctl/status_client.h"
+#include "tools/ctl/rpc/status_client.h"
 #include "tools/ctl/stop_signals.h"
 #include "tools/ctl/supervisor.h"
 #include "tools/ctl/worker_command.h"

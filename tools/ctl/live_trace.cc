@@ -10,7 +10,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/time/clock.h"
 #include "common/trace/trace_events.h"
-#include "tools/ctl/status_client.h"
+#include "tools/ctl/rpc/status_client.h"
 
 namespace paramd {
 namespace {

@@ -1,6 +1,6 @@
 // The servers' status as text: the table of paramctl status (and the
 // progress lines of paramctl run) and its JSON form. Plain C++ over the
-// protobuf messages; the gRPC queries are in tools/ctl/status_client.h.
+// protobuf messages; the gRPC queries are in tools/ctl/rpc/status_client.h.
 #ifndef PARAMD_TOOLS_CTL_STATUS_FORMAT_H_
 #define PARAMD_TOOLS_CTL_STATUS_FORMAT_H_
 

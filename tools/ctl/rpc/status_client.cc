@@ -1,4 +1,4 @@
-#include "tools/ctl/status_client.h"
+#include "tools/ctl/rpc/status_client.h"
 
 #include <grpcpp/create_channel.h>
 

@@ -1,7 +1,7 @@
 // Querying the servers' status over gRPC (paramctl status, and the
 // progress lines of paramctl run); tools/ctl/status_format.h prints it.
-#ifndef PARAMD_TOOLS_CTL_STATUS_CLIENT_H_
-#define PARAMD_TOOLS_CTL_STATUS_CLIENT_H_
+#ifndef PARAMD_TOOLS_CTL_RPC_STATUS_CLIENT_H_
+#define PARAMD_TOOLS_CTL_RPC_STATUS_CLIENT_H_
 
 #include <string>
 #include <vector>
@@ -37,4 +37,4 @@ std::vector<ServerStatus> QueryAllStatus(
 
 }  // namespace paramd
 
-#endif  // PARAMD_TOOLS_CTL_STATUS_CLIENT_H_
+#endif  // PARAMD_TOOLS_CTL_RPC_STATUS_CLIENT_H_

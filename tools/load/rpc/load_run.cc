@@ -1,4 +1,4 @@
-#include "tools/load/load_run.h"
+#include "tools/load/rpc/load_run.h"
 
 #include <grpcpp/create_channel.h>
 

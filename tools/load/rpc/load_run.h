@@ -1,8 +1,8 @@
 // One policy's run of paramd-load (tools/paramd_load.cc says what it
 // checks and how): paramd-server processes, worker threads, the exact-sum
 // check.
-#ifndef PARAMD_TOOLS_LOAD_LOAD_RUN_H_
-#define PARAMD_TOOLS_LOAD_LOAD_RUN_H_
+#ifndef PARAMD_TOOLS_LOAD_RPC_LOAD_RUN_H_
+#define PARAMD_TOOLS_LOAD_RPC_LOAD_RUN_H_
 
 #include <string>
 #include <vector>
@@ -33,4 +33,4 @@ bool RunLoad(const LoadOptions& options, JobConfig config, PartitionPlan plan);
 
 }  // namespace paramd
 
-#endif  // PARAMD_TOOLS_LOAD_LOAD_RUN_H_
+#endif  // PARAMD_TOOLS_LOAD_RPC_LOAD_RUN_H_
