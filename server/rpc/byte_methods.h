@@ -2,6 +2,10 @@
 // (server/rpc/grpc_services.h, grpc_status_service.h): every message's
 // size checked against a limit of the server's own, small requests parsed
 // with a clear error, and unary methods registered behind the job's token.
+// A raw-bytes method on gRPC's synchronous API can be declared only through
+// grpc::internal (RpcServiceMethod, RpcMethodHandler): gRPC 1.51 generates
+// raw methods for the async and callback APIs alone (docs/architecture.md,
+// "Where gRPC's internal API is still used, and why").
 #ifndef PARAMD_SERVER_RPC_BYTE_METHODS_H_
 #define PARAMD_SERVER_RPC_BYTE_METHODS_H_
 
