@@ -1,15 +1,15 @@
 // AsyncCall and AsyncCallQueue (server/rpc/async_calls.h) over real gRPC:
-// a small bidirectional method served on the async API that answers each
-// message with the count so far, called by the generated protobuf client.
+// a small bidirectional method served through the generic service that
+// answers each message with the count so far, called by the generated
+// protobuf client; a method the table lacks is UNIMPLEMENTED.
 // Every event runs on the queue's one thread; a Finish asked for while a
 // write is out goes after the write; a cancelled call is told once and
 // ends; the queue's Shutdown, after the server's, waits for an open call to
 // end; a call's objects are all deleted.
 #include "server/rpc/async_calls.h"
 
+#include <grpcpp/generic/async_generic_service.h>
 #include <grpcpp/grpcpp.h>
-#include <grpcpp/impl/rpc_service_method.h>
-#include <grpcpp/impl/service_type.h>
 
 #include <catch2/catch.hpp>
 #include <chrono>
@@ -23,6 +23,7 @@
 #include "absl/time/time.h"
 #include "common/rpc/grpc_frames.h"
 #include "proto/paramd.grpc.pb.h"
+#include "server/rpc/served_methods.h"
 
 namespace paramd {
 namespace {
@@ -48,36 +49,14 @@ struct Seen {
   }
 };
 
-// ParameterService's StepStream name, so that the generated client calls
-// it: one async method, index 0.
-class CountService final : public grpc::Service, public AsyncMethods {
- public:
-  CountService() {
-    auto* method = new grpc::internal::RpcServiceMethod(
-        "/paramd.proto.ParameterService/StepStream",
-        grpc::internal::RpcMethod::BIDI_STREAMING, nullptr);
-    method->SetServerApiType(grpc::internal::RpcServiceMethod::ApiType::ASYNC);
-    AddMethod(method);
-  }
-  void RequestCall(int method, grpc::ServerContext* context,
-                   grpc::internal::ServerAsyncStreamingInterface* stream,
-                   grpc::ByteBuffer*, grpc::ServerCompletionQueue* cq,
-                   void* tag) override {
-    RequestAsyncBidiStreaming(method, context, stream, cq, cq, tag);
-  }
-};
-
 // Answers message n with a PullResponse of version n; at message
 // `abort_at` writes that answer and at once asks to finish with ABORTED
 // (the write is still out then). The client's half-close finishes OK.
-class Counter final : public AsyncBidiCall {
+class Counter final : public AsyncCall {
  public:
-  Counter(AsyncCallQueue* queue, CountService* service, Seen* seen,
+  Counter(AsyncCallQueue* queue, std::unique_ptr<CallSlot> slot, Seen* seen,
           int abort_at)
-      : AsyncBidiCall(queue, service, 0),
-        service_(service),
-        seen_(seen),
-        abort_at_(abort_at) {
+      : AsyncCall(queue, std::move(slot)), seen_(seen), abort_at_(abort_at) {
     absl::MutexLock lock(&seen_->mu);
     ++seen_->alive;
   }
@@ -119,11 +98,6 @@ class Counter final : public AsyncBidiCall {
     absl::MutexLock lock(&seen_->mu);
     ++seen_->cancels;
   }
-  AsyncCall* Next() override {
-    return new Counter(queue(), service_, seen_, abort_at_);
-  }
-
-  CountService* const service_;
   Seen* const seen_;
   const int abort_at_;
   grpc::ByteBuffer in_, out_;
@@ -135,13 +109,22 @@ struct CountServer {
     grpc::ServerBuilder builder;
     builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(),
                              &port);
-    builder.RegisterService(&service);
+    builder.RegisterAsyncGenericService(&service);
     std::unique_ptr<grpc::ServerCompletionQueue> cq =
         builder.AddCompletionQueue();
     server = builder.BuildAndStart();
     REQUIRE(server != nullptr);
-    queue = std::make_unique<AsyncCallQueue>(std::move(cq));
-    queue->Start({new Counter(queue.get(), &service, &seen, abort_at)});
+    // ParameterService's StepStream name, so that the generated client
+    // calls it.
+    methods.AddStream(
+        "/paramd.proto.ParameterService/StepStream",
+        [this, abort_at](AsyncCallQueue* q, std::unique_ptr<CallSlot> slot) {
+          return new Counter(q, std::move(slot), &seen, abort_at);
+        });
+    queue = std::make_unique<AsyncCallQueue>(std::move(cq), &service);
+    queue->Start([this](AsyncCallQueue* q, std::unique_ptr<CallSlot> slot) {
+      return methods.Make(q, std::move(slot));
+    });
     stub = proto::ParameterService::NewStub(
         grpc::CreateChannel("127.0.0.1:" + std::to_string(port),
                             grpc::InsecureChannelCredentials()));
@@ -156,7 +139,8 @@ struct CountServer {
 
   int port = 0;
   Seen seen;
-  CountService service;
+  ServedMethods methods;
+  grpc::AsyncGenericService service;
   std::unique_ptr<grpc::Server> server;
   std::unique_ptr<AsyncCallQueue> queue;
   std::unique_ptr<proto::ParameterService::Stub> stub;
@@ -202,9 +186,8 @@ TEST_CASE(
     CHECK_FALSE(stream->Read(&reply));
     CHECK(stream->Finish().ok());
   }
-  // The two calls' objects are gone; the one waiting for the next call
-  // stays.
-  REQUIRE(s.seen.AwaitAlive(1));
+  // The two calls' objects are gone.
+  REQUIRE(s.seen.AwaitAlive(0));
   absl::MutexLock lock(&s.seen.mu);
   CHECK(s.seen.threads.size() == 1);
   CHECK(s.seen.threads.count(std::this_thread::get_id()) == 0);
@@ -225,7 +208,7 @@ TEST_CASE(
   const grpc::Status status = stream->Finish();
   CHECK(status.error_code() == grpc::StatusCode::ABORTED);
   CHECK(status.error_message() == "enough");
-  REQUIRE(s.seen.AwaitAlive(1));
+  REQUIRE(s.seen.AwaitAlive(0));
 }
 
 TEST_CASE("async calls: a cancelled call is told once and ends",
@@ -237,9 +220,23 @@ TEST_CASE("async calls: a cancelled call is told once and ends",
   c.TryCancel();
   CHECK_FALSE(stream->Read(&reply));
   CHECK(stream->Finish().error_code() == grpc::StatusCode::CANCELLED);
-  REQUIRE(s.seen.AwaitAlive(1));
+  REQUIRE(s.seen.AwaitAlive(0));
   absl::MutexLock lock(&s.seen.mu);
   CHECK(s.seen.cancels == 1);
+}
+
+TEST_CASE("async calls: a method the table lacks is UNIMPLEMENTED, named",
+          "[rpc][async]") {
+  CountServer s;
+  grpc::ClientContext c;
+  proto::PullRequest request;
+  proto::PullResponse reply;
+  const grpc::Status status = s.stub->Pull(&c, request, &reply);
+  CHECK(status.error_code() == grpc::StatusCode::UNIMPLEMENTED);
+  CHECK_THAT(status.error_message(),
+             Catch::Contains("/paramd.proto.ParameterService/Pull"));
+  absl::MutexLock lock(&s.seen.mu);
+  CHECK(s.seen.alive == 0);
 }
 
 TEST_CASE(

@@ -3,11 +3,11 @@
 // gRPC's callback API. The worker's calls — Register, the first Pull,
 // every step, the heartbeats — run on gRPC's async API, polled by the
 // thread that waits on them (worker/rpc/step_queue.h); the server's
-// streams on its one polling thread (server/rpc/async_calls.h), its unary
-// methods on gRPC's sync API. gRPC 1.51's callback API would start two
+// calls on its one polling thread (server/rpc/async_calls.h), its unary
+// handlers on threads of its own. gRPC 1.51's callback API would start two
 // "nexting_thread"s in the process that poll every call's events and hand
-// each one over (docs/performance-history.md, "What gRPC's threading costs a round
-// trip").
+// each one over (docs/performance-history.md, "What gRPC's threading costs a
+// round trip").
 #include <dirent.h>
 
 #include <catch2/catch.hpp>

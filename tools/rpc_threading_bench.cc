@@ -3,14 +3,12 @@
 // bidi stream (as a StepStream is), between this process and a server
 // process, in four forms:
 //
-//   server  callback: gRPC's callback API (as paramd-server serves);
+//   server  callback: gRPC's callback API;
 //           cq-thread: the async API, one thread polling its own
-//           completion queue and reacting where it woke;
+//           completion queue and reacting where it woke (as paramd-server
+//           serves every method);
 //           cq-2threads: two such threads, each with its own queue and
-//           its own calls (the call lands on one, the other waits);
-//           cq+sync: cq-thread beside a sync-API unary service that is
-//           never called (paramd-server's unary methods are sync; their
-//           pollers wait in gRPC too).
+//           its own calls (the call lands on one, the other waits).
 //   client  callback: a ClientBidiReactor whose replies a waiting thread
 //           is handed (as the worker's StepStream is);
 //           cq-caller: the async API, the calling thread polling its
@@ -31,8 +29,6 @@
 #include <grpcpp/generic/async_generic_service.h>
 #include <grpcpp/generic/generic_stub.h>
 #include <grpcpp/grpcpp.h>
-#include <grpcpp/impl/rpc_service_method.h>
-#include <grpcpp/support/method_handler.h>
 #include <signal.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
@@ -91,24 +87,6 @@ struct AsyncCall {
   State state = State::kNew;
 };
 
-// A sync-API unary method, as paramd-server's unary methods are: its
-// pollers wait in gRPC whether or not it is called.
-class SyncPing final : public grpc::Service {
- public:
-  SyncPing() {
-    AddMethod(new grpc::internal::RpcServiceMethod(
-        "/paramd.bench.Sync/Ping", grpc::internal::RpcMethod::NORMAL_RPC,
-        new grpc::internal::RpcMethodHandler<SyncPing, grpc::ByteBuffer,
-                                             grpc::ByteBuffer>(
-            [](SyncPing*, grpc::ServerContext*, const grpc::ByteBuffer* in,
-               grpc::ByteBuffer* out) {
-              *out = *in;
-              return grpc::Status::OK;
-            },
-            this)));
-  }
-};
-
 void ServeCallback(grpc::ServerBuilder* builder) {
   static EchoService service;
   builder->RegisterCallbackGenericService(&service);
@@ -161,7 +139,7 @@ struct ServerProcess {
   int port = 0;
 };
 
-enum class ServerKind { kCallback, kQueue, kTwoQueues, kQueueAndSync };
+enum class ServerKind { kCallback, kQueue, kTwoQueues };
 
 // Forks a server of the given kind on a port of its choosing, its gRPC
 // polling with `poll_strategy` (empty: gRPC's default); it lives until it
@@ -183,7 +161,6 @@ ServerProcess StartServer(ServerKind kind, const std::string& poll_strategy) {
     builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(),
                              &port);
     grpc::AsyncGenericService async_service;
-    SyncPing sync_service;
     std::vector<std::unique_ptr<grpc::ServerCompletionQueue>> cqs;
     if (kind == ServerKind::kCallback) {
       ServeCallback(&builder);
@@ -192,9 +169,6 @@ ServerProcess StartServer(ServerKind kind, const std::string& poll_strategy) {
       cqs.push_back(builder.AddCompletionQueue());
       if (kind == ServerKind::kTwoQueues) {
         cqs.push_back(builder.AddCompletionQueue());
-      }
-      if (kind == ServerKind::kQueueAndSync) {
-        builder.RegisterService(&sync_service);
       }
     }
     std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
@@ -433,12 +407,10 @@ int Main(int argc, char** argv) {
     return 2;
   }
   // This process starts no gRPC thread: servers and clients are forked.
-  constexpr int kServers = 4;
+  constexpr int kServers = 3;
   const ServerKind kinds[kServers] = {ServerKind::kCallback, ServerKind::kQueue,
-                                      ServerKind::kTwoQueues,
-                                      ServerKind::kQueueAndSync};
-  const char* kServerName[kServers] = {"callback", "cq-thread", "cq-2threads",
-                                       "cq+sync"};
+                                      ServerKind::kTwoQueues};
+  const char* kServerName[kServers] = {"callback", "cq-thread", "cq-2threads"};
   ServerProcess servers[kServers];
   for (int s = 0; s < kServers; ++s) {
     servers[s] = StartServer(kinds[s], poll_strategy);

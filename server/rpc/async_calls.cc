@@ -1,20 +1,65 @@
 #include "server/rpc/async_calls.h"
 
-#include <cstdlib>
 #include <utility>
-
-#include "spdlog/spdlog.h"
 
 namespace paramd {
 
-AsyncCallQueue::AsyncCallQueue(std::unique_ptr<grpc::ServerCompletionQueue> cq)
-    : cq_(std::move(cq)) {}
+namespace {
+
+// Calls asked for at any time: more than one, so that a burst of calls
+// (every worker's streams at a job's start) does not wait on the queue's
+// thread for each to be asked for.
+constexpr int kCallsAskedFor = 4;
+
+}  // namespace
+
+void CallSlot::Done::Run(bool ok) { call->Handle(AsyncCall::Event::kDone, ok); }
+
+void CallSlot::Came::Run(bool ok) { queue->Came(slot, ok); }
+
+AsyncCallQueue::AsyncCallQueue(std::unique_ptr<grpc::ServerCompletionQueue> cq,
+                               grpc::AsyncGenericService* service)
+    : cq_(std::move(cq)), service_(service) {}
 
 AsyncCallQueue::~AsyncCallQueue() { Shutdown(); }
 
-void AsyncCallQueue::Start(const std::vector<AsyncCall*>& first) {
-  for (AsyncCall* call : first) call->Listen();
+void AsyncCallQueue::Start(MakeCall make) {
+  make_ = std::move(make);
+  for (int i = 0; i < kCallsAskedFor; ++i) Listen();
   thread_ = std::thread([this] { RunEvents(); });
+}
+
+void AsyncCallQueue::Listen() {
+  {
+    absl::MutexLock lock(&mu_);
+    if (!open_) return;
+    ++calls_;
+  }
+  auto* slot = new CallSlot;
+  slot->came_.queue = this;
+  slot->came_.slot = slot;
+  slot->context_.AsyncNotifyWhenDone(&slot->done_);
+  service_->RequestCall(&slot->context_, &slot->stream_, cq_.get(), cq_.get(),
+                        &slot->came_);
+}
+
+void AsyncCallQueue::Came(CallSlot* slot, bool ok) {
+  std::unique_ptr<CallSlot> owned(slot);
+  if (!ok) {
+    // The server shuts down: no call came, nothing else will.
+    owned.reset();
+    Removed();
+    return;
+  }
+  Listen();
+  AsyncCall* call = make_(this, std::move(owned));
+  call->OnStart();
+  bool over;
+  {
+    absl::MutexLock lock(&call->mu_);
+    over = call->Over();
+  }
+  if (over) call->End();
 }
 
 void AsyncCallQueue::Shutdown() {
@@ -40,17 +85,7 @@ void AsyncCallQueue::Shutdown() {
 void AsyncCallQueue::RunEvents() {
   void* tag;
   bool ok;
-  while (cq_->Next(&tag, &ok)) static_cast<AsyncCall::Tag*>(tag)->Done(ok);
-}
-
-bool AsyncCallQueue::open() {
-  absl::MutexLock lock(&mu_);
-  return open_;
-}
-
-void AsyncCallQueue::Added() {
-  absl::MutexLock lock(&mu_);
-  ++calls_;
+  while (cq_->Next(&tag, &ok)) static_cast<QueueEvent*>(tag)->Run(ok);
 }
 
 void AsyncCallQueue::Removed() {
@@ -58,12 +93,9 @@ void AsyncCallQueue::Removed() {
   --calls_;
 }
 
-void AsyncCall::Listen() {
-  // gRPC returns done_tag_ once the call is over, finished or cancelled
-  // (only for a call that came).
-  context_.AsyncNotifyWhenDone(&done_tag_);
-  queue_->Added();
-  Request(&came_);
+AsyncCall::AsyncCall(AsyncCallQueue* queue, std::unique_ptr<CallSlot> slot)
+    : queue_(queue), slot_(std::move(slot)) {
+  slot_->done_.call = this;
 }
 
 AsyncCall::Hold::Hold(AsyncCall* call) : call_(call) {
@@ -85,14 +117,14 @@ void AsyncCall::StartRead(grpc::ByteBuffer* message) {
   absl::MutexLock lock(&mu_);
   if (finish_asked_ || reading_) return;
   reading_ = true;
-  Read(message, &read_);
+  slot_->stream_.Read(message, &read_);
 }
 
 void AsyncCall::StartWrite(const grpc::ByteBuffer* message) {
   absl::MutexLock lock(&mu_);
   if (finish_asked_ || writing_) return;
   writing_ = true;
-  Write(*message, &written_);
+  slot_->stream_.Write(*message, &written_);
 }
 
 void AsyncCall::Alarm(absl::Duration delay) {
@@ -102,8 +134,8 @@ void AsyncCall::Alarm(absl::Duration delay) {
   // An alarm already due is queued behind what the queue holds now.
   alarm_.Set(queue_->cq(),
              gpr_time_add(gpr_now(GPR_CLOCK_MONOTONIC),
-                          gpr_time_from_micros(
-                              absl::ToInt64Microseconds(delay), GPR_TIMESPAN)),
+                          gpr_time_from_micros(absl::ToInt64Microseconds(delay),
+                                               GPR_TIMESPAN)),
              &alarm_tag_);
 }
 
@@ -112,29 +144,31 @@ void AsyncCall::CancelAlarm() {
   if (alarm_set_) alarm_.Cancel();
 }
 
-void AsyncCall::Finish(const grpc::Status& status) {
+void AsyncCall::Finish(const grpc::Status& status,
+                       std::optional<grpc::ByteBuffer> reply) {
   absl::MutexLock lock(&mu_);
   if (finish_asked_) return;
   finish_asked_ = true;
+  if (status.ok()) reply_ = std::move(reply);
   // The status and a message may not be sent at once: after the write.
   if (writing_) {
     finish_after_write_ = status;
     return;
   }
-  SendStatus(status, &status_sent_tag_);
+  SendStatus(status);
+}
+
+void AsyncCall::SendStatus(const grpc::Status& status) {
+  if (reply_.has_value()) {
+    slot_->stream_.WriteAndFinish(*reply_, grpc::WriteOptions(), status,
+                                  &status_sent_tag_);
+  } else {
+    slot_->stream_.Finish(status, &status_sent_tag_);
+  }
 }
 
 void AsyncCall::Handle(Event event, bool ok) {
   switch (event) {
-    case Event::kCame:
-      if (!ok) {
-        // The server shuts down: no call came, nothing else will.
-        End();
-        return;
-      }
-      if (queue_->open()) Next()->Listen();
-      OnStart();
-      break;
     case Event::kRead: {
       {
         absl::MutexLock lock(&mu_);
@@ -148,7 +182,7 @@ void AsyncCall::Handle(Event event, bool ok) {
         absl::MutexLock lock(&mu_);
         writing_ = false;
         if (finish_after_write_.has_value()) {
-          SendStatus(*finish_after_write_, &status_sent_tag_);
+          SendStatus(*finish_after_write_);
           finish_after_write_.reset();
         }
       }
@@ -165,7 +199,7 @@ void AsyncCall::Handle(Event event, bool ok) {
         absl::MutexLock lock(&mu_);
         done_ = true;
       }
-      if (context_.IsCancelled()) OnCancel();
+      if (slot_->context_.IsCancelled()) OnCancel();
       break;
     }
     case Event::kAlarm: {
@@ -198,54 +232,6 @@ void AsyncCall::End() {
   AsyncCallQueue* const queue = queue_;
   delete this;
   queue->Removed();
-}
-
-void AsyncBidiCall::Request(void* tag) {
-  methods()->RequestCall(method(), context(), &stream_, nullptr, queue()->cq(),
-                         tag);
-}
-void AsyncBidiCall::Read(grpc::ByteBuffer* message, void* tag) {
-  stream_.Read(message, tag);
-}
-void AsyncBidiCall::Write(const grpc::ByteBuffer& message, void* tag) {
-  stream_.Write(message, tag);
-}
-void AsyncBidiCall::SendStatus(const grpc::Status& status, void* tag) {
-  stream_.Finish(status, tag);
-}
-
-void AsyncReaderCall::Request(void* tag) {
-  methods()->RequestCall(method(), context(), &stream_, nullptr, queue()->cq(),
-                         tag);
-}
-void AsyncReaderCall::Read(grpc::ByteBuffer* message, void* tag) {
-  stream_.Read(message, tag);
-}
-void AsyncReaderCall::Write(const grpc::ByteBuffer&, void*) {
-  spdlog::critical("a client-streaming call has no writes");
-  std::abort();
-}
-void AsyncReaderCall::SendStatus(const grpc::Status& status, void* tag) {
-  if (status.ok()) {
-    stream_.Finish(response_, status, tag);
-  } else {
-    stream_.FinishWithError(status, tag);
-  }
-}
-
-void AsyncWriterCall::Request(void* tag) {
-  methods()->RequestCall(method(), context(), &stream_, &request_,
-                         queue()->cq(), tag);
-}
-void AsyncWriterCall::Read(grpc::ByteBuffer*, void*) {
-  spdlog::critical("a server-streaming call has no reads");
-  std::abort();
-}
-void AsyncWriterCall::Write(const grpc::ByteBuffer& message, void* tag) {
-  stream_.Write(message, tag);
-}
-void AsyncWriterCall::SendStatus(const grpc::Status& status, void* tag) {
-  stream_.Finish(status, tag);
 }
 
 }  // namespace paramd

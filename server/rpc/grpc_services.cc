@@ -1,8 +1,5 @@
 #include "server/rpc/grpc_services.h"
 
-#include <grpcpp/impl/rpc_service_method.h>
-#include <grpcpp/support/method_handler.h>
-
 #include "absl/strings/str_cat.h"
 #include "common/base/status_macros.h"
 #include "common/rpc/credentials.h"
@@ -18,67 +15,55 @@
 namespace paramd {
 
 std::string GrpcParameterService::MethodName(const char* rpc) {
-  return absl::StrCat("/", proto::ParameterService::service_full_name(), "/",
-                      rpc);
+  return ServedMethods::MethodName(proto::ParameterService::service_full_name(),
+                                   rpc);
 }
 
 void GrpcParameterService::AddUnary(
-    const char* rpc,
+    ServedMethods* methods, const char* rpc,
     grpc::Status (GrpcParameterService::*handler)(grpc::ServerContext*,
                                                   const grpc::ByteBuffer*,
                                                   grpc::ByteBuffer*)) {
-  names_.push_back(std::make_unique<std::string>(MethodName(rpc)));
-  AddByteMethod(this, names_.back()->c_str(), rpc, security_, handler);
-}
-
-int GrpcParameterService::AddAsync(const char* rpc,
-                                   grpc::internal::RpcMethod::RpcType type) {
-  names_.push_back(std::make_unique<std::string>(MethodName(rpc)));
-  auto* method = new grpc::internal::RpcServiceMethod(names_.back()->c_str(),
-                                                      type, nullptr);
-  method->SetServerApiType(grpc::internal::RpcServiceMethod::ApiType::ASYNC);
-  const int index = methods_;
-  AddRawMethod(method);
-  return index;
-}
-
-std::vector<AsyncCall*> GrpcParameterService::FirstCalls(
-    AsyncCallQueue* queue) {
-  return {new StepStreamReactor(this, queue),
-          new PushStreamReactor(this, queue),
-          new PullStreamReactor(this, queue)};
-}
-
-void GrpcParameterService::RequestCall(
-    int method, grpc::ServerContext* context,
-    grpc::internal::ServerAsyncStreamingInterface* stream,
-    grpc::ByteBuffer* request, grpc::ServerCompletionQueue* cq, void* tag) {
-  if (request != nullptr) {
-    RequestAsyncServerStreaming(method, context, request, stream, cq, cq, tag);
-  } else {
-    // A client-streaming call is asked for as a bidirectional one is.
-    RequestAsyncBidiStreaming(method, context, stream, cq, cq, tag);
-  }
+  methods->AddUnary(MethodName(rpc), rpc, security_,
+                    [this, handler](grpc::ServerContext* context,
+                                    const grpc::ByteBuffer& request,
+                                    grpc::ByteBuffer* response) {
+                      return (this->*handler)(context, &request, response);
+                    });
 }
 
 GrpcParameterService::GrpcParameterService(Shard* shard,
                                            const JobSecurity* security,
                                            const ReplyFaults* faults)
-    : shard_(shard), security_(security), faults_(faults) {
-  AddUnary("Register", &GrpcParameterService::Register);
-  AddUnary("Push", &GrpcParameterService::Push);
-  AddUnary("Pull", &GrpcParameterService::Pull);
-  AddUnary("PushPull", &GrpcParameterService::PushPull);
-  AddUnary("PullRows", &GrpcParameterService::PullRows);
-  AddUnary("Initialize", &GrpcParameterService::Initialize);
-  AddUnary("Heartbeat", &GrpcParameterService::Heartbeat);
-  push_stream_method_ =
-      AddAsync("PushStream", grpc::internal::RpcMethod::CLIENT_STREAMING);
-  pull_stream_method_ =
-      AddAsync("PullStream", grpc::internal::RpcMethod::SERVER_STREAMING);
-  step_stream_method_ =
-      AddAsync("StepStream", grpc::internal::RpcMethod::BIDI_STREAMING);
-  AddUnary("ReportEpoch", &GrpcParameterService::ReportEpoch);
+    : shard_(shard), security_(security), faults_(faults) {}
+
+void GrpcParameterService::AddTo(ServedMethods* methods) {
+  AddUnary(methods, "Register", &GrpcParameterService::Register);
+  AddUnary(methods, "Push", &GrpcParameterService::Push);
+  AddUnary(methods, "Pull", &GrpcParameterService::Pull);
+  AddUnary(methods, "PushPull", &GrpcParameterService::PushPull);
+  AddUnary(methods, "PullRows", &GrpcParameterService::PullRows);
+  AddUnary(methods, "Initialize", &GrpcParameterService::Initialize);
+  AddUnary(methods, "Heartbeat", &GrpcParameterService::Heartbeat);
+  AddUnary(methods, "ReportEpoch", &GrpcParameterService::ReportEpoch);
+  methods->AddStream(MethodName("PushStream"),
+                     [this](AsyncCallQueue* queue,
+                            std::unique_ptr<CallSlot> slot) -> AsyncCall* {
+                       return new PushStreamReactor(this, queue,
+                                                    std::move(slot));
+                     });
+  methods->AddStream(MethodName("PullStream"),
+                     [this](AsyncCallQueue* queue,
+                            std::unique_ptr<CallSlot> slot) -> AsyncCall* {
+                       return new PullStreamReactor(this, queue,
+                                                    std::move(slot));
+                     });
+  methods->AddStream(MethodName("StepStream"),
+                     [this](AsyncCallQueue* queue,
+                            std::unique_ptr<CallSlot> slot) -> AsyncCall* {
+                       return new StepStreamReactor(this, queue,
+                                                    std::move(slot));
+                     });
 }
 
 grpc::Status GrpcParameterService::Register(grpc::ServerContext*,

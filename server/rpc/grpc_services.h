@@ -3,8 +3,7 @@
 #ifndef PARAMD_SERVER_RPC_GRPC_SERVICES_H_
 #define PARAMD_SERVER_RPC_GRPC_SERVICES_H_
 
-#include <grpcpp/impl/rpc_service_method.h>
-#include <grpcpp/impl/service_type.h>
+#include <grpcpp/server_context.h>
 #include <grpcpp/support/byte_buffer.h>
 
 #include <string>
@@ -14,14 +13,15 @@
 #include "proto/paramd.grpc.pb.h"
 #include "server/faults/reply_faults.h"
 #include "server/rpc/async_calls.h"
+#include "server/rpc/served_methods.h"
 #include "server/shard/shard.h"
 
 namespace paramd {
 
-// proto::ParameterService, assembled by hand rather than from the
-// generated base class so that Push and Pull can keep tensor bytes out of
-// protobuf messages (common/wire/wire_format.h): a push is decoded from the
-// received slices, copying each chunk at most once, and a pull's reply
+// proto::ParameterService, served on raw bytes (server/rpc/served_methods.h)
+// rather than by the generated base class so that Push and Pull can keep tensor
+// bytes out of protobuf messages (common/wire/wire_format.h): a push is decoded
+// from the received slices, copying each chunk at most once, and a pull's reply
 // references the shard's snapshot of the version in place, so one copy of
 // a version serves every worker that pulls it. On the wire these are
 // PushRequest/PullResponse, so any protobuf client can call them; the
@@ -31,7 +31,7 @@ namespace paramd {
 // stream_message_bytes, or kStreamMessageBytes when unset.
 int64_t PullStreamMessageBytes(const proto::PullRequest& pull);
 
-class GrpcParameterService final : public grpc::Service, public AsyncMethods {
+class GrpcParameterService final {
  public:
   // Every call must carry `security`'s token (when it has one); `security`
   // is read only while serving and must outlive the service, as must
@@ -42,21 +42,10 @@ class GrpcParameterService final : public grpc::Service, public AsyncMethods {
   // "/paramd.proto.ParameterService/<rpc>".
   static std::string MethodName(const char* rpc);
 
-  // Adds a method built outside the class (grpc::Service::AddMethod is
-  // protected); the service owns it.
-  void AddRawMethod(grpc::internal::RpcServiceMethod* method) {
-    AddMethod(method);
-    ++methods_;
-  }
-
-  // The streams are served on gRPC's async API: the server polls a
-  // completion queue for them (AsyncCallQueue) and starts with FirstCalls,
-  // one waiting call of each streaming method, served on `queue`.
-  std::vector<AsyncCall*> FirstCalls(AsyncCallQueue* queue);
-  void RequestCall(int method, grpc::ServerContext* context,
-                   grpc::internal::ServerAsyncStreamingInterface* stream,
-                   grpc::ByteBuffer* request, grpc::ServerCompletionQueue* cq,
-                   void* tag) override;
+  // Adds the service's methods to `methods`. The streams are served
+  // without a thread per stream by the reactors (StepStreamReactor,
+  // PushStreamReactor, PullStreamReactor); this object outlives them.
+  void AddTo(ServedMethods* methods);
 
  private:
   // Serve the streams without a thread per stream; use the parts below and
@@ -136,11 +125,8 @@ class GrpcParameterService final : public grpc::Service, public AsyncMethods {
       const std::shared_ptr<const ParamSnapshot>& snapshot, bool half,
       int64_t message_bytes, absl::Span<char> pull_area) const;
 
-  // Adds the method `rpc` of kind `type` served on gRPC's async API (by
-  // an AsyncCall, which checks the token); returns its index.
-  int AddAsync(const char* rpc, grpc::internal::RpcMethod::RpcType type);
-  // Adds one unary method served by `handler`.
-  void AddUnary(const char* rpc,
+  // Adds the unary method `rpc`, served by `handler`.
+  void AddUnary(ServedMethods* methods, const char* rpc,
                 grpc::Status (GrpcParameterService::*handler)(
                     grpc::ServerContext*, const grpc::ByteBuffer*,
                     grpc::ByteBuffer*));
@@ -148,18 +134,7 @@ class GrpcParameterService final : public grpc::Service, public AsyncMethods {
   Shard* const shard_;
   const JobSecurity* const security_;
   const ReplyFaults* const faults_;
-  // gRPC keeps pointers to the method names.
-  std::vector<std::unique_ptr<std::string>> names_;
-  int methods_ = 0;  // Added so far: the next one's index.
-  // The streaming methods' indices.
-  int step_stream_method_ = -1;
-  int push_stream_method_ = -1;
-  int pull_stream_method_ = -1;
 };
-
-// proto::StatusService (GetStatus, Checkpoint, Trace), assembled by hand like
-// the parameter service so that a malformed request is INVALID_ARGUMENT
-// naming it.
 
 }  // namespace paramd
 

@@ -1,6 +1,7 @@
 #include "server/rpc/grpc_status_service.h"
 
-#include "absl/strings/str_cat.h"
+#include <utility>
+
 #include "common/base/status_macros.h"
 #include "proto/paramd.grpc.pb.h"
 #include "server/rpc/byte_methods.h"
@@ -8,19 +9,25 @@
 namespace paramd {
 
 GrpcStatusService::GrpcStatusService(Shard* shard, const JobSecurity* security)
-    : shard_(shard) {
-  name_ = absl::StrCat("/", proto::StatusService::service_full_name(),
-                       "/GetStatus");
-  AddByteMethod(this, name_.c_str(), "GetStatus", security,
-                &GrpcStatusService::GetStatus);
-  checkpoint_name_ = absl::StrCat(
-      "/", proto::StatusService::service_full_name(), "/Checkpoint");
-  AddByteMethod(this, checkpoint_name_.c_str(), "Checkpoint", security,
-                &GrpcStatusService::Checkpoint);
-  trace_name_ =
-      absl::StrCat("/", proto::StatusService::service_full_name(), "/Trace");
-  AddByteMethod(this, trace_name_.c_str(), "Trace", security,
-                &GrpcStatusService::Trace);
+    : shard_(shard), security_(security) {}
+
+void GrpcStatusService::AddTo(ServedMethods* methods) {
+  using Handler = grpc::Status (GrpcStatusService::*)(
+      grpc::ServerContext*, const grpc::ByteBuffer*, grpc::ByteBuffer*);
+  for (const auto& [rpc, handler] :
+       {std::pair<const char*, Handler>{"GetStatus",
+                                        &GrpcStatusService::GetStatus},
+        {"Checkpoint", &GrpcStatusService::Checkpoint},
+        {"Trace", &GrpcStatusService::Trace}}) {
+    methods->AddUnary(ServedMethods::MethodName(
+                          proto::StatusService::service_full_name(), rpc),
+                      rpc, security_,
+                      [this, handler = handler](grpc::ServerContext* context,
+                                                const grpc::ByteBuffer& request,
+                                                grpc::ByteBuffer* response) {
+                        return (this->*handler)(context, &request, response);
+                      });
+  }
 }
 
 grpc::Status GrpcStatusService::GetStatus(grpc::ServerContext*,

@@ -4,27 +4,22 @@
 #ifndef PARAMD_SERVER_RPC_GRPC_STATUS_SERVICE_H_
 #define PARAMD_SERVER_RPC_GRPC_STATUS_SERVICE_H_
 
-#include <grpcpp/impl/rpc_service_method.h>
-#include <grpcpp/impl/service_type.h>
+#include <grpcpp/server_context.h>
 #include <grpcpp/support/byte_buffer.h>
 
-#include <string>
-
 #include "common/rpc/credentials.h"
+#include "server/rpc/served_methods.h"
 #include "server/shard/shard.h"
 
 namespace paramd {
 
-class GrpcStatusService final : public grpc::Service {
+class GrpcStatusService final {
  public:
   // As GrpcParameterService: the status RPC needs the token too.
   GrpcStatusService(Shard* shard, const JobSecurity* security);
 
-  // Adds a method built outside the class (grpc::Service::AddMethod is
-  // protected); the service owns it.
-  void AddRawMethod(grpc::internal::RpcServiceMethod* method) {
-    AddMethod(method);
-  }
+  // Adds the service's methods to `methods`; this object outlives them.
+  void AddTo(ServedMethods* methods);
 
  private:
   grpc::Status GetStatus(grpc::ServerContext* context,
@@ -38,10 +33,7 @@ class GrpcStatusService final : public grpc::Service {
                      grpc::ByteBuffer* response);
 
   Shard* const shard_;
-  // gRPC keeps pointers to the method names.
-  std::string name_;
-  std::string checkpoint_name_;
-  std::string trace_name_;
+  const JobSecurity* const security_;
 };
 
 }  // namespace paramd

@@ -65,18 +65,19 @@ absl::StatusOr<int> ParameterServer::Start(const std::string& address) {
   grpc::ResourceQuota quota("paramd-server");
   quota.Resize(static_cast<size_t>(shard_->transport_memory_bytes()));
   builder.SetResourceQuota(quota);
-  builder.RegisterService(&parameter_service_);
-  builder.RegisterService(&status_service_);
+  parameter_service_.AddTo(&methods_);
+  status_service_.AddTo(&methods_);
   if (shard_->replica() != nullptr) {
     replica_service_ =
         std::make_unique<GrpcReplicaService>(shard_.get(), &security_);
-    builder.RegisterService(replica_service_.get());
+    replica_service_->AddTo(&methods_);
   }
-  // The streams on the async API: one completion queue, one thread.
+  // Every method on the async API: one completion queue, one thread.
+  builder.RegisterAsyncGenericService(&generic_);
   std::unique_ptr<grpc::ServerCompletionQueue> cq =
       builder.AddCompletionQueue();
   server_ = builder.BuildAndStart();
-  calls_ = std::make_unique<AsyncCallQueue>(std::move(cq));
+  calls_ = std::make_unique<AsyncCallQueue>(std::move(cq), &generic_);
   if (server_ == nullptr || port == 0) {
     server_.reset();
     calls_.reset();
@@ -88,8 +89,9 @@ absl::StatusOr<int> ParameterServer::Start(const std::string& address) {
                       : ""));
   }
   port_ = port;
-  if (calls_ != nullptr)
-    calls_->Start(parameter_service_.FirstCalls(calls_.get()));
+  calls_->Start([this](AsyncCallQueue* queue, std::unique_ptr<CallSlot> slot) {
+    return methods_.Make(queue, std::move(slot));
+  });
   ticker_ = std::thread([this] { TickLoop(); });
   return port;
 }

@@ -7,6 +7,7 @@
 #ifndef PARAMD_SERVER_RPC_PARAMETER_SERVER_H_
 #define PARAMD_SERVER_RPC_PARAMETER_SERVER_H_
 
+#include <grpcpp/generic/async_generic_service.h>
 #include <grpcpp/server.h>
 
 #include <functional>
@@ -20,6 +21,7 @@
 #include "server/rpc/grpc_services.h"
 #include "server/rpc/grpc_status_service.h"
 #include "server/rpc/replica_rpc.h"
+#include "server/rpc/served_methods.h"
 #include "server/shard/shard.h"
 
 namespace paramd {
@@ -61,8 +63,11 @@ class ParameterServer {
   std::unique_ptr<GrpcReplicaService> replica_service_;
   void TickLoop();
 
-  // The streams' completion queue and its thread; before server_, so that
-  // it outlives it.
+  // Every method of the three services, served through one generic
+  // service on one completion queue and its thread (async_calls.h); before
+  // server_, so that they outlive it.
+  ServedMethods methods_;
+  grpc::AsyncGenericService generic_;
   std::unique_ptr<AsyncCallQueue> calls_;
   std::unique_ptr<grpc::Server> server_;
   int port_ = 0;

@@ -14,19 +14,26 @@ namespace paramd {
 
 GrpcReplicaService::GrpcReplicaService(Shard* shard,
                                        const JobSecurity* security)
-    : shard_(shard),
-      max_replicate_bytes_(INT32_MAX),
-      replicate_name_(MethodName("Replicate")),
-      handover_name_(MethodName("Handover")) {
-  AddByteMethod(this, replicate_name_.c_str(), "Replicate", security,
-                &GrpcReplicaService::Replicate);
-  AddByteMethod(this, handover_name_.c_str(), "Handover", security,
-                &GrpcReplicaService::Handover);
+    : shard_(shard), max_replicate_bytes_(INT32_MAX), security_(security) {}
+
+void GrpcReplicaService::AddTo(ServedMethods* methods) {
+  methods->AddUnary(
+      MethodName("Replicate"), "Replicate", security_,
+      [this](grpc::ServerContext* context, const grpc::ByteBuffer& request,
+             grpc::ByteBuffer* response) {
+        return Replicate(context, &request, response);
+      });
+  methods->AddUnary(
+      MethodName("Handover"), "Handover", security_,
+      [this](grpc::ServerContext* context, const grpc::ByteBuffer& request,
+             grpc::ByteBuffer* response) {
+        return Handover(context, &request, response);
+      });
 }
 
 std::string GrpcReplicaService::MethodName(const char* rpc) {
-  return absl::StrCat("/", proto::ReplicaService::service_full_name(), "/",
-                      rpc);
+  return ServedMethods::MethodName(proto::ReplicaService::service_full_name(),
+                                   rpc);
 }
 
 grpc::Status GrpcReplicaService::Replicate(grpc::ServerContext*,

@@ -7,8 +7,7 @@
 #define PARAMD_SERVER_RPC_REPLICA_RPC_H_
 
 #include <grpcpp/channel.h>
-#include <grpcpp/impl/rpc_service_method.h>
-#include <grpcpp/impl/service_type.h>
+#include <grpcpp/server_context.h>
 #include <grpcpp/support/byte_buffer.h>
 
 #include <memory>
@@ -16,11 +15,12 @@
 
 #include "common/rpc/credentials.h"
 #include "proto/paramd.grpc.pb.h"
+#include "server/rpc/served_methods.h"
 #include "server/shard/shard.h"
 
 namespace paramd {
 
-class GrpcReplicaService final : public grpc::Service {
+class GrpcReplicaService final {
  public:
   // `shard` has a replica (replication.factor 2); `security` as for the
   // other services.
@@ -29,9 +29,8 @@ class GrpcReplicaService final : public grpc::Service {
   // "/paramd.proto.ReplicaService/<rpc>".
   static std::string MethodName(const char* rpc);
 
-  void AddRawMethod(grpc::internal::RpcServiceMethod* method) {
-    AddMethod(method);
-  }
+  // Adds the service's methods to `methods`; this object outlives them.
+  void AddTo(ServedMethods* methods);
 
  private:
   grpc::Status Replicate(grpc::ServerContext* context,
@@ -45,8 +44,7 @@ class GrpcReplicaService final : public grpc::Service {
   // A Replicate carries the shard's whole state: parameters, optimizer
   // slots and rows.
   const int64_t max_replicate_bytes_;
-  // gRPC keeps pointers to the method names.
-  std::string replicate_name_, handover_name_;
+  const JobSecurity* const security_;
 };
 
 // The other replica, over a channel of its own.

@@ -9,8 +9,9 @@
 namespace paramd {
 
 StepStreamReactor::StepStreamReactor(GrpcParameterService* service,
-                                     AsyncCallQueue* queue)
-    : AsyncBidiCall(queue, service, service->step_stream_method_),
+                                     AsyncCallQueue* queue,
+                                     std::unique_ptr<CallSlot> slot)
+    : AsyncCall(queue, std::move(slot)),
       service_(service),
       pull_(service->shard_) {}
 

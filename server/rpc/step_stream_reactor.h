@@ -36,21 +36,19 @@
 
 namespace paramd {
 
-class StepStreamReactor final : public AsyncBidiCall {
+class StepStreamReactor final : public AsyncCall {
  public:
-  // Waits for a StepStream call (Listen); serves it once it comes (or
-  // ends it: a missing or wrong token); deletes itself when the call is
-  // done. `service` and `queue` outlive it.
-  StepStreamReactor(GrpcParameterService* service, AsyncCallQueue* queue);
+  // Serves the StepStream call in `slot` (or ends it: a missing or wrong
+  // token); deletes itself when the call is done. `service` and `queue`
+  // outlive it.
+  StepStreamReactor(GrpcParameterService* service, AsyncCallQueue* queue,
+                    std::unique_ptr<CallSlot> slot);
 
  private:
   void OnStart() override;
   void OnReadDone(bool ok) override;
   void OnWriteDone(bool ok) override;
   void OnCancel() override;
-  AsyncCall* Next() override {
-    return new StepStreamReactor(service_, queue());
-  }
 
   // The push in request_ is applied; starts the pull of `clock`.
   void StartPull(const proto::PullRequest& pull);

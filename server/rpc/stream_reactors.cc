@@ -11,8 +11,9 @@
 namespace paramd {
 
 PushStreamReactor::PushStreamReactor(GrpcParameterService* service,
-                                     AsyncCallQueue* queue)
-    : AsyncReaderCall(queue, service, service->push_stream_method_),
+                                     AsyncCallQueue* queue,
+                                     std::unique_ptr<CallSlot> slot)
+    : AsyncCall(queue, std::move(slot)),
       service_(service),
       push_(service->shard_, "PushStream") {}
 
@@ -45,32 +46,33 @@ void PushStreamReactor::OnReadDone(bool ok) {
 void PushStreamReactor::OnAlarm() {
   if (decided_) {
     // A reply held back (testing.delay_reply_ms): lost, or sent now.
-    Finish(ToGrpcStatus(lost_));
+    Finish(ToGrpcStatus(lost_), reply_);
     return;
   }
   decided_ = true;
   // A push counts only once the worker ended the stream itself: one cut
   // off by a cancel or a passed deadline applies nothing, whole or not.
-  const bool cut_off = cancelled_ || context()->deadline() <=
-                                         std::chrono::system_clock::now();
+  const bool cut_off =
+      cancelled_ || context()->deadline() <= std::chrono::system_clock::now();
   proto::PushResponse reply;
   if (const absl::Status s = push_.Finish(cut_off, &reply); !s.ok()) {
     Finish(ToGrpcStatus(s));
     return;
   }
-  *response() = SerializeMessage(reply);
+  reply_ = SerializeMessage(reply);
   ReplyFaults::Fate fate = service_->faults_->Draw("PushStream");
   lost_ = std::move(fate.lost);
   if (fate.delay > absl::ZeroDuration()) {
     Alarm(fate.delay);
     return;
   }
-  Finish(ToGrpcStatus(lost_));
+  Finish(ToGrpcStatus(lost_), reply_);
 }
 
 PullStreamReactor::PullStreamReactor(GrpcParameterService* service,
-                                     AsyncCallQueue* queue)
-    : AsyncWriterCall(queue, service, service->pull_stream_method_),
+                                     AsyncCallQueue* queue,
+                                     std::unique_ptr<CallSlot> slot)
+    : AsyncCall(queue, std::move(slot)),
       service_(service),
       pull_(service->shard_) {}
 
@@ -81,8 +83,17 @@ void PullStreamReactor::OnStart() {
     Finish(auth);
     return;
   }
+  StartRead(&request_);
+}
+
+void PullStreamReactor::OnReadDone(bool ok) {
+  if (!ok) {
+    Finish(grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+                        "PullStream: no PullRequest"));
+    return;
+  }
   proto::PullRequest pull;
-  if (absl::Status s = service_->ParsePull("PullStream", request(), &pull);
+  if (absl::Status s = service_->ParsePull("PullStream", request_, &pull);
       !s.ok()) {
     Finish(ToGrpcStatus(s));
     return;

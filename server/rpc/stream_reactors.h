@@ -27,10 +27,11 @@
 
 namespace paramd {
 
-class PushStreamReactor final : public AsyncReaderCall {
+class PushStreamReactor final : public AsyncCall {
  public:
-  // Waits for a PushStream call (Listen). `service` and `queue` outlive it.
-  PushStreamReactor(GrpcParameterService* service, AsyncCallQueue* queue);
+  // Serves the PushStream call in `slot`. `service` and `queue` outlive it.
+  PushStreamReactor(GrpcParameterService* service, AsyncCallQueue* queue,
+                    std::unique_ptr<CallSlot> slot);
 
  private:
   void OnStart() override;
@@ -42,12 +43,10 @@ class PushStreamReactor final : public AsyncReaderCall {
   // The stream ended: applies the push unless it was cut off; then, after
   // a reply held back by the testing faults, answers.
   void OnAlarm() override;
-  AsyncCall* Next() override {
-    return new PushStreamReactor(service_, queue());
-  }
 
   GrpcParameterService* const service_;
   grpc::ByteBuffer message_;
+  grpc::ByteBuffer reply_;  // The PushResponse, once decided.
   PushPieces push_;
   // Events run on the queue's one thread.
   bool cancelled_ = false;
@@ -55,13 +54,16 @@ class PushStreamReactor final : public AsyncReaderCall {
   absl::Status lost_;     // The reply, lost on purpose (testing).
 };
 
-class PullStreamReactor final : public AsyncWriterCall {
+class PullStreamReactor final : public AsyncCall {
  public:
-  // Waits for a PullStream call (Listen). `service` and `queue` outlive it.
-  PullStreamReactor(GrpcParameterService* service, AsyncCallQueue* queue);
+  // Serves the PullStream call in `slot`. `service` and `queue` outlive it.
+  PullStreamReactor(GrpcParameterService* service, AsyncCallQueue* queue,
+                    std::unique_ptr<CallSlot> slot);
 
  private:
   void OnStart() override;
+  // The call's one PullRequest came: starts the pull.
+  void OnReadDone(bool ok) override;
   // The pull ended: writes its messages, or ends the call.
   void Pulled(absl::StatusOr<std::shared_ptr<const ParamSnapshot>> snapshot,
               bool half, int64_t message_bytes);
@@ -73,12 +75,10 @@ class PullStreamReactor final : public AsyncWriterCall {
     pull_.Cancel();
     CancelAlarm();
   }
-  AsyncCall* Next() override {
-    return new PullStreamReactor(service_, queue());
-  }
 
   GrpcParameterService* const service_;
   WaitingPull pull_;
+  grpc::ByteBuffer request_;
   // Written one after another; the next to write.
   std::vector<grpc::ByteBuffer> parts_;
   size_t next_part_ = 0;

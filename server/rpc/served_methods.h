@@ -1,0 +1,64 @@
+// ServedMethods: every method a paramd-server serves, by its full name
+// ("/paramd.proto.ParameterService/Push"), and the AsyncCall that serves a
+// call of it (server/rpc/async_calls.h). The services add their methods
+// (GrpcParameterService, GrpcStatusService, GrpcReplicaService); the
+// server's one completion queue asks Make for each call that comes. A
+// method not here is answered UNIMPLEMENTED naming it.
+//
+// A unary method is served on raw bytes behind the job's token: the call
+// reads its one request on the queue's thread, runs the handler on a
+// thread of the queue's HandlerThreads (a handler may wait: a pull under
+// sync) and sends its response with the status.
+//
+// Filled before the server starts; read-only (and thread-safe) after.
+#ifndef PARAMD_SERVER_RPC_SERVED_METHODS_H_
+#define PARAMD_SERVER_RPC_SERVED_METHODS_H_
+
+#include <grpcpp/server_context.h>
+#include <grpcpp/support/byte_buffer.h>
+#include <grpcpp/support/status.h>
+
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+
+#include "absl/strings/string_view.h"
+#include "common/rpc/credentials.h"
+#include "server/rpc/async_calls.h"
+
+namespace paramd {
+
+class ServedMethods {
+ public:
+  using MakeCall = AsyncCallQueue::MakeCall;
+  // Answers `request` into `response` (sent only with an OK status). The
+  // context gives the call's deadline, metadata and cancel: ServerContext's
+  // IsCancelled is true once gRPC told the queue's thread.
+  using UnaryHandler = std::function<grpc::Status(
+      grpc::ServerContext* context, const grpc::ByteBuffer& request,
+      grpc::ByteBuffer* response)>;
+
+  // "/<service>/<rpc>".
+  static std::string MethodName(absl::string_view service,
+                                absl::string_view rpc);
+
+  // A streaming method: `make` serves each of its calls (and checks the
+  // token itself).
+  void AddStream(std::string name, MakeCall make);
+  // A unary method, `rpc` in messages; served once the call carries
+  // `security`'s token (read only while serving; it outlives the server).
+  void AddUnary(std::string name, const char* rpc, const JobSecurity* security,
+                UnaryHandler handler);
+
+  // The call that serves the call in `slot` (an UNIMPLEMENTED one for a
+  // method not added).
+  AsyncCall* Make(AsyncCallQueue* queue, std::unique_ptr<CallSlot> slot) const;
+
+ private:
+  std::map<std::string, MakeCall, std::less<>> methods_;
+};
+
+}  // namespace paramd
+
+#endif  // PARAMD_SERVER_RPC_SERVED_METHODS_H_
