@@ -20,7 +20,7 @@
 #include "server/rpc/async_calls.h"
 #include "server/rpc/grpc_services.h"
 #include "server/rpc/grpc_status_service.h"
-#include "server/rpc/replica_rpc.h"
+#include "server/replication/rpc/replica_rpc.h"
 #include "server/rpc/served_methods.h"
 #include "server/shard/shard.h"
 

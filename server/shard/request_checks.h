@@ -95,7 +95,7 @@ class RequestChecks {
 };
 
 // What a replica requires of its peer's calls (Replicate, Handover;
-// server/shard/shard_replica.h): InvalidArgument naming `rpc` unless the
+// server/replication/shard_replica.h): InvalidArgument naming `rpc` unless the
 // call's `job_id`, `shard` and `launch` are `own`'s.
 struct PeerIdentity {
   std::string job_id;

@@ -34,7 +34,7 @@
 #include "server/shard/lease_watch.h"
 #include "server/shard/request_checks.h"
 #include "server/shard/shard_checkpoints.h"
-#include "server/shard/shard_replica.h"
+#include "server/replication/shard_replica.h"
 #include "server/shard/shard_rows.h"
 #include "server/shard/shard_stats.h"
 #include "server/shard/shard_trace.h"

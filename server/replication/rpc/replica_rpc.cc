@@ -1,4 +1,4 @@
-#include "server/rpc/replica_rpc.h"
+#include "server/replication/rpc/replica_rpc.h"
 
 #include <grpcpp/client_context.h>
 

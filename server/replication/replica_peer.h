@@ -1,7 +1,7 @@
 // The other replica of a shard: the calls to it (ReplicaPeer) and where
 // this replica reaches it (PeerSlot), which a call from it may say.
-#ifndef PARAMD_SERVER_SHARD_REPLICA_PEER_H_
-#define PARAMD_SERVER_SHARD_REPLICA_PEER_H_
+#ifndef PARAMD_SERVER_REPLICATION_REPLICA_PEER_H_
+#define PARAMD_SERVER_REPLICATION_REPLICA_PEER_H_
 
 #include <functional>
 #include <memory>
@@ -64,4 +64,4 @@ class PeerSlot {
 
 }  // namespace paramd
 
-#endif  // PARAMD_SERVER_SHARD_REPLICA_PEER_H_
+#endif  // PARAMD_SERVER_REPLICATION_REPLICA_PEER_H_

@@ -1,10 +1,10 @@
 // The gRPC sides of a shard's replication (replication.factor 2;
-// server/shard/shard_replica.h): GrpcReplicaService serves the
+// server/replication/shard_replica.h): GrpcReplicaService serves the
 // ReplicaService of proto/paramd.proto over a Shard's ShardReplica, and
 // GrpcReplicaPeer calls the other replica's. Both on raw bytes behind the
 // job's token, like the other services.
-#ifndef PARAMD_SERVER_RPC_REPLICA_RPC_H_
-#define PARAMD_SERVER_RPC_REPLICA_RPC_H_
+#ifndef PARAMD_SERVER_REPLICATION_RPC_REPLICA_RPC_H_
+#define PARAMD_SERVER_REPLICATION_RPC_REPLICA_RPC_H_
 
 #include <grpcpp/channel.h>
 #include <grpcpp/server_context.h>
@@ -66,4 +66,4 @@ class GrpcReplicaPeer final : public ReplicaPeer {
 
 }  // namespace paramd
 
-#endif  // PARAMD_SERVER_RPC_REPLICA_RPC_H_
+#endif  // PARAMD_SERVER_REPLICATION_RPC_REPLICA_RPC_H_

@@ -29,8 +29,8 @@
 // mu_, a leaf: the policy calls OnStep with its lock held, the peer's
 // Replicate takes only mu_, and nothing here calls the policy or the peer
 // with mu_ held.
-#ifndef PARAMD_SERVER_SHARD_SHARD_REPLICA_H_
-#define PARAMD_SERVER_SHARD_SHARD_REPLICA_H_
+#ifndef PARAMD_SERVER_REPLICATION_SHARD_REPLICA_H_
+#define PARAMD_SERVER_REPLICATION_SHARD_REPLICA_H_
 
 #include <atomic>
 #include <cstdint>
@@ -50,7 +50,7 @@
 #include "server/policy/update_policy.h"
 #include "server/policy/worker_registry.h"
 #include "server/shard/job_metrics.h"
-#include "server/shard/replica_peer.h"
+#include "server/replication/replica_peer.h"
 
 namespace paramd {
 
@@ -198,4 +198,4 @@ class ShardReplica {
 
 }  // namespace paramd
 
-#endif  // PARAMD_SERVER_SHARD_SHARD_REPLICA_H_
+#endif  // PARAMD_SERVER_REPLICATION_SHARD_REPLICA_H_

@@ -1,4 +1,4 @@
-#include "server/shard/replica_peer.h"
+#include "server/replication/replica_peer.h"
 
 #include <utility>
 

@@ -1,4 +1,4 @@
-#include "server/shard/shard_replica.h"
+#include "server/replication/shard_replica.h"
 
 #include <algorithm>
 
