@@ -13,6 +13,7 @@
 //   bazel run //tools:cuda_bench -- [--seconds S] [--allow_tf32] [--job J.yaml]
 #include <algorithm>
 #include <cstdio>
+#include <functional>
 #include <random>
 
 #include "common/base/flags.h"
@@ -27,6 +28,31 @@
 
 namespace paramd {
 namespace {
+
+// Seconds per `step` of a CUDA model of `graph` (-1 when none can be
+// made); then where the device time goes, over up to 20 calls of
+// `compute` on a model of its own that times every operation (events
+// around each: slower, so not the figure returned), into `profile` and
+// `profiled`.
+double TimeGpu(const LayerGraph& graph, int batch, bool tf32,
+               const std::function<double(Model&)>& step,
+               const std::function<bool(Model&)>& compute,
+               DeviceProfile* profile, int64_t* profiled) {
+  absl::StatusOr<std::unique_ptr<Model>> model =
+      MakeCudaModel(graph, batch, tf32);
+  if (!model.ok()) {
+    std::printf("GPU: %s\n", std::string(model.status().message()).c_str());
+    return -1;
+  }
+  const double t_gpu = step(**model);
+  absl::StatusOr<std::unique_ptr<Model>> timed =
+      MakeCudaModel(graph, batch, tf32, profile);
+  if (timed.ok()) {
+    for (; *profiled < 20 && compute(**timed); ++*profiled) {
+    }
+  }
+  return t_gpu;
+}
 
 // forward+backward per batch on the CPU and, when `gpu` is OK, on the GPU,
 // with the GPU's device time by kind; 1 when the model cannot be timed.
@@ -60,44 +86,23 @@ int ModelSection(const ModelConfig& mc, const std::vector<int>& batches,
     std::vector<int32_t> y(batch);
     for (float& v : x) v = u(gen);
     for (int i = 0; i < batch; ++i) y[i] = i % graph->classes();
-    auto step = [&](Model& model) {
+    const std::function<bool(Model&)> compute = [&](Model& model) {
+      return model
+          .ComputeGradients(params, x.data(), y.data(), batch,
+                            absl::MakeSpan(grads))
+          .ok();
+    };
+    const std::function<double(Model&)> step = [&](Model& model) {
       model.SetStepSeed(3);
-      return SecondsPerCall(seconds, [&] {
-        return model
-            .ComputeGradients(params, x.data(), y.data(), batch,
-                              absl::MakeSpan(grads))
-            .ok();
-      });
+      return SecondsPerCall(seconds, [&] { return compute(model); });
     };
     CpuSequential cpu(*graph, batch, 1, blas);
     const double t_cpu = step(cpu);
-    double t_gpu = -1;
     DeviceProfile profile;
     int64_t profiled_steps = 0;
-    if (gpu.ok()) {
-      absl::StatusOr<std::unique_ptr<Model>> model =
-          MakeCudaModel(*graph, batch, tf32);
-      if (!model.ok()) {
-        std::printf("GPU: %s\n", std::string(model.status().message()).c_str());
-      } else {
-        t_gpu = step(**model);
-        // Where the device time goes, from a model of its own that times
-        // every operation (events around each: slower, so not the figure
-        // above).
-        absl::StatusOr<std::unique_ptr<Model>> timed =
-            MakeCudaModel(*graph, batch, tf32, &profile);
-        if (timed.ok()) {
-          for (; profiled_steps < 20; ++profiled_steps) {
-            if (!(*timed)
-                     ->ComputeGradients(params, x.data(), y.data(), batch,
-                                        absl::MakeSpan(grads))
-                     .ok()) {
-              break;
-            }
-          }
-        }
-      }
-    }
+    const double t_gpu = gpu.ok() ? TimeGpu(*graph, batch, tf32, step, compute,
+                                            &profile, &profiled_steps)
+                                  : -1;
     if (t_gpu > 0) {
       const double n = std::max<int64_t>(profiled_steps, 1);
       const double wall_ms = t_gpu * 1e3;

@@ -194,6 +194,52 @@ void PrintReport(const BenchOptions& o, const ClickLogFigures& train,
   }
 }
 
+// The workers' run: how long it took and the largest worker's peak RSS.
+struct WorkerRun {
+  double seconds = 0;
+  int64_t worker_peak = 0;
+};
+
+// Runs o.workers paramd-workers on `job` against `servers` until all have
+// ended; an error when one could not start or failed (naming it), or a
+// server failed meanwhile.
+absl::StatusOr<WorkerRun> RunWorkers(const BenchOptions& o,
+                                     const std::string& job,
+                                     ServerProcesses* servers) {
+  Supervisor& supervisor = servers->supervisor();
+  const std::string worker_binary = FindBinary("paramd-worker", "worker");
+  const absl::Time start = absl::Now();
+  std::vector<int> workers;
+  for (int r = 0; r < o.workers; ++r) {
+    absl::StatusOr<int> w = supervisor.Spawn(
+        absl::StrCat("worker ", r),
+        {worker_binary, "--job", job, "--rank", std::to_string(r), "--servers",
+         absl::StrJoin(servers->addresses(), ","), "--log_level", "warning"});
+    if (!w.ok()) return w.status();
+    workers.push_back(*w);
+  }
+  int running = o.workers;
+  while (running > 0) {
+    for (int i : supervisor.Poll(absl::Seconds(1))) {
+      const ChildInfo& c = supervisor.child(i);
+      bool is_worker = false;
+      for (int w : workers) is_worker = is_worker || w == i;
+      if (is_worker) --running;
+      if (c.wait_status != 0) {
+        return absl::InternalError(
+            absl::StrCat(c.name, " ", Supervisor::DescribeExit(c.wait_status)));
+      }
+    }
+  }
+  WorkerRun run;
+  run.seconds = absl::ToDoubleSeconds(absl::Now() - start);
+  for (int w : workers) {
+    run.worker_peak =
+        std::max(run.worker_peak, supervisor.child(w).peak_rss_bytes);
+  }
+  return run;
+}
+
 int Driver(const BenchOptions& o) {
   char dir_template[] = "/tmp/paramd-rows-bench-XXXXXX";
   const char* made = mkdtemp(dir_template);
@@ -241,44 +287,15 @@ int Driver(const BenchOptions& o) {
     std::fprintf(stderr, "%s\n", servers.status().ToString().c_str());
     return 1;
   }
-  Supervisor& supervisor = (*servers)->supervisor();
-  const std::string worker_binary = FindBinary("paramd-worker", "worker");
-  const absl::Time start = absl::Now();
-  std::vector<int> workers;
-  for (int r = 0; r < o.workers; ++r) {
-    absl::StatusOr<int> w = supervisor.Spawn(
-        absl::StrCat("worker ", r),
-        {worker_binary, "--job", job, "--rank", std::to_string(r), "--servers",
-         absl::StrJoin((*servers)->addresses(), ","), "--log_level",
-         "warning"});
-    if (!w.ok()) {
-      std::fprintf(stderr, "%s\n", w.status().ToString().c_str());
-      return 1;
-    }
-    workers.push_back(*w);
-  }
-  int running = o.workers;
-  while (running > 0) {
-    for (int i : supervisor.Poll(absl::Seconds(1))) {
-      const ChildInfo& c = supervisor.child(i);
-      bool is_worker = false;
-      for (int w : workers) is_worker = is_worker || w == i;
-      if (is_worker) --running;
-      if (c.wait_status != 0) {
-        std::fprintf(stderr, "%s %s\n", c.name.c_str(),
-                     Supervisor::DescribeExit(c.wait_status).c_str());
-        return 1;
-      }
-    }
-  }
-  const double seconds = absl::ToDoubleSeconds(absl::Now() - start);
-  int64_t worker_peak = 0;
-  for (int w : workers) {
-    worker_peak = std::max(worker_peak, supervisor.child(w).peak_rss_bytes);
+  absl::StatusOr<WorkerRun> run = RunWorkers(o, job, servers->get());
+  if (!run.ok()) {
+    std::fprintf(stderr, "%s\n", std::string(run.status().message()).c_str());
+    return 1;
   }
   const ServerTotals totals = QueryServers(**servers);
   servers->reset();
-  PrintReport(o, *train_figures, *test_figures, seconds, worker_peak, totals);
+  PrintReport(o, *train_figures, *test_figures, run->seconds, run->worker_peak,
+              totals);
   if (!o.keep_dir) {
     for (const std::string& f : {train, test, job}) std::remove(f.c_str());
   }

@@ -380,12 +380,21 @@ bool MeasureInChild(const ServerProcess& server, bool queue,
   return got && WIFEXITED(status) && WEXITSTATUS(status) == 0;
 }
 
-int Main(int argc, char** argv) {
+// The command line's settings.
+struct BenchFlags {
+  int bytes = 4096;
+  int trips = 5000;
+  int rounds = 3;
+  std::string poll_strategy;  // Empty: gRPC's default.
+};
+
+// False (having said why) when the command line is not valid.
+bool ParseBenchFlags(int argc, char** argv, BenchFlags* out) {
   auto flags =
       ParseFlags(argc, argv, {"bytes", "trips", "rounds", "poll_strategy"}, {});
   if (!flags.ok()) {
     std::fprintf(stderr, "%s\n", std::string(flags.status().message()).c_str());
-    return 2;
+    return false;
   }
   auto bytes = flags->GetInt("bytes", 4096);
   auto trips = flags->GetInt("trips", 5000);
@@ -393,19 +402,30 @@ int Main(int argc, char** argv) {
   for (const auto* v : {&bytes, &trips, &rounds}) {
     if (!v->ok()) {
       std::fprintf(stderr, "%s\n", std::string(v->status().message()).c_str());
-      return 2;
+      return false;
     }
   }
   if (*bytes < 0 || *trips < 1 || *rounds < 1) {
     std::fprintf(stderr, "--bytes >= 0, --trips >= 1, --rounds >= 1\n");
-    return 2;
+    return false;
   }
-  const std::string poll_strategy = flags->Get("poll_strategy", "");
-  if (!poll_strategy.empty() && poll_strategy != "epoll1" &&
-      poll_strategy != "poll") {
+  out->poll_strategy = flags->Get("poll_strategy", "");
+  if (!out->poll_strategy.empty() && out->poll_strategy != "epoll1" &&
+      out->poll_strategy != "poll") {
     std::fprintf(stderr, "--poll_strategy: epoll1 or poll\n");
-    return 2;
+    return false;
   }
+  out->bytes = *bytes;
+  out->trips = *trips;
+  out->rounds = *rounds;
+  return true;
+}
+
+int Main(int argc, char** argv) {
+  BenchFlags flags;
+  if (!ParseBenchFlags(argc, argv, &flags)) return 2;
+  const int bytes = flags.bytes, trips = flags.trips, rounds = flags.rounds;
+  const std::string& poll_strategy = flags.poll_strategy;
   // This process starts no gRPC thread: servers and clients are forked.
   constexpr int kServers = 3;
   const ServerKind kinds[kServers] = {ServerKind::kCallback, ServerKind::kQueue,
@@ -421,21 +441,21 @@ int Main(int argc, char** argv) {
     }
   }
   const char* kClientName[2] = {"callback", "cq-caller"};
-  const grpc::ByteBuffer message = Payload(*bytes);  // Copied by fork.
+  const grpc::ByteBuffer message = Payload(bytes);  // Copied by fork.
   std::printf(
       "echo of %d bytes over one bidi stream, %d round trips a form, "
       "servers polling with %s\n",
-      *bytes, *trips,
+      bytes, trips,
       poll_strategy.empty() ? "gRPC's default" : poll_strategy.c_str());
   std::printf("%-6s %-12s %-10s %9s %9s %15s %15s\n", "round", "server",
               "client", "p50 us", "mean us", "client sw/trip",
               "server sw/trip");
   int failed = 0;
-  for (int round = 1; round <= *rounds; ++round) {
+  for (int round = 1; round <= rounds; ++round) {
     for (int s = 0; s < kServers; ++s) {
       for (int c = 0; c < 2; ++c) {
         Figures f;
-        if (!MeasureInChild(servers[s], c == 1, message, *trips, &f)) {
+        if (!MeasureInChild(servers[s], c == 1, message, trips, &f)) {
           std::printf("%-6d %-12s %-10s the call failed\n", round,
                       kServerName[s], kClientName[c]);
           ++failed;

@@ -239,6 +239,41 @@ std::string ActShape::ToString() const {
   return absl::StrCat(c, "×", h, "×", w);
 }
 
+namespace {
+
+// The graph's input: an embedding front's output (set in g->front) or
+// model.input's shape, into g->input. Returns the first layer after it.
+absl::StatusOr<size_t> GraphInput(const ModelConfig& model, Inference* inf,
+                                  LayerGraph* g) {
+  const LayerConfig& head = model.graph[0];
+  if (head.kind == LayerKind::kEmbeddingBag ||
+      head.kind == LayerKind::kEmbeddingConcat) {
+    absl::StatusOr<SparseFront> front = inf->Front(head, model);
+    if (!front.ok()) return front.status();
+    g->front = *front;
+    g->input = ActShape{front->width(), 1, 1, false};
+    if (model.graph.size() < 2) {
+      return inf->Refuse(0, head, "",
+                         "needs dense layers after it that end in class "
+                         "scores");
+    }
+    return 1;
+  }
+  const InputConfig& in = model.input;
+  if (in.channels < 1 || in.height < 1 || in.width < 1 ||
+      int64_t{in.channels} * in.height * in.width > kMaxActivation) {
+    return inf->RefuseGraph(
+        "model.input",
+        absl::StrCat("needs a positive shape of at most 2^24 "
+                     "elements, not ",
+                     in.channels, "×", in.height, "×", in.width));
+  }
+  g->input = ActShape{in.channels, in.height, in.width, in.image};
+  return 0;
+}
+
+}  // namespace
+
 absl::StatusOr<LayerGraph> InferLayerGraph(const ModelConfig& model,
                                            GraphError* where) {
   const bool sparse_model = model.type == ModelType::kEmbeddingBag ||
@@ -253,36 +288,12 @@ absl::StatusOr<LayerGraph> InferLayerGraph(const ModelConfig& model,
   }
   Inference inf(where);
   LayerGraph g;
-  size_t first = 0;
-  const LayerConfig& head = model.graph[0];
-  if (head.kind == LayerKind::kEmbeddingBag ||
-      head.kind == LayerKind::kEmbeddingConcat) {
-    absl::StatusOr<SparseFront> front = inf.Front(head, model);
-    if (!front.ok()) return front.status();
-    g.front = *front;
-    g.input = ActShape{front->width(), 1, 1, false};
-    first = 1;
-    if (model.graph.size() < 2) {
-      return inf.Refuse(0, head, "",
-                        "needs dense layers after it that end in class "
-                        "scores");
-    }
-  } else {
-    const InputConfig& in = model.input;
-    if (in.channels < 1 || in.height < 1 || in.width < 1 ||
-        int64_t{in.channels} * in.height * in.width > kMaxActivation) {
-      return inf.RefuseGraph(
-          "model.input",
-          absl::StrCat("needs a positive shape of at most 2^24 "
-                       "elements, not ",
-                       in.channels, "×", in.height, "×", in.width));
-    }
-    g.input = ActShape{in.channels, in.height, in.width, in.image};
-  }
+  absl::StatusOr<size_t> first = GraphInput(model, &inf, &g);
+  if (!first.ok()) return first.status();
   ActShape at = g.input;
   int dense = 0, conv = 0, bn = 0;
   bool trainable = g.front.has_value();  // The table is trained too.
-  for (size_t i = first; i < model.graph.size(); ++i) {
+  for (size_t i = *first; i < model.graph.size(); ++i) {
     const LayerConfig& c = model.graph[i];
     GraphLayer layer;
     layer.config = c;

@@ -27,6 +27,23 @@ uint64_t Fnv1a(uint64_t h, T value) {
   return Fnv1a(h, &value, sizeof(value));
 }
 
+// Each chunk onto a shard: the longest first, each onto the least loaded
+// shard so far (ties: the lowest id).
+void PlaceChunks(int num_shards, std::vector<ChunkSpec>* chunks) {
+  std::vector<int> order(chunks->size());
+  std::iota(order.begin(), order.end(), 0);
+  std::stable_sort(order.begin(), order.end(), [&](int a, int b) {
+    return (*chunks)[a].length > (*chunks)[b].length;
+  });
+  std::vector<int64_t> load(num_shards, 0);
+  for (int i : order) {
+    const int shard = static_cast<int>(
+        std::min_element(load.begin(), load.end()) - load.begin());
+    (*chunks)[i].shard = shard;
+    load[shard] += (*chunks)[i].length * kElementBytes;
+  }
+}
+
 }  // namespace
 
 absl::StatusOr<PartitionPlan> PartitionPlan::Build(const ModelSpec& spec,
@@ -73,18 +90,7 @@ absl::StatusOr<PartitionPlan> PartitionPlan::Build(const ModelSpec& spec,
   }
   plan.first_chunk_of_tensor_.push_back(static_cast<int>(plan.chunks_.size()));
 
-  std::vector<int> order(plan.chunks_.size());
-  std::iota(order.begin(), order.end(), 0);
-  std::stable_sort(order.begin(), order.end(), [&](int a, int b) {
-    return plan.chunks_[a].length > plan.chunks_[b].length;
-  });
-  std::vector<int64_t> load(num_shards, 0);
-  for (int i : order) {
-    const int shard = static_cast<int>(
-        std::min_element(load.begin(), load.end()) - load.begin());
-    plan.chunks_[i].shard = shard;
-    load[shard] += plan.chunks_[i].length * kElementBytes;
-  }
+  PlaceChunks(num_shards, &plan.chunks_);
   plan.by_shard_.assign(num_shards, {});
   for (int i = 0; i < static_cast<int>(plan.chunks_.size()); ++i) {
     const ChunkSpec& c = plan.chunks_[i];

@@ -284,6 +284,46 @@ absl::string_view ChunkBytes(WireReader* in, const WireReader::Mark& start,
   return data;
 }
 
+namespace {
+
+// A string field `name` of at most `limit` bytes (`truncated` when it
+// runs past the message or the limit): protobuf refuses a proto3 string
+// that is not UTF-8, each time it occurs.
+absl::Status ReadUtf8(WireReader* in, const char* what, const char* name,
+                      uint64_t limit, const char* truncated, std::string* out) {
+  uint64_t v = 0;
+  if (!in->ReadVarint(&v) || v > in->size() - in->position() || v > limit) {
+    return Malformed(what, truncated);
+  }
+  out->resize(v);
+  in->CopyTo(out->data(), v);
+  if (!IsUtf8(*out)) {
+    return Malformed(what, absl::StrCat(name, " is not UTF-8").c_str());
+  }
+  return absl::OkStatus();
+}
+
+// One pushed chunk, its bytes where ChunkBytes puts them.
+absl::Status ReadPushChunk(WireReader* in, const char* what,
+                           std::unique_ptr<float[]>* storage, char** free_space,
+                           ChunkView* chunk) {
+  ChunkFields f;
+  RETURN_IF_ERROR(ReadChunk(in, what, &f));
+  chunk->tensor_id = f.tensor_id;
+  chunk->chunk_index = f.chunk_index;
+  chunk->dtype = f.dtype;
+  chunk->data = ChunkBytes(in, f.data, f.data_bytes, storage, free_space);
+  chunk->indices =
+      ChunkBytes(in, f.indices, f.index_bytes, storage, free_space);
+  // Whether both may be (and where the bytes then are) is the receiver's
+  // to say: protobuf reads either.
+  chunk->segment_offset = f.segment_offset;
+  chunk->segment_bytes = f.segment_bytes;
+  return absl::OkStatus();
+}
+
+}  // namespace
+
 absl::Status DecodePush(absl::Span<const absl::string_view> segments,
                         PushView* out, std::unique_ptr<float[]>* storage) {
   constexpr char kWhat[] = "Push";
@@ -298,22 +338,11 @@ absl::Status DecodePush(absl::Span<const absl::string_view> segments,
     }
     uint64_t v = 0;
     if (field == kPushJobId && type == kLengthDelimited) {
-      if (!in.ReadVarint(&v) || v > in.size() - in.position()) {
-        return Malformed(kWhat, "truncated job_id");
-      }
-      out->job_id.resize(v);
-      in.CopyTo(out->job_id.data(), v);
-      // protobuf refuses a proto3 string that is not UTF-8, each time it
-      // occurs.
-      if (!IsUtf8(out->job_id)) return Malformed(kWhat, "job_id is not UTF-8");
+      RETURN_IF_ERROR(ReadUtf8(&in, kWhat, "job_id", UINT64_MAX,
+                               "truncated job_id", &out->job_id));
     } else if (field == kPushSegment && type == kLengthDelimited) {
-      if (!in.ReadVarint(&v) || v > in.size() - in.position() || v > 4096) {
-        return Malformed(kWhat, "truncated or overlong segment");
-      }
-      out->segment.resize(v);
-      in.CopyTo(out->segment.data(), v);
-      if (!IsUtf8(out->segment))
-        return Malformed(kWhat, "segment is not UTF-8");
+      RETURN_IF_ERROR(ReadUtf8(&in, kWhat, "segment", 4096,
+                               "truncated or overlong segment", &out->segment));
     } else if ((field == kPushRank || field == kPushClock ||
                 field == kPushPullDtype || field == kPushMore ||
                 field == kPushReplyMessageBytes) &&
@@ -333,19 +362,8 @@ absl::Status DecodePush(absl::Span<const absl::string_view> segments,
       if (!in.ReadFixed32(&bits)) return Malformed(kWhat, "truncated loss");
       std::memcpy(&out->loss, &bits, 4);
     } else if (field == kPushChunks && type == kLengthDelimited) {
-      ChunkFields f;
-      RETURN_IF_ERROR(ReadChunk(&in, kWhat, &f));
       ChunkView chunk;
-      chunk.tensor_id = f.tensor_id;
-      chunk.chunk_index = f.chunk_index;
-      chunk.dtype = f.dtype;
-      chunk.data = ChunkBytes(&in, f.data, f.data_bytes, storage, &free_space);
-      chunk.indices =
-          ChunkBytes(&in, f.indices, f.index_bytes, storage, &free_space);
-      // Whether both may be (and where the bytes then are) is the
-      // receiver's to say: protobuf reads either.
-      chunk.segment_offset = f.segment_offset;
-      chunk.segment_bytes = f.segment_bytes;
+      RETURN_IF_ERROR(ReadPushChunk(&in, kWhat, storage, &free_space, &chunk));
       out->chunks.push_back(chunk);
     } else if (field == kPushRows && type == kLengthDelimited) {
       RowFields f;

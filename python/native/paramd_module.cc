@@ -153,37 +153,15 @@ void ReportEpoch(FrameworkWorker& w, int epoch, double loss_sum,
   Raise(w.ReportEpoch(r));
 }
 
-}  // namespace
-}  // namespace paramd
-
-PYBIND11_MODULE(_native, m) {
-  using paramd::FrameworkWorker;
-  m.doc() = "paramd's client for framework workers (see paramd.torch)";
-  // Before the first channel: this process's gRPC polls as paramd's own
-  // programs do (kept when GRPC_POLL_STRATEGY is set).
-  paramd::ChooseGrpcPoller();
-  m.def(
-      "init_logging",
-      [](const std::string& name, const std::string& level) {
-        paramd::Raise(paramd::InitLogging(name, level));
-      },
-      py::arg("name"), py::arg("level") = "info");
-  py::class_<FrameworkWorker>(m, "Worker")
-      .def(py::init(&paramd::MakeWorker), py::arg("job"), py::arg("rank"),
-           py::arg("servers") = std::vector<std::string>(),
-           py::arg("launch") = "",
-           py::arg("backups") = std::vector<std::string>())
-      .def_property_readonly("tensors", &paramd::Tensors)
-      .def_property_readonly(
-          "total", [](const FrameworkWorker& w) { return w.layout().total; })
-      .def_property_readonly("rank", &FrameworkWorker::rank)
-      .def_property_readonly("clock", &FrameworkWorker::clock)
+// The job file's settings a framework worker reads, as properties.
+void DefineJobProperties(py::class_<FrameworkWorker>* worker) {
+  (*worker)
       .def_property_readonly(
           "job_id", [](const FrameworkWorker& w) { return w.config().job_id; })
       .def_property_readonly(
           "policy",
           [](const FrameworkWorker& w) {
-            return std::string(paramd::PolicyName(w.config().policy.type));
+            return std::string(PolicyName(w.config().policy.type));
           })
       .def_property_readonly(
           "workers",
@@ -202,7 +180,7 @@ PYBIND11_MODULE(_native, m) {
           "seed", [](const FrameworkWorker& w) { return w.config().seed; })
       .def_property_readonly("data",
                              [](const FrameworkWorker& w) {
-                               const paramd::DataConfig& d = w.config().data;
+                               const DataConfig& d = w.config().data;
                                py::dict out;
                                out["train_images"] = d.train_images;
                                out["train_labels"] = d.train_labels;
@@ -213,7 +191,40 @@ PYBIND11_MODULE(_native, m) {
                                out["shuffle"] = w.config().training.shuffle;
                                return out;
                              })
-      .def("check_tensors", &paramd::CheckTensors, py::arg("tensors"))
+      .def_property_readonly(
+          "initial_values_from_rank0", [](const FrameworkWorker& w) {
+            return w.config().model.initial_values_from_rank0;
+          });
+}
+
+}  // namespace
+}  // namespace paramd
+
+PYBIND11_MODULE(_native, m) {
+  using paramd::FrameworkWorker;
+  m.doc() = "paramd's client for framework workers (see paramd.torch)";
+  // Before the first channel: this process's gRPC polls as paramd's own
+  // programs do (kept when GRPC_POLL_STRATEGY is set).
+  paramd::ChooseGrpcPoller();
+  m.def(
+      "init_logging",
+      [](const std::string& name, const std::string& level) {
+        paramd::Raise(paramd::InitLogging(name, level));
+      },
+      py::arg("name"), py::arg("level") = "info");
+  py::class_<FrameworkWorker> worker(m, "Worker");
+  worker
+      .def(py::init(&paramd::MakeWorker), py::arg("job"), py::arg("rank"),
+           py::arg("servers") = std::vector<std::string>(),
+           py::arg("launch") = "",
+           py::arg("backups") = std::vector<std::string>())
+      .def_property_readonly("tensors", &paramd::Tensors)
+      .def_property_readonly(
+          "total", [](const FrameworkWorker& w) { return w.layout().total; })
+      .def_property_readonly("rank", &FrameworkWorker::rank)
+      .def_property_readonly("clock", &FrameworkWorker::clock);
+  paramd::DefineJobProperties(&worker);
+  worker.def("check_tensors", &paramd::CheckTensors, py::arg("tensors"))
       .def_property_readonly("tables", &paramd::Tables)
       .def("pull_rows", &paramd::PullRows, py::arg("table"), py::arg("ids"),
            py::arg("out"))
@@ -221,11 +232,6 @@ PYBIND11_MODULE(_native, m) {
            py::arg("ids"), py::arg("grads"))
       .def("start", &paramd::Start, py::arg("params"))
       .def("send_initial_values", &paramd::SendInitialValues, py::arg("params"))
-      .def_property_readonly(
-          "initial_values_from_rank0",
-          [](const FrameworkWorker& w) {
-            return w.config().model.initial_values_from_rank0;
-          })
       .def("step", &paramd::Step, py::arg("grads"), py::arg("loss"),
            py::arg("params"))
       .def("report_epoch", &paramd::ReportEpoch, py::arg("epoch"),

@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/base/half.h"
+#include "common/base/status_macros.h"
 #include "proto/paramd.pb.h"
 
 namespace paramd {
@@ -46,6 +47,37 @@ absl::Span<const uint32_t> Indices(const ChunkView& chunk) {
       chunk.indices.size() / sizeof(uint32_t));
 }
 
+// A sparse chunk's indices: whole uint32s, at most `length`, each inside
+// the chunk and strictly ascending.
+absl::Status CheckIndices(const ChunkView& chunk, int64_t length,
+                          absl::string_view where) {
+  if (chunk.indices.size() % sizeof(uint32_t) != 0 ||
+      chunk.indices.size() / sizeof(uint32_t) > static_cast<uint64_t>(length)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(where, " has ", chunk.indices.size(),
+                     " bytes of indices; expected 4 per index, at most ",
+                     length, " indices"));
+  }
+  if (!Aligned(chunk.indices, alignof(uint32_t))) {
+    return absl::InternalError(
+        absl::StrCat(where, "'s indices are misaligned"));
+  }
+  const absl::Span<const uint32_t> indices = Indices(chunk);
+  for (size_t i = 0; i < indices.size(); ++i) {
+    if (indices[i] >= static_cast<uint64_t>(length)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(where, " index ", indices[i], " is outside the chunk's ",
+                       length, " elements"));
+    }
+    if (i > 0 && indices[i] <= indices[i - 1]) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(where, " indices are not strictly ascending (",
+                       indices[i - 1], " then ", indices[i], ")"));
+    }
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 absl::Status CheckChunkPayload(const ChunkView& chunk, int64_t length,
@@ -62,32 +94,8 @@ absl::Status CheckChunkPayload(const ChunkView& chunk, int64_t length,
   // Sparse: positions first, then as many values.
   int64_t values = length;
   if (sparse) {
-    if (chunk.indices.size() % sizeof(uint32_t) != 0 ||
-        chunk.indices.size() / sizeof(uint32_t) >
-            static_cast<uint64_t>(length)) {
-      return absl::InvalidArgumentError(
-          absl::StrCat(where, " has ", chunk.indices.size(),
-                       " bytes of indices; expected 4 per index, at most ",
-                       length, " indices"));
-    }
-    if (!Aligned(chunk.indices, alignof(uint32_t))) {
-      return absl::InternalError(
-          absl::StrCat(where, "'s indices are misaligned"));
-    }
-    const absl::Span<const uint32_t> indices = Indices(chunk);
-    for (size_t i = 0; i < indices.size(); ++i) {
-      if (indices[i] >= static_cast<uint64_t>(length)) {
-        return absl::InvalidArgumentError(
-            absl::StrCat(where, " index ", indices[i],
-                         " is outside the chunk's ", length, " elements"));
-      }
-      if (i > 0 && indices[i] <= indices[i - 1]) {
-        return absl::InvalidArgumentError(
-            absl::StrCat(where, " indices are not strictly ascending (",
-                         indices[i - 1], " then ", indices[i], ")"));
-      }
-    }
-    values = static_cast<int64_t>(indices.size());
+    RETURN_IF_ERROR(CheckIndices(chunk, length, where));
+    values = static_cast<int64_t>(Indices(chunk).size());
   }
   const absl::string_view data = chunk.data;
   if (data.size() != static_cast<uint64_t>(values) * element_bytes) {

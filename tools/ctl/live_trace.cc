@@ -64,6 +64,48 @@ std::string WorkerFile(const std::string& dir, int rank) {
   return absl::StrCat(dir, "/worker-", rank, ".jsonl");
 }
 
+// The first step of the window: --from_step, or a little ahead of the
+// fastest live worker at the rate it goes (read over kRateSpan), so that
+// every worker hears of the window before it gets there. `now` and `rate`
+// (steps per second; 0 unmeasured) are what was read.
+absl::StatusOr<uint64_t> WindowStart(const LiveTraceOptions& o, Progress* now,
+                                     double* rate) {
+  absl::StatusOr<Progress> first = ReadProgress(o);
+  if (!first.ok()) return first.status();
+  *now = *first;
+  if (o.from_step.has_value()) return *o.from_step;
+  // The rate is the job's, on the real clock.
+  const absl::Time t0 = absl::Now();
+  absl::SleepFor(kRateSpan);
+  absl::StatusOr<Progress> second = ReadProgress(o);
+  if (!second.ok()) return second.status();
+  *now = *second;
+  *rate = static_cast<double>(now->clock - std::min(now->clock, first->clock)) /
+          absl::ToDoubleSeconds(absl::Now() - t0);
+  const double lead_seconds = 2.5 * o.heartbeat_seconds;
+  return now->clock + 2 +
+         static_cast<uint64_t>(std::ceil(*rate * lead_seconds));
+}
+
+// Waits until each of `live` wrote its file in `dir` (once past the
+// window), or the deadline; returns the ranks whose file is missing. The
+// files are another process's: looked for every 100 ms.
+std::vector<int> AwaitWorkerFiles(const std::string& dir,
+                                  const std::set<int>& live,
+                                  absl::Time deadline) {
+  std::vector<int> missing;
+  while (true) {
+    missing.clear();
+    for (int rank : live) {
+      if (!std::filesystem::exists(WorkerFile(dir, rank))) {
+        missing.push_back(rank);
+      }
+    }
+    if (missing.empty() || absl::Now() > deadline) return missing;
+    absl::SleepFor(absl::Milliseconds(100));
+  }
+}
+
 }  // namespace
 
 absl::StatusOr<std::string> TraceRunningJob(const LiveTraceOptions& o) {
@@ -73,25 +115,11 @@ absl::StatusOr<std::string> TraceRunningJob(const LiveTraceOptions& o) {
   const std::string dir = std::filesystem::absolute(o.dir).lexically_normal();
   if (absl::Status s = PrepareDir(dir); !s.ok()) return s;
 
-  absl::StatusOr<Progress> first = ReadProgress(o);
-  if (!first.ok()) return first.status();
-  Progress now = *first;
+  Progress now;
   double rate = 0;  // Steps per second of the fastest worker.
-  uint64_t from = 0;
-  if (o.from_step.has_value()) {
-    from = *o.from_step;
-  } else {
-    const absl::Time t0 = absl::Now();
-    absl::SleepFor(kRateSpan);
-    absl::StatusOr<Progress> second = ReadProgress(o);
-    if (!second.ok()) return second.status();
-    now = *second;
-    rate = static_cast<double>(now.clock - std::min(now.clock, first->clock)) /
-           absl::ToDoubleSeconds(absl::Now() - t0);
-    const double lead_seconds = 2.5 * o.heartbeat_seconds;
-    from =
-        now.clock + 2 + static_cast<uint64_t>(std::ceil(rate * lead_seconds));
-  }
+  absl::StatusOr<uint64_t> start = WindowStart(o, &now, &rate);
+  if (!start.ok()) return start.status();
+  const uint64_t from = *start;
   proto::TraceRequest arm;
   arm.mutable_window()->set_dir(dir);
   arm.mutable_window()->set_from_step(from);
@@ -119,18 +147,8 @@ absl::StatusOr<std::string> TraceRunningJob(const LiveTraceOptions& o) {
   std::fflush(stdout);
 
   // Each live worker writes its file once past the window.
-  const absl::Time deadline = absl::Now() + expected + o.wait;
-  std::vector<int> missing;
-  while (true) {
-    missing.clear();
-    for (int rank : now.live) {
-      if (!std::filesystem::exists(WorkerFile(dir, rank))) {
-        missing.push_back(rank);
-      }
-    }
-    if (missing.empty() || absl::Now() > deadline) break;
-    absl::SleepFor(absl::Milliseconds(100));
-  }
+  const std::vector<int> missing =
+      AwaitWorkerFiles(dir, now.live, absl::Now() + expected + o.wait);
   if (!missing.empty()) {
     std::printf(
         "paramctl: no timeline from rank(s) %s within %s (on another host, "

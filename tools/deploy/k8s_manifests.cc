@@ -314,13 +314,10 @@ YAML::Node ServersService(const K8sJob& k, const ServerRole& r) {
   return svc;
 }
 
-YAML::Node ServersStatefulSet(const JobConfig& config, const K8sJob& k,
-                              const ServerRole& r, const std::string& image) {
-  // The servers: pod K (its host name ends in -K) is shard K; with
-  // replicas, pod K of the backups is its backup, each told the other.
-  const int64_t largest_shard = LargestShardBytes(config);
-  const int64_t shard_mib =
-      std::max<int64_t>(256, 4 * largest_shard / (1 << 20) + 192);
+// The server container of `r`'s pods: pod K serves shard K, and with
+// replicas is told its peer's address.
+YAML::Node ServerContainer(const K8sJob& k, const ServerRole& r,
+                           const std::string& image, int64_t shard_mib) {
   std::string server_command = absl::StrCat(
       "exec paramd-server --job ", k.job_file, " --shard \"${HOSTNAME##*-}\"",
       " --listen 0.0.0.0:", k.port, " --metrics_listen 0.0.0.0:", k.metrics);
@@ -350,6 +347,17 @@ YAML::Node ServersStatefulSet(const JobConfig& config, const K8sJob& k,
     m["mountPath"] = kCheckpointMount;
     server["volumeMounts"].push_back(m);
   }
+  return server;
+}
+
+YAML::Node ServersStatefulSet(const JobConfig& config, const K8sJob& k,
+                              const ServerRole& r, const std::string& image) {
+  // The servers: pod K (its host name ends in -K) is shard K; with
+  // replicas, pod K of the backups is its backup, each told the other.
+  const int64_t largest_shard = LargestShardBytes(config);
+  const int64_t shard_mib =
+      std::max<int64_t>(256, 4 * largest_shard / (1 << 20) + 192);
+  const YAML::Node server = ServerContainer(k, r, image, shard_mib);
   YAML::Node sts;
   sts["apiVersion"] = "apps/v1";
   sts["kind"] = "StatefulSet";

@@ -107,6 +107,24 @@ std::string BatchHeader(const JobConfig& config, const SlurmScriptOptions& o) {
   return s;
 }
 
+// replication.factor 2: the backups' step, beside the servers'.
+constexpr char kBackupStep[] = R"(
+# replication.factor 2: shard K's backup on the next server node (node
+# (K / PER + 1) mod SERVER_NODES, the same one when there is one) at port
+# base + SERVERS + K, as the rule says; one task per line of a host file.
+HOSTS=($(scontrol show hostnames "$SLURM_JOB_NODELIST"))
+BACKUP_HOSTS="$LOGS/paramd-$SLURM_JOB_ID-backups.hosts"
+: > "$BACKUP_HOSTS"
+for (( k = 0; k < SERVERS; k++ )); do
+  echo "${HOSTS[$(( (k / PER + 1) % SERVER_NODES ))]}" >> "$BACKUP_HOSTS"
+done
+SLURM_HOSTFILE="$BACKUP_HOSTS" srun --overlap --job-name=paramd-backups \
+  --ntasks=$SERVERS --distribution=arbitrary --kill-on-bad-exit=0 \
+  --output="$LOGS/paramd-%j-backup-%t.log" \
+  bash -c 'exec "$0" --job "$1" --shard "$SLURM_PROCID" --backup' "$SERVER" "$JOB" &
+backups_pid=$!
+)";
+
 }  // namespace
 
 absl::StatusOr<std::string> SlurmBatchScript(const JobConfig& config,
@@ -142,22 +160,7 @@ srun --overlap --job-name=paramd-servers --nodes=$SERVER_NODES \
 servers_pid=$!
 )");
   if (config.replication.enabled()) {
-    absl::StrAppend(&s, R"(
-# replication.factor 2: shard K's backup on the next server node (node
-# (K / PER + 1) mod SERVER_NODES, the same one when there is one) at port
-# base + SERVERS + K, as the rule says; one task per line of a host file.
-HOSTS=($(scontrol show hostnames "$SLURM_JOB_NODELIST"))
-BACKUP_HOSTS="$LOGS/paramd-$SLURM_JOB_ID-backups.hosts"
-: > "$BACKUP_HOSTS"
-for (( k = 0; k < SERVERS; k++ )); do
-  echo "${HOSTS[$(( (k / PER + 1) % SERVER_NODES ))]}" >> "$BACKUP_HOSTS"
-done
-SLURM_HOSTFILE="$BACKUP_HOSTS" srun --overlap --job-name=paramd-backups \
-  --ntasks=$SERVERS --distribution=arbitrary --kill-on-bad-exit=0 \
-  --output="$LOGS/paramd-%j-backup-%t.log" \
-  bash -c 'exec "$0" --job "$1" --shard "$SLURM_PROCID" --backup' "$SERVER" "$JOB" &
-backups_pid=$!
-)");
+    absl::StrAppend(&s, kBackupStep);
   }
   absl::StrAppend(
       &s, "srun --overlap --job-name=paramd-workers --ntasks=$WORKERS \\\n",

@@ -29,20 +29,12 @@ bool ReadFully(gzFile file, void* out, size_t n) {
   return true;
 }
 
-}  // namespace
-
-absl::StatusOr<IdxArray> ReadIdxFile(const std::string& path) {
-  return ReadIdxShare(path, 0, 0, 1);
-}
-
-absl::StatusOr<IdxArray> ReadIdxShare(const std::string& path, int64_t limit,
-                                      int rank, int world) {
-  std::unique_ptr<gzFile_s, GzCloser> file(gzopen(path.c_str(), "rb"));
-  if (file == nullptr) {
-    return absl::NotFoundError(absl::StrCat(path, ": cannot open"));
-  }
+// The header: magic (unsigned bytes, 1 to 4 dimensions) and the
+// dimensions, into `dims`. Returns the number of elements.
+absl::StatusOr<int64_t> ReadHeader(gzFile file, const std::string& path,
+                                   std::vector<int64_t>* dims) {
   unsigned char magic[4];
-  if (!ReadFully(file.get(), magic, 4)) {
+  if (!ReadFully(file, magic, 4)) {
     return absl::DataLossError(
         absl::StrCat(path, ": shorter than an IDX header"));
   }
@@ -60,31 +52,48 @@ absl::StatusOr<IdxArray> ReadIdxShare(const std::string& path, int64_t limit,
     return absl::InvalidArgumentError(
         absl::StrCat(path, ": ", ndims, " dimensions (expected 1 to 4)"));
   }
-  IdxArray out;
   int64_t total = 1;
   for (int d = 0; d < ndims; ++d) {
     unsigned char b[4];
-    if (!ReadFully(file.get(), b, 4)) {
+    if (!ReadFully(file, b, 4)) {
       return absl::DataLossError(absl::StrCat(path, ": truncated header"));
     }
     const int64_t size = (int64_t{b[0]} << 24) | (int64_t{b[1]} << 16) |
                          (int64_t{b[2]} << 8) | int64_t{b[3]};
-    out.dims.push_back(size);
+    dims->push_back(size);
     total *= size;
     if (total > (int64_t{1} << 34)) {
       return absl::InvalidArgumentError(
           absl::StrCat(path, ": implausibly large (", total, " elements)"));
     }
   }
+  return total;
+}
+
+}  // namespace
+
+absl::StatusOr<IdxArray> ReadIdxFile(const std::string& path) {
+  return ReadIdxShare(path, 0, 0, 1);
+}
+
+absl::StatusOr<IdxArray> ReadIdxShare(const std::string& path, int64_t limit,
+                                      int rank, int world) {
+  std::unique_ptr<gzFile_s, GzCloser> file(gzopen(path.c_str(), "rb"));
+  if (file == nullptr) {
+    return absl::NotFoundError(absl::StrCat(path, ": cannot open"));
+  }
+  IdxArray out;
+  absl::StatusOr<int64_t> total = ReadHeader(file.get(), path, &out.dims);
+  if (!total.ok()) return total.status();
   const int64_t rows = out.dims[0];
-  const int64_t row_bytes = rows > 0 ? total / rows : 0;
+  const int64_t row_bytes = rows > 0 ? *total / rows : 0;
   out.rows = limit > 0 && limit < rows ? limit : rows;
   if (world == 1) {
     out.data.resize(static_cast<size_t>(out.rows * row_bytes));
     if (!out.data.empty() &&
         !ReadFully(file.get(), out.data.data(), out.data.size())) {
       return absl::DataLossError(absl::StrCat(
-          path, ": truncated: the header promises ", total, " bytes of data"));
+          path, ": truncated: the header promises ", *total, " bytes of data"));
     }
     return out;
   }
@@ -101,7 +110,7 @@ absl::StatusOr<IdxArray> ReadIdxShare(const std::string& path, int64_t limit,
     block.resize(static_cast<size_t>(n * row_bytes));
     if (!block.empty() && !ReadFully(file.get(), block.data(), block.size())) {
       return absl::DataLossError(absl::StrCat(
-          path, ": truncated: the header promises ", total, " bytes of data"));
+          path, ": truncated: the header promises ", *total, " bytes of data"));
     }
     for (int64_t i = first; i < first + n; ++i) {
       if (i % world != rank) continue;

@@ -126,6 +126,33 @@ absl::StatusOr<double> DeviceSequential::ComputeOverlapped(
   return Compute(params, x, y, n, grads, &hooks);
 }
 
+absl::Status DeviceSequential::EnqueueBackward(const DevicePass& pass, int n) {
+  for (size_t l = layers_.size(); l-- > 0;) {
+    float* din = nullptr;
+    if (l > 0) {
+      din = delta_[l - 1].get();
+    } else if (want_input_grad_) {
+      din = dx_.get();
+    }
+    DeviceLayer& layer = *layers_[l];
+    RETURN_IF_ERROR(layer.Backward(pass, l == 0 ? x_.get() : act_[l - 1].get(),
+                                   act_[l].get(), delta_[l].get(), din));
+    if (layer.end() > layer.begin()) {
+      RETURN_IF_ERROR(ops_->CopyToHost(
+          h_grads_.get() + layer.begin(), grads_.get() + layer.begin(),
+          static_cast<size_t>(layer.end() - layer.begin()) * sizeof(float)));
+      RETURN_IF_ERROR(ops_->Mark(static_cast<int>(l)));
+    }
+  }
+  if (want_input_grad_) {
+    RETURN_IF_ERROR(ops_->CopyToHost(
+        h_dx_.get(), dx_.get(),
+        static_cast<size_t>(n) * graph_.input.size() * sizeof(float)));
+    last_n_ = n;
+  }
+  return absl::OkStatus();
+}
+
 absl::StatusOr<double> DeviceSequential::Compute(absl::Span<const float> params,
                                                  const float* x,
                                                  const int32_t* y, int n,
@@ -160,31 +187,7 @@ absl::StatusOr<double> DeviceSequential::Compute(absl::Span<const float> params,
       ops_->Launch(kernels::Sum{per_sample_.get(), n, sum_.get(), false}, 1));
   RETURN_IF_ERROR(ops_->CopyToHost(h_sum_.get(), sum_.get(), sizeof(double)));
   RETURN_IF_ERROR(ops_->Mark(loss_slot));
-  // The whole backward pass is enqueued before the host waits on anything;
-  // each trainable layer's gradients go home as soon as they are made.
-  for (size_t l = layers_.size(); l-- > 0;) {
-    float* din = nullptr;
-    if (l > 0) {
-      din = delta_[l - 1].get();
-    } else if (want_input_grad_) {
-      din = dx_.get();
-    }
-    DeviceLayer& layer = *layers_[l];
-    RETURN_IF_ERROR(layer.Backward(pass, l == 0 ? x_.get() : act_[l - 1].get(),
-                                   act_[l].get(), delta_[l].get(), din));
-    if (layer.end() > layer.begin()) {
-      RETURN_IF_ERROR(ops_->CopyToHost(
-          h_grads_.get() + layer.begin(), grads_.get() + layer.begin(),
-          static_cast<size_t>(layer.end() - layer.begin()) * sizeof(float)));
-      RETURN_IF_ERROR(ops_->Mark(static_cast<int>(l)));
-    }
-  }
-  if (want_input_grad_) {
-    RETURN_IF_ERROR(ops_->CopyToHost(
-        h_dx_.get(), dx_.get(),
-        static_cast<size_t>(n) * graph_.input.size() * sizeof(float)));
-    last_n_ = n;
-  }
+  RETURN_IF_ERROR(EnqueueBackward(pass, n));
   RETURN_IF_ERROR(ops_->WaitMark(loss_slot));
   const double loss = *h_sum_.get();
   forward_end_ = time_forward_ ? absl::Now() : absl::InfinitePast();

@@ -68,6 +68,11 @@ class DeviceSequential : public Model {
   // each trainable layer's parameters are awaited and sent up first.
   absl::Status Forward(const DevicePass& pass, absl::Span<const float> params,
                        const StepHooks* hooks);
+  // The whole backward pass of a batch of `n`, enqueued before the host
+  // waits on anything: each trainable layer's gradients go home (to
+  // h_grads_, marked with the layer's index) as soon as they are made, and
+  // with an input gradient asked for, dx too.
+  absl::Status EnqueueBackward(const DevicePass& pass, int n);
 
   // Declared first: the arrays below are freed through it.
   const std::unique_ptr<DeviceOps> ops_;
