@@ -20,11 +20,9 @@
 //       [--sizes 4K,64K,1M,16M,64M] [--modes push,pull,push+pull]
 //       [--seconds S] [--chunk_bytes B] [--policy async|sync]
 //       [--optimizer_sizes 1M,16M,64M] [--skip_transport] [--skip_optimizers]
-//       [--unary_push_pull] [--replicas 1|2] [--socket_only]
+//       [--replicas 1|2] [--socket_only]
 //       [--server_processes [--server_binary PATH]]
 //
-// --unary_push_pull: push+pull as one unary PushPull call per step instead
-// of a step of a StepStream kept open (the workers' way), for an A/B.
 // --replicas 2: every server has a backup holding each step before it is
 // acknowledged (replication.factor 2), for its cost.
 // --socket_only: every step's bytes by the socket (worker.shared_memory:
@@ -118,7 +116,6 @@ absl::StatusOr<BenchOptions> ParseOptions(const ParsedFlags& flags) {
     return absl::InvalidArgumentError(
         "--replicas: 1 (no backups) or 2 (a backup per server)");
   }
-  o.transport.step_stream = !flags.Has("unary_push_pull");
   o.transport.shared_memory = !flags.Has("socket_only");
   if (flags.Has("server_processes")) {
     if (o.transport.replicas > 1) {
@@ -206,8 +203,7 @@ int Main(int argc, char** argv) {
       argc, argv,
       {"clusters", "sizes", "modes", "seconds", "chunk_bytes", "policy",
        "optimizer_sizes", "log_level", "replicas", "server_binary"},
-      {"skip_transport", "skip_optimizers", "unary_push_pull", "socket_only",
-       "server_processes"});
+      {"skip_transport", "skip_optimizers", "socket_only", "server_processes"});
   if (!flags.ok()) return fail(flags.status());
   if (absl::Status s =
           InitLogging("paramd-bench", flags->Get("log_level", "warn"));

@@ -117,7 +117,6 @@ void RunWorker(const ClientSetup& setup,
                const TransportOptions& o, Mode mode, RunControl& control,
                WorkerRun& run) {
   GrpcClientOptions options;
-  options.step_stream = o.step_stream;
   options.backups = o.backups;
   GrpcParameterClient client(setup, addresses, options, JobSecurity());
   absl::StatusOr<uint64_t> clock = client.Register();

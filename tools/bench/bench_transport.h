@@ -28,9 +28,6 @@ struct TransportOptions {
   int64_t chunk_bytes = 1 << 20;
   std::string policy = "async";
   double seconds = 0.6;
-  // PushPull as steps of a long-lived StepStream (the workers' way), or a
-  // unary call per step (--unary_push_pull, for an A/B).
-  bool step_stream = true;
   // worker.shared_memory: the bytes of same-host steps through shared
   // memory (the workers' default), or by the socket (--socket_only).
   bool shared_memory = true;

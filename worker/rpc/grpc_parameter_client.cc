@@ -24,7 +24,6 @@ ShardLinks::Options LinkOptions(const GrpcClientOptions& options,
   links.hung_after = absl::Seconds(config.liveness.lease_seconds);
   links.push_timeout = options.push_timeout;
   links.pull_timeout = options.pull_timeout;
-  links.step_stream = options.step_stream;
   links.shared_memory = config.worker.shared_memory;
   links.backups = options.backups;
   return links;

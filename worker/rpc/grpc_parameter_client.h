@@ -52,10 +52,6 @@ struct GrpcClientOptions {
   // What the retries' back-off reads and sleeps on (worker/retry.h); must
   // outlive the client.
   Clock* clock = RealClock();
-  // A shard whose push and pull each fit one message: PushPull as a step
-  // of a StepStream kept open across steps (no per-step call setup);
-  // false: a unary PushPull call per step.
-  bool step_stream = true;
   // replication.factor 2: each shard's backup (ShardLinks::Options).
   std::vector<std::string> backups;
 };

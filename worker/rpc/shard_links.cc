@@ -24,8 +24,7 @@ std::string MethodName(const char* rpc) {
 ShardLinks::Methods AllMethods() {
   return {MethodName("Push"),       MethodName("Pull"),
           MethodName("PushStream"), MethodName("PullStream"),
-          MethodName("PushPull"),   MethodName("PullRows"),
-          MethodName("StepStream")};
+          MethodName("PullRows"),   MethodName("StepStream")};
 }
 
 // The largest message a shard's calls carry: its whole share twice (a
@@ -107,8 +106,7 @@ ShardLinks::ShardLinks(const ClientSetup& setup,
     }
     link.pull_streams = GroupChunks(pull_bytes).size() > 1;
     link.no_segments = std::make_unique<std::atomic<bool>>(
-        !options.shared_memory || !options.step_stream ||
-        setup.config->compression.topk());
+        !options.shared_memory || setup.config->compression.topk());
     segment_bytes_.emplace_back(push_area, pull_area);
     shards_.push_back(std::move(link));
   }
@@ -173,18 +171,6 @@ void ShardLinks::StartPushPull(int shard,
                                std::function<void(absl::Status)> done,
                                absl::Time* written) {
   done = Noting(shard, std::move(done));
-  if (!options_.step_stream) {
-    // A unary PushPull; its context lives until the call ends.
-    auto context = std::make_shared<grpc::ClientContext>();
-    context->set_deadline(
-        DeadlineIn(std::max(options_.push_timeout, options_.pull_timeout)));
-    UnaryIntoSink(shard, methods_.push_pull, std::move(messages.front()),
-                  context.get(), sink,
-                  [context, done = std::move(done)](absl::Status s) {
-                    done(std::move(s));
-                  });
-    return;
-  }
   Link& link = shards_[shard];
   if (link.segment != nullptr) {
     const absl::Span<char> area = link.segment->pull_area();

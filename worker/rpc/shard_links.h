@@ -46,9 +46,6 @@ class ShardLinks {
   struct Options {
     absl::Duration push_timeout = absl::Minutes(1);
     absl::Duration pull_timeout = absl::Minutes(10);
-    // PushPull as a step of a StepStream kept open across steps; false: a
-    // unary PushPull call per step.
-    bool step_stream = true;
     // replication.factor 2: each shard's backup, in shard order (empty:
     // none). A shard whose last call found no server (UNAVAILABLE,
     // DEADLINE_EXCEEDED) is called at its other replica after FailOver.
@@ -65,8 +62,7 @@ class ShardLinks {
   };
   // Full method names, as gRPC calls them.
   struct Methods {
-    std::string push, pull, push_stream, pull_stream, push_pull, pull_rows,
-        step_stream;
+    std::string push, pull, push_stream, pull_stream, pull_rows, step_stream;
   };
 
   // `addresses`: one "host:port" per shard, in shard order; channels use
@@ -129,13 +125,13 @@ class ShardLinks {
   void StartPush(int shard, std::vector<grpc::ByteBuffer> messages,
                  grpc::ClientContext* context, grpc::ByteBuffer* response,
                  std::function<void(absl::Status)> done);
-  // Starts one shard's PushPull: the push in `messages` (the first's
-  // header carries pull_dtype), the pull of clock + 1 back into `sink`.
-  // Under options.step_stream, OpenStepStream(shard) first: a step of its
-  // StepStream, the push in as many messages as it takes and the reply
-  // likewise; `written`, unless null, receives when the push was written
-  // (StepStream::Step). Without it, a unary PushPull: one message each
-  // way.
+  // Starts one shard's PushPull as a step of its StepStream
+  // (OpenStepStream(shard) first): the push in `messages` (the first's
+  // header carries pull_dtype), as many as it takes, and the pull of
+  // clock + 1 back into `sink` likewise; `written`, unless null, receives
+  // when the push was written (StepStream::Step). A worker's steps have
+  // no unary form: a unary PushPull took 2.3x a StepStream step's latency
+  // for 4 KB (docs/architecture.md, "One call per step").
   void StartPushPull(int shard, std::vector<grpc::ByteBuffer> messages,
                      PullSink* sink, std::function<void(absl::Status)> done,
                      absl::Time* written = nullptr);

@@ -14,18 +14,8 @@
 namespace paramd {
 
 struct StepCalls::Round {
-  Round(const StepCalls& calls,
-        const std::vector<std::vector<grpc::ByteBuffer>>& messages,
-        absl::Span<float> params, bool timed)
-      : n(static_cast<int>(messages.size())),
-        timed(timed),
-        push_contexts(n),
-        pull_contexts(n),
-        push_responses(n),
-        push_status(n),
-        pull_status(n),
-        combined(n),
-        times(timed ? n : 0) {
+  Round(const StepCalls& calls, int n, absl::Span<float> params, bool timed)
+      : n(n), timed(timed), status(n), times(timed ? n : 0), open(n, true) {
     const absl::Time begin = timed ? absl::Now() : absl::InfinitePast();
     for (int i = 0; i < n; ++i) {
       sinks.emplace_back(calls.plan_, calls.layout_, i, calls.pull_half_,
@@ -35,76 +25,50 @@ struct StepCalls::Round {
         times[i] = {begin, absl::InfinitePast(), absl::InfinitePast(),
                     absl::InfinitePast()};
       }
-      // A StepStream takes a step of any size; a unary PushPull one
-      // message each way.
-      combined[i] = calls.links_->options().step_stream ||
-                    (messages[i].size() == 1 && !calls.links_->pull_streams(i));
-      open.push_back(combined[i] ? 1 : 2);
-      pending += open.back();
     }
+    pending = n;
   }
 
-  // A call of shard `i` ended; `push` says it was a push of its own.
-  void Ended(int i, bool push) {
-    if (timed) (push ? times[i].pushed : times[i].end) = absl::Now();
+  // Shard `i`'s step ended.
+  void Ended(int i) {
+    if (timed) times[i].end = absl::Now();
     absl::MutexLock lock(&mu);
     --pending;
-    --open[i];
+    open[i] = false;
   }
 
-  // Whether every call ended.
+  // Whether every shard's step ended.
   bool AllEnded() {
     absl::MutexLock lock(&mu);
     return pending == 0;
   }
 
-  // Waits until every call ended or `until` passes; whether they all did.
-  bool AwaitUntil(absl::Time until) {
-    const absl::Condition all_ended(
-        +[](int* p) { return *p == 0; }, &pending);
-    absl::MutexLock lock(&mu);
-    return mu.AwaitWithDeadline(all_ended, until);
-  }
-
-  // The shards with a call that has not ended.
+  // The shards whose step has not ended.
   std::vector<int> Waiting() {
     std::vector<int> out;
     absl::MutexLock lock(&mu);
     for (int i = 0; i < n; ++i) {
-      if (open[i] > 0) out.push_back(i);
+      if (open[i]) out.push_back(i);
     }
     return out;
   }
 
-  // The failure to report: a push's before a pull's, and one that was not
-  // the cancellation a failure caused in the other calls; then a push reply
-  // that does not read.
+  // The failure to report: one that was not the cancellation a failure
+  // caused in the other shards' steps.
   absl::Status Failure() const {
     absl::Status failure;
-    auto consider = [&failure](const absl::Status& s, const char* rpc, int i) {
-      if (s.ok()) return;
+    for (int i = 0; i < n; ++i) {
+      const absl::Status& s = status[i];
+      if (s.ok()) continue;
       if (failure.ok() ||
           (absl::IsCancelled(failure) && !absl::IsCancelled(s))) {
-        failure = PrefixStatus(s, rpc, i);
-      }
-    };
-    for (int i = 0; i < n; ++i) consider(push_status[i], "Push to shard ", i);
-    for (int i = 0; i < n; ++i) {
-      consider(pull_status[i],
-               combined[i] ? "PushPull to shard " : "Pull to shard ", i);
-    }
-    if (!failure.ok()) return failure;
-    for (int i = 0; i < n; ++i) {
-      if (combined[i]) continue;
-      if (absl::StatusOr<uint64_t> v = PushedVersion(push_responses[i]);
-          !v.ok()) {
-        return PrefixStatus(v.status(), "Push to shard ", i);
+        failure = PrefixStatus(s, "PushPull to shard ", i);
       }
     }
-    return absl::OkStatus();
+    return failure;
   }
 
-  // The calls' times (the step timeline): when their callbacks ran.
+  // The steps' times (the step timeline): when their callbacks ran.
   std::vector<ShardCallTimes> Times() const {
     std::vector<ShardCallTimes> out = times;
     for (int i = 0; i < n; ++i) {
@@ -118,20 +82,16 @@ struct StepCalls::Round {
 
   const int n;
   const bool timed;
-  std::vector<grpc::ClientContext> push_contexts, pull_contexts;
-  std::vector<grpc::ByteBuffer> push_responses;
   std::vector<PullSink> sinks;
-  // Each written by its call's callback before it ends, read after all
+  // Each written by its step's callback before it ends, read after all
   // ended.
-  std::vector<absl::Status> push_status, pull_status;
-  // The shard takes push and pull in one PushPull.
-  std::vector<bool> combined;
-  // Written by the calls' callbacks like the statuses; empty untimed.
+  std::vector<absl::Status> status;
+  // Written by the steps' callbacks like the statuses; empty untimed.
   std::vector<ShardCallTimes> times;
   absl::Mutex mu;
   int pending ABSL_GUARDED_BY(mu) = 0;
-  std::vector<int> open ABSL_GUARDED_BY(mu);  // Calls not ended, by shard.
-  // The shard whose call failed first, after which this worker cancelled
+  std::vector<bool> open ABSL_GUARDED_BY(mu);  // Steps not ended, by shard.
+  // The shard whose step failed first, after which this worker cancelled
   // the others' (-1: none failed).
   std::atomic<int> first_failed{-1};
 };
@@ -142,67 +102,37 @@ StepCalls::StepCalls(const ClientSetup& setup, ShardLinks* links)
       pull_half_(setup.config->compression.pull_fp16()),
       links_(links) {}
 
-void StepCalls::CancelPulls(Round* round) {
-  for (auto& c : round->pull_contexts) c.TryCancel();
-  for (int i = 0; i < round->n; ++i) {
-    if (round->combined[i]) links_->CancelStep(i);
-  }
+void StepCalls::CancelSteps(Round* round) {
+  for (int i = 0; i < round->n; ++i) links_->CancelStep(i);
 }
 
 bool StepCalls::Await(Round* round, absl::Time until) {
-  if (!links_->options().step_stream) return round->AwaitUntil(until);
   while (!round->AllEnded()) {
     if (!links_->PollSteps(until)) return round->AllEnded();
   }
   return true;
 }
 
-void StepCalls::Start(uint64_t clock,
-                      std::vector<std::vector<grpc::ByteBuffer>> messages,
+void StepCalls::Start(std::vector<std::vector<grpc::ByteBuffer>> messages,
                       Round* round) {
-  const int n = round->n;
-  // Every stream the step takes is open before any call can fail and
-  // cancel them.
-  for (int i = 0; i < n; ++i) {
-    if (round->combined[i] && links_->options().step_stream) {
-      links_->OpenStepStream(i);
-    }
-  }
-  for (int i = 0; i < n; ++i) {
-    if (round->combined[i]) continue;
-    links_->StartPull(i, clock + 1, &round->pull_contexts[i], &round->sinks[i],
-                      [this, round, i](absl::Status s) {
-                        links_->Heard(i, s);
-                        round->pull_status[i] = std::move(s);
-                        round->Ended(i, /*push=*/false);
-                      });
-  }
-  for (int i = 0; i < n; ++i) {
-    auto pushed = [this, round, i](absl::Status* status, bool push) {
-      return [this, round, i, status, push](absl::Status s) {
-        links_->Heard(i, s);
-        if (absl::IsFailedPrecondition(s) &&
-            absl::StrContains(s.message(), "shared memory segment")) {
-          links_->RefuseSegment(i);
-        }
-        if (!s.ok()) {
-          int none = -1;
-          round->first_failed.compare_exchange_strong(none, i);
-          CancelPulls(round);
-        }
-        *status = std::move(s);
-        round->Ended(i, push);
-      };
+  for (int i = 0; i < round->n; ++i) {
+    auto done = [this, round, i](absl::Status s) {
+      links_->Heard(i, s);
+      if (absl::IsFailedPrecondition(s) &&
+          absl::StrContains(s.message(), "shared memory segment")) {
+        links_->RefuseSegment(i);
+      }
+      if (!s.ok()) {
+        int none = -1;
+        round->first_failed.compare_exchange_strong(none, i);
+        CancelSteps(round);
+      }
+      round->status[i] = std::move(s);
+      round->Ended(i);
     };
-    if (round->combined[i]) {
-      links_->StartPushPull(i, std::move(messages[i]), &round->sinks[i],
-                            pushed(&round->pull_status[i], /*push=*/false),
-                            round->timed ? &round->times[i].pushed : nullptr);
-    } else {
-      links_->StartPush(i, std::move(messages[i]), &round->push_contexts[i],
-                        &round->push_responses[i],
-                        pushed(&round->push_status[i], /*push=*/true));
-    }
+    links_->StartPushPull(i, std::move(messages[i]), &round->sinks[i],
+                          std::move(done),
+                          round->timed ? &round->times[i].pushed : nullptr);
   }
 }
 
@@ -211,20 +141,19 @@ absl::StatusOr<uint64_t> StepCalls::Run(uint64_t clock,
                                         absl::Span<float> params,
                                         std::function<void()>* while_waiting) {
   // Streams first: a new stream has a new segment, which the messages
-  // name.
+  // name. A stream that ended since the last step is heard of first, and
+  // replaced; every stream the step takes is open before any step can fail
+  // and cancel them.
   std::vector<SharedSegment*> segments(links_->size(), nullptr);
-  if (links_->options().step_stream) {
-    // A stream that ended since the last step is heard of first, and
-    // replaced.
-    links_->DrainSteps();
-    for (int i = 0; i < links_->size(); ++i) {
-      links_->OpenStepStream(i);
-      segments[i] = links_->segment(i);
-    }
+  links_->DrainSteps();
+  for (int i = 0; i < links_->size(); ++i) {
+    links_->OpenStepStream(i);
+    segments[i] = links_->segment(i);
   }
   std::vector<std::vector<grpc::ByteBuffer>> messages = make_messages(segments);
-  Round round(*this, messages, params, times_ != nullptr);
-  Start(clock, std::move(messages), &round);
+  Round round(*this, static_cast<int>(messages.size()), params,
+              times_ != nullptr);
+  Start(std::move(messages), &round);
   if (while_waiting != nullptr && *while_waiting) {
     // What is ready goes first (a new stream's start, so its first write
     // leaves), then the caller's work, while the servers answer.
@@ -249,8 +178,8 @@ absl::Duration StepCalls::StepLimit() const {
 }
 
 int StepCalls::AwaitAll(Round* round) {
-  // The unary calls have deadlines; the streams' steps are bounded here.
-  // Real time: the calls' own deadlines are gRPC's, on the real clock.
+  // A stream's step has no deadline of its own: it is bounded here, on the
+  // real clock (the streams' own are gRPC's).
   const absl::Time deadline = absl::Now() + StepLimit();
   // With backups, every lease / 4 the shards still waited on are asked
   // whether their server answers anything at all: a hung one's calls
@@ -258,7 +187,7 @@ int StepCalls::AwaitAll(Round* round) {
   const absl::Duration watch = links_->options().hung_after / 4;
   while (!Await(round, std::min(deadline, absl::Now() + watch))) {
     if (absl::Now() >= deadline) {
-      CancelPulls(round);
+      CancelSteps(round);
       Await(round, absl::InfiniteFuture());
       return kPastDeadline;
     }
@@ -270,10 +199,9 @@ int StepCalls::AwaitAll(Round* round) {
       }
     }
     if (hung < 0) continue;
-    round->push_contexts[hung].TryCancel();
     int none = -1;
     if (round->first_failed.compare_exchange_strong(none, hung)) {
-      CancelPulls(round);
+      CancelSteps(round);
     } else {
       hung = -1;  // Another shard's failure came first: it is the step's.
     }
@@ -306,8 +234,7 @@ absl::Status StepCalls::Conclude(Round* round, int hung) {
     // calls after a failure, which comes first): their servers ended them.
     for (int i = 0; i < round->n; ++i) {
       if (first >= 0 && i != first) continue;
-      if (absl::IsCancelled(round->push_status[i]) ||
-          absl::IsCancelled(round->pull_status[i])) {
+      if (absl::IsCancelled(round->status[i])) {
         links_->Note(i, absl::UnavailableError("ended by its server"));
       }
     }

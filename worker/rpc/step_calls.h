@@ -1,16 +1,14 @@
-// StepCalls: one PushPull step of a worker to every shard at once. Each
-// shard takes both in one PushPull — a step of its StepStream, however
-// many messages push and pull take (ShardLinks) — or, with StepStreams
-// off, in a unary PushPull when each fits one message; the others then
-// get a push of `clock` and a pull of clock + 1 side by side. A failed push
-// cancels the step's pulls (they would wait in vain), and the step as a
-// whole is bounded by the longer of the push and pull timeouts (a stream's
-// step has no deadline of its own). With backups, a step waiting on a
+// StepCalls: one PushPull step of a worker to every shard at once, each
+// a step of the shard's StepStream, however many messages push and pull
+// take (ShardLinks). A failed step cancels the other shards' (their pulls
+// would wait in vain), and the step as a whole is bounded by the longer of
+// the push and pull timeouts (a stream's step has no deadline of its
+// own). With backups, a step waiting on a
 // shard whose server answered nothing for options.hung_after
 // (ShardLinks::Hung) ends UNAVAILABLE naming it, for FailOver.
 //
-// Thread-compatible: one training loop uses it at a time; with StepStreams
-// its thread runs the calls' events while it waits.
+// Thread-compatible: one training loop uses it at a time; its thread runs
+// the streams' events while it waits.
 #ifndef PARAMD_WORKER_RPC_STEP_CALLS_H_
 #define PARAMD_WORKER_RPC_STEP_CALLS_H_
 
@@ -54,13 +52,12 @@ class StepCalls {
  private:
   // One step's calls to every shard and what they answer.
   struct Round;
-  // Starts every call of `round`.
-  void Start(uint64_t clock,
-             std::vector<std::vector<grpc::ByteBuffer>> messages, Round* round);
-  void CancelPulls(Round* round);
-  // Waits until every call of `round` ended or `until` passes; whether
-  // they all did. StepStreams' steps end as this thread polls their
-  // queue (ShardLinks::PollSteps), which it does while it waits.
+  // Starts every shard's step of `round`, its push in `messages`.
+  void Start(std::vector<std::vector<grpc::ByteBuffer>> messages, Round* round);
+  void CancelSteps(Round* round);
+  // Waits until every step of `round` ended or `until` passes; whether
+  // they all did. Steps end as this thread polls the streams' queue
+  // (ShardLinks::PollSteps), which it does while it waits.
   bool Await(Round* round, absl::Time until);
   // The longer of the push and pull timeouts: what a step may take.
   absl::Duration StepLimit() const;

@@ -4,8 +4,8 @@
 // two threads per process that hand the poller's role and every event to
 // one another: 4-6 thread switches a round trip on this machine, against
 // one (the kernel waking the poller) for a thread that polls its own
-// queue (docs/performance-history.md, "What gRPC's threading costs a round trip").
-// So a step's reply is read, checked and written into the parameters on
+// queue (docs/performance-history.md, "What gRPC's threading costs a round
+// trip"). So a step's reply is read, checked and written into the parameters on
 // the training thread itself, which wakes once per event.
 //
 // Nothing polls while nobody waits: events (a write done, the end of a
