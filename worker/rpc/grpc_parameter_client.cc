@@ -25,6 +25,7 @@ ShardLinks::Options LinkOptions(const GrpcClientOptions& options,
   links.push_timeout = options.push_timeout;
   links.pull_timeout = options.pull_timeout;
   links.shared_memory = config.worker.shared_memory;
+  links.clock = options.clock;
   links.backups = options.backups;
   return links;
 }
@@ -70,7 +71,7 @@ absl::StatusOr<uint64_t> GrpcParameterClient::RegisterPhase(bool join,
         calls[i]->Finish(&responses[i], status, tag);
       },
       [&](int i, absl::Status status) {
-        links_.Note(i, status);
+        links_.replicas().Note(i, status);
         return status;
       });
   if (!s.ok()) return s;
@@ -223,7 +224,7 @@ absl::StatusOr<uint64_t> GrpcParameterClient::PullOnce(
         },
         [&](int i, absl::Status status) {
           if (status.ok()) status = sinks[i].Consume(replies[i]);
-          links_.Note(i, status);
+          links_.replicas().Note(i, status);
           return status;
         });
   }
@@ -303,7 +304,8 @@ void GrpcParameterClient::Heartbeat(uint64_t clock, bool finished,
       // An answer is what tells a hung server (ShardLinks::Hung) from one
       // that waits for other ranks.
       [&](int i, absl::Status status) {
-        links_.Heard(i, status);  // An unregistered rank's refusal too.
+        links_.replicas().Heard(i,
+                                status);  // An unregistered rank's refusal too.
         return status;
       });
   if (!on_trace_) return;
@@ -343,7 +345,7 @@ absl::Status GrpcParameterClient::Initialize(absl::Span<const float> params) {
           proto::PushResponse response;
           grpc::Status s =
               links_.stub(i)->Initialize(&context, request, &response);
-          links_.Note(i, FromGrpcStatus(s));
+          links_.replicas().Note(i, FromGrpcStatus(s));
           if (!s.ok()) {
             return PrefixStatus(FromGrpcStatus(s), "Initialize to shard ", i);
           }
@@ -363,7 +365,7 @@ absl::Status GrpcParameterClient::ReportEpoch(const EpochReport& epoch) {
                     proto::ReportEpochResponse response;
                     grpc::Status s = links_.stub(0)->ReportEpoch(
                         &context, report, &response);
-                    links_.Note(0, FromGrpcStatus(s));
+                    links_.replicas().Note(0, FromGrpcStatus(s));
                     if (!s.ok()) {
                       return PrefixStatus(FromGrpcStatus(s),
                                           "ReportEpoch to shard ", 0);

@@ -61,7 +61,10 @@ ShardLinks::ShardLinks(const ClientSetup& setup,
       rank_(setup.rank),
       pull_half_(setup.config->compression.pull_fp16()),
       options_(options),
-      methods_(AllMethods()) {
+      methods_(AllMethods()),
+      choice_(
+          std::vector<int>(addresses.size(), options.backups.empty() ? 1 : 2),
+          options.hung_after, options.clock) {
   const PartitionPlan& plan = *setup.plan;
   for (int s = 0; s < static_cast<int>(addresses.size()); ++s) {
     grpc::ChannelArguments args;
@@ -88,10 +91,6 @@ ShardLinks::ShardLinks(const ClientSetup& setup,
       conn.generic = std::make_unique<grpc::GenericStub>(conn.channel);
       link.replicas.push_back(std::move(conn));
     }
-    link.current = std::make_unique<std::atomic<int>>(0);
-    link.last_code = std::make_unique<std::atomic<int>>(0);
-    link.heard =
-        std::make_unique<std::atomic<int64_t>>(absl::ToUnixNanos(absl::Now()));
     // Pulls carry float32 (or halves) whatever pushes carry.
     std::vector<int64_t> pull_bytes;
     size_t push_area = 0, pull_area = 0;
@@ -231,84 +230,27 @@ void ShardLinks::UnaryIntoSink(int shard, const std::string& method,
       });
 }
 
-void ShardLinks::Note(int shard, const absl::Status& status) {
-  // A cancelled call says nothing of its server: this worker cancels the
-  // other shards' calls of a step when one fails (StepCalls notes those
-  // its server ended).
-  const absl::StatusCode code =
-      absl::IsCancelled(status) ? absl::StatusCode::kOk : status.code();
-  shards_[shard].last_code->store(static_cast<int>(code),
-                                  std::memory_order_relaxed);
-}
-
 std::function<void(absl::Status)> ShardLinks::Noting(
     int shard, std::function<void(absl::Status)> done) {
   return [this, shard, done = std::move(done)](absl::Status s) {
-    Note(shard, s);
+    choice_.Note(shard, s);
     done(std::move(s));
   };
 }
 
-void ShardLinks::NoteHung(int shard, const absl::Status& status) {
-  Note(shard, status);
-  shards_[shard].hung = true;
-}
-
-void ShardLinks::Heard(int shard, const absl::Status& ended) {
-  switch (ended.code()) {
-    case absl::StatusCode::kUnavailable:
-    case absl::StatusCode::kDeadlineExceeded:
-    case absl::StatusCode::kCancelled:
-    case absl::StatusCode::kUnknown:
-      return;
-    default:
-      shards_[shard].heard->store(absl::ToUnixNanos(absl::Now()),
-                                  std::memory_order_relaxed);
-  }
-}
-
-absl::Duration ShardLinks::Silence(int shard) const {
-  return absl::Now() - absl::FromUnixNanos(shards_[shard].heard->load(
-                           std::memory_order_relaxed));
-}
-
-bool ShardLinks::Hung(int shard) const {
-  return shards_[shard].replicas.size() > 1 &&
-         Silence(shard) > options_.hung_after;
-}
-
 bool ShardLinks::FailOver() {
-  bool moved = false;
-  for (int s = 0; s < size(); ++s) {
+  const std::vector<int> moved = choice_.FailOver();
+  for (int s : moved) {
     Link& link = shards_[s];
-    const auto code = static_cast<absl::StatusCode>(
-        link.last_code->exchange(0, std::memory_order_relaxed));
-    if (link.replicas.size() < 2 ||
-        (code != absl::StatusCode::kUnavailable &&
-         code != absl::StatusCode::kDeadlineExceeded)) {
-      continue;
-    }
-    const int from = link.current->load(std::memory_order_relaxed);
-    const absl::Time now = absl::Now();
-    if (link.avoided == 1 - from && now < link.avoid_until) {
-      continue;  // Its backup refuses until it takes over: wait for it.
-    }
-    if (std::exchange(link.hung, false)) {
-      link.avoided = from;
-      link.avoid_until = now + options_.hung_after;
-    }
-    moved = true;
-    link.current->store(1 - from, std::memory_order_release);
-    // The other replica gets a whole hung_after.
-    Heard(s, absl::OkStatus());
+    const int to = choice_.current(s);
     link.steps.reset();  // Its stream was to the other replica.
     spdlog::warn(
         "rank {}: shard {}: {} did not serve the last call; trying "
         "its {} at {}",
-        rank_, s, link.replicas[from].address, from == 0 ? "backup" : "primary",
-        link.replicas[1 - from].address);
+        rank_, s, link.replicas[1 - to].address, to == 1 ? "backup" : "primary",
+        link.replicas[to].address);
   }
-  return moved;
+  return !moved.empty();
 }
 
 std::chrono::system_clock::time_point DeadlineIn(absl::Duration d) {

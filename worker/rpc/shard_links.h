@@ -31,10 +31,12 @@
 
 #include "absl/status/status.h"
 #include "absl/time/time.h"
+#include "common/base/clock.h"
 #include "common/rpc/credentials.h"
 #include "common/wire/shared_segment.h"
 #include "proto/paramd.grpc.pb.h"
 #include "worker/parameter_client.h"
+#include "worker/replica_choice.h"
 #include "worker/rpc/pull_sink.h"
 #include "worker/rpc/step_queue.h"
 #include "worker/rpc/step_stream.h"
@@ -55,6 +57,8 @@ class ShardLinks {
     // for hung (stopped, frozen) and the step ended, so that FailOver tries
     // its other replica (StepCalls); the job's liveness.lease_seconds.
     absl::Duration hung_after = absl::InfiniteDuration();
+    // What hung_after and the fail-over's wait are read on.
+    Clock* clock = RealClock();
     // worker.shared_memory: each StepStream with a shared-memory segment
     // (common/wire/shared_segment.h) for its chunk bytes, until the
     // shard's server refuses one (RefuseSegment).
@@ -79,33 +83,22 @@ class ShardLinks {
     return Current(shard).stub.get();
   }
   grpc::GenericStub* generic(int shard) { return Current(shard).generic.get(); }
-  // How a call to `shard` ended, for FailOver; `done` wrapped to note it.
-  // Thread-safe.
-  void Note(int shard, const absl::Status& status);
+  // Which replica each shard is called at, and how each call ended
+  // (ReplicaChoice: Note, NoteHung, Heard, Hung, Silence). Thread-safe
+  // as it says.
+  ReplicaChoice& replicas() { return choice_; }
+  const ReplicaChoice& replicas() const { return choice_; }
+  // `done` wrapped to Note how the call ended.
   std::function<void(absl::Status)> Noting(
       int shard, std::function<void(absl::Status)> done);
-  // Note for a step whose shard was Hung: FailOver moves it to the other
-  // replica and does not move it back for hung_after (that replica refuses
-  // until it takes over, and the hung one would cost another hung_after).
-  void NoteHung(int shard, const absl::Status& status);
-  // A call or heartbeat to the shard ended with `ended`: unless it says
-  // no server answered (UNAVAILABLE, DEADLINE_EXCEEDED, CANCELLED,
-  // UNKNOWN), its server was heard from now. Thread-safe.
-  void Heard(int shard, const absl::Status& ended);
-  // Whether the shard has a backup and its current replica answered
-  // nothing for longer than options.hung_after (counted from when it became
-  // the current one, at most). Thread-safe.
-  bool Hung(int shard) const;
-  // How long the shard's current replica has answered nothing.
-  absl::Duration Silence(int shard) const;
   // The address of the shard's replica called now.
   const std::string& address(int shard) const {
-    const Link& link = shards_[shard];
-    return link.replicas[link.current->load(std::memory_order_acquire)].address;
+    return shards_[shard].replicas[choice_.current(shard)].address;
   }
-  // After a failed call: every shard with a backup whose last call found
-  // no server is called at its other replica from now on; returns whether
-  // one was. Called by the thread that starts the calls, none in flight.
+  // After a failed call: ReplicaChoice::FailOver, and each shard moved
+  // gets a new StepStream (its old one was to the other replica); returns
+  // whether one was. Called by the thread that starts the calls, none in
+  // flight.
   bool FailOver();
   // Whether the shard's pulls use PullStream: its chunks fill several
   // messages (float32, or halves under compression.pull: fp16).
@@ -175,15 +168,6 @@ class ShardLinks {
   };
   struct Link {
     std::vector<Conn> replicas;  // The primary's, then the backup's.
-    // The replica called now; the code of the last call's end.
-    std::unique_ptr<std::atomic<int>> current, last_code;
-    // When the current replica last answered (absl::ToUnixNanos).
-    std::unique_ptr<std::atomic<int64_t>> heard;
-    // NoteHung since the last FailOver; the replica taken for hung, not
-    // called again before avoid_until (-1: none).
-    bool hung = false;
-    int avoided = -1;
-    absl::Time avoid_until = absl::InfinitePast();
     bool pull_streams = false;
     // Opened by the first PushPull that needs it and again after it ended;
     // its segment (options.shared_memory), freed after it.
@@ -194,8 +178,7 @@ class ShardLinks {
   };
 
   Conn& Current(int shard) {
-    Link& link = shards_[shard];
-    return link.replicas[link.current->load(std::memory_order_acquire)];
+    return shards_[shard].replicas[choice_.current(shard)];
   }
 
   const std::string job_id_;
@@ -203,6 +186,7 @@ class ShardLinks {
   const bool pull_half_;  // compression.pull: fp16
   const Options options_;
   const Methods methods_;
+  ReplicaChoice choice_;
   // The StepStreams' events; it outlives them (declared before shards_).
   StepQueue queue_;
   std::vector<Link> shards_;

@@ -117,7 +117,7 @@ void StepCalls::Start(std::vector<std::vector<grpc::ByteBuffer>> messages,
                       Round* round) {
   for (int i = 0; i < round->n; ++i) {
     auto done = [this, round, i](absl::Status s) {
-      links_->Heard(i, s);
+      links_->replicas().Heard(i, s);
       if (absl::IsFailedPrecondition(s) &&
           absl::StrContains(s.message(), "shared memory segment")) {
         links_->RefuseSegment(i);
@@ -193,7 +193,7 @@ int StepCalls::AwaitAll(Round* round) {
     }
     int hung = -1;
     for (int i : round->Waiting()) {
-      if (links_->Hung(i)) {
+      if (links_->replicas().Hung(i)) {
         hung = i;
         break;
       }
@@ -217,16 +217,16 @@ absl::Status StepCalls::Conclude(Round* round, int hung) {
   // others' calls this worker cancelled, however they ended.
   const int first = round->first_failed.load();
   for (int i = 0; first >= 0 && i < round->n; ++i) {
-    if (i != first) links_->Note(i, absl::OkStatus());
+    if (i != first) links_->replicas().Note(i, absl::OkStatus());
   }
   if (hung >= 0) {
     const absl::Status silent = absl::UnavailableError(absl::StrCat(
         "PushPull to shard ", hung, ": its server at ", links_->address(hung),
         " answered nothing, not even a heartbeat, for ",
-        absl::FormatDuration(
-            absl::Trunc(links_->Silence(hung), absl::Milliseconds(100))),
+        absl::FormatDuration(absl::Trunc(links_->replicas().Silence(hung),
+                                         absl::Milliseconds(100))),
         " (more than liveness.lease_seconds): taken for hung"));
-    links_->NoteHung(hung, silent);
+    links_->replicas().NoteHung(hung, silent);
     return silent;
   }
   if (absl::IsCancelled(failure)) {
@@ -235,7 +235,8 @@ absl::Status StepCalls::Conclude(Round* round, int hung) {
     for (int i = 0; i < round->n; ++i) {
       if (first >= 0 && i != first) continue;
       if (absl::IsCancelled(round->status[i])) {
-        links_->Note(i, absl::UnavailableError("ended by its server"));
+        links_->replicas().Note(i,
+                                absl::UnavailableError("ended by its server"));
       }
     }
     failure = CancelledByServer(failure);
