@@ -3,7 +3,8 @@
 // another. Its workers find the server cannot map their shared memory and
 // send the bytes by the socket, and the job trains exactly as on one host
 // (sync: the same figures, digit for digit), on unshaped links and on
-// links shaped to a rate.
+// links shaped to a rate. paramd-bench runs its servers on other hosts
+// than its workers.
 #include <catch2/catch.hpp>
 #include <regex>
 #include <string>
@@ -41,8 +42,8 @@ std::string EpochFigures(const std::string& log) {
 template <typename On>
 std::vector<std::string> RunJob(const std::string& job, const std::string& host,
                                 On on) {
-  Subprocess server(on(0, {"server/paramd-server", "--job", job, "--shard",
-                           "0", "--listen", absl::StrCat(host, ":0")}));
+  Subprocess server(on(0, {"server/paramd-server", "--job", job, "--shard", "0",
+                           "--listen", absl::StrCat(host, ":0")}));
   INFO(server.output());
   REQUIRE(server.ReadUntil("listening on port", kTimeout));
   const std::string address = ListeningAddress(server, host);
@@ -73,19 +74,18 @@ TEST_CASE(
   o.servers = {"127.0.0.1:0"};  // Each worker is told where (--servers).
   o.workers = 2;
   o.epochs = 2;
-  const std::string job =
-      WriteFile(NewTempDir() + "/job.yaml", JobYaml(o));
+  const std::string job = WriteFile(NewTempDir() + "/job.yaml", JobYaml(o));
 
-  const std::vector<std::string> one_host = RunJob(
-      job, "127.0.0.1",
-      [](int, const std::vector<std::string>& argv) { return argv; });
+  const std::vector<std::string> one_host =
+      RunJob(job, "127.0.0.1",
+             [](int, const std::vector<std::string>& argv) { return argv; });
 
   TestHosts hosts(3, rate);
-  const std::vector<std::string> three_hosts = RunJob(
-      job, hosts.address(0),
-      [&hosts](int k, const std::vector<std::string>& argv) {
-        return hosts.On(k, argv);
-      });
+  const std::vector<std::string> three_hosts =
+      RunJob(job, hosts.address(0),
+             [&hosts](int k, const std::vector<std::string>& argv) {
+               return hosts.On(k, argv);
+             });
 
   for (int rank = 0; rank < 2; ++rank) {
     INFO("rank " << rank << "\n" << three_hosts[rank]);
@@ -98,6 +98,30 @@ TEST_CASE(
     CHECK(three_hosts[rank].find("cannot map this worker's shared") !=
           std::string::npos);
   }
+}
+
+TEST_CASE(
+    "paramd-bench's server processes on other hosts: its workers reach "
+    "them by their links",
+    "[hosts][bench][process]") {
+  TestHosts hosts(3);
+  Subprocess bench(hosts.On(
+      2,
+      {"tools/paramd-bench", "--server_processes", "--server_hosts",
+       absl::StrCat(hosts.address(0), ",", hosts.address(1)), "--server_launch",
+       hosts.Launch(), "--clusters", "2x2", "--sizes", "4K", "--modes",
+       "push+pull", "--seconds", "0.2", "--skip_optimizers"}));
+  const int code = bench.Wait(kTimeout);
+  INFO(bench.output());
+  CHECK(code == 0);
+  CHECK(bench.output().find(absl::StrCat("to servers at ", hosts.address(0),
+                                         ", ", hosts.address(1))) !=
+        std::string::npos);
+  static const std::regex kRow(R"(\n  push\+pull +4K +([0-9]+) )");
+  std::smatch row;
+  const std::string output = bench.output();
+  REQUIRE(std::regex_search(output, row, kRow));
+  CHECK(std::stoll(row[1].str()) > 0);
 }
 
 }  // namespace

@@ -63,4 +63,8 @@ std::vector<std::string> TestHosts::On(
   return on;
 }
 
+std::string TestHosts::Launch() const {
+  return absl::StrCat(kScript, " run ", name_, " {host}");
+}
+
 }  // namespace paramd::testing

@@ -29,7 +29,11 @@ class TestHosts {
   const std::string& address(int k) const { return addresses_.at(k); }
   // `argv` as run on host `k` (for Subprocess): the same program, exec'd
   // in the host's network and with its /dev/shm.
-  std::vector<std::string> On(int k, const std::vector<std::string>& argv) const;
+  std::vector<std::string> On(int k,
+                              const std::vector<std::string>& argv) const;
+  // On's prefix with "{host}" for the host's index: paramd-bench's
+  // --server_launch.
+  std::string Launch() const;
 
  private:
   std::string name_;

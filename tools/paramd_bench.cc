@@ -21,7 +21,8 @@
 //       [--seconds S] [--chunk_bytes B] [--policy async|sync]
 //       [--optimizer_sizes 1M,16M,64M] [--skip_transport] [--skip_optimizers]
 //       [--replicas 1|2] [--socket_only]
-//       [--server_processes [--server_binary PATH]]
+//       [--server_processes [--server_binary PATH]
+//        [--server_hosts A,B,... --server_launch 'PREFIX {host}']]
 //
 // --replicas 2: every server has a backup holding each step before it is
 // acknowledged (replication.factor 2), for its cost.
@@ -31,6 +32,12 @@
 // --server_processes: the servers as paramd-server processes, one per
 // shard (as a cluster and ps-lite's bench run them), instead of in this
 // process, where their gRPC threads also poll the clients' events.
+// --server_hosts / --server_launch: those processes on other hosts, shard
+// K on host K % N listening at its address, each started as PREFIX (with
+// {host} replaced by the host's index) followed by its command line; e.g.
+// --server_hosts 198.18.0.1,198.18.0.2 --server_launch
+// 'scripts/hosts.sh run SET {host}' with this bench run on a third host
+// (scripts/cross-host-transport.sh does this, beside ps-lite).
 #include <unistd.h>
 
 #include <algorithm>
@@ -124,6 +131,22 @@ absl::StatusOr<BenchOptions> ParseOptions(const ParsedFlags& flags) {
     }
     o.transport.server_binary =
         flags.Get("server_binary", FindBinary("paramd-server", "server"));
+    if (flags.Has("server_hosts") != flags.Has("server_launch")) {
+      return absl::InvalidArgumentError(
+          "--server_hosts and --server_launch go together");
+    }
+    if (flags.Has("server_hosts")) {
+      o.transport.server_hosts.hosts =
+          absl::StrSplit(flags.Get("server_hosts", ""), ',', absl::SkipEmpty());
+      o.transport.server_hosts.launch = absl::StrSplit(
+          flags.Get("server_launch", ""), ' ', absl::SkipEmpty());
+      if (o.transport.server_hosts.hosts.empty() ||
+          o.transport.server_hosts.launch.empty()) {
+        return absl::InvalidArgumentError(
+            "--server_hosts needs addresses (A,B,...) and --server_launch a "
+            "command prefix");
+      }
+    }
     o.transport.dir = (std::filesystem::temp_directory_path() /
                        absl::StrCat("paramd-bench-", getpid()))
                           .string();
@@ -133,9 +156,11 @@ absl::StatusOr<BenchOptions> ParseOptions(const ParsedFlags& flags) {
       return absl::FailedPreconditionError(
           absl::StrCat(o.transport.dir, ": ", error.message()));
     }
-  } else if (flags.Has("server_binary")) {
+  } else if (flags.Has("server_binary") || flags.Has("server_hosts") ||
+             flags.Has("server_launch")) {
     return absl::InvalidArgumentError(
-        "--server_binary: only with --server_processes");
+        "--server_binary, --server_hosts, --server_launch: only with "
+        "--server_processes");
   }
   return o;
 }
@@ -202,7 +227,8 @@ int Main(int argc, char** argv) {
   absl::StatusOr<ParsedFlags> flags = ParseFlags(
       argc, argv,
       {"clusters", "sizes", "modes", "seconds", "chunk_bytes", "policy",
-       "optimizer_sizes", "log_level", "replicas", "server_binary"},
+       "optimizer_sizes", "log_level", "replicas", "server_binary",
+       "server_hosts", "server_launch"},
       {"skip_transport", "skip_optimizers", "socket_only", "server_processes"});
   if (!flags.ok()) return fail(flags.status());
   if (absl::Status s =

@@ -275,7 +275,8 @@ absl::StatusOr<TransportResult> RunTransportApart(int64_t bytes, Mode mode,
   config.worker.shared_memory = o.shared_memory;  // The workers' side only.
   ASSIGN_OR_RETURN(
       std::unique_ptr<ServerProcesses> servers,
-      ServerProcesses::Start(o.server_binary, job_path, o.servers, o.dir, tag));
+      ServerProcesses::Start(o.server_binary, job_path, o.servers, o.dir, tag,
+                             absl::Seconds(60), &o.server_hosts));
   return RunClients(config, servers->addresses(), mode, o,
                     [&] { (void)servers->Poll(absl::ZeroDuration()); });
 }
@@ -318,11 +319,16 @@ absl::Status RunTransportSection(const TransportOptions& o,
                                  const std::vector<int64_t>& sizes,
                                  const std::vector<Mode>& modes, double tcp_bps,
                                  TransportGoals* goals) {
+  const bool apart = !o.server_hosts.hosts.empty();
   std::printf(
-      "Transport: %d worker(s) x %d server(s)%s%s, gRPC over loopback, "
-      "policy %s, chunk_bytes %s\n",
+      "Transport: %d worker(s) x %d server(s)%s%s, gRPC %s, policy %s, "
+      "chunk_bytes %s\n",
       o.workers, o.servers, o.replicas > 1 ? " each with a backup" : "",
       o.server_binary.empty() ? "" : " (paramd-server processes)",
+      apart ? absl::StrCat("to servers at ",
+                           absl::StrJoin(o.server_hosts.hosts, ", "))
+                  .c_str()
+            : "over loopback",
       o.policy.c_str(), SizeName(o.chunk_bytes).c_str());
   std::printf("  %-10s %8s %7s %9s %8s %10s %10s\n", "mode", "size", "ops",
               "GB/s", "of TCP", "p50 ms", "p99 ms");

@@ -12,6 +12,7 @@
 
 #include "absl/status/statusor.h"
 #include "common/config/job_config.h"
+#include "tools/bench/server_processes.h"
 
 namespace paramd {
 
@@ -43,6 +44,9 @@ struct TransportOptions {
   // process), so the clients' own threading shows only with processes.
   std::string server_binary;
   std::string dir;
+  // With server_binary: the servers on other hosts (--server_hosts,
+  // --server_launch), this process's workers reaching them by their links.
+  ServerHosts server_hosts;
 };
 
 struct TransportResult {

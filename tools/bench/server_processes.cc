@@ -4,21 +4,38 @@
 #include <fstream>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_replace.h"
 
 namespace paramd {
 
 absl::StatusOr<std::unique_ptr<ServerProcesses>> ServerProcesses::Start(
     const std::string& binary, const std::string& job_path, int shards,
-    const std::string& dir, const std::string& tag, absl::Duration timeout) {
+    const std::string& dir, const std::string& tag, absl::Duration timeout,
+    const ServerHosts* where) {
   auto servers = std::unique_ptr<ServerProcesses>(new ServerProcesses());
-  std::vector<std::string> port_files;
+  std::vector<std::string> port_files, hosts;
   for (int k = 0; k < shards; ++k) {
     port_files.push_back(absl::StrCat(dir, "/", tag, "-shard-", k, ".port"));
     std::remove(port_files.back().c_str());
-    absl::StatusOr<int> index = servers->supervisor_.Spawn(
-        absl::StrCat("server ", k),
-        {binary, "--job", job_path, "--shard", absl::StrCat(k), "--port_file",
-         port_files.back(), "--log_level", "warn"});
+    std::vector<std::string> command = {
+        binary,          "--job",       job_path,          "--shard",
+        absl::StrCat(k), "--port_file", port_files.back(), "--log_level",
+        "warn"};
+    hosts.push_back("127.0.0.1");
+    if (where != nullptr && !where->hosts.empty()) {
+      const int host = k % static_cast<int>(where->hosts.size());
+      hosts.back() = where->hosts[host];
+      command.push_back("--listen");
+      command.push_back(absl::StrCat(hosts.back(), ":0"));
+      std::vector<std::string> launch;
+      for (const std::string& word : where->launch) {
+        launch.push_back(
+            absl::StrReplaceAll(word, {{"{host}", absl::StrCat(host)}}));
+      }
+      command.insert(command.begin(), launch.begin(), launch.end());
+    }
+    absl::StatusOr<int> index =
+        servers->supervisor_.Spawn(absl::StrCat("server ", k), command);
     if (!index.ok()) return index.status();
   }
   servers->addresses_.assign(shards, "");
@@ -38,7 +55,7 @@ absl::StatusOr<std::unique_ptr<ServerProcesses>> ServerProcesses::Start(
       std::ifstream in(port_files[k]);
       int port = 0;
       if (servers->addresses_[k].empty() && in >> port && port > 0) {
-        servers->addresses_[k] = absl::StrCat("127.0.0.1:", port);
+        servers->addresses_[k] = absl::StrCat(hosts[k], ":", port);
         ++ready;
       }
     }

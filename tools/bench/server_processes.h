@@ -1,6 +1,9 @@
 // ServerProcesses: the paramd-server processes of one job, for a bench or
 // the load test: one per shard, each listening on a port of its own
-// choosing (port 0) that it writes to a port file. Start returns once every
+// choosing (port 0) that it writes to a port file — on this host, or on
+// other hosts through a launcher (ServerHosts: scripts/hosts.sh's
+// simulated hosts share this one's files, so the port file still comes
+// back). Start returns once every
 // one listens. Their output goes through a Supervisor (tools/ctl/
 // supervisor.h), which the caller drives with Poll while they run; the
 // destructor stops them (SIGTERM, then SIGKILL).
@@ -19,18 +22,29 @@
 
 namespace paramd {
 
+// Where the servers run when not on this host: shard K on host
+// K % hosts.size(), listening at that host's address, started through
+// `launch` with "{host}" replaced by the host's index (e.g. "scripts/
+// hosts.sh run SET {host}"), the server's command line after it.
+struct ServerHosts {
+  std::vector<std::string> hosts;
+  std::vector<std::string> launch;  // Words.
+};
+
 class ServerProcesses {
  public:
   // Starts `binary` for every shard of the job file `job_path`, with port
-  // files in `dir` named after `tag`; fails naming the server that exited
-  // or did not listen within `timeout`.
+  // files in `dir` named after `tag`, on `where`'s hosts when given (else
+  // on 127.0.0.1); fails naming the server that exited or did not listen
+  // within `timeout`.
   static absl::StatusOr<std::unique_ptr<ServerProcesses>> Start(
       const std::string& binary, const std::string& job_path, int shards,
       const std::string& dir, const std::string& tag,
-      absl::Duration timeout = absl::Seconds(60));
+      absl::Duration timeout = absl::Seconds(60),
+      const ServerHosts* where = nullptr);
   ~ServerProcesses();
 
-  // "127.0.0.1:PORT", by shard.
+  // "HOST:PORT", by shard.
   const std::vector<std::string>& addresses() const { return addresses_; }
   pid_t pid(int shard) const { return supervisor_.child(shard).pid; }
   // Lets their output flow for up to `timeout`; returns the shards whose
