@@ -92,6 +92,50 @@ absl::StatusOr<std::vector<std::pair<int, int>>> ParseClusters(
   return clusters;
 }
 
+// --server_processes and what goes with it: the binary, the hosts, the
+// folder for the job and port files.
+absl::Status ParseServerProcesses(const ParsedFlags& flags,
+                                  TransportOptions* t) {
+  if (flags.Has("server_processes")) {
+    if (t->replicas > 1) {
+      return absl::InvalidArgumentError(
+          "--server_processes starts no backups: leave out --replicas 2");
+    }
+    t->server_binary =
+        flags.Get("server_binary", FindBinary("paramd-server", "server"));
+    if (flags.Has("server_hosts") != flags.Has("server_launch")) {
+      return absl::InvalidArgumentError(
+          "--server_hosts and --server_launch go together");
+    }
+    if (flags.Has("server_hosts")) {
+      t->server_hosts.hosts =
+          absl::StrSplit(flags.Get("server_hosts", ""), ',', absl::SkipEmpty());
+      t->server_hosts.launch = absl::StrSplit(flags.Get("server_launch", ""),
+                                              ' ', absl::SkipEmpty());
+      if (t->server_hosts.hosts.empty() || t->server_hosts.launch.empty()) {
+        return absl::InvalidArgumentError(
+            "--server_hosts needs addresses (A,B,...) and --server_launch a "
+            "command prefix");
+      }
+    }
+    t->dir = (std::filesystem::temp_directory_path() /
+              absl::StrCat("paramd-bench-", getpid()))
+                 .string();
+    std::error_code error;
+    std::filesystem::create_directories(t->dir, error);
+    if (error) {
+      return absl::FailedPreconditionError(
+          absl::StrCat(t->dir, ": ", error.message()));
+    }
+  } else if (flags.Has("server_binary") || flags.Has("server_hosts") ||
+             flags.Has("server_launch")) {
+    return absl::InvalidArgumentError(
+        "--server_binary, --server_hosts, --server_launch: only with "
+        "--server_processes");
+  }
+  return absl::OkStatus();
+}
+
 absl::StatusOr<BenchOptions> ParseOptions(const ParsedFlags& flags) {
   BenchOptions o;
   ASSIGN_OR_RETURN(const int chunk, flags.GetInt("chunk_bytes", 1 << 20));
@@ -124,44 +168,7 @@ absl::StatusOr<BenchOptions> ParseOptions(const ParsedFlags& flags) {
         "--replicas: 1 (no backups) or 2 (a backup per server)");
   }
   o.transport.shared_memory = !flags.Has("socket_only");
-  if (flags.Has("server_processes")) {
-    if (o.transport.replicas > 1) {
-      return absl::InvalidArgumentError(
-          "--server_processes starts no backups: leave out --replicas 2");
-    }
-    o.transport.server_binary =
-        flags.Get("server_binary", FindBinary("paramd-server", "server"));
-    if (flags.Has("server_hosts") != flags.Has("server_launch")) {
-      return absl::InvalidArgumentError(
-          "--server_hosts and --server_launch go together");
-    }
-    if (flags.Has("server_hosts")) {
-      o.transport.server_hosts.hosts =
-          absl::StrSplit(flags.Get("server_hosts", ""), ',', absl::SkipEmpty());
-      o.transport.server_hosts.launch = absl::StrSplit(
-          flags.Get("server_launch", ""), ' ', absl::SkipEmpty());
-      if (o.transport.server_hosts.hosts.empty() ||
-          o.transport.server_hosts.launch.empty()) {
-        return absl::InvalidArgumentError(
-            "--server_hosts needs addresses (A,B,...) and --server_launch a "
-            "command prefix");
-      }
-    }
-    o.transport.dir = (std::filesystem::temp_directory_path() /
-                       absl::StrCat("paramd-bench-", getpid()))
-                          .string();
-    std::error_code error;
-    std::filesystem::create_directories(o.transport.dir, error);
-    if (error) {
-      return absl::FailedPreconditionError(
-          absl::StrCat(o.transport.dir, ": ", error.message()));
-    }
-  } else if (flags.Has("server_binary") || flags.Has("server_hosts") ||
-             flags.Has("server_launch")) {
-    return absl::InvalidArgumentError(
-        "--server_binary, --server_hosts, --server_launch: only with "
-        "--server_processes");
-  }
+  RETURN_IF_ERROR(ParseServerProcesses(flags, &o.transport));
   return o;
 }
 
