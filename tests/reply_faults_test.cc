@@ -1,5 +1,7 @@
-// ReplyFaults: testing.delay_reply_ms and drop_reply_probability, on a fake
-// clock; and the Clock seam's SleepUntil it waits with.
+// ReplyFaults: testing.delay_reply_ms and drop_reply_probability, each
+// reply's fate drawn (the serving path holds it on the call's alarm:
+// wire_contract_test, stream_reactors_test); and the Clock seam's
+// SleepUntil.
 #include "server/faults/reply_faults.h"
 
 #include <algorithm>
@@ -9,6 +11,7 @@
 
 #include "absl/strings/match.h"
 #include "absl/synchronization/notification.h"
+#include "common/base/clock.h"
 
 namespace paramd {
 namespace {
@@ -21,18 +24,20 @@ TestingConfig Faults(int delay_ms, double drop) {
 }
 
 TEST_CASE("nothing set: every reply goes out at once", "[faults]") {
-  FakeClock clock;
-  ReplyFaults faults(Faults(0, 0), &clock, 1);
+  ReplyFaults faults(Faults(0, 0), 1);
   CHECK_FALSE(faults.enabled());
-  for (int i = 0; i < 100; ++i) CHECK(faults.AfterHandled("Push").ok());
+  for (int i = 0; i < 100; ++i) {
+    const ReplyFaults::Fate fate = faults.Draw("Push");
+    CHECK(fate.delay == absl::ZeroDuration());
+    CHECK(fate.lost.ok());
+  }
 }
 
 TEST_CASE("a drop probability of 1 loses every reply, naming the call",
           "[faults]") {
-  FakeClock clock;
-  ReplyFaults faults(Faults(0, 1), &clock, 7);
+  ReplyFaults faults(Faults(0, 1), 7);
   REQUIRE(faults.enabled());
-  const absl::Status lost = faults.AfterHandled("PushPull");
+  const absl::Status lost = faults.Draw("PushPull").lost;
   CHECK(lost.code() == absl::StatusCode::kUnavailable);
   CHECK(absl::StrContains(lost.message(), "PushPull"));
   CHECK(absl::StrContains(lost.message(), "testing.drop_reply_probability"));
@@ -41,34 +46,25 @@ TEST_CASE("a drop probability of 1 loses every reply, naming the call",
 
 TEST_CASE("a drop probability between 0 and 1 loses about that share",
           "[faults]") {
-  FakeClock clock;
-  ReplyFaults faults(Faults(0, 0.25), &clock, 42);
+  ReplyFaults faults(Faults(0, 0.25), 42);
   int lost = 0;
   constexpr int kCalls = 4000;
-  for (int i = 0; i < kCalls; ++i) lost += !faults.AfterHandled("Pull").ok();
+  for (int i = 0; i < kCalls; ++i) lost += !faults.Draw("Pull").lost.ok();
   // Binomial(4000, 0.25): mean 1000, standard deviation ~27.
   CHECK(lost > 850);
   CHECK(lost < 1150);
 }
 
-// A clock that stands still and records how long each sleep asks for.
-class RecordingClock : public Clock {
- public:
-  absl::Time Now() const override { return absl::FromUnixSeconds(1000); }
-  void SleepUntil(absl::Time t) const override { sleeps.push_back(t - Now()); }
-  mutable std::vector<absl::Duration> sleeps;
-};
-
-TEST_CASE("a delayed reply waits on the clock, up to the setting", "[faults]") {
-  RecordingClock clock;
-  ReplyFaults faults(Faults(50, 0), &clock, 3);
-  for (int i = 0; i < 200; ++i) CHECK(faults.AfterHandled("Push").ok());
-  REQUIRE(!clock.sleeps.empty());
+TEST_CASE("a reply is held back a random while, up to the setting",
+          "[faults]") {
+  ReplyFaults faults(Faults(50, 0), 3);
   absl::Duration longest = absl::ZeroDuration();
-  for (absl::Duration d : clock.sleeps) {
-    CHECK(d > absl::ZeroDuration());
-    CHECK(d <= absl::Milliseconds(50));
-    longest = std::max(longest, d);
+  for (int i = 0; i < 200; ++i) {
+    const ReplyFaults::Fate fate = faults.Draw("Push");
+    CHECK(fate.lost.ok());
+    CHECK(fate.delay >= absl::ZeroDuration());
+    CHECK(fate.delay <= absl::Milliseconds(50));
+    longest = std::max(longest, fate.delay);
   }
   // Uniform over 0-50 ms: 200 draws reach past 40 ms.
   CHECK(longest > absl::Milliseconds(40));

@@ -329,6 +329,45 @@ TEST_CASE(
 }
 
 TEST_CASE(
+    "unary replies held back by testing.delay_reply_ms still answer, once "
+    "applied",
+    "[integration][faults]") {
+  JobConfig config = TinyJob(1);
+  config.testing.delay_reply_ms = 20;  // On the call's alarm, no thread.
+  LocalCluster cluster(config);
+  Shard& shard = *cluster.server(0).shard();
+  auto stub = proto::ParameterService::NewStub(grpc::CreateChannel(
+      cluster.addresses()[0], grpc::InsecureChannelCredentials()));
+  for (bool join : {false, true}) {
+    proto::RegisterRequest reg;
+    reg.set_job_id(config.job_id);
+    reg.set_rank(0);
+    reg.set_plan_fingerprint(shard.plan().fingerprint());
+    reg.set_join(join);
+    proto::RegisterResponse resp;
+    grpc::ClientContext c;
+    REQUIRE(stub->Register(&c, reg, &resp).ok());
+  }
+  for (uint64_t clock = 0; clock < 3; ++clock) {
+    proto::PushResponse pushed;
+    grpc::ClientContext c;
+    const grpc::Status s = stub->Push(
+        &c, testing::WholePush(shard, config.job_id, 0, clock, 1.0f), &pushed);
+    INFO(s.error_message());
+    REQUIRE(s.ok());
+    CHECK_FALSE(pushed.duplicate());
+  }
+  proto::PullRequest pull;
+  pull.set_job_id(config.job_id);
+  pull.set_rank(0);
+  pull.set_clock(3);
+  proto::PullResponse pulled;
+  grpc::ClientContext c;
+  REQUIRE(stub->Pull(&c, pull, &pulled).ok());
+  CHECK(pulled.version() == 3);
+}
+
+TEST_CASE(
     "pushes whose replies are lost are applied once however often they are "
     "retried",
     "[integration][exactly-once]") {

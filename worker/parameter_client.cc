@@ -55,12 +55,19 @@ absl::Status ParameterClient::Initialize(absl::Span<const float>) {
 absl::StatusOr<uint64_t> RegisterInTwoPhases(
     const std::function<absl::StatusOr<uint64_t>(bool join, uint64_t clock)>&
         phase) {
-  // Each shard may move on between the phases; a few tries always settle.
+  // Each shard may move on between the phases; a few tries settle, and
+  // once kExactTries were overtaken (rounds outpace a register's round
+  // trips: a busy machine, a fast job) the join names a clock kJoinLead
+  // ahead of the proposal, which the shards accept and whose rounds do not
+  // wait for the rank before it.
   constexpr int kAttempts = 20;
+  constexpr int kExactTries = 3;
+  constexpr uint64_t kJoinLead = 2;
   absl::Status last;
   for (int attempt = 0; attempt < kAttempts; ++attempt) {
     ASSIGN_OR_RETURN(uint64_t proposed, phase(false, 0));
-    absl::StatusOr<uint64_t> joined = phase(true, proposed);
+    const uint64_t lead = attempt < kExactTries ? 0 : kJoinLead;
+    absl::StatusOr<uint64_t> joined = phase(true, proposed + lead);
     if (joined.ok() || !absl::IsAborted(joined.status())) return joined;
     last = joined.status();
   }

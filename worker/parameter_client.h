@@ -161,8 +161,10 @@ using ParameterClientFactory =
 // proto/paramd.proto): `phase(false, 0)` asks every shard for the clock it
 // proposes, `phase(true, c)` joins every shard at c; each returns the
 // largest clock the shards answered. A shard may move on between the
-// phases (the join is then Aborted): it starts over, up to 20 times, and
-// returns the clock joined at or the last error.
+// phases (the join is then Aborted): it starts over, up to 20 times — from
+// the fourth, joining 2 clocks ahead of the proposal, which a shard
+// accepts (proto/paramd.proto) — and returns the clock joined at or the
+// last error.
 absl::StatusOr<uint64_t> RegisterInTwoPhases(
     const std::function<absl::StatusOr<uint64_t>(bool join, uint64_t clock)>&
         phase);

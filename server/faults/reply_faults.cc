@@ -4,11 +4,9 @@
 
 namespace paramd {
 
-ReplyFaults::ReplyFaults(const TestingConfig& testing, Clock* clock,
-                         uint64_t seed)
+ReplyFaults::ReplyFaults(const TestingConfig& testing, uint64_t seed)
     : max_delay_ms_(testing.delay_reply_ms),
       drop_probability_(testing.drop_reply_probability),
-      clock_(clock),
       random_(seed != 0 ? seed : std::random_device{}()) {}
 
 ReplyFaults::Fate ReplyFaults::Draw(const char* rpc) const {
@@ -31,14 +29,6 @@ ReplyFaults::Fate ReplyFaults::Draw(const char* rpc) const {
                      "was handled"));
   }
   return fate;
-}
-
-absl::Status ReplyFaults::AfterHandled(const char* rpc) const {
-  Fate fate = Draw(rpc);
-  if (fate.delay > absl::ZeroDuration()) {
-    clock_->SleepUntil(clock_->Now() + fate.delay);
-  }
-  return fate.lost;
 }
 
 }  // namespace paramd

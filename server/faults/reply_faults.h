@@ -4,8 +4,10 @@
 // exactly-once pushes and retries. The request has been handled when a
 // reply is lost: the client sees UNAVAILABLE and must retry.
 //
-// Time comes from a Clock, randomness from one generator seeded from `seed`
-// (0: from the system). Thread-safe.
+// The serving path holds a reply back itself (the call's alarm: no thread
+// waits) — the stream reactors and every unary method with faults
+// (server/rpc/served_methods.h). Randomness comes from one generator
+// seeded from `seed` (0: from the system). Thread-safe.
 #ifndef PARAMD_SERVER_FAULTS_REPLY_FAULTS_H_
 #define PARAMD_SERVER_FAULTS_REPLY_FAULTS_H_
 
@@ -16,16 +18,13 @@
 #include "absl/status/status.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
-#include "common/base/clock.h"
 #include "common/config/job_config.h"
 
 namespace paramd {
 
 class ReplyFaults {
  public:
-  // `clock` must outlive this object.
-  explicit ReplyFaults(const TestingConfig& testing, Clock* clock = RealClock(),
-                       uint64_t seed = 0);
+  explicit ReplyFaults(const TestingConfig& testing, uint64_t seed = 0);
 
   bool enabled() const { return max_delay_ms_ > 0 || drop_probability_ > 0; }
 
@@ -38,14 +37,10 @@ class ReplyFaults {
     absl::Status lost;
   };
   Fate Draw(const char* rpc) const;
-  // Draw, with this thread waiting out the delay on the clock (a
-  // synchronous handler's way); returns `lost`.
-  absl::Status AfterHandled(const char* rpc) const;
 
  private:
   const int max_delay_ms_;
   const double drop_probability_;
-  Clock* const clock_;
   mutable absl::Mutex mu_;
   mutable std::mt19937_64 random_ ABSL_GUARDED_BY(mu_);
 };

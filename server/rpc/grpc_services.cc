@@ -23,13 +23,16 @@ void GrpcParameterService::AddUnary(
     ServedMethods* methods, const char* rpc,
     grpc::Status (GrpcParameterService::*handler)(grpc::ServerContext*,
                                                   const grpc::ByteBuffer*,
-                                                  grpc::ByteBuffer*)) {
-  methods->AddUnary(MethodName(rpc), rpc, security_,
-                    [this, handler](grpc::ServerContext* context,
-                                    const grpc::ByteBuffer& request,
-                                    grpc::ByteBuffer* response) {
-                      return (this->*handler)(context, &request, response);
-                    });
+                                                  grpc::ByteBuffer*),
+    bool faulty) {
+  methods->AddUnary(
+      MethodName(rpc), rpc, security_,
+      [this, handler](grpc::ServerContext* context,
+                      const grpc::ByteBuffer& request,
+                      grpc::ByteBuffer* response) {
+        return (this->*handler)(context, &request, response);
+      },
+      faulty ? faults_ : nullptr);
 }
 
 GrpcParameterService::GrpcParameterService(Shard* shard,
@@ -39,10 +42,13 @@ GrpcParameterService::GrpcParameterService(Shard* shard,
 
 void GrpcParameterService::AddTo(ServedMethods* methods) {
   AddUnary(methods, "Register", &GrpcParameterService::Register);
-  AddUnary(methods, "Push", &GrpcParameterService::Push);
-  AddUnary(methods, "Pull", &GrpcParameterService::Pull);
-  AddUnary(methods, "PushPull", &GrpcParameterService::PushPull);
-  AddUnary(methods, "PullRows", &GrpcParameterService::PullRows);
+  // The calls that carry tensors get the testing section's reply faults.
+  AddUnary(methods, "Push", &GrpcParameterService::Push, /*faulty=*/true);
+  AddUnary(methods, "Pull", &GrpcParameterService::Pull, /*faulty=*/true);
+  AddUnary(methods, "PushPull", &GrpcParameterService::PushPull,
+           /*faulty=*/true);
+  AddUnary(methods, "PullRows", &GrpcParameterService::PullRows,
+           /*faulty=*/true);
   AddUnary(methods, "Initialize", &GrpcParameterService::Initialize);
   AddUnary(methods, "Heartbeat", &GrpcParameterService::Heartbeat);
   AddUnary(methods, "ReportEpoch", &GrpcParameterService::ReportEpoch);
@@ -98,7 +104,7 @@ grpc::Status GrpcParameterService::Push(grpc::ServerContext*,
     return ToGrpcStatus(s);
   }
   *response = SerializeMessage(reply);
-  return ToGrpcStatus(faults_->AfterHandled("Push"));
+  return grpc::Status::OK;
 }
 
 grpc::Status GrpcParameterService::Initialize(grpc::ServerContext*,
@@ -181,17 +187,13 @@ grpc::Status GrpcParameterService::Pull(grpc::ServerContext* context,
   }
   *response = PullFrame(snapshot, 0, snapshot->params.size(),
                         pull.dtype() == proto::DTYPE_FLOAT16);
-  return ToGrpcStatus(faults_->AfterHandled("Pull"));
+  return grpc::Status::OK;
 }
 
 grpc::Status GrpcParameterService::PushPull(grpc::ServerContext* context,
                                             const grpc::ByteBuffer* request,
                                             grpc::ByteBuffer* response) {
-  if (absl::Status s = PushThenPull("PushPull", context, *request, response);
-      !s.ok()) {
-    return ToGrpcStatus(s);
-  }
-  return ToGrpcStatus(faults_->AfterHandled("PushPull"));
+  return ToGrpcStatus(PushThenPull("PushPull", context, *request, response));
 }
 
 std::vector<grpc::ByteBuffer> GrpcParameterService::PullParts(
@@ -290,7 +292,7 @@ grpc::Status GrpcParameterService::PullRows(grpc::ServerContext* context,
   out.AddCopy(EncodePullRowsHeader(reply->version, reply->dtype, bytes.size()));
   out.AddReference(bytes);
   *response = out.Finish();
-  return ToGrpcStatus(faults_->AfterHandled("PullRows"));
+  return grpc::Status::OK;
 }
 
 grpc::Status GrpcParameterService::Heartbeat(grpc::ServerContext*,

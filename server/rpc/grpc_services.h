@@ -125,11 +125,13 @@ class GrpcParameterService final {
       const std::shared_ptr<const ParamSnapshot>& snapshot, bool half,
       int64_t message_bytes, absl::Span<char> pull_area) const;
 
-  // Adds the unary method `rpc`, served by `handler`.
+  // Adds the unary method `rpc`, served by `handler`; a `faulty` one's
+  // replies are subject to the testing section's faults.
   void AddUnary(ServedMethods* methods, const char* rpc,
                 grpc::Status (GrpcParameterService::*handler)(
                     grpc::ServerContext*, const grpc::ByteBuffer*,
-                    grpc::ByteBuffer*));
+                    grpc::ByteBuffer*),
+                bool faulty = false);
 
   Shard* const shard_;
   const JobSecurity* const security_;

@@ -3,6 +3,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "common/rpc/grpc_status.h"
 
 namespace paramd {
 namespace {
@@ -12,11 +13,13 @@ class UnaryCall final : public AsyncCall {
  public:
   UnaryCall(AsyncCallQueue* queue, std::unique_ptr<CallSlot> slot,
             const char* rpc, const JobSecurity* security,
-            const ServedMethods::UnaryHandler* handler)
+            const ServedMethods::UnaryHandler* handler,
+            const ReplyFaults* faults)
       : AsyncCall(queue, std::move(slot)),
         rpc_(rpc),
         security_(security),
-        handler_(handler) {}
+        handler_(handler),
+        faults_(faults) {}
 
  private:
   void OnStart() override {
@@ -40,16 +43,43 @@ class UnaryCall final : public AsyncCall {
     queue()->handler_threads()->Run([this] {
       grpc::ByteBuffer response;
       const grpc::Status status = (*handler_)(context(), request_, &response);
-      Finish(status, status.ok()
-                         ? std::optional<grpc::ByteBuffer>(std::move(response))
-                         : std::nullopt);
+      if (!status.ok()) {
+        Finish(status);
+        return;
+      }
+      if (faults_ == nullptr) {
+        Finish(status, std::move(response));
+        return;
+      }
+      ReplyFaults::Fate fate = faults_->Draw(rpc_);
+      response_ = std::move(response);
+      lost_ = std::move(fate.lost);
+      if (fate.delay > absl::ZeroDuration()) {
+        Alarm(fate.delay);  // OnAlarm answers.
+        return;
+      }
+      OnAlarm();
     });
   }
+  // The reply, after the delay the faults drew: lost, or sent.
+  void OnAlarm() override {
+    if (!lost_.ok()) {
+      Finish(ToGrpcStatus(lost_));
+      return;
+    }
+    Finish(grpc::Status::OK, std::move(response_));
+  }
+  // A cancelled call need not wait out a held reply.
+  void OnCancel() override { CancelAlarm(); }
 
   const char* const rpc_;
   const JobSecurity* const security_;
   const ServedMethods::UnaryHandler* const handler_;
+  const ReplyFaults* const faults_;
   grpc::ByteBuffer request_;
+  // A handled call's reply and its fate, until it is sent.
+  grpc::ByteBuffer response_;
+  absl::Status lost_;
 };
 
 // A call of a method this server does not serve.
@@ -78,14 +108,15 @@ void ServedMethods::AddStream(std::string name, MakeCall make) {
 }
 
 void ServedMethods::AddUnary(std::string name, const char* rpc,
-                             const JobSecurity* security,
-                             UnaryHandler handler) {
+                             const JobSecurity* security, UnaryHandler handler,
+                             const ReplyFaults* faults) {
   // The handler lives in the closure, which the table keeps.
   auto shared = std::make_shared<const UnaryHandler>(std::move(handler));
   methods_[std::move(name)] =
-      [rpc, security, shared](AsyncCallQueue* queue,
-                              std::unique_ptr<CallSlot> slot) -> AsyncCall* {
-    return new UnaryCall(queue, std::move(slot), rpc, security, shared.get());
+      [rpc, security, shared, faults](
+          AsyncCallQueue* queue, std::unique_ptr<CallSlot> slot) -> AsyncCall* {
+    return new UnaryCall(queue, std::move(slot), rpc, security, shared.get(),
+                         faults);
   };
 }
 

@@ -8,7 +8,10 @@
 // A unary method is served on raw bytes behind the job's token: the call
 // reads its one request on the queue's thread, runs the handler on a
 // thread of the queue's HandlerThreads (a handler may wait: a pull under
-// sync) and sends its response with the status.
+// sync) and sends its response with the status — after the testing
+// section's reply faults, for a method added with them: a handled call's
+// reply held back on the call's alarm (no thread waits), then lost or
+// sent (server/faults/reply_faults.h).
 //
 // Filled before the server starts; read-only (and thread-safe) after.
 #ifndef PARAMD_SERVER_RPC_SERVED_METHODS_H_
@@ -25,6 +28,7 @@
 
 #include "absl/strings/string_view.h"
 #include "common/rpc/credentials.h"
+#include "server/faults/reply_faults.h"
 #include "server/rpc/async_calls.h"
 
 namespace paramd {
@@ -47,9 +51,10 @@ class ServedMethods {
   // token itself).
   void AddStream(std::string name, MakeCall make);
   // A unary method, `rpc` in messages; served once the call carries
-  // `security`'s token (read only while serving; it outlives the server).
+  // `security`'s token (read only while serving; it outlives the server),
+  // its OK replies subject to `faults` unless null (outlives the server).
   void AddUnary(std::string name, const char* rpc, const JobSecurity* security,
-                UnaryHandler handler);
+                UnaryHandler handler, const ReplyFaults* faults = nullptr);
 
   // The call that serves the call in `slot` (an UNIMPLEMENTED one for a
   // method not added).
