@@ -8,6 +8,7 @@
 #include "common/config/layer_shapes.h"
 #include "spdlog/spdlog.h"
 #include "worker/data/augment.h"
+#include "worker/faults/slow_model.h"
 #include "worker/model/model_factory.h"
 
 namespace paramd {
@@ -91,7 +92,8 @@ absl::Status Trainer::PullAt(uint64_t clock) {
 absl::Status Trainer::Run() {
   ASSIGN_OR_RETURN(std::unique_ptr<Model> model,
                    MakeModel(config_, std::max(data_->max_batch(), 1024)));
-  model_ = std::move(model);
+  // A slow rank (the fault layer: worker/faults) wraps the model.
+  model_ = MaybeSlow(std::move(model), config_.testing, rank_, options_.clock);
   if (front_.has_value()) {
     if (!data_->ids()) {
       // An image's ids are its hashed features.
@@ -189,25 +191,13 @@ absl::Status Trainer::Rejoin(const absl::Status& why, uint64_t* clock) {
   return absl::OkStatus();
 }
 
-bool Trainer::IsSlow() const {
-  return rank_ == config_.testing.slow_rank && config_.testing.slow_step_ms > 0;
-}
-
-void Trainer::SlowDown() const {
-  options_.clock->SleepUntil(options_.clock->Now() +
-                             absl::Milliseconds(config_.testing.slow_step_ms));
-}
-
 void Trainer::LogStart(uint64_t clock) const {
   spdlog::info(
       "rank {}: {} training samples, {} steps per epoch of batch {}, {} test "
-      "samples; compute on {}; starting at clock {}{}",
+      "samples; compute on {}; starting at clock {}",
       rank_, data_->train_size(), data_->steps_per_epoch(),
       config_.training.batch_size, data_->test_size(), model_->Describe(),
-      clock,
-      IsSlow() ? absl::StrCat("; slowed by ", config_.testing.slow_step_ms,
-                              " ms per step (testing.slow_rank)")
-               : "");
+      clock);
 }
 
 absl::Status Trainer::Step(uint64_t* clock, Batch* batch, EpochState* epoch,
@@ -245,11 +235,11 @@ absl::Status Trainer::Step(uint64_t* clock, Batch* batch, EpochState* epoch,
                           {times.traced, times.began, times.data});
   }
   times.compute = times.Stamp();
-  ASSIGN_OR_RETURN(const double loss, Compute(input, labels, n, grads,
-                                              times.traced));
+  ASSIGN_OR_RETURN(const double loss,
+                   Compute(input, labels, n, grads, times.traced));
   times.push = times.Stamp();
-  absl::StatusOr<uint64_t> version = Exchange(*clock, step, grads, loss,
-                                              times.traced);
+  absl::StatusOr<uint64_t> version =
+      Exchange(*clock, step, grads, loss, times.traced);
   if (absl::IsAborted(version.status())) {
     return Rejoin(version.status(), clock);
   }
@@ -301,9 +291,6 @@ absl::StatusOr<double> Trainer::Compute(const float* input,
     front_->Backward(model_->InputGradient().data(),
                      absl::MakeSpan(row_grads_));
     client_->SetRowGradients(front_->table(), front_->unique_ids(), row_grads_);
-  }
-  if (IsSlow()) {
-    SlowDown();
   }
   return loss;
 }
@@ -375,9 +362,6 @@ absl::Status Trainer::OverlappedStep(uint64_t* clock, const float* input,
     pending_.reset();
     if (absl::IsAborted(loss.status())) return Rejoin(loss.status(), clock);
     return loss.status();
-  }
-  if (IsSlow()) {
-    SlowDown();
   }
   if (traced) {
     // The exchange goes on into the next step: its push+pull is on a lane

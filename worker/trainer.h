@@ -44,7 +44,8 @@ struct TrainerOptions {
   std::function<void(uint64_t, absl::Span<const float>)> on_pull;
   // Called after every step with (clock before the step, batch loss).
   std::function<void(uint64_t, double)> on_step;
-  // Times epochs and waits out testing.slow_step_ms; outlives the trainer.
+  // Times epochs and a slow rank's steps (worker/faults); outlives
+  // the trainer.
   Clock* clock = RealClock();
 };
 
@@ -119,8 +120,8 @@ class Trainer {
   // The step's push and the pull of clock + 1 into params_, the next
   // batch made meanwhile (same epoch only); the version pulled.
   absl::StatusOr<uint64_t> Exchange(uint64_t clock, int64_t step,
-                                    absl::Span<const float> grads,
-                                    double loss, bool traced);
+                                    absl::Span<const float> grads, double loss,
+                                    bool traced);
   // The step's spans on the timeline; `bytes` pushed.
   void TraceStep(uint64_t clock, const StepTimes& times, double loss,
                  uint64_t version, size_t bytes);
@@ -128,10 +129,6 @@ class Trainer {
   // Waits for the exchange in flight, if any: params_ then hold the clock
   // after its step. Its error is returned (ABORTED: register again).
   absl::Status FinishPending();
-  // testing.slow_rank is this rank: each step takes slow_step_ms longer
-  // (SlowDown, on options.clock).
-  bool IsSlow() const;
-  void SlowDown() const;
 
   // Registers (again) and returns the clock to continue from.
   absl::StatusOr<uint64_t> Join();

@@ -103,8 +103,8 @@ void StepStreamReactor::Pulled(
     End(absl::CancelledError("StepStream: cancelled"));
     return;
   }
-  // testing.delay_reply_ms and drop_reply_probability: the reply held back
-  // on this call's alarm (no thread waits), then lost or sent.
+  // The fault layer's reply faults (server/faults/reply_faults.h): the reply
+  // held back on this call's alarm (no thread waits), then lost or sent.
   ReplyFaults::Fate fate = service_->faults_->Draw("StepStream");
   if (fate.delay > absl::ZeroDuration()) {
     held_ = Held{std::move(*snapshot), half, std::move(fate.lost)};

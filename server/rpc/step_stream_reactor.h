@@ -59,7 +59,7 @@ class StepStreamReactor final : public AsyncCall {
   // else the reply's parts are written.
   void Answer(const std::shared_ptr<const ParamSnapshot>& snapshot, bool half,
               const absl::Status& lost);
-  // A reply held back (testing.delay_reply_ms) goes on.
+  // A reply held back by the reply faults goes on.
   void OnAlarm() override;
   // Ends the step and the call with `s`.
   void EndStep(const absl::Status& s) ABSL_LOCKS_EXCLUDED(mu_);
@@ -84,7 +84,7 @@ class StepStreamReactor final : public AsyncCall {
   int traced_rank_ = 0;
   uint64_t traced_clock_ = 0;
   absl::Time reply_begin_ = absl::InfinitePast();
-  // A reply held back by testing.delay_reply_ms until the alarm.
+  // A reply held back by the reply faults until the alarm.
   struct Held {
     std::shared_ptr<const ParamSnapshot> snapshot;
     bool half;

@@ -45,7 +45,7 @@ void PushStreamReactor::OnReadDone(bool ok) {
 
 void PushStreamReactor::OnAlarm() {
   if (decided_) {
-    // A reply held back (testing.delay_reply_ms): lost, or sent now.
+    // A reply held back by the reply faults: lost, or sent now.
     Finish(ToGrpcStatus(lost_), reply_);
     return;
   }
@@ -117,8 +117,8 @@ void PullStreamReactor::Pulled(
     return;
   }
   parts_ = service_->PullParts(*snapshot, half, message_bytes);
-  // testing.delay_reply_ms and drop_reply_probability: the reply held back
-  // on this call's alarm (no thread waits), then lost or sent.
+  // The fault layer's reply faults (server/faults/reply_faults.h): the reply
+  // held back on this call's alarm (no thread waits), then lost or sent.
   ReplyFaults::Fate fate = service_->faults_->Draw("PullStream");
   lost_ = std::move(fate.lost);
   if (fate.delay > absl::ZeroDuration()) {
