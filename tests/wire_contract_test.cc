@@ -338,16 +338,7 @@ TEST_CASE(
   Shard& shard = *cluster.server(0).shard();
   auto stub = proto::ParameterService::NewStub(grpc::CreateChannel(
       cluster.addresses()[0], grpc::InsecureChannelCredentials()));
-  for (bool join : {false, true}) {
-    proto::RegisterRequest reg;
-    reg.set_job_id(config.job_id);
-    reg.set_rank(0);
-    reg.set_plan_fingerprint(shard.plan().fingerprint());
-    reg.set_join(join);
-    proto::RegisterResponse resp;
-    grpc::ClientContext c;
-    REQUIRE(stub->Register(&c, reg, &resp).ok());
-  }
+  RegisterRank0(*stub, config, shard.plan());
   for (uint64_t clock = 0; clock < 3; ++clock) {
     proto::PushResponse pushed;
     grpc::ClientContext c;

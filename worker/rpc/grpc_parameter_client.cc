@@ -301,7 +301,7 @@ void GrpcParameterClient::Heartbeat(uint64_t clock, bool finished,
       },
       // Not noted for FailOver: a heartbeat's short deadline passes under
       // load, and the training calls decide where a shard is reached.
-      // An answer is what tells a hung server (ShardLinks::Hung) from one
+      // An answer is what tells a hung server (ReplicaChoice::Hung) from one
       // that waits for other ranks.
       [&](int i, absl::Status status) {
         links_.replicas().Heard(i,

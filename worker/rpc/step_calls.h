@@ -5,7 +5,7 @@
 // the push and pull timeouts (a stream's step has no deadline of its
 // own). With backups, a step waiting on a
 // shard whose server answered nothing for options.hung_after
-// (ShardLinks::Hung) ends UNAVAILABLE naming it, for FailOver.
+// (ReplicaChoice::Hung) ends UNAVAILABLE naming it, for FailOver.
 //
 // Thread-compatible: one training loop uses it at a time; its thread runs
 // the streams' events while it waits.
