@@ -56,11 +56,13 @@ rate_bits() {
   }
   n=${BASH_REMATCH[1]}
   unit=${BASH_REMATCH[3]:-bit}
+  # %.0f, not %d: Debian's awk (mawk) clamps %d to 2^31 - 1, which made
+  # every rate above 2.147 Gbit/s that rate.
   case $unit in
-    kbit) awk -v n="$n" 'BEGIN { printf "%d", n * 1e3 }' ;;
-    mbit) awk -v n="$n" 'BEGIN { printf "%d", n * 1e6 }' ;;
-    gbit) awk -v n="$n" 'BEGIN { printf "%d", n * 1e9 }' ;;
-    bit) awk -v n="$n" 'BEGIN { printf "%d", n }' ;;
+    kbit) awk -v n="$n" 'BEGIN { printf "%.0f", n * 1e3 }' ;;
+    mbit) awk -v n="$n" 'BEGIN { printf "%.0f", n * 1e6 }' ;;
+    gbit) awk -v n="$n" 'BEGIN { printf "%.0f", n * 1e9 }' ;;
+    bit) awk -v n="$n" 'BEGIN { printf "%.0f", n }' ;;
   esac
 }
 
@@ -69,7 +71,8 @@ shape() {
   n=$(count_of "$name")
   for ((k = 0; k < n; k++)); do
     if [[ "$rate" == none ]]; then
-      ip -n "$(netns "$name" "$k")" qdisc del dev e0 root 2>/dev/null || true
+      ip netns exec "$(netns "$name" "$k")" tc qdisc del dev e0 root \
+        2>/dev/null || true
       tc qdisc del dev "pd${name}v$k" root 2>/dev/null || true
       continue
     fi
