@@ -139,6 +139,17 @@ void AsyncCall::Alarm(absl::Duration delay) {
              &alarm_tag_);
 }
 
+void AsyncCall::HoldReply(const ReplyFaults& faults, const char* rpc,
+                          absl::Status* lost) {
+  ReplyFaults::Fate fate = faults.Draw(rpc);
+  *lost = std::move(fate.lost);
+  if (fate.delay > absl::ZeroDuration()) {
+    Alarm(fate.delay);
+    return;
+  }
+  OnAlarm();
+}
+
 void AsyncCall::CancelAlarm() {
   absl::MutexLock lock(&mu_);
   if (alarm_set_) alarm_.Cancel();

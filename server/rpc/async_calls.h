@@ -47,6 +47,7 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
+#include "server/faults/reply_faults.h"
 #include "server/rpc/handler_threads.h"
 
 namespace paramd {
@@ -201,6 +202,13 @@ class AsyncCall {
       ABSL_LOCKS_EXCLUDED(mu_);
   // An alarm set runs OnAlarm now (a cancelled call need not wait).
   void CancelAlarm() ABSL_LOCKS_EXCLUDED(mu_);
+  // The testing section's faults on a handled reply of `rpc`
+  // (server/faults/reply_faults.h): its fate is drawn (`*lost`: OK, or
+  // the reply lost on purpose), then OnAlarm answers — after the drawn
+  // delay, on the call's alarm (no thread waits), or at once on this
+  // thread. Set what OnAlarm answers with first.
+  void HoldReply(const ReplyFaults& faults, const char* rpc,
+                 absl::Status* lost);
 
   // The call came; the handler's first event.
   virtual void OnStart() = 0;

@@ -17,10 +17,10 @@
 
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
+#include "server/replication/rpc/replica_rpc.h"
 #include "server/rpc/async_calls.h"
 #include "server/rpc/grpc_services.h"
 #include "server/rpc/grpc_status_service.h"
-#include "server/replication/rpc/replica_rpc.h"
 #include "server/rpc/served_methods.h"
 #include "server/shard/shard.h"
 

@@ -51,14 +51,8 @@ class UnaryCall final : public AsyncCall {
         Finish(status, std::move(response));
         return;
       }
-      ReplyFaults::Fate fate = faults_->Draw(rpc_);
       response_ = std::move(response);
-      lost_ = std::move(fate.lost);
-      if (fate.delay > absl::ZeroDuration()) {
-        Alarm(fate.delay);  // OnAlarm answers.
-        return;
-      }
-      OnAlarm();
+      HoldReply(*faults_, rpc_, &lost_);  // OnAlarm answers.
     });
   }
   // The reply, after the delay the faults drew: lost, or sent.

@@ -103,15 +103,8 @@ void StepStreamReactor::Pulled(
     End(absl::CancelledError("StepStream: cancelled"));
     return;
   }
-  // The fault layer's reply faults (server/faults/reply_faults.h): the reply
-  // held back on this call's alarm (no thread waits), then lost or sent.
-  ReplyFaults::Fate fate = service_->faults_->Draw("StepStream");
-  if (fate.delay > absl::ZeroDuration()) {
-    held_ = Held{std::move(*snapshot), half, std::move(fate.lost)};
-    Alarm(fate.delay);
-    return;
-  }
-  Answer(*snapshot, half, fate.lost);
+  held_ = Held{std::move(*snapshot), half, absl::OkStatus()};
+  HoldReply(*service_->faults_, "StepStream", &held_->lost);
 }
 
 void StepStreamReactor::OnAlarm() {

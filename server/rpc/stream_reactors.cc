@@ -60,13 +60,7 @@ void PushStreamReactor::OnAlarm() {
     return;
   }
   reply_ = SerializeMessage(reply);
-  ReplyFaults::Fate fate = service_->faults_->Draw("PushStream");
-  lost_ = std::move(fate.lost);
-  if (fate.delay > absl::ZeroDuration()) {
-    Alarm(fate.delay);
-    return;
-  }
-  Finish(ToGrpcStatus(lost_), reply_);
+  HoldReply(*service_->faults_, "PushStream", &lost_);
 }
 
 PullStreamReactor::PullStreamReactor(GrpcParameterService* service,
@@ -117,15 +111,7 @@ void PullStreamReactor::Pulled(
     return;
   }
   parts_ = service_->PullParts(*snapshot, half, message_bytes);
-  // The fault layer's reply faults (server/faults/reply_faults.h): the reply
-  // held back on this call's alarm (no thread waits), then lost or sent.
-  ReplyFaults::Fate fate = service_->faults_->Draw("PullStream");
-  lost_ = std::move(fate.lost);
-  if (fate.delay > absl::ZeroDuration()) {
-    Alarm(fate.delay);
-    return;
-  }
-  OnAlarm();
+  HoldReply(*service_->faults_, "PullStream", &lost_);
 }
 
 void PullStreamReactor::OnAlarm() {
