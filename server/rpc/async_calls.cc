@@ -54,12 +54,7 @@ void AsyncCallQueue::Came(CallSlot* slot, bool ok) {
   Listen();
   AsyncCall* call = make_(this, std::move(owned));
   call->OnStart();
-  bool over;
-  {
-    absl::MutexLock lock(&call->mu_);
-    over = call->Over();
-  }
-  if (over) call->End();
+  call->EndIfOver();
 }
 
 void AsyncCallQueue::Shutdown() {
@@ -222,6 +217,10 @@ void AsyncCall::Handle(Event event, bool ok) {
       break;
     }
   }
+  EndIfOver();
+}
+
+void AsyncCall::EndIfOver() {
   bool over;
   {
     absl::MutexLock lock(&mu_);

@@ -242,6 +242,8 @@ class AsyncCall {
   void Handle(Event event, bool ok) ABSL_LOCKS_EXCLUDED(mu_);
   // Whether nothing of the call is left to come or to run; marks it ended.
   bool Over() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Ends the call (End) if it is Over, after an event was handled.
+  void EndIfOver() ABSL_LOCKS_EXCLUDED(mu_);
   // Deletes this (once Over).
   void End();
 
