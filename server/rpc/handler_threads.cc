@@ -18,14 +18,20 @@ HandlerThreads::~HandlerThreads() {
 }
 
 void HandlerThreads::Run(std::function<void()> task) {
-  JoinEnded();
-  absl::MutexLock lock(&mu_);
-  tasks_.push_back(std::move(task));
-  // An idle thread takes the task; with none idle, one more thread. Idle
-  // threads may each have been promised a task already: count them off.
-  if (idle_ >= static_cast<int>(tasks_.size())) return;
-  std::thread thread([this] { Work(); });
-  threads_.emplace(thread.get_id(), std::move(thread));
+  std::vector<std::thread> ended;
+  {
+    absl::MutexLock lock(&mu_);
+    ended.swap(ended_);
+    tasks_.push_back(std::move(task));
+    // An idle thread takes the task; with none idle, one more thread. Idle
+    // threads may each have been promised a task already: count them off.
+    if (idle_ < static_cast<int>(tasks_.size())) {
+      std::thread thread([this] { Work(); });
+      threads_.emplace(thread.get_id(), std::move(thread));
+    }
+  }
+  // Threads that ended, joined outside the lock.
+  for (std::thread& thread : ended) thread.join();
 }
 
 int HandlerThreads::threads() {
