@@ -26,21 +26,19 @@ struct StepCalls::Round {
                     absl::InfinitePast()};
       }
     }
-    pending = n;
   }
 
   // Shard `i`'s step ended.
   void Ended(int i) {
     if (timed) times[i].end = absl::Now();
     absl::MutexLock lock(&mu);
-    --pending;
     open[i] = false;
   }
 
   // Whether every shard's step ended.
   bool AllEnded() {
     absl::MutexLock lock(&mu);
-    return pending == 0;
+    return std::none_of(open.begin(), open.end(), [](bool o) { return o; });
   }
 
   // The shards whose step has not ended.
@@ -89,7 +87,6 @@ struct StepCalls::Round {
   // Written by the steps' callbacks like the statuses; empty untimed.
   std::vector<ShardCallTimes> times;
   absl::Mutex mu;
-  int pending ABSL_GUARDED_BY(mu) = 0;
   std::vector<bool> open ABSL_GUARDED_BY(mu);  // Steps not ended, by shard.
   // The shard whose step failed first, after which this worker cancelled
   // the others' (-1: none failed).
