@@ -25,14 +25,17 @@ void GrpcParameterService::AddUnary(
                                                   const grpc::ByteBuffer*,
                                                   grpc::ByteBuffer*),
     bool faulty) {
-  methods->AddUnary(
-      MethodName(rpc), rpc, security_,
-      [this, handler](grpc::ServerContext* context,
-                      const grpc::ByteBuffer& request,
-                      grpc::ByteBuffer* response) {
-        return (this->*handler)(context, &request, response);
-      },
-      faulty ? faults_ : nullptr);
+  methods->AddUnaryMember(MethodName(rpc), rpc, security_, this, handler,
+                          faulty ? faults_ : nullptr);
+}
+
+template <typename Reactor>
+void GrpcParameterService::AddReactor(ServedMethods* methods, const char* rpc) {
+  methods->AddStream(MethodName(rpc),
+                     [this](AsyncCallQueue* queue,
+                            std::unique_ptr<CallSlot> slot) -> AsyncCall* {
+                       return new Reactor(this, queue, std::move(slot));
+                     });
 }
 
 GrpcParameterService::GrpcParameterService(Shard* shard,
@@ -52,24 +55,9 @@ void GrpcParameterService::AddTo(ServedMethods* methods) {
   AddUnary(methods, "Initialize", &GrpcParameterService::Initialize);
   AddUnary(methods, "Heartbeat", &GrpcParameterService::Heartbeat);
   AddUnary(methods, "ReportEpoch", &GrpcParameterService::ReportEpoch);
-  methods->AddStream(MethodName("PushStream"),
-                     [this](AsyncCallQueue* queue,
-                            std::unique_ptr<CallSlot> slot) -> AsyncCall* {
-                       return new PushStreamReactor(this, queue,
-                                                    std::move(slot));
-                     });
-  methods->AddStream(MethodName("PullStream"),
-                     [this](AsyncCallQueue* queue,
-                            std::unique_ptr<CallSlot> slot) -> AsyncCall* {
-                       return new PullStreamReactor(this, queue,
-                                                    std::move(slot));
-                     });
-  methods->AddStream(MethodName("StepStream"),
-                     [this](AsyncCallQueue* queue,
-                            std::unique_ptr<CallSlot> slot) -> AsyncCall* {
-                       return new StepStreamReactor(this, queue,
-                                                    std::move(slot));
-                     });
+  AddReactor<PushStreamReactor>(methods, "PushStream");
+  AddReactor<PullStreamReactor>(methods, "PullStream");
+  AddReactor<StepStreamReactor>(methods, "StepStream");
 }
 
 grpc::Status GrpcParameterService::Register(grpc::ServerContext*,

@@ -132,6 +132,9 @@ class GrpcParameterService final {
                     grpc::ServerContext*, const grpc::ByteBuffer*,
                     grpc::ByteBuffer*),
                 bool faulty = false);
+  // Adds the streaming method `rpc`, each call served by a new `Reactor`.
+  template <typename Reactor>
+  void AddReactor(ServedMethods* methods, const char* rpc);
 
   Shard* const shard_;
   const JobSecurity* const security_;

@@ -19,14 +19,9 @@ void GrpcStatusService::AddTo(ServedMethods* methods) {
                                         &GrpcStatusService::GetStatus},
         {"Checkpoint", &GrpcStatusService::Checkpoint},
         {"Trace", &GrpcStatusService::Trace}}) {
-    methods->AddUnary(ServedMethods::MethodName(
-                          proto::StatusService::service_full_name(), rpc),
-                      rpc, security_,
-                      [this, handler = handler](grpc::ServerContext* context,
-                                                const grpc::ByteBuffer& request,
-                                                grpc::ByteBuffer* response) {
-                        return (this->*handler)(context, &request, response);
-                      });
+    methods->AddUnaryMember(ServedMethods::MethodName(
+                                proto::StatusService::service_full_name(), rpc),
+                            rpc, security_, this, handler);
   }
 }
 

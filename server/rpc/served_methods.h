@@ -25,6 +25,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <utility>
 
 #include "absl/strings/string_view.h"
 #include "common/rpc/credentials.h"
@@ -55,6 +56,24 @@ class ServedMethods {
   // its OK replies subject to `faults` unless null (outlives the server).
   void AddUnary(std::string name, const char* rpc, const JobSecurity* security,
                 UnaryHandler handler, const ReplyFaults* faults = nullptr);
+  // AddUnary with a member of `service` (which outlives the server) as the
+  // handler: how the services add theirs.
+  template <typename Service>
+  void AddUnaryMember(std::string name, const char* rpc,
+                      const JobSecurity* security, Service* service,
+                      grpc::Status (Service::*handler)(grpc::ServerContext*,
+                                                       const grpc::ByteBuffer*,
+                                                       grpc::ByteBuffer*),
+                      const ReplyFaults* faults = nullptr) {
+    AddUnary(
+        std::move(name), rpc, security,
+        [service, handler](grpc::ServerContext* context,
+                           const grpc::ByteBuffer& request,
+                           grpc::ByteBuffer* response) {
+          return (service->*handler)(context, &request, response);
+        },
+        faults);
+  }
 
   // The call that serves the call in `slot` (an UNIMPLEMENTED one for a
   // method not added).

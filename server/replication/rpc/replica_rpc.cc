@@ -17,18 +17,10 @@ GrpcReplicaService::GrpcReplicaService(Shard* shard,
     : shard_(shard), max_replicate_bytes_(INT32_MAX), security_(security) {}
 
 void GrpcReplicaService::AddTo(ServedMethods* methods) {
-  methods->AddUnary(
-      MethodName("Replicate"), "Replicate", security_,
-      [this](grpc::ServerContext* context, const grpc::ByteBuffer& request,
-             grpc::ByteBuffer* response) {
-        return Replicate(context, &request, response);
-      });
-  methods->AddUnary(
-      MethodName("Handover"), "Handover", security_,
-      [this](grpc::ServerContext* context, const grpc::ByteBuffer& request,
-             grpc::ByteBuffer* response) {
-        return Handover(context, &request, response);
-      });
+  methods->AddUnaryMember(MethodName("Replicate"), "Replicate", security_, this,
+                          &GrpcReplicaService::Replicate);
+  methods->AddUnaryMember(MethodName("Handover"), "Handover", security_, this,
+                          &GrpcReplicaService::Handover);
 }
 
 std::string GrpcReplicaService::MethodName(const char* rpc) {
