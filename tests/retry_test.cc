@@ -119,5 +119,49 @@ TEST_CASE("the back-off doubles up to 2 s and the call gives up in time",
   CHECK(tries == static_cast<int>(clock.sleeps.size()) + 1);
 }
 
+TEST_CASE(
+    "a try that found no server goes again at once when a shard moved to "
+    "its other replica, and backs off when none did",
+    "[retry][replication]") {
+  SteppingClock clock;
+  RetryOptions options = Options(&clock, absl::Seconds(10));
+  int fail_overs = 0;
+  bool moved = true;
+  options.fail_over = [&] {
+    ++fail_overs;
+    return moved;
+  };
+  std::vector<absl::Status> outcomes = {absl::UnavailableError("primary down"),
+                                        absl::OkStatus()};
+  int tries = 0;
+  auto attempt = [&]() -> absl::StatusOr<uint64_t> {
+    const absl::Status s = outcomes[tries++];
+    if (!s.ok()) return s;
+    return 5;
+  };
+  absl::StatusOr<uint64_t> r = Retry("PushPull", options, attempt);
+  REQUIRE(r.ok());
+  CHECK(tries == 2);
+  CHECK(fail_overs == 1);
+  CHECK(clock.sleeps.empty());  // The backup was tried at once.
+
+  // Nothing moved: the second try comes after a back-off. A refusal (not
+  // UNAVAILABLE) asks for no fail-over.
+  moved = false;
+  tries = 0;
+  fail_overs = 0;
+  r = Retry("PushPull", options, attempt);
+  REQUIRE(r.ok());
+  CHECK(tries == 2);
+  CHECK(fail_overs == 1);
+  CHECK(clock.sleeps.size() == 1);
+  outcomes = {absl::InvalidArgumentError("bad push")};
+  tries = 0;
+  fail_overs = 0;
+  r = Retry("PushPull", options, attempt);
+  CHECK(absl::IsInvalidArgument(r.status()));
+  CHECK(fail_overs == 0);
+}
+
 }  // namespace
 }  // namespace paramd

@@ -22,7 +22,7 @@ void ReplicaChoice::HeardNow(Shard* shard) const {
 
 void ReplicaChoice::Note(int shard, const absl::Status& status) {
   // A cancelled call says nothing of its server: this worker cancels the
-  // other shards' calls of a step when one fails (StepCalls notes those
+  // other shards' calls of a step when one fails (the StepDriver notes those
   // its server ended).
   const absl::StatusCode code =
       absl::IsCancelled(status) ? absl::StatusCode::kOk : status.code();

@@ -43,6 +43,7 @@ class ReplicaChoice {
                 Clock* clock);
 
   int shards() const { return static_cast<int>(shards_.size()); }
+  absl::Duration hung_after() const { return hung_after_; }
   // The replica called now: 0 (the primary) or 1 (the backup).
   int current(int shard) const {
     return shards_[shard]->current.load(std::memory_order_acquire);

@@ -8,6 +8,13 @@
 #include "spdlog/spdlog.h"
 
 namespace paramd {
+namespace {
+
+bool NoServer(const absl::Status& s) {
+  return absl::IsUnavailable(s) || absl::IsDeadlineExceeded(s);
+}
+
+}  // namespace
 
 absl::StatusOr<uint64_t> Retry(
     const char* what, const RetryOptions& options,
@@ -17,8 +24,10 @@ absl::StatusOr<uint64_t> Retry(
   absl::Duration backoff = kFirstBackoff;
   for (int tries = 1;; ++tries) {
     absl::StatusOr<uint64_t> result = attempt();
-    if (result.ok() || !(absl::IsUnavailable(result.status()) ||
-                         absl::IsDeadlineExceeded(result.status()))) {
+    if (NoServer(result.status()) && options.fail_over && options.fail_over()) {
+      result = attempt();
+    }
+    if (!NoServer(result.status())) {
       if (tries > 1 && result.ok()) {
         spdlog::info("{}: {} went through after {} tries", options.who, what,
                      tries);
@@ -48,6 +57,16 @@ absl::StatusOr<uint64_t> Retry(
     options.clock->SleepUntil(now + backoff * jitter(*random));
     backoff = std::min(backoff * 2, kMaxBackoff);
   }
+}
+
+absl::Status CancelledByServer(const absl::Status& s) {
+  if (!absl::IsCancelled(s)) return s;
+  return absl::UnavailableError(
+      absl::StrCat(s.message(), " (the server ended the call)"));
+}
+
+absl::Status PrefixStatus(const absl::Status& s, const char* what, int shard) {
+  return absl::Status(s.code(), absl::StrCat(what, shard, ": ", s.message()));
 }
 
 }  // namespace paramd

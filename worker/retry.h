@@ -28,6 +28,12 @@ struct RetryOptions {
   uint64_t seed = 0;
   // Who retries, for the log: e.g. "rank 3".
   std::string who;
+  // After a try that found no server, when set: moves the shards whose
+  // server did not answer to their other replica (replication.factor 2)
+  // and says whether any moved; when one did, the call goes again at once,
+  // without backing off (each retry then tries both replicas: a backup
+  // refuses until it took over, a restarted primary serves again).
+  std::function<bool()> fail_over;
 };
 
 // Runs `attempt` until it succeeds or fails otherwise than UNAVAILABLE or
@@ -37,6 +43,14 @@ struct RetryOptions {
 absl::StatusOr<uint64_t> Retry(
     const char* what, const RetryOptions& options,
     const std::function<absl::StatusOr<uint64_t>()>& attempt);
+
+// A call this worker did not cancel that ended CANCELLED was ended by its
+// server (one stopping): UNAVAILABLE, so that it is retried; any other
+// status as it is.
+absl::Status CancelledByServer(const absl::Status& s);
+
+// `s` with "<what><shard>: " before its message, e.g. "Push to shard 1: ".
+absl::Status PrefixStatus(const absl::Status& s, const char* what, int shard);
 
 // The first backoff and its cap.
 inline constexpr absl::Duration kFirstBackoff = absl::Milliseconds(50);

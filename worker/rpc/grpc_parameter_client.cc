@@ -30,6 +30,15 @@ ShardLinks::Options LinkOptions(const GrpcClientOptions& options,
   return links;
 }
 
+StepDriver::Options DriverOptions(const GrpcClientOptions& options, int rank) {
+  StepDriver::Options driver;
+  driver.limit = std::max(options.push_timeout, options.pull_timeout);
+  driver.give_up = options.give_up;
+  driver.who = absl::StrCat("rank ", rank);
+  driver.clock = options.clock;
+  return driver;
+}
+
 }  // namespace
 
 GrpcParameterClient::GrpcParameterClient(const ClientSetup& setup,
@@ -45,7 +54,7 @@ GrpcParameterClient::GrpcParameterClient(const ClientSetup& setup,
       incarnation_((uint64_t{std::random_device{}()} << 32) ^
                    static_cast<uint64_t>(absl::ToUnixNanos(absl::Now()))),
       links_(setup, addresses, security, LinkOptions(options, *setup.config)),
-      steps_(setup, &links_),
+      steps_(DriverOptions(options, setup.rank), &links_.replicas()),
       rows_(setup, &links_),
       push_frames_(*setup.config, *setup.plan, *setup.layout, setup.rank),
       gradients_(std::make_shared<std::vector<float>>(setup.layout->total)),
@@ -93,18 +102,8 @@ absl::StatusOr<uint64_t> GrpcParameterClient::Retrying(
   retry.give_up = options_.give_up;
   retry.clock = options_.clock;
   retry.who = absl::StrCat("rank ", rank_);
-  return Retry(what, retry, [&] {
-    absl::StatusOr<uint64_t> result = attempt();
-    // A shard whose server did not serve the call is tried at its other
-    // replica at once: each retry tries both (the backup refuses until it
-    // took over; a restarted primary serves again).
-    if ((absl::IsUnavailable(result.status()) ||
-         absl::IsDeadlineExceeded(result.status())) &&
-        links_.FailOver()) {
-      result = attempt();
-    }
-    return result;
-  });
+  retry.fail_over = [this] { return links_.FailOver(); };
+  return Retry(what, retry, attempt);
 }
 
 absl::StatusOr<uint64_t> GrpcParameterClient::Pull(uint64_t clock,
@@ -120,25 +119,14 @@ absl::StatusOr<uint64_t> GrpcParameterClient::Push(
 absl::StatusOr<uint64_t> GrpcParameterClient::PushPull(
     uint64_t clock, absl::Span<const float> grads, float loss,
     absl::Span<float> params) {
-  // Run once, by the first attempt that sends.
-  std::function<void()> work = std::exchange(while_waiting_, nullptr);
-  return Retrying("PushPull", [&]() -> absl::StatusOr<uint64_t> {
-    const auto messages = [&](absl::Span<SharedSegment* const> segments) {
-      return PushMessages(clock, grads, loss, segments);
-    };
-    absl::StatusOr<uint64_t> version =
-        steps_.Run(clock, messages, params, &work);
-    // A server that cannot map this worker's shared memory refused the
-    // step whole: it goes again, by the socket to that shard (each shard
-    // refuses once, and a refusal cancels the other shards' calls before
-    // they may have been refused too).
-    for (int again = 0;
-         again < links_.size() && !version.ok() && links_.TakeSegmentRefusals();
-         ++again) {
-      version = steps_.Run(clock, messages, params, &work);
-    }
-    return version;
-  });
+  const StepCalls::Messages messages =
+      [&](absl::Span<SharedSegment* const> segments) {
+        return PushMessages(clock, grads, loss, segments);
+      };
+  StepCalls calls(ClientSetup{&config_, plan_, layout_, rank_}, &links_,
+                  messages, params);
+  return steps_.Step(&calls, clock, std::exchange(while_waiting_, nullptr),
+                     call_times_);
 }
 
 std::unique_ptr<StepExchange> GrpcParameterClient::StartPushPull(

@@ -1,11 +1,12 @@
 // GrpcParameterClient: the ParameterClient (worker/parameter_client.h)
 // that talks to every shard over gRPC, concurrently. Its collaborators:
 // ShardLinks (the channels, and the pulls, pushes and PushPulls on them,
-// worker/rpc/shard_links.h), StepCalls (one PushPull step to every shard),
-// RowCalls (PullRows), OverlapExchange (worker.overlap) and PushFrames (a
-// push's messages, straight from the gradient buffer). The client itself
-// registers, retries what no server answered, and owns the gradient
-// buffers gRPC sends from.
+// worker/rpc/shard_links.h), a StepDriver (worker/step/step_driver.h)
+// over StepCalls (one PushPull step to every shard), RowCalls (PullRows),
+// OverlapExchange (worker.overlap) and PushFrames (a push's messages,
+// straight from the gradient buffer). The client itself registers,
+// retries what no server answered, and owns the gradient buffers gRPC
+// sends from.
 //
 // Thread-compatible: one training loop uses it at a time.
 #ifndef PARAMD_WORKER_RPC_GRPC_PARAMETER_CLIENT_H_
@@ -33,6 +34,7 @@
 #include "worker/rpc/row_calls.h"
 #include "worker/rpc/shard_links.h"
 #include "worker/rpc/step_calls.h"
+#include "worker/step/step_driver.h"
 
 namespace paramd {
 
@@ -75,7 +77,7 @@ class GrpcParameterClient final : public ParameterClient {
                                     absl::Span<const float> grads, float loss,
                                     absl::Span<float> params) override;
   void RecordCallTimes(std::vector<ShardCallTimes>* out) override {
-    steps_.RecordTimes(out);
+    call_times_ = out;
   }
   void WhileWaiting(std::function<void()> work) override {
     while_waiting_ = std::move(work);
@@ -121,7 +123,10 @@ class GrpcParameterClient final : public ParameterClient {
   const GrpcClientOptions options_;
   const uint64_t incarnation_;  // Random, for this process.
   ShardLinks links_;
-  StepCalls steps_;
+  // Each PushPull: a StepCalls (the shards' StepStreams) driven by it.
+  StepDriver steps_;
+  // Where each PushPull's call times go (RecordCallTimes); null: nowhere.
+  std::vector<ShardCallTimes>* call_times_ = nullptr;
   // The next PushPull's work while it waits (WhileWaiting); run once.
   std::function<void()> while_waiting_;
   RowCalls rows_;

@@ -11,6 +11,7 @@
 #include "common/rpc/grpc_status.h"
 #include "common/wire/wire_format.h"
 #include "spdlog/spdlog.h"
+#include "worker/retry.h"
 #include "worker/rpc/stream_call.h"
 
 namespace paramd {
@@ -255,16 +256,6 @@ bool ShardLinks::FailOver() {
 
 std::chrono::system_clock::time_point DeadlineIn(absl::Duration d) {
   return absl::ToChronoTime(absl::Now() + d);
-}
-
-absl::Status CancelledByServer(const absl::Status& s) {
-  if (!absl::IsCancelled(s)) return s;
-  return absl::UnavailableError(
-      absl::StrCat(s.message(), " (the server ended the call)"));
-}
-
-absl::Status PrefixStatus(const absl::Status& s, const char* what, int shard) {
-  return absl::Status(s.code(), absl::StrCat(what, shard, ": ", s.message()));
 }
 
 absl::Status ForAllShards(

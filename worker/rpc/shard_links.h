@@ -55,7 +55,7 @@ class ShardLinks {
     // With backups: a shard whose server answered nothing (no call, no
     // heartbeat) for longer than this while a step waits on it is taken
     // for hung (stopped, frozen) and the step ended, so that FailOver tries
-    // its other replica (StepCalls); the job's liveness.lease_seconds.
+    // its other replica (StepDriver); the job's liveness.lease_seconds.
     absl::Duration hung_after = absl::InfiniteDuration();
     // What hung_after and the fail-over's wait are read on.
     Clock* clock = RealClock();
@@ -197,14 +197,6 @@ class ShardLinks {
 
 // The deadline of a call that may take `d` from now.
 std::chrono::system_clock::time_point DeadlineIn(absl::Duration d);
-
-// A call this worker did not cancel that ended CANCELLED was ended by its
-// server (one stopping): UNAVAILABLE, so that it is retried; any other
-// status as it is.
-absl::Status CancelledByServer(const absl::Status& s);
-
-// `s` with "<what><shard>: " before its message, e.g. "Push to shard 1: ".
-absl::Status PrefixStatus(const absl::Status& s, const char* what, int shard);
 
 // Runs `call(shard, done)` for every shard at once and waits for all; each
 // call reports how it ended through `done`. Returns the first failure,
