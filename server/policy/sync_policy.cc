@@ -65,7 +65,10 @@ absl::Status SyncPolicy::CanJoinAt(int rank, uint64_t clock) {
   return absl::OkStatus();
 }
 
-void SyncPolicy::OnLeave(int /*rank*/) { MaybeFinishRound(); }
+void SyncPolicy::OnLeave(int /*rank*/) {
+  MaybeFinishRound();
+  PassRoundsNobodyTakes();
+}
 
 void SyncPolicy::CatchUp(uint64_t clock) {
   if (num_pushed_ > 0 || clock <= round_) return;
@@ -99,7 +102,19 @@ void SyncPolicy::AdjustCapture(PolicyState* state) const {
 
 // A rank joining at a later round than one it was expected in (a retried
 // registration) no longer holds the current round.
-void SyncPolicy::OnJoin(int /*rank*/) { MaybeFinishRound(); }
+void SyncPolicy::OnJoin(int /*rank*/) {
+  MaybeFinishRound();
+  PassRoundsNobodyTakes();
+}
+
+void SyncPolicy::PassRoundsNobodyTakes() {
+  if (num_pushed_ > 0) return;
+  uint64_t first = UINT64_MAX;
+  for (int r = 0; r < num_workers_; ++r) {
+    if (workers_[r].live) first = std::min(first, expected_from_[r]);
+  }
+  if (first != UINT64_MAX && first > round_) CatchUp(first);
+}
 
 absl::Status SyncPolicy::Accept(int rank, uint64_t clock,
                                 uint64_t /*staleness*/,

@@ -8,7 +8,8 @@
 // second push of a rank in one round, are refused and change nothing. A
 // rank (re)joins at the current round (the next one if its gradient for
 // the current round is already in) or a later one: rounds before that do
-// not wait for it.
+// not wait for it, and a round without a push that no live rank takes
+// part in is passed without a step.
 #ifndef PARAMD_SERVER_POLICY_SYNC_POLICY_H_
 #define PARAMD_SERVER_POLICY_SYNC_POLICY_H_
 
@@ -66,6 +67,12 @@ class SyncPolicy : public UpdatePolicy {
   // it completes the round, so it goes into the mean.
   void AddGradient(absl::Span<const absl::Span<const float>> grads, bool last)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // A round without a push that no live rank takes part in — each joined
+  // at a later round: a worker that died between its pushes to two shards
+  // reached the other shard and registered again past this round there —
+  // would wait forever: the version moves on without a step to the first
+  // round a live rank takes part in (none live: it stays).
+  void PassRoundsNobodyTakes() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Applies the round once it is complete; `times` as in Push.
   void MaybeFinishRound(StepTimes* times = nullptr)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
