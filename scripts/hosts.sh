@@ -10,6 +10,9 @@
 #                                        status is CMD's)
 #   scripts/hosts.sh addr NAME K         host K's address
 #   scripts/hosts.sh shape NAME RATE     every link, both ways, at RATE
+#   scripts/hosts.sh kill NAME K         host K dies: its link goes down,
+#                                        then every process on it is
+#                                        SIGKILLed (no FIN, no RST leaves)
 #   scripts/hosts.sh down NAME           ends every process on the set's
 #                                        hosts and removes them
 #
@@ -19,7 +22,13 @@
 # holding about 1 ms of the rate (at least two full frames): a bucket of
 # megabytes would let a direction that was idle bank tokens and burst at
 # memory speed, so that one direction at a time would look like both at
-# once. The kernel here has tbf but not netem: links add no delay or loss.
+# once. The queues in front of the buckets are a host's and a switch's: a
+# host's own way out holds 100 ms of the rate (a NIC's queue: Debian's
+# fq_codel holds 10,240 packets, 15 MB), so that it drops nothing a real
+# host would; the switch's port toward a host holds 5 ms (a shallow
+# switch's buffer), where several senders at once (incast) lose packets
+# as they do in a real network. The kernel here has tbf but not netem:
+# links add no delay, and lose only what a full queue drops.
 #
 # Addresses: 198.18.S.(K+1)/24, S = HOSTS_SUBNET (default 0), in RFC 2544's
 # range for benchmarking; they exist only inside the set's namespaces, and
@@ -30,7 +39,7 @@
 set -euo pipefail
 
 usage() {
-  sed -n '7,15p' "$0" | sed 's/^# \{0,1\}//' >&2
+  sed -n '7,18p' "$0" | sed 's/^# \{0,1\}//' >&2
   exit 2
 }
 
@@ -79,12 +88,40 @@ shape() {
     bits=$(rate_bits "$rate")
     burst=$((bits / 8000))  # 1 ms of the rate, in bytes
     ((burst < 3028)) && burst=3028
-    # Egress of the host, and (on the bridge's side) its ingress.
+    # Egress of the host (its NIC's queue), and (on the bridge's side, the
+    # switch's port) its ingress.
     ip netns exec "$(netns "$name" "$k")" \
-      tc qdisc replace dev e0 root tbf rate "$bits" burst "$burst" latency 5ms
+      tc qdisc replace dev e0 root tbf rate "$bits" burst "$burst" \
+      latency 100ms
     tc qdisc replace dev "pd${name}v$k" root tbf rate "$bits" burst "$burst" \
       latency 5ms
   done
+}
+
+# Ends every process on host K (bounded wait: 5 s).
+kill_processes() {
+  local ns pids
+  ns=$(netns "$1" "$2")
+  pids=$(ip netns pids "$ns" 2>/dev/null || true)
+  [[ -n "$pids" ]] || return 0
+  kill -KILL $pids 2>/dev/null || true
+  for _ in $(seq 50); do
+    [[ -z "$(ip netns pids "$ns" 2>/dev/null)" ]] && return 0
+    sleep 0.1
+  done
+}
+
+# Host K dies as a machine does: its link first, so that its peers hear
+# nothing more from it (no FIN or RST from the kernel closing its
+# sockets), then its processes.
+kill_host() {
+  local name=$1 k=$2
+  [[ -d "$STATE_ROOT/$name/shm$k" ]] || {
+    echo "hosts.sh: no host $k in the set '$name'" >&2
+    exit 1
+  }
+  ip link set "pd${name}v$k" down
+  kill_processes "$name" "$k"
 }
 
 down() {
@@ -94,15 +131,7 @@ down() {
     ns=$(netns "$name" "$k")
     ip netns list 2>/dev/null | grep -qw "$ns" || continue
     # A namespace lives on while a process in it runs: end them first.
-    local pids
-    pids=$(ip netns pids "$ns" 2>/dev/null || true)
-    if [[ -n "$pids" ]]; then
-      kill -KILL $pids 2>/dev/null || true
-      for _ in $(seq 50); do
-        [[ -z "$(ip netns pids "$ns" 2>/dev/null)" ]] && break
-        sleep 0.1
-      done
-    fi
+    kill_processes "$name" "$k"
     ip netns del "$ns" 2>/dev/null || true
   done
   ip link del "$(bridge "$name")" 2>/dev/null || true
@@ -165,6 +194,7 @@ case $command in
   run) (($# >= 4)) || usage; shift 2; run "$name" "$@" ;;
   addr) (($# == 3)) || usage; addr_of "$name" "$3" ;;
   shape) (($# == 3)) || usage; shape "$name" "$3" ;;
+  kill) (($# == 3)) || usage; kill_host "$name" "$3" ;;
   down) down "$name" ;;
   *) usage ;;
 esac
