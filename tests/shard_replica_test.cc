@@ -31,7 +31,8 @@ class DirectPeer final : public ReplicaPeer {
         drop_next_(drop_next),
         calls_(calls),
         address_(std::move(address)) {}
-  absl::Status Replicate(const proto::ReplicateRequest& request, absl::Duration,
+  absl::Status Replicate(std::shared_ptr<const proto::ReplicateRequest> request,
+                         absl::Duration,
                          proto::ReplicateResponse* response) override {
     ++*calls_;
     if (*drop_next_ > 0) {
@@ -40,7 +41,7 @@ class DirectPeer final : public ReplicaPeer {
     }
     Shard* to = Find();
     if (to == nullptr) return absl::UnavailableError("peer down");
-    proto::ReplicateRequest copy = request;  // As if it came over the wire.
+    proto::ReplicateRequest copy = *request;  // As if it came over the wire.
     return to->replica()->Replicate(&copy, response);
   }
   absl::Status Handover(const proto::HandoverRequest& request, absl::Duration,

@@ -16,13 +16,15 @@
 namespace paramd {
 
 // The other replica of a shard, as the calls reach it (gRPC in
-// server/rpc/grpc_replica_peer.h). Thread-safe.
+// server/replication/rpc/replica_rpc.h). Each call returns by its
+// `timeout` whatever the peer's host does; the request is shared because a
+// call the caller stopped waiting for may still hold it. Thread-safe.
 class ReplicaPeer {
  public:
   virtual ~ReplicaPeer() = default;
-  virtual absl::Status Replicate(const proto::ReplicateRequest& request,
-                                 absl::Duration timeout,
-                                 proto::ReplicateResponse* response) = 0;
+  virtual absl::Status Replicate(
+      std::shared_ptr<const proto::ReplicateRequest> request,
+      absl::Duration timeout, proto::ReplicateResponse* response) = 0;
   virtual absl::Status Handover(const proto::HandoverRequest& request,
                                 absl::Duration timeout,
                                 proto::HandoverResponse* response) = 0;

@@ -18,6 +18,11 @@ absl::Duration SendTimeout(absl::Duration lease) {
 // How soon a backup that did not answer is tried again.
 constexpr absl::Duration kRetryEvery = absl::Seconds(1);
 
+std::shared_ptr<const proto::ReplicateRequest> Shared(
+    proto::ReplicateRequest request) {
+  return std::make_shared<const proto::ReplicateRequest>(std::move(request));
+}
+
 }  // namespace
 
 ShardReplica::ShardReplica(const JobConfig& config, int shard,
@@ -63,9 +68,9 @@ absl::Status ShardReplica::CheckCaller(const char* rpc,
                                        const std::string& job_id,
                                        uint32_t shard,
                                        const std::string& launch) const {
-  return Named(CheckPeerCall(rpc, {job_id, shard, launch},
-                             {config_.job_id, static_cast<uint32_t>(shard_),
-                              launch_}));
+  return Named(
+      CheckPeerCall(rpc, {job_id, shard, launch},
+                    {config_.job_id, static_cast<uint32_t>(shard_), launch_}));
 }
 
 void ShardReplica::SetPeer(Connect connect, std::string own_address,
@@ -149,8 +154,9 @@ proto::ReplicateRequest ShardReplica::MakeRequest(PolicyState* state) const {
   return request;
 }
 
-ShardReplica::Sent ShardReplica::Send(const proto::ReplicateRequest& request,
-                                      uint64_t version, bool retry_slow) {
+ShardReplica::Sent ShardReplica::Send(
+    std::shared_ptr<const proto::ReplicateRequest> request, uint64_t version,
+    bool retry_slow) {
   proto::ReplicateResponse response;
   const std::shared_ptr<ReplicaPeer> peer = Peer();
   const absl::Time start = clock_->Now();
@@ -164,7 +170,7 @@ ShardReplica::Sent ShardReplica::Send(const proto::ReplicateRequest& request,
   if (s.ok()) {
     peer_answered_ = now;
     contact_ = std::max(contact_, start);
-    if (request.has_state()) {
+    if (request->has_state()) {
       if (!in_sync_) {
         spdlog::info("shard {}: the backup at {} holds version {}: in sync",
                      shard_, PeerAddress(), version);
@@ -221,8 +227,8 @@ void ShardReplica::BecomeReplaced() {
   if (on_replaced_ && !told_replaced_.exchange(true)) on_replaced_();
 }
 
-absl::Status ShardReplica::SendSettled(const proto::ReplicateRequest& request,
-                                       uint64_t version) {
+absl::Status ShardReplica::SendSettled(
+    std::shared_ptr<const proto::ReplicateRequest> request, uint64_t version) {
   Sent sent = Send(request, version, /*retry_slow=*/true);
   if (sent == Sent::kSlow) sent = Send(request, version);
   if (sent == Sent::kInDoubt) sent = Send(request, version);
@@ -251,11 +257,16 @@ absl::Status ShardReplica::OnStep(PolicyState state) {
   {
     absl::MutexLock lock(&mu_);
     applied_version_ = std::max(applied_version_, state.version);
-    // A backup left behind is tried again by Tick, not by every step.
-    if (!in_sync_ && clock_->Now() < next_try_) return absl::OkStatus();
+    // A backup a try found behind (next_try_ set) is tried again by Tick
+    // only, not by a step: one whose host is gone would cost the step,
+    // under the policy's lock, the call's timeout at every try. Until a
+    // try fails, steps send.
+    if (!in_sync_ && next_try_ != absl::InfinitePast()) {
+      return absl::OkStatus();
+    }
   }
   const uint64_t version = state.version;
-  return SendSettled(MakeRequest(&state), version);
+  return SendSettled(Shared(MakeRequest(&state)), version);
 }
 
 void ShardReplica::Tick() {
@@ -275,8 +286,14 @@ void ShardReplica::Tick() {
     // A keep-alive first, with no lock held: a backup that is down or
     // hangs costs the ticker its timeout, not the steps. Then the whole
     // state, under the policy's lock, so no step passes it unsent.
-    const bool answered = Send(MakeRequest(nullptr), 0) == Sent::kAnswered;
+    const bool answered =
+        Send(Shared(MakeRequest(nullptr)), 0) == Sent::kAnswered;
     if (answered && role() == Role::kPrimary) {
+      {
+        // It answers: steps send to it again, this one first.
+        absl::MutexLock lock(&mu_);
+        next_try_ = absl::InfinitePast();
+      }
       (void)policy_->SendState();
     } else {
       absl::MutexLock lock(&mu_);
@@ -284,7 +301,7 @@ void ShardReplica::Tick() {
     }
   } else if (keep_alive) {
     // Replaced or in doubt: the next Tick shuts the policy down.
-    (void)SendSettled(MakeRequest(nullptr), 0);
+    (void)SendSettled(Shared(MakeRequest(nullptr)), 0);
   }
 }
 

@@ -49,8 +49,8 @@
 #include "proto/paramd.pb.h"
 #include "server/policy/update_policy.h"
 #include "server/policy/worker_registry.h"
-#include "server/shard/job_metrics.h"
 #include "server/replication/replica_peer.h"
+#include "server/shard/job_metrics.h"
 
 namespace paramd {
 
@@ -128,16 +128,17 @@ class ShardReplica {
                   // left behind (only when `retry_slow`).
   };
   // Sends `request` (`version`: the state's, 0 for a keep-alive).
-  Sent Send(const proto::ReplicateRequest& request, uint64_t version,
-            bool retry_slow = false) ABSL_LOCKS_EXCLUDED(mu_);
+  Sent Send(std::shared_ptr<const proto::ReplicateRequest> request,
+            uint64_t version, bool retry_slow = false) ABSL_LOCKS_EXCLUDED(mu_);
   // Sends `request` until it is settled: slow, once more (a backup on a
   // loaded host that misses one deadline may meet the next; one that
   // is gone refuses at once, UNAVAILABLE, and is not waited for again);
   // in doubt, once more (the peer's answer, or its refusal, settles it);
   // still in doubt, this process gives up the shard as if replaced. OK
   // when the step may be acknowledged; UNAVAILABLE naming why not.
-  absl::Status SendSettled(const proto::ReplicateRequest& request,
-                           uint64_t version) ABSL_LOCKS_EXCLUDED(mu_);
+  absl::Status SendSettled(
+      std::shared_ptr<const proto::ReplicateRequest> request, uint64_t version)
+      ABSL_LOCKS_EXCLUDED(mu_);
   // INVALID_ARGUMENT naming what a Replicate's (or a Handover answer's)
   // state has that this shard's has not.
   absl::Status Check(const proto::ReplicaState& state) const;

@@ -53,6 +53,9 @@ absl::StatusOr<int> ParameterServer::Start(const std::string& address) {
   builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, keepalive_ms);
   builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 1);
   builder.AddChannelArgument(GRPC_ARG_HTTP2_MAX_PINGS_WITHOUT_DATA, 0);
+  // A replica's channel to its peer pings it as often (GrpcReplicaPeer):
+  // never taken for abuse.
+  builder.AddChannelArgument(GRPC_ARG_HTTP2_MAX_PING_STRIKES, 0);
   // The handlers check the size of every message they read (and answer
   // RESOURCE_EXHAUSTED). gRPC's own receive limit stays off: when it fails
   // a read, a streaming handler cannot tell that from the client's end of
@@ -106,7 +109,9 @@ absl::Status ParameterServer::StartReplica(const std::string& own_address,
   }
   replica->SetPeer(
       [this](const std::string& address) -> std::unique_ptr<ReplicaPeer> {
-        return std::make_unique<GrpcReplicaPeer>(address, security_);
+        return std::make_unique<GrpcReplicaPeer>(
+            address, security_,
+            absl::Seconds(shard_->config().liveness.keepalive_seconds));
       },
       own_address, peer);
   replica->set_on_replaced(std::move(on_replaced));

@@ -4,8 +4,12 @@
 
 #include <algorithm>
 #include <chrono>
+#include <functional>
+#include <memory>
 
 #include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
 #include "common/rpc/grpc_frames.h"
 #include "common/rpc/grpc_status.h"
 #include "server/rpc/byte_methods.h"
@@ -73,42 +77,93 @@ grpc::Status GrpcReplicaService::Handover(grpc::ServerContext*,
 namespace {
 
 std::shared_ptr<grpc::Channel> PeerChannel(const std::string& address,
-                                           const JobSecurity& security) {
+                                           const JobSecurity& security,
+                                           absl::Duration keepalive) {
   grpc::ChannelArguments args;
   // A Replicate and a Handover's answer carry the shard's whole state.
   args.SetMaxReceiveMessageSize(-1);
   args.SetMaxSendMessageSize(-1);
   // Its own connection: the state does not queue behind other traffic.
   args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
+  // A connection to a vanished host is found dead by a ping it does not
+  // answer, and closed (the calls on it end).
+  const int keepalive_ms = static_cast<int>(
+      std::clamp<int64_t>(absl::ToInt64Milliseconds(keepalive), 1, INT32_MAX));
+  args.SetInt(GRPC_ARG_KEEPALIVE_TIME_MS, keepalive_ms);
+  args.SetInt(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, keepalive_ms);
   return CreateJobChannel(address, security, args);
 }
 
-std::chrono::system_clock::time_point In(absl::Duration d) {
-  return std::chrono::system_clock::now() +
-         std::chrono::microseconds(absl::ToInt64Microseconds(d));
+// A unary call of the peer's, `start`ed on gRPC's callback API, that this
+// thread waits for until `timeout` at most (GrpcReplicaPeer says why);
+// the call's state is shared with its callback, which may run later.
+template <typename Request, typename Response, typename Start>
+absl::Status CallWithin(std::shared_ptr<const Request> request,
+                        absl::Duration timeout, Response* response,
+                        const Start& start) {
+  struct Call {
+    grpc::ClientContext context;
+    std::shared_ptr<const Request> request;
+    Response response;
+    absl::Mutex mu;
+    bool done ABSL_GUARDED_BY(mu) = false;
+    grpc::Status status ABSL_GUARDED_BY(mu);
+  };
+  auto call = std::make_shared<Call>();
+  call->request = std::move(request);
+  call->context.set_deadline(
+      std::chrono::system_clock::now() +
+      std::chrono::microseconds(absl::ToInt64Microseconds(timeout)));
+  start(&call->context, call->request.get(), &call->response,
+        [call](grpc::Status s) {
+          absl::MutexLock lock(&call->mu);
+          call->status = std::move(s);
+          call->done = true;
+        });
+  absl::MutexLock lock(&call->mu);
+  if (!call->mu.AwaitWithTimeout(absl::Condition(&call->done), timeout)) {
+    call->context.TryCancel();
+    return absl::DeadlineExceededError(
+        absl::StrCat("no answer within ", absl::FormatDuration(timeout),
+                     " (its connection may hang: the call is left to gRPC)"));
+  }
+  if (call->status.ok()) *response = std::move(call->response);
+  return FromGrpcStatus(call->status);
 }
 
 }  // namespace
 
 GrpcReplicaPeer::GrpcReplicaPeer(const std::string& address,
-                                 const JobSecurity& security)
-    : channel_(PeerChannel(address, security)),
+                                 const JobSecurity& security,
+                                 absl::Duration keepalive)
+    : channel_(PeerChannel(address, security, keepalive)),
       stub_(proto::ReplicaService::NewStub(channel_)) {}
 
-absl::Status GrpcReplicaPeer::Replicate(const proto::ReplicateRequest& request,
-                                        absl::Duration timeout,
-                                        proto::ReplicateResponse* response) {
-  grpc::ClientContext context;
-  context.set_deadline(In(timeout));
-  return FromGrpcStatus(stub_->Replicate(&context, request, response));
+absl::Status GrpcReplicaPeer::Replicate(
+    std::shared_ptr<const proto::ReplicateRequest> request,
+    absl::Duration timeout, proto::ReplicateResponse* response) {
+  return CallWithin(std::move(request), timeout, response,
+                    [this](grpc::ClientContext* context,
+                           const proto::ReplicateRequest* request,
+                           proto::ReplicateResponse* response,
+                           std::function<void(grpc::Status)> done) {
+                      stub_->async()->Replicate(context, request, response,
+                                                std::move(done));
+                    });
 }
 
 absl::Status GrpcReplicaPeer::Handover(const proto::HandoverRequest& request,
                                        absl::Duration timeout,
                                        proto::HandoverResponse* response) {
-  grpc::ClientContext context;
-  context.set_deadline(In(timeout));
-  return FromGrpcStatus(stub_->Handover(&context, request, response));
+  return CallWithin(std::make_shared<const proto::HandoverRequest>(request),
+                    timeout, response,
+                    [this](grpc::ClientContext* context,
+                           const proto::HandoverRequest* request,
+                           proto::HandoverResponse* response,
+                           std::function<void(grpc::Status)> done) {
+                      stub_->async()->Handover(context, request, response,
+                                               std::move(done));
+                    });
 }
 
 }  // namespace paramd

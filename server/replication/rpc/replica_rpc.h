@@ -47,12 +47,20 @@ class GrpcReplicaService final {
   const JobSecurity* const security_;
 };
 
-// The other replica, over a channel of its own.
+// The other replica, over a channel of its own. Each call returns by its
+// timeout on this side's own wait: gRPC 1.51 does not end a call at its
+// deadline while the connection's socket is full and unacknowledged — a
+// peer whose host vanished without closing it (grpc/grpc#15889) — but
+// only once the kernel gives the connection up, 15-20 minutes later. Such
+// a call is cancelled and left to gRPC, holding its request; the channel
+// pings the peer each `keepalive` while a call is open and closes a
+// connection whose ping goes unanswered as long, which ends them.
 class GrpcReplicaPeer final : public ReplicaPeer {
  public:
-  GrpcReplicaPeer(const std::string& address, const JobSecurity& security);
+  GrpcReplicaPeer(const std::string& address, const JobSecurity& security,
+                  absl::Duration keepalive);
 
-  absl::Status Replicate(const proto::ReplicateRequest& request,
+  absl::Status Replicate(std::shared_ptr<const proto::ReplicateRequest> request,
                          absl::Duration timeout,
                          proto::ReplicateResponse* response) override;
   absl::Status Handover(const proto::HandoverRequest& request,
