@@ -3,7 +3,10 @@
 production package (its BUILD file's opening comment) and each of its
 files (the first sentence of its opening comment; a .cc with a header of the
 same name shares the header's row). Writes between the markers
-<!-- map:begin --> and <!-- map:end -->.
+<!-- map:begin --> and <!-- map:end -->. Also checks that the production
+files that read the wall clock directly (absl::Now()) are those the table
+between <!-- wallclock:begin --> and <!-- wallclock:end --> names, each
+with its reason.
 
   /usr/bin/python3 scripts/architecture-map.py          rewrite the map
   /usr/bin/python3 scripts/architecture-map.py --check  exit 1 if stale
@@ -91,8 +94,28 @@ def build_map():
     return '\n'.join(rows) + '\n'
 
 
+def wall_clock_problems(doc):
+    """Differences between the production files that call absl::Now() and
+    the files the doc's wall-clock table names."""
+    begin, end = '<!-- wallclock:begin -->', '<!-- wallclock:end -->'
+    table = doc[doc.index(begin):doc.index(end)]
+    listed = set(re.findall(r'`([\w/.-]+\.(?:cc|h))`', table))
+    readers = {p for p in tracked() if p.endswith(('.cc', '.h'))
+               and 'absl::Now()' in open(os.path.join(ROOT, p),
+                                         encoding='utf-8').read()}
+    problems = [f'{p} reads absl::Now() but the wall-clock table in '
+                'docs/architecture.md does not say why'
+                for p in sorted(readers - listed)]
+    problems += [f'{p} is in the wall-clock table of docs/architecture.md '
+                 'but reads no absl::Now()' for p in sorted(listed - readers)]
+    return problems
+
+
 def main():
     doc = open(DOC, encoding='utf-8').read()
+    problems = wall_clock_problems(doc)
+    for p in problems:
+        print(p)
     begin, end = '<!-- map:begin -->\n', '<!-- map:end -->'
     i, j = doc.index(begin) + len(begin), doc.index(end)
     new = doc[:i] + build_map() + doc[j:]
@@ -101,9 +124,9 @@ def main():
             print('docs/architecture.md: the package map is stale; run '
                   'scripts/architecture-map.py')
             return 1
-        return 0
+        return 1 if problems else 0
     open(DOC, 'w', encoding='utf-8').write(new)
-    return 0
+    return 1 if problems else 0
 
 
 if __name__ == '__main__':
