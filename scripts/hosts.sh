@@ -30,6 +30,9 @@
 # as they do in a real network. The kernel here has tbf but not netem:
 # links add no delay, and lose only what a full queue drops.
 #
+# Host K is named pd<NAME>h<K>: its host name, and in every host's
+# /etc/hosts (a file of the set's, bound there by `run`).
+#
 # Addresses: 198.18.S.(K+1)/24, S = HOSTS_SUBNET (default 0), in RFC 2544's
 # range for benchmarking; they exist only inside the set's namespaces, and
 # every set has its own bridge, so sets made at once by parallel tests do
@@ -164,6 +167,14 @@ up() {
     ip -n "$ns" link set e0 up
     ip -n "$ns" link set lo up
   done
+  # Each host resolves every host's name (pd<NAME>h<K>) by its own
+  # /etc/hosts (run binds this file there).
+  {
+    echo "127.0.0.1 localhost"
+    for ((k = 0; k < n; k++)); do
+      echo "$(addr_of "$name" "$k") $(netns "$name" "$k")"
+    done
+  } >"$STATE_ROOT/$name/hosts"
   shape "$name" "$rate"
   trap - ERR
   for ((k = 0; k < n; k++)); do echo "$(addr_of "$name" "$k")"; done
@@ -179,10 +190,12 @@ run() {
     echo "hosts.sh: no host $k in the set '$name'" >&2
     exit 1
   }
-  # Its own mount namespace, with the host's directory as /dev/shm.
-  exec ip netns exec "$ns" unshare --mount --propagation private \
-    sh -c 'mount --bind "$1" /dev/shm && shift && exec "$@"' \
-    hosts.sh "$STATE_ROOT/$name/shm$k" "$@"
+  # Its own mount namespace, with the host's directory as /dev/shm and
+  # the set's names as /etc/hosts, and its own host name.
+  exec ip netns exec "$ns" unshare --mount --uts --propagation private \
+    sh -c 'mount --bind "$1" /dev/shm && mount --bind "$2" /etc/hosts &&
+      hostname "$3" && shift 3 && exec "$@"' \
+    hosts.sh "$STATE_ROOT/$name/shm$k" "$STATE_ROOT/$name/hosts" "$ns" "$@"
 }
 
 (($# >= 2)) || usage

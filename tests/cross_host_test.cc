@@ -4,12 +4,14 @@
 // send the bytes by the socket, and the job trains exactly as on one host
 // (sync: the same figures, digit for digit), on unshaped links and on
 // links shaped to a rate. paramd-bench runs its servers on other hosts
-// than its workers.
+// than its workers. Slurm runs a job on three slurmd hosts
+// (scripts/cross-host-slurm.sh).
 #include <catch2/catch.hpp>
 #include <regex>
 #include <string>
 #include <vector>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "tests/hosts.h"
 #include "tests/skip_main.h"
@@ -122,6 +124,34 @@ TEST_CASE(
   const std::string output = bench.output();
   REQUIRE(std::regex_search(output, row, kRow));
   CHECK(std::stoll(row[1].str()) > 0);
+}
+
+TEST_CASE(
+    "paramctl slurm's batch script runs a job across three slurmd hosts: "
+    "each worker on its own host, every rank to its end",
+    "[hosts][slurm][process]") {
+  const std::string missing =
+      MissingPrograms({"munged", "slurmctld", "slurmd", "sbatch", "sinfo"});
+  if (!missing.empty()) {
+    WARN("skipped: " << missing);
+    return;
+  }
+  Subprocess slurm({"/usr/bin/env", "PARAMD_BIN=.",
+                    "scripts/cross-host-slurm.sh", "3", "1"});
+  const int code = slurm.Wait(kTimeout);
+  const std::string out = slurm.output();
+  INFO(out);
+  REQUIRE(code == 0);
+  // The job's three nodes, and each rank's servers elsewhere: rank 2's
+  // host holds no server, ranks 0 and 1 each share one with a server.
+  const std::regex kNodes(R"(paramd: job \d+ on pd\w+h\[1-3\]: 2 server)");
+  CHECK(std::regex_search(out, kNodes));
+  CHECK(absl::StrContains(out, "rank 2: shard 0's server at"));
+  CHECK(absl::StrContains(out, "rank 2: shard 1's server at"));
+  for (int rank = 0; rank < 3; ++rank) {
+    CHECK(absl::StrContains(
+        out, absl::StrCat("rank ", rank, ": finished 1 epochs")));
+  }
 }
 
 }  // namespace
