@@ -17,6 +17,7 @@
 # worker/paramd-worker and tools/paramctl under DIR (a test's runfiles).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+source scripts/slurm-common.sh
 
 nodes=${1:-3}
 epochs=${2:-2}
@@ -55,48 +56,23 @@ mapfile -t addr < <(scripts/hosts.sh up "$set_name" $((nodes + 1)) none)
 name() { echo "pd${set_name}h$1"; }
 on() { local k=$1; shift; scripts/hosts.sh run "$set_name" "$k" "$@"; }
 
-# One munge key for every host: the machine's (made if there is none).
-key=/etc/munge/munge.key
-if [[ ! -s $key ]]; then
-  install -d -o munge -g munge -m 0700 /etc/munge
-  dd if=/dev/urandom of=$key bs=1 count=1024 status=none
-  chown munge:munge $key
-  chmod 0400 $key
-fi
-install -d -o munge -g munge -m 0755 /run/munge
-install -d -o munge -g munge -m 0755 "$run_dir/munge"
-runuser -u munge -- munged --socket="$run_dir/munge/munge.sock" \
-  --pid-file="$run_dir/munge/munged.pid" \
-  --log-file="$run_dir/munge/munged.log" \
-  --seed-file="$run_dir/munge/munged.seed" --key-file=$key
+# One munged, and key, for every host: its socket is a file they all
+# reach.
+start_munged "$run_dir"
 
 mkdir -p "$work/state" "$work/log" "$work/job/logs"
 {
   cat <<CONF
 ClusterName=paramd-hosts
 SlurmctldHost=$(name 0)(${addr[0]})
-SlurmUser=root
-SlurmdUser=root
-AuthType=auth/munge
-AuthInfo=socket=$run_dir/munge/munge.sock
 StateSaveLocation=$work/state
 SlurmdSpoolDir=$run_dir/spool-%n
 SlurmctldPidFile=$work/slurmctld.pid
 SlurmdPidFile=$work/slurmd-%n.pid
 SlurmctldLogFile=$work/log/slurmctld.log
 SlurmdLogFile=$work/log/slurmd-%n.log
-ProctrackType=proctrack/linuxproc
-TaskPlugin=task/none
-SelectType=select/cons_tres
-SelectTypeParameters=CR_Core
-SchedulerType=sched/backfill
-JobAcctGatherType=jobacct_gather/none
-AccountingStorageType=accounting_storage/none
-MpiDefault=none
-ReturnToService=2
-KillWait=10
-SlurmdParameters=config_overrides
 CONF
+  slurm_conf_common "$run_dir/munge/munge.sock"
   for ((k = 1; k <= nodes; k++)); do
     echo "NodeName=$(name $k) NodeAddr=${addr[$k]} CPUs=4 State=UNKNOWN"
   done

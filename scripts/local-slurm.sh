@@ -13,6 +13,7 @@
 # SlurmdParameters=config_overrides lets a job's servers and workers share
 # the cores). Ports: two free ones, chosen at start.
 set -euo pipefail
+source "$(dirname "$0")/slurm-common.sh"
 
 cmd=${1:-}
 dir=${2:-}
@@ -49,27 +50,14 @@ export PATH="$PATH:/usr/sbin"
 cpus=${3:-8}
 host=$(hostname -s)
 
-# munged: its own socket, as the munge user, with the package's key.
-key=/etc/munge/munge.key
-if [[ ! -s $key ]]; then
-  install -d -o munge -g munge -m 0700 /etc/munge
-  dd if=/dev/urandom of=$key bs=1 count=1024 status=none
-  chown munge:munge $key
-  chmod 0400 $key
-fi
-# munged runs as the munge user, who may not reach DIR (under root's home,
-# say), and Unix socket paths must stay under 108 bytes: the sockets (and
-# munged's files) go in a short folder of their own under /run, named in
-# DIR/run-dir.
-install -d -o munge -g munge -m 0755 /run/munge  # munged checks it exists
+# munged: its own socket, as the munge user, with the machine's key. The
+# sockets (and munged's files) go in a short folder of their own under
+# /run, named in DIR/run-dir.
 run_dir=$(mktemp -d /run/paramd-slurm.XXXXXX)
 chmod 0755 "$run_dir"
 echo "$run_dir" > "$dir/run-dir"
 munge_dir=$run_dir/munge
-install -d -o munge -g munge -m 0755 "$munge_dir"
-runuser -u munge -- munged --socket="$munge_dir/munge.sock" \
-  --pid-file="$munge_dir/munged.pid" --log-file="$munge_dir/munged.log" \
-  --seed-file="$munge_dir/munged.seed" --key-file=$key
+start_munged "$run_dir"
 cp "$munge_dir/munged.pid" "$dir/munged.pid"
 
 free_port() {
@@ -78,35 +66,23 @@ free_port() {
 ctld_port=$(free_port)
 slurmd_port=$(free_port)
 mkdir -p "$dir/state" "$run_dir/spool" "$dir/log"
-cat > "$dir/slurm.conf" <<CONF
+{
+  cat <<CONF
 ClusterName=paramd-local
 SlurmctldHost=$host(127.0.0.1)
-SlurmUser=root
-SlurmdUser=root
 SlurmctldPort=$ctld_port
 SlurmdPort=$slurmd_port
-AuthType=auth/munge
-AuthInfo=socket=$munge_dir/munge.sock
 StateSaveLocation=$dir/state
 SlurmdSpoolDir=$run_dir/spool
 SlurmctldPidFile=$dir/slurmctld.pid
 SlurmdPidFile=$dir/slurmd.pid
 SlurmctldLogFile=$dir/log/slurmctld.log
 SlurmdLogFile=$dir/log/slurmd.log
-ProctrackType=proctrack/linuxproc
-TaskPlugin=task/none
-SelectType=select/cons_tres
-SelectTypeParameters=CR_Core
-SchedulerType=sched/backfill
-JobAcctGatherType=jobacct_gather/none
-AccountingStorageType=accounting_storage/none
-MpiDefault=none
-ReturnToService=2
-KillWait=10
-SlurmdParameters=config_overrides
 NodeName=$host NodeAddr=127.0.0.1 CPUs=$cpus State=UNKNOWN
 PartitionName=local Nodes=$host Default=YES MaxTime=INFINITE State=UP OverSubscribe=YES
 CONF
+  slurm_conf_common "$munge_dir/munge.sock"
+} > "$dir/slurm.conf"
 export SLURM_CONF="$dir/slurm.conf"
 slurmctld -f "$SLURM_CONF"
 slurmd -f "$SLURM_CONF"
