@@ -5,7 +5,9 @@
         --batch B [--ddp]
 
 paramd: each rank's log (RUN_DIR/worker<R>.log) has a line per epoch
-"epoch E/N: ... test accuracy A on this rank's M samples, S samples/s";
+"epoch E/N: ... test accuracy A on this rank's M samples, S samples/s"
+(a framework worker's: "... test accuracy on this rank's share A, S
+samples/s");
 the job's samples/s is the median over epochs of the ranks' sum (as
 paramctl counts it), its accuracy the mean of the ranks' last (the shares
 are equal). DDP (RUN_DIR/ddp0.log, tools/bench/torch_ddp.py's rank 0):
@@ -30,9 +32,11 @@ def paramd_figures(run, workers):
     for rank in range(workers):
         with open(f"{run}/worker{rank}.log") as log:
             text = log.read()
-        for m in re.finditer(r"epoch (\d+)/\d+: .*?test accuracy ([0-9.]+) on "
-                             r"this rank's \d+ samples, ([0-9.]+) samples/s",
-                             text):
+        # paramd-worker's line, or a framework worker's ("test accuracy
+        # on this rank's share A, S samples/s").
+        for m in re.finditer(r"epoch (\d+)/\d+: .*?test accuracy (?:on this "
+                             r"rank's share )?([0-9.]+)(?: on this rank's \d+ "
+                             r"samples)?, ([0-9.]+) samples/s", text):
             epoch = int(m.group(1))
             per_epoch[epoch] = per_epoch.get(epoch, 0.0) + float(m.group(3))
             accuracy[rank] = float(m.group(2))

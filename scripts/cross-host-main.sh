@@ -18,8 +18,12 @@
 #
 # RATE: "none" (veth, unshaped) or a tc rate (100mbit, 1gbit, 10gbit). The
 # job file's cluster section is rewritten to S servers and W workers (its
-# addresses are ignored: each process is told its host's). The logs of
-# every run stay in the folder each line names.
+# addresses are ignored: each process is told its host's), in a copy of
+# the job's folder (its relative paths hold). A job with worker.command (a
+# framework's worker, e.g. examples/pytorch/job.yaml) has each rank run
+# that command in the folder, as paramctl would, with the paramd Python
+# package on its PYTHONPATH. The logs of every run stay in the folder each
+# line names.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -42,19 +46,29 @@ rates=("$@")
   exit 1
 }
 
-bazel build --noshow_progress //server:paramd-server //worker:paramd-worker
+bazel build --noshow_progress //server:paramd-server //worker:paramd-worker \
+  //python:package
 server=$PWD/bazel-bin/server/paramd-server
 worker=$PWD/bazel-bin/worker/paramd-worker
+python_path=$PWD/bazel-bin/python/package
 set_name=x$(($$ % 100000))
 work=$(mktemp -d "${TMPDIR:-/tmp}/cross-host.XXXXXX")
-# The job with S servers and W workers (and E epochs when given).
-job=$work/job.yaml
+# The job with S servers and W workers (and E epochs when given), in a
+# copy of its folder.
+mkdir -p "$work/job"
+cp -r "$(dirname "$source_job")/." "$work/job/"
+job=$work/job/$(basename "$source_job")
 placeholders=$(seq 0 $((num_servers - 1)) | sed 's/.*/"127.0.0.1:4731&"/' |
   paste -sd, | sed 's/,/, /g')
 sed -e "s/^\( *servers:\).*/\1 [$placeholders]/" \
   -e "s/^\( *workers:\).*/\1 $num_workers/" \
   ${epochs:+-e "s/^\( *epochs:\).*/\1 $epochs/"} "$source_job" >"$job"
 epochs=$(sed -n 's/^ *epochs: *\([0-9]*\).*/\1/p' "$job" | head -1)
+# worker.command, one word a line (empty: paramd-worker).
+mapfile -t command < <(/usr/bin/python3 -c 'import sys, yaml
+job = yaml.safe_load(open(sys.argv[1]))
+print("\n".join((job.get("worker") or {}).get("command") or []))' "$job" |
+  sed '/^$/d')
 batch=$(sed -n 's/^ *batch_size: *\([0-9]*\).*/\1/p' "$job" | head -1)
 num_hosts=$((num_servers + num_workers))
 trap 'scripts/hosts.sh down "$set_name" >/dev/null 2>&1 || true' EXIT
@@ -102,8 +116,16 @@ run_paramd() {
   done
   link_bytes "$run/paramd.before"
   for rank in $(seq 0 $((num_workers - 1))); do
-    scripts/hosts.sh run "$set_name" $((rank + num_servers)) "$worker" --job "$job" \
-      --rank "$rank" --servers "$servers" >"$run/worker$rank.log" 2>&1 &
+    if ((${#command[@]} > 0)); then
+      scripts/hosts.sh run "$set_name" $((rank + num_servers)) /usr/bin/env \
+        -C "$work/job" PARAMD_JOB="$job" PARAMD_RANK="$rank" \
+        PARAMD_SERVERS="$servers" PYTHONPATH="$python_path" "${command[@]}" \
+        >"$run/worker$rank.log" 2>&1 &
+    else
+      scripts/hosts.sh run "$set_name" $((rank + num_servers)) "$worker" \
+        --job "$job" --rank "$rank" --servers "$servers" \
+        >"$run/worker$rank.log" 2>&1 &
+    fi
     pids+=($!)
   done
   for k in "${pids[@]}"; do wait "$k" || failed=1; done
