@@ -46,8 +46,7 @@ rates=("$@")
   exit 1
 }
 
-bazel build --noshow_progress //server:paramd-server //worker:paramd-worker \
-  //python:package
+bazel build --noshow_progress //server:paramd-server //worker:paramd-worker
 server=$PWD/bazel-bin/server/paramd-server
 worker=$PWD/bazel-bin/worker/paramd-worker
 python_path=$PWD/bazel-bin/python/package
@@ -69,6 +68,9 @@ mapfile -t command < <(/usr/bin/python3 -c 'import sys, yaml
 job = yaml.safe_load(open(sys.argv[1]))
 print("\n".join((job.get("worker") or {}).get("command") or []))' "$job" |
   sed '/^$/d')
+if ((${#command[@]} > 0)); then
+  bazel build --noshow_progress //python:package
+fi
 batch=$(sed -n 's/^ *batch_size: *\([0-9]*\).*/\1/p' "$job" | head -1)
 num_hosts=$((num_servers + num_workers))
 trap 'scripts/hosts.sh down "$set_name" >/dev/null 2>&1 || true' EXIT
