@@ -4,7 +4,8 @@
 // send the bytes by the socket, and the job trains exactly as on one host
 // (sync: the same figures, digit for digit), on unshaped links and on
 // links shaped to a rate. paramd-bench runs its servers on other hosts
-// than its workers. Slurm runs a job on three slurmd hosts
+// than its workers; paramd-load's exactly-once check passes with its
+// servers on other hosts. Slurm runs a job on three slurmd hosts
 // (scripts/cross-host-slurm.sh).
 #include <catch2/catch.hpp>
 #include <regex>
@@ -124,6 +125,25 @@ TEST_CASE(
   const std::string output = bench.output();
   REQUIRE(std::regex_search(output, row, kRow));
   CHECK(std::stoll(row[1].str()) > 0);
+}
+
+TEST_CASE(
+    "no update lost or applied twice across hosts: paramd-load's workers on "
+    "one host, its servers on two others, replies dropped and delayed",
+    "[hosts][load][process]") {
+  TestHosts hosts(3);
+  Subprocess load(
+      hosts.On(2, {"tools/paramd-load", "--policy", "sync", "--seconds", "2",
+                   "--workers", "4", "--server_hosts",
+                   absl::StrCat(hosts.address(0), ",", hosts.address(1)),
+                   "--server_launch", hosts.Launch()}));
+  const int code = load.Wait(kTimeout);
+  const std::string out = load.output();
+  INFO(out);
+  CHECK(code == 0);
+  CHECK(absl::StrContains(out, absl::StrCat("servers at ", hosts.address(0))));
+  CHECK(absl::StrContains(out, "exact-sum check: passed"));
+  CHECK(absl::StrContains(out, "every check passed"));
 }
 
 TEST_CASE(

@@ -103,21 +103,9 @@ absl::Status ParseServerProcesses(const ParsedFlags& flags,
     }
     t->server_binary =
         flags.Get("server_binary", FindBinary("paramd-server", "server"));
-    if (flags.Has("server_hosts") != flags.Has("server_launch")) {
-      return absl::InvalidArgumentError(
-          "--server_hosts and --server_launch go together");
-    }
-    if (flags.Has("server_hosts")) {
-      t->server_hosts.hosts =
-          absl::StrSplit(flags.Get("server_hosts", ""), ',', absl::SkipEmpty());
-      t->server_hosts.launch = absl::StrSplit(flags.Get("server_launch", ""),
-                                              ' ', absl::SkipEmpty());
-      if (t->server_hosts.hosts.empty() || t->server_hosts.launch.empty()) {
-        return absl::InvalidArgumentError(
-            "--server_hosts needs addresses (A,B,...) and --server_launch a "
-            "command prefix");
-      }
-    }
+    absl::StatusOr<ServerHosts> where = ServerHostsFromFlags(flags);
+    if (!where.ok()) return where.status();
+    t->server_hosts = *std::move(where);
     t->dir = (std::filesystem::temp_directory_path() /
               absl::StrCat("paramd-bench-", getpid()))
                  .string();

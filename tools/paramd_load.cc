@@ -9,6 +9,12 @@
 //   bazel run -c opt //tools:paramd-load -- [--policy all|sync|async|ssp]
 //       [--seconds 60] [--workers 32] [--servers 2] [--drop_percent 2]
 //       [--delay_ms 5] [--layers 512,128]
+//       [--server_hosts A,B,... --server_launch 'PREFIX {host}']
+//
+// --server_hosts / --server_launch: the servers on other hosts, shard K on
+// host K mod N, each started behind PREFIX with {host} its index (e.g.
+// 'scripts/hosts.sh run SET {host}'), listening at its host's address;
+// this process's workers reach them by their links.
 //
 // Exactness: the workers first make every parameter exactly 0 (each pushes
 // the initial values at clock 0 under sync, whose mean is those values;
@@ -78,16 +84,19 @@ absl::StatusOr<LoadOptions> ParseLoadOptions(const ParsedFlags& flags) {
   }
   o.server_binary =
       flags.Get("server_binary", FindBinary("paramd-server", "server"));
+  absl::StatusOr<ServerHosts> where = ServerHostsFromFlags(flags);
+  if (!where.ok()) return where.status();
+  o.server_hosts = *std::move(where);
   return o;
 }
 
 int Main(int argc, char** argv) {
   SetUpProcess();
-  absl::StatusOr<ParsedFlags> flags =
-      ParseFlags(argc, argv,
-                 {"policy", "seconds", "workers", "servers", "drop_percent",
-                  "delay_ms", "layers", "server_binary"},
-                 {});
+  absl::StatusOr<ParsedFlags> flags = ParseFlags(
+      argc, argv,
+      {"policy", "seconds", "workers", "servers", "drop_percent", "delay_ms",
+       "layers", "server_binary", "server_hosts", "server_launch"},
+      {});
   absl::StatusOr<LoadOptions> options =
       flags.ok() ? ParseLoadOptions(*flags) : flags.status();
   if (!options.ok()) {

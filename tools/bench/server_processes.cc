@@ -5,8 +5,28 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
+#include "absl/strings/str_split.h"
 
 namespace paramd {
+
+absl::StatusOr<ServerHosts> ServerHostsFromFlags(const ParsedFlags& flags) {
+  ServerHosts where;
+  if (flags.Has("server_hosts") != flags.Has("server_launch")) {
+    return absl::InvalidArgumentError(
+        "--server_hosts and --server_launch go together");
+  }
+  if (!flags.Has("server_hosts")) return where;
+  where.hosts =
+      absl::StrSplit(flags.Get("server_hosts", ""), ',', absl::SkipEmpty());
+  where.launch =
+      absl::StrSplit(flags.Get("server_launch", ""), ' ', absl::SkipEmpty());
+  if (where.hosts.empty() || where.launch.empty()) {
+    return absl::InvalidArgumentError(
+        "--server_hosts needs addresses (A,B,...) and --server_launch a "
+        "command prefix");
+  }
+  return where;
+}
 
 absl::StatusOr<std::unique_ptr<ServerProcesses>> ServerProcesses::Start(
     const std::string& binary, const std::string& job_path, int shards,

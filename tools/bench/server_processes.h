@@ -18,6 +18,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "common/base/flags.h"
 #include "tools/ctl/supervisor.h"
 
 namespace paramd {
@@ -30,6 +31,11 @@ struct ServerHosts {
   std::vector<std::string> hosts;
   std::vector<std::string> launch;  // Words.
 };
+
+// --server_hosts A,B,... and --server_launch 'PREFIX {host}' (together, or
+// neither: no hosts), as paramd-bench and paramd-load take them; an error
+// names the flags.
+absl::StatusOr<ServerHosts> ServerHostsFromFlags(const ParsedFlags& flags);
 
 class ServerProcesses {
  public:

@@ -145,13 +145,17 @@ class LoadRun {
   bool StartServers() {
     absl::StatusOr<std::unique_ptr<ServerProcesses>> servers =
         ServerProcesses::Start(o_.server_binary, config_.path, o_.servers,
-                               o_.dir, o_.policy);
+                               o_.dir, o_.policy, absl::Seconds(60),
+                               &o_.server_hosts);
     if (!servers.ok()) {
       std::printf("  %s\n", std::string(servers.status().message()).c_str());
       return false;
     }
     servers_ = *std::move(servers);
     addresses_ = servers_->addresses();
+    if (!o_.server_hosts.hosts.empty()) {
+      std::printf("  servers at %s\n", absl::StrJoin(addresses_, ", ").c_str());
+    }
     return true;
   }
 

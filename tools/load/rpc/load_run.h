@@ -9,6 +9,7 @@
 
 #include "common/config/job_config.h"
 #include "common/model/partitioner.h"
+#include "tools/bench/server_processes.h"
 
 namespace paramd {
 
@@ -21,6 +22,9 @@ struct LoadOptions {
   int delay_ms = 5;
   std::vector<int> layers = {512, 128};
   std::string server_binary;
+  // The servers on other hosts (--server_hosts, --server_launch); empty:
+  // on 127.0.0.1.
+  ServerHosts server_hosts;
   std::string dir;  // Scratch folder for job and port files.
 };
 
