@@ -4,6 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/base/status_macros.h"
+#include "server/shard/proto_convert.h"
 #include "server/shard/request_checks.h"
 #include "spdlog/spdlog.h"
 
@@ -136,21 +137,10 @@ proto::ReplicateRequest ShardReplica::MakeRequest(PolicyState* state) const {
     absl::MutexLock lock(&mu_);
     request.set_term(term_);
   }
-  if (state == nullptr) return request;
-  proto::ReplicaState* out = request.mutable_state();
-  out->set_plan_fingerprint(plan_fingerprint_);
-  out->set_policy(policy_->name());
-  out->set_version(state->version);
-  for (size_t r = 0; r < state->clocks.size(); ++r) {
-    out->add_clocks(state->clocks[r]);
-    out->add_last_accepted(state->last_accepted[r]);
-    out->add_live(state->live[r]);
-    out->add_registered(workers_->IsRegistered(static_cast<int>(r)));
+  if (state != nullptr) {
+    FillReplicaState(plan_fingerprint_, policy_->name(), state, *workers_,
+                     metrics_->SaveState(), request.mutable_state());
   }
-  // Moved, not copied: the parameters and slots are most of a step's
-  // bytes.
-  out->set_store_state(std::move(state->store_state));
-  out->set_metrics_state(metrics_->SaveState());
   return request;
 }
 
@@ -461,13 +451,7 @@ absl::Status ShardReplica::TakeOver() {
 }
 
 absl::Status ShardReplica::Install(const proto::ReplicaState& held) {
-  PolicyState state;
-  state.version = held.version();
-  state.clocks.assign(held.clocks().begin(), held.clocks().end());
-  state.last_accepted.assign(held.last_accepted().begin(),
-                             held.last_accepted().end());
-  state.store_state = held.store_state();
-  if (absl::Status s = policy_->Restore(state); !s.ok()) {
+  if (absl::Status s = policy_->Restore(ToPolicyState(held)); !s.ok()) {
     return Named(
         s.code(),
         absl::StrCat("the primary's state does not install: ", s.message()));

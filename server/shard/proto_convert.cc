@@ -153,4 +153,30 @@ void FillWorkersStatus(const std::vector<WorkerInfo>& workers,
   }
 }
 
+void FillReplicaState(uint64_t plan_fingerprint, const char* policy,
+                      PolicyState* state, const WorkerRegistry& workers,
+                      std::string metrics_state, proto::ReplicaState* out) {
+  out->set_plan_fingerprint(plan_fingerprint);
+  out->set_policy(policy);
+  out->set_version(state->version);
+  for (size_t r = 0; r < state->clocks.size(); ++r) {
+    out->add_clocks(state->clocks[r]);
+    out->add_last_accepted(state->last_accepted[r]);
+    out->add_live(state->live[r]);
+    out->add_registered(workers.IsRegistered(static_cast<int>(r)));
+  }
+  out->set_store_state(std::move(state->store_state));
+  out->set_metrics_state(std::move(metrics_state));
+}
+
+PolicyState ToPolicyState(const proto::ReplicaState& held) {
+  PolicyState state;
+  state.version = held.version();
+  state.clocks.assign(held.clocks().begin(), held.clocks().end());
+  state.last_accepted.assign(held.last_accepted().begin(),
+                             held.last_accepted().end());
+  state.store_state = held.store_state();
+  return state;
+}
+
 }  // namespace paramd

@@ -1,11 +1,12 @@
 // The server's conversions between the wire's protobuf messages and the
 // plain structs its logic keeps (requests as the views the shard checks,
-// replies, epoch reports and metrics, worker status); the worker's are in
-// worker/rpc/proto_convert.h.
+// replies, epoch reports and metrics, worker status, the state replicas
+// ship); the worker's are in worker/rpc/proto_convert.h.
 #ifndef PARAMD_SERVER_SHARD_PROTO_CONVERT_H_
 #define PARAMD_SERVER_SHARD_PROTO_CONVERT_H_
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "absl/time/time.h"
@@ -54,6 +55,17 @@ void FillWorkersStatus(const std::vector<WorkerInfo>& workers,
                        const std::vector<PolicyWorker>& clocks,
                        const JobMetrics& metrics, absl::Time now,
                        proto::ShardStatus* status);
+
+// The shard's state as one replica ships it to the other: the policy's
+// capture (`state`, whose store bytes are moved, not copied: they are most
+// of a step's bytes) with each rank's registration in `workers` and the
+// job's epoch reports (`metrics_state`, JobMetrics::SaveState).
+void FillReplicaState(uint64_t plan_fingerprint, const char* policy,
+                      PolicyState* state, const WorkerRegistry& workers,
+                      std::string metrics_state, proto::ReplicaState* out);
+// The policy's part of a shipped state (the rest a backup installs
+// itself: registrations, liveness, epoch reports).
+PolicyState ToPolicyState(const proto::ReplicaState& held);
 
 }  // namespace paramd
 
