@@ -8,23 +8,12 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "tests/stepping_clock.h"
 
 namespace paramd {
 namespace {
 
-// Time passes only by sleeping, each sleep recorded.
-class SteppingClock : public Clock {
- public:
-  absl::Time Now() const override { return now_; }
-  void SleepUntil(absl::Time t) const override {
-    sleeps.push_back(t - now_);
-    if (t > now_) now_ = t;
-  }
-  mutable std::vector<absl::Duration> sleeps;
-
- private:
-  mutable absl::Time now_ = absl::FromUnixSeconds(1000);
-};
+using testing::SteppingClock;
 
 RetryOptions Options(SteppingClock* clock, absl::Duration give_up) {
   RetryOptions o;

@@ -10,17 +10,12 @@
 #include "absl/status/status.h"
 #include "common/base/clock.h"
 #include "common/config/job_config.h"
+#include "tests/stepping_clock.h"
 
 namespace paramd {
 namespace {
 
-// A clock that stands still and records how long each sleep asks for.
-class RecordingClock : public Clock {
- public:
-  absl::Time Now() const override { return absl::FromUnixSeconds(1000); }
-  void SleepUntil(absl::Time t) const override { sleeps.push_back(t - Now()); }
-  mutable std::vector<absl::Duration> sleeps;
-};
+using testing::SteppingClock;
 
 // A model whose steps return `loss` (or fail), counting them.
 class StubModel final : public Model {
@@ -50,7 +45,7 @@ TestingConfig SlowRank(int rank, int ms) {
 
 TEST_CASE("slow model: only the slow rank's model is wrapped",
           "[worker][faults]") {
-  RecordingClock clock;
+  SteppingClock clock;
   auto stub = std::make_unique<StubModel>();
   Model* raw = stub.get();
   std::unique_ptr<Model> other =
@@ -65,7 +60,7 @@ TEST_CASE(
     "slow model: each step waits slow_step_ms on the clock, a failed one "
     "does not, and the rest passes through",
     "[worker][faults]") {
-  RecordingClock clock;
+  SteppingClock clock;
   auto stub = std::make_unique<StubModel>();
   StubModel* inner = stub.get();
   std::unique_ptr<Model> slow =

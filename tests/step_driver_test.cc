@@ -14,25 +14,14 @@
 
 #include "absl/strings/match.h"
 #include "common/base/clock.h"
+#include "tests/stepping_clock.h"
 
 namespace paramd {
 namespace {
 
 // Time moves only when the driver waits: Poll moves it to the next
 // shard's answer or to `until`, a retry's back-off by sleeping.
-class TestClock : public Clock {
- public:
-  absl::Time Now() const override { return now_; }
-  void SleepUntil(absl::Time t) const override {
-    slept += t - now_;
-    now_ = std::max(now_, t);
-  }
-  void MoveTo(absl::Time t) { now_ = std::max(now_, t); }
-  mutable absl::Duration slept = absl::ZeroDuration();
-
- private:
-  mutable absl::Time now_ = absl::FromUnixSeconds(1000);
-};
+using testing::SteppingClock;
 
 // One shard's answer in one attempt: `status` after `after`, with the
 // shard's version; nullopt: no answer (until cancelled).
@@ -45,7 +34,7 @@ using Script = std::map<std::pair<int, int>, Answer>;  // (attempt, shard)
 
 class FakeTransport : public StepTransport {
  public:
-  FakeTransport(int shards, TestClock* clock, ReplicaChoice* choice,
+  FakeTransport(int shards, SteppingClock* clock, ReplicaChoice* choice,
                 Script script)
       : n_(shards), clock_(clock), choice_(choice), script_(script) {}
 
@@ -121,7 +110,7 @@ class FakeTransport : public StepTransport {
     absl::Status status;
   };
   const int n_;
-  TestClock* const clock_;
+  SteppingClock* const clock_;
   ReplicaChoice* const choice_;
   const Script script_;
   std::vector<std::function<void(absl::Status)>> done_;
@@ -131,7 +120,7 @@ class FakeTransport : public StepTransport {
   bool timed_ = false;
 };
 
-StepDriver::Options Options(TestClock* clock) {
+StepDriver::Options Options(SteppingClock* clock) {
   StepDriver::Options o;
   o.limit = absl::Seconds(60);
   o.give_up = absl::Seconds(30);
@@ -144,7 +133,7 @@ TEST_CASE(
     "step driver: every shard answers; the version is the smallest, the "
     "caller's work runs once the calls are out",
     "[worker][step]") {
-  TestClock clock;
+  SteppingClock clock;
   ReplicaChoice choice({1, 1, 1}, absl::InfiniteDuration(), &clock);
   FakeTransport transport(
       3, &clock, &choice,
@@ -181,7 +170,7 @@ TEST_CASE(
     "step driver: a shard's refusal cancels the other shards' calls and is "
     "the step's error, naming the shard",
     "[worker][step]") {
-  TestClock clock;
+  SteppingClock clock;
   ReplicaChoice choice({1, 1, 1}, absl::InfiniteDuration(), &clock);
   FakeTransport transport(
       3, &clock, &choice,
@@ -200,7 +189,7 @@ TEST_CASE(
     "step driver: an attempt no shard answers ends at its limit, every "
     "call cancelled, and is retried until give-up",
     "[worker][step]") {
-  TestClock clock;
+  SteppingClock clock;
   ReplicaChoice choice({1, 1}, absl::InfiniteDuration(), &clock);
   FakeTransport transport(2, &clock, &choice, {});
   StepDriver::Options options = Options(&clock);
@@ -221,7 +210,7 @@ TEST_CASE(
     "step driver: with backups, a shard silent for longer than hung_after "
     "is taken for hung, and the step goes to its backup at once",
     "[worker][step][replication]") {
-  TestClock clock;
+  SteppingClock clock;
   const absl::Duration hung_after = absl::Seconds(4);
   ReplicaChoice choice({2, 2}, hung_after, &clock);
   FakeTransport transport(2, &clock, &choice,
@@ -237,14 +226,14 @@ TEST_CASE(
   CHECK(choice.current(1) == 1);
   // Watched every hung_after / 4: taken at the first look past 4 s.
   CHECK(clock.Now() - begin == absl::Seconds(5));
-  CHECK(clock.slept == absl::ZeroDuration());  // No back-off.
+  CHECK(clock.sleeps.empty());  // No back-off.
 }
 
 TEST_CASE(
     "step driver: a shard heard from (its heartbeats) is not taken for hung "
     "however long its step takes",
     "[worker][step][replication]") {
-  TestClock clock;
+  SteppingClock clock;
   ReplicaChoice choice({2, 2}, absl::Seconds(4), &clock);
   FakeTransport transport(2, &clock, &choice,
                           {{{1, 0}, {absl::OkStatus()}},
@@ -261,7 +250,7 @@ TEST_CASE(
     "step driver: a call its server ended is retried, the server noted as "
     "unavailable",
     "[worker][step]") {
-  TestClock clock;
+  SteppingClock clock;
   ReplicaChoice choice({1, 2}, absl::InfiniteDuration(), &clock);
   FakeTransport transport(
       2, &clock, &choice,
@@ -274,14 +263,14 @@ TEST_CASE(
   REQUIRE(v.ok());
   CHECK(transport.attempts == 2);
   CHECK(choice.current(1) == 1);  // Failed over to its backup.
-  CHECK(clock.slept == absl::ZeroDuration());
+  CHECK(clock.sleeps.empty());
 }
 
 TEST_CASE(
     "step driver: a refused way of reaching a shard sends the step again at "
     "once; the caller's work still runs once",
     "[worker][step]") {
-  TestClock clock;
+  SteppingClock clock;
   ReplicaChoice choice({1, 1}, absl::InfiniteDuration(), &clock);
   FakeTransport transport(
       2, &clock, &choice,
