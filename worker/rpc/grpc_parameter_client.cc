@@ -106,6 +106,15 @@ absl::StatusOr<uint64_t> GrpcParameterClient::Retrying(
   return Retry(what, retry, attempt);
 }
 
+absl::Status GrpcParameterClient::Ended(int shard, const grpc::Status& s,
+                                        const char* what) {
+  // This worker cancels none of these calls: a CANCELLED is its server's
+  // (one stopping), retried as no answer is.
+  const absl::Status status = CancelledByServer(FromGrpcStatus(s));
+  links_.replicas().Note(shard, status);
+  return status.ok() ? status : PrefixStatus(status, what, shard);
+}
+
 absl::StatusOr<uint64_t> GrpcParameterClient::Pull(uint64_t clock,
                                                    absl::Span<float> params) {
   return Retrying("Pull", [&] { return PullOnce(clock, params); });
@@ -331,12 +340,9 @@ absl::Status GrpcParameterClient::Initialize(absl::Span<const float> params) {
           grpc::ClientContext context;
           context.set_deadline(DeadlineIn(options_.push_timeout));
           proto::PushResponse response;
-          grpc::Status s =
-              links_.stub(i)->Initialize(&context, request, &response);
-          links_.replicas().Note(i, FromGrpcStatus(s));
-          if (!s.ok()) {
-            return PrefixStatus(FromGrpcStatus(s), "Initialize to shard ", i);
-          }
+          RETURN_IF_ERROR(
+              Ended(i, links_.stub(i)->Initialize(&context, request, &response),
+                    "Initialize to shard "));
           return response.version();
         }).status());
   }
@@ -346,20 +352,17 @@ absl::Status GrpcParameterClient::Initialize(absl::Span<const float> params) {
 absl::Status GrpcParameterClient::ReportEpoch(const EpochReport& epoch) {
   const proto::ReportEpochRequest report =
       ToReportEpochRequest(epoch, config_.job_id, rank_);
-  return Retrying("ReportEpoch",
-                  [&]() -> absl::StatusOr<uint64_t> {
-                    grpc::ClientContext context;
-                    context.set_deadline(DeadlineIn(options_.push_timeout));
-                    proto::ReportEpochResponse response;
-                    grpc::Status s = links_.stub(0)->ReportEpoch(
-                        &context, report, &response);
-                    links_.replicas().Note(0, FromGrpcStatus(s));
-                    if (!s.ok()) {
-                      return PrefixStatus(FromGrpcStatus(s),
-                                          "ReportEpoch to shard ", 0);
-                    }
-                    return 0;
-                  })
+  return Retrying(
+             "ReportEpoch",
+             [&]() -> absl::StatusOr<uint64_t> {
+               grpc::ClientContext context;
+               context.set_deadline(DeadlineIn(options_.push_timeout));
+               proto::ReportEpochResponse response;
+               RETURN_IF_ERROR(Ended(
+                   0, links_.stub(0)->ReportEpoch(&context, report, &response),
+                   "ReportEpoch to shard "));
+               return 0;
+             })
       .status();
 }
 

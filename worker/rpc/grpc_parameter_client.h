@@ -103,6 +103,11 @@ class GrpcParameterClient final : public ParameterClient {
   absl::StatusOr<uint64_t> Retrying(
       const char* what,
       const std::function<absl::StatusOr<uint64_t>()>& attempt);
+  // How a blocking call to `shard` ended (`s`): told to ReplicaChoice and,
+  // unless OK, named ("<what><shard>: "); a CANCELLED, which this worker
+  // never asks for on these calls, was its server's and is UNAVAILABLE
+  // (CancelledByServer), so Retrying sends it again.
+  absl::Status Ended(int shard, const grpc::Status& s, const char* what);
   absl::StatusOr<uint64_t> PullOnce(uint64_t clock, absl::Span<float> params);
   absl::StatusOr<uint64_t> PushOnce(uint64_t clock,
                                     absl::Span<const float> grads, float loss);
