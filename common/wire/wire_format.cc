@@ -27,7 +27,7 @@ using wire::VarintSize;
 constexpr int kPushJobId = 1, kPushRank = 2, kPushClock = 3,
               kPushChunks = kPushChunksField, kPushLoss = 5, kPushPullDtype = 6,
               kPushRows = kPushRowsField, kPushMore = 8,
-              kPushReplyMessageBytes = 9, kPushSegment = 10;
+              kPushReplyMessageBytes = 9, kPushSegment = 10, kPushSlices = 11;
 constexpr int kRowTable = 1, kRowIds = 2, kRowDtype = 3, kRowData = 4;
 constexpr int kPullVersion = 1, kPullChunks = kPullChunksField;
 constexpr int kChunkTensor = 1, kChunkIndex = 2, kChunkDtype = 3,
@@ -165,7 +165,7 @@ std::vector<std::pair<size_t, size_t>> GroupChunks(
 std::string EncodePushHeader(absl::string_view job_id, uint32_t rank,
                              uint64_t clock, float loss, int pull_dtype,
                              uint32_t reply_message_bytes,
-                             absl::string_view segment) {
+                             absl::string_view segment, bool slices) {
   std::string out;
   for (auto [field, text] :
        {std::pair{kPushJobId, job_id}, std::pair{kPushSegment, segment}}) {
@@ -185,6 +185,7 @@ std::string EncodePushHeader(absl::string_view job_id, uint32_t rank,
   }
   PutVarintField(&out, kPushPullDtype, static_cast<uint64_t>(pull_dtype));
   PutVarintField(&out, kPushReplyMessageBytes, reply_message_bytes);
+  if (slices) PutVarintField(&out, kPushSlices, 1);
   return out;
 }
 
@@ -345,7 +346,7 @@ absl::Status DecodePush(absl::Span<const absl::string_view> segments,
                                "truncated or overlong segment", &out->segment));
     } else if ((field == kPushRank || field == kPushClock ||
                 field == kPushPullDtype || field == kPushMore ||
-                field == kPushReplyMessageBytes) &&
+                field == kPushReplyMessageBytes || field == kPushSlices) &&
                type == kVarint) {
       if (!in.ReadVarint(&v)) return Malformed(kWhat, "truncated varint");
       if (field == kPushRank) out->rank = static_cast<uint32_t>(v);
@@ -354,6 +355,7 @@ absl::Status DecodePush(absl::Span<const absl::string_view> segments,
       // As protobuf reads a bool (any non-zero varint) and a uint32 (the
       // low 32 bits).
       if (field == kPushMore) out->more = v != 0;
+      if (field == kPushSlices) out->slices = v != 0;
       if (field == kPushReplyMessageBytes) {
         out->reply_message_bytes = static_cast<uint32_t>(v);
       }

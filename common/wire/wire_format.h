@@ -66,6 +66,7 @@ struct PushView {
   bool more = false;   // PushRequest.more: another message follows.
   uint32_t reply_message_bytes = 0;  // StepStream only.
   std::string segment;               // PushRequest.segment: StepStream only.
+  bool slices = false;               // PushRequest.slices: StepStream only.
   std::vector<ChunkView> chunks;
   std::vector<RowView> rows;
 };
@@ -93,7 +94,8 @@ std::vector<std::pair<size_t, size_t>> GroupChunks(
 std::string EncodePushHeader(absl::string_view job_id, uint32_t rank,
                              uint64_t clock, float loss, int pull_dtype = 0,
                              uint32_t reply_message_bytes = 0,
-                             absl::string_view segment = "");
+                             absl::string_view segment = "",
+                             bool slices = false);
 // PushRequest.more set: appended to every message of a push but its last.
 std::string EncodePushMore();
 // The framing that precedes `data_bytes` of chunk data inside a message

@@ -8,15 +8,23 @@
 namespace paramd {
 
 SyncPolicy::SyncPolicy(int num_workers, ShardStore* store, int backup_workers)
-    : UpdatePolicy(num_workers, store), backup_workers_(backup_workers) {
+    : UpdatePolicy(num_workers, store),
+      backup_workers_(backup_workers),
+      num_chunks_(store->num_chunks()) {
   absl::MutexLock lock(&mu_);
   round_ = store_->version();
   pushed_.assign(num_workers_, false);
+  chunks_in_.assign(num_workers_, 0);
   expected_from_.assign(num_workers_, round_);
-  // sum_'s chunks are allocated when a round first has three gradients
+  has_.assign(static_cast<size_t>(num_chunks_) * num_workers_, 0);
+  count_.assign(num_chunks_, 0);
+  summed_.assign(num_chunks_, 0);
+  mean_ready_.assign(num_chunks_, 0);
+  committed_.assign(num_chunks_, 0);
+  // sum_'s chunks are allocated when a chunk first has three gradients
   // (AddGradient).
-  sum_.resize(store_->num_chunks());
-  for (int i = 0; i < store_->num_chunks(); ++i) {
+  sum_.resize(num_chunks_);
+  for (int i = 0; i < num_chunks_; ++i) {
     mean_.emplace_back(store_->chunk_spec(i).length, 0.0f);
   }
   row_sums_.resize(store_->num_tables());
@@ -52,7 +60,11 @@ void SyncPolicy::ClearRows() {
 }
 
 uint64_t SyncPolicy::JoinClock(int rank) const {
-  return pushed_[rank] ? round_ + 1 : round_;
+  // A rank whose push is (partly) in, or that joins after chunks of the
+  // round were stepped without it, takes part from the next round.
+  return pushed_[rank] || chunks_in_[rank] > 0 || num_committed_ > 0
+             ? round_ + 1
+             : round_;
 }
 
 absl::Status SyncPolicy::CanJoinAt(int rank, uint64_t clock) {
@@ -80,21 +92,31 @@ void SyncPolicy::CatchUp(uint64_t clock) {
 void SyncPolicy::OnRestore() {
   ClearRows();
   round_ = store_->version();
-  pushed_.assign(num_workers_, false);
-  num_pushed_ = 0;
-  num_summed_ = 0;
-  mean_ready_ = false;
+  NextRound();
   for (int r = 0; r < num_workers_; ++r) {
     expected_from_[r] = round_;
     workers_[r].clock = std::min(workers_[r].clock, round_);
   }
 }
 
+void SyncPolicy::NextRound() {
+  num_pushed_ = 0;
+  num_summed_ = 0;
+  num_committed_ = 0;
+  std::fill(pushed_.begin(), pushed_.end(), false);
+  std::fill(chunks_in_.begin(), chunks_in_.end(), 0);
+  std::fill(has_.begin(), has_.end(), 0);
+  std::fill(count_.begin(), count_.end(), 0);
+  std::fill(summed_.begin(), summed_.end(), 0);
+  std::fill(mean_ready_.begin(), mean_ready_.end(), 0);
+  std::fill(committed_.begin(), committed_.end(), 0);
+}
+
 void SyncPolicy::AdjustCapture(PolicyState* state) const {
   // The open round's pushes are not in the store: their ranks are back at
   // the round, and a retry of them is applied, not acknowledged.
   for (int r = 0; r < num_workers_; ++r) {
-    if (!pushed_[r]) continue;
+    if (!pushed_[r] && chunks_in_[r] == 0) continue;
     state->clocks[r] = round_;
     state->last_accepted[r] = -1;
   }
@@ -142,30 +164,79 @@ absl::Status SyncPolicy::Accept(int rank, uint64_t clock,
     return absl::AlreadyExistsError(absl::StrCat(
         "Push: rank ", rank, " already pushed its gradient for clock ", clock));
   }
-  if (skip) {
-    // In the round, without a gradient in its mean.
-    pushed_[rank] = true;
-    ++num_pushed_;
-    workers_[rank].clock = clock + 1;
-    MaybeFinishRound(times);
-    return absl::OkStatus();
+  if (!skip) {
+    std::vector<uint64_t> pending_new;
+    for (const RowSums& sums : row_sums_) pending_new.push_back(sums.fresh);
+    RETURN_IF_ERROR(CheckRowRoom(
+        rows,
+        [this](uint32_t table, uint64_t id) ABSL_NO_THREAD_SAFETY_ANALYSIS {
+          return row_sums_[table].at.contains(id);
+        },
+        pending_new));
+    AddRows(rows);
+    // Skipped (guard.on_diverge: skip_push): in the round, without a
+    // gradient in its mean.
+    ++num_summed_;
   }
-  std::vector<uint64_t> pending_new;
-  for (const RowSums& sums : row_sums_) pending_new.push_back(sums.fresh);
-  RETURN_IF_ERROR(CheckRowRoom(
-      rows,
-      [this](uint32_t table, uint64_t id) ABSL_NO_THREAD_SAFETY_ANALYSIS {
-        return row_sums_[table].at.contains(id);
-      },
-      pending_new));
-  AddRows(rows);
-  pushed_[rank] = true;
-  ++num_pushed_;
-  ++num_summed_;
+  std::vector<int> all(num_chunks_);
+  for (int c = 0; c < num_chunks_; ++c) all[c] = c;
+  bool complete = false, duplicate = false;
+  AddChunks(rank, all, grads, skip, &complete, &duplicate);
   workers_[rank].clock = clock + 1;
-  AddGradient(grads, /*last=*/RoundComplete());
   MaybeFinishRound(times);
   return absl::OkStatus();
+}
+
+absl::Status SyncPolicy::AcceptChunks(
+    int rank, uint64_t clock, absl::Span<const int> locals,
+    absl::Span<const absl::Span<const float>> grads, bool* complete,
+    bool* duplicate) {
+  if (backup_workers_ > 0) {
+    return absl::FailedPreconditionError(
+        "Push: a push in slices needs policy.backup_workers 0; send it whole");
+  }
+  if (clock != round_ || clock < expected_from_[rank]) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("Push: rank ", rank, " sent a gradient for clock ", clock,
+                     " but the sync round is ", round_,
+                     clock < round_ ? " (that round is already applied)"
+                                    : " (pull the current version first)"));
+  }
+  if (pushed_[rank]) {
+    return absl::AlreadyExistsError(absl::StrCat(
+        "Push: rank ", rank, " already pushed its gradient for clock ", clock));
+  }
+  for (int c : locals) {
+    if (committed_[c] && !Has(c, rank)) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "Push: rank ", rank, " sent chunk ", c, " of clock ", clock,
+          ", which the round already stepped without it (register again)"));
+    }
+  }
+  AddChunks(rank, locals, grads, /*skip=*/false, complete, duplicate);
+  if (*complete) ++num_summed_;
+  if (*complete) workers_[rank].clock = clock + 1;
+  MaybeFinishRound();
+  return absl::OkStatus();
+}
+
+void SyncPolicy::AddChunks(int rank, absl::Span<const int> locals,
+                           absl::Span<const absl::Span<const float>> grads,
+                           bool skip, bool* complete, bool* duplicate) {
+  if (!pushed_[rank] && chunks_in_[rank] == 0) ++num_pushed_;
+  *duplicate = true;
+  for (int c : locals) {
+    if (Has(c, rank)) continue;
+    *duplicate = false;
+    has_[static_cast<size_t>(c) * num_workers_ + rank] = 1;
+    ++count_[c];
+    ++chunks_in_[rank];
+    if (skip) continue;
+    ++summed_[c];
+    AddGradient(c, grads[c], /*last=*/ChunkComplete(c));
+  }
+  *complete = chunks_in_[rank] == num_chunks_;
+  if (*complete) pushed_[rank] = true;
 }
 
 bool SyncPolicy::RoundComplete() const {
@@ -177,89 +248,123 @@ bool SyncPolicy::RoundComplete() const {
   return true;
 }
 
-void SyncPolicy::AddGradient(absl::Span<const absl::Span<const float>> grads,
-                             bool last) {
-  // The round's k-th gradient (k = num_summed_, counted already). The sum
+bool SyncPolicy::ChunkComplete(int c) const {
+  if (count_[c] == 0) return false;
+  int missing = 0;
+  for (int r = 0; r < num_workers_; ++r) {
+    if (Expected(r) && !Has(c, r) && ++missing > backup_workers_) return false;
+  }
+  return true;
+}
+
+void SyncPolicy::AddGradient(int c, absl::Span<const float> grad, bool last) {
+  // The chunk's k-th gradient (k = summed_[c], counted already). The sum
   // is in double, rounded to float once for the mean; how it is held
   // changes, not what is computed: the first gradient is kept as it came
   // (a float is exactly its double), the second and later add in double
-  // into sum_, and the round's last one goes straight into the mean
+  // into sum_, and the chunk's last one goes straight into the mean
   // instead of the sum, sparing a pass over sum_ and mean_ (for two
   // workers, sum_ is never touched).
-  const int k = num_summed_;
+  const int k = summed_[c];
   const double inverse = 1.0 / k;
-  for (size_t c = 0; c < mean_.size(); ++c) {
-    float* __restrict m = mean_[c].data();
-    const float* __restrict g = grads[c].data();
-    const size_t n = mean_[c].size();
-    if (k == 1) {
-      // The mean of one gradient is itself.
-      std::copy(g, g + n, m);
-      continue;
-    }
-    if (k == 2 && last) {
-      for (size_t i = 0; i < n; ++i) {
-        m[i] = static_cast<float>(
-            (static_cast<double>(m[i]) + static_cast<double>(g[i])) * inverse);
-      }
-      continue;
-    }
-    if (k == 2) {
-      sum_[c].resize(n);
-      double* __restrict s = sum_[c].data();
-      for (size_t i = 0; i < n; ++i) {
-        s[i] = static_cast<double>(m[i]) + static_cast<double>(g[i]);
-      }
-      continue;
-    }
-    double* __restrict s = sum_[c].data();
-    if (last) {
-      for (size_t i = 0; i < n; ++i) {
-        m[i] = static_cast<float>((s[i] + static_cast<double>(g[i])) * inverse);
-      }
-    } else {
-      for (size_t i = 0; i < n; ++i) s[i] += g[i];
-    }
+  float* __restrict m = mean_[c].data();
+  const float* __restrict g = grad.data();
+  const size_t n = mean_[c].size();
+  mean_ready_[c] = last || k == 1;
+  if (k == 1) {
+    // The mean of one gradient is itself.
+    std::copy(g, g + n, m);
+    return;
   }
-  mean_ready_ = last || k == 1;
+  if (k == 2 && last) {
+    for (size_t i = 0; i < n; ++i) {
+      m[i] = static_cast<float>(
+          (static_cast<double>(m[i]) + static_cast<double>(g[i])) * inverse);
+    }
+    return;
+  }
+  if (k == 2) {
+    sum_[c].resize(n);
+    double* __restrict s = sum_[c].data();
+    for (size_t i = 0; i < n; ++i) {
+      s[i] = static_cast<double>(m[i]) + static_cast<double>(g[i]);
+    }
+    return;
+  }
+  double* __restrict s = sum_[c].data();
+  if (last) {
+    for (size_t i = 0; i < n; ++i) {
+      m[i] = static_cast<float>((s[i] + static_cast<double>(g[i])) * inverse);
+    }
+  } else {
+    for (size_t i = 0; i < n; ++i) s[i] += g[i];
+  }
+}
+
+void SyncPolicy::MakeMean(int c) {
+  // A chunk completed otherwise than by a push (a rank left, or the last
+  // push was skipped) with two or more gradients has them in sum_.
+  if (mean_ready_[c]) return;
+  const double inverse = 1.0 / summed_[c];
+  const double* __restrict s = sum_[c].data();
+  float* __restrict m = mean_[c].data();
+  for (size_t i = 0; i < sum_[c].size(); ++i) {
+    m[i] = static_cast<float>(s[i] * inverse);
+  }
+  mean_ready_[c] = 1;
 }
 
 void SyncPolicy::MaybeFinishRound(StepTimes* times) {
-  if (!RoundComplete()) return;
-  if (num_summed_ > 0) {
+  const bool whole = RoundComplete();
+  std::vector<int> ready;
+  for (int c = 0; c < num_chunks_; ++c) {
+    if (!committed_[c] && (whole || ChunkComplete(c))) ready.push_back(c);
+  }
+  if (!whole) {
+    // Chunks every expected rank pushed are stepped now (a round in
+    // slices); the version waits for the rest.
+    if (!ready.empty()) StepChunks(ready);
+    return;
+  }
+  bool uniform = num_committed_ == 0;
+  for (int c = 0; c < num_chunks_ && uniform; ++c) {
+    uniform = summed_[c] == num_summed_;
+  }
+  if (uniform && num_summed_ > 0) {
+    // Every push whole: one step.
     ApplyMean(times);
-  } else {
+  } else if (uniform) {
     // Every push of the round was skipped (guard.on_diverge: skip_push):
     // the version moves on without a step.
     store_->AdvanceVersionTo(round_ + 1);
+  } else {
+    StepChunks(ready);
+    store_->FinishChunkedStep(RowMeans());
   }
   ClearRows();
   ++round_;
-  num_pushed_ = 0;
-  num_summed_ = 0;
-  mean_ready_ = false;
-  std::fill(pushed_.begin(), pushed_.end(), false);
+  NextRound();
 }
 
-void SyncPolicy::ApplyMean(StepTimes* times) {
-  // The mean, rounded once: for two workers exactly what summing in float
-  // and halving gave, without its overflow. The push that completed the
-  // round left it in mean_ already (AddGradient); a round completed
-  // otherwise (a rank left, or the last push was skipped) with two or
-  // more gradients has it in sum_.
-  const double inverse = 1.0 / num_summed_;
-  if (!mean_ready_) {
-    for (size_t c = 0; c < sum_.size(); ++c) {
-      const double* __restrict s = sum_[c].data();
-      float* __restrict m = mean_[c].data();
-      for (size_t i = 0; i < sum_[c].size(); ++i) {
-        m[i] = static_cast<float>(s[i] * inverse);
-      }
-    }
+void SyncPolicy::StepChunks(const std::vector<int>& locals) {
+  std::vector<int> stepped;
+  for (int c : locals) {
+    committed_[c] = 1;
+    ++num_committed_;
+    if (summed_[c] == 0) continue;
+    MakeMean(c);
+    stepped.push_back(c);
   }
+  std::vector<absl::Span<const float>> views(mean_.begin(), mean_.end());
+  store_->StepChunks(stepped, views, 1.0f);
+}
+
+std::vector<RowGrads> SyncPolicy::RowMeans() {
   // Rows as DDP averages them: the sum over the round's pushes divided by
   // the number of pushes, also for rows only some workers pushed.
   std::vector<RowGrads> rows;
+  if (num_summed_ == 0) return rows;
+  const double inverse = 1.0 / num_summed_;
   for (size_t t = 0; t < row_sums_.size(); ++t) {
     RowSums& sums = row_sums_[t];
     if (sums.ids.empty()) continue;
@@ -269,12 +374,31 @@ void SyncPolicy::ApplyMean(StepTimes* times) {
     }
     rows.push_back(RowGrads{static_cast<uint32_t>(t), sums.ids, sums.mean});
   }
+  return rows;
+}
+
+void SyncPolicy::ApplyMean(StepTimes* times) {
+  // The mean, rounded once: for two workers exactly what summing in float
+  // and halving gave, without its overflow. The push that completed the
+  // round left it in mean_ already (AddGradient).
+  for (int c = 0; c < num_chunks_; ++c) MakeMean(c);
+  const std::vector<RowGrads> rows = RowMeans();
   std::vector<absl::Span<const float>> views(mean_.begin(), mean_.end());
   store_->ApplyStep(views, 1.0f, rows, times);
 }
 
 bool SyncPolicy::Readable(int /*rank*/, uint64_t clock) const {
   return round_ >= clock;
+}
+
+bool SyncPolicy::ChunksReadable(int /*rank*/, uint64_t clock,
+                                absl::Span<const int> locals) const {
+  if (round_ >= clock) return true;
+  if (clock != round_ + 1) return false;
+  for (int c : locals) {
+    if (!committed_[c]) return false;
+  }
+  return true;
 }
 
 std::vector<int> SyncPolicy::Awaited(int /*rank*/, uint64_t /*clock*/) const {

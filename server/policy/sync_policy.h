@@ -10,6 +10,13 @@
 // the current round is already in) or a later one: rounds before that do
 // not wait for it, and a round without a push that no live rank takes
 // part in is passed without a step.
+//
+// A push may also come in slices (PushChunks: some of its chunks at a
+// time). The round then commits chunk by chunk: a chunk every expected
+// rank has pushed is stepped at once (ShardStore::StepChunks) and may be
+// read at version t+1 (ChunksReadable) while other chunks still wait; the
+// version moves when the last chunk is in. A rank whose push is partly in
+// when it leaves counts in the chunks it sent and not in the others.
 #ifndef PARAMD_SERVER_POLICY_SYNC_POLICY_H_
 #define PARAMD_SERVER_POLICY_SYNC_POLICY_H_
 
@@ -47,47 +54,100 @@ class SyncPolicy : public UpdatePolicy {
                       absl::Span<const RowGrads> rows, bool skip,
                       StepTimes* times) override
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  absl::Status AcceptChunks(int rank, uint64_t clock,
+                            absl::Span<const int> locals,
+                            absl::Span<const absl::Span<const float>> grads,
+                            bool* complete, bool* duplicate) override
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   bool Readable(int rank, uint64_t clock) const override
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  bool ChunksReadable(int rank, uint64_t clock,
+                      absl::Span<const int> locals) const override
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  bool MidRound() const override ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    return num_committed_ > 0;
+  }
   std::vector<int> Awaited(int rank, uint64_t clock) const override
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   std::string Describe(int rank, uint64_t clock) const override
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
  private:
-  // Whether round_ waits for `rank`.
+  // Whether round_ waits for `rank`'s push (or the rest of it).
   bool Expected(int rank) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     return workers_[rank].live && !pushed_[rank] &&
            expected_from_[rank] <= round_;
   }
-  // Whether the round is complete: one rank pushed and at most
-  // backup_workers_ expected ranks have not.
+  // Whether `rank` pushed chunk `c` in this round.
+  bool Has(int c, int rank) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    return has_[static_cast<size_t>(c) * num_workers_ + rank] != 0;
+  }
+  // Whether the round is complete: one rank took part and at most
+  // backup_workers_ expected ranks have not pushed (all of) theirs.
   bool RoundComplete() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Adds the round's num_summed_-th gradient (counted already); `last`:
-  // it completes the round, so it goes into the mean.
-  void AddGradient(absl::Span<const absl::Span<const float>> grads, bool last)
+  // Whether chunk `c` may be stepped: one rank pushed it and at most
+  // backup_workers_ expected ranks have not.
+  bool ChunkComplete(int c) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Takes `rank`'s gradient of the chunks `locals` (grads by local
+  // index; a chunk the rank pushed already this round is skipped): in the
+  // round, and unless `skip` in each chunk's mean. `*complete`: the rank's
+  // whole push is in now; `*duplicate`: every one of the chunks was in.
+  void AddChunks(int rank, absl::Span<const int> locals,
+                 absl::Span<const absl::Span<const float>> grads, bool skip,
+                 bool* complete, bool* duplicate)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Adds chunk c's summed_[c]-th gradient (counted already); `last`: it
+  // completes the chunk, so it goes into the mean.
+  void AddGradient(int c, absl::Span<const float> grad, bool last)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Chunk c's mean of its summed gradients in mean_[c] (summed_[c] > 0).
+  void MakeMean(int c) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // A round without a push that no live rank takes part in — each joined
   // at a later round: a worker that died between its pushes to two shards
   // reached the other shard and registered again past this round there —
   // would wait forever: the version moves on without a step to the first
   // round a live rank takes part in (none live: it stays).
   void PassRoundsNobodyTakes() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Applies the round once it is complete; `times` as in Push.
+  // Steps the chunks that are complete, and applies the round once it is;
+  // `times` as in Push.
   void MaybeFinishRound(StepTimes* times = nullptr)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // One optimizer step with the mean of the round's summed gradients and
-  // rows (num_summed_ > 0).
+  // The round in one optimizer step with the mean of its summed gradients
+  // and rows (every push whole, num_summed_ > 0).
   void ApplyMean(StepTimes* times) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Steps the chunks `locals` (ShardStore::StepChunks); a chunk no
+  // gradient reached is left as it is.
+  void StepChunks(const std::vector<int>& locals)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The round's rows, averaged over its num_summed_ pushes.
+  std::vector<RowGrads> RowMeans() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The next round: every per-round count back to none.
+  void NextRound() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   const int backup_workers_;
+  const int num_chunks_;
   uint64_t round_ ABSL_GUARDED_BY(mu_) = 0;  // == store_->version()
+  // By rank: its whole push of the round is in.
   std::vector<bool> pushed_ ABSL_GUARDED_BY(mu_);
+  // By rank: how many of its chunks are in (a push in slices).
+  std::vector<int> chunks_in_ ABSL_GUARDED_BY(mu_);
   // The first round each rank takes part in (after it joined).
   std::vector<uint64_t> expected_from_ ABSL_GUARDED_BY(mu_);
-  int num_pushed_ ABSL_GUARDED_BY(mu_) = 0;  // Ranks in the round.
-  // Of those, the ones whose gradient is in sum_ (not skipped).
+  // Ranks in the round: some or all of their push in.
+  int num_pushed_ ABSL_GUARDED_BY(mu_) = 0;
+  // Whole pushes of the round whose gradient is summed (not skipped): its
+  // rows' divisor.
   int num_summed_ ABSL_GUARDED_BY(mu_) = 0;
+  // By chunk: the ranks that pushed it (chunk * num_workers + rank), how
+  // many did, how many of those are summed, whether its mean is in mean_
+  // (its only gradient, or the last one added into it), and whether it
+  // was stepped this round.
+  std::vector<char> has_ ABSL_GUARDED_BY(mu_);
+  std::vector<int> count_ ABSL_GUARDED_BY(mu_);
+  std::vector<int> summed_ ABSL_GUARDED_BY(mu_);
+  std::vector<char> mean_ready_ ABSL_GUARDED_BY(mu_);
+  std::vector<char> committed_ ABSL_GUARDED_BY(mu_);
+  int num_committed_ ABSL_GUARDED_BY(mu_) = 0;
   // The round's row gradients by table: the sum of every push's rows.
   struct RowSums {
     absl::flat_hash_map<uint64_t, uint32_t> at;  // Id → its place in ids.
@@ -103,15 +163,12 @@ class SyncPolicy : public UpdatePolicy {
   void ClearRows() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Sum of this round's gradients, by local chunk, in double: finite
   // float gradients never overflow it (two of 3e38 sum to 6e38). Used
-  // from a round's second gradient when more follow (AddGradient);
+  // from a chunk's second gradient when more follow (AddGradient);
   // allocated then.
   std::vector<std::vector<double>> sum_ ABSL_GUARDED_BY(mu_);
   // The round's mean, rounded to float once, for the optimizer; before
-  // that, the round's first gradient.
+  // that, the chunk's first gradient.
   std::vector<std::vector<float>> mean_ ABSL_GUARDED_BY(mu_);
-  // mean_ holds the round's mean (its only gradient, or the last one
-  // added into it).
-  bool mean_ready_ ABSL_GUARDED_BY(mu_) = false;
 };
 
 }  // namespace paramd

@@ -99,12 +99,9 @@ void UpdatePolicy::Leave(int rank) {
   OnLeave(rank);
 }
 
-absl::Status UpdatePolicy::Push(int rank, uint64_t clock,
-                                absl::Span<const absl::Span<const float>> grads,
-                                absl::Span<const RowGrads> rows,
-                                bool* duplicate, bool skip, StepTimes* times) {
-  Mutation lock(this);
-  if (duplicate != nullptr) *duplicate = false;
+absl::Status UpdatePolicy::CheckPush(int rank, uint64_t clock, bool* duplicate,
+                                     uint64_t* staleness) {
+  *duplicate = false;
   if (shutdown_) return absl::UnavailableError("the shard is shutting down");
   if (rank < 0 || rank >= num_workers_) {
     return absl::InvalidArgumentError(absl::StrCat(
@@ -112,7 +109,7 @@ absl::Status UpdatePolicy::Push(int rank, uint64_t clock,
   }
   if (clock <= static_cast<uint64_t>(INT64_MAX) &&
       last_accepted_[rank] == static_cast<int64_t>(clock)) {
-    if (duplicate != nullptr) *duplicate = true;
+    *duplicate = true;
     return absl::OkStatus();
   }
   if (awaiting_initial_) {
@@ -131,9 +128,47 @@ absl::Status UpdatePolicy::Push(int rank, uint64_t clock,
   // (a shard restored to an older version may be behind it: fresh).
   const uint64_t pulled = pulled_[rank].load(std::memory_order_relaxed);
   const uint64_t version = store_->version();
-  const uint64_t staleness =
+  *staleness =
       pulled == kNotPulled || pulled > version ? 1 : version - pulled + 1;
+  return absl::OkStatus();
+}
+
+absl::Status UpdatePolicy::Push(int rank, uint64_t clock,
+                                absl::Span<const absl::Span<const float>> grads,
+                                absl::Span<const RowGrads> rows,
+                                bool* duplicate, bool skip, StepTimes* times) {
+  Mutation lock(this);
+  bool retry = false;
+  uint64_t staleness = 0;
+  absl::Status checked = CheckPush(rank, clock, &retry, &staleness);
+  if (duplicate != nullptr) *duplicate = retry;
+  if (!checked.ok() || retry) return checked;
+  const uint64_t before = store_->version();
   RETURN_IF_ERROR(Accept(rank, clock, staleness, grads, rows, skip, times));
+  return Accepted(rank, clock, staleness, before);
+}
+
+absl::Status UpdatePolicy::PushChunks(
+    int rank, uint64_t clock, absl::Span<const int> locals,
+    absl::Span<const absl::Span<const float>> grads, bool* complete,
+    bool* duplicate) {
+  Mutation lock(this);
+  *complete = false;
+  uint64_t staleness = 0;
+  RETURN_IF_ERROR(CheckPush(rank, clock, duplicate, &staleness));
+  if (*duplicate) {
+    *complete = true;
+    return absl::OkStatus();
+  }
+  const uint64_t before = store_->version();
+  RETURN_IF_ERROR(
+      AcceptChunks(rank, clock, locals, grads, complete, duplicate));
+  if (!*complete) return absl::OkStatus();
+  return Accepted(rank, clock, staleness, before);
+}
+
+absl::Status UpdatePolicy::Accepted(int rank, uint64_t clock,
+                                    uint64_t staleness, uint64_t before) {
   push_staleness_.Observe(static_cast<double>(staleness));
   ++workers_[rank].accepted;
   workers_[rank].staleness_sum += staleness;
@@ -146,7 +181,7 @@ absl::Status UpdatePolicy::Push(int rank, uint64_t clock,
     captured_ = CaptureLocked();
     captured_version_ = after;
   }
-  if (after != version) return SendStateLocked();
+  if (after != before) return SendStateLocked();
   return absl::OkStatus();
 }
 
@@ -221,6 +256,10 @@ PolicyState UpdatePolicy::CaptureLocked() const {
 
 PolicyState UpdatePolicy::Capture() {
   absl::MutexLock lock(&mu_);
+  auto whole = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    return shutdown_ || !MidRound();
+  };
+  mu_.Await(absl::Condition(&whole));
   return CaptureLocked();
 }
 
@@ -257,10 +296,10 @@ absl::Status UpdatePolicy::Restore(const PolicyState& state) {
   return absl::OkStatus();
 }
 
-absl::Status UpdatePolicy::WaitReadable(
-    int rank, uint64_t clock, absl::Time deadline,
-    const std::function<bool()>& cancelled,
-    const std::function<void()>& waiting) {
+absl::Status UpdatePolicy::WaitReadable(int rank, uint64_t clock,
+                                        absl::Time deadline,
+                                        const std::function<bool()>& cancelled,
+                                        const std::function<void()>& waiting) {
   // One way to wait: a waiter as WhenReadable's, with this thread blocked
   // until it is told.
   struct Outcome {
@@ -391,18 +430,30 @@ void UpdatePolicy::Shutdown() {
 
 uint64_t UpdatePolicy::WhenReadable(int rank, uint64_t clock,
                                     std::function<void(absl::Status)> ready) {
+  return AddWaiter(ReadyWaiter{0, rank, clock, std::move(ready), {}});
+}
+
+uint64_t UpdatePolicy::WhenChunksReadable(
+    int rank, uint64_t clock, std::vector<int> locals,
+    std::function<void(absl::Status)> ready) {
+  return AddWaiter(
+      ReadyWaiter{0, rank, clock, std::move(ready), std::move(locals)});
+}
+
+uint64_t UpdatePolicy::AddWaiter(ReadyWaiter waiter) {
   absl::Status now;
   {
     absl::MutexLock lock(&mu_);
     if (shutdown_) {
       now = absl::UnavailableError("the shard is shutting down");
-    } else if (!CanRead(rank, clock)) {
-      const uint64_t id = next_waiter_++;
-      ready_waiters_.push_back(ReadyWaiter{id, rank, clock, std::move(ready)});
+    } else if (!CanRead(waiter)) {
+      waiter.id = next_waiter_++;
+      const uint64_t id = waiter.id;
+      ready_waiters_.push_back(std::move(waiter));
       return id;
     }
   }
-  ready(std::move(now));
+  waiter.ready(std::move(now));
   return 0;
 }
 
@@ -424,7 +475,7 @@ std::vector<UpdatePolicy::ReadyWaiter> UpdatePolicy::TakeReady() {
   if (ready_waiters_.empty()) return fired;
   std::vector<ReadyWaiter> waiting;
   for (ReadyWaiter& w : ready_waiters_) {
-    if (shutdown_ || CanRead(w.rank, w.clock)) {
+    if (shutdown_ || CanRead(w)) {
       fired.push_back(std::move(w));
     } else {
       waiting.push_back(std::move(w));

@@ -19,6 +19,7 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "absl/types/span.h"
@@ -100,6 +101,20 @@ class UpdatePolicy {
                     bool* duplicate = nullptr, bool skip = false,
                     StepTimes* times = nullptr) ABSL_LOCKS_EXCLUDED(mu_);
 
+  // Part of `rank`'s push at `clock`: its gradient of the chunks `locals`
+  // (grads by local index, as Push's; only those in `locals` are read) — a
+  // push in slices, whose chunks may be stepped and read (WhenReadable
+  // with chunks) before the rest of it comes. Policy sync only
+  // (FailedPrecondition elsewhere). A chunk of the push already in is
+  // skipped (`*duplicate` when all were); the push counts as accepted —
+  // exactly once, as Push's — when its last chunk is in (`*complete`).
+  // Errors as Push's; on error nothing of this call is kept.
+  absl::Status PushChunks(int rank, uint64_t clock,
+                          absl::Span<const int> locals,
+                          absl::Span<const absl::Span<const float>> grads,
+                          bool* complete, bool* duplicate)
+      ABSL_LOCKS_EXCLUDED(mu_);
+
   // Whether a push of (rank, clock) would be acknowledged as a retry of
   // the one accepted last from `rank` (Push's exactly-once rule).
   bool IsRetry(int rank, uint64_t clock) ABSL_LOCKS_EXCLUDED(mu_);
@@ -142,6 +157,12 @@ class UpdatePolicy {
   uint64_t WhenReadable(int rank, uint64_t clock,
                         std::function<void(absl::Status)> ready)
       ABSL_LOCKS_EXCLUDED(mu_);
+  // As WhenReadable for a read of the chunks `locals` only: under sync
+  // they may be read at version t+1 once the round stepped them, before
+  // it is over (ShardStore::SnapshotAt(clock) then holds them).
+  uint64_t WhenChunksReadable(int rank, uint64_t clock, std::vector<int> locals,
+                              std::function<void(absl::Status)> ready)
+      ABSL_LOCKS_EXCLUDED(mu_);
   // Takes waiter `id` out: returns its `ready`, which the policy will
   // never run now (the caller may, with its own status), or null when it
   // ran or is running.
@@ -176,7 +197,9 @@ class UpdatePolicy {
 
   // The state now, store included, consistent with one version: a sync
   // round still open is left out (its pushes count as not received, so
-  // their retries are applied after a restore).
+  // their retries are applied after a restore). While a round in slices
+  // has stepped some chunks and not others (MidRound), it waits for the
+  // round's end (or Shutdown).
   PolicyState Capture() ABSL_LOCKS_EXCLUDED(mu_);
   // From now on, Push captures the state whenever the store reaches a
   // multiple of `n` versions; TakeCaptured hands the newest over once.
@@ -217,7 +240,10 @@ class UpdatePolicy {
     int rank;
     uint64_t clock;
     std::function<void(absl::Status)> ready;
+    std::vector<int> chunks;  // A read of these only (WhenChunksReadable).
   };
+  // Adds a waiter unless it may go on now (then runs `ready` here).
+  uint64_t AddWaiter(ReadyWaiter waiter) ABSL_LOCKS_EXCLUDED(mu_);
   class Mutation;
   // The waiters that may go on now (all of them after Shutdown), taken out
   // of ready_waiters_.
@@ -241,6 +267,17 @@ class UpdatePolicy {
   virtual void AdjustCapture(PolicyState* state) const
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {}
   PolicyState CaptureLocked() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // What Push and PushChunks do once a push is accepted: its staleness
+  // counted, it is the rank's last, and the state is captured or sent on
+  // when the store moved past `before`.
+  absl::Status Accepted(int rank, uint64_t clock, uint64_t staleness,
+                        uint64_t before) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Push's and PushChunks' checks before the policy's: `*duplicate` when
+  // the push is the rank's last accepted (OK, nothing more to do); its
+  // staleness.
+  absl::Status CheckPush(int rank, uint64_t clock, bool* duplicate,
+                         uint64_t* staleness)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // After `rank` joined (it may have been live and expected before).
   virtual void OnJoin(int rank) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {}
   // `staleness` is the push's tau (push_staleness); `skip` and `times` as
@@ -260,10 +297,33 @@ class UpdatePolicy {
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   virtual bool Readable(int rank, uint64_t clock) const
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) = 0;
+  // PushChunks' and WhenChunksReadable's hooks (a push in slices).
+  virtual absl::Status AcceptChunks(
+      int rank, uint64_t clock, absl::Span<const int> locals,
+      absl::Span<const absl::Span<const float>> grads, bool* complete,
+      bool* duplicate) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "Push: a push in slices needs policy sync; this job's is ", name()));
+  }
+  virtual bool ChunksReadable(int rank, uint64_t clock,
+                              absl::Span<const int> locals) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    return Readable(rank, clock);
+  }
+  // Whether the store is between two versions (a round in slices has
+  // stepped some chunks and not others): Capture waits.
+  virtual bool MidRound() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    return false;
+  }
   // Readable, once the store has its initial values.
   bool CanRead(int rank, uint64_t clock) const
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     return !awaiting_initial_ && Readable(rank, clock);
+  }
+  bool CanRead(const ReadyWaiter& w) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    return w.chunks.empty() ? CanRead(w.rank, w.clock)
+                            : !awaiting_initial_ &&
+                                  ChunksReadable(w.rank, w.clock, w.chunks);
   }
   // What a pull that may not read waits for.
   std::string WaitsFor(int rank, uint64_t clock) const

@@ -94,20 +94,89 @@ void ShardStore::ApplyStep(absl::Span<const absl::Span<const float>> grads,
   const int64_t step = static_cast<int64_t>(version_) + 1;
   std::vector<std::vector<float>>& params = params_->params;
   for (size_t i = 0; i < params.size(); ++i) {
-    if (statistic_[i]) {
-      // A statistic's push is the change itself (TensorKind::kStatistic).
-      float* __restrict p = params[i].data();
-      const float* __restrict g = grads[i].data();
-      for (size_t j = 0; j < params[i].size(); ++j) p[j] += g[j] * scale;
-    } else {
-      optimizer_->Apply(absl::MakeSpan(params[i]), grads[i], scale,
-                        absl::MakeSpan(slots_[i]), step);
-    }
+    StepChunk(i, &params[i], grads[i], scale, step);
     if (times != nullptr) times->chunk_ends[i] = absl::Now();
   }
   ++version_;
   params_->version = version_;
   if (times != nullptr) times->version = version_;
+}
+
+void ShardStore::StepChunk(size_t local, std::vector<float>* params,
+                           absl::Span<const float> grad, float scale,
+                           int64_t step) {
+  if (statistic_[local]) {
+    // A statistic's push is the change itself (TensorKind::kStatistic).
+    float* __restrict p = params->data();
+    const float* __restrict g = grad.data();
+    for (size_t j = 0; j < params->size(); ++j) p[j] += g[j] * scale;
+  } else {
+    optimizer_->Apply(absl::MakeSpan(*params), grad, scale,
+                      absl::MakeSpan(slots_[local]), step);
+  }
+}
+
+void ShardStore::StepChunks(absl::Span<const int> locals,
+                            absl::Span<const absl::Span<const float>> grads,
+                            float scale) {
+  absl::MutexLock lock(&mu_);
+  if (next_ == nullptr) {
+    // Into the buffer of an earlier version when no pull holds it; its
+    // chunks are overwritten one by one (each before it is stepped).
+    next_ = spare_ != nullptr && spare_.use_count() == 1
+                ? std::move(spare_)
+                : std::make_shared<ParamSnapshot>();
+    spare_.reset();
+    next_->params.resize(params_->params.size());
+    next_->version = version_ + 1;
+    stepped_.assign(params_->params.size(), false);
+  }
+  const int64_t step = static_cast<int64_t>(version_) + 1;
+  for (int local : locals) {
+    const auto i = static_cast<size_t>(local);
+    if (stepped_[i]) continue;
+    next_->params[i].assign(params_->params[i].begin(),
+                            params_->params[i].end());
+    StepChunk(i, &next_->params[i], grads[i], scale, step);
+    stepped_[i] = true;
+  }
+}
+
+void ShardStore::FinishChunkedStep(absl::Span<const RowGrads> rows) {
+  absl::MutexLock lock(&mu_);
+  for (const RowGrads& r : rows) {
+    if (!r.ids.empty()) tables_[r.table]->Apply(r.ids, r.values, 1.0f);
+  }
+  if (next_ == nullptr) {
+    // No chunk was stepped (a shard without chunks).
+    ++version_;
+    if (params_.use_count() > 1) {
+      params_ = std::make_shared<ParamSnapshot>(*params_);
+    }
+    params_->version = version_;
+    return;
+  }
+  for (size_t i = 0; i < stepped_.size(); ++i) {
+    if (!stepped_[i]) {
+      next_->params[i].assign(params_->params[i].begin(),
+                              params_->params[i].end());
+    }
+  }
+  spare_ = std::exchange(params_, std::move(next_));
+  ++version_;
+  params_->version = version_;
+}
+
+bool ShardStore::stepping_chunks() const {
+  absl::ReaderMutexLock lock(&mu_);
+  return next_ != nullptr;
+}
+
+std::shared_ptr<const ParamSnapshot> ShardStore::SnapshotAt(
+    uint64_t version) const {
+  absl::ReaderMutexLock lock(&mu_);
+  if (next_ != nullptr && next_->version == version) return next_;
+  return params_;
 }
 
 void ShardStore::Assign(absl::Span<const absl::Span<const float>> values) {

@@ -105,6 +105,31 @@ class ShardStore {
                  absl::Span<const RowGrads> rows = {},
                  StepTimes* times = nullptr) ABSL_LOCKS_EXCLUDED(mu_);
 
+  // A step taken chunk by chunk (a sync round committed in slices,
+  // SyncPolicy): StepChunks steps the chunks `locals` — with
+  // grads[local] * scale, as ApplyStep, at the step ApplyStep would take
+  // now — into the next version's parameters, kept apart from the current
+  // ones: readers see the current version until FinishChunkedStep (the
+  // optimizer slots are stepped in place), and SnapshotAt serves the
+  // chunks stepped so far. A chunk is stepped at most once per step;
+  // FinishChunkedStep carries the chunks no StepChunks stepped over as
+  // they are, applies `rows`, and makes the next version current, so a
+  // step whose every chunk went through StepChunks leaves the store
+  // exactly as one ApplyStep with the same gradients.
+  void StepChunks(absl::Span<const int> locals,
+                  absl::Span<const absl::Span<const float>> grads, float scale)
+      ABSL_LOCKS_EXCLUDED(mu_);
+  void FinishChunkedStep(absl::Span<const RowGrads> rows = {})
+      ABSL_LOCKS_EXCLUDED(mu_);
+  // Whether a chunked step is under way (a StepChunks since the last
+  // FinishChunkedStep): the slots are ahead of the parameters readers see.
+  bool stepping_chunks() const ABSL_LOCKS_EXCLUDED(mu_);
+  // What a pull of chunks at `version` reads: the next version's
+  // parameters while a chunked step makes that version (of them, only the
+  // chunks stepped so far are that version's), else Snapshot().
+  std::shared_ptr<const ParamSnapshot> SnapshotAt(uint64_t version) const
+      ABSL_LOCKS_EXCLUDED(mu_);
+
   // Replaces every chunk's parameters with values[local] (each of the
   // chunk's length), keeping the version: a worker's initial values
   // (model.initial_values: rank0). Optimizer slots are as at the start.
@@ -157,6 +182,14 @@ class ShardStore {
   std::shared_ptr<ParamSnapshot> params_ ABSL_GUARDED_BY(mu_);
   // The buffer of an earlier version, reused once no pull holds it.
   std::shared_ptr<ParamSnapshot> spare_ ABSL_GUARDED_BY(mu_);
+  // A chunked step's next version (StepChunks); null outside one. Pulls
+  // hold it while a later StepChunks writes other chunks of it.
+  std::shared_ptr<ParamSnapshot> next_ ABSL_GUARDED_BY(mu_);
+  std::vector<bool> stepped_ ABSL_GUARDED_BY(mu_);  // By local, in next_.
+  // Steps chunk `local` of `params` (its slots in place) at step `step`.
+  void StepChunk(size_t local, std::vector<float>* params,
+                 absl::Span<const float> grad, float scale, int64_t step)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // slots_[local] holds optimizer_->num_slots() buffers.
   std::vector<std::vector<std::vector<float>>> slots_ ABSL_GUARDED_BY(mu_);
   uint64_t version_ ABSL_GUARDED_BY(mu_) = 0;
