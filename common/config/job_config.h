@@ -407,6 +407,13 @@ struct WorkerConfig {
   // shared_segment.h), by the socket to one elsewhere; off: always the
   // socket.
   bool shared_memory = true;
+  // > 0: a step's push to a shard goes by the socket in messages of about
+  // this many bytes of chunks, each answered as soon as its sync round
+  // commits, while the later ones are still on the wire (a full-duplex
+  // step, PushRequest.slices), where the servers take slices
+  // (ServersTakeSlices). 0: the push in messages of up to 1 MiB, answered
+  // once whole.
+  int64_t slice_bytes = 32768;
   // The worker program `paramctl run` starts instead of paramd-worker
   // (e.g. {"/usr/bin/python3", "train.py"} for paramd.torch), in the job
   // file's folder, with the rank, job, servers and launch in PARAMD_RANK,
@@ -446,6 +453,12 @@ struct JobConfig {
 
   int num_shards() const { return static_cast<int>(servers.size()); }
 };
+
+// Whether the servers answer a StepStream step slice by slice
+// (PushRequest.slices): policy sync without backup workers, no
+// replication, no gradient guard or clipping, no embedding tables,
+// parameters pulled as float32, no reply faults (testing).
+bool ServersTakeSlices(const JobConfig& config);
 
 // Splits "host:port"; the port must be in [0, 65535].
 absl::Status ParseHostPort(const std::string& address, std::string* host,

@@ -341,10 +341,11 @@ class JobParser {
   }
 
   absl::Status ParseWorker(const YAML::Node& root, JobConfig* c) {
-    ASSIGN_OR_RETURN(const YAML::Node w,
-                     Section(root, "worker", false,
-                             {"device", "threads", "blas_core", "allow_tf32",
-                              "overlap", "command", "shared_memory"}));
+    ASSIGN_OR_RETURN(
+        const YAML::Node w,
+        Section(root, "worker", false,
+                {"device", "threads", "blas_core", "allow_tf32", "overlap",
+                 "command", "shared_memory", "slice_bytes"}));
     return ParseWorkerSection(r_, w, *c, &c->worker);
   }
 

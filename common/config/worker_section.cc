@@ -55,6 +55,14 @@ absl::Status ParseWorkerSection(YamlReader& r, const YAML::Node& w,
                                 "' (expected: auto or off)"));
   }
   out->shared_memory = shared_memory == "auto";
+  RETURN_IF_ERROR(r.Get(w, "worker", "slice_bytes", false, &out->slice_bytes));
+  // Up to a stream message's size (kStreamMessageBytes, 1 MiB).
+  if (out->slice_bytes != 0 &&
+      (out->slice_bytes < 4096 || out->slice_bytes > (1 << 20))) {
+    return r.Error(w["slice_bytes"], "worker.slice_bytes",
+                   "must be 0 (a push answered once whole) or between 4096 "
+                   "and 1048576 bytes");
+  }
   if (out->overlap && !job.model.embeddings.empty()) {
     return r.Error(w["overlap"], "worker.overlap",
                    "not with model.embeddings: a step's rows ride in its "

@@ -35,20 +35,22 @@ bool WorkerRegistry::IsRegistered(int rank) const {
 }
 
 void WorkerRegistry::OnPush(int rank, uint64_t bytes, float loss,
-                            absl::Time now) {
+                            absl::Time now, bool whole) {
   absl::MutexLock lock(&mu_);
   WorkerInfo& w = workers_[rank];
-  ++w.pushes;
   w.bytes_in += bytes;
-  w.last_loss = loss;
   w.last_seen = now;
+  if (!whole) return;
+  ++w.pushes;
+  w.last_loss = loss;
   w.last_push = now;
 }
 
-void WorkerRegistry::OnPull(int rank, uint64_t bytes, absl::Time now) {
+void WorkerRegistry::OnPull(int rank, uint64_t bytes, absl::Time now,
+                            bool whole) {
   absl::MutexLock lock(&mu_);
   WorkerInfo& w = workers_[rank];
-  ++w.pulls;
+  if (whole) ++w.pulls;
   w.bytes_out += bytes;
   w.last_seen = now;
 }

@@ -38,8 +38,11 @@ class WorkerRegistry {
   void OnHeartbeat(int rank, absl::Time now);
   // Whether `rank` has registered (joined) with this shard.
   bool IsRegistered(int rank) const;
-  void OnPush(int rank, uint64_t bytes, float loss, absl::Time now);
-  void OnPull(int rank, uint64_t bytes, absl::Time now);
+  // A push's or pull's bytes; with `whole` false a slice's (PushRequest.
+  // slices): its bytes count, the push or pull counts with its last.
+  void OnPush(int rank, uint64_t bytes, float loss, absl::Time now,
+              bool whole = true);
+  void OnPull(int rank, uint64_t bytes, absl::Time now, bool whole = true);
   void OnFinished(int rank, absl::Time now);
 
   // When the first worker registered (the job's start), if one has.

@@ -41,6 +41,9 @@ class PushPieces {
   absl::Status Finish(bool cancelled, proto::PushResponse* response) {
     return push_.Finish(cancelled, response);
   }
+  // The push so far: the first message's header and every chunk read
+  // (each checked: ChunkView::checked_local).
+  const PushView& push() const { return push_.push(); }
   // A StepStream step's push: applies it and returns the pull that
   // answers it (PullAfter); `reply_bytes` receives its
   // reply_message_bytes (0: one message).

@@ -9,7 +9,11 @@
 // reply_message_bytes asks for, written one after another — goes out from
 // the thread whose push made it readable (under sync: the round's last
 // push); the next step is read once the reply is sent. One step at a
-// time, in order. A failed step ends the call with its status (the client
+// time, in order. A step whose push asks for slices (PushRequest.slices,
+// where ServersTakeSlices) is full-duplex instead: each message's chunks
+// are applied as it is read (Shard::PushSlice) and answered, in order,
+// once the round stepped them (a pull of those chunks), while the next
+// message is read. A failed step ends the call with its status (the client
 // opens a new stream); a cancelled call ends its waiting pull. The testing
 // section's reply faults (delay, loss) act here, on the one serving path:
 // a reply held back waits on the call's alarm.
@@ -21,6 +25,7 @@
 
 #include <grpcpp/support/byte_buffer.h>
 
+#include <deque>
 #include <memory>
 #include <optional>
 #include <vector>
@@ -63,6 +68,23 @@ class StepStreamReactor final : public AsyncCall {
   void OnAlarm() override;
   // Ends the step and the call with `s`.
   void EndStep(const absl::Status& s) ABSL_LOCKS_EXCLUDED(mu_);
+
+  // A step in slices: applies the message just read (its chunks from
+  // `first` of the push's on; the push's first message when
+  // `first_message`; its last when `last`), reads on or ends the step's
+  // reading.
+  void ReadSlice(size_t first, bool first_message, bool last);
+  // Starts the pull of the oldest slice not answered (answering_ set).
+  void AnswerSlice() ABSL_LOCKS_EXCLUDED(mu_);
+  // Its pull ended: writes its reply, or fails the step.
+  void SlicePulled(
+      absl::StatusOr<std::shared_ptr<const ParamSnapshot>> snapshot);
+  // A slice's reply is written: the next slice's pull, the step's end, or
+  // nothing until the next message is read.
+  void SliceWritten() ABSL_LOCKS_EXCLUDED(mu_);
+  // Fails the step in slices with `s` once no pull waits and no write is
+  // out (a waiting pull is cancelled).
+  void FailSlices(const absl::Status& s) ABSL_LOCKS_EXCLUDED(mu_);
   // Ends the call with `s`, once; only outside a step.
   void End(const absl::Status& s) ABSL_LOCKS_EXCLUDED(mu_);
 
@@ -91,7 +113,19 @@ class StepStreamReactor final : public AsyncCall {
     absl::Status lost;
   };
   std::optional<Held> held_;
+  // The step being read is in slices; its push's header.
+  bool sliced_ = false;
+  PushView header_;
+  size_t read_chunks_ = 0;  // Chunks of the push applied so far.
   absl::Mutex mu_;
+  // A step in slices: the chunks (local indices) of each slice applied
+  // and not answered yet, oldest first; whether the oldest one's pull
+  // waits or its reply is being written; whether the push's last message
+  // was read; the status the step fails with once nothing is out.
+  std::deque<std::vector<int>> unanswered_ ABSL_GUARDED_BY(mu_);
+  bool answering_ ABSL_GUARDED_BY(mu_) = false;
+  bool read_all_ ABSL_GUARDED_BY(mu_) = false;
+  std::optional<absl::Status> failed_ ABSL_GUARDED_BY(mu_);
   // From a push read to its reply's write: the call is ended (Finish) only
   // outside a step, so no pull in the shard outlives the reactor.
   bool in_step_ ABSL_GUARDED_BY(mu_) = false;

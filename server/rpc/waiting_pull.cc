@@ -6,7 +6,8 @@
 
 namespace paramd {
 
-void WaitingPull::Start(const proto::PullRequest& pull, Shard::PullDone done) {
+void WaitingPull::Start(const proto::PullRequest& pull, Shard::PullDone done,
+                        std::vector<int> locals) {
   bool cancelled;
   {
     absl::MutexLock lock(&mu_);
@@ -21,15 +22,17 @@ void WaitingPull::Start(const proto::PullRequest& pull, Shard::PullDone done) {
     return;
   }
   const uint64_t handle = shard_->StartPull(
-      pull, [this, done = std::move(done)](
-                absl::StatusOr<std::shared_ptr<const ParamSnapshot>> result) {
+      pull,
+      [this, done = std::move(done)](
+          absl::StatusOr<std::shared_ptr<const ParamSnapshot>> result) {
         {
           absl::MutexLock lock(&mu_);
           waiting_ = false;
           handle_ = 0;
         }
         done(std::move(result));
-      });
+      },
+      std::move(locals));
   bool cancel = false;
   {
     absl::MutexLock lock(&mu_);

@@ -9,6 +9,7 @@
 #define PARAMD_SERVER_RPC_WAITING_PULL_H_
 
 #include <cstdint>
+#include <vector>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/synchronization/mutex.h"
@@ -25,8 +26,9 @@ class WaitingPull {
   // Starts `pull` (one at a time): `done` runs once — here when it may be
   // served at once, else on the thread whose push made it readable, or
   // with CANCELLED once Cancel was called (here, if it was before).
-  void Start(const proto::PullRequest& pull, Shard::PullDone done)
-      ABSL_LOCKS_EXCLUDED(mu_);
+  // With `locals`, a pull of those chunks only (Shard::StartPull).
+  void Start(const proto::PullRequest& pull, Shard::PullDone done,
+             std::vector<int> locals = {}) ABSL_LOCKS_EXCLUDED(mu_);
   // Ends the waiting pull with CANCELLED, and every later Start at once.
   void Cancel() ABSL_LOCKS_EXCLUDED(mu_);
 

@@ -17,6 +17,52 @@ std::string QuoteClientBytes(absl::string_view bytes) {
   return out;
 }
 
+absl::Status RequestChecks::Registration(const proto::RegisterRequest& request,
+                                         const std::string& launch) const {
+  RETURN_IF_ERROR(Worker("Register", request.job_id(), request.rank()));
+  if (request.launch() != launch) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "Register: rank ", request.rank(), " belongs to launch '",
+        QuoteClientBytes(request.launch()), "' but this shard serves launch '",
+        launch,
+        "': another start of the same job is using these servers' ports"));
+  }
+  if (request.plan_fingerprint() != plan_.fingerprint()) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "Register: rank ", request.rank(),
+        " computed a different partition plan (fingerprint ",
+        request.plan_fingerprint(), ", shard has ", plan_.fingerprint(),
+        "): the worker and server read different job files"));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status RequestChecks::InitialValues(const PushView& request) const {
+  RETURN_IF_ERROR(RegisteredWorker("Initialize", request.job_id, request.rank));
+  if (!initial_values_from_rank0_) {
+    return absl::FailedPreconditionError(
+        "Initialize: the job's servers draw the initial values themselves "
+        "(model.initial_values is not rank0)");
+  }
+  if (request.rank != 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("Initialize: rank ", request.rank,
+                     " sent initial values; only rank 0's are the job's"));
+  }
+  if (!request.rows.empty()) {
+    return absl::InvalidArgumentError(
+        "Initialize: embedding rows have no initial values to send");
+  }
+  for (const ChunkView& chunk : request.chunks) {
+    if (!chunk.indices.empty()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "Initialize: chunk ", chunk.chunk_index, " of tensor ",
+          chunk.tensor_id, " is sparse; initial values are dense"));
+    }
+  }
+  return absl::OkStatus();
+}
+
 absl::Status RequestChecks::Worker(const char* rpc, const std::string& job_id,
                                    uint32_t rank) const {
   if (job_id != job_id_) {
@@ -60,14 +106,15 @@ absl::Status RequestChecks::Chunk(const ChunkView& chunk, int* local) const {
 
 absl::Status RequestChecks::Gather(const char* rpc, uint32_t rank,
                                    absl::Span<const ChunkView> chunks,
-                                   ChunkSet* out) const {
+                                   ChunkSet* out, bool whole) const {
   const int n = store_.num_chunks();
-  if (chunks.size() != static_cast<size_t>(n)) {
+  if (whole && chunks.size() != static_cast<size_t>(n)) {
     return absl::InvalidArgumentError(
         absl::StrCat(rpc, ": rank ", rank, " sent ", chunks.size(),
                      " chunks; shard ", shard_id_, " owns ", n));
   }
   out->values.assign(n, {});
+  out->locals.clear();
   out->storage.clear();
   out->storage.reserve(n);  // No reallocation: values point into it.
   std::vector<bool> seen(n, false);
@@ -82,6 +129,7 @@ absl::Status RequestChecks::Gather(const char* rpc, uint32_t rank,
           " (", spec_.tensors[chunk.tensor_id].name, ") appears twice"));
     }
     seen[local] = true;
+    out->locals.push_back(local);
     const int64_t length = store_.chunk_spec(local).length;
     out->storage.emplace_back();
     out->values[local] = ChunkGradient(chunk, length, &out->storage.back());
@@ -139,11 +187,11 @@ absl::Status CheckPeerCall(const char* rpc, const PeerIdentity& call,
       call.launch == own.launch) {
     return absl::OkStatus();
   }
-  return absl::InvalidArgumentError(absl::StrCat(
-      rpc, ": job '", QuoteClientBytes(call.job_id), "' shard ", call.shard,
-      " launch '", QuoteClientBytes(call.launch),
-      "' reached this replica of job '", own.job_id, "' launch '", own.launch,
-      "'"));
+  return absl::InvalidArgumentError(
+      absl::StrCat(rpc, ": job '", QuoteClientBytes(call.job_id), "' shard ",
+                   call.shard, " launch '", QuoteClientBytes(call.launch),
+                   "' reached this replica of job '", own.job_id, "' launch '",
+                   own.launch, "'"));
 }
 
 absl::Status CheckReplicaState(const proto::ReplicaState& state,
@@ -151,11 +199,10 @@ absl::Status CheckReplicaState(const proto::ReplicaState& state,
                                const std::string& policy, int num_workers) {
   if (state.plan_fingerprint() != plan_fingerprint ||
       state.policy() != policy) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("Replicate: state of plan ", state.plan_fingerprint(),
-                     " policy '", QuoteClientBytes(state.policy()),
-                     "'; this replica serves plan ", plan_fingerprint,
-                     " policy '", policy, "'"));
+    return absl::InvalidArgumentError(absl::StrCat(
+        "Replicate: state of plan ", state.plan_fingerprint(), " policy '",
+        QuoteClientBytes(state.policy()), "'; this replica serves plan ",
+        plan_fingerprint, " policy '", policy, "'"));
   }
   const int n = num_workers;
   if (state.clocks_size() != n || state.last_accepted_size() != n ||

@@ -38,6 +38,7 @@ class RequestChecks {
       : job_id_(config.job_id),
         num_workers_(config.num_workers),
         epochs_(config.training.epochs),
+        initial_values_from_rank0_(config.model.initial_values_from_rank0),
         shard_id_(shard_id),
         spec_(spec),
         plan_(plan),
@@ -59,22 +60,33 @@ class RequestChecks {
   // shard: what every RPC but Register requires.
   absl::Status RegisteredWorker(const char* rpc, const std::string& job_id,
                                 uint32_t rank) const;
+  // Worker, then FailedPrecondition for a registration of another launch
+  // than `launch` (another start of the job on these ports) or with
+  // another partition plan (another job file).
+  absl::Status Registration(const proto::RegisterRequest& request,
+                            const std::string& launch) const;
+  // RegisteredWorker, then what Initialize requires: a job whose initial
+  // values come from rank 0, sent by rank 0, dense chunks and no rows.
+  absl::Status InitialValues(const PushView& request) const;
   // Everything Push requires of one chunk but its uniqueness; `*local` is
   // its local index (-1 if another shard owns it).
   absl::Status Chunk(const ChunkView& chunk, int* local) const;
   // Chunk for each, recording each one's local index (checked_local).
   absl::Status Chunks(absl::Span<ChunkView> chunks) const;
   // The chunks of one push (or of rank 0's initial values): exactly this
-  // shard's set, each once, each checked as Chunk (unless it was already:
-  // checked_local), read as float32 by local index.
+  // shard's set — or with `whole` false some of it (a slice) — each once,
+  // each checked as Chunk (unless it was already: checked_local), read as
+  // float32 by local index.
   struct ChunkSet {
     std::vector<absl::Span<const float>> values;  // By local index.
+    std::vector<int> locals;                      // Those given, as sent.
     std::vector<std::vector<float>> storage;      // Widened or scattered ones.
     uint64_t bytes = 0;                           // What travelled.
     uint64_t float32_bytes = 0;                   // What they stand for.
   };
   absl::Status Gather(const char* rpc, uint32_t rank,
-                      absl::Span<const ChunkView> chunks, ChunkSet* out) const;
+                      absl::Span<const ChunkView> chunks, ChunkSet* out,
+                      bool whole = true) const;
   // InvalidArgument naming `rpc` unless `dtype` is one a pull may ask for
   // (float32, unset, or float16).
   static absl::Status PullDtype(const char* rpc, int dtype);
@@ -85,7 +97,8 @@ class RequestChecks {
  private:
   const std::string job_id_;
   const int num_workers_;
-  const int epochs_;  // training.epochs
+  const int epochs_;                      // training.epochs
+  const bool initial_values_from_rank0_;  // model.initial_values: rank0
   const int shard_id_;
   const ModelSpec& spec_;
   const PartitionPlan& plan_;

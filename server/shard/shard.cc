@@ -106,21 +106,7 @@ int64_t Shard::transport_memory_bytes() const {
 
 absl::Status Shard::Register(const proto::RegisterRequest& request,
                              proto::RegisterResponse* response) {
-  RETURN_IF_ERROR(checks_.Worker("Register", request.job_id(), request.rank()));
-  if (request.launch() != launch_) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        "Register: rank ", request.rank(), " belongs to launch '",
-        QuoteClientBytes(request.launch()), "' but this shard serves launch '",
-        launch_,
-        "': another start of the same job is using these servers' ports"));
-  }
-  if (request.plan_fingerprint() != plan_.fingerprint()) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        "Register: rank ", request.rank(),
-        " computed a different partition plan (fingerprint ",
-        request.plan_fingerprint(), ", shard has ", plan_.fingerprint(),
-        "): the worker and server read different job files"));
-  }
+  RETURN_IF_ERROR(checks_.Registration(request, launch_));
   const int rank = static_cast<int>(request.rank());
   response->set_shard(shard_id_);
   if (!request.join()) {
@@ -149,29 +135,7 @@ absl::Status Shard::Push(const proto::PushRequest& request,
 
 absl::Status Shard::Initialize(const PushView& request,
                                proto::PushResponse* response) {
-  RETURN_IF_ERROR(
-      checks_.RegisteredWorker("Initialize", request.job_id, request.rank));
-  if (!config_.model.initial_values_from_rank0) {
-    return absl::FailedPreconditionError(
-        "Initialize: the job's servers draw the initial values themselves "
-        "(model.initial_values is not rank0)");
-  }
-  if (request.rank != 0) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("Initialize: rank ", request.rank,
-                     " sent initial values; only rank 0's are the job's"));
-  }
-  if (!request.rows.empty()) {
-    return absl::InvalidArgumentError(
-        "Initialize: embedding rows have no initial values to send");
-  }
-  for (const ChunkView& chunk : request.chunks) {
-    if (!chunk.indices.empty()) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "Initialize: chunk ", chunk.chunk_index, " of tensor ",
-          chunk.tensor_id, " is sparse; initial values are dense"));
-    }
-  }
+  RETURN_IF_ERROR(checks_.InitialValues(request));
   RequestChecks::ChunkSet chunks;
   RETURN_IF_ERROR(
       checks_.Gather("Initialize", request.rank, request.chunks, &chunks));
@@ -237,9 +201,7 @@ absl::Status Shard::Push(const PushView& request,
     for (const RowGrads& r : rows.grads) {
       if (!skip) store_.table(r.table).CountPushed(r.ids.size());
     }
-    workers_.OnPush(static_cast<int>(request.rank), bytes, request.loss, now);
-    stats_.RecordPush(now);
-    stats_.RecordPushFloat32Bytes(float32_bytes);
+    Pushed(rank, bytes, float32_bytes, request.loss, now);
   }
   if (checkpoints_ != nullptr) {
     // Written by the checkpoints' own thread: this push is answered now.
@@ -249,6 +211,37 @@ absl::Status Shard::Push(const PushView& request,
   }
   response->set_version(store_.version());
   response->set_duplicate(duplicate);
+  return absl::OkStatus();
+}
+
+void Shard::Pushed(int rank, uint64_t bytes, uint64_t float32_bytes, float loss,
+                   absl::Time now, bool whole) {
+  workers_.OnPush(rank, bytes, loss, now, whole);
+  if (whole) stats_.RecordPush(now);
+  stats_.RecordPushFloat32Bytes(float32_bytes);
+}
+
+absl::Status Shard::PushSlice(const PushView& header,
+                              absl::Span<const ChunkView> chunks,
+                              bool* complete) {
+  RETURN_IF_ERROR(checks_.RegisteredWorker("Push", header.job_id, header.rank));
+  if (!ServersTakeSlices(config_)) {
+    return absl::FailedPreconditionError("Push: this job's pushes are whole");
+  }
+  const int rank = static_cast<int>(header.rank);
+  RETURN_IF_ERROR(calls_.Enter("Push", rank));
+  absl::Cleanup leave = [this, rank] { calls_.Leave(rank); };
+  RequestChecks::ChunkSet slice;
+  RETURN_IF_ERROR(
+      checks_.Gather("Push", header.rank, chunks, &slice, /*whole=*/false));
+  bool duplicate = false;
+  RETURN_IF_ERROR(policy_->PushChunks(rank, header.clock, slice.locals,
+                                      slice.values, complete, &duplicate));
+  // A slice's bytes count as they come; the push once, when it is whole.
+  if (!duplicate) {
+    Pushed(rank, slice.bytes, slice.float32_bytes, header.loss, clock_->Now(),
+           *complete);
+  }
   return absl::OkStatus();
 }
 
@@ -281,21 +274,27 @@ absl::Status Shard::Pull(const proto::PullRequest& request, absl::Time deadline,
   return absl::OkStatus();
 }
 
-std::shared_ptr<const ParamSnapshot> Shard::Served(int rank, uint64_t clock,
-                                                   absl::Time start,
-                                                   bool half) {
+std::shared_ptr<const ParamSnapshot> Shard::Served(
+    int rank, uint64_t clock, absl::Time start, bool half,
+    absl::Span<const int> slice) {
   const absl::Time now = clock_->Now();
   stats_.RecordPullWait(now - start);
-  std::shared_ptr<const ParamSnapshot> snapshot = store_.Snapshot();
+  std::shared_ptr<const ParamSnapshot> snapshot =
+      slice.empty() ? store_.Snapshot() : store_.SnapshotAt(clock);
   policy_->NotePulled(rank, snapshot->version);
   trace_.Pull(rank, clock, start, now, snapshot->version);
   stats_.RecordPullTime(clock_->Now() - start);
-  workers_.OnPull(rank, static_cast<uint64_t>(store_.bytes()) / (half ? 2 : 1),
-                  now);
+  // A slice's reply counts its bytes; the pull counts with the shard's
+  // last chunk (slices come in order).
+  uint64_t bytes = slice.empty() ? static_cast<uint64_t>(store_.bytes()) : 0;
+  for (int c : slice) bytes += store_.chunk_spec(c).length * kElementBytes;
+  workers_.OnPull(rank, bytes / (half ? 2 : 1), now,
+                  slice.empty() || slice.back() == store_.num_chunks() - 1);
   return snapshot;
 }
 
-uint64_t Shard::StartPull(const proto::PullRequest& request, PullDone done) {
+uint64_t Shard::StartPull(const proto::PullRequest& request, PullDone done,
+                          std::vector<int> locals) {
   absl::Status s =
       checks_.RegisteredWorker("Pull", request.job_id(), request.rank());
   if (s.ok()) s = checks_.PullDtype("Pull", request.dtype());
@@ -310,20 +309,24 @@ uint64_t Shard::StartPull(const proto::PullRequest& request, PullDone done) {
   // Visible to Tick and the status RPC while it waits.
   const uint64_t waiter = waiters_.Add(rank, request.clock(), start);
   const bool half = request.dtype() == proto::DTYPE_FLOAT16;
-  return policy_->WhenReadable(
-      rank, request.clock(),
-      [this, rank, clock = request.clock(), half, start, waiter,
-       done = std::move(done)](absl::Status ready) {
-        waiters_.Remove(waiter);
-        absl::StatusOr<std::shared_ptr<const ParamSnapshot>> result;
-        if (ready.ok()) {
-          result = Served(rank, clock, start, half);
-        } else {
-          result = std::move(ready);
-        }
-        calls_.Leave(rank);
-        done(std::move(result));
-      });
+  const std::vector<int> slice = locals;
+  auto ready = [this, rank, clock = request.clock(), half, start, waiter, slice,
+                done = std::move(done)](absl::Status ready) {
+    waiters_.Remove(waiter);
+    absl::StatusOr<std::shared_ptr<const ParamSnapshot>> result;
+    if (ready.ok()) {
+      result = Served(rank, clock, start, half, slice);
+    } else {
+      result = std::move(ready);
+    }
+    calls_.Leave(rank);
+    done(std::move(result));
+  };
+  if (slice.empty()) {
+    return policy_->WhenReadable(rank, request.clock(), std::move(ready));
+  }
+  return policy_->WhenChunksReadable(rank, request.clock(), std::move(locals),
+                                     std::move(ready));
 }
 
 void Shard::CancelPull(uint64_t handle) {
@@ -339,9 +342,9 @@ absl::Status Shard::AwaitReadable(int rank, uint64_t clock, absl::Time start,
                                   const std::function<bool()>& cancelled) {
   // Visible to Tick and the status RPC while it waits.
   std::optional<uint64_t> id;
-  const absl::Status s = policy_->WaitReadable(
-      rank, clock, deadline, cancelled,
-      [&] { id = waiters_.Add(rank, clock, start); });
+  const absl::Status s =
+      policy_->WaitReadable(rank, clock, deadline, cancelled,
+                            [&] { id = waiters_.Add(rank, clock, start); });
   if (id.has_value()) waiters_.Remove(*id);
   return s;
 }

@@ -28,13 +28,13 @@
 #include "server/policy/pull_waiters.h"
 #include "server/policy/update_policy.h"
 #include "server/policy/worker_registry.h"
+#include "server/replication/shard_replica.h"
 #include "server/shard/call_limiter.h"
 #include "server/shard/gradient_guard.h"
 #include "server/shard/job_metrics.h"
 #include "server/shard/lease_watch.h"
 #include "server/shard/request_checks.h"
 #include "server/shard/shard_checkpoints.h"
-#include "server/replication/shard_replica.h"
 #include "server/shard/shard_rows.h"
 #include "server/shard/shard_stats.h"
 #include "server/shard/shard_trace.h"
@@ -103,6 +103,12 @@ class Shard {
   // while the next is on the wire. Push still checks the set is complete,
   // without duplicates.
   absl::Status CheckChunks(absl::Span<ChunkView> chunks) const;
+  // One slice of a push in slices (where ServersTakeSlices): `chunks` (checked
+  // by CheckChunks; no rows) of the push whose first message's header `header`
+  // gives, applied at once (UpdatePolicy::PushChunks). `*complete` once the
+  // push's last chunk is in; the push is then counted as Push counts one.
+  absl::Status PushSlice(const PushView& header,
+                         absl::Span<const ChunkView> chunks, bool* complete);
   // Waits until the policy lets the pull proceed; DeadlineExceeded at
   // `deadline` (real time; the caller may call again), Cancelled once
   // `cancelled` (checked a few times a second) says the caller gave up,
@@ -120,7 +126,11 @@ class Shard {
   // held. Returns a handle for CancelPull; 0 when `done` ran here.
   using PullDone =
       std::function<void(absl::StatusOr<std::shared_ptr<const ParamSnapshot>>)>;
-  uint64_t StartPull(const proto::PullRequest& request, PullDone done);
+  // With `locals`, a slice's reply: only those chunks are read, once the
+  // round stepped them (UpdatePolicy::WhenChunksReadable), from
+  // ShardStore::SnapshotAt(request.clock).
+  uint64_t StartPull(const proto::PullRequest& request, PullDone done,
+                     std::vector<int> locals = {});
   // Ends a pull StartPull left waiting: its `done` runs here with
   // CANCELLED, unless it ran or is running already.
   void CancelPull(uint64_t handle);
@@ -202,8 +212,14 @@ class Shard {
   // A pull of `rank` at `clock`, waiting since `start`, is readable: the
   // snapshot it serves, with its wait, time, bytes (`half`: float16) and
   // version noted where the shard keeps them.
+  // With `slice`, the chunks a slice's reply reads (their bytes counted).
   std::shared_ptr<const ParamSnapshot> Served(int rank, uint64_t clock,
-                                              absl::Time start, bool half);
+                                              absl::Time start, bool half,
+                                              absl::Span<const int> slice = {});
+  // A push's bookkeeping once it is applied (not a duplicate), or a
+  // slice's (`whole` false until the push's last).
+  void Pushed(int rank, uint64_t bytes, uint64_t float32_bytes, float loss,
+              absl::Time now, bool whole = true);
 
   // Constant after construction.
   const JobConfig config_;

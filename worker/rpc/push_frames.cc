@@ -19,7 +19,8 @@ PushFrames::PushFrames(const JobConfig& config, const PartitionPlan& plan,
       layout_(layout),
       rank_(rank),
       fp16_(config.compression.fp16()),
-      pull_dtype_(config.compression.pull_fp16() ? proto::DTYPE_FLOAT16 : 0) {
+      pull_dtype_(config.compression.pull_fp16() ? proto::DTYPE_FLOAT16 : 0),
+      slice_bytes_(ServersTakeSlices(config) ? config.worker.slice_bytes : 0) {
   const CompressionConfig& compression = config.compression;
   if (compression.topk()) {
     std::vector<std::pair<int64_t, int64_t>> chunks;
@@ -59,7 +60,8 @@ PushFrames::PushFrames(const JobConfig& config, const PartitionPlan& plan,
                             static_cast<size_t>(bytes)));
       chunk_bytes.push_back(bytes);
     }
-    frames.groups = GroupChunks(chunk_bytes);
+    frames.groups = GroupChunks(
+        chunk_bytes, slice_bytes_ > 0 ? slice_bytes_ : kStreamMessageBytes);
     // A shard without chunks still takes a push every step (its clock,
     // and its rows): a message of just the header.
     if (frames.groups.empty()) frames.groups.emplace_back(0, 0);
@@ -216,7 +218,8 @@ grpc::ByteBuffer PushFrames::Message(
   FrameBuilder frame(std::move(owner));
   if (first) {
     frame.AddCopy(EncodePushHeader(job_id_, static_cast<uint32_t>(rank_), clock,
-                                   loss, pull_dtype_, kStreamMessageBytes));
+                                   loss, pull_dtype_, kStreamMessageBytes,
+                                   /*segment=*/"", slice_bytes_ > 0));
     AddRows(frame, static_cast<size_t>(shard));
   }
   const std::vector<int>& chunks = plan_.ChunksOfShard(shard);

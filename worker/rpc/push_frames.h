@@ -40,7 +40,8 @@ class PushFrames {
   // Each shard's messages for the flat `gradients` computed at `clock`
   // (one: a unary Push; several, each but the last with
   // PushRequest.more: a StepStream step or a PushStream). The first asks
-  // for a StepStream reply in messages of kStreamMessageBytes. The
+  // for a StepStream reply in messages of kStreamMessageBytes, or with
+  // worker.slice_bytes for a step in slices (PushRequest.slices). The
   // messages keep the bytes they reference alive until gRPC releases
   // them.
   // A shard with a shared-memory segment (`segments[shard]`, when given and
@@ -129,6 +130,10 @@ class PushFrames {
   const bool fp16_;
   // PushRequest.pull_dtype: what a PushPull's reply carries (0: float32).
   const int pull_dtype_;
+  // worker.slice_bytes where the servers take slices (ServersTakeSlices):
+  // a shard's push in messages of about this many bytes, the first asking
+  // for PushRequest.slices; 0: in messages of kStreamMessageBytes.
+  const int64_t slice_bytes_;
   std::vector<ShardFrames> shards_;
   // SetRows's rows; replaced, not changed, while gRPC may hold them.
   std::shared_ptr<Rows> rows_;
