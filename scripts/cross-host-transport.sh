@@ -16,6 +16,8 @@
 # protobuf): PSLITE_BENCH names the built binary. Settings (environment):
 # SIZES=4K,64K,1M,16M,64M  SHAPES=1x1,2x2 (WORKERSxSERVERS)
 # MODES=push+pull  CELL_SECONDS=0.6  ROUNDS=3  WORK=folder for the logs.
+# PARAMD_FLAGS: more paramd-bench flags, e.g. "--policy sync
+# --chunk_bytes 32768" for its full-duplex step (a sync step in slices).
 # Both benches report "  MODE SIZE OPS GB/S FRACTION P50 P99" rows; GB/s
 # counts every worker's bytes, both directions for push+pull. Needs root.
 set -euo pipefail
@@ -90,7 +92,7 @@ run_paramd() {
     --server_hosts "${addr[0]},${addr[1]}" \
     --server_launch "$hosts run $set_name {host}" --clusters "$shape" \
     --sizes "$size" --modes "$MODES" --seconds "$CELL_SECONDS" \
-    --skip_optimizers >"$out.log" 2>&1 || {
+    --skip_optimizers ${PARAMD_FLAGS:-} >"$out.log" 2>&1 || {
     echo "paramd-bench $shape $size failed: see $out.log" >&2
     return 1
   }

@@ -13,6 +13,7 @@
 #include <thread>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "proto/paramd.grpc.pb.h"
 #include "tests/local_cluster.h"
 #include "tests/shard_client.h"
@@ -207,6 +208,33 @@ TEST_CASE(
   CHECK(client.Status().version() == 1);
   CHECK(client.Status().pushes() == 1);
   testing::CloseStep(again.get());
+}
+
+TEST_CASE(
+    "a push in slices half-closed between its messages is refused, naming "
+    "the chunks it leaves applied",
+    "[integration][stepstream][slices][sync]") {
+  const JobConfig config = OneShardJob(1);
+  LocalCluster cluster(config);
+  Client client(config, cluster);
+  client.Register(0);
+  const std::vector<proto::PushRequest> slices =
+      Slices(client.Gradient(0, 0, 1.0f), 3);
+  grpc::ClientContext c;
+  auto stream = client.stub->StepStream(&c);
+  REQUIRE(stream->Write(slices[0]));
+  stream->WritesDone();
+  proto::PullResponse part;
+  while (stream->Read(&part)) CHECK(SameChunks(part, slices[0]));
+  const grpc::Status s = stream->Finish();
+  CHECK(s.error_code() == grpc::StatusCode::INVALID_ARGUMENT);
+  CHECK(s.error_message() ==
+        absl::StrCat("StepStream: the stream ended after ",
+                     slices[0].chunks_size(),
+                     " chunks of a push in slices whose `more` said another "
+                     "message follows; those chunks are applied"));
+  CHECK(client.Status().version() == 0);
+  CHECK(client.Status().pushes() == 0);
 }
 
 TEST_CASE(

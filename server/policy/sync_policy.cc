@@ -138,6 +138,21 @@ void SyncPolicy::PassRoundsNobodyTakes() {
   if (first != UINT64_MAX && first > round_) CatchUp(first);
 }
 
+absl::Status SyncPolicy::CheckRound(int rank, uint64_t clock) const {
+  if (clock != round_ || clock < expected_from_[rank]) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("Push: rank ", rank, " sent a gradient for clock ", clock,
+                     " but the sync round is ", round_,
+                     clock < round_ ? " (that round is already applied)"
+                                    : " (pull the current version first)"));
+  }
+  if (pushed_[rank]) {
+    return absl::AlreadyExistsError(absl::StrCat(
+        "Push: rank ", rank, " already pushed its gradient for clock ", clock));
+  }
+  return absl::OkStatus();
+}
+
 absl::Status SyncPolicy::Accept(int rank, uint64_t clock,
                                 uint64_t /*staleness*/,
                                 absl::Span<const absl::Span<const float>> grads,
@@ -153,17 +168,7 @@ absl::Status SyncPolicy::Accept(int rank, uint64_t clock,
     ++workers_[rank].dropped;
     return absl::OkStatus();
   }
-  if (clock != round_ || clock < expected_from_[rank]) {
-    return absl::FailedPreconditionError(
-        absl::StrCat("Push: rank ", rank, " sent a gradient for clock ", clock,
-                     " but the sync round is ", round_,
-                     clock < round_ ? " (that round is already applied)"
-                                    : " (pull the current version first)"));
-  }
-  if (pushed_[rank]) {
-    return absl::AlreadyExistsError(absl::StrCat(
-        "Push: rank ", rank, " already pushed its gradient for clock ", clock));
-  }
+  RETURN_IF_ERROR(CheckRound(rank, clock));
   if (!skip) {
     std::vector<uint64_t> pending_new;
     for (const RowSums& sums : row_sums_) pending_new.push_back(sums.fresh);
@@ -195,17 +200,7 @@ absl::Status SyncPolicy::AcceptChunks(
     return absl::FailedPreconditionError(
         "Push: a push in slices needs policy.backup_workers 0; send it whole");
   }
-  if (clock != round_ || clock < expected_from_[rank]) {
-    return absl::FailedPreconditionError(
-        absl::StrCat("Push: rank ", rank, " sent a gradient for clock ", clock,
-                     " but the sync round is ", round_,
-                     clock < round_ ? " (that round is already applied)"
-                                    : " (pull the current version first)"));
-  }
-  if (pushed_[rank]) {
-    return absl::AlreadyExistsError(absl::StrCat(
-        "Push: rank ", rank, " already pushed its gradient for clock ", clock));
-  }
+  RETURN_IF_ERROR(CheckRound(rank, clock));
   for (int c : locals) {
     if (committed_[c] && !Has(c, rank)) {
       return absl::FailedPreconditionError(absl::StrCat(

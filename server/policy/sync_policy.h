@@ -82,6 +82,10 @@ class SyncPolicy : public UpdatePolicy {
   bool Has(int c, int rank) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     return has_[static_cast<size_t>(c) * num_workers_ + rank] != 0;
   }
+  // FailedPrecondition unless `clock` is the round `rank` takes part in,
+  // AlreadyExists when its whole push is in.
+  absl::Status CheckRound(int rank, uint64_t clock) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Whether the round is complete: one rank took part and at most
   // backup_workers_ expected ranks have not pushed (all of) theirs.
   bool RoundComplete() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);

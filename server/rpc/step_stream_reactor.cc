@@ -33,7 +33,10 @@ void StepStreamReactor::OnStart() {
 void StepStreamReactor::OnReadDone(bool ok) {
   if (!ok && sliced_) {
     // Its chunks read so far stay applied (proto/paramd.proto).
-    FailSlices(pieces_->CutOff());
+    FailSlices(absl::InvalidArgumentError(absl::StrCat(
+        "StepStream: the stream ended after ", pieces_->push().chunks.size(),
+        " chunks of a push in slices whose `more` said another message "
+        "follows; those chunks are applied")));
     return;
   }
   if (!ok) {
