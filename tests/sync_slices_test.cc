@@ -4,7 +4,6 @@
 // one of whole pushes would; a slice sent again is a duplicate; a rank
 // that leaves mid-push counts in the chunks it sent and no others.
 #include <catch2/catch.hpp>
-#include <future>
 #include <random>
 
 #include "common/model/partitioner.h"
@@ -195,19 +194,35 @@ TEST_CASE("a rank joining after chunks were stepped takes part next round",
   CHECK(f.store->version() == 1);
 }
 
-TEST_CASE("a capture waits while a round in slices is half stepped",
-          "[policy][sync][slices]") {
-  Sliced f(1);
-  REQUIRE(f.Slice(0, 0, {0, 1}).ok());
+TEST_CASE(
+    "a capture while a round in slices is half stepped holds the "
+    "version before it",
+    "[policy][sync][slices]") {
+  Sliced f(2), g(2);
+  REQUIRE(f.Whole(0, 0).ok());
+  REQUIRE(f.Whole(1, 0).ok());
+  REQUIRE(g.Whole(0, 0).ok());
+  REQUIRE(g.Whole(1, 0).ok());
+  const std::string at1 = f.State();
+  // Chunks 0 and 1 of round 1 are stepped, slots and all.
+  REQUIRE(f.Slice(0, 1, {0, 1}).ok());
+  REQUIRE(f.Slice(1, 1, {0, 1}).ok());
   REQUIRE(f.store->stepping_chunks());
-  auto captured =
-      std::async(std::launch::async, [&f] { return f.policy->Capture(); });
-  REQUIRE(f.Slice(0, 0, {2, 3, 4}).ok());
-  const PolicyState state = captured.get();
-  // Whatever ran first, the capture is of a whole round.
+  const PolicyState state = f.policy->Capture();
   CHECK(state.version == 1);
-  CHECK(state.store_state == f.State());
-  CHECK(state.clocks[0] == 1);
+  CHECK(state.store_state == at1);
+  // Both ranks are back at the open round: their retries are applied.
+  CHECK(state.clocks == std::vector<uint64_t>{1, 1});
+  CHECK(state.last_accepted == std::vector<int64_t>{-1, -1});
+  // Restored onto another shard, the round pushed again ends where the
+  // first one does.
+  REQUIRE(g.policy->Restore(state).ok());
+  for (Sliced* s : {&f, &g}) {
+    REQUIRE(s->Slice(0, 1, {0, 1, 2, 3, 4}).ok());
+    REQUIRE(s->Slice(1, 1, {0, 1, 2, 3, 4}).ok());
+  }
+  CHECK(f.store->version() == 2);
+  CHECK(g.State() == f.State());
 }
 
 TEST_CASE("slices are refused where a round cannot commit chunk by chunk",

@@ -64,9 +64,7 @@ class SyncPolicy : public UpdatePolicy {
   bool ChunksReadable(int rank, uint64_t clock,
                       absl::Span<const int> locals) const override
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  bool MidRound() const override ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-    return num_committed_ > 0;
-  }
+
   std::vector<int> Awaited(int rank, uint64_t clock) const override
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   std::string Describe(int rank, uint64_t clock) const override

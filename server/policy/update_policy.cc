@@ -256,10 +256,6 @@ PolicyState UpdatePolicy::CaptureLocked() const {
 
 PolicyState UpdatePolicy::Capture() {
   absl::MutexLock lock(&mu_);
-  auto whole = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-    return shutdown_ || !MidRound();
-  };
-  mu_.Await(absl::Condition(&whole));
   return CaptureLocked();
 }
 

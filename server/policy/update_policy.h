@@ -197,9 +197,9 @@ class UpdatePolicy {
 
   // The state now, store included, consistent with one version: a sync
   // round still open is left out (its pushes count as not received, so
-  // their retries are applied after a restore). While a round in slices
-  // has stepped some chunks and not others (MidRound), it waits for the
-  // round's end (or Shutdown).
+  // their retries are applied after a restore), also when a round in
+  // slices has stepped some chunks already (ShardStore::SaveState saves
+  // the version before it).
   PolicyState Capture() ABSL_LOCKS_EXCLUDED(mu_);
   // From now on, Push captures the state whenever the store reaches a
   // multiple of `n` versions; TakeCaptured hands the newest over once.
@@ -310,11 +310,7 @@ class UpdatePolicy {
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     return Readable(rank, clock);
   }
-  // Whether the store is between two versions (a round in slices has
-  // stepped some chunks and not others): Capture waits.
-  virtual bool MidRound() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-    return false;
-  }
+
   // Readable, once the store has its initial values.
   bool CanRead(int rank, uint64_t clock) const
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {

@@ -130,6 +130,7 @@ void ShardStore::StepChunks(absl::Span<const int> locals,
     next_->params.resize(params_->params.size());
     next_->version = version_ + 1;
     stepped_.assign(params_->params.size(), false);
+    slots_before_.resize(params_->params.size());
   }
   const int64_t step = static_cast<int64_t>(version_) + 1;
   for (int local : locals) {
@@ -137,6 +138,11 @@ void ShardStore::StepChunks(absl::Span<const int> locals,
     if (stepped_[i]) continue;
     next_->params[i].assign(params_->params[i].begin(),
                             params_->params[i].end());
+    // Kept for a SaveState before the step is finished.
+    slots_before_[i].resize(slots_[i].size());
+    for (size_t k = 0; k < slots_[i].size(); ++k) {
+      slots_before_[i][k].assign(slots_[i][k].begin(), slots_[i][k].end());
+    }
     StepChunk(i, &next_->params[i], grads[i], scale, step);
     stepped_[i] = true;
   }
@@ -214,7 +220,11 @@ void ShardStore::SaveState(std::string* out) const {
     PutBytes(out, static_cast<uint64_t>(specs_[i].length));
     out->append(reinterpret_cast<const char*>(params_->params[i].data()),
                 params_->params[i].size() * sizeof(float));
-    for (const std::vector<float>& slot : slots_[i]) {
+    // A chunked step under way stepped some chunks' slots already: the
+    // state is the current version's, so those are saved as they were.
+    const bool ahead = next_ != nullptr && stepped_[i];
+    for (const std::vector<float>& slot :
+         ahead ? slots_before_[i] : slots_[i]) {
       out->append(reinterpret_cast<const char*>(slot.data()),
                   slot.size() * sizeof(float));
     }

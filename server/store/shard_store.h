@@ -115,14 +115,16 @@ class ShardStore {
   // FinishChunkedStep carries the chunks no StepChunks stepped over as
   // they are, applies `rows`, and makes the next version current, so a
   // step whose every chunk went through StepChunks leaves the store
-  // exactly as one ApplyStep with the same gradients.
+  // exactly as one ApplyStep with the same gradients. Until then SaveState
+  // saves the current version: the stepped chunks' slots as they were
+  // before their step.
   void StepChunks(absl::Span<const int> locals,
                   absl::Span<const absl::Span<const float>> grads, float scale)
       ABSL_LOCKS_EXCLUDED(mu_);
   void FinishChunkedStep(absl::Span<const RowGrads> rows = {})
       ABSL_LOCKS_EXCLUDED(mu_);
   // Whether a chunked step is under way (a StepChunks since the last
-  // FinishChunkedStep): the slots are ahead of the parameters readers see.
+  // FinishChunkedStep).
   bool stepping_chunks() const ABSL_LOCKS_EXCLUDED(mu_);
   // What a pull of chunks at `version` reads: the next version's
   // parameters while a chunked step makes that version (of them, only the
@@ -186,6 +188,10 @@ class ShardStore {
   // hold it while a later StepChunks writes other chunks of it.
   std::shared_ptr<ParamSnapshot> next_ ABSL_GUARDED_BY(mu_);
   std::vector<bool> stepped_ ABSL_GUARDED_BY(mu_);  // By local, in next_.
+  // By local: a stepped chunk's optimizer slots before its step, which
+  // SaveState writes while the chunked step is under way.
+  std::vector<std::vector<std::vector<float>>> slots_before_
+      ABSL_GUARDED_BY(mu_);
   // Steps chunk `local` of `params` (its slots in place) at step `step`.
   void StepChunk(size_t local, std::vector<float>* params,
                  absl::Span<const float> grad, float scale, int64_t step)
