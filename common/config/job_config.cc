@@ -65,9 +65,7 @@ bool ServersTakeSlices(const JobConfig& config) {
   return config.policy.type == PolicyType::kSync &&
          config.policy.backup_workers == 0 && !config.replication.enabled() &&
          !config.guard.enabled && config.optimizer.clip_norm <= 0 &&
-         config.model.embeddings.empty() && !config.compression.pull_fp16() &&
-         config.testing.drop_reply_probability <= 0 &&
-         config.testing.delay_reply_ms <= 0;
+         config.model.embeddings.empty() && !config.compression.pull_fp16();
 }
 
 absl::Status ParseHostPort(const std::string& address, std::string* host,

@@ -457,7 +457,7 @@ struct JobConfig {
 // Whether the servers answer a StepStream step slice by slice
 // (PushRequest.slices): policy sync without backup workers, no
 // replication, no gradient guard or clipping, no embedding tables,
-// parameters pulled as float32, no reply faults (testing).
+// parameters pulled as float32.
 bool ServersTakeSlices(const JobConfig& config);
 
 // Splits "host:port"; the port must be in [0, 65535].

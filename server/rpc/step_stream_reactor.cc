@@ -133,6 +133,20 @@ void StepStreamReactor::Pulled(
 }
 
 void StepStreamReactor::OnAlarm() {
+  if (slice_held_) {
+    slice_held_ = false;
+    if (!slice_lost_.ok()) {
+      {
+        absl::MutexLock lock(&mu_);
+        answering_ = false;
+      }
+      FailSlices(slice_lost_);
+      return;
+    }
+    next_part_ = 1;
+    StartWrite(&reply_[0]);
+    return;
+  }
   if (!held_.has_value()) return;
   Held held = std::move(*held_);
   held_.reset();
@@ -292,8 +306,9 @@ void StepStreamReactor::SlicePulled(
   }
   if (reply_.empty())
     reply_.push_back(service_->PullFrame(*snapshot, 0, 0, false));
-  next_part_ = 1;
-  StartWrite(&reply_[0]);
+  // The testing section's reply faults act on each slice's reply.
+  slice_held_ = true;
+  HoldReply(*service_->faults_, "StepStream", &slice_lost_);
 }
 
 void StepStreamReactor::SliceWritten() {

@@ -113,6 +113,10 @@ class StepStreamReactor final : public AsyncCall {
     absl::Status lost;
   };
   std::optional<Held> held_;
+  // A slice's reply (in reply_) held back by the reply faults; lost, it
+  // ends the step once the alarm comes.
+  bool slice_held_ = false;
+  absl::Status slice_lost_;
   // The step being read is in slices; its push's header.
   bool sliced_ = false;
   PushView header_;
