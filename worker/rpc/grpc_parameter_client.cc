@@ -91,8 +91,22 @@ absl::StatusOr<uint64_t> GrpcParameterClient::RegisterPhase(bool join,
 }
 
 absl::StatusOr<uint64_t> GrpcParameterClient::Register() {
-  return RegisterInTwoPhases(
-      [this](bool join, uint64_t clock) { return RegisterPhase(join, clock); });
+  // A server that answers it was replaced (or does not answer) moves its
+  // shard to the other replica, and the registration goes there: a rank
+  // told to register again just as its primary learns it was replaced
+  // exited with that primary's UNAVAILABLE (replica_wake_test under ASan,
+  // 2026-12-05). Bounded: each try moves at least one shard.
+  absl::StatusOr<uint64_t> registered;
+  for (int tries = 0; tries <= 2 * links_.size(); ++tries) {
+    registered = RegisterInTwoPhases([this](bool join, uint64_t clock) {
+      return RegisterPhase(join, clock);
+    });
+    if (registered.ok() || !absl::IsUnavailable(registered.status()) ||
+        !links_.FailOver()) {
+      break;
+    }
+  }
+  return registered;
 }
 
 absl::StatusOr<uint64_t> GrpcParameterClient::Retrying(
