@@ -100,6 +100,19 @@ ChunkBytes ByChunk(const proto::PullResponse& reply) {
   return out;
 }
 
+ChunkBytes ReadReply(
+    grpc::ClientReaderWriter<proto::PushRequest, proto::PullResponse>* stream,
+    size_t chunks, std::vector<uint64_t>* versions) {
+  ChunkBytes out;
+  while (out.size() < chunks) {
+    proto::PullResponse part;
+    REQUIRE(stream->Read(&part));
+    versions->push_back(part.version());
+    AddChunks(part, &out);
+  }
+  return out;
+}
+
 void CloseStep(
     grpc::ClientReaderWriter<proto::PushRequest, proto::PullResponse>* stream) {
   stream->WritesDone();

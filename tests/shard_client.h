@@ -57,6 +57,12 @@ using ChunkBytes = std::map<std::pair<uint32_t, uint32_t>, std::string>;
 void AddChunks(const proto::PullResponse& reply, ChunkBytes* out);
 ChunkBytes ByChunk(const proto::PullResponse& reply);
 
+// A StepStream reply's chunks, read message by message until `chunks`
+// came; every message's version appended to `versions`.
+ChunkBytes ReadReply(
+    grpc::ClientReaderWriter<proto::PushRequest, proto::PullResponse>* stream,
+    size_t chunks, std::vector<uint64_t>* versions);
+
 // Half-closes a StepStream and expects it to end OK.
 void CloseStep(
     grpc::ClientReaderWriter<proto::PushRequest, proto::PullResponse>* stream);

@@ -1,10 +1,10 @@
 // A StepStream step whose push comes in pieces (PushRequest.more) and whose
 // reply goes out in several messages (reply_message_bytes), through a plain
 // protobuf client over real gRPC, with replies as they come and held back
-// by the testing faults (on the one serving path): the pieces apply once, as one message would; a push cut off
-// half-way applies nothing; a retried push in pieces is a duplicate; a
-// later piece naming the header fields, or more pieces than chunks, is
-// refused.
+// by the testing faults (on the one serving path): the pieces apply once, as
+// one message would; a push cut off half-way applies nothing; a retried push in
+// pieces is a duplicate; a later piece naming the header fields, or more pieces
+// than chunks, is refused.
 #include <grpcpp/create_channel.h>
 
 #include <catch2/catch.hpp>
@@ -27,6 +27,7 @@ using testing::ByChunk;
 using testing::ChunkBytes;
 using testing::LocalCluster;
 using testing::OneShardJob;
+using testing::ReadReply;
 using Stream =
     grpc::ClientReaderWriter<proto::PushRequest, proto::PullResponse>;
 
@@ -38,20 +39,6 @@ std::vector<proto::PushRequest> Pieces(const proto::PushRequest& push, int n,
       testing::SplitPush(push, n, /*more=*/true);
   pieces[0].set_reply_message_bytes(reply_bytes);
   return pieces;
-}
-
-// The reply's chunks, read message by message until `chunks` came; every
-// message's version in `versions`.
-ChunkBytes ReadReply(Stream* stream, size_t chunks,
-                     std::vector<uint64_t>* versions) {
-  ChunkBytes out;
-  while (out.size() < chunks) {
-    proto::PullResponse part;
-    REQUIRE(stream->Read(&part));
-    versions->push_back(part.version());
-    testing::AddChunks(part, &out);
-  }
-  return out;
 }
 
 TEST_CASE(

@@ -68,16 +68,11 @@ proto::PullResponse TwoRankRound(const JobConfig& config) {
   return reference.Pull(0, 1);
 }
 
-// Reads reply messages until `chunks` chunks came; each message's
-// version must be `version`.
+// The reply's chunks, every message at `version`.
 ChunkBytes ReadReply(Stream* stream, size_t chunks, uint64_t version) {
-  ChunkBytes out;
-  while (out.size() < chunks) {
-    proto::PullResponse part;
-    REQUIRE(stream->Read(&part));
-    CHECK(part.version() == version);
-    testing::AddChunks(part, &out);
-  }
+  std::vector<uint64_t> versions;
+  ChunkBytes out = testing::ReadReply(stream, chunks, &versions);
+  for (uint64_t v : versions) CHECK(v == version);
   return out;
 }
 
