@@ -10,6 +10,7 @@
 #include "absl/strings/str_split.h"
 #include "common/model/partitioner.h"
 #include "server/optimizer/optimizer.h"
+#include "server/policy/policy_factory.h"
 #include "server/policy/update_policy.h"
 
 namespace paramd {

@@ -376,11 +376,6 @@ std::vector<int> UpdatePolicy::LiveRanks(Pred pred) const {
   return out;
 }
 
-// The policy `config` names, over `store`, which must outlive it.
-std::unique_ptr<UpdatePolicy> MakeUpdatePolicy(const PolicyConfig& config,
-                                               int num_workers,
-                                               ShardStore* store);
-
 }  // namespace paramd
 
 #endif  // PARAMD_SERVER_POLICY_UPDATE_POLICY_H_

@@ -8,6 +8,7 @@
 #include "absl/cleanup/cleanup.h"
 #include "absl/strings/str_cat.h"
 #include "common/base/status_macros.h"
+#include "server/policy/policy_factory.h"
 #include "server/shard/proto_convert.h"
 #include "server/shard/push_chunks.h"
 #include "spdlog/spdlog.h"

@@ -1,0 +1,22 @@
+// MakeUpdatePolicy: the update policy a job's policy section names (sync,
+// async or ssp), apart from the UpdatePolicy base so that the base does
+// not know its implementations.
+#ifndef PARAMD_SERVER_POLICY_POLICY_FACTORY_H_
+#define PARAMD_SERVER_POLICY_POLICY_FACTORY_H_
+
+#include <memory>
+
+#include "common/config/job_config.h"
+#include "server/policy/update_policy.h"
+#include "server/store/shard_store.h"
+
+namespace paramd {
+
+// The policy `config` names, over `store`, which must outlive it.
+std::unique_ptr<UpdatePolicy> MakeUpdatePolicy(const PolicyConfig& config,
+                                               int num_workers,
+                                               ShardStore* store);
+
+}  // namespace paramd
+
+#endif  // PARAMD_SERVER_POLICY_POLICY_FACTORY_H_
