@@ -7,10 +7,22 @@
 
 namespace paramd {
 
+namespace {
+
+// 0, 1, ..., n - 1: every chunk of a whole push.
+std::vector<int> AllChunks(int n) {
+  std::vector<int> out(n);
+  for (int c = 0; c < n; ++c) out[c] = c;
+  return out;
+}
+
+}  // namespace
+
 SyncPolicy::SyncPolicy(int num_workers, ShardStore* store, int backup_workers)
     : UpdatePolicy(num_workers, store),
       backup_workers_(backup_workers),
-      num_chunks_(store->num_chunks()) {
+      num_chunks_(store->num_chunks()),
+      all_chunks_(AllChunks(store->num_chunks())) {
   absl::MutexLock lock(&mu_);
   round_ = store_->version();
   pushed_.assign(num_workers_, false);
@@ -169,6 +181,8 @@ absl::Status SyncPolicy::Accept(int rank, uint64_t clock,
     return absl::OkStatus();
   }
   RETURN_IF_ERROR(CheckRound(rank, clock));
+  // Skipped (guard.on_diverge: skip_push): in the round, without a
+  // gradient in its mean.
   if (!skip) {
     std::vector<uint64_t> pending_new;
     for (const RowSums& sums : row_sums_) pending_new.push_back(sums.fresh);
@@ -179,14 +193,10 @@ absl::Status SyncPolicy::Accept(int rank, uint64_t clock,
         },
         pending_new));
     AddRows(rows);
-    // Skipped (guard.on_diverge: skip_push): in the round, without a
-    // gradient in its mean.
     ++num_summed_;
   }
-  std::vector<int> all(num_chunks_);
-  for (int c = 0; c < num_chunks_; ++c) all[c] = c;
   bool complete = false, duplicate = false;
-  AddChunks(rank, all, grads, skip, &complete, &duplicate);
+  AddChunks(rank, all_chunks_, grads, skip, &complete, &duplicate);
   workers_[rank].clock = clock + 1;
   MaybeFinishRound(times);
   return absl::OkStatus();
@@ -209,8 +219,10 @@ absl::Status SyncPolicy::AcceptChunks(
     }
   }
   AddChunks(rank, locals, grads, /*skip=*/false, complete, duplicate);
-  if (*complete) ++num_summed_;
-  if (*complete) workers_[rank].clock = clock + 1;
+  if (*complete) {
+    ++num_summed_;
+    workers_[rank].clock = clock + 1;
+  }
   MaybeFinishRound();
   return absl::OkStatus();
 }
@@ -232,6 +244,13 @@ void SyncPolicy::AddChunks(int rank, absl::Span<const int> locals,
   }
   *complete = chunks_in_[rank] == num_chunks_;
   if (*complete) pushed_[rank] = true;
+}
+
+bool SyncPolicy::AnyPartPushed() const {
+  for (int r = 0; r < num_workers_; ++r) {
+    if (chunks_in_[r] > 0 && !pushed_[r]) return true;
+  }
+  return false;
 }
 
 bool SyncPolicy::RoundComplete() const {
@@ -311,6 +330,10 @@ void SyncPolicy::MakeMean(int c) {
 
 void SyncPolicy::MaybeFinishRound(StepTimes* times) {
   const bool whole = RoundComplete();
+  // Before the round is complete a chunk can be only where a rank's push
+  // is partly in (a round in slices): with whole pushes every chunk
+  // completes with the round.
+  if (!whole && !AnyPartPushed()) return;
   std::vector<int> ready;
   for (int c = 0; c < num_chunks_; ++c) {
     if (!committed_[c] && (whole || ChunkComplete(c))) ready.push_back(c);

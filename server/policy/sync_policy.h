@@ -84,6 +84,8 @@ class SyncPolicy : public UpdatePolicy {
   // AlreadyExists when its whole push is in.
   absl::Status CheckRound(int rank, uint64_t clock) const
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Whether some rank's push is in in part (a push in slices).
+  bool AnyPartPushed() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Whether the round is complete: one rank took part and at most
   // backup_workers_ expected ranks have not pushed (all of) theirs.
   bool RoundComplete() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -128,6 +130,7 @@ class SyncPolicy : public UpdatePolicy {
 
   const int backup_workers_;
   const int num_chunks_;
+  const std::vector<int> all_chunks_;        // 0 .. num_chunks_ - 1.
   uint64_t round_ ABSL_GUARDED_BY(mu_) = 0;  // == store_->version()
   // By rank: its whole push of the round is in.
   std::vector<bool> pushed_ ABSL_GUARDED_BY(mu_);
