@@ -154,12 +154,9 @@ void ShardStore::FinishChunkedStep(absl::Span<const RowGrads> rows) {
     if (!r.ids.empty()) tables_[r.table]->Apply(r.ids, r.values, 1.0f);
   }
   if (next_ == nullptr) {
-    // No chunk was stepped (a shard without chunks).
-    ++version_;
-    if (params_.use_count() > 1) {
-      params_ = std::make_shared<ParamSnapshot>(*params_);
-    }
-    params_->version = version_;
+    // No chunk was stepped (no gradient reached any): the next version
+    // holds the same parameters.
+    AdvanceLocked(version_ + 1);
     return;
   }
   for (size_t i = 0; i < stepped_.size(); ++i) {
@@ -306,6 +303,10 @@ absl::Status ShardStore::RestoreState(absl::string_view state) {
 
 void ShardStore::AdvanceVersionTo(uint64_t version) {
   absl::MutexLock lock(&mu_);
+  AdvanceLocked(version);
+}
+
+void ShardStore::AdvanceLocked(uint64_t version) {
   if (version <= version_) return;
   // Pulls may still send the current snapshot: the new version gets its
   // own.

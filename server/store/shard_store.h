@@ -192,6 +192,8 @@ class ShardStore {
   // SaveState writes while the chunked step is under way.
   std::vector<std::vector<std::vector<float>>> slots_before_
       ABSL_GUARDED_BY(mu_);
+  // AdvanceVersionTo, with mu_ held.
+  void AdvanceLocked(uint64_t version) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Steps chunk `local` of `params` (its slots in place) at step `step`.
   void StepChunk(size_t local, std::vector<float>* params,
                  absl::Span<const float> grad, float scale, int64_t step)
