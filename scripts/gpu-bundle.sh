@@ -79,13 +79,13 @@ if [[ $cluster -eq 1 ]]; then
   exit 0
 fi
 
-bazel build --noshow_progress //tests:cuda_layers_test //tests:device_layers_test \
-  //tests:layers_test //tools:cuda_bench //worker:libparamd_cuda.so
+bazel build --noshow_progress //tests/worker:cuda_layers_test //tests/worker:device_layers_test \
+  //tests/worker:layers_test //tools:cuda_bench //worker:libparamd_cuda.so
 
 rm -rf "$out"
 mkdir -p "$out/bin" "$out/lib/glibc" "$out/configs"
-bins=(bazel-bin/tests/cuda_layers_test bazel-bin/tests/device_layers_test
-  bazel-bin/tests/layers_test bazel-bin/tools/cuda_bench)
+bins=(bazel-bin/tests/worker/cuda_layers_test bazel-bin/tests/worker/device_layers_test
+  bazel-bin/tests/worker/layers_test bazel-bin/tools/cuda_bench)
 cp -L "${bins[@]}" bazel-bin/worker/libparamd_cuda.so "$out/bin/"
 chmod u+w "$out"/bin/*
 

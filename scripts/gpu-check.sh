@@ -11,10 +11,10 @@ command -v bazel >/dev/null || scripts/setup.sh || exit 1
 command -v nvidia-smi >/dev/null && nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader
 
 echo "== build"
-bazel build --noshow_progress //tools:cuda_bench //tests:cuda_layers_test //tests:model_factory_test || exit 1
+bazel build --noshow_progress //tools:cuda_bench //tests/worker:cuda_layers_test //tests/worker:model_factory_test || exit 1
 
 echo "== GPU tests (CUDA vs CPU per layer <= 1e-4, the MLP's step <= 1e-5, TF32 off)"
-bazel test --noshow_progress --test_output=all //tests:cuda_layers_test //tests:model_factory_test 2>&1 |
+bazel test --noshow_progress --test_output=all //tests/worker:cuda_layers_test //tests/worker:model_factory_test 2>&1 |
   grep -E "SKIPPED|All tests passed|test cases:|FAILED|PASSED|relative error" 
 tests_rc=${PIPESTATUS[0]}
 

@@ -1,6 +1,6 @@
 // The device layers against the CPU's, for any device backend: the host
-// one here (tests/device_layers_test.cc) and CUDA where a GPU is
-// (tests/cuda_layers_test.cc). Each check runs both on the same random
+// one here (tests/worker/device_layers_test.cc) and CUDA where a GPU is
+// (tests/worker/cuda_layers_test.cc). Each check runs both on the same random
 // parameters, inputs and output gradients and requires the relative error
 // (‖device − cpu‖ / ‖cpu‖) within a tolerance.
 #ifndef PARAMD_TESTS_DEVICE_COMPARE_H_

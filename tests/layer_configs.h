@@ -1,5 +1,5 @@
 // Layer configs for tests of the layer graph's backends, written the way a
-// job file would (tests/layers_test.cc, tests/device_compare.cc).
+// job file would (tests/worker/layers_test.cc, tests/device_compare.cc).
 #ifndef PARAMD_TESTS_LAYER_CONFIGS_H_
 #define PARAMD_TESTS_LAYER_CONFIGS_H_
 

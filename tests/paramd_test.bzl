@@ -1,11 +1,11 @@
-"""paramd_cc_test: a Catch2 test of one file, tests/NAME.cc, with its main."""
+"""paramd_cc_test: a Catch2 test of one file, NAME.cc, with its main."""
 
 def paramd_cc_test(
         name,
         deps = [],
         size = "small",
         srcs = None,
-        main = ":catch_main",
+        main = "//tests:catch_main",
         **kwargs):
     """A cc_test of `srcs` (default [NAME.cc]) linked with `main`.
 
@@ -14,9 +14,9 @@ def paramd_cc_test(
       deps: what the test uses besides its main, Catch2 and Abseil.
       size: Bazel's size (every test has one).
       srcs: the sources, when not just NAME.cc.
-      main: the Catch2 main: ":catch_main" (plain), ":skip_main" (skips,
-        saying why, when a program it needs is missing) or
-        ":cuda_test_main" (skips without a CUDA device).
+      main: the Catch2 main: "//tests:catch_main" (plain),
+        "//tests:skip_main" (skips, saying why, when a program it needs is
+        missing) or "//tests:cuda_test_main" (skips without a CUDA device).
       **kwargs: data, tags, local_defines and the like, as cc_test takes them.
     """
     all_deps = [main]

@@ -6,7 +6,7 @@
 //
 // It exists so that the device layers and DeviceSequential — all but the
 // CUDA launch and cuBLAS call themselves — are tested against the CPU's
-// layers on machines without a GPU (tests/device_layers_test.cc).
+// layers on machines without a GPU (tests/worker/device_layers_test.cc).
 #ifndef PARAMD_WORKER_MODEL_HOST_OPS_H_
 #define PARAMD_WORKER_MODEL_HOST_OPS_H_
 

@@ -4,7 +4,7 @@
 // graphs ran on the GPU) and of a CNN, plain and overlapped; the shipped
 // CNN; the refusals. Skipped (tests/cuda_test_main.cc) where no CUDA device
 // exists. The same checks run on the host backend everywhere
-// (tests/device_layers_test.cc).
+// (tests/worker/device_layers_test.cc).
 #include <catch2/catch.hpp>
 
 #include "common/config/job_file.h"
