@@ -47,9 +47,7 @@ for t in "${targets[@]}"; do
         "$work/gen/proto/paramd.pb.cc" -lprotobuf
       corpus=tests/fuzz/corpus/wire ;;
     job_file)
-      build job_file tests/fuzz/job_file_fuzzer.cc common/config/job_file.cc \
-        common/config/yaml_reader.cc common/config/optimizer_section.cc common/config/run_sections.cc \
-        common/config/job_config.cc -lyaml-cpp
+      build job_file tests/fuzz/job_file_fuzzer.cc common/config/*.cc -lyaml-cpp
       corpus=tests/fuzz/corpus/job_file ;;
     *) echo "fuzz: unknown target '$t' (wire_decoder, job_file)" >&2; exit 2 ;;
   esac

@@ -1,10 +1,14 @@
-#include "common/config/cluster_section.h"
+// The job file's `cluster` section: the servers (a list of "host:port"
+// addresses, or {slurm: N, port: P} for servers placed by Slurm) and the
+// number of workers. Declared in common/config/job_sections.h, called by the
+// job-file parser.
 
 #include <set>
 #include <string>
 
 #include "absl/strings/str_cat.h"
 #include "common/base/status_macros.h"
+#include "common/config/job_sections.h"
 
 namespace paramd {
 namespace {

@@ -1,4 +1,7 @@
-#include "common/config/data_section.h"
+// The job file's `data` section: what format the data files have (IDX images,
+// or click logs), where the training and test files are, how many samples to
+// use, and the training batches' augmentation. Declared in
+// common/config/job_sections.h, called by the job-file parser.
 
 #include <fstream>
 #include <string>
@@ -6,6 +9,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/base/status_macros.h"
+#include "common/config/job_sections.h"
 
 namespace paramd {
 namespace {

@@ -10,13 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "common/base/status_macros.h"
-#include "common/config/cluster_section.h"
-#include "common/config/data_section.h"
-#include "common/config/model_section.h"
-#include "common/config/optimizer_section.h"
-#include "common/config/policy_section.h"
-#include "common/config/run_sections.h"
-#include "common/config/worker_section.h"
+#include "common/config/job_sections.h"
 #include "common/config/yaml_reader.h"
 
 namespace paramd {
@@ -246,7 +240,7 @@ class JobParser {
     return absl::OkStatus();
   }
 
-  // The sections of common/config/run_sections.h: each reads its keys there.
+  // The sections of run_sections.cc: each reads its keys there.
   absl::Status ParseLimits(const YAML::Node& root, JobConfig* c) {
     ASSIGN_OR_RETURN(const YAML::Node l, Section(root, "limits", false,
                                                  {"max_inflight_per_worker",

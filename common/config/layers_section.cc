@@ -1,4 +1,6 @@
-#include "common/config/layers_section.h"
+// The job file's typed layer graph: model.input and model.layers as a list of
+// layers (docs/job-file.md, "Layers"), parsed and shape-checked. Declared in
+// common/config/job_sections.h, called by the job-file parser.
 
 #include <map>
 #include <set>
@@ -7,6 +9,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "common/base/status_macros.h"
+#include "common/config/job_sections.h"
 #include "common/config/layer_shapes.h"
 
 namespace paramd {

@@ -1,4 +1,6 @@
-#include "common/config/model_section.h"
+// The job file's `model` section: the MLP's layers and, for embedding_bag
+// models, the embedding tables and how samples become row ids. Declared in
+// common/config/job_sections.h, called by the job-file parser.
 
 #include <set>
 #include <string>
@@ -6,9 +8,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "common/base/status_macros.h"
-#include "common/config/layers_section.h"
-#include "common/config/optimizer_section.h"
-#include "common/config/tensors_section.h"
+#include "common/config/job_sections.h"
 
 namespace paramd {
 namespace {

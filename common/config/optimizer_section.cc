@@ -1,4 +1,6 @@
-#include "common/config/optimizer_section.h"
+// The job file's `optimizer` section (with its `schedule`), read into an
+// OptimizerConfig. Declared in common/config/job_sections.h, called by the
+// job-file parser.
 
 #include <map>
 #include <set>
@@ -6,6 +8,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/base/status_macros.h"
+#include "common/config/job_sections.h"
 
 namespace paramd {
 namespace {

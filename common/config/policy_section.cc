@@ -1,7 +1,10 @@
-#include "common/config/policy_section.h"
+// The job file's `policy` and `guard` sections — how the servers take pushes
+// — read into a PolicyConfig and a GuardConfig. Declared in
+// common/config/job_sections.h, called by the job-file parser.
 
 #include "absl/strings/str_cat.h"
 #include "common/base/status_macros.h"
+#include "common/config/job_sections.h"
 
 namespace paramd {
 

@@ -1,4 +1,7 @@
-#include "common/config/run_sections.h"
+// The job file's sections about running a job rather than training it:
+// `limits`, `security`, `checkpoint`, `restart`, `metrics` and `compression`,
+// read into their configs. Declared in common/config/job_sections.h, called
+// by the job-file parser.
 
 #include <arpa/inet.h>
 
@@ -6,6 +9,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/base/status_macros.h"
+#include "common/config/job_sections.h"
 
 namespace paramd {
 

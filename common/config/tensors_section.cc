@@ -1,4 +1,7 @@
-#include "common/config/tensors_section.h"
+// The tensors of a model.type tensors job (docs/job-file.md, "Framework
+// models"): model.tensors inline, or model.tensors_file, a YAML file of its
+// own with one key `tensors` (python/paramd writes it from a model). Declared
+// in common/config/job_sections.h, called by the job-file parser.
 
 #include <set>
 #include <string>
@@ -6,6 +9,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "common/base/status_macros.h"
+#include "common/config/job_sections.h"
 
 namespace paramd {
 namespace {

@@ -1,4 +1,7 @@
-#include "common/config/worker_section.h"
+// The job file's `worker` section: the compute device and BLAS settings, a
+// framework's worker command, the overlapped exchange and same-host shared
+// memory. Declared in common/config/job_sections.h, called by the job-file
+// parser.
 
 #include <cctype>
 #include <string>
@@ -6,6 +9,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/base/status_macros.h"
+#include "common/config/job_sections.h"
 
 namespace paramd {
 namespace {
