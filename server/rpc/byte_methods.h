@@ -24,8 +24,13 @@ constexpr int64_t kSmallMessageBytes = 1 << 20;
 // is off on the server (see ParameterServer::Start): the handlers check
 // every message they read, so that a message over the limit always fails
 // its call the same way, whatever arrived before it.
-absl::Status CheckSize(absl::string_view what, const grpc::ByteBuffer& bytes,
-                       int64_t limit);
+inline absl::Status CheckSize(absl::string_view what,
+                              const grpc::ByteBuffer& bytes, int64_t limit) {
+  if (static_cast<int64_t>(bytes.Length()) <= limit) return absl::OkStatus();
+  return absl::ResourceExhaustedError(
+      absl::StrCat(what, ": message of ", bytes.Length(),
+                   " bytes is over this shard's limit of ", limit, " bytes"));
+}
 
 // Parses `bytes` as a `Request`, calls `call(request, &response)` and
 // serializes the response. Bytes that do not parse are INVALID_ARGUMENT

@@ -37,7 +37,7 @@
 #include "server/rpc/grpc_services.h"
 #include "server/rpc/push_pieces.h"
 #include "server/rpc/waiting_pull.h"
-#include "server/shard/stream_segment.h"
+#include "server/shard/push_assembler.h"
 
 namespace paramd {
 

@@ -7,6 +7,17 @@
 
 namespace paramd {
 
+absl::StatusOr<SharedSegment*> StreamSegment::Get(absl::string_view name) {
+  if (segment_ != nullptr) {
+    if (segment_->name() == name) return segment_.get();
+    return absl::FailedPreconditionError(
+        absl::StrCat("shared memory segment '", name, "': this stream's is '",
+                     segment_->name(), "'; a stream names one segment"));
+  }
+  ASSIGN_OR_RETURN(segment_, SharedSegment::Attach(name));
+  return segment_.get();
+}
+
 absl::Status PushAssembler::Add(absl::Span<const absl::string_view> segments) {
   if (!error_.ok()) return error_;
   ++messages_;
@@ -90,9 +101,9 @@ absl::Status PushAssembler::ResolveSegment(PushView* part) {
   for (ChunkView& c : part->chunks) {
     if (c.segment_bytes == 0) continue;
     if (!c.data.empty() || !c.indices.empty()) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "chunk ", c.chunk_index, " of tensor ", c.tensor_id,
-          " lies both in the segment and in the message"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("chunk ", c.chunk_index, " of tensor ", c.tensor_id,
+                       " lies both in the segment and in the message"));
     }
     if (c.segment_offset > area.size() ||
         c.segment_bytes > area.size() - c.segment_offset ||

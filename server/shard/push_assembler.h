@@ -14,6 +14,12 @@
 // bytes.
 //
 // Thread-compatible: one stream's handler uses it.
+//
+// StreamSegment, beside it: the shared-memory segment
+// (common/wire/shared_segment.h) a StepStream's pushes named, attached on
+// first use and held for the stream's life: where that stream's pushes'
+// chunk bytes lie and its replies' go. A stream names one segment only.
+// Thread-compatible: one stream's reactor uses it.
 #ifndef PARAMD_SERVER_SHARD_PUSH_ASSEMBLER_H_
 #define PARAMD_SERVER_SHARD_PUSH_ASSEMBLER_H_
 
@@ -21,14 +27,28 @@
 #include <memory>
 
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "absl/types/span.h"
+#include "common/wire/shared_segment.h"
 #include "common/wire/wire_format.h"
 #include "proto/paramd.pb.h"
 #include "server/shard/shard.h"
-#include "server/shard/stream_segment.h"
 
 namespace paramd {
+
+class StreamSegment {
+ public:
+  // The segment `name`, mapped the first time it is named;
+  // FailedPrecondition ("shared memory segment ...") when it cannot be, or
+  // when the stream named another before.
+  absl::StatusOr<SharedSegment*> Get(absl::string_view name);
+  // The segment, once a push named one; null before.
+  SharedSegment* attached() const { return segment_.get(); }
+
+ private:
+  std::unique_ptr<SharedSegment> segment_;
+};
 
 class PushAssembler {
  public:
