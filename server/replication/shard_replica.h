@@ -50,7 +50,7 @@
 #include "server/policy/update_policy.h"
 #include "server/policy/worker_registry.h"
 #include "server/replication/replica_peer.h"
-#include "server/shard/job_metrics.h"
+#include "server/stats/job_metrics.h"
 
 namespace paramd {
 

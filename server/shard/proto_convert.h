@@ -17,8 +17,8 @@
 #include "proto/paramd.pb.h"
 #include "server/policy/update_policy.h"
 #include "server/policy/worker_registry.h"
-#include "server/shard/job_metrics.h"
 #include "server/shard/shard_rows.h"
+#include "server/stats/job_metrics.h"
 #include "server/store/shard_store.h"
 
 namespace paramd {

@@ -32,7 +32,7 @@
 #include "server/checkpoint/checkpointer.h"
 #include "server/checkpoint/file_system.h"
 #include "server/policy/update_policy.h"
-#include "server/shard/job_metrics.h"
+#include "server/stats/job_metrics.h"
 
 namespace paramd {
 

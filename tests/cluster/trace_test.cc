@@ -9,7 +9,7 @@
 #include <tuple>
 
 #include "common/trace/trace_events.h"
-#include "server/shard/shard_trace.h"
+#include "server/stats/shard_trace.h"
 #include "tests/cluster_training.h"
 #include "tests/local_cluster.h"
 #include "tests/test_files.h"

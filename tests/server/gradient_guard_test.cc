@@ -2,7 +2,7 @@
 // optimizer.clip_norm are applied scaled to it, and the divergence watch
 // (the `guard` section) names, counts and — with on_diverge: skip_push —
 // leaves out or — with stop — refuses what diverges.
-#include "server/shard/gradient_guard.h"
+#include "server/guards/gradient_guard.h"
 
 #include <catch2/catch.hpp>
 #include <cmath>

@@ -1,4 +1,4 @@
-#include "server/shard/job_metrics.h"
+#include "server/stats/job_metrics.h"
 
 #include <algorithm>
 #include <cstring>

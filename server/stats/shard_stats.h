@@ -2,8 +2,8 @@
 // over recent pulls, pushes per second over a recent window, and
 // histograms of push, pull and pull-wait times for its metrics.
 // Thread-safe.
-#ifndef PARAMD_SERVER_SHARD_SHARD_STATS_H_
-#define PARAMD_SERVER_SHARD_SHARD_STATS_H_
+#ifndef PARAMD_SERVER_STATS_SHARD_STATS_H_
+#define PARAMD_SERVER_STATS_SHARD_STATS_H_
 
 #include <atomic>
 #include <cstdint>
@@ -77,4 +77,4 @@ class ShardStats {
 
 }  // namespace paramd
 
-#endif  // PARAMD_SERVER_SHARD_SHARD_STATS_H_
+#endif  // PARAMD_SERVER_STATS_SHARD_STATS_H_

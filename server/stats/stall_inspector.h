@@ -6,8 +6,8 @@
 // after 2x, 4x, 8x, ... that time while it lasts. Status lists every
 // waiting pull with the ranks it waits for and whether it is stalled, and
 // marks the ranks that hold a stalled pull. Thread-safe.
-#ifndef PARAMD_SERVER_SHARD_STALL_INSPECTOR_H_
-#define PARAMD_SERVER_SHARD_STALL_INSPECTOR_H_
+#ifndef PARAMD_SERVER_STATS_STALL_INSPECTOR_H_
+#define PARAMD_SERVER_STATS_STALL_INSPECTOR_H_
 
 #include <atomic>
 #include <cstdint>
@@ -52,4 +52,4 @@ class StallInspector {
 
 }  // namespace paramd
 
-#endif  // PARAMD_SERVER_SHARD_STALL_INSPECTOR_H_
+#endif  // PARAMD_SERVER_STATS_STALL_INSPECTOR_H_

@@ -1,4 +1,4 @@
-#include "server/shard/lease_watch.h"
+#include "server/guards/lease_watch.h"
 
 #include <algorithm>
 #include <vector>

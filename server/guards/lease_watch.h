@@ -5,8 +5,8 @@
 // and bounds stop waiting for it. Shard::Tick runs it.
 //
 // Thread-compatible: one ticker calls Check.
-#ifndef PARAMD_SERVER_SHARD_LEASE_WATCH_H_
-#define PARAMD_SERVER_SHARD_LEASE_WATCH_H_
+#ifndef PARAMD_SERVER_GUARDS_LEASE_WATCH_H_
+#define PARAMD_SERVER_GUARDS_LEASE_WATCH_H_
 
 #include "absl/time/time.h"
 #include "server/policy/update_policy.h"
@@ -36,4 +36,4 @@ class LeaseWatch {
 
 }  // namespace paramd
 
-#endif  // PARAMD_SERVER_SHARD_LEASE_WATCH_H_
+#endif  // PARAMD_SERVER_GUARDS_LEASE_WATCH_H_

@@ -1,4 +1,4 @@
-#include "server/shard/gradient_guard.h"
+#include "server/guards/gradient_guard.h"
 
 #include <spdlog/spdlog.h>
 

@@ -1,8 +1,8 @@
 // CallLimiter: how many pushes and pulls each rank has inside a shard at
 // once, bounded by limits.max_inflight_per_worker so that one worker (a
 // bug, a retry storm) cannot hold every handler thread. Thread-safe.
-#ifndef PARAMD_SERVER_SHARD_CALL_LIMITER_H_
-#define PARAMD_SERVER_SHARD_CALL_LIMITER_H_
+#ifndef PARAMD_SERVER_GUARDS_CALL_LIMITER_H_
+#define PARAMD_SERVER_GUARDS_CALL_LIMITER_H_
 
 #include <vector>
 
@@ -33,4 +33,4 @@ class CallLimiter {
 
 }  // namespace paramd
 
-#endif  // PARAMD_SERVER_SHARD_CALL_LIMITER_H_
+#endif  // PARAMD_SERVER_GUARDS_CALL_LIMITER_H_

@@ -1,4 +1,4 @@
-#include "server/shard/shard_trace.h"
+#include "server/stats/shard_trace.h"
 
 #include "absl/strings/str_cat.h"
 #include "spdlog/spdlog.h"

@@ -1,4 +1,4 @@
-#include "server/shard/call_limiter.h"
+#include "server/guards/call_limiter.h"
 
 #include "absl/strings/str_cat.h"
 

@@ -1,4 +1,4 @@
-#include "server/shard/shard_stats.h"
+#include "server/stats/shard_stats.h"
 
 #include <algorithm>
 #include <cmath>

@@ -2,8 +2,8 @@
 // epoch report (training loss and samples, its share of the test set).
 // A report repeated by a retrying worker replaces its earlier one.
 // Thread-safe.
-#ifndef PARAMD_SERVER_SHARD_JOB_METRICS_H_
-#define PARAMD_SERVER_SHARD_JOB_METRICS_H_
+#ifndef PARAMD_SERVER_STATS_JOB_METRICS_H_
+#define PARAMD_SERVER_STATS_JOB_METRICS_H_
 
 #include <cstdint>
 #include <map>
@@ -53,4 +53,4 @@ class JobMetrics {
 
 }  // namespace paramd
 
-#endif  // PARAMD_SERVER_SHARD_JOB_METRICS_H_
+#endif  // PARAMD_SERVER_STATS_JOB_METRICS_H_

@@ -1,4 +1,4 @@
-#include "server/shard/stall_inspector.h"
+#include "server/stats/stall_inspector.h"
 
 #include <spdlog/spdlog.h>
 

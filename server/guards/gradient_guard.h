@@ -17,8 +17,8 @@
 // its gradient out); with on_diverge: stop that push and every later one
 // of the job are refused (FAILED_PRECONDITION, naming the first
 // divergence). Thread-safe.
-#ifndef PARAMD_SERVER_SHARD_GRADIENT_GUARD_H_
-#define PARAMD_SERVER_SHARD_GRADIENT_GUARD_H_
+#ifndef PARAMD_SERVER_GUARDS_GRADIENT_GUARD_H_
+#define PARAMD_SERVER_GUARDS_GRADIENT_GUARD_H_
 
 #include <cstdint>
 #include <string>
@@ -105,4 +105,4 @@ class GradientGuard {
 
 }  // namespace paramd
 
-#endif  // PARAMD_SERVER_SHARD_GRADIENT_GUARD_H_
+#endif  // PARAMD_SERVER_GUARDS_GRADIENT_GUARD_H_

@@ -10,8 +10,8 @@
 // step chunk by chunk. Off, it records nothing. A
 // running job's window comes from paramctl trace (Serve), and the shard hands
 // it on to the workers in their heartbeat replies. Thread-safe.
-#ifndef PARAMD_SERVER_SHARD_SHARD_TRACE_H_
-#define PARAMD_SERVER_SHARD_SHARD_TRACE_H_
+#ifndef PARAMD_SERVER_STATS_SHARD_TRACE_H_
+#define PARAMD_SERVER_STATS_SHARD_TRACE_H_
 
 #include <cstdint>
 #include <optional>
@@ -76,4 +76,4 @@ class ShardTrace {
 
 }  // namespace paramd
 
-#endif  // PARAMD_SERVER_SHARD_SHARD_TRACE_H_
+#endif  // PARAMD_SERVER_STATS_SHARD_TRACE_H_
