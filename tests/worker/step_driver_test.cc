@@ -123,9 +123,9 @@ class FakeTransport : public StepTransport {
 StepDriver::Options Options(SteppingClock* clock) {
   StepDriver::Options o;
   o.limit = absl::Seconds(60);
-  o.give_up = absl::Seconds(30);
-  o.who = "rank 0";
-  o.clock = clock;
+  o.retry.give_up = absl::Seconds(30);
+  o.retry.who = "rank 0";
+  o.retry.clock = clock;
   return o;
 }
 
@@ -193,7 +193,7 @@ TEST_CASE(
   ReplicaChoice choice({1, 1}, absl::InfiniteDuration(), &clock);
   FakeTransport transport(2, &clock, &choice, {});
   StepDriver::Options options = Options(&clock);
-  options.give_up = absl::ZeroDuration();
+  options.retry.give_up = absl::ZeroDuration();
   StepDriver driver(options, &choice);
   const absl::Time begin = clock.Now();
   absl::StatusOr<uint64_t> v = driver.Step(&transport, 9, nullptr, nullptr);

@@ -33,9 +33,9 @@ ShardLinks::Options LinkOptions(const GrpcClientOptions& options,
 StepDriver::Options DriverOptions(const GrpcClientOptions& options, int rank) {
   StepDriver::Options driver;
   driver.limit = std::max(options.push_timeout, options.pull_timeout);
-  driver.give_up = options.give_up;
-  driver.who = absl::StrCat("rank ", rank);
-  driver.clock = options.clock;
+  driver.retry.give_up = options.give_up;
+  driver.retry.who = absl::StrCat("rank ", rank);
+  driver.retry.clock = options.clock;
   return driver;
 }
 
@@ -112,10 +112,8 @@ absl::StatusOr<uint64_t> GrpcParameterClient::Register() {
 absl::StatusOr<uint64_t> GrpcParameterClient::Retrying(
     const char* what,
     const std::function<absl::StatusOr<uint64_t>()>& attempt) {
-  RetryOptions retry;
-  retry.give_up = options_.give_up;
-  retry.clock = options_.clock;
-  retry.who = absl::StrCat("rank ", rank_);
+  // The step's retries, failing over on this client's links.
+  RetryOptions retry = steps_.options().retry;
   retry.fail_over = [this] { return links_.FailOver(); };
   return Retry(what, retry, attempt);
 }

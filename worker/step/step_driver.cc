@@ -65,10 +65,7 @@ absl::StatusOr<uint64_t> StepDriver::Step(StepTransport* transport,
                                           uint64_t clock,
                                           std::function<void()> while_waiting,
                                           std::vector<ShardCallTimes>* times) {
-  RetryOptions retry;
-  retry.give_up = options_.give_up;
-  retry.clock = options_.clock;
-  retry.who = options_.who;
+  RetryOptions retry = options_.retry;
   retry.fail_over = [transport] { return transport->FailOver(); };
   // `while_waiting` runs once, in the first attempt that sends.
   return Retry("PushPull", retry, [&] {
@@ -116,7 +113,7 @@ absl::Status StepDriver::AttemptOnce(StepTransport* transport, uint64_t clock,
 
 void StepDriver::Start(StepTransport* transport, Round* round) {
   const absl::Time begin =
-      round->timed ? options_.clock->Now() : absl::InfinitePast();
+      round->timed ? options_.retry.clock->Now() : absl::InfinitePast();
   for (int i = 0; i < transport->shards(); ++i) {
     ShardCallTimes* times = nullptr;
     if (round->timed) {
@@ -130,7 +127,7 @@ void StepDriver::Start(StepTransport* transport, Round* round) {
         round->first_failed = i;
         Cancel(transport, round);
       }
-      if (round->timed) round->times[i].end = options_.clock->Now();
+      if (round->timed) round->times[i].end = options_.retry.clock->Now();
       round->status[i] = std::move(s);
       round->open[i] = false;
     });
@@ -146,7 +143,7 @@ bool StepDriver::Await(StepTransport* transport, Round* round,
 }
 
 int StepDriver::AwaitAll(StepTransport* transport, Round* round) {
-  Clock* clock = options_.clock;
+  Clock* clock = options_.retry.clock;
   const absl::Time limit = clock->Now() + options_.limit;
   // With backups, every hung_after / 4 the shards still waited on are
   // asked whether their server answers anything at all: a hung one's

@@ -24,6 +24,7 @@
 #include "common/base/clock.h"
 #include "worker/parameter_client.h"
 #include "worker/replica_choice.h"
+#include "worker/retry.h"
 
 namespace paramd {
 
@@ -70,18 +71,18 @@ class StepDriver {
     // What one attempt may take: the longer of the push and pull timeouts
     // (a step has no deadline of its own on the transport).
     absl::Duration limit = absl::Minutes(10);
-    // liveness.give_up_seconds: how long attempts go on after the first
-    // that found no server.
-    absl::Duration give_up = absl::Seconds(120);
-    // Who steps, for the log: e.g. "rank 3".
-    std::string who;
-    // What the limit, the hang watch and the retries' back-off read.
-    Clock* clock = RealClock();
+    // How attempts go on after the first that found no server: give_up
+    // (liveness.give_up_seconds), who steps (for the log: e.g. "rank 3")
+    // and the clock that the limit, the hang watch and the back-off read.
+    // Its fail_over is the transport's, set by Step.
+    RetryOptions retry;
   };
 
   // `replicas` (which replica each shard is reached at, and when one is
   // hung) outlives this.
   StepDriver(Options options, ReplicaChoice* replicas);
+
+  const Options& options() const { return options_; }
 
   // One step of `clock` over `transport`: returns the version pulled or
   // the failure that matters most, naming the shard. Once the first
