@@ -70,8 +70,23 @@ class InProcessClient final : public ParameterClient {
     return absl::MakeSpan(gradients_);
   }
 
+  absl::StatusOr<StepReport> Step(StepRequest request) override {
+    rows_.clear();
+    for (const RowGradients& rows : request.rows) StageRows(rows);
+    StepReport report;
+    ASSIGN_OR_RETURN(report.version,
+                     Push(request.clock, request.grads, request.loss));
+    if (request.push_only) return report;
+    if (run_while_waiting_ && request.while_waiting) {
+      request.while_waiting();
+      ++calls_->while_waiting;
+    }
+    ASSIGN_OR_RETURN(report.version, Pull(request.clock + 1, request.params));
+    return report;
+  }
+
   absl::StatusOr<uint64_t> Push(uint64_t clock, absl::Span<const float> grads,
-                                float loss) override {
+                                float loss) {
     uint64_t version = UINT64_MAX;
     for (int k = 0; k < static_cast<int>(shards_.size()); ++k) {
       PushView push;
@@ -109,21 +124,6 @@ class InProcessClient final : public ParameterClient {
     return version;
   }
 
-  absl::StatusOr<uint64_t> PushPull(uint64_t clock,
-                                    absl::Span<const float> grads, float loss,
-                                    absl::Span<float> params) override {
-    std::function<void()> work = std::exchange(while_waiting_, nullptr);
-    RETURN_IF_ERROR(Push(clock, grads, loss).status());
-    if (run_while_waiting_ && work) {
-      work();
-      ++calls_->while_waiting;
-    }
-    return Pull(clock + 1, params);
-  }
-  void WhileWaiting(std::function<void()> work) override {
-    while_waiting_ = std::move(work);
-  }
-
   absl::Status PullRows(uint64_t clock, uint32_t table,
                         absl::Span<const uint64_t> ids,
                         absl::Span<float> out) override {
@@ -154,8 +154,11 @@ class InProcessClient final : public ParameterClient {
     return absl::OkStatus();
   }
 
-  void SetRowGradients(uint32_t table, absl::Span<const uint64_t> ids,
-                       absl::Span<const float> grads) override {
+  // The rows of a step's push, by shard.
+  void StageRows(const RowGradients& gradients) {
+    const uint32_t table = gradients.table;
+    const absl::Span<const uint64_t> ids = gradients.ids;
+    const absl::Span<const float> grads = gradients.grads;
     const size_t dim = config_.model.embeddings[table].dim;
     StagedRows& rows = rows_[table];
     rows.by_shard.assign(shards_.size(), {});
@@ -191,7 +194,7 @@ class InProcessClient final : public ParameterClient {
   }
 
  private:
-  // SetRowGradients's rows, by shard.
+  // A step's rows, by shard.
   struct ShardRows {
     std::vector<uint64_t> ids;
     std::vector<float> values;
@@ -222,7 +225,6 @@ class InProcessClient final : public ParameterClient {
   std::vector<Shard*> shards_;
   InProcessCluster::Calls* calls_;
   const bool run_while_waiting_;
-  std::function<void()> while_waiting_;
   std::vector<float> gradients_;
 };
 

@@ -33,11 +33,11 @@ class InProcessCluster {
     std::atomic<int> aborted{0};        // Pushes a shard answered Aborted.
     std::atomic<int> epoch_reports{0};
     std::atomic<int> row_pulls{0};  // Completed PullRows calls.
-    // Work run while a PushPull waited (ParameterClient::WhileWaiting).
+    // Work run while a step waited (StepRequest::while_waiting).
     std::atomic<int> while_waiting{0};
   };
   const Calls& calls() const { return calls_; }
-  // Whether clients made from now on run a PushPull's WhileWaiting work
+  // Whether clients made from now on run a step's while_waiting work
   // (between its push and its pull, as the gRPC client does) or drop it
   // (as a client that cannot). Default: run it.
   void set_run_while_waiting(bool run) { run_while_waiting_ = run; }

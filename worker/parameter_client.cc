@@ -1,13 +1,14 @@
 #include "worker/parameter_client.h"
 
 #include <optional>
+#include <utility>
 
 #include "common/base/status_macros.h"
 
 namespace paramd {
 namespace {
 
-// StartPushPull's default: one PushPull when first needed.
+// StartPushPull's default: one Step when first needed.
 class DeferredExchange final : public StepExchange {
  public:
   DeferredExchange(ParameterClient* client, uint64_t clock,
@@ -25,7 +26,17 @@ class DeferredExchange final : public StepExchange {
   }
   absl::StatusOr<uint64_t> Finish() override {
     if (!result_.has_value()) {
-      result_ = client_->PushPull(clock_, grads_, loss_, params_);
+      StepRequest step;
+      step.clock = clock_;
+      step.grads = grads_;
+      step.loss = loss_;
+      step.params = params_;
+      absl::StatusOr<StepReport> report = client_->Step(std::move(step));
+      if (report.ok()) {
+        result_ = report->version;
+      } else {
+        result_ = report.status();
+      }
     }
     return *result_;
   }

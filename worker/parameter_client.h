@@ -40,20 +40,67 @@ class StepExchange {
   // Blocks until params [begin, end) of the next clock have arrived. If
   // the exchange failed, finishes it (as Finish) and returns that result.
   virtual absl::Status AwaitParams(int64_t begin, int64_t end) = 0;
-  // Waits for the whole exchange; returns what PushPull would. An exchange
-  // that failed is done again by PushPull, which retries as it does (a push
-  // a shard applied already is acknowledged as a duplicate, not applied
-  // twice). Later calls return the same result.
+  // Waits for the whole exchange; returns the version a Step with params
+  // would. An exchange that failed is done again as such a Step, which
+  // retries as it does (a push a shard applied already is acknowledged as
+  // a duplicate, not applied twice). Later calls return the same result.
   virtual absl::StatusOr<uint64_t> Finish() = 0;
 };
 
-// When one shard's part of a PushPull went (the step timeline). `pushed`:
+// When one shard's part of a step went (the step timeline). `pushed`:
 // the step's one message was handed to the transport (a StepStream's
 // write done), or its push call was acknowledged; InfinitePast when the
 // client cannot tell (a unary PushPull). `replied`: the pull's first reply
 // message arrived; `end`: its last was read into the parameters.
 struct ShardCallTimes {
   absl::Time begin, pushed, replied, end;
+};
+
+// An embedding table's row gradients that ride on a step's push
+// (model.embeddings): dim floats per id, ids sorted and distinct, each row
+// to the shard that owns it (common/model/rows.h).
+struct RowGradients {
+  uint32_t table = 0;
+  absl::Span<const uint64_t> ids;
+  absl::Span<const float> grads;
+};
+
+// One step of a worker, as it asks the shards for it: everything the step
+// sends and where its answer goes. Nothing of it outlives the step.
+struct StepRequest {
+  // The clock the gradient was computed at.
+  uint64_t clock = 0;
+  // The flat gradient (best: the buffer GradientBuffer gave, which may be
+  // sent in place) and the batch's loss.
+  absl::Span<const float> grads;
+  float loss = 0;
+  // Where the pull of clock + 1 lands: each shard's pull waits for the
+  // version this push helps complete, so a step costs one round trip.
+  absl::Span<float> params;
+  // The step only pushes (params unused), and ends once every shard
+  // accepted it.
+  bool push_only = false;
+  // Embedding rows' gradients pushed with this step, at most one entry per
+  // table; none without.
+  std::vector<RowGradients> rows;
+  // Runs once on the calling thread after the push is sent, while the
+  // step waits for its replies (work the caller has to do before its next
+  // step anyway: the next batch). A step that fails before it sends, a
+  // push-only step, or a client that cannot wait apart may not run it:
+  // the caller must not count on it having run.
+  std::function<void()> while_waiting;
+  // Whether the report gives each shard's call times (the step timeline).
+  bool timed = false;
+};
+
+// What a step came to.
+struct StepReport {
+  // The smallest version the shards report: the one pulled, or (a
+  // push-only step) the one each shard's push went into.
+  uint64_t version = 0;
+  // With StepRequest::timed, each shard's call times of the step's last
+  // attempt, where the client can tell them; empty otherwise.
+  std::vector<ShardCallTimes> times;
 };
 
 class ParameterClient {
@@ -74,40 +121,19 @@ class ParameterClient {
   // send the bytes in place, without a copy. Call it again for every step.
   virtual absl::Span<float> GradientBuffer() = 0;
 
-  // Sends `grads` (flat) computed at `clock`, with the batch's `loss`, to
-  // every shard and waits until each accepted it; returns the smallest
-  // version the shards report. Aborted: a shard dropped this rank (its
-  // lease expired); register again.
-  virtual absl::StatusOr<uint64_t> Push(uint64_t clock,
-                                        absl::Span<const float> grads,
-                                        float loss) = 0;
+  // One step (see StepRequest): sends the gradient to every shard and,
+  // with params, pulls clock + 1 into them; retries what no server
+  // answered. If a push fails, the pulls are abandoned and the push's error
+  // is returned. Aborted: a shard dropped this rank (its lease expired);
+  // register again.
+  virtual absl::StatusOr<StepReport> Step(StepRequest request) = 0;
 
-  // Push, and at once Pull for clock + 1 into `params`: each pull waits on
-  // its shard for the version the push helps complete, so a step costs one
-  // round trip. If a push fails, the pulls are abandoned and the push's
-  // error is returned.
-  virtual absl::StatusOr<uint64_t> PushPull(uint64_t clock,
-                                            absl::Span<const float> grads,
-                                            float loss,
-                                            absl::Span<float> params) = 0;
-
-  // From now on each PushPull writes its calls' times (one per shard, of
-  // its last attempt) to `*out`; nullptr stops it. This default records
-  // nothing.
-  virtual void RecordCallTimes(std::vector<ShardCallTimes>* out) {}
-
-  // The next PushPull runs `work` once on the calling thread after its
-  // push is sent, while it waits for the replies (work the caller has to do
-  // before its next step anyway: the next batch). A PushPull that fails
-  // before it sends may not run it, and this default drops it: the caller
-  // must not count on it having run.
-  virtual void WhileWaiting(std::function<void()> work) {}
-
-  // PushPull as a StepExchange: `grads` (the buffer GradientBuffer gave)
-  // is filled while the exchange runs, and `params` receives clock + 1;
-  // neither is touched by the caller (beyond the reported pieces of
-  // grads) until Finish. This default sends everything at Finish (or at
-  // the first AwaitParams): no overlap.
+  // A step with params, as a StepExchange: `grads` (the buffer
+  // GradientBuffer gave) is filled while the exchange runs, and `params`
+  // receives clock + 1; neither is touched by the caller (beyond the
+  // reported pieces of grads) until Finish. No rows, no call times. This
+  // default sends everything at Finish (or at the first AwaitParams): no
+  // overlap.
   virtual std::unique_ptr<StepExchange> StartPushPull(
       uint64_t clock, absl::Span<const float> grads, float loss,
       absl::Span<float> params);
@@ -119,12 +145,6 @@ class ParameterClient {
   virtual absl::Status PullRows(uint64_t clock, uint32_t table,
                                 absl::Span<const uint64_t> ids,
                                 absl::Span<float> out) = 0;
-
-  // Row gradients of `table` (dim floats per id, ids sorted and distinct)
-  // that every Push and PushPull carries from now on, each row to its
-  // shard, until replaced: set them before each step's push.
-  virtual void SetRowGradients(uint32_t table, absl::Span<const uint64_t> ids,
-                               absl::Span<const float> grads) = 0;
 
   // Sends `params` (flat) as rank 0's initial values to every shard
   // (model.initial_values: rank0; proto Initialize), retrying what no

@@ -286,11 +286,10 @@ absl::StatusOr<double> Trainer::Compute(const float* input,
   ASSIGN_OR_RETURN(double loss,
                    model_->ComputeGradients(params_, input, labels, n, grads));
   if (front_.has_value()) {
-    // The rows' gradients ride with this step's push.
+    // The rows' gradients ride with this step's push (Exchange).
     row_grads_.resize(front_->unique_ids().size() * front_->dim());
     front_->Backward(model_->InputGradient().data(),
                      absl::MakeSpan(row_grads_));
-    client_->SetRowGradients(front_->table(), front_->unique_ids(), row_grads_);
   }
   return loss;
 }
@@ -301,18 +300,28 @@ absl::StatusOr<uint64_t> Trainer::Exchange(uint64_t clock, int64_t step,
   // Push this step's gradient and fetch the next version in one go; the
   // next batch is made while the servers answer, when the next clock is in
   // this epoch (the next epoch is shuffled first).
-  client_->RecordCallTimes(traced ? &call_times_ : nullptr);
+  StepRequest request;
+  request.clock = clock;
+  request.grads = grads;
+  request.loss = static_cast<float>(loss);
+  request.params = absl::MakeSpan(params_);
+  if (front_.has_value()) {
+    request.rows.push_back(
+        RowGradients{front_->table(), front_->unique_ids(), row_grads_});
+  }
+  request.timed = traced;
   if (step + 1 < data_->steps_per_epoch()) {
     const int64_t next = static_cast<int64_t>(clock) + 1;
-    client_->WhileWaiting([this, next, step] {
+    request.while_waiting = [this, next, step] {
       absl::StatusOr<int> made = data_->TrainBatch(step + 1, &prefetched_);
       if (!made.ok()) return;  // Made again, and refused, by its step.
       prefetched_n_ = *made;
       prefetched_clock_ = next;
-    });
+    };
   }
-  return client_->PushPull(clock, grads, static_cast<float>(loss),
-                           absl::MakeSpan(params_));
+  ASSIGN_OR_RETURN(StepReport report, client_->Step(std::move(request)));
+  call_times_ = std::move(report.times);
+  return report.version;
 }
 
 void Trainer::TraceStep(uint64_t clock, const StepTimes& times, double loss,

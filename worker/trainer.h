@@ -193,10 +193,10 @@ class Trainer {
   // The step timeline (tracing): lane 0, one "step" per clock with its
   // data, forward+backward and push+pull.
   WorkerTimeline trace_;
-  // A traced step's calls to each shard (ParameterClient::RecordCallTimes).
+  // A traced step's calls to each shard (its StepReport's times).
   std::vector<ShardCallTimes> call_times_;
   // The next step's batch, made while a step's exchange was in flight
-  // (ParameterClient::WhileWaiting): its clock (-1: none) and size.
+  // (StepRequest::while_waiting): its clock (-1: none) and size.
   SampleBatch prefetched_;
   int64_t prefetched_clock_ = -1;
   int prefetched_n_ = 0;

@@ -62,12 +62,18 @@ class MeteredClient : public ParameterClient {
   absl::Span<float> GradientBuffer() override {
     return inner_->GradientBuffer();
   }
-  absl::StatusOr<uint64_t> Push(uint64_t clock, absl::Span<const float> grads,
-                                float loss) override {
+  absl::StatusOr<StepReport> Step(StepRequest request) override {
     const absl::Time start = Now();
-    absl::StatusOr<uint64_t> v = inner_->Push(clock, grads, loss);
-    m_->OnPush(Now() - start, grads.size() * sizeof(float), v.ok());
-    return v;
+    const size_t pushed = request.grads.size() * sizeof(float);
+    const size_t pulled = request.params.size() * sizeof(float);
+    const bool push_only = request.push_only;
+    absl::StatusOr<StepReport> report = inner_->Step(std::move(request));
+    if (push_only) {
+      m_->OnPush(Now() - start, pushed, report.ok());
+    } else {
+      m_->OnPushPull(Now() - start, pushed, pulled, report.ok());
+    }
+    return report;
   }
   absl::Status PullRows(uint64_t clock, uint32_t table,
                         absl::Span<const uint64_t> ids,
@@ -77,31 +83,12 @@ class MeteredClient : public ParameterClient {
     m_->OnPull(Now() - start, out.size() * sizeof(float), s.ok());
     return s;
   }
-  void SetRowGradients(uint32_t table, absl::Span<const uint64_t> ids,
-                       absl::Span<const float> grads) override {
-    inner_->SetRowGradients(table, ids, grads);
-  }
   std::unique_ptr<StepExchange> StartPushPull(
       uint64_t clock, absl::Span<const float> grads, float loss,
       absl::Span<float> params) override {
     return std::make_unique<MeteredExchange>(
         inner_->StartPushPull(clock, grads, loss, params), m_,
         grads.size() * sizeof(float), params.size() * sizeof(float));
-  }
-  absl::StatusOr<uint64_t> PushPull(uint64_t clock,
-                                    absl::Span<const float> grads, float loss,
-                                    absl::Span<float> params) override {
-    const absl::Time start = Now();
-    absl::StatusOr<uint64_t> v = inner_->PushPull(clock, grads, loss, params);
-    m_->OnPushPull(Now() - start, grads.size() * sizeof(float),
-                   params.size() * sizeof(float), v.ok());
-    return v;
-  }
-  void RecordCallTimes(std::vector<ShardCallTimes>* out) override {
-    inner_->RecordCallTimes(out);
-  }
-  void WhileWaiting(std::function<void()> work) override {
-    inner_->WhileWaiting(std::move(work));
   }
   void Heartbeat(uint64_t clock, bool finished,
                  absl::Duration timeout) override {

@@ -1,7 +1,7 @@
 // WorkerTimeline: a worker's part of the step timeline (the job's `tracing`
 // section, or a window paramctl trace arms on a running job through the
 // heartbeats): lane 0 has the steps, lane 1 + s the step's call to shard s
-// as the worker saw it (push, wait, pull: ParameterClient::RecordCallTimes),
+// as the worker saw it (push, wait, pull: a timed step's StepReport),
 // and, under worker.overlap, one more lane the exchanges that run on into
 // the next step. paramd-worker's Trainer and the framework worker
 // (python/native/framework_worker.h) each keep one.

@@ -143,12 +143,22 @@ absl::StatusOr<uint64_t> FrameworkWorker::Step(absl::Span<const float> grads,
   // The timeline reads the clock only around traced steps.
   const bool traced = trace_->Wants(clock);
   const absl::Time begin = traced ? absl::Now() : absl::InfinitePast();
-  client_->RecordCallTimes(traced ? &call_times_ : nullptr);
-  absl::StatusOr<uint64_t> version =
-      client_->PushPull(clock, grads, loss, params);
-  absl::Status s = version.status();
+  StepRequest request;
+  request.clock = clock;
+  request.grads = grads;
+  request.loss = loss;
+  request.params = params;
+  for (size_t t = 0; t < row_ids_.size(); ++t) {
+    if (row_ids_[t].empty()) continue;
+    request.rows.push_back(
+        RowGradients{static_cast<uint32_t>(t), row_ids_[t], row_grads_[t]});
+  }
+  request.timed = traced;
+  absl::StatusOr<StepReport> report = client_->Step(std::move(request));
+  absl::Status s = report.status();
   if (s.ok()) {
-    if (traced) AddStep(clock, begin, *version, grads.size());
+    call_times_ = std::move(report->times);
+    if (traced) AddStep(clock, begin, report->version, grads.size());
     last_step_end_ =
         trace_->Wants(clock + 1) ? absl::Now() : absl::InfinitePast();
     trace_->WriteIfDone(clock + 1);
@@ -216,7 +226,12 @@ absl::Status FrameworkWorker::SetRowGradients(uint32_t table,
                                               absl::Span<const uint64_t> ids,
                                               absl::Span<const float> grads) {
   RETURN_IF_ERROR(CheckRows("set_row_gradients", table, ids, grads.size()));
-  client_->SetRowGradients(table, ids, grads);
+  if (row_ids_.size() <= table) {
+    row_ids_.resize(table + 1);
+    row_grads_.resize(table + 1);
+  }
+  row_ids_[table].assign(ids.begin(), ids.end());
+  row_grads_[table].assign(grads.begin(), grads.end());
   return absl::OkStatus();
 }
 

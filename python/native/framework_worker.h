@@ -99,8 +99,9 @@ class FrameworkWorker {
   // the shard that owns it.
   absl::Status PullRows(uint32_t table, absl::Span<const uint64_t> ids,
                         absl::Span<float> out);
-  // The row gradients of `table` the next Step pushes with the dense ones
-  // (dim floats per id; ids sorted and distinct); kept until replaced.
+  // The row gradients of `table` that every Step from now on pushes with
+  // the dense ones (dim floats per id; ids sorted and distinct), until
+  // replaced (no ids: none).
   absl::Status SetRowGradients(uint32_t table, absl::Span<const uint64_t> ids,
                                absl::Span<const float> grads);
 
@@ -142,6 +143,10 @@ class FrameworkWorker {
   // between steps.
   std::unique_ptr<WorkerTimeline> trace_;
   std::vector<ShardCallTimes> call_times_;
+  // Each table's row gradients (SetRowGradients), pushed with every Step
+  // until replaced; a table without ids pushes none.
+  std::vector<std::vector<uint64_t>> row_ids_;
+  std::vector<std::vector<float>> row_grads_;
   absl::Time last_step_end_ = absl::InfinitePast();  // When traced.
 };
 

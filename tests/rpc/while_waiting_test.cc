@@ -1,10 +1,11 @@
-// ParameterClient::WhileWaiting on the gRPC client over real sockets: a
-// PushPull runs the work once, on the calling thread, after its push has
-// reached every shard (a sync round of two workers: the work itself waits
-// until both shards hold rank 0's push, then completes the round with
-// rank 1's PushPull), and the next PushPull runs none.
+// StepRequest::while_waiting on the gRPC client over real sockets: a step
+// runs the work once, on the calling thread, after its push has reached
+// every shard (a sync round of two workers: the work itself waits until
+// both shards hold rank 0's push, then completes the round with rank 1's
+// step), and the next step, which has none, runs nothing.
 #include <algorithm>
 #include <catch2/catch.hpp>
+#include <functional>
 #include <memory>
 #include <thread>
 #include <vector>
@@ -21,7 +22,7 @@ namespace {
 constexpr absl::Duration kTimeout = absl::Seconds(30);
 
 TEST_CASE(
-    "the gRPC client runs a PushPull's WhileWaiting work once, on the "
+    "the gRPC client runs a step's while_waiting work once, on the "
     "calling thread, after the push reached the shards",
     "[worker][rpc][integration][sync]") {
   testing::JobOptions o;
@@ -58,17 +59,26 @@ TEST_CASE(
     REQUIRE(clients[rank]->Pull(0, absl::MakeSpan(params[rank])).ok());
   }
 
-  // Rank `rank`'s PushPull at `clock`: a gradient of 0.25 (rank 0) or 0.5
-  // (rank 1) everywhere.
-  auto push_pull = [&](int rank, uint64_t clock) {
+  // Rank `rank`'s step at `clock`, a gradient of 0.25 (rank 0) or 0.5
+  // (rank 1) everywhere, with `work` while it waits: the version pulled.
+  auto push_pull = [&](int rank, uint64_t clock,
+                       std::function<void()> work =
+                           nullptr) -> absl::StatusOr<uint64_t> {
     absl::Span<float> g = clients[rank]->GradientBuffer();
     std::fill(g.begin(), g.end(), rank == 0 ? 0.25f : 0.5f);
-    return clients[rank]->PushPull(clock, g, 1.0f,
-                                   absl::MakeSpan(params[rank]));
+    StepRequest request;
+    request.clock = clock;
+    request.grads = g;
+    request.loss = 1.0f;
+    request.params = absl::MakeSpan(params[rank]);
+    request.while_waiting = std::move(work);
+    absl::StatusOr<StepReport> report = clients[rank]->Step(std::move(request));
+    if (!report.ok()) return report.status();
+    return report->version;
   };
   const std::thread::id caller = std::this_thread::get_id();
   int runs = 0;
-  clients[0]->WhileWaiting([&] {
+  auto work = [&] {
     ++runs;
     CHECK(std::this_thread::get_id() == caller);
     // Rank 0's push is in both shards, its pulls waiting for the round.
@@ -78,15 +88,15 @@ TEST_CASE(
     absl::StatusOr<uint64_t> v1 = push_pull(1, 0);
     INFO(v1.status().ToString());
     CHECK(v1.ok());
-  });
-  absl::StatusOr<uint64_t> v0 = push_pull(0, 0);
+  };
+  absl::StatusOr<uint64_t> v0 = push_pull(0, 0, work);
   INFO(v0.status().ToString());
   REQUIRE(v0.ok());
   CHECK(*v0 == 1);
   CHECK(runs == 1);
   CHECK(params[0] == params[1]);  // Both hold version 1.
 
-  // Run once: the next PushPull runs nothing.
+  // Run once: the next step runs nothing.
   std::thread other([&] { CHECK(push_pull(1, 1).ok()); });
   CHECK(push_pull(0, 1).ok());
   other.join();

@@ -18,20 +18,13 @@ class RecordingClient : public ParameterClient {
     return Unused();
   }
   absl::Span<float> GradientBuffer() override { return {}; }
-  absl::StatusOr<uint64_t> Push(uint64_t, absl::Span<const float>,
-                                float) override {
-    return Unused();
-  }
-  absl::StatusOr<uint64_t> PushPull(uint64_t, absl::Span<const float>, float,
-                                    absl::Span<float>) override {
+  absl::StatusOr<StepReport> Step(StepRequest) override {
     return Unused();
   }
   absl::Status PullRows(uint64_t, uint32_t, absl::Span<const uint64_t>,
                         absl::Span<float>) override {
     return Unused();
   }
-  void SetRowGradients(uint32_t, absl::Span<const uint64_t>,
-                       absl::Span<const float>) override {}
   absl::Status ReportEpoch(const EpochReport&) override { return Unused(); }
   void Heartbeat(uint64_t clock, bool finished, absl::Duration) override {
     absl::MutexLock lock(&mu);

@@ -24,20 +24,15 @@ class TimedClient final : public ParameterClient {
     return Answer();
   }
   absl::Span<float> GradientBuffer() override { return absl::MakeSpan(buf_); }
-  absl::StatusOr<uint64_t> Push(uint64_t, absl::Span<const float>,
-                                float) override {
-    return Answer();
-  }
-  absl::StatusOr<uint64_t> PushPull(uint64_t, absl::Span<const float>, float,
-                                    absl::Span<float>) override {
-    return Answer();
+  absl::StatusOr<StepReport> Step(StepRequest) override {
+    absl::StatusOr<uint64_t> version = Answer();
+    if (!version.ok()) return version.status();
+    return StepReport{*version, {}};
   }
   absl::Status PullRows(uint64_t, uint32_t, absl::Span<const uint64_t>,
                         absl::Span<float>) override {
     return Answer().status();
   }
-  void SetRowGradients(uint32_t, absl::Span<const uint64_t>,
-                       absl::Span<const float>) override {}
   void Heartbeat(uint64_t, bool, absl::Duration) override {}
   absl::Status ReportEpoch(const EpochReport&) override { return result_; }
 
@@ -53,6 +48,27 @@ class TimedClient final : public ParameterClient {
   const absl::Status result_;
   std::vector<float> buf_ = std::vector<float>(4);
 };
+
+// A push-only step of clock 0.
+absl::StatusOr<StepReport> Push(ParameterClient& client,
+                                const std::vector<float>& grads) {
+  StepRequest request;
+  request.grads = grads;
+  request.loss = 1.0f;
+  request.push_only = true;
+  return client.Step(std::move(request));
+}
+
+// A step of clock 0 that pulls into `params`.
+absl::StatusOr<StepReport> PushPull(ParameterClient& client,
+                                    const std::vector<float>& grads,
+                                    std::vector<float>& params) {
+  StepRequest request;
+  request.grads = grads;
+  request.loss = 1.0f;
+  request.params = absl::MakeSpan(params);
+  return client.Step(std::move(request));
+}
 
 // The one sample of family `name` (labelled job and rank).
 const prometheus::ClientMetric& Sample(
@@ -94,7 +110,7 @@ TEST_CASE(
     "[metrics][worker]") {
   Fixture f(absl::Milliseconds(3));
   std::vector<float> grads(10), params(6);
-  REQUIRE(f.client->Push(0, grads, 1.0f).ok());
+  REQUIRE(Push(*f.client, grads).ok());
   REQUIRE(f.client->Pull(1, absl::MakeSpan(params)).ok());
   REQUIRE(f.client->Pull(1, absl::MakeSpan(params)).ok());
   const auto families = f.Scrape();
@@ -114,11 +130,11 @@ TEST_CASE(
         0);
 }
 
-TEST_CASE("a PushPull counts as a push and a pull, each taking the whole time",
+TEST_CASE("a step counts as a push and a pull, each taking the whole time",
           "[metrics][worker]") {
   Fixture f(absl::Milliseconds(8));
   std::vector<float> grads(10), params(10);
-  REQUIRE(f.client->PushPull(0, grads, 1.0f, absl::MakeSpan(params)).ok());
+  REQUIRE(PushPull(*f.client, grads, params).ok());
   const auto families = f.Scrape();
   CHECK(Sample(families, "paramd_worker_push_seconds").histogram.sample_sum ==
         Approx(0.008));
@@ -147,11 +163,11 @@ TEST_CASE("an overlapped exchange is timed from its start to its finish",
 TEST_CASE("a failed call counts as failed only", "[metrics][worker]") {
   Fixture f(absl::Milliseconds(4), absl::UnavailableError("no server"));
   std::vector<float> grads(10), params(10);
-  CHECK_FALSE(f.client->Push(0, grads, 1.0f).ok());
-  CHECK_FALSE(f.client->PushPull(0, grads, 1.0f, absl::MakeSpan(params)).ok());
+  CHECK_FALSE(Push(*f.client, grads).ok());
+  CHECK_FALSE(PushPull(*f.client, grads, params).ok());
   CHECK_FALSE(f.client->Register().ok());
   const auto families = f.Scrape();
-  // A PushPull is a push and a pull: two failed calls.
+  // A step with a pull is a push and a pull: two failed calls.
   CHECK(Sample(families, "paramd_worker_failed_calls_total").counter.value ==
         3);
   CHECK(Sample(families, "paramd_worker_pushes_total").counter.value == 0);

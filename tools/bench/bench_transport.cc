@@ -132,10 +132,20 @@ void RunWorker(const ClientSetup& setup,
     }
     return g;
   };
+  // A push+pull (or, push_only, a push) of clock `c`: its version.
+  auto step = [&](uint64_t c, bool push_only) -> absl::StatusOr<uint64_t> {
+    StepRequest request;
+    request.clock = c;
+    request.grads = gradients();
+    request.params = absl::MakeSpan(params);
+    request.push_only = push_only;
+    absl::StatusOr<StepReport> report = client.Step(std::move(request));
+    if (!report.ok()) return report.status();
+    return report->version;
+  };
   // One untimed operation warms connections and buffers.
   if (clock.ok()) {
-    absl::StatusOr<uint64_t> v =
-        client.PushPull(*clock, gradients(), 0, absl::MakeSpan(params));
+    absl::StatusOr<uint64_t> v = step(*clock, false);
     if (v.ok()) ++*clock;
     if (!v.ok()) clock = v.status();
   }
@@ -152,13 +162,13 @@ void RunWorker(const ClientSetup& setup,
     absl::StatusOr<uint64_t> v;
     switch (mode) {
       case Mode::kPush:
-        v = client.Push(c, gradients(), 0);
+        v = step(c, true);
         break;
       case Mode::kPull:
         v = client.Pull(c, absl::MakeSpan(params));
         break;
       case Mode::kPushPull:
-        v = client.PushPull(c, gradients(), 0, absl::MakeSpan(params));
+        v = step(c, false);
         break;
     }
     if (!v.ok()) {

@@ -132,29 +132,42 @@ absl::StatusOr<uint64_t> GrpcParameterClient::Pull(uint64_t clock,
   return Retrying("Pull", [&] { return PullOnce(clock, params); });
 }
 
-absl::StatusOr<uint64_t> GrpcParameterClient::Push(
-    uint64_t clock, absl::Span<const float> grads, float loss) {
-  return Retrying("Push", [&] { return PushOnce(clock, grads, loss); });
-}
-
-absl::StatusOr<uint64_t> GrpcParameterClient::PushPull(
-    uint64_t clock, absl::Span<const float> grads, float loss,
-    absl::Span<float> params) {
+absl::StatusOr<StepReport> GrpcParameterClient::Step(StepRequest request) {
+  // The rows ride with this step's push (a retry sends them again) and no
+  // later one.
+  push_frames_.ClearRows();
+  for (const RowGradients& rows : request.rows) {
+    push_frames_.SetRows(rows.table, config_.model.embeddings[rows.table].dim,
+                         rows.ids, rows.grads);
+  }
+  const uint64_t clock = request.clock;
+  const absl::Span<const float> grads = request.grads;
+  const float loss = request.loss;
+  StepReport report;
+  if (request.push_only) {
+    ASSIGN_OR_RETURN(report.version, Retrying("Push", [&] {
+                       return PushOnce(clock, grads, loss);
+                     }));
+    return report;
+  }
   const StepCalls::Messages messages =
       [&](absl::Span<SharedSegment* const> segments) {
         return PushMessages(clock, grads, loss, segments);
       };
   StepCalls calls(ClientSetup{&config_, plan_, layout_, rank_}, &links_,
-                  messages, params);
-  return steps_.Step(&calls, clock, std::exchange(while_waiting_, nullptr),
-                     call_times_);
+                  messages, request.params);
+  ASSIGN_OR_RETURN(report.version,
+                   steps_.Step(&calls, clock, std::move(request.while_waiting),
+                               request.timed ? &report.times : nullptr));
+  return report;
 }
 
 std::unique_ptr<StepExchange> GrpcParameterClient::StartPushPull(
     uint64_t clock, absl::Span<const float> grads, float loss,
     absl::Span<float> params) {
-  if (has_rows_ || grads.data() != gradients_->data() ||
-      config_.compression.topk()) {
+  // Its pieces carry no rows.
+  push_frames_.ClearRows();
+  if (grads.data() != gradients_->data() || config_.compression.topk()) {
     return ParameterClient::StartPushPull(clock, grads, loss, params);
   }
   OverlapCalls calls;
@@ -169,8 +182,14 @@ std::unique_ptr<StepExchange> GrpcParameterClient::StartPushPull(
   // One chunk per message: the forward pass starts on the first ones.
   calls.pull_request = SerializeMessage(links_.MakePullRequest(clock + 1, 1));
   std::shared_ptr<const std::vector<float>> held = gradients_;
-  calls.redo = [this, clock, held, loss, params] {
-    return PushPull(clock, *held, loss, params);
+  calls.redo = [this, clock, held, loss, params]() -> absl::StatusOr<uint64_t> {
+    StepRequest step;
+    step.clock = clock;
+    step.grads = *held;
+    step.loss = loss;
+    step.params = params;
+    ASSIGN_OR_RETURN(StepReport report, Step(std::move(step)));
+    return report.version;
   };
   if (overlap_index_ == nullptr) {
     overlap_index_ = std::make_unique<OverlapIndex>(*plan_, *layout_);
@@ -189,13 +208,6 @@ absl::Status GrpcParameterClient::PullRows(uint64_t clock, uint32_t table,
                     return 0;
                   })
       .status();
-}
-
-void GrpcParameterClient::SetRowGradients(uint32_t table,
-                                          absl::Span<const uint64_t> ids,
-                                          absl::Span<const float> grads) {
-  push_frames_.SetRows(table, config_.model.embeddings[table].dim, ids, grads);
-  has_rows_ = true;
 }
 
 absl::StatusOr<uint64_t> GrpcParameterClient::PullOnce(

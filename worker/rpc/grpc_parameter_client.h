@@ -71,28 +71,18 @@ class GrpcParameterClient final : public ParameterClient {
                                 absl::Span<float> params) override;
   // Moves to a new buffer while gRPC still holds the last one.
   absl::Span<float> GradientBuffer() override;
-  absl::StatusOr<uint64_t> Push(uint64_t clock, absl::Span<const float> grads,
-                                float loss) override;
-  absl::StatusOr<uint64_t> PushPull(uint64_t clock,
-                                    absl::Span<const float> grads, float loss,
-                                    absl::Span<float> params) override;
-  void RecordCallTimes(std::vector<ShardCallTimes>* out) override {
-    call_times_ = out;
-  }
-  void WhileWaiting(std::function<void()> work) override {
-    while_waiting_ = std::move(work);
-  }
+  // A push-only step: a unary Push per shard, or a PushStream for a push
+  // in several messages; else the shards' StepStreams, driven by a
+  // StepDriver.
+  absl::StatusOr<StepReport> Step(StepRequest request) override;
   // worker.overlap: an OverlapExchange (worker/rpc/overlap_exchange.h)
-  // when `grads` is the buffer GradientBuffer gave and no rows ride along;
-  // else the default.
+  // when `grads` is the buffer GradientBuffer gave; else the default.
   std::unique_ptr<StepExchange> StartPushPull(
       uint64_t clock, absl::Span<const float> grads, float loss,
       absl::Span<float> params) override;
   absl::Status PullRows(uint64_t clock, uint32_t table,
                         absl::Span<const uint64_t> ids,
                         absl::Span<float> out) override;
-  void SetRowGradients(uint32_t table, absl::Span<const uint64_t> ids,
-                       absl::Span<const float> grads) override;
   absl::Status Initialize(absl::Span<const float> params) override;
   void Heartbeat(uint64_t clock, bool finished,
                  absl::Duration timeout) override;
@@ -128,18 +118,14 @@ class GrpcParameterClient final : public ParameterClient {
   const GrpcClientOptions options_;
   const uint64_t incarnation_;  // Random, for this process.
   ShardLinks links_;
-  // Each PushPull: a StepCalls (the shards' StepStreams) driven by it.
+  // Each step with a pull: a StepCalls (the shards' StepStreams) driven
+  // by it.
   StepDriver steps_;
-  // Where each PushPull's call times go (RecordCallTimes); null: nowhere.
-  std::vector<ShardCallTimes>* call_times_ = nullptr;
-  // The next PushPull's work while it waits (WhileWaiting); run once.
-  std::function<void()> while_waiting_;
   RowCalls rows_;
   PushFrames push_frames_;
   // Gradients are sent from here; gRPC (or an exchange) holds a reference
   // until sent. `spare_`: the buffer before, reused once released.
   std::shared_ptr<std::vector<float>> gradients_, spare_;
-  bool has_rows_ = false;  // SetRowGradients was called.
   // The plan as overlapped exchanges look chunks up; made by the first.
   std::unique_ptr<OverlapIndex> overlap_index_;
   const std::function<void(const TracingConfig&)> on_trace_;

@@ -10,7 +10,7 @@
 // policy a pull waits for the rank's own push), chunk by chunk, and
 // AwaitParams returns as soon as the chunks under a range are in place.
 // A failed call cancels the others; Finish then does the step again with
-// the client's PushPull, which retries (exactly once: a push the shard
+// the client's Step, which retries (exactly once: a push the shard
 // applied is acknowledged as a duplicate).
 //
 // GradientReady, AwaitParams and Finish are called from one thread; gRPC's
@@ -58,7 +58,7 @@ struct OverlapCalls {
   bool pull_half = false;  // compression.pull: fp16
   // The PullRequest of clock + 1, asking for one chunk per message.
   grpc::ByteBuffer pull_request;
-  // The whole step again (the client's PushPull), for a failed exchange.
+  // The whole step again (the client's Step), for a failed exchange.
   std::function<absl::StatusOr<uint64_t>()> redo;
 };
 

@@ -73,6 +73,8 @@ class PushFrames {
   // push resends them. As float16 under compression fp16.
   void SetRows(uint32_t table, int dim, absl::Span<const uint64_t> ids,
                absl::Span<const float> grads);
+  // No rows from now on (a push that gRPC still sends keeps its own).
+  void ClearRows() { rows_ = nullptr; }
 
  private:
   std::vector<std::vector<grpc::ByteBuffer>> BuildTopK(
