@@ -11,14 +11,6 @@
 namespace paramd {
 namespace {
 
-// How long a step waits for the backup before going on without it.
-absl::Duration SendTimeout(absl::Duration lease) {
-  return std::clamp(lease / 4, absl::Milliseconds(200), absl::Seconds(2));
-}
-
-// How soon a backup that did not answer is tried again.
-constexpr absl::Duration kRetryEvery = absl::Seconds(1);
-
 std::shared_ptr<const proto::ReplicateRequest> Shared(
     proto::ReplicateRequest request) {
   return std::make_shared<const proto::ReplicateRequest>(std::move(request));
@@ -39,6 +31,7 @@ ShardReplica::ShardReplica(const JobConfig& config, int shard,
       workers_(workers),
       metrics_(metrics),
       peer_(shard),
+      link_(shard, lease_, clock, &peer_, [this] { BecomeReplaced(); }),
       role_(backup ? Role::kBackup : Role::kPrimary),
       heard_(clock->Now()) {}
 
@@ -89,8 +82,9 @@ absl::Status ShardReplica::Start() {
   proto::HandoverResponse answer;
   const std::shared_ptr<ReplicaPeer> peer = Peer();
   const absl::Status s =
-      peer == nullptr ? absl::UnavailableError("its address is not known yet")
-                      : peer->Handover(ask, SendTimeout(lease_), &answer);
+      peer == nullptr
+          ? absl::UnavailableError("its address is not known yet")
+          : peer->Handover(ask, ReplicaCallTimeout(lease_), &answer);
   if (s.ok() && (answer.role() == RoleName(Role::kPrimary) ||
                  answer.role() == RoleName(Role::kTakingOver))) {
     // The peer took over while this process was away: back it up.
@@ -144,99 +138,9 @@ proto::ReplicateRequest ShardReplica::MakeRequest(PolicyState* state) const {
   return request;
 }
 
-ShardReplica::Sent ShardReplica::Send(
-    std::shared_ptr<const proto::ReplicateRequest> request, uint64_t version,
-    bool retry_slow) {
-  proto::ReplicateResponse response;
-  const std::shared_ptr<ReplicaPeer> peer = Peer();
-  const absl::Time start = clock_->Now();
-  const absl::Status s =
-      peer == nullptr
-          ? absl::UnavailableError("its address is not known yet")
-          : peer->Replicate(request, SendTimeout(lease_), &response);
-  const absl::Time now = clock_->Now();
-  absl::MutexLock lock(&mu_);
-  last_sent_ = now;
-  if (s.ok()) {
-    peer_answered_ = now;
-    contact_ = std::max(contact_, start);
-    if (request->has_state()) {
-      if (!in_sync_) {
-        spdlog::info("shard {}: the backup at {} holds version {}: in sync",
-                     shard_, PeerAddress(), version);
-      }
-      in_sync_ = true;
-      sent_version_ = version;
-    }
-    return Sent::kAnswered;
-  }
-  if (absl::IsFailedPrecondition(s)) {
-    BecomeReplaced();
-    spdlog::error(
-        "shard {}: replaced: {} serves the shard now ({}); this process "
-        "serves nothing more",
-        shard_, PeerAddress(), std::string(s.message()));
-    return Sent::kReplaced;
-  }
-  if (in_sync_ && now - contact_ >= lease_) {
-    // This process was silent for a lease (paused, or starved) while its
-    // backup was alive and held every step: the backup may have taken
-    // over without the step in hand. Going on alone would acknowledge
-    // what the serving replica never sees.
-    spdlog::warn(
-        "shard {}: the backup at {} did not take version {} ({}), and has "
-        "not heard this process for {} (liveness.lease_seconds {}): it may "
-        "have taken over",
-        shard_, PeerAddress(), version, std::string(s.message()),
-        absl::FormatDuration(now - contact_), absl::FormatDuration(lease_));
-    return Sent::kInDoubt;
-  }
-  if (in_sync_ && retry_slow && absl::IsDeadlineExceeded(s)) {
-    // Sending the same state again is safe: the backup takes a version it
-    // holds again, and answers which it holds.
-    spdlog::info(
-        "shard {}: the backup at {} did not answer version {} within {}; "
-        "sending it once more",
-        shard_, PeerAddress(), version,
-        absl::FormatDuration(SendTimeout(lease_)));
-    return Sent::kSlow;
-  }
-  if (in_sync_) {
-    spdlog::warn(
-        "shard {}: the backup at {} did not take version {} ({}); steps are "
-        "acknowledged without it until it answers again",
-        shard_, PeerAddress(), version, std::string(s.message()));
-  }
-  in_sync_ = false;
-  next_try_ = now + kRetryEvery;
-  return Sent::kLeftBehind;
-}
-
 void ShardReplica::BecomeReplaced() {
   role_.store(Role::kReplaced, std::memory_order_release);
   if (on_replaced_ && !told_replaced_.exchange(true)) on_replaced_();
-}
-
-absl::Status ShardReplica::SendSettled(
-    std::shared_ptr<const proto::ReplicateRequest> request, uint64_t version) {
-  Sent sent = Send(request, version, /*retry_slow=*/true);
-  if (sent == Sent::kSlow) sent = Send(request, version);
-  if (sent == Sent::kInDoubt) sent = Send(request, version);
-  if (sent == Sent::kInDoubt) {
-    BecomeReplaced();
-    spdlog::error(
-        "shard {}: out of touch with its backup at {} for longer than "
-        "liveness.lease_seconds: it may serve the shard now, so this "
-        "process serves nothing more (started again, it asks its peer "
-        "which of them serves)",
-        shard_, PeerAddress());
-  }
-  if (sent == Sent::kReplaced || sent == Sent::kInDoubt) {
-    return Named(absl::StatusCode::kUnavailable,
-                 absl::StrCat("this server was replaced by its backup at ",
-                              PeerAddress(), "; ask it"));
-  }
-  return absl::OkStatus();
 }
 
 absl::Status ShardReplica::OnStep(PolicyState state) {
@@ -244,19 +148,9 @@ absl::Status ShardReplica::OnStep(PolicyState state) {
     return Named(absl::StatusCode::kUnavailable,
                  "this server no longer serves the shard");
   }
-  {
-    absl::MutexLock lock(&mu_);
-    applied_version_ = std::max(applied_version_, state.version);
-    // A backup a try found behind (next_try_ set) is tried again by Tick
-    // only, not by a step: one whose host is gone would cost the step,
-    // under the policy's lock, the call's timeout at every try. Until a
-    // try fails, steps send.
-    if (!in_sync_ && next_try_ != absl::InfinitePast()) {
-      return absl::OkStatus();
-    }
-  }
+  if (!link_.StepSends(state.version)) return absl::OkStatus();
   const uint64_t version = state.version;
-  return SendSettled(Shared(MakeRequest(&state)), version);
+  return Named(link_.SendSettled(Shared(MakeRequest(&state)), version));
 }
 
 void ShardReplica::Tick() {
@@ -265,33 +159,25 @@ void ShardReplica::Tick() {
     policy_->Shutdown();
   }
   if (role() != Role::kPrimary) return;
-  bool catch_up = false, keep_alive = false;
-  {
-    absl::MutexLock lock(&mu_);
-    const absl::Time now = clock_->Now();
-    catch_up = !in_sync_ && now >= next_try_;
-    keep_alive = in_sync_ && now - last_sent_ >= lease_ / 4;
-  }
-  if (catch_up) {
-    // A keep-alive first, with no lock held: a backup that is down or
-    // hangs costs the ticker its timeout, not the steps. Then the whole
-    // state, under the policy's lock, so no step passes it unsent.
-    const bool answered =
-        Send(Shared(MakeRequest(nullptr)), 0) == Sent::kAnswered;
-    if (answered && role() == Role::kPrimary) {
-      {
-        // It answers: steps send to it again, this one first.
-        absl::MutexLock lock(&mu_);
-        next_try_ = absl::InfinitePast();
-      }
-      (void)policy_->SendState();
-    } else {
-      absl::MutexLock lock(&mu_);
-      next_try_ = clock_->Now() + kRetryEvery;
+  switch (link_.DueAt(clock_->Now())) {
+    case PrimaryLink::Due::kCatchUp: {
+      // A keep-alive first, with no lock held: a backup that is down or
+      // hangs costs the ticker its timeout, not the steps. Then the whole
+      // state, under the policy's lock, so no step passes it unsent.
+      const bool answered = link_.Send(Shared(MakeRequest(nullptr)), 0) ==
+                                PrimaryLink::Sent::kAnswered &&
+                            role() == Role::kPrimary;
+      // It answers: steps send to it again, this one first.
+      link_.CatchUpAnswered(answered);
+      if (answered) (void)policy_->SendState();
+      break;
     }
-  } else if (keep_alive) {
-    // Replaced or in doubt: the next Tick shuts the policy down.
-    (void)SendSettled(Shared(MakeRequest(nullptr)), 0);
+    case PrimaryLink::Due::kKeepAlive:
+      // Replaced or in doubt: the next Tick shuts the policy down.
+      (void)link_.SendSettled(Shared(MakeRequest(nullptr)), 0);
+      break;
+    case PrimaryLink::Due::kNothing:
+      break;
   }
 }
 
@@ -358,12 +244,8 @@ absl::Status ShardReplica::Handover(const proto::HandoverRequest& request,
   // backup from now on, wherever it listens now (restarted on another
   // port or node); otherwise its address is learnt only when none is set.
   if (role() == Role::kPrimary || role() == Role::kTakingOver) {
-    if (peer_.Adopt(request.sender())) {
-      // Caught up by the next Tick with the whole state.
-      absl::MutexLock lock(&mu_);
-      in_sync_ = false;
-      next_try_ = absl::InfinitePast();
-    }
+    // Caught up by the next Tick with the whole state.
+    if (peer_.Adopt(request.sender())) link_.NewPeer();
   } else {
     peer_.Learn(request.sender());
   }
@@ -433,12 +315,9 @@ absl::Status ShardReplica::TakeOver() {
     absl::MutexLock lock(&mu_);
     term = ++term_;
     ++takeovers_;
-    in_sync_ = false;
-    next_try_ = clock_->Now();
-    applied_version_ = held.version();
-    sent_version_ = 0;
     held_.reset();
   }
+  link_.StartServing(held.version());
   policy_->SetStepSink(
       [this](PolicyState state) { return OnStep(std::move(state)); });
   role_.store(Role::kPrimary, std::memory_order_release);
@@ -466,23 +345,17 @@ absl::Status ShardReplica::Install(const proto::ReplicaState& held) {
 }
 
 void ShardReplica::FillStatus(proto::ReplicaStatus* status) const {
-  absl::MutexLock lock(&mu_);
   const Role r = role();
+  if (r == Role::kPrimary) link_.FillStatus(status);
+  absl::MutexLock lock(&mu_);
   status->set_role(RoleName(r));
   status->set_term(term_);
   status->set_peer(PeerAddress());
   status->set_takeovers(takeovers_);
-  const absl::Time now = clock_->Now();
-  if (r == Role::kPrimary) {
-    status->set_peer_in_sync(in_sync_);
-    status->set_lag_versions(in_sync_ ? 0 : applied_version_ - sent_version_);
-    status->set_peer_silent_seconds(
-        peer_answered_ == absl::InfinitePast()
-            ? -1
-            : absl::ToDoubleSeconds(now - peer_answered_));
-  } else {
+  if (r != Role::kPrimary) {
     status->set_held_version(held_.has_value() ? held_->version() : 0);
-    status->set_peer_silent_seconds(absl::ToDoubleSeconds(now - heard_));
+    status->set_peer_silent_seconds(
+        absl::ToDoubleSeconds(clock_->Now() - heard_));
   }
 }
 

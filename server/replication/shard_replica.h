@@ -26,8 +26,9 @@
 // backup: Start asks the peer first).
 //
 // Lock order: take_over_mu_ (taking over), then the policy's lock, then
-// mu_, a leaf: the policy calls OnStep with its lock held, the peer's
-// Replicate takes only mu_, and nothing here calls the policy or the peer
+// mu_ or the primary link's (server/replication/primary_link.h), each a
+// leaf: the policy calls OnStep with its lock held, the peer's Replicate
+// takes only mu_, and nothing here calls the policy, the peer or the link
 // with mu_ held.
 #ifndef PARAMD_SERVER_REPLICATION_SHARD_REPLICA_H_
 #define PARAMD_SERVER_REPLICATION_SHARD_REPLICA_H_
@@ -49,6 +50,7 @@
 #include "proto/paramd.pb.h"
 #include "server/policy/update_policy.h"
 #include "server/policy/worker_registry.h"
+#include "server/replication/primary_link.h"
 #include "server/replication/replica_peer.h"
 #include "server/stats/job_metrics.h"
 
@@ -115,30 +117,6 @@ class ShardReplica {
   // The request carrying `state` (null: a keep-alive).
   proto::ReplicateRequest MakeRequest(PolicyState* state) const
       ABSL_LOCKS_EXCLUDED(mu_);
-  // What became of a Replicate.
-  enum class Sent {
-    kAnswered,    // The peer took it.
-    kLeftBehind,  // No answer: the primary goes on alone, the backup is
-                  // caught up later.
-    kReplaced,    // The peer serves the shard at a newer term.
-    kInDoubt,     // No answer, and the backup, in sync, has not heard this
-                  // process for a lease: it may have taken over.
-    kSlow,        // The backup, in sync, reached but not answering in time
-                  // (DEADLINE_EXCEEDED): worth one more try before it is
-                  // left behind (only when `retry_slow`).
-  };
-  // Sends `request` (`version`: the state's, 0 for a keep-alive).
-  Sent Send(std::shared_ptr<const proto::ReplicateRequest> request,
-            uint64_t version, bool retry_slow = false) ABSL_LOCKS_EXCLUDED(mu_);
-  // Sends `request` until it is settled: slow, once more (a backup on a
-  // loaded host that misses one deadline may meet the next; one that
-  // is gone refuses at once, UNAVAILABLE, and is not waited for again);
-  // in doubt, once more (the peer's answer, or its refusal, settles it);
-  // still in doubt, this process gives up the shard as if replaced. OK
-  // when the step may be acknowledged; UNAVAILABLE naming why not.
-  absl::Status SendSettled(
-      std::shared_ptr<const proto::ReplicateRequest> request, uint64_t version)
-      ABSL_LOCKS_EXCLUDED(mu_);
   // INVALID_ARGUMENT naming what a Replicate's (or a Handover answer's)
   // state has that this shard's has not.
   absl::Status Check(const proto::ReplicaState& state) const;
@@ -169,6 +147,8 @@ class ShardReplica {
 
   std::string own_address_;
   PeerSlot peer_;
+  // The primary's link to the backup (sending, in sync, caught up).
+  PrimaryLink link_;
   std::string launch_;
 
   std::atomic<Role> role_;
@@ -178,19 +158,6 @@ class ShardReplica {
   absl::Mutex take_over_mu_;
   mutable absl::Mutex mu_;
   uint64_t term_ ABSL_GUARDED_BY(mu_) = 1;
-  // Primary: whether the backup holds every acknowledged step, when it
-  // last answered, when a behind backup is tried next, and the versions
-  // applied and sent.
-  bool in_sync_ ABSL_GUARDED_BY(mu_) = false;
-  absl::Time peer_answered_ ABSL_GUARDED_BY(mu_) = absl::InfinitePast();
-  // When the newest Replicate the backup answered was sent: the backup
-  // heard this process at or after it, so it cannot take over before
-  // contact_ + lease.
-  absl::Time contact_ ABSL_GUARDED_BY(mu_) = absl::InfinitePast();
-  absl::Time last_sent_ ABSL_GUARDED_BY(mu_) = absl::InfinitePast();
-  absl::Time next_try_ ABSL_GUARDED_BY(mu_) = absl::InfinitePast();
-  uint64_t applied_version_ ABSL_GUARDED_BY(mu_) = 0;
-  uint64_t sent_version_ ABSL_GUARDED_BY(mu_) = 0;
   // Backup: the newest state, when the primary was last heard from.
   std::optional<proto::ReplicaState> held_ ABSL_GUARDED_BY(mu_);
   absl::Time heard_ ABSL_GUARDED_BY(mu_);
