@@ -288,6 +288,12 @@ struct LimitsConfig {
   // and not yet handled. 0: 4 x workers x the largest message, at least
   // 256 MiB.
   int64_t transport_memory_mb = 0;
+  // The HTTP/2 window of each step's stream, fixed, in KiB: the servers
+  // stop gRPC's bandwidth-delay probing and announce this window, and the
+  // workers start their streams with it. 0: gRPC's adaptive windows.
+  // Measured faster across 1 Gbit/s links, slower across faster ones
+  // (docs/job-file.md has the figures).
+  int64_t stream_window_kb = 0;
 };
 
 // What travels on the wire (`compression`).

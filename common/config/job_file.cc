@@ -242,9 +242,10 @@ class JobParser {
 
   // The sections of run_sections.cc: each reads its keys there.
   absl::Status ParseLimits(const YAML::Node& root, JobConfig* c) {
-    ASSIGN_OR_RETURN(const YAML::Node l, Section(root, "limits", false,
-                                                 {"max_inflight_per_worker",
-                                                  "transport_memory_mb"}));
+    ASSIGN_OR_RETURN(const YAML::Node l,
+                     Section(root, "limits", false,
+                             {"max_inflight_per_worker", "transport_memory_mb",
+                              "stream_window_kb"}));
     return ParseLimitsSection(r_, l, &c->limits);
   }
 

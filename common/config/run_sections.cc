@@ -29,6 +29,14 @@ absl::Status ParseLimitsSection(YamlReader& reader, const YAML::Node& l,
     return reader.Error(l["transport_memory_mb"], "limits.transport_memory_mb",
                         "must be between 0 (automatic) and 1048576");
   }
+  RETURN_IF_ERROR(
+      reader.Get(l, "limits", "stream_window_kb", false, &lc.stream_window_kb));
+  if (lc.stream_window_kb != 0 &&
+      (lc.stream_window_kb < 64 || lc.stream_window_kb > (1 << 20))) {
+    return reader.Error(l["stream_window_kb"], "limits.stream_window_kb",
+                        "must be 0 (gRPC's adaptive windows) or between 64 "
+                        "and 1048576 (KiB)");
+  }
   return absl::OkStatus();
 }
 

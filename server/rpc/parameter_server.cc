@@ -61,6 +61,16 @@ absl::StatusOr<int> ParameterServer::Start(const std::string& address) {
   // a read, a streaming handler cannot tell that from the client's end of
   // stream, and would apply a push whose call then fails.
   builder.SetMaxReceiveMessageSize(-1);
+  // limits.stream_window_kb: a fixed window, no bandwidth-delay probing
+  // (measured faster across 1 Gbit/s links, slower across faster ones:
+  // docs/job-file.md). A likely cause, not shown: the probe's pings and
+  // the window updates travel behind the other direction's bulk, as a
+  // step's pushes and replies flow at once.
+  if (const int64_t kb = shard_->config().limits.stream_window_kb; kb > 0) {
+    builder.AddChannelArgument(GRPC_ARG_HTTP2_BDP_PROBE, 0);
+    builder.AddChannelArgument(GRPC_ARG_HTTP2_STREAM_LOOKAHEAD_BYTES,
+                               static_cast<int>(kb * 1024));
+  }
   builder.SetMaxSendMessageSize(static_cast<int>(
       std::min<int64_t>(shard_->max_message_bytes(), INT32_MAX)));
   // What gRPC may hold for this server's connections: past it, gRPC

@@ -71,6 +71,19 @@ TEST_CASE("a good job file loads with every field typed", "[config]") {
   CHECK(c->worker.device == "auto");
   CHECK(c->worker.threads == 1);
   CHECK(c->worker.shared_memory);  // auto
+  CHECK(c->limits.stream_window_kb == 0);  // gRPC's adaptive windows
+}
+
+TEST_CASE("limits.stream_window_kb fixes the steps' stream window",
+          "[config]") {
+  JobOptions o;
+  const std::string path =
+      WriteFile(NewTempDir() + "/job.yaml",
+                JobYaml(o) + "limits:\n  stream_window_kb: 4096\n");
+  absl::StatusOr<JobConfig> c = LoadJobConfig(path);
+  INFO(c.status().ToString());
+  REQUIRE(c.ok());
+  CHECK(c->limits.stream_window_kb == 4096);
 }
 
 TEST_CASE("the shipped main job validates", "[config]") {
@@ -287,6 +300,10 @@ TEST_CASE("each bad job file names file, line and field", "[config]") {
        good + "limits:\n  transport_memory_mb: -5\n",
        "limits.transport_memory_mb", "transport_memory_mb: -5",
        "must be between 0"},
+      {"a stream window below 64 KiB",
+       good + "limits:\n  stream_window_kb: 32\n",
+       "limits.stream_window_kb", "stream_window_kb: 32",
+       "must be 0 (gRPC's adaptive windows) or between 64"},
       {"a certificate without its key",
        good + "security:\n  tls_cert: server.crt\n", "security.tls_key",
        "tls_cert: server.crt", "missing: tls_cert and tls_key come together"},

@@ -81,6 +81,12 @@ ShardLinks::ShardLinks(const ClientSetup& setup,
     // the round hung (integration_test's dropped-reply case, about 1 run
     // in 10; none in 40 with this off).
     args.SetInt(GRPC_ARG_ENABLE_RETRIES, 0);
+    // limits.stream_window_kb: the streams start with the job's window
+    // (the servers fix theirs; this side keeps gRPC's probing).
+    if (const int64_t kb = setup.config->limits.stream_window_kb; kb > 0) {
+      args.SetInt(GRPC_ARG_HTTP2_STREAM_LOOKAHEAD_BYTES,
+                  static_cast<int>(kb * 1024));
+    }
     Link link;
     std::vector<std::string> replicas = {addresses[s]};
     if (!options.backups.empty()) replicas.push_back(options.backups[s]);
