@@ -20,12 +20,14 @@
 //       [--sizes 4K,64K,1M,16M,64M] [--modes push,pull,push+pull]
 //       [--seconds S] [--chunk_bytes B] [--policy async|sync]
 //       [--optimizer_sizes 1M,16M,64M] [--skip_transport] [--skip_optimizers]
-//       [--replicas 1|2] [--socket_only]
+//       [--replicas 1|2] [--socket_only] [--stream_window_kb K]
 //       [--server_processes [--server_binary PATH]
 //        [--server_hosts A,B,... --server_launch 'PREFIX {host}']]
 //
 // --replicas 2: every server has a backup holding each step before it is
 // acknowledged (replication.factor 2), for its cost.
+// --stream_window_kb: the job's limits.stream_window_kb (a fixed HTTP/2
+// window for the steps' streams; docs/job-file.md).
 // --socket_only: every step's bytes by the socket (worker.shared_memory:
 // off), where by default a StepStream step's chunk bytes go through shared
 // memory (the bench's servers are on its host).
@@ -156,6 +158,14 @@ absl::StatusOr<BenchOptions> ParseOptions(const ParsedFlags& flags) {
         "--replicas: 1 (no backups) or 2 (a backup per server)");
   }
   o.transport.shared_memory = !flags.Has("socket_only");
+  ASSIGN_OR_RETURN(o.transport.stream_window_kb,
+                   flags.GetInt("stream_window_kb", 0));
+  if (o.transport.stream_window_kb != 0 &&
+      (o.transport.stream_window_kb < 64 ||
+       o.transport.stream_window_kb > (1 << 20))) {
+    return absl::InvalidArgumentError(
+        "--stream_window_kb: 0 (gRPC's adaptive windows) or 64 to 1048576");
+  }
   RETURN_IF_ERROR(ParseServerProcesses(flags, &o.transport));
   return o;
 }
@@ -223,7 +233,7 @@ int Main(int argc, char** argv) {
       argc, argv,
       {"clusters", "sizes", "modes", "seconds", "chunk_bytes", "policy",
        "optimizer_sizes", "log_level", "replicas", "server_binary",
-       "server_hosts", "server_launch"},
+       "server_hosts", "server_launch", "stream_window_kb"},
       {"skip_transport", "skip_optimizers", "socket_only", "server_processes"});
   if (!flags.ok()) return fail(flags.status());
   if (absl::Status s =

@@ -46,6 +46,7 @@ JobConfig BenchJob(int64_t bytes, const TransportOptions& o) {
   config.liveness.stall_warn_seconds = 3600;
   config.chunk_bytes = o.chunk_bytes;
   config.worker.shared_memory = o.shared_memory;
+  config.limits.stream_window_kb = o.stream_window_kb;
   if (o.replicas > 1) {
     config.replication.factor = 2;
     config.replication.backups.assign(o.servers, "127.0.0.1:0");
@@ -322,7 +323,11 @@ std::string BenchJobYaml(int64_t bytes, const TransportOptions& o) {
       "\n", "policy:\n  type: ", o.policy, "\n",
       "liveness:\n  lease_seconds: ", c.liveness.lease_seconds,
       "\n  stall_warn_seconds: ", c.liveness.stall_warn_seconds, "\n",
-      "partition:\n  chunk_bytes: ", c.chunk_bytes, "\n");
+      "partition:\n  chunk_bytes: ", c.chunk_bytes, "\n",
+      o.stream_window_kb > 0
+          ? absl::StrCat("limits:\n  stream_window_kb: ", o.stream_window_kb,
+                         "\n")
+          : "");
 }
 
 absl::Status RunTransportSection(const TransportOptions& o,

@@ -35,6 +35,9 @@ struct TransportOptions {
   // replication.factor (--replicas): 2 runs a backup beside every server,
   // which holds each step before it is acknowledged.
   int replicas = 1;
+  // limits.stream_window_kb (--stream_window_kb): 0, gRPC's adaptive
+  // windows; else the steps' streams' fixed window, in KiB.
+  int64_t stream_window_kb = 0;
   // Where the backups listen once started (filled by RunTransport).
   std::vector<std::string> backups;
   // Non-empty: the servers run as this paramd-server binary, one process
