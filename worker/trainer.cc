@@ -306,8 +306,8 @@ absl::StatusOr<uint64_t> Trainer::Exchange(uint64_t clock, int64_t step,
   request.loss = static_cast<float>(loss);
   request.params = absl::MakeSpan(params_);
   if (front_.has_value()) {
-    request.rows.push_back(
-        RowGradients{front_->table(), front_->unique_ids(), row_grads_});
+    request.rows.push_back(RowGradients{static_cast<uint32_t>(front_->table()),
+                                        front_->unique_ids(), row_grads_});
   }
   request.timed = traced;
   if (step + 1 < data_->steps_per_epoch()) {
