@@ -26,17 +26,7 @@ class DeferredExchange final : public StepExchange {
   }
   absl::StatusOr<uint64_t> Finish() override {
     if (!result_.has_value()) {
-      StepRequest step;
-      step.clock = clock_;
-      step.grads = grads_;
-      step.loss = loss_;
-      step.params = params_;
-      absl::StatusOr<StepReport> report = client_->Step(std::move(step));
-      if (report.ok()) {
-        result_ = report->version;
-      } else {
-        result_ = report.status();
-      }
+      result_ = StepVersion(*client_, {clock_, grads_, loss_, params_});
     }
     return *result_;
   }
@@ -51,6 +41,12 @@ class DeferredExchange final : public StepExchange {
 };
 
 }  // namespace
+
+absl::StatusOr<uint64_t> StepVersion(ParameterClient& client,
+                                     StepRequest request) {
+  ASSIGN_OR_RETURN(StepReport report, client.Step(std::move(request)));
+  return report.version;
+}
 
 std::unique_ptr<StepExchange> ParameterClient::StartPushPull(
     uint64_t clock, absl::Span<const float> grads, float loss,

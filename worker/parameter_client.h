@@ -66,7 +66,9 @@ struct RowGradients {
 };
 
 // One step of a worker, as it asks the shards for it: everything the step
-// sends and where its answer goes. Nothing of it outlives the step.
+// sends and where its answer goes. Nothing of it outlives the step. Its
+// first four fields in order make a plain step: {clock, grads, loss,
+// params}.
 struct StepRequest {
   // The clock the gradient was computed at.
   uint64_t clock = 0;
@@ -160,6 +162,12 @@ class ParameterClient {
   // Reports one finished epoch to shard 0, which keeps the job's metrics.
   virtual absl::Status ReportEpoch(const EpochReport& report) = 0;
 };
+
+// `client`'s Step(`request`): the version of its report. E.g.
+// StepVersion(client, {clock, grads, loss, params}), a step and nothing
+// more.
+absl::StatusOr<uint64_t> StepVersion(ParameterClient& client,
+                                     StepRequest request);
 
 // What a client is made for; each pointer outlives the client.
 struct ClientSetup {

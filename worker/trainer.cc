@@ -300,11 +300,8 @@ absl::StatusOr<uint64_t> Trainer::Exchange(uint64_t clock, int64_t step,
   // Push this step's gradient and fetch the next version in one go; the
   // next batch is made while the servers answer, when the next clock is in
   // this epoch (the next epoch is shuffled first).
-  StepRequest request;
-  request.clock = clock;
-  request.grads = grads;
-  request.loss = static_cast<float>(loss);
-  request.params = absl::MakeSpan(params_);
+  StepRequest request{clock, grads, static_cast<float>(loss),
+                      absl::MakeSpan(params_)};
   if (front_.has_value()) {
     request.rows.push_back(RowGradients{static_cast<uint32_t>(front_->table()),
                                         front_->unique_ids(), row_grads_});

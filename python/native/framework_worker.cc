@@ -143,11 +143,7 @@ absl::StatusOr<uint64_t> FrameworkWorker::Step(absl::Span<const float> grads,
   // The timeline reads the clock only around traced steps.
   const bool traced = trace_->Wants(clock);
   const absl::Time begin = traced ? absl::Now() : absl::InfinitePast();
-  StepRequest request;
-  request.clock = clock;
-  request.grads = grads;
-  request.loss = loss;
-  request.params = params;
+  StepRequest request{clock, grads, loss, params};
   for (size_t t = 0; t < row_ids_.size(); ++t) {
     if (row_ids_[t].empty()) continue;
     request.rows.push_back(

@@ -37,15 +37,11 @@ std::vector<float> ThreeSteps(const JobConfig& config) {
     for (size_t i = 0; i < g.size(); ++i) {
       g[i] = 1e-3f * static_cast<float>((i + c) % 7) - params[i] * 0.01f;
     }
-    StepRequest request;
-    request.clock = c;
-    request.grads = g;
-    request.loss = 1.0f;
-    request.params = absl::MakeSpan(params);
-    absl::StatusOr<StepReport> report = (*client)->Step(std::move(request));
-    INFO(report.status().ToString());
-    REQUIRE(report.ok());
-    CHECK(report->version == c + 1);
+    absl::StatusOr<uint64_t> version =
+        StepVersion(**client, {c, g, 1.0f, absl::MakeSpan(params)});
+    INFO(version.status().ToString());
+    REQUIRE(version.ok());
+    CHECK(*version == c + 1);
   }
   return params;
 }

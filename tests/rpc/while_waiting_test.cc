@@ -66,15 +66,9 @@ TEST_CASE(
                            nullptr) -> absl::StatusOr<uint64_t> {
     absl::Span<float> g = clients[rank]->GradientBuffer();
     std::fill(g.begin(), g.end(), rank == 0 ? 0.25f : 0.5f);
-    StepRequest request;
-    request.clock = clock;
-    request.grads = g;
-    request.loss = 1.0f;
-    request.params = absl::MakeSpan(params[rank]);
+    StepRequest request{clock, g, 1.0f, absl::MakeSpan(params[rank])};
     request.while_waiting = std::move(work);
-    absl::StatusOr<StepReport> report = clients[rank]->Step(std::move(request));
-    if (!report.ok()) return report.status();
-    return report->version;
+    return StepVersion(*clients[rank], std::move(request));
   };
   const std::thread::id caller = std::this_thread::get_id();
   int runs = 0;

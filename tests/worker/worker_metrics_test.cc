@@ -52,9 +52,7 @@ class TimedClient final : public ParameterClient {
 // A push-only step of clock 0.
 absl::StatusOr<StepReport> Push(ParameterClient& client,
                                 const std::vector<float>& grads) {
-  StepRequest request;
-  request.grads = grads;
-  request.loss = 1.0f;
+  StepRequest request{0, grads, 1.0f};
   request.push_only = true;
   return client.Step(std::move(request));
 }
@@ -63,11 +61,7 @@ absl::StatusOr<StepReport> Push(ParameterClient& client,
 absl::StatusOr<StepReport> PushPull(ParameterClient& client,
                                     const std::vector<float>& grads,
                                     std::vector<float>& params) {
-  StepRequest request;
-  request.grads = grads;
-  request.loss = 1.0f;
-  request.params = absl::MakeSpan(params);
-  return client.Step(std::move(request));
+  return client.Step({0, grads, 1.0f, absl::MakeSpan(params)});
 }
 
 // The one sample of family `name` (labelled job and rank).

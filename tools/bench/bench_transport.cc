@@ -134,15 +134,10 @@ void RunWorker(const ClientSetup& setup,
     return g;
   };
   // A push+pull (or, push_only, a push) of clock `c`: its version.
-  auto step = [&](uint64_t c, bool push_only) -> absl::StatusOr<uint64_t> {
-    StepRequest request;
-    request.clock = c;
-    request.grads = gradients();
-    request.params = absl::MakeSpan(params);
+  auto step = [&](uint64_t c, bool push_only) {
+    StepRequest request{c, gradients(), 0, absl::MakeSpan(params)};
     request.push_only = push_only;
-    absl::StatusOr<StepReport> report = client.Step(std::move(request));
-    if (!report.ok()) return report.status();
-    return report->version;
+    return StepVersion(client, std::move(request));
   };
   // One untimed operation warms connections and buffers.
   if (clock.ok()) {

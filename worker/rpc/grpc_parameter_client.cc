@@ -182,14 +182,8 @@ std::unique_ptr<StepExchange> GrpcParameterClient::StartPushPull(
   // One chunk per message: the forward pass starts on the first ones.
   calls.pull_request = SerializeMessage(links_.MakePullRequest(clock + 1, 1));
   std::shared_ptr<const std::vector<float>> held = gradients_;
-  calls.redo = [this, clock, held, loss, params]() -> absl::StatusOr<uint64_t> {
-    StepRequest step;
-    step.clock = clock;
-    step.grads = *held;
-    step.loss = loss;
-    step.params = params;
-    ASSIGN_OR_RETURN(StepReport report, Step(std::move(step)));
-    return report.version;
+  calls.redo = [this, clock, held, loss, params] {
+    return StepVersion(*this, {clock, *held, loss, params});
   };
   if (overlap_index_ == nullptr) {
     overlap_index_ = std::make_unique<OverlapIndex>(*plan_, *layout_);
