@@ -58,6 +58,7 @@
 #include "common/base/logging.h"
 #include "common/base/process_setup.h"
 #include "common/base/status_macros.h"
+#include "common/config/job_config.h"
 #include "tools/bench/bench_ceilings.h"
 #include "tools/bench/bench_optimizers.h"
 #include "tools/bench/bench_transport.h"
@@ -160,9 +161,7 @@ absl::StatusOr<BenchOptions> ParseOptions(const ParsedFlags& flags) {
   o.transport.shared_memory = !flags.Has("socket_only");
   ASSIGN_OR_RETURN(o.transport.stream_window_kb,
                    flags.GetInt("stream_window_kb", 0));
-  if (o.transport.stream_window_kb != 0 &&
-      (o.transport.stream_window_kb < 64 ||
-       o.transport.stream_window_kb > (1 << 20))) {
+  if (!LimitsConfig::ValidStreamWindow(o.transport.stream_window_kb)) {
     return absl::InvalidArgumentError(
         "--stream_window_kb: 0 (gRPC's adaptive windows) or 64 to 1048576");
   }

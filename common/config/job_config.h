@@ -294,6 +294,12 @@ struct LimitsConfig {
   // Measured faster across 1 Gbit/s links, slower across faster ones
   // (docs/job-file.md has the figures).
   int64_t stream_window_kb = 0;
+  // The windows stream_window_kb may name (besides 0).
+  static constexpr int64_t kMinStreamWindowKb = 64;
+  static constexpr int64_t kMaxStreamWindowKb = int64_t{1} << 20;
+  static bool ValidStreamWindow(int64_t kb) {
+    return kb == 0 || (kb >= kMinStreamWindowKb && kb <= kMaxStreamWindowKb);
+  }
 };
 
 // What travels on the wire (`compression`).

@@ -31,8 +31,7 @@ absl::Status ParseLimitsSection(YamlReader& reader, const YAML::Node& l,
   }
   RETURN_IF_ERROR(
       reader.Get(l, "limits", "stream_window_kb", false, &lc.stream_window_kb));
-  if (lc.stream_window_kb != 0 &&
-      (lc.stream_window_kb < 64 || lc.stream_window_kb > (1 << 20))) {
+  if (!LimitsConfig::ValidStreamWindow(lc.stream_window_kb)) {
     return reader.Error(l["stream_window_kb"], "limits.stream_window_kb",
                         "must be 0 (gRPC's adaptive windows) or between 64 "
                         "and 1048576 (KiB)");
