@@ -1,6 +1,6 @@
-// MakeUpdatePolicy: the update policy a job's policy section names (sync,
-// async or ssp), apart from the UpdatePolicy base so that the base does
-// not know its implementations.
+// MakeUpdatePolicy: an UpdatePolicy with the rule a job's policy section
+// names (sync, async or ssp), apart from UpdatePolicy so that the policy
+// does not know the rules.
 #ifndef PARAMD_SERVER_POLICY_POLICY_FACTORY_H_
 #define PARAMD_SERVER_POLICY_POLICY_FACTORY_H_
 

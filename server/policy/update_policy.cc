@@ -35,12 +35,13 @@ class UpdatePolicy::Mutation {
   UpdatePolicy* const policy_;
 };
 
-UpdatePolicy::UpdatePolicy(int num_workers, ShardStore* store)
+UpdatePolicy::UpdatePolicy(int num_workers, ShardStore* store,
+                           std::unique_ptr<PolicyRule> rule)
     : num_workers_(num_workers),
       store_(store),
       pulled_(new std::atomic<uint64_t>[num_workers]),
-      workers_(num_workers),
-      last_accepted_(num_workers, -1) {
+      rule_(std::move(rule)),
+      ranks_(num_workers) {
   for (int r = 0; r < num_workers; ++r) pulled_[r].store(kNotPulled);
 }
 
@@ -56,7 +57,7 @@ void UpdatePolicy::NotePulled(int rank, uint64_t version) {
 
 uint64_t UpdatePolicy::ProposeClock(int rank) {
   absl::MutexLock lock(&mu_);
-  return JoinClock(rank);
+  return rule_->JoinClock(ranks_, rank);
 }
 
 absl::Status UpdatePolicy::Join(int rank, uint64_t clock) {
@@ -65,36 +66,25 @@ absl::Status UpdatePolicy::Join(int rank, uint64_t clock) {
   // worker's push of a step reaches every shard before its next step), so
   // a clock beyond that came from no proposal: refused, or the rank would
   // drop out of every round until it got there.
-  uint64_t largest = JoinClock(rank);
-  for (const PolicyWorker& w : workers_) largest = std::max(largest, w.clock);
+  const uint64_t largest =
+      std::max(rule_->JoinClock(ranks_, rank), ranks_.Largest());
   if (restored_ && clock > largest) {
-    CatchUp(clock);
+    rule_->CatchUp(clock);
   } else if (clock > largest + kJoinSlack) {
     return absl::InvalidArgumentError(absl::StrCat(
         "Register: rank ", rank, " asks to join at clock ", clock,
         ", beyond any clock a shard proposes (this shard's largest is ",
         largest, "); register without join for a proposal"));
   }
-  RETURN_IF_ERROR(CanJoinAt(rank, clock));
-  workers_[rank].live = true;
-  workers_[rank].clock = clock;
-  // The last accepted push stays recognisable as applied when the rank
-  // joins past it (it retries it after registering again, say across a
-  // server restart); joining at or below it, the rank pushes those clocks
-  // anew.
-  if (last_accepted_[rank] >= 0 &&
-      static_cast<uint64_t>(last_accepted_[rank]) >= clock) {
-    last_accepted_[rank] = -1;
-  }
-  OnJoin(rank);
+  RETURN_IF_ERROR(rule_->Admit(ranks_, rank, clock));
+  ranks_.Join(rank, clock);
+  rule_->MembersChanged(ranks_);
   return absl::OkStatus();
 }
 
 void UpdatePolicy::Leave(int rank) {
   Mutation lock(this);
-  if (!workers_[rank].live) return;
-  workers_[rank].live = false;
-  OnLeave(rank);
+  if (ranks_.Leave(rank)) rule_->MembersChanged(ranks_);
 }
 
 absl::Status UpdatePolicy::CheckPush(int rank, uint64_t clock, bool* duplicate,
@@ -105,8 +95,7 @@ absl::Status UpdatePolicy::CheckPush(int rank, uint64_t clock, bool* duplicate,
     return absl::InvalidArgumentError(absl::StrCat(
         "Push: rank ", rank, " is outside [0, ", num_workers_, ")"));
   }
-  if (clock <= static_cast<uint64_t>(INT64_MAX) &&
-      last_accepted_[rank] == static_cast<int64_t>(clock)) {
+  if (ranks_.IsLastAccepted(rank, clock)) {
     *duplicate = true;
     return absl::OkStatus();
   }
@@ -116,7 +105,7 @@ absl::Status UpdatePolicy::CheckPush(int rank, uint64_t clock, bool* duplicate,
         " before the shard "
         "has rank 0's initial values (model.initial_values: rank0)"));
   }
-  if (!workers_[rank].live) {
+  if (!ranks_[rank].live) {
     return absl::AbortedError(absl::StrCat(
         "Push: rank ", rank,
         " was dropped from the live set (lease expired or finished); "
@@ -142,8 +131,11 @@ absl::Status UpdatePolicy::Push(int rank, uint64_t clock,
   if (duplicate != nullptr) *duplicate = retry;
   if (!checked.ok() || retry) return checked;
   const uint64_t before = store_->version();
-  RETURN_IF_ERROR(Accept(rank, clock, staleness, grads, rows, skip, times));
-  return Accepted(rank, clock, staleness, before);
+  bool dropped = false;
+  RETURN_IF_ERROR(rule_->Accept(
+      ranks_, RulePush{rank, clock, staleness, grads, rows, skip, times},
+      &dropped));
+  return Accepted(rank, clock, staleness, dropped, before);
 }
 
 absl::Status UpdatePolicy::PushChunks(
@@ -159,19 +151,18 @@ absl::Status UpdatePolicy::PushChunks(
     return absl::OkStatus();
   }
   const uint64_t before = store_->version();
+  RulePush push{rank, clock, staleness, grads};
   RETURN_IF_ERROR(
-      AcceptChunks(rank, clock, locals, grads, complete, duplicate));
+      rule_->AcceptChunks(ranks_, push, locals, complete, duplicate));
   if (!*complete) return absl::OkStatus();
-  return Accepted(rank, clock, staleness, before);
+  return Accepted(rank, clock, staleness, /*dropped=*/false, before);
 }
 
 absl::Status UpdatePolicy::Accepted(int rank, uint64_t clock,
-                                    uint64_t staleness, uint64_t before) {
+                                    uint64_t staleness, bool dropped,
+                                    uint64_t before) {
   push_staleness_.Observe(static_cast<double>(staleness));
-  ++workers_[rank].accepted;
-  workers_[rank].staleness_sum += staleness;
-  workers_[rank].last_staleness = staleness;
-  last_accepted_[rank] = static_cast<int64_t>(clock);
+  ranks_.Accepted(rank, clock, staleness, dropped);
   restored_ = false;
   const uint64_t after = store_->version();
   if (capture_every_ > 0 && after != captured_version_ &&
@@ -206,49 +197,21 @@ absl::Status UpdatePolicy::SendStateLocked() {
 bool UpdatePolicy::IsRetry(int rank, uint64_t clock) {
   if (rank < 0 || rank >= num_workers_) return false;
   absl::MutexLock lock(&mu_);
-  return clock <= static_cast<uint64_t>(INT64_MAX) &&
-         last_accepted_[rank] == static_cast<int64_t>(clock);
+  return ranks_.IsLastAccepted(rank, clock);
 }
 
 uint64_t UpdatePolicy::LastStaleness(int rank) {
   if (rank < 0 || rank >= num_workers_) return 0;
   absl::MutexLock lock(&mu_);
-  return workers_[rank].last_staleness;
-}
-
-absl::Status UpdatePolicy::CheckRowRoom(
-    absl::Span<const RowGrads> rows,
-    const std::function<bool(uint32_t, uint64_t)>& pending,
-    const std::vector<uint64_t>& pending_new) const {
-  for (const RowGrads& r : rows) {
-    const RowTable& table = store_->table(r.table);
-    const uint64_t limit =
-        table.config().max_rows > 0 ? table.config().max_rows : UINT32_MAX - 1;
-    uint64_t fresh = 0;
-    for (uint64_t id : r.ids) {
-      if (!table.Holds(id) && !pending(r.table, id)) ++fresh;
-    }
-    const uint64_t held = table.rows() + pending_new[r.table];
-    if (held + fresh > limit) {
-      return absl::ResourceExhaustedError(absl::StrCat(
-          "Push: table '", table.config().name, "' on shard ", store_->shard(),
-          " holds ", held, " rows (with this round's); ", fresh,
-          " new rows would pass its limit of ", limit,
-          table.config().max_rows > 0 ? " (model.embeddings max_rows)"
-                                      : " rows per shard"));
-    }
-  }
-  return absl::OkStatus();
+  return ranks_[rank].last_staleness;
 }
 
 PolicyState UpdatePolicy::CaptureLocked() const {
   PolicyState state;
   state.version = store_->version();
-  for (const PolicyWorker& w : workers_) state.clocks.push_back(w.clock);
-  state.last_accepted = last_accepted_;
-  for (const PolicyWorker& w : workers_) state.live.push_back(w.live);
+  ranks_.Save(&state);
   store_->SaveState(&state.store_state);
-  AdjustCapture(&state);
+  rule_->AdjustCapture(&state);
   return state;
 }
 
@@ -272,21 +235,14 @@ std::optional<PolicyState> UpdatePolicy::TakeCaptured() {
 
 absl::Status UpdatePolicy::Restore(const PolicyState& state) {
   Mutation lock(this);
-  if (state.clocks.size() != workers_.size() ||
-      state.last_accepted.size() != workers_.size()) {
-    return absl::FailedPreconditionError(
-        absl::StrCat("the checkpoint has ", state.clocks.size(),
-                     " workers; the job has ", workers_.size()));
-  }
+  RankTable restored = ranks_;
+  RETURN_IF_ERROR(restored.Restore(state));
   RETURN_IF_ERROR(store_->RestoreState(state.store_state));
   awaiting_initial_ = false;  // The checkpoint's values are the state.
-  for (size_t r = 0; r < workers_.size(); ++r) {
-    workers_[r].clock = state.clocks[r];
-    last_accepted_[r] = state.last_accepted[r];
-  }
+  ranks_ = std::move(restored);
   captured_version_ = store_->version();
   restored_ = true;
-  OnRestore();
+  rule_->Restored(&ranks_);
   return absl::OkStatus();
 }
 
@@ -347,7 +303,7 @@ absl::Status UpdatePolicy::WaitReadable(int rank, uint64_t clock,
 std::string UpdatePolicy::WaitsFor(int rank, uint64_t clock) const {
   return awaiting_initial_
              ? "rank 0's initial values (model.initial_values: rank0)"
-             : Describe(rank, clock);
+             : rule_->Describe(ranks_, rank, clock);
 }
 
 bool UpdatePolicy::AwaitingInitialValues() {
@@ -381,22 +337,12 @@ std::vector<int> UpdatePolicy::AwaitedRanks(int rank, uint64_t clock) {
   absl::MutexLock lock(&mu_);
   if (CanRead(rank, clock)) return {};
   if (awaiting_initial_) return {0};
-  return Awaited(rank, clock);
-}
-
-std::string UpdatePolicy::RankList(const std::vector<int>& ranks) {
-  if (ranks.empty()) return "-";
-  std::string out;
-  for (int r : ranks) {
-    if (!out.empty()) out += ", ";
-    out += std::to_string(r);
-  }
-  return out;
+  return rule_->Awaited(ranks_, rank, clock);
 }
 
 std::vector<PolicyWorker> UpdatePolicy::Workers() {
   absl::MutexLock lock(&mu_);
-  return workers_;
+  return ranks_.workers();
 }
 
 bool UpdatePolicy::TEST_AwaitWorker(int rank, uint64_t clock, bool live,
@@ -404,7 +350,7 @@ bool UpdatePolicy::TEST_AwaitWorker(int rank, uint64_t clock, bool live,
   absl::MutexLock lock(&mu_);
   auto reached = [this, rank, clock,
                   live]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-    return workers_[rank].clock >= clock && workers_[rank].live == live;
+    return ranks_[rank].clock >= clock && ranks_[rank].live == live;
   };
   return mu_.AwaitWithTimeout(absl::Condition(&reached), timeout);
 }
@@ -440,7 +386,7 @@ uint64_t UpdatePolicy::AddWaiter(ReadyWaiter waiter) {
     absl::MutexLock lock(&mu_);
     if (shutdown_) {
       now = absl::UnavailableError("the shard is shutting down");
-    } else if (!CanRead(waiter)) {
+    } else if (!CanRead(waiter.rank, waiter.clock, waiter.chunks)) {
       waiter.id = next_waiter_++;
       const uint64_t id = waiter.id;
       ready_waiters_.push_back(std::move(waiter));
@@ -469,7 +415,7 @@ std::vector<UpdatePolicy::ReadyWaiter> UpdatePolicy::TakeReady() {
   if (ready_waiters_.empty()) return fired;
   std::vector<ReadyWaiter> waiting;
   for (ReadyWaiter& w : ready_waiters_) {
-    if (shutdown_ || CanRead(w)) {
+    if (shutdown_ || CanRead(w.rank, w.clock, w.chunks)) {
       fired.push_back(std::move(w));
     } else {
       waiting.push_back(std::move(w));

@@ -1,11 +1,14 @@
-// UpdatePolicy: a shard's consistency rule — when pushed gradients reach
-// the store and when a pull may be served — over a live set of workers.
+// UpdatePolicy: when pushed gradients reach a shard's store and when a
+// pull may be served, over a live set of workers: one class for every
+// policy, holding what they share — the rank table (who is live, clocks,
+// exactly once, staleness counts), the initial-values gate, the waiting
+// pulls, capture and replication — and asking its PolicyRule (sync, SSP,
+// async: policy_rule.h) what the consistency model decides.
 //
 // Every rank starts live (expected). A rank leaves the live set when its
 // lease expires or it says it finished; waits stop counting on it, and a
 // push from it is refused with Aborted ("register again") until it joins
-// again. Implementations are thread-safe plain C++ (no gRPC), tested
-// without sockets.
+// again. Thread-safe plain C++ (no gRPC), tested without sockets.
 #ifndef PARAMD_SERVER_POLICY_UPDATE_POLICY_H_
 #define PARAMD_SERVER_POLICY_UPDATE_POLICY_H_
 
@@ -25,40 +28,21 @@
 #include "absl/types/span.h"
 #include "common/config/job_config.h"
 #include "common/metrics/histogram.h"
+#include "server/policy/policy_rule.h"
+#include "server/policy/rank_table.h"
 #include "server/store/shard_store.h"
 
 namespace paramd {
 
-struct PolicyWorker {
-  bool live = true;
-  uint64_t clock = 0;  // Pushes of this rank the policy has accepted.
-  // Late pushes acknowledged and dropped (sync with backup workers).
-  uint64_t dropped = 0;
-  // Over this process's accepted pushes of the rank: their number and the
-  // sum of their staleness tau (push_staleness).
-  uint64_t accepted = 0;
-  uint64_t staleness_sum = 0;
-  uint64_t last_staleness = 0;  // Of its last accepted push; 0 before one.
-};
-
-// The policy's part of a checkpoint, with the store's state at the same
-// version (server/checkpoint/checkpointer.h).
-struct PolicyState {
-  uint64_t version = 0;
-  std::vector<uint64_t> clocks;        // By rank: the next clock it pushes.
-  std::vector<int64_t> last_accepted;  // By rank; -1: none.
-  std::string store_state;             // ShardStore::SaveState
-  // By rank: in the live set (a replica's part, not a checkpoint's).
-  std::vector<bool> live;
-};
-
-class UpdatePolicy {
+class UpdatePolicy final {
  public:
   static constexpr uint64_t kJoinSlack = 2;
 
-  virtual ~UpdatePolicy() = default;
+  // `store` must outlive the policy; `rule` decides over its ranks.
+  UpdatePolicy(int num_workers, ShardStore* store,
+               std::unique_ptr<PolicyRule> rule);
 
-  virtual const char* name() const = 0;
+  const char* name() const { return rule_->name(); }
 
   // The clock `rank` could (re)join at now; changes nothing.
   uint64_t ProposeClock(int rank) ABSL_LOCKS_EXCLUDED(mu_);
@@ -233,8 +217,7 @@ class UpdatePolicy {
   bool TEST_AwaitBlocked(int n, absl::Duration timeout)
       ABSL_LOCKS_EXCLUDED(mu_);
 
- protected:
-  UpdatePolicy(int num_workers, ShardStore* store);
+ private:
   struct ReadyWaiter {
     uint64_t id;
     int rank;
@@ -249,93 +232,30 @@ class UpdatePolicy {
   // of ready_waiters_.
   std::vector<ReadyWaiter> TakeReady() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
-  // Hooks for the policies, called with mu_ held.
-  virtual uint64_t JoinClock(int rank) const
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) = 0;
-  // Whether `rank` may join at `clock`; the base then marks it live there.
-  virtual absl::Status CanJoinAt(int rank, uint64_t clock)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-    return absl::OkStatus();
-  }
-  virtual void OnLeave(int rank) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {}
-  // A restored shard asked to join `rank` at `clock`, beyond the clocks it
-  // knows: catch up (sync moves its round and the store's version).
-  virtual void CatchUp(uint64_t clock) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {}
-  // After Restore replaced the store and the clocks.
-  virtual void OnRestore() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {}
-  // Capture's hook: leave out what the state does not hold yet.
-  virtual void AdjustCapture(PolicyState* state) const
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {}
   PolicyState CaptureLocked() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // What Push and PushChunks do once a push is accepted: its staleness
   // counted, it is the rank's last, and the state is captured or sent on
   // when the store moved past `before`.
   absl::Status Accepted(int rank, uint64_t clock, uint64_t staleness,
-                        uint64_t before) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Push's and PushChunks' checks before the policy's: `*duplicate` when
+                        bool dropped, uint64_t before)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Push's and PushChunks' checks before the rule's: `*duplicate` when
   // the push is the rank's last accepted (OK, nothing more to do); its
   // staleness.
   absl::Status CheckPush(int rank, uint64_t clock, bool* duplicate,
                          uint64_t* staleness)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // After `rank` joined (it may have been live and expected before).
-  virtual void OnJoin(int rank) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {}
-  // `staleness` is the push's tau (push_staleness); `skip` and `times` as
-  // in Push.
-  virtual absl::Status Accept(int rank, uint64_t clock, uint64_t staleness,
-                              absl::Span<const absl::Span<const float>> grads,
-                              absl::Span<const RowGrads> rows, bool skip,
-                              StepTimes* times)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) = 0;
-  // RESOURCE_EXHAUSTED when the new rows of `rows` (those the table does
-  // not hold and `pending(table, id)` does not count yet) would take a
-  // table past its max_rows (or 2^32 - 1 rows on one shard).
-  absl::Status CheckRowRoom(
-      absl::Span<const RowGrads> rows,
-      const std::function<bool(uint32_t, uint64_t)>& pending,
-      const std::vector<uint64_t>& pending_new) const
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  virtual bool Readable(int rank, uint64_t clock) const
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) = 0;
-  // PushChunks' and WhenChunksReadable's hooks (a push in slices).
-  virtual absl::Status AcceptChunks(
-      int rank, uint64_t clock, absl::Span<const int> locals,
-      absl::Span<const absl::Span<const float>> grads, bool* complete,
-      bool* duplicate) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        "Push: a push in slices needs policy sync; this job's is ", name()));
-  }
-  virtual bool ChunksReadable(int rank, uint64_t clock,
-                              absl::Span<const int> locals) const
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-    return Readable(rank, clock);
-  }
 
-  // Readable, once the store has its initial values.
-  bool CanRead(int rank, uint64_t clock) const
+  // Whether `rank` at `clock` may read (the chunks `locals` only, when not
+  // empty): once the store has its initial values, as the rule says.
+  bool CanRead(int rank, uint64_t clock,
+               absl::Span<const int> locals = {}) const
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-    return !awaiting_initial_ && Readable(rank, clock);
-  }
-  bool CanRead(const ReadyWaiter& w) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-    return w.chunks.empty() ? CanRead(w.rank, w.clock)
-                            : !awaiting_initial_ &&
-                                  ChunksReadable(w.rank, w.clock, w.chunks);
+    return !awaiting_initial_ && rule_->Readable(ranks_, rank, clock, locals);
   }
   // What a pull that may not read waits for.
   std::string WaitsFor(int rank, uint64_t clock) const
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  virtual std::string Describe(int rank, uint64_t clock) const
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) = 0;
-  // The ranks a pull that may not read waits for (AwaitedRanks).
-  virtual std::vector<int> Awaited(int rank, uint64_t clock) const
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) = 0;
-
-  // The live ranks r with pred(r), ascending.
-  template <typename Pred>
-  std::vector<int> LiveRanks(Pred pred) const
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // "1, 3"; "-" for none.
-  static std::string RankList(const std::vector<int>& ranks);
 
   const int num_workers_;
   ShardStore* const store_;
@@ -348,14 +268,14 @@ class UpdatePolicy {
   // Held while the store (and its row tables) take their own locks, never
   // the other way round (docs/architecture.md, "Locks and their order").
   absl::Mutex mu_;
+  // The consistency model; called with mu_ held only.
+  const std::unique_ptr<PolicyRule> rule_ ABSL_PT_GUARDED_BY(mu_);
+  RankTable ranks_ ABSL_GUARDED_BY(mu_);
   // WhenReadable's waiters, in arrival order.
   std::vector<ReadyWaiter> ready_waiters_ ABSL_GUARDED_BY(mu_);
   // AwaitInitialValues until Initialize (or Restore).
   bool awaiting_initial_ ABSL_GUARDED_BY(mu_) = false;
   uint64_t next_waiter_ ABSL_GUARDED_BY(mu_) = 1;
-  std::vector<PolicyWorker> workers_ ABSL_GUARDED_BY(mu_);
-  // The clock of each rank's last accepted push since it joined; -1: none.
-  std::vector<int64_t> last_accepted_ ABSL_GUARDED_BY(mu_);
   uint64_t capture_every_ ABSL_GUARDED_BY(mu_) = 0;
   uint64_t captured_version_ ABSL_GUARDED_BY(mu_) = 0;
   std::optional<PolicyState> captured_ ABSL_GUARDED_BY(mu_);
@@ -366,15 +286,6 @@ class UpdatePolicy {
   bool shutdown_ ABSL_GUARDED_BY(mu_) = false;
   int blocked_ ABSL_GUARDED_BY(mu_) = 0;  // WaitReadable calls waiting now.
 };
-
-template <typename Pred>
-std::vector<int> UpdatePolicy::LiveRanks(Pred pred) const {
-  std::vector<int> out;
-  for (int r = 0; r < num_workers_; ++r) {
-    if (workers_[r].live && pred(r)) out.push_back(r);
-  }
-  return out;
-}
 
 }  // namespace paramd
 

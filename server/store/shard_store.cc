@@ -334,4 +334,29 @@ void ShardStore::Read(
   read(version_, params_->params);
 }
 
+absl::Status ShardStore::CheckRowRoom(
+    absl::Span<const RowGrads> rows,
+    const std::function<bool(uint32_t, uint64_t)>& pending,
+    const std::vector<uint64_t>& pending_new) const {
+  for (const RowGrads& r : rows) {
+    const RowTable& t = *tables_[r.table];
+    const uint64_t limit =
+        t.config().max_rows > 0 ? t.config().max_rows : UINT32_MAX - 1;
+    uint64_t fresh = 0;
+    for (uint64_t id : r.ids) {
+      if (!t.Holds(id) && !pending(r.table, id)) ++fresh;
+    }
+    const uint64_t held = t.rows() + pending_new[r.table];
+    if (held + fresh > limit) {
+      return absl::ResourceExhaustedError(
+          absl::StrCat("Push: table '", t.config().name, "' on shard ", shard_,
+                       " holds ", held, " rows (with this round's); ", fresh,
+                       " new rows would pass its limit of ", limit,
+                       t.config().max_rows > 0 ? " (model.embeddings max_rows)"
+                                               : " rows per shard"));
+    }
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace paramd

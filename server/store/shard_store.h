@@ -95,6 +95,14 @@ class ShardStore {
   // The embedding tables, by model.embeddings index (each thread-safe).
   int num_tables() const { return static_cast<int>(tables_.size()); }
   const RowTable& table(int t) const { return *tables_[t]; }
+  // RESOURCE_EXHAUSTED, naming table and shard, when the new rows of
+  // `rows` (those a table does not hold and `pending(table, id)` does not
+  // count yet; pending_new[t] of table t's are counted already) would take
+  // a table past its max_rows (or 2^32 - 1 rows on one shard).
+  absl::Status CheckRowRoom(
+      absl::Span<const RowGrads> rows,
+      const std::function<bool(uint32_t, uint64_t)>& pending,
+      const std::vector<uint64_t>& pending_new) const;
 
   // One optimizer step on every chunk with gradient grads[local] * scale
   // (grads[local] has the chunk's length; a statistic's chunk adds it
@@ -106,7 +114,7 @@ class ShardStore {
                  StepTimes* times = nullptr) ABSL_LOCKS_EXCLUDED(mu_);
 
   // A step taken chunk by chunk (a sync round committed in slices,
-  // SyncPolicy): StepChunks steps the chunks `locals` — with
+  // SyncRule): StepChunks steps the chunks `locals` — with
   // grads[local] * scale, as ApplyStep, at the step ApplyStep would take
   // now — into the next version's parameters, kept apart from the current
   // ones: readers see the current version until FinishChunkedStep (the

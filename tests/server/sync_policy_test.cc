@@ -1,8 +1,6 @@
 // The sync (BSP) policy as plain C++, without sockets: a pull for version
 // t+1 waits until every worker pushed its clock-t gradient; the mean is
 // applied in one step; wrong pushes change nothing.
-#include "server/policy/sync_policy.h"
-
 #include <catch2/catch.hpp>
 #include <cmath>
 #include <future>
@@ -10,6 +8,8 @@
 
 #include "common/model/partitioner.h"
 #include "server/optimizer/optimizer.h"
+#include "server/policy/sync_rule.h"
+#include "server/policy/update_policy.h"
 
 namespace paramd {
 namespace {
@@ -26,7 +26,8 @@ struct Fixture {
         spec, *plan, 0, 1,
         std::make_unique<SgdOptimizer>(LearningRateSchedule::Constant(1.0f),
                                        0.0f, 0.0f, false));
-    policy = std::make_unique<SyncPolicy>(workers, store.get());
+    policy = std::make_unique<UpdatePolicy>(
+        workers, store.get(), std::make_unique<SyncRule>(workers, store.get()));
     initial = Params();
   }
 
@@ -58,7 +59,7 @@ struct Fixture {
   ModelSpec spec;
   std::unique_ptr<PartitionPlan> plan;
   std::unique_ptr<ShardStore> store;
-  std::unique_ptr<SyncPolicy> policy;
+  std::unique_ptr<UpdatePolicy> policy;
   std::vector<float> initial;
   std::vector<std::vector<float>> grads;
 };

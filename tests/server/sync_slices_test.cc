@@ -8,8 +8,9 @@
 
 #include "common/model/partitioner.h"
 #include "server/optimizer/optimizer.h"
-#include "server/policy/staleness_policy.h"
-#include "server/policy/sync_policy.h"
+#include "server/policy/staleness_rule.h"
+#include "server/policy/sync_rule.h"
+#include "server/policy/update_policy.h"
 
 namespace paramd {
 namespace {
@@ -26,7 +27,9 @@ struct Sliced {
         spec, *plan, 0, 7,
         std::make_unique<SgdOptimizer>(LearningRateSchedule::Constant(0.1f),
                                        0.9f, 0.0f, false));
-    policy = std::make_unique<SyncPolicy>(workers, store.get(), backup_workers);
+    policy = std::make_unique<UpdatePolicy>(
+        workers, store.get(),
+        std::make_unique<SyncRule>(workers, store.get(), backup_workers));
   }
 
   // Rank `rank`'s gradient at `clock`, by chunk: a function of both.
@@ -67,7 +70,7 @@ struct Sliced {
   ModelSpec spec;
   std::unique_ptr<PartitionPlan> plan;
   std::unique_ptr<ShardStore> store;
-  std::unique_ptr<SyncPolicy> policy;
+  std::unique_ptr<UpdatePolicy> policy;
 };
 
 TEST_CASE("rounds pushed in slices end exactly as rounds of whole pushes",
@@ -230,7 +233,9 @@ TEST_CASE("slices are refused where a round cannot commit chunk by chunk",
   Sliced backup(3, /*backup_workers=*/1);
   CHECK(absl::IsFailedPrecondition(backup.Slice(0, 0, {0})));
   Sliced f(2);
-  StalenessPolicy async(2, f.store.get(), StalenessPolicy::kUnbounded);
+  UpdatePolicy async(2, f.store.get(),
+                     std::make_unique<StalenessRule>(
+                         f.store.get(), StalenessRule::kUnbounded));
   const auto grads = f.Gradient(0, 0);
   std::vector<absl::Span<const float>> views(grads.begin(), grads.end());
   bool complete = false, duplicate = false;

@@ -1,4 +1,4 @@
-// SyncPolicy: bulk-synchronous parallel (BSP) over the live workers.
+// SyncRule: bulk-synchronous parallel (BSP) over the live workers.
 //
 // Round t collects one clock-t gradient from each live worker; when every
 // live worker has pushed (a worker leaving mid-round stops being waited
@@ -17,142 +17,127 @@
 // read at version t+1 (ChunksReadable) while other chunks still wait; the
 // version moves when the last chunk is in. A rank whose push is partly in
 // when it leaves counts in the chunks it sent and not in the others.
-#ifndef PARAMD_SERVER_POLICY_SYNC_POLICY_H_
-#define PARAMD_SERVER_POLICY_SYNC_POLICY_H_
+#ifndef PARAMD_SERVER_POLICY_SYNC_RULE_H_
+#define PARAMD_SERVER_POLICY_SYNC_RULE_H_
 
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
-#include "server/policy/update_policy.h"
+#include "server/policy/policy_rule.h"
 
 namespace paramd {
 
-class SyncPolicy : public UpdatePolicy {
+class SyncRule : public PolicyRule {
  public:
-  // `store` must outlive the policy. With `backup_workers` b > 0 a round
+  // `store` must outlive the rule. With `backup_workers` b > 0 a round
   // closes once at most b live ranks are missing from it (Chen et al.,
   // "Revisiting Distributed Synchronous SGD", 2016); a push of a round
   // that closed without it is acknowledged, counted and dropped (never
   // applied to a later round), and the rank continues at a later round.
-  SyncPolicy(int num_workers, ShardStore* store, int backup_workers = 0);
+  SyncRule(int num_workers, ShardStore* store, int backup_workers = 0);
 
   const char* name() const override { return "sync"; }
 
- protected:
-  uint64_t JoinClock(int rank) const override
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  absl::Status CanJoinAt(int rank, uint64_t clock) override
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  void OnLeave(int rank) override ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  void OnJoin(int rank) override ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  void CatchUp(uint64_t clock) override ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  void OnRestore() override ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  void AdjustCapture(PolicyState* state) const override
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  absl::Status Accept(int rank, uint64_t clock, uint64_t staleness,
-                      absl::Span<const absl::Span<const float>> grads,
-                      absl::Span<const RowGrads> rows, bool skip,
-                      StepTimes* times) override
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  absl::Status AcceptChunks(int rank, uint64_t clock,
-                            absl::Span<const int> locals,
-                            absl::Span<const absl::Span<const float>> grads,
-                            bool* complete, bool* duplicate) override
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  bool Readable(int rank, uint64_t clock) const override
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  bool ChunksReadable(int rank, uint64_t clock,
-                      absl::Span<const int> locals) const override
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-
-  std::vector<int> Awaited(int rank, uint64_t clock) const override
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  std::string Describe(int rank, uint64_t clock) const override
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  uint64_t JoinClock(const RankTable& ranks, int rank) const override;
+  absl::Status Admit(const RankTable& ranks, int rank, uint64_t clock) override;
+  // A rank that left stops being waited for; one joining at a later round
+  // than one it was expected in (a retried registration) no longer holds
+  // the current round.
+  void MembersChanged(const RankTable& ranks) override;
+  absl::Status Accept(const RankTable& ranks, const RulePush& push,
+                      bool* dropped) override;
+  absl::Status AcceptChunks(const RankTable& ranks, const RulePush& push,
+                            absl::Span<const int> locals, bool* complete,
+                            bool* duplicate) override;
+  bool Readable(const RankTable& ranks, int rank, uint64_t clock,
+                absl::Span<const int> locals) const override;
+  std::vector<int> Awaited(const RankTable& ranks, int rank,
+                           uint64_t clock) const override;
+  std::string Describe(const RankTable& ranks, int rank,
+                       uint64_t clock) const override;
+  void CatchUp(uint64_t clock) override;
+  void Restored(RankTable* ranks) override;
+  void AdjustCapture(PolicyState* state) const override;
 
  private:
   // Whether round_ waits for `rank`'s push (or the rest of it).
-  bool Expected(int rank) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-    return workers_[rank].live && !pushed_[rank] &&
-           expected_from_[rank] <= round_;
+  bool Expected(const RankTable& ranks, int rank) const {
+    return ranks[rank].live && !pushed_[rank] && expected_from_[rank] <= round_;
   }
   // Whether `rank` pushed chunk `c` in this round.
-  bool Has(int c, int rank) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+  bool Has(int c, int rank) const {
     return has_[static_cast<size_t>(c) * num_workers_ + rank] != 0;
   }
   // FailedPrecondition unless `clock` is the round `rank` takes part in,
   // AlreadyExists when its whole push is in.
-  absl::Status CheckRound(int rank, uint64_t clock) const
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  absl::Status CheckRound(int rank, uint64_t clock) const;
   // Whether some rank's push is in in part (a push in slices).
-  bool AnyPartPushed() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  bool AnyPartPushed() const;
   // Whether the round is complete: one rank took part and at most
   // backup_workers_ expected ranks have not pushed (all of) theirs.
-  bool RoundComplete() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  bool RoundComplete(const RankTable& ranks) const;
   // Whether chunk `c` may be stepped: one rank pushed it and at most
   // backup_workers_ expected ranks have not.
-  bool ChunkComplete(int c) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  bool ChunkComplete(const RankTable& ranks, int c) const;
   // Takes `rank`'s gradient of the chunks `locals` (grads by local
   // index; a chunk the rank pushed already this round is skipped): in the
   // round, and unless `skip` in each chunk's mean. `*complete`: the rank's
   // whole push is in now; `*duplicate`: every one of the chunks was in.
-  void AddChunks(int rank, absl::Span<const int> locals,
+  void AddChunks(const RankTable& ranks, int rank, absl::Span<const int> locals,
                  absl::Span<const absl::Span<const float>> grads, bool skip,
-                 bool* complete, bool* duplicate)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+                 bool* complete, bool* duplicate);
   // Adds chunk c's summed_[c]-th gradient (counted already); `last`: it
   // completes the chunk, so it goes into the mean.
-  void AddGradient(int c, absl::Span<const float> grad, bool last)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void AddGradient(int c, absl::Span<const float> grad, bool last);
   // Chunk c's mean of its summed gradients in mean_[c] (summed_[c] > 0).
-  void MakeMean(int c) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void MakeMean(int c);
   // A round without a push that no live rank takes part in — each joined
   // at a later round: a worker that died between its pushes to two shards
   // reached the other shard and registered again past this round there —
   // would wait forever: the version moves on without a step to the first
   // round a live rank takes part in (none live: it stays).
-  void PassRoundsNobodyTakes() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void PassRoundsNobodyTakes(const RankTable& ranks);
   // Steps the chunks that are complete, and applies the round once it is;
-  // `times` as in Push.
-  void MaybeFinishRound(StepTimes* times = nullptr)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // `times` as in UpdatePolicy::Push.
+  void MaybeFinishRound(const RankTable& ranks, StepTimes* times = nullptr);
   // The round in one optimizer step with the mean of its summed gradients
   // and rows (every push whole, num_summed_ > 0).
-  void ApplyMean(StepTimes* times) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void ApplyMean(StepTimes* times);
   // Steps the chunks `locals` (ShardStore::StepChunks); a chunk no
   // gradient reached is left as it is.
-  void StepChunks(const std::vector<int>& locals)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void StepChunks(const std::vector<int>& locals);
   // The round's rows, averaged over its num_summed_ pushes.
-  std::vector<RowGrads> RowMeans() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  std::vector<RowGrads> RowMeans();
   // The next round: every per-round count back to none.
-  void NextRound() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void NextRound();
 
+  const int num_workers_;
+  ShardStore* const store_;
   const int backup_workers_;
   const int num_chunks_;
-  const std::vector<int> all_chunks_;        // 0 .. num_chunks_ - 1.
-  uint64_t round_ ABSL_GUARDED_BY(mu_) = 0;  // == store_->version()
+  const std::vector<int> all_chunks_;  // 0 .. num_chunks_ - 1.
+  uint64_t round_ = 0;                 // == store_->version()
   // By rank: its whole push of the round is in.
-  std::vector<bool> pushed_ ABSL_GUARDED_BY(mu_);
+  std::vector<bool> pushed_;
   // By rank: how many of its chunks are in (a push in slices).
-  std::vector<int> chunks_in_ ABSL_GUARDED_BY(mu_);
+  std::vector<int> chunks_in_;
   // The first round each rank takes part in (after it joined).
-  std::vector<uint64_t> expected_from_ ABSL_GUARDED_BY(mu_);
+  std::vector<uint64_t> expected_from_;
   // Ranks in the round: some or all of their push in.
-  int num_pushed_ ABSL_GUARDED_BY(mu_) = 0;
+  int num_pushed_ = 0;
   // Whole pushes of the round whose gradient is summed (not skipped): its
   // rows' divisor.
-  int num_summed_ ABSL_GUARDED_BY(mu_) = 0;
+  int num_summed_ = 0;
   // By chunk: the ranks that pushed it (chunk * num_workers + rank), how
   // many did, how many of those are summed, whether its mean is in mean_
   // (its only gradient, or the last one added into it), and whether it
   // was stepped this round.
-  std::vector<char> has_ ABSL_GUARDED_BY(mu_);
-  std::vector<int> count_ ABSL_GUARDED_BY(mu_);
-  std::vector<int> summed_ ABSL_GUARDED_BY(mu_);
-  std::vector<char> mean_ready_ ABSL_GUARDED_BY(mu_);
-  std::vector<char> committed_ ABSL_GUARDED_BY(mu_);
-  int num_committed_ ABSL_GUARDED_BY(mu_) = 0;
+  std::vector<char> has_;
+  std::vector<int> count_;
+  std::vector<int> summed_;
+  std::vector<char> mean_ready_;
+  std::vector<char> committed_;
+  int num_committed_ = 0;
   // The round's row gradients by table: the sum of every push's rows.
   struct RowSums {
     absl::flat_hash_map<uint64_t, uint32_t> at;  // Id → its place in ids.
@@ -161,21 +146,20 @@ class SyncPolicy : public UpdatePolicy {
     std::vector<float> mean;
     uint64_t fresh = 0;  // Ids the table did not hold when added.
   };
-  std::vector<RowSums> row_sums_ ABSL_GUARDED_BY(mu_);
+  std::vector<RowSums> row_sums_;
   // Adds `rows` to row_sums_.
-  void AddRows(absl::Span<const RowGrads> rows)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  void ClearRows() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void AddRows(absl::Span<const RowGrads> rows);
+  void ClearRows();
   // Sum of this round's gradients, by local chunk, in double: finite
   // float gradients never overflow it (two of 3e38 sum to 6e38). Used
   // from a chunk's second gradient when more follow (AddGradient);
   // allocated then.
-  std::vector<std::vector<double>> sum_ ABSL_GUARDED_BY(mu_);
+  std::vector<std::vector<double>> sum_;
   // The round's mean, rounded to float once, for the optimizer; before
   // that, the chunk's first gradient.
-  std::vector<std::vector<float>> mean_ ABSL_GUARDED_BY(mu_);
+  std::vector<std::vector<float>> mean_;
 };
 
 }  // namespace paramd
 
-#endif  // PARAMD_SERVER_POLICY_SYNC_POLICY_H_
+#endif  // PARAMD_SERVER_POLICY_SYNC_RULE_H_

@@ -1,4 +1,4 @@
-#include "server/policy/sync_policy.h"
+#include "server/policy/sync_rule.h"
 
 #include <algorithm>
 
@@ -18,12 +18,12 @@ std::vector<int> AllChunks(int n) {
 
 }  // namespace
 
-SyncPolicy::SyncPolicy(int num_workers, ShardStore* store, int backup_workers)
-    : UpdatePolicy(num_workers, store),
+SyncRule::SyncRule(int num_workers, ShardStore* store, int backup_workers)
+    : num_workers_(num_workers),
+      store_(store),
       backup_workers_(backup_workers),
       num_chunks_(store->num_chunks()),
       all_chunks_(AllChunks(store->num_chunks())) {
-  absl::MutexLock lock(&mu_);
   round_ = store_->version();
   pushed_.assign(num_workers_, false);
   chunks_in_.assign(num_workers_, 0);
@@ -42,7 +42,7 @@ SyncPolicy::SyncPolicy(int num_workers, ShardStore* store, int backup_workers)
   row_sums_.resize(store_->num_tables());
 }
 
-void SyncPolicy::AddRows(absl::Span<const RowGrads> rows) {
+void SyncRule::AddRows(absl::Span<const RowGrads> rows) {
   for (const RowGrads& r : rows) {
     RowSums& sums = row_sums_[r.table];
     const RowTable& table = store_->table(r.table);
@@ -62,7 +62,7 @@ void SyncPolicy::AddRows(absl::Span<const RowGrads> rows) {
   }
 }
 
-void SyncPolicy::ClearRows() {
+void SyncRule::ClearRows() {
   for (RowSums& sums : row_sums_) {
     sums.at.clear();
     sums.ids.clear();
@@ -71,7 +71,7 @@ void SyncPolicy::ClearRows() {
   }
 }
 
-uint64_t SyncPolicy::JoinClock(int rank) const {
+uint64_t SyncRule::JoinClock(const RankTable& /*ranks*/, int rank) const {
   // A rank whose push is (partly) in, or that joins after chunks of the
   // round were stepped without it, takes part from the next round.
   return pushed_[rank] || chunks_in_[rank] > 0 || num_committed_ > 0
@@ -79,8 +79,8 @@ uint64_t SyncPolicy::JoinClock(int rank) const {
              : round_;
 }
 
-absl::Status SyncPolicy::CanJoinAt(int rank, uint64_t clock) {
-  if (clock < JoinClock(rank)) {
+absl::Status SyncRule::Admit(const RankTable& ranks, int rank, uint64_t clock) {
+  if (clock < JoinClock(ranks, rank)) {
     return absl::AbortedError(absl::StrCat(
         "Register: rank ", rank, " cannot join at clock ", clock,
         "; the sync round moved on to ", round_, " (register again)"));
@@ -89,29 +89,29 @@ absl::Status SyncPolicy::CanJoinAt(int rank, uint64_t clock) {
   return absl::OkStatus();
 }
 
-void SyncPolicy::OnLeave(int /*rank*/) {
-  MaybeFinishRound();
-  PassRoundsNobodyTakes();
+void SyncRule::MembersChanged(const RankTable& ranks) {
+  MaybeFinishRound(ranks);
+  PassRoundsNobodyTakes(ranks);
 }
 
-void SyncPolicy::CatchUp(uint64_t clock) {
+void SyncRule::CatchUp(uint64_t clock) {
   if (num_pushed_ > 0 || clock <= round_) return;
   round_ = clock;
   store_->AdvanceVersionTo(clock);
   for (uint64_t& from : expected_from_) from = std::max(from, round_);
 }
 
-void SyncPolicy::OnRestore() {
+void SyncRule::Restored(RankTable* ranks) {
   ClearRows();
   round_ = store_->version();
   NextRound();
   for (int r = 0; r < num_workers_; ++r) {
     expected_from_[r] = round_;
-    workers_[r].clock = std::min(workers_[r].clock, round_);
+    ranks->SetClock(r, std::min((*ranks)[r].clock, round_));
   }
 }
 
-void SyncPolicy::NextRound() {
+void SyncRule::NextRound() {
   num_pushed_ = 0;
   num_summed_ = 0;
   num_committed_ = 0;
@@ -124,7 +124,7 @@ void SyncPolicy::NextRound() {
   std::fill(committed_.begin(), committed_.end(), 0);
 }
 
-void SyncPolicy::AdjustCapture(PolicyState* state) const {
+void SyncRule::AdjustCapture(PolicyState* state) const {
   // The open round's pushes are not in the store: their ranks are back at
   // the round, and a retry of them is applied, not acknowledged.
   for (int r = 0; r < num_workers_; ++r) {
@@ -134,23 +134,16 @@ void SyncPolicy::AdjustCapture(PolicyState* state) const {
   }
 }
 
-// A rank joining at a later round than one it was expected in (a retried
-// registration) no longer holds the current round.
-void SyncPolicy::OnJoin(int /*rank*/) {
-  MaybeFinishRound();
-  PassRoundsNobodyTakes();
-}
-
-void SyncPolicy::PassRoundsNobodyTakes() {
+void SyncRule::PassRoundsNobodyTakes(const RankTable& ranks) {
   if (num_pushed_ > 0) return;
   uint64_t first = UINT64_MAX;
   for (int r = 0; r < num_workers_; ++r) {
-    if (workers_[r].live) first = std::min(first, expected_from_[r]);
+    if (ranks[r].live) first = std::min(first, expected_from_[r]);
   }
   if (first != UINT64_MAX && first > round_) CatchUp(first);
 }
 
-absl::Status SyncPolicy::CheckRound(int rank, uint64_t clock) const {
+absl::Status SyncRule::CheckRound(int rank, uint64_t clock) const {
   if (clock != round_ || clock < expected_from_[rank]) {
     return absl::FailedPreconditionError(
         absl::StrCat("Push: rank ", rank, " sent a gradient for clock ", clock,
@@ -165,47 +158,45 @@ absl::Status SyncPolicy::CheckRound(int rank, uint64_t clock) const {
   return absl::OkStatus();
 }
 
-absl::Status SyncPolicy::Accept(int rank, uint64_t clock,
-                                uint64_t /*staleness*/,
-                                absl::Span<const absl::Span<const float>> grads,
-                                absl::Span<const RowGrads> rows, bool skip,
-                                StepTimes* times) {
-  if (backup_workers_ > 0 && clock < round_ && clock >= expected_from_[rank] &&
-      clock >= workers_[rank].clock) {
-    // Its round closed without it: acknowledged, never applied (a later
-    // round's mean holds only gradients of that round's version). The
-    // rank's pull is answered with the newest version, from which it
-    // continues at a later clock.
-    workers_[rank].clock = clock + 1;
-    ++workers_[rank].dropped;
-    return absl::OkStatus();
-  }
+absl::Status SyncRule::Accept(const RankTable& ranks, const RulePush& push,
+                              bool* dropped) {
+  const int rank = push.rank;
+  const uint64_t clock = push.clock;
+  *dropped = backup_workers_ > 0 && clock < round_ &&
+             clock >= expected_from_[rank] && clock >= ranks[rank].clock;
+  // Its round closed without it: acknowledged, never applied (a later
+  // round's mean holds only gradients of that round's version). The
+  // rank's pull is answered with the newest version, from which it
+  // continues at a later clock.
+  if (*dropped) return absl::OkStatus();
   RETURN_IF_ERROR(CheckRound(rank, clock));
   // Skipped (guard.on_diverge: skip_push): in the round, without a
   // gradient in its mean.
-  if (!skip) {
+  if (!push.skip) {
     std::vector<uint64_t> pending_new;
     for (const RowSums& sums : row_sums_) pending_new.push_back(sums.fresh);
-    RETURN_IF_ERROR(CheckRowRoom(
-        rows,
-        [this](uint32_t table, uint64_t id) ABSL_NO_THREAD_SAFETY_ANALYSIS {
+    RETURN_IF_ERROR(store_->CheckRowRoom(
+        push.rows,
+        [this](uint32_t table, uint64_t id) {
           return row_sums_[table].at.contains(id);
         },
         pending_new));
-    AddRows(rows);
+    AddRows(push.rows);
     ++num_summed_;
   }
   bool complete = false, duplicate = false;
-  AddChunks(rank, all_chunks_, grads, skip, &complete, &duplicate);
-  workers_[rank].clock = clock + 1;
-  MaybeFinishRound(times);
+  AddChunks(ranks, rank, all_chunks_, push.grads, push.skip, &complete,
+            &duplicate);
+  MaybeFinishRound(ranks, push.times);
   return absl::OkStatus();
 }
 
-absl::Status SyncPolicy::AcceptChunks(
-    int rank, uint64_t clock, absl::Span<const int> locals,
-    absl::Span<const absl::Span<const float>> grads, bool* complete,
-    bool* duplicate) {
+absl::Status SyncRule::AcceptChunks(const RankTable& ranks,
+                                    const RulePush& push,
+                                    absl::Span<const int> locals,
+                                    bool* complete, bool* duplicate) {
+  const int rank = push.rank;
+  const uint64_t clock = push.clock;
   if (backup_workers_ > 0) {
     return absl::FailedPreconditionError(
         "Push: a push in slices needs policy.backup_workers 0; send it whole");
@@ -218,18 +209,17 @@ absl::Status SyncPolicy::AcceptChunks(
           ", which the round already stepped without it (register again)"));
     }
   }
-  AddChunks(rank, locals, grads, /*skip=*/false, complete, duplicate);
-  if (*complete) {
-    ++num_summed_;
-    workers_[rank].clock = clock + 1;
-  }
-  MaybeFinishRound();
+  AddChunks(ranks, rank, locals, push.grads, /*skip=*/false, complete,
+            duplicate);
+  if (*complete) ++num_summed_;
+  MaybeFinishRound(ranks);
   return absl::OkStatus();
 }
 
-void SyncPolicy::AddChunks(int rank, absl::Span<const int> locals,
-                           absl::Span<const absl::Span<const float>> grads,
-                           bool skip, bool* complete, bool* duplicate) {
+void SyncRule::AddChunks(const RankTable& ranks, int rank,
+                         absl::Span<const int> locals,
+                         absl::Span<const absl::Span<const float>> grads,
+                         bool skip, bool* complete, bool* duplicate) {
   if (!pushed_[rank] && chunks_in_[rank] == 0) ++num_pushed_;
   *duplicate = true;
   for (int c : locals) {
@@ -240,38 +230,40 @@ void SyncPolicy::AddChunks(int rank, absl::Span<const int> locals,
     ++chunks_in_[rank];
     if (skip) continue;
     ++summed_[c];
-    AddGradient(c, grads[c], /*last=*/ChunkComplete(c));
+    AddGradient(c, grads[c], /*last=*/ChunkComplete(ranks, c));
   }
   *complete = chunks_in_[rank] == num_chunks_;
   if (*complete) pushed_[rank] = true;
 }
 
-bool SyncPolicy::AnyPartPushed() const {
+bool SyncRule::AnyPartPushed() const {
   for (int r = 0; r < num_workers_; ++r) {
     if (chunks_in_[r] > 0 && !pushed_[r]) return true;
   }
   return false;
 }
 
-bool SyncPolicy::RoundComplete() const {
+bool SyncRule::RoundComplete(const RankTable& ranks) const {
   if (num_pushed_ == 0) return false;
   int missing = 0;
   for (int r = 0; r < num_workers_; ++r) {
-    if (Expected(r) && ++missing > backup_workers_) return false;
+    if (Expected(ranks, r) && ++missing > backup_workers_) return false;
   }
   return true;
 }
 
-bool SyncPolicy::ChunkComplete(int c) const {
+bool SyncRule::ChunkComplete(const RankTable& ranks, int c) const {
   if (count_[c] == 0) return false;
   int missing = 0;
   for (int r = 0; r < num_workers_; ++r) {
-    if (Expected(r) && !Has(c, r) && ++missing > backup_workers_) return false;
+    if (Expected(ranks, r) && !Has(c, r) && ++missing > backup_workers_) {
+      return false;
+    }
   }
   return true;
 }
 
-void SyncPolicy::AddGradient(int c, absl::Span<const float> grad, bool last) {
+void SyncRule::AddGradient(int c, absl::Span<const float> grad, bool last) {
   // The chunk's k-th gradient (k = summed_[c], counted already). The sum
   // is in double, rounded to float once for the mean; how it is held
   // changes, not what is computed: the first gradient is kept as it came
@@ -315,7 +307,7 @@ void SyncPolicy::AddGradient(int c, absl::Span<const float> grad, bool last) {
   }
 }
 
-void SyncPolicy::MakeMean(int c) {
+void SyncRule::MakeMean(int c) {
   // A chunk completed otherwise than by a push (a rank left, or the last
   // push was skipped) with two or more gradients has them in sum_.
   if (mean_ready_[c]) return;
@@ -328,15 +320,17 @@ void SyncPolicy::MakeMean(int c) {
   mean_ready_[c] = 1;
 }
 
-void SyncPolicy::MaybeFinishRound(StepTimes* times) {
-  const bool whole = RoundComplete();
+void SyncRule::MaybeFinishRound(const RankTable& ranks, StepTimes* times) {
+  const bool whole = RoundComplete(ranks);
   // Before the round is complete a chunk can be only where a rank's push
   // is partly in (a round in slices): with whole pushes every chunk
   // completes with the round.
   if (!whole && !AnyPartPushed()) return;
   std::vector<int> ready;
   for (int c = 0; c < num_chunks_; ++c) {
-    if (!committed_[c] && (whole || ChunkComplete(c))) ready.push_back(c);
+    if (!committed_[c] && (whole || ChunkComplete(ranks, c))) {
+      ready.push_back(c);
+    }
   }
   if (!whole) {
     // Chunks every expected rank pushed are stepped now (a round in
@@ -364,7 +358,7 @@ void SyncPolicy::MaybeFinishRound(StepTimes* times) {
   NextRound();
 }
 
-void SyncPolicy::StepChunks(const std::vector<int>& locals) {
+void SyncRule::StepChunks(const std::vector<int>& locals) {
   std::vector<int> stepped;
   for (int c : locals) {
     committed_[c] = 1;
@@ -377,7 +371,7 @@ void SyncPolicy::StepChunks(const std::vector<int>& locals) {
   store_->StepChunks(stepped, views, 1.0f);
 }
 
-std::vector<RowGrads> SyncPolicy::RowMeans() {
+std::vector<RowGrads> SyncRule::RowMeans() {
   // Rows as DDP averages them: the sum over the round's pushes divided by
   // the number of pushes, also for rows only some workers pushed.
   std::vector<RowGrads> rows;
@@ -395,7 +389,7 @@ std::vector<RowGrads> SyncPolicy::RowMeans() {
   return rows;
 }
 
-void SyncPolicy::ApplyMean(StepTimes* times) {
+void SyncRule::ApplyMean(StepTimes* times) {
   // The mean, rounded once: for two workers exactly what summing in float
   // and halving gave, without its overflow. The push that completed the
   // round left it in mean_ already (AddGradient).
@@ -405,37 +399,35 @@ void SyncPolicy::ApplyMean(StepTimes* times) {
   store_->ApplyStep(views, 1.0f, rows, times);
 }
 
-bool SyncPolicy::Readable(int /*rank*/, uint64_t clock) const {
-  return round_ >= clock;
-}
-
-bool SyncPolicy::ChunksReadable(int /*rank*/, uint64_t clock,
-                                absl::Span<const int> locals) const {
+bool SyncRule::Readable(const RankTable& /*ranks*/, int /*rank*/,
+                        uint64_t clock, absl::Span<const int> locals) const {
+  // A read of chunks may come at version t+1 once the round stepped them.
   if (round_ >= clock) return true;
-  if (clock != round_ + 1) return false;
+  if (locals.empty() || clock != round_ + 1) return false;
   for (int c : locals) {
     if (!committed_[c]) return false;
   }
   return true;
 }
 
-std::vector<int> SyncPolicy::Awaited(int /*rank*/, uint64_t /*clock*/) const {
-  return LiveRanks([this](int r)
-                       ABSL_NO_THREAD_SAFETY_ANALYSIS { return Expected(r); });
+std::vector<int> SyncRule::Awaited(const RankTable& ranks, int /*rank*/,
+                                   uint64_t /*clock*/) const {
+  return ranks.Live([this, &ranks](int r) { return Expected(ranks, r); });
 }
 
-std::string SyncPolicy::Describe(int rank, uint64_t clock) const {
-  const std::vector<int> missing = Awaited(rank, clock);
+std::string SyncRule::Describe(const RankTable& ranks, int rank,
+                               uint64_t clock) const {
+  const std::vector<int> missing = Awaited(ranks, rank, clock);
   if (backup_workers_ > 0) {
     const int more =
         std::max<int>(1, static_cast<int>(missing.size()) - backup_workers_);
     return absl::StrCat("version ", clock, ": round ", round_, " waits for ",
-                        more, " more push(es) of rank(s) ", RankList(missing),
-                        " to clock ", round_, " (policy.backup_workers ",
-                        backup_workers_, ")");
+                        more, " more push(es) of rank(s) ",
+                        RankTable::List(missing), " to clock ", round_,
+                        " (policy.backup_workers ", backup_workers_, ")");
   }
   return absl::StrCat("version ", clock, ": round ", round_,
-                      " waits for rank(s) ", RankList(missing),
+                      " waits for rank(s) ", RankTable::List(missing),
                       " to push clock ", round_);
 }
 
