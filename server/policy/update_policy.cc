@@ -248,56 +248,64 @@ absl::Status UpdatePolicy::Restore(const PolicyState& state) {
 
 absl::Status UpdatePolicy::WaitReadable(int rank, uint64_t clock,
                                         absl::Time deadline,
-                                        const std::function<bool()>& cancelled,
+                                        Cancellation* cancel,
                                         const std::function<void()>& waiting) {
   // One way to wait: a waiter as WhenReadable's, with this thread blocked
-  // until it is told.
+  // until it is told, the caller cancels, or `deadline` passes.
   struct Outcome {
     absl::Mutex mu;
     std::optional<absl::Status> status ABSL_GUARDED_BY(mu);
+    bool cancelled ABSL_GUARDED_BY(mu) = false;
   };
   auto outcome = std::make_shared<Outcome>();
   const uint64_t id = WhenReadable(rank, clock, [outcome](absl::Status s) {
     absl::MutexLock lock(&outcome->mu);
     outcome->status = std::move(s);
   });
-  if (id != 0 && waiting) waiting();
-  absl::MutexLock lock(&outcome->mu);
-  auto told = [&outcome]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(outcome->mu) {
-    return outcome->status.has_value();
-  };
-  if (id == 0) return *outcome->status;  // At once.
+  if (id == 0) {
+    absl::MutexLock lock(&outcome->mu);
+    return *outcome->status;  // At once.
+  }
+  if (waiting) waiting();
+  const uint64_t cancel_id =
+      cancel == nullptr ? 0 : cancel->OnCancel([outcome] {
+        absl::MutexLock lock(&outcome->mu);
+        outcome->cancelled = true;
+      });
   {
     absl::MutexLock count(&mu_);
     ++blocked_;
   }
-  absl::Cleanup unblocked = [this] {
+  absl::Cleanup unblocked = [this, cancel, cancel_id] {
+    if (cancel_id != 0) cancel->Forget(cancel_id);
     absl::MutexLock count(&mu_);
     --blocked_;
   };
-  while (!told()) {
-    // `deadline` and the caller's cancel are gRPC's, on the real clock; a
-    // synchronous handler learns of a cancel only by asking, so it is
-    // asked every 200 ms and a caller who gave up frees its thread.
-    const absl::Time slice =
-        cancelled ? std::min(deadline, absl::Now() + absl::Milliseconds(200))
-                  : deadline;
-    if (outcome->mu.AwaitWithDeadline(absl::Condition(&told), slice)) break;
-    const bool past = absl::Now() >= deadline;
-    if (!past && !(cancelled && cancelled())) continue;
-    // Taken out, the waiter never runs; else it ran or runs now, and its
-    // status stands.
-    outcome->mu.Unlock();
-    const bool taken_out = CancelWhenReadable(id) != nullptr;
-    const std::string waits_for =
-        taken_out && past ? WaitingOn(rank, clock) : std::string();
-    outcome->mu.Lock();
-    if (!taken_out) continue;
-    if (!past) return absl::CancelledError("Pull: the caller cancelled");
-    return absl::DeadlineExceededError(absl::StrCat(
-        "Pull: rank ", rank, " at clock ", clock, " waits for ", waits_for));
+  absl::MutexLock lock(&outcome->mu);
+  auto told = [&outcome]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(outcome->mu) {
+    return outcome->status.has_value();
+  };
+  auto woken = [&outcome]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(outcome->mu) {
+    return outcome->status.has_value() || outcome->cancelled;
+  };
+  // `deadline` is gRPC's, on the real clock.
+  outcome->mu.AwaitWithDeadline(absl::Condition(&woken), deadline);
+  if (told()) return *outcome->status;
+  const bool cancelled = outcome->cancelled;
+  // Taken out, the waiter never runs; else it ran or runs now, and its
+  // status stands.
+  outcome->mu.Unlock();
+  const bool taken_out = CancelWhenReadable(id) != nullptr;
+  const std::string waits_for =
+      taken_out && !cancelled ? WaitingOn(rank, clock) : std::string();
+  outcome->mu.Lock();
+  if (!taken_out) {
+    outcome->mu.Await(absl::Condition(&told));
+    return *outcome->status;
   }
-  return *outcome->status;
+  if (cancelled) return absl::CancelledError("Pull: the caller cancelled");
+  return absl::DeadlineExceededError(absl::StrCat(
+      "Pull: rank ", rank, " at clock ", clock, " waits for ", waits_for));
 }
 
 std::string UpdatePolicy::WaitsFor(int rank, uint64_t clock) const {

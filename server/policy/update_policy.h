@@ -26,6 +26,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "absl/types/span.h"
+#include "common/base/cancellation.h"
 #include "common/config/job_config.h"
 #include "common/metrics/histogram.h"
 #include "server/policy/policy_rule.h"
@@ -124,11 +125,11 @@ class UpdatePolicy final {
   // Blocks until a worker `rank` at `clock` may read the store: a waiter
   // as WhenReadable's, this thread waiting on it. Returns DeadlineExceeded
   // at `deadline` (nothing changed; the caller may wait again; the message
-  // says what the pull waits for), Cancelled once `cancelled` (asked every
-  // 200 ms, when given) says so, and Unavailable once Shutdown was called.
+  // says what the pull waits for), Cancelled as soon as `cancel` (when
+  // given) is cancelled, and Unavailable once Shutdown was called.
   // `waiting`, when given, runs once (on this thread) if it must wait.
   absl::Status WaitReadable(int rank, uint64_t clock, absl::Time deadline,
-                            const std::function<bool()>& cancelled = nullptr,
+                            Cancellation* cancel = nullptr,
                             const std::function<void()>& waiting = nullptr)
       ABSL_LOCKS_EXCLUDED(mu_);
 

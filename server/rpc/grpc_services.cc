@@ -19,12 +19,9 @@ std::string GrpcParameterService::MethodName(const char* rpc) {
                                    rpc);
 }
 
-void GrpcParameterService::AddUnary(
-    ServedMethods* methods, const char* rpc,
-    grpc::Status (GrpcParameterService::*handler)(grpc::ServerContext*,
-                                                  const grpc::ByteBuffer*,
-                                                  grpc::ByteBuffer*),
-    bool faulty) {
+template <typename Handler>
+void GrpcParameterService::AddUnary(ServedMethods* methods, const char* rpc,
+                                    Handler handler, bool faulty) {
   methods->AddUnaryMember(MethodName(rpc), rpc, security_, this, handler,
                           faulty ? faults_ : nullptr);
 }
@@ -111,11 +108,11 @@ grpc::Status GrpcParameterService::Initialize(grpc::ServerContext*,
 
 // Waits for the pull's version; the snapshot holds it.
 absl::Status GrpcParameterService::WaitPull(
-    grpc::ServerContext* context, const char* rpc,
+    grpc::ServerContext* context, Cancellation* cancel, const char* rpc,
     const grpc::ByteBuffer& request,
     std::shared_ptr<const ParamSnapshot>* snapshot, proto::PullRequest* pull) {
   RETURN_IF_ERROR(ParsePull(rpc, request, pull));
-  return AwaitPull(context, *pull, snapshot);
+  return AwaitPull(context, cancel, *pull, snapshot);
 }
 
 int64_t PullStreamMessageBytes(const proto::PullRequest& pull) {
@@ -135,11 +132,11 @@ absl::Status GrpcParameterService::ParsePull(const char* rpc,
 }
 
 absl::Status GrpcParameterService::AwaitPull(
-    grpc::ServerContext* context, const proto::PullRequest& pull,
+    grpc::ServerContext* context, Cancellation* cancel,
+    const proto::PullRequest& pull,
     std::shared_ptr<const ParamSnapshot>* snapshot) {
-  return shard_->Pull(
-      pull, absl::FromChrono(context->deadline()),
-      [context] { return context->IsCancelled(); }, snapshot);
+  return shard_->Pull(pull, absl::FromChrono(context->deadline()), cancel,
+                      snapshot);
 }
 
 grpc::ByteBuffer GrpcParameterService::PullFrame(
@@ -165,11 +162,13 @@ grpc::ByteBuffer GrpcParameterService::PullFrame(
 }
 
 grpc::Status GrpcParameterService::Pull(grpc::ServerContext* context,
+                                        Cancellation* cancel,
                                         const grpc::ByteBuffer* request,
                                         grpc::ByteBuffer* response) {
   std::shared_ptr<const ParamSnapshot> snapshot;
   proto::PullRequest pull;
-  if (absl::Status s = WaitPull(context, "Pull", *request, &snapshot, &pull);
+  if (absl::Status s =
+          WaitPull(context, cancel, "Pull", *request, &snapshot, &pull);
       !s.ok()) {
     return ToGrpcStatus(s);
   }
@@ -179,9 +178,11 @@ grpc::Status GrpcParameterService::Pull(grpc::ServerContext* context,
 }
 
 grpc::Status GrpcParameterService::PushPull(grpc::ServerContext* context,
+                                            Cancellation* cancel,
                                             const grpc::ByteBuffer* request,
                                             grpc::ByteBuffer* response) {
-  return ToGrpcStatus(PushThenPull("PushPull", context, *request, response));
+  return ToGrpcStatus(
+      PushThenPull("PushPull", context, cancel, *request, response));
 }
 
 std::vector<grpc::ByteBuffer> GrpcParameterService::PullParts(
@@ -240,6 +241,7 @@ std::vector<grpc::ByteBuffer> GrpcParameterService::PullInSegment(
 
 absl::Status GrpcParameterService::PushThenPull(const char* rpc,
                                                 grpc::ServerContext* context,
+                                                Cancellation* cancel,
                                                 const grpc::ByteBuffer& request,
                                                 grpc::ByteBuffer* response) {
   PushView view;
@@ -249,13 +251,14 @@ absl::Status GrpcParameterService::PushThenPull(const char* rpc,
   // push that completes a version and the pull that waits for it.
   const proto::PullRequest pull = PullAfter(view);
   std::shared_ptr<const ParamSnapshot> snapshot;
-  RETURN_IF_ERROR(AwaitPull(context, pull, &snapshot));
+  RETURN_IF_ERROR(AwaitPull(context, cancel, pull, &snapshot));
   *response = PullFrame(snapshot, 0, snapshot->params.size(),
                         pull.dtype() == proto::DTYPE_FLOAT16);
   return absl::OkStatus();
 }
 
 grpc::Status GrpcParameterService::PullRows(grpc::ServerContext* context,
+                                            Cancellation* cancel,
                                             const grpc::ByteBuffer* request,
                                             grpc::ByteBuffer* response) {
   if (absl::Status s =
@@ -270,9 +273,8 @@ grpc::Status GrpcParameterService::PullRows(grpc::ServerContext* context,
   if (s.ok()) s = DecodePullRows(frame.segments(), &view, &storage);
   auto reply = std::make_shared<Shard::RowsReply>();
   if (s.ok()) {
-    s = shard_->PullRows(
-        view, absl::FromChrono(context->deadline()),
-        [context] { return context->IsCancelled(); }, reply.get());
+    s = shard_->PullRows(view, absl::FromChrono(context->deadline()), cancel,
+                         reply.get());
   }
   if (!s.ok()) return ToGrpcStatus(s);
   const absl::string_view bytes = reply->bytes();

@@ -61,18 +61,19 @@ class GrpcParameterService final {
   grpc::Status Push(grpc::ServerContext* context,
                     const grpc::ByteBuffer* request,
                     grpc::ByteBuffer* response);
-  grpc::Status PushPull(grpc::ServerContext* context,
+  grpc::Status PushPull(grpc::ServerContext* context, Cancellation* cancel,
                         const grpc::ByteBuffer* request,
                         grpc::ByteBuffer* response);
   // A PushPull's work: applies the push in `request`, then waits for the
   // pull of its clock + 1 and frames it into `response`.
   absl::Status PushThenPull(const char* rpc, grpc::ServerContext* context,
+                            Cancellation* cancel,
                             const grpc::ByteBuffer& request,
                             grpc::ByteBuffer* response);
-  grpc::Status Pull(grpc::ServerContext* context,
+  grpc::Status Pull(grpc::ServerContext* context, Cancellation* cancel,
                     const grpc::ByteBuffer* request,
                     grpc::ByteBuffer* response);
-  grpc::Status PullRows(grpc::ServerContext* context,
+  grpc::Status PullRows(grpc::ServerContext* context, Cancellation* cancel,
                         const grpc::ByteBuffer* request,
                         grpc::ByteBuffer* response);
   grpc::Status Initialize(grpc::ServerContext* context,
@@ -99,13 +100,13 @@ class GrpcParameterService final {
                          proto::PullRequest* pull);
   // Parses a PullRequest into `*pull` and waits until the shard serves
   // it.
-  absl::Status WaitPull(grpc::ServerContext* context, const char* rpc,
-                        const grpc::ByteBuffer& request,
+  absl::Status WaitPull(grpc::ServerContext* context, Cancellation* cancel,
+                        const char* rpc, const grpc::ByteBuffer& request,
                         std::shared_ptr<const ParamSnapshot>* snapshot,
                         proto::PullRequest* pull);
   // Waits until the shard serves `pull`, for as long as the call's
-  // deadline allows and its client is there.
-  absl::Status AwaitPull(grpc::ServerContext* context,
+  // deadline allows and its client is there (until `cancel`).
+  absl::Status AwaitPull(grpc::ServerContext* context, Cancellation* cancel,
                          const proto::PullRequest& pull,
                          std::shared_ptr<const ParamSnapshot>* snapshot);
   // A PullResponse with the snapshot's chunks [begin, end) (or their
@@ -127,10 +128,8 @@ class GrpcParameterService final {
 
   // Adds the unary method `rpc`, served by `handler`; a `faulty` one's
   // replies are subject to the testing section's faults.
-  void AddUnary(ServedMethods* methods, const char* rpc,
-                grpc::Status (GrpcParameterService::*handler)(
-                    grpc::ServerContext*, const grpc::ByteBuffer*,
-                    grpc::ByteBuffer*),
+  template <typename Handler>
+  void AddUnary(ServedMethods* methods, const char* rpc, Handler handler,
                 bool faulty = false);
   // Adds the streaming method `rpc`, each call served by a new `Reactor`.
   template <typename Reactor>

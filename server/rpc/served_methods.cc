@@ -42,7 +42,8 @@ class UnaryCall final : public AsyncCall {
     // the last thing the task does to it).
     queue()->handler_threads()->Run([this] {
       grpc::ByteBuffer response;
-      const grpc::Status status = (*handler_)(context(), request_, &response);
+      const grpc::Status status =
+          (*handler_)(context(), &cancel_, request_, &response);
       if (!status.ok()) {
         Finish(status);
         return;
@@ -63,14 +64,19 @@ class UnaryCall final : public AsyncCall {
     }
     Finish(grpc::Status::OK, std::move(response_));
   }
-  // A cancelled call need not wait out a held reply.
-  void OnCancel() override { CancelAlarm(); }
+  // A handler waiting stops; a cancelled call need not wait out a held
+  // reply.
+  void OnCancel() override {
+    cancel_.Cancel();
+    CancelAlarm();
+  }
 
   const char* const rpc_;
   const JobSecurity* const security_;
   const ServedMethods::UnaryHandler* const handler_;
   const ReplyFaults* const faults_;
   grpc::ByteBuffer request_;
+  Cancellation cancel_;
   // A handled call's reply and its fate, until it is sent.
   grpc::ByteBuffer response_;
   absl::Status lost_;

@@ -28,6 +28,7 @@
 #include <utility>
 
 #include "absl/strings/string_view.h"
+#include "common/base/cancellation.h"
 #include "common/rpc/credentials.h"
 #include "server/faults/reply_faults.h"
 #include "server/rpc/async_calls.h"
@@ -38,11 +39,12 @@ class ServedMethods {
  public:
   using MakeCall = AsyncCallQueue::MakeCall;
   // Answers `request` into `response` (sent only with an OK status). The
-  // context gives the call's deadline, metadata and cancel: ServerContext's
-  // IsCancelled is true once gRPC told the queue's thread.
+  // context gives the call's deadline and metadata; `cancel` is cancelled
+  // as soon as gRPC tells the queue's thread that the call was cancelled
+  // or its deadline passed (a handler that waits stops waiting then).
   using UnaryHandler = std::function<grpc::Status(
-      grpc::ServerContext* context, const grpc::ByteBuffer& request,
-      grpc::ByteBuffer* response)>;
+      grpc::ServerContext* context, Cancellation* cancel,
+      const grpc::ByteBuffer& request, grpc::ByteBuffer* response)>;
 
   // "/<service>/<rpc>".
   static std::string MethodName(absl::string_view service,
@@ -67,10 +69,28 @@ class ServedMethods {
                       const ReplyFaults* faults = nullptr) {
     AddUnary(
         std::move(name), rpc, security,
-        [service, handler](grpc::ServerContext* context,
+        [service, handler](grpc::ServerContext* context, Cancellation*,
                            const grpc::ByteBuffer& request,
                            grpc::ByteBuffer* response) {
           return (service->*handler)(context, &request, response);
+        },
+        faults);
+  }
+  // The same for a handler that may wait, told when its caller gave up.
+  template <typename Service>
+  void AddUnaryMember(std::string name, const char* rpc,
+                      const JobSecurity* security, Service* service,
+                      grpc::Status (Service::*handler)(grpc::ServerContext*,
+                                                       Cancellation*,
+                                                       const grpc::ByteBuffer*,
+                                                       grpc::ByteBuffer*),
+                      const ReplyFaults* faults = nullptr) {
+    AddUnary(
+        std::move(name), rpc, security,
+        [service, handler](grpc::ServerContext* context, Cancellation* cancel,
+                           const grpc::ByteBuffer& request,
+                           grpc::ByteBuffer* response) {
+          return (service->*handler)(context, cancel, &request, response);
         },
         faults);
   }

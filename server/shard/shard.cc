@@ -247,17 +247,16 @@ absl::Status Shard::PushSlice(const PushView& header,
 }
 
 absl::Status Shard::Pull(const proto::PullRequest& request, absl::Time deadline,
-                         const std::function<bool()>& cancelled,
-                         proto::PullResponse* response) {
+                         Cancellation* cancel, proto::PullResponse* response) {
   std::shared_ptr<const ParamSnapshot> snapshot;
-  RETURN_IF_ERROR(Pull(request, deadline, cancelled, &snapshot));
+  RETURN_IF_ERROR(Pull(request, deadline, cancel, &snapshot));
   FillPullResponse(*snapshot, store_, request.dtype() == proto::DTYPE_FLOAT16,
                    response);
   return absl::OkStatus();
 }
 
 absl::Status Shard::Pull(const proto::PullRequest& request, absl::Time deadline,
-                         const std::function<bool()>& cancelled,
+                         Cancellation* cancel,
                          std::shared_ptr<const ParamSnapshot>* snapshot) {
   RETURN_IF_ERROR(
       checks_.RegisteredWorker("Pull", request.job_id(), request.rank()));
@@ -269,7 +268,7 @@ absl::Status Shard::Pull(const proto::PullRequest& request, absl::Time deadline,
   const absl::Time start = clock_->Now();
   workers_.OnSeen(rank, start);
   RETURN_IF_ERROR(
-      AwaitReadable(rank, request.clock(), start, deadline, cancelled));
+      AwaitReadable(rank, request.clock(), start, deadline, cancel));
   *snapshot =
       Served(rank, request.clock(), start, dtype == proto::DTYPE_FLOAT16);
   return absl::OkStatus();
@@ -339,12 +338,11 @@ void Shard::CancelPull(uint64_t handle) {
 }
 
 absl::Status Shard::AwaitReadable(int rank, uint64_t clock, absl::Time start,
-                                  absl::Time deadline,
-                                  const std::function<bool()>& cancelled) {
+                                  absl::Time deadline, Cancellation* cancel) {
   // Visible to Tick and the status RPC while it waits.
   std::optional<uint64_t> id;
   const absl::Status s =
-      policy_->WaitReadable(rank, clock, deadline, cancelled,
+      policy_->WaitReadable(rank, clock, deadline, cancel,
                             [&] { id = waiters_.Add(rank, clock, start); });
   if (id.has_value()) waiters_.Remove(*id);
   return s;
@@ -401,8 +399,7 @@ bool Shard::TEST_AwaitWaitingPulls(size_t n, absl::Duration timeout) {
 }
 
 absl::Status Shard::PullRows(const PullRowsView& request, absl::Time deadline,
-                             const std::function<bool()>& cancelled,
-                             RowsReply* reply) {
+                             Cancellation* cancel, RowsReply* reply) {
   RETURN_IF_ERROR(
       checks_.RegisteredWorker("PullRows", request.job_id, request.rank));
   RETURN_IF_ERROR(checks_.PullDtype("PullRows", request.dtype));
@@ -416,20 +413,17 @@ absl::Status Shard::PullRows(const PullRowsView& request, absl::Time deadline,
   absl::Cleanup leave = [this, rank] { calls_.Leave(rank); };
   const absl::Time start = clock_->Now();
   workers_.OnSeen(rank, start);
-  RETURN_IF_ERROR(
-      AwaitReadable(rank, request.clock, start, deadline, cancelled));
+  RETURN_IF_ERROR(AwaitReadable(rank, request.clock, start, deadline, cancel));
   rows_.Read(request.table, ids, request.dtype, store_.version(), reply);
   workers_.OnPull(rank, reply->bytes().size(), clock_->Now());
   return absl::OkStatus();
 }
 
 absl::Status Shard::PullRows(const proto::PullRowsRequest& request,
-                             absl::Time deadline,
-                             const std::function<bool()>& cancelled,
+                             absl::Time deadline, Cancellation* cancel,
                              proto::PullRowsResponse* response) {
   RowsReply reply;
-  RETURN_IF_ERROR(
-      PullRows(ToPullRowsView(request), deadline, cancelled, &reply));
+  RETURN_IF_ERROR(PullRows(ToPullRowsView(request), deadline, cancel, &reply));
   FillPullRowsResponse(reply, response);
   return absl::OkStatus();
 }

@@ -17,6 +17,7 @@
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
+#include "common/base/cancellation.h"
 #include "common/base/clock.h"
 #include "common/config/job_config.h"
 #include "common/model/model_spec.h"
@@ -110,13 +111,12 @@ class Shard {
   absl::Status PushSlice(const PushView& header,
                          absl::Span<const ChunkView> chunks, bool* complete);
   // Waits until the policy lets the pull proceed; DeadlineExceeded at
-  // `deadline` (real time; the caller may call again), Cancelled once
-  // `cancelled` (checked a few times a second) says the caller gave up,
-  // Unavailable after Shutdown.
+  // `deadline` (real time; the caller may call again), Cancelled as soon
+  // as `cancel` (when given) is cancelled, Unavailable after Shutdown.
   // On success `*snapshot` holds every chunk at the version served, shared
   // with every other pull of that version and never changed.
   absl::Status Pull(const proto::PullRequest& request, absl::Time deadline,
-                    const std::function<bool()>& cancelled,
+                    Cancellation* cancel,
                     std::shared_ptr<const ParamSnapshot>* snapshot);
   // Pull without a thread waiting (the StepStream reactor): the same
   // checks and bookkeeping, no deadline (the caller cancels). `done` runs
@@ -136,19 +136,16 @@ class Shard {
   void CancelPull(uint64_t handle);
   // The same as Pull, copied into a protobuf message.
   absl::Status Pull(const proto::PullRequest& request, absl::Time deadline,
-                    const std::function<bool()>& cancelled,
-                    proto::PullResponse* response);
+                    Cancellation* cancel, proto::PullResponse* response);
   // Rows of one embedding table for a worker at request.clock: waits as
   // Pull does, then reads each id's row (its initial value if never
   // pushed). Ids must pass RowBlock's rules (sorted, distinct, in range,
   // owned by this shard).
   using RowsReply = paramd::RowsReply;
   absl::Status PullRows(const PullRowsView& request, absl::Time deadline,
-                        const std::function<bool()>& cancelled,
-                        RowsReply* reply);
+                        Cancellation* cancel, RowsReply* reply);
   absl::Status PullRows(const proto::PullRowsRequest& request,
-                        absl::Time deadline,
-                        const std::function<bool()>& cancelled,
+                        absl::Time deadline, Cancellation* cancel,
                         proto::PullRowsResponse* response);
   absl::Status Heartbeat(const proto::HeartbeatRequest& request,
                          proto::HeartbeatResponse* response);
@@ -207,8 +204,7 @@ class Shard {
   // Waits until a pull of `rank` at `clock` may be served, visible to Tick
   // and the status RPC meanwhile; as Pull.
   absl::Status AwaitReadable(int rank, uint64_t clock, absl::Time start,
-                             absl::Time deadline,
-                             const std::function<bool()>& cancelled);
+                             absl::Time deadline, Cancellation* cancel);
   // A pull of `rank` at `clock`, waiting since `start`, is readable: the
   // snapshot it serves, with its wait, time, bytes (`half`: float16) and
   // version noted where the shard keeps them.

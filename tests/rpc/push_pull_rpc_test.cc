@@ -142,6 +142,54 @@ TEST_CASE("under sync a PushPull waits for the round, as a pull does",
 }
 
 TEST_CASE(
+    "a unary Pull or PushPull whose caller cancels while it waits ends "
+    "CANCELLED, and the shard forgets it; the round still completes",
+    "[integration][pushpull][sync]") {
+  const JobConfig config = OneShardJob(2);
+  LocalCluster cluster(config);
+  Client client(config, cluster);
+  for (uint32_t rank : {0u, 1u}) {
+    testing::RegisterOverGrpc(*client.stub, config, client.shard.plan(), rank);
+  }
+  // Rank 0's PushPull: its push is in, its pull waits for rank 1's push.
+  grpc::ClientContext push_pull;
+  grpc::Status push_pull_status;
+  std::thread rank0([&] {
+    proto::PullResponse unused;
+    push_pull_status =
+        client.stub->PushPull(&push_pull, client.Gradient(0, 0, 1.0f), &unused);
+  });
+  REQUIRE(client.shard.TEST_AwaitWaitingPulls(1, absl::Seconds(30)));
+  // Rank 1 pulls version 1 too, without a deadline.
+  grpc::ClientContext pull;
+  grpc::Status pull_status;
+  std::thread rank1([&] {
+    proto::PullRequest request;
+    request.set_job_id(config.job_id);
+    request.set_rank(1);
+    request.set_clock(1);
+    proto::PullResponse unused;
+    pull_status = client.stub->Pull(&pull, request, &unused);
+  });
+  REQUIRE(client.shard.TEST_AwaitWaitingPulls(2, absl::Seconds(30)));
+  pull.TryCancel();
+  push_pull.TryCancel();
+  rank1.join();
+  rank0.join();
+  CHECK(pull_status.error_code() == grpc::StatusCode::CANCELLED);
+  CHECK(push_pull_status.error_code() == grpc::StatusCode::CANCELLED);
+  // Both waits end on the server (nothing else would end them: no
+  // deadline, no push), and their slots are free again.
+  REQUIRE(client.shard.TEST_AwaitWaitingPulls(0, absl::Seconds(30)));
+  CHECK(client.Status().waiting_size() == 0);
+  // Rank 0's push was applied before the cancel: rank 1 completes the
+  // round.
+  proto::PullResponse second;
+  REQUIRE(client.PushPull(client.Gradient(1, 0, 3.0f), &second).ok());
+  CHECK(second.version() == 1);
+}
+
+TEST_CASE(
     "StepStream answers each step as PushPull does, in order, on one open "
     "stream; a refused step ends it and nothing of it is applied",
     "[integration][pushpull][stepstream]") {

@@ -56,9 +56,9 @@ struct TwoShards {
   // must be readable).
   std::vector<float> Values(int shard, uint64_t clock) {
     proto::PullResponse pulled;
-    const absl::Status s = shards[shard]->Pull(
-        PullAt(config.job_id, 0, clock), absl::InfiniteFuture(),
-        [] { return false; }, &pulled);
+    const absl::Status s =
+        shards[shard]->Pull(PullAt(config.job_id, 0, clock),
+                            absl::InfiniteFuture(), nullptr, &pulled);
     INFO(s.message());
     REQUIRE(s.ok());
     const std::string& data = pulled.chunks(0).data();

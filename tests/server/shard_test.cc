@@ -9,6 +9,7 @@
 #include <thread>
 
 #include "absl/strings/match.h"
+#include "common/base/cancellation.h"
 #include "common/base/half.h"
 #include "tests/test_files.h"
 #include "tests/whole_push.h"
@@ -491,13 +492,12 @@ TEST_CASE(
   // Two pulls of rank 0 for a version that needs rank 1's push fill it.
   std::vector<std::thread> pulls;
   std::vector<absl::Status> results(2);
-  std::atomic<bool> give_up{false};
+  Cancellation give_up;  // The callers' cancel, as gRPC's would be.
   for (int i = 0; i < 2; ++i) {
     pulls.emplace_back([&, i] {
       proto::PullResponse resp;
-      results[i] = f.shard->Pull(
-          testing::PullAt(f.config.job_id, 0, 1), absl::InfiniteFuture(),
-          [&give_up] { return give_up.load(); }, &resp);
+      results[i] = f.shard->Pull(testing::PullAt(f.config.job_id, 0, 1),
+                                 absl::InfiniteFuture(), &give_up, &resp);
     });
   }
   REQUIRE(f.shard->TEST_AwaitWaitingPulls(2, absl::Seconds(30)));
@@ -521,7 +521,7 @@ TEST_CASE(
   REQUIRE(f.shard->Push(f.GoodPush(1, 0, 1.0f), &pr).ok());
   CHECK(SameState(f.Snapshot(), before));
   // Once the waiting pulls give up, their slots are free again.
-  give_up = true;
+  give_up.Cancel();
   for (auto& t : pulls) t.join();
   for (const auto& r : results) CHECK(absl::IsCancelled(r));
   CHECK(f.shard

@@ -6,6 +6,7 @@
 #include <future>
 #include <thread>
 
+#include "common/base/cancellation.h"
 #include "common/model/partitioner.h"
 #include "server/optimizer/optimizer.h"
 #include "server/policy/sync_rule.h"
@@ -100,6 +101,35 @@ TEST_CASE("a blocked pull is released by the last push of the round",
   REQUIRE(f.Push(1, 0, 1.0f).ok());
   CHECK(done.get().ok());
   waiter.join();
+}
+
+TEST_CASE(
+    "a blocked pull ends Cancelled when its caller cancels, and the round "
+    "goes on without it",
+    "[policy][sync]") {
+  Fixture f(2);
+  Cancellation cancel;
+  std::promise<absl::Status> result;
+  std::future<absl::Status> done = result.get_future();
+  std::thread waiter([&] {
+    result.set_value(
+        f.policy->WaitReadable(1, 1, absl::InfiniteFuture(), &cancel));
+  });
+  REQUIRE(f.policy->TEST_AwaitBlocked(1, absl::Seconds(30)));
+  CHECK(done.wait_for(std::chrono::seconds(0)) == std::future_status::timeout);
+  // No deadline and nothing pushed: only the cancel ends the wait.
+  cancel.Cancel();
+  const absl::Status s = done.get();
+  CHECK(absl::IsCancelled(s));
+  CHECK(s.message() == "Pull: the caller cancelled");
+  waiter.join();
+  // Its waiter is gone; the round completes as ever.
+  REQUIRE(f.Push(0, 0, 1.0f).ok());
+  REQUIRE(f.Push(1, 0, 1.0f).ok());
+  CHECK(f.TryRead(1).ok());
+  // A wait whose caller cancelled before it began ends at once.
+  CHECK(absl::IsCancelled(
+      f.policy->WaitReadable(0, 2, absl::InfiniteFuture(), &cancel)));
 }
 
 TEST_CASE("workers move in lock-step over many rounds", "[policy][sync]") {
