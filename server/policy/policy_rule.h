@@ -23,9 +23,9 @@
 
 namespace paramd {
 
-// A push as the policy hands it to its rule: checked for
-// size and finiteness, not a retry, from a live rank. UpdatePolicy::Push
-// says what each field means.
+// A push as the policy hands it to its rule: checked for size and
+// finiteness, not a retry, from a live rank. UpdatePolicy::Push says what
+// each field means.
 struct RulePush {
   int rank = 0;
   uint64_t clock = 0;
