@@ -1,8 +1,9 @@
 // The threads of a real paramd-worker on the default step path (StepStream
 // steps, no overlap) and of the paramd-server it trains with: none of
-// gRPC's callback API. The worker's calls — Register, the first Pull,
-// every step, the heartbeats — run on gRPC's async API, polled by the
-// thread that waits on them (worker/rpc/step_queue.h); the server's
+// gRPC's callback API. The worker's calls — Register, the first Pull (a
+// PullStream where a shard fills several messages), every step, embedding
+// rows, the heartbeats — run on gRPC's async API, polled by the thread
+// that waits on them (worker/rpc/step_queue.h); the server's
 // calls on its one polling thread (server/rpc/async_calls.h), its unary
 // handlers on threads of its own. gRPC 1.51's callback API would start two
 // "nexting_thread"s in the process that poll every call's events and hand
@@ -42,12 +43,10 @@ std::vector<std::string> ThreadNames(pid_t pid) {
   return names;
 }
 
-TEST_CASE(
-    "a training paramd-worker and its paramd-server run no gRPC callback "
-    "thread",
-    "[worker][server][rpc][integration]") {
+// Runs the job of `o` (one server, two workers) until both workers are in
+// their third epoch, then checks that no process runs a callback thread.
+void CheckNoCallbackThread(JobOptions o) {
   const std::string dir = NewTempDir();
-  JobOptions o;
   o.servers = {"127.0.0.1:0"};
   o.workers = 2;
   o.epochs = 400;             // outlives the test; killed at its end
@@ -70,6 +69,39 @@ TEST_CASE(
     int callback = 0;
     for (const std::string& n : names) callback += n == "nexting_thread";
     CHECK(callback == 0);
+  }
+}
+
+TEST_CASE(
+    "a training paramd-worker and its paramd-server run no gRPC callback "
+    "thread",
+    "[worker][server][rpc][integration]") {
+  CheckNoCallbackThread(JobOptions());
+}
+
+TEST_CASE(
+    "nor do workers whose first pull is a PullStream or that pull "
+    "embedding rows every step",
+    "[worker][server][rpc][integration]") {
+  SECTION("a shard of several messages: its first pull is a PullStream") {
+    JobOptions o;
+    o.layers = "[784, 1024, 10]";  // 3.3 MB on one shard
+    o.train_limit = 512;
+    o.test_limit = 128;
+    CheckNoCallbackThread(o);
+  }
+  SECTION("embedding rows pulled by id each step (PullRows)") {
+    JobOptions o;
+    o.model_type = "embedding_bag";
+    o.layers = "[8, 16, 10]";
+    o.model_extra =
+        "  embeddings:\n"
+        "    - name: pixels\n"
+        "      rows: 1048576\n"
+        "      dim: 8\n";
+    o.train_limit = 512;
+    o.test_limit = 128;
+    CheckNoCallbackThread(o);
   }
 }
 

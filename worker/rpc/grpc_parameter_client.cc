@@ -215,11 +215,13 @@ absl::StatusOr<uint64_t> GrpcParameterClient::PullOnce(
   for (int i = 0; i < n; ++i) streams = streams || links_.pull_streams(i);
   absl::Status s;
   if (streams) {
-    // A shard's pull in several messages: a PullStream, on gRPC's callback
-    // API (ShardLinks::StartPull).
-    s = ForAllShards(n, "Pull", [&](int i, auto done) {
-      links_.StartPull(i, clock, &contexts[i], &sinks[i], std::move(done));
-    });
+    // A shard's pull in several messages: a PullStream, on a queue this
+    // thread polls (ShardLinks::StartPull).
+    s = QueuedStreamsForAllShards(
+        n, "Pull", [&](int i, StepQueue* queue, auto done) {
+          return links_.StartPull(i, clock, &contexts[i], &sinks[i], queue,
+                                  std::move(done));
+        });
   } else {
     // One message each: unary calls this thread polls (no gRPC callback
     // thread started in the process for them).
@@ -277,10 +279,11 @@ absl::StatusOr<uint64_t> GrpcParameterClient::PushOnce(
       PushMessages(clock, grads, loss);
   std::vector<grpc::ClientContext> contexts(n);
   std::vector<grpc::ByteBuffer> responses(n);
-  absl::Status s = ForAllShards(n, "Push", [&](int i, auto done) {
-    links_.StartPush(i, std::move(messages[i]), &contexts[i], &responses[i],
-                     std::move(done));
-  });
+  absl::Status s = QueuedStreamsForAllShards(
+      n, "Push", [&](int i, StepQueue* queue, auto done) {
+        return links_.StartPush(i, std::move(messages[i]), &contexts[i],
+                                &responses[i], queue, std::move(done));
+      });
   if (!s.ok()) return s;
   uint64_t version = UINT64_MAX;
   for (int i = 0; i < n; ++i) {

@@ -88,30 +88,29 @@ absl::Status RowCalls::Pull(uint64_t clock, uint32_t table,
       RowPositionsByShard(table, ids, n);
   const int dtype = pull_half_ ? proto::DTYPE_FLOAT16 : proto::DTYPE_FLOAT32;
   std::vector<grpc::ClientContext> contexts(n);
-  return ForAllShards(n, "PullRows", [&](int s, auto done) {
-    if (positions[s].empty()) {
-      done(absl::OkStatus());
-      return;
-    }
-    auto shard_ids = std::make_shared<std::vector<uint64_t>>();
-    shard_ids->reserve(positions[s].size());
-    for (uint32_t p : positions[s]) shard_ids->push_back(ids[p]);
-    auto request = std::make_shared<grpc::ByteBuffer>(RowRequest(
-        config_.job_id, rank_, clock, table, dtype, std::move(shard_ids)));
-    auto response = std::make_shared<grpc::ByteBuffer>();
-    contexts[s].set_deadline(DeadlineIn(links_->options().pull_timeout));
-    done = links_->Noting(s, std::move(done));
-    const std::vector<uint32_t>* where = &positions[s];
-    links_->generic(s)->UnaryCall(
-        &contexts[s], links_->methods().pull_rows, grpc::StubOptions(),
-        request.get(), response.get(),
-        [request, response, where, out, dim,
-         done = std::move(done)](grpc::Status status) {
-          absl::Status s = FromGrpcStatus(status);
-          if (s.ok()) s = CopyRows(*response, *where, dim, out);
-          done(std::move(s));
-        });
-  });
+  return QueuedStreamsForAllShards(
+      n, "PullRows",
+      [&](int s, StepQueue* queue, auto done) -> std::unique_ptr<QueuedStream> {
+        if (positions[s].empty()) {
+          done(absl::OkStatus());
+          return nullptr;
+        }
+        auto shard_ids = std::make_shared<std::vector<uint64_t>>();
+        shard_ids->reserve(positions[s].size());
+        for (uint32_t p : positions[s]) shard_ids->push_back(ids[p]);
+        std::vector<grpc::ByteBuffer> request;
+        request.push_back(RowRequest(config_.job_id, rank_, clock, table, dtype,
+                                     std::move(shard_ids)));
+        contexts[s].set_deadline(DeadlineIn(links_->options().pull_timeout));
+        const std::vector<uint32_t>* where = &positions[s];
+        return std::make_unique<QueuedStream>(
+            links_->generic(s), &contexts[s], links_->methods().pull_rows,
+            std::move(request),
+            [where, out, dim](const grpc::ByteBuffer& reply) {
+              return CopyRows(reply, *where, dim, out);
+            },
+            links_->Noting(s, std::move(done)), queue);
+      });
 }
 
 }  // namespace paramd

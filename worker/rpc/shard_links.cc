@@ -6,13 +6,11 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
-#include "absl/synchronization/blocking_counter.h"
 #include "common/rpc/grpc_frames.h"
 #include "common/rpc/grpc_status.h"
 #include "common/wire/wire_format.h"
 #include "spdlog/spdlog.h"
 #include "worker/retry.h"
-#include "worker/rpc/stream_call.h"
 
 namespace paramd {
 namespace {
@@ -129,46 +127,35 @@ proto::PullRequest ShardLinks::MakePullRequest(uint64_t clock,
   return request;
 }
 
-void ShardLinks::StartPull(int shard, uint64_t clock,
-                           grpc::ClientContext* context, PullSink* sink,
-                           std::function<void(absl::Status)> done) {
+std::unique_ptr<QueuedStream> ShardLinks::StartPull(
+    int shard, uint64_t clock, grpc::ClientContext* context, PullSink* sink,
+    StepQueue* queue, std::function<void(absl::Status)> done) {
   context->set_deadline(DeadlineIn(options_.pull_timeout));
-  done = Noting(shard, std::move(done));
-  grpc::ByteBuffer request = SerializeMessage(MakePullRequest(clock, 0));
-  if (shards_[shard].pull_streams) {
-    StreamCall::Start(
-        generic(shard), context, methods_.pull_stream, {std::move(request)},
-        [sink](const grpc::ByteBuffer& m) { return sink->Consume(m); },
-        std::move(done));
-    return;
-  }
-  // One message's worth: a unary call has less overhead than a stream.
-  UnaryIntoSink(shard, methods_.pull, std::move(request), context, sink,
-                std::move(done));
+  std::vector<grpc::ByteBuffer> request;
+  request.push_back(SerializeMessage(MakePullRequest(clock, 0)));
+  // One message's worth: the unary method, which costs the server less.
+  return std::make_unique<QueuedStream>(
+      generic(shard), context,
+      shards_[shard].pull_streams ? methods_.pull_stream : methods_.pull,
+      std::move(request),
+      [sink](const grpc::ByteBuffer& m) { return sink->Consume(m); },
+      Noting(shard, std::move(done)), queue);
 }
 
-void ShardLinks::StartPush(int shard, std::vector<grpc::ByteBuffer> messages,
-                           grpc::ClientContext* context,
-                           grpc::ByteBuffer* response,
-                           std::function<void(absl::Status)> done) {
+std::unique_ptr<QueuedStream> ShardLinks::StartPush(
+    int shard, std::vector<grpc::ByteBuffer> messages,
+    grpc::ClientContext* context, grpc::ByteBuffer* response, StepQueue* queue,
+    std::function<void(absl::Status)> done) {
   context->set_deadline(DeadlineIn(options_.push_timeout));
-  done = Noting(shard, std::move(done));
-  if (messages.size() > 1) {
-    StreamCall::Start(
-        generic(shard), context, methods_.push_stream, std::move(messages),
-        [response](const grpc::ByteBuffer& m) {
-          *response = m;
-          return absl::OkStatus();
-        },
-        std::move(done));
-    return;
-  }
-  auto request = std::make_shared<grpc::ByteBuffer>(std::move(messages[0]));
-  generic(shard)->UnaryCall(context, methods_.push, grpc::StubOptions(),
-                            request.get(), response,
-                            [request, done = std::move(done)](grpc::Status s) {
-                              done(FromGrpcStatus(s));
-                            });
+  const std::string& method =
+      messages.size() > 1 ? methods_.push_stream : methods_.push;
+  return std::make_unique<QueuedStream>(
+      generic(shard), context, method, std::move(messages),
+      [response](const grpc::ByteBuffer& m) {
+        *response = m;
+        return absl::OkStatus();
+      },
+      Noting(shard, std::move(done)), queue);
 }
 
 void ShardLinks::StartPushPull(int shard,
@@ -222,21 +209,6 @@ void ShardLinks::CancelStep(int shard) {
   if (shards_[shard].steps != nullptr) shards_[shard].steps->Cancel();
 }
 
-void ShardLinks::UnaryIntoSink(int shard, const std::string& method,
-                               grpc::ByteBuffer message,
-                               grpc::ClientContext* context, PullSink* sink,
-                               std::function<void(absl::Status)> done) {
-  auto request = std::make_shared<grpc::ByteBuffer>(std::move(message));
-  auto response = std::make_shared<grpc::ByteBuffer>();
-  generic(shard)->UnaryCall(
-      context, method, grpc::StubOptions(), request.get(), response.get(),
-      [request, response, sink, done = std::move(done)](grpc::Status s) {
-        absl::Status status = FromGrpcStatus(s);
-        if (status.ok()) status = sink->Consume(*response);
-        done(std::move(status));
-      });
-}
-
 std::function<void(absl::Status)> ShardLinks::Noting(
     int shard, std::function<void(absl::Status)> done) {
   return [this, shard, done = std::move(done)](absl::Status s) {
@@ -264,18 +236,23 @@ std::chrono::system_clock::time_point DeadlineIn(absl::Duration d) {
   return absl::ToChronoTime(absl::Now() + d);
 }
 
-absl::Status ForAllShards(
+absl::Status QueuedStreamsForAllShards(
     int num_shards, const char* rpc,
-    const std::function<void(int, std::function<void(absl::Status)>)>& call) {
+    const std::function<std::unique_ptr<QueuedStream>(
+        int, StepQueue*, std::function<void(absl::Status)>)>& start) {
   std::vector<absl::Status> results(num_shards);
-  absl::BlockingCounter pending(num_shards);
+  int left = num_shards;
+  // The queue outlives the calls, which it polls until they are over.
+  StepQueue queue;
+  std::vector<std::unique_ptr<QueuedStream>> calls;
   for (int s = 0; s < num_shards; ++s) {
-    call(s, [&results, &pending, s](absl::Status status) {
-      results[s] = std::move(status);
-      pending.DecrementCount();
-    });
+    calls.push_back(start(s, &queue, [&results, &left, s](absl::Status st) {
+      results[s] = std::move(st);
+      --left;
+    }));
   }
-  pending.Wait();
+  while (left > 0) queue.Poll(absl::InfiniteFuture());
+  calls.clear();
   return FirstFailure(results, rpc);
 }
 

@@ -12,7 +12,8 @@
 //
 // Thread-compatible: one thread starts calls at a time. The StepStreams'
 // steps end on that thread, from PollSteps (the shards' StepQueue); the
-// other calls on gRPC's threads, through their `done`.
+// other calls too, from the StepQueue of the wait that started them
+// (QueuedStreamsForAllShards).
 #ifndef PARAMD_WORKER_RPC_SHARD_LINKS_H_
 #define PARAMD_WORKER_RPC_SHARD_LINKS_H_
 
@@ -38,6 +39,7 @@
 #include "worker/parameter_client.h"
 #include "worker/replica_choice.h"
 #include "worker/rpc/pull_sink.h"
+#include "worker/rpc/queued_stream.h"
 #include "worker/rpc/step_queue.h"
 #include "worker/rpc/step_stream.h"
 
@@ -111,13 +113,16 @@ class ShardLinks {
 
   // Starts one shard's pull of `clock` into `sink`, or its push of
   // `messages` (a PushResponse lands in `response`): a stream when there are
-  // several messages, else a unary call. `context` gets the call's deadline
-  // and outlives `done`, which runs once on a gRPC thread.
-  void StartPull(int shard, uint64_t clock, grpc::ClientContext* context,
-                 PullSink* sink, std::function<void(absl::Status)> done);
-  void StartPush(int shard, std::vector<grpc::ByteBuffer> messages,
-                 grpc::ClientContext* context, grpc::ByteBuffer* response,
-                 std::function<void(absl::Status)> done);
+  // several messages, else a unary call, on `queue`
+  // (QueuedStreamsForAllShards'). `context` gets the call's deadline and
+  // outlives the call; `done` runs once, from the queue's Poll.
+  std::unique_ptr<QueuedStream> StartPull(
+      int shard, uint64_t clock, grpc::ClientContext* context, PullSink* sink,
+      StepQueue* queue, std::function<void(absl::Status)> done);
+  std::unique_ptr<QueuedStream> StartPush(
+      int shard, std::vector<grpc::ByteBuffer> messages,
+      grpc::ClientContext* context, grpc::ByteBuffer* response,
+      StepQueue* queue, std::function<void(absl::Status)> done);
   // Starts one shard's PushPull as a step of its StepStream
   // (OpenStepStream(shard) first): the push in `messages` (the first's
   // header carries pull_dtype), as many as it takes, and the pull of
@@ -153,11 +158,6 @@ class ShardLinks {
   void DrainSteps() { queue_.Drain(); }
 
  private:
-  // One unary call of `method` whose single reply goes to `sink`.
-  void UnaryIntoSink(int shard, const std::string& method,
-                     grpc::ByteBuffer message, grpc::ClientContext* context,
-                     PullSink* sink, std::function<void(absl::Status)> done);
-
   // One replica's channel; both stay open for the links' life (a
   // heartbeat may be on the other).
   struct Conn {
@@ -198,12 +198,15 @@ class ShardLinks {
 // The deadline of a call that may take `d` from now.
 std::chrono::system_clock::time_point DeadlineIn(absl::Duration d);
 
-// Runs `call(shard, done)` for every shard at once and waits for all; each
-// call reports how it ended through `done`. Returns the first failure,
-// naming the RPC and the shard.
-absl::Status ForAllShards(
+// Runs `start(shard, queue, done)` for every shard at once on a StepQueue
+// of its own, which this thread polls until every call ended; each call
+// reports how it ended through `done` (a shard with nothing to do calls it
+// at once and returns null). Returns the first failure, naming the RPC and
+// the shard.
+absl::Status QueuedStreamsForAllShards(
     int num_shards, const char* rpc,
-    const std::function<void(int, std::function<void(absl::Status)>)>& call);
+    const std::function<std::unique_ptr<QueuedStream>(
+        int, StepQueue*, std::function<void(absl::Status)>)>& start);
 
 // ForAllShards for calls on gRPC's async API, which the calling thread
 // polls itself (no callback thread of gRPC's is started or woken: see

@@ -32,6 +32,19 @@ class StepQueue {
    protected:
     ~Tag() = default;
   };
+  // A Tag that calls back one member of a call object: one per kind of
+  // operation the call puts on the queue (its start, a write, a read,
+  // its finish).
+  template <typename Call>
+  class Event final : public Tag {
+   public:
+    Event(Call* call, void (Call::*on)(bool)) : call_(call), on_(on) {}
+    void Done(bool ok) override { (call_->*on_)(ok); }
+
+   private:
+    Call* const call_;
+    void (Call::*const on_)(bool);
+  };
 
   StepQueue() = default;
   // Shuts the queue down and runs what is left on it. Every call started

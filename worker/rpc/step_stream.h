@@ -61,17 +61,7 @@ class StepStream {
   void Cancel() { context_->TryCancel(); }
 
  private:
-  // One kind of event of this call, as a tag on the queue.
-  class Event final : public StepQueue::Tag {
-   public:
-    Event(StepStream* stream, void (StepStream::*on)(bool))
-        : stream_(stream), on_(on) {}
-    void Done(bool ok) override { (stream_->*on_)(ok); }
-
-   private:
-    StepStream* const stream_;
-    void (StepStream::*const on_)(bool);
-  };
+  using Event = StepQueue::Event<StepStream>;
 
   void OnStarted(bool ok);
   void OnWritten(bool ok);

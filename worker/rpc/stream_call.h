@@ -4,6 +4,13 @@
 // wire), and the caller hears once how the call ended. Works for client-,
 // server- and bidirectional-streaming methods alike: on the wire they are
 // the same.
+//
+// Only the overlapped exchange (worker.overlap, overlap_exchange.h) calls
+// this way: its push goes out piece by piece while the training thread
+// computes, and gRPC's async API moves a call's bytes only while a thread
+// polls its queue, which the callback API's own threads do. Every other
+// call of a worker is on the async API, polled by the thread that waits
+// on it (step_stream.h, queued_stream.h).
 #ifndef PARAMD_WORKER_RPC_STREAM_CALL_H_
 #define PARAMD_WORKER_RPC_STREAM_CALL_H_
 
