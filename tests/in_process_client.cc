@@ -11,6 +11,7 @@
 #include "common/base/status_macros.h"
 #include "common/model/rows.h"
 #include "common/wire/wire_format.h"
+#include "tests/whole_push.h"
 #include "worker/rpc/proto_convert.h"
 
 namespace paramd::testing {
@@ -141,8 +142,9 @@ class InProcessClient final : public ParameterClient {
       request.set_table(table);
       request.set_ids(EncodeRowIds(mine));
       proto::PullRowsResponse response;
-      absl::Status s = shards_[k]->PullRows(
-          request, absl::Now() + absl::Seconds(60), nullptr, &response);
+      absl::Status s = testing::PullRowsInto(*shards_[k], request,
+                                             absl::Now() + absl::Seconds(60),
+                                             nullptr, &response);
       if (!s.ok()) return Prefixed(s, "PullRows", k);
       for (size_t i = 0; i < mine.size(); ++i) {
         std::memcpy(&out[positions[k][i] * dim],

@@ -1,7 +1,10 @@
 #include "tests/whole_push.h"
 
 #include <catch2/catch.hpp>
+#include <memory>
 #include <vector>
+
+#include "server/shard/proto_convert.h"
 
 namespace paramd::testing {
 
@@ -42,6 +45,28 @@ proto::PullRequest PullAt(const std::string& job_id, uint32_t rank,
   r.set_rank(rank);
   r.set_clock(clock);
   return r;
+}
+
+absl::Status PullInto(Shard& shard, const proto::PullRequest& request,
+                      absl::Time deadline, Cancellation* cancel,
+                      proto::PullResponse* response) {
+  std::shared_ptr<const ParamSnapshot> snapshot;
+  absl::Status s = shard.Pull(request, deadline, cancel, &snapshot);
+  if (!s.ok()) return s;
+  FillPullResponse(*snapshot, shard.store(),
+                   request.dtype() == proto::DTYPE_FLOAT16, response);
+  return absl::OkStatus();
+}
+
+absl::Status PullRowsInto(Shard& shard, const proto::PullRowsRequest& request,
+                          absl::Time deadline, Cancellation* cancel,
+                          proto::PullRowsResponse* response) {
+  Shard::RowsReply reply;
+  absl::Status s =
+      shard.PullRows(ToPullRowsView(request), deadline, cancel, &reply);
+  if (!s.ok()) return s;
+  FillPullRowsResponse(reply, response);
+  return absl::OkStatus();
 }
 
 }  // namespace paramd::testing

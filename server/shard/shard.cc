@@ -247,15 +247,6 @@ absl::Status Shard::PushSlice(const PushView& header,
 }
 
 absl::Status Shard::Pull(const proto::PullRequest& request, absl::Time deadline,
-                         Cancellation* cancel, proto::PullResponse* response) {
-  std::shared_ptr<const ParamSnapshot> snapshot;
-  RETURN_IF_ERROR(Pull(request, deadline, cancel, &snapshot));
-  FillPullResponse(*snapshot, store_, request.dtype() == proto::DTYPE_FLOAT16,
-                   response);
-  return absl::OkStatus();
-}
-
-absl::Status Shard::Pull(const proto::PullRequest& request, absl::Time deadline,
                          Cancellation* cancel,
                          std::shared_ptr<const ParamSnapshot>* snapshot) {
   RETURN_IF_ERROR(
@@ -416,15 +407,6 @@ absl::Status Shard::PullRows(const PullRowsView& request, absl::Time deadline,
   RETURN_IF_ERROR(AwaitReadable(rank, request.clock, start, deadline, cancel));
   rows_.Read(request.table, ids, request.dtype, store_.version(), reply);
   workers_.OnPull(rank, reply->bytes().size(), clock_->Now());
-  return absl::OkStatus();
-}
-
-absl::Status Shard::PullRows(const proto::PullRowsRequest& request,
-                             absl::Time deadline, Cancellation* cancel,
-                             proto::PullRowsResponse* response) {
-  RowsReply reply;
-  RETURN_IF_ERROR(PullRows(ToPullRowsView(request), deadline, cancel, &reply));
-  FillPullRowsResponse(reply, response);
   return absl::OkStatus();
 }
 

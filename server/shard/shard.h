@@ -134,9 +134,6 @@ class Shard {
   // Ends a pull StartPull left waiting: its `done` runs here with
   // CANCELLED, unless it ran or is running already.
   void CancelPull(uint64_t handle);
-  // The same as Pull, copied into a protobuf message.
-  absl::Status Pull(const proto::PullRequest& request, absl::Time deadline,
-                    Cancellation* cancel, proto::PullResponse* response);
   // Rows of one embedding table for a worker at request.clock: waits as
   // Pull does, then reads each id's row (its initial value if never
   // pushed). Ids must pass RowBlock's rules (sorted, distinct, in range,
@@ -144,9 +141,6 @@ class Shard {
   using RowsReply = paramd::RowsReply;
   absl::Status PullRows(const PullRowsView& request, absl::Time deadline,
                         Cancellation* cancel, RowsReply* reply);
-  absl::Status PullRows(const proto::PullRowsRequest& request,
-                        absl::Time deadline, Cancellation* cancel,
-                        proto::PullRowsResponse* response);
   absl::Status Heartbeat(const proto::HeartbeatRequest& request,
                          proto::HeartbeatResponse* response);
   absl::Status ReportEpoch(const proto::ReportEpochRequest& request);

@@ -98,9 +98,8 @@ TEST_CASE("a shard waits for rank 0's initial values, then serves them",
                           &response)
               .ok());
   proto::PullResponse pulled;
-  REQUIRE(shard
-              .Pull(PullAt(config.job_id, 0, 0),
-                    absl::Now() + absl::Seconds(30), nullptr, &pulled)
+  REQUIRE(testing::PullInto(shard, PullAt(config.job_id, 0, 0),
+                            absl::Now() + absl::Seconds(30), nullptr, &pulled)
               .ok());
   for (const proto::TensorChunk& c : pulled.chunks()) {
     const float* v = reinterpret_cast<const float*>(c.data().data());

@@ -57,8 +57,8 @@ struct TwoShards {
   std::vector<float> Values(int shard, uint64_t clock) {
     proto::PullResponse pulled;
     const absl::Status s =
-        shards[shard]->Pull(PullAt(config.job_id, 0, clock),
-                            absl::InfiniteFuture(), nullptr, &pulled);
+        testing::PullInto(*shards[shard], PullAt(config.job_id, 0, clock),
+                          absl::InfiniteFuture(), nullptr, &pulled);
     INFO(s.message());
     REQUIRE(s.ok());
     const std::string& data = pulled.chunks(0).data();

@@ -1,12 +1,12 @@
 // Optimizer arithmetic: SGD against values worked out by hand; Adam, AdamW,
 // RMSprop and Adagrad against the same formulas computed in float64 over
 // several steps; learning-rate schedules against hand values.
+#include "server/optimizer/optimizer.h"
+
 #include <catch2/catch.hpp>
 #include <cmath>
 #include <string>
 #include <vector>
-
-#include "server/optimizer/optimizer.h"
 
 namespace paramd {
 namespace {
@@ -18,7 +18,8 @@ struct Run {
 
 Run Start(const Optimizer& opt, std::vector<float> p) {
   Run r{std::move(p), {}};
-  for (int i = 0; i < opt.num_slots(); ++i) r.slots.emplace_back(r.p.size(), 0.0f);
+  for (int i = 0; i < opt.num_slots(); ++i)
+    r.slots.emplace_back(r.p.size(), 0.0f);
   return r;
 }
 
@@ -111,7 +112,10 @@ struct Reference {
     for (int t = 1; t <= steps; ++t) {
       for (size_t i = 0; i < n; ++i) {
         double g = Grad(t, i);
-        if (type == "adamw") p[i] *= 1 - lr * wd; else g += wd * p[i];
+        if (type == "adamw")
+          p[i] *= 1 - lr * wd;
+        else
+          g += wd * p[i];
         if (type == "adam" || type == "adamw") {
           m[i] = beta1 * m[i] + (1 - beta1) * g;
           v[i] = beta2 * v[i] + (1 - beta2) * g * g;
@@ -143,7 +147,8 @@ struct Reference {
 
 // The float implementation `opt` over the same steps, with the gradient
 // passed pre-scaled by 2 and grad_scale 0.5 (as sync averaging does).
-std::vector<float> RunFloat(const Optimizer& opt, std::vector<float> p, int steps) {
+std::vector<float> RunFloat(const Optimizer& opt, std::vector<float> p,
+                            int steps) {
   std::vector<std::vector<float>> slots(opt.num_slots(),
                                         std::vector<float>(p.size(), 0.0f));
   std::vector<float> g(p.size());
@@ -199,8 +204,9 @@ TEST_CASE("RMSprop matches its float64 definition, with and without momentum",
   Reference ref{"rmsprop"};
   ref.lr = 0.001;
   ref.wd = 0.01;
-  CheckAgainstReference(ref, RmspropOptimizer(LearningRateSchedule::Constant(0.001),
-                                              0.99f, 1e-8f, 0.0f, 0.01f));
+  CheckAgainstReference(
+      ref, RmspropOptimizer(LearningRateSchedule::Constant(0.001), 0.99f, 1e-8f,
+                            0.0f, 0.01f));
   ref.momentum = 0.9;
   RmspropOptimizer with_momentum(LearningRateSchedule::Constant(0.001), 0.99f,
                                  1e-8f, 0.9f, 0.01f);
@@ -208,12 +214,13 @@ TEST_CASE("RMSprop matches its float64 definition, with and without momentum",
   CheckAgainstReference(ref, with_momentum);
 }
 
-TEST_CASE("Adagrad matches its float64 definition over 6 steps", "[optimizer]") {
+TEST_CASE("Adagrad matches its float64 definition over 6 steps",
+          "[optimizer]") {
   Reference ref{"adagrad"};
   ref.lr = 0.1;
   ref.eps = 1e-10;
-  CheckAgainstReference(ref, AdagradOptimizer(LearningRateSchedule::Constant(0.1),
-                                              1e-10f, 0.0f));
+  CheckAgainstReference(
+      ref, AdagradOptimizer(LearningRateSchedule::Constant(0.1), 1e-10f, 0.0f));
   // By hand: s = 4, p = 1 - 0.1 * 2 / 2 = 0.9.
   AdagradOptimizer opt(LearningRateSchedule::Constant(0.1), 1e-10f, 0.0f);
   std::vector<float> p = {1.0f}, g = {2.0f};
@@ -242,16 +249,16 @@ TEST_CASE("learning-rate schedules", "[optimizer][schedule]") {
   c.min_lr = 0.01;
   const LearningRateSchedule cosine(0.1, c);
   CHECK(cosine.At(1) == Approx(0.1));
-  CHECK(cosine.At(51) == Approx(0.055));   // halfway: (0.1 + 0.01) / 2
+  CHECK(cosine.At(51) == Approx(0.055));  // halfway: (0.1 + 0.01) / 2
   CHECK(cosine.At(101) == Approx(0.01));
-  CHECK(cosine.At(500) == Approx(0.01));   // stays at min_lr
+  CHECK(cosine.At(500) == Approx(0.01));  // stays at min_lr
 
   c.warmup_steps = 4;
   c.total_steps = 105;
   const LearningRateSchedule warm(0.1, c);
   CHECK(warm.At(1) == Approx(0.025));
   CHECK(warm.At(4) == Approx(0.1));
-  CHECK(warm.At(5) == Approx(0.1));         // cosine starts after warm-up
+  CHECK(warm.At(5) == Approx(0.1));  // cosine starts after warm-up
   CHECK(warm.At(55) == Approx(0.055));
 }
 
@@ -270,9 +277,9 @@ TEST_CASE("an optimizer follows its schedule", "[optimizer][schedule]") {
 TEST_CASE("MakeOptimizer builds each type", "[optimizer]") {
   OptimizerConfig c;
   c.learning_rate = 0.01;
-  for (auto [type, slots] : {std::pair{"sgd", 0}, std::pair{"adam", 2},
-                             std::pair{"adamw", 2}, std::pair{"rmsprop", 1},
-                             std::pair{"adagrad", 1}}) {
+  for (auto [type, slots] :
+       {std::pair{"sgd", 0}, std::pair{"adam", 2}, std::pair{"adamw", 2},
+        std::pair{"rmsprop", 1}, std::pair{"adagrad", 1}}) {
     c.type = type;
     auto opt = MakeOptimizer(c);
     INFO(type);

@@ -72,8 +72,9 @@ struct LeaseFixture {
 
   absl::Status TryPull(uint32_t rank, uint64_t clock) {
     proto::PullResponse resp;
-    return shard->Pull(testing::PullAt(config.job_id, rank, clock),
-                       absl::InfinitePast(), nullptr, &resp);
+    return testing::PullInto(*shard,
+                             testing::PullAt(config.job_id, rank, clock),
+                             absl::InfinitePast(), nullptr, &resp);
   }
 
   proto::ShardStatus Status() {
@@ -87,9 +88,9 @@ struct LeaseFixture {
   std::thread StartWaitingPull(uint32_t rank, uint64_t clock) {
     std::thread pull([this, rank, clock] {
       proto::PullResponse resp;
-      CHECK(shard
-                ->Pull(testing::PullAt(config.job_id, rank, clock),
-                       absl::InfiniteFuture(), nullptr, &resp)
+      CHECK(testing::PullInto(*shard,
+                              testing::PullAt(config.job_id, rank, clock),
+                              absl::InfiniteFuture(), nullptr, &resp)
                 .ok());
     });
     REQUIRE(shard->TEST_AwaitWaitingPulls(1, absl::Seconds(30)));

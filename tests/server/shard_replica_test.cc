@@ -149,8 +149,8 @@ TEST_CASE("the backup holds every step the primary acknowledged",
   // Nothing of it is served by the backup while the primary speaks.
   proto::PullResponse pulled;
   const absl::Status refused =
-      p.b->Pull(testing::PullAt(p.config.job_id, 0, 3), absl::InfiniteFuture(),
-                nullptr, &pulled);
+      testing::PullInto(*p.b, testing::PullAt(p.config.job_id, 0, 3),
+                        absl::InfiniteFuture(), nullptr, &pulled);
   CHECK(absl::IsUnavailable(refused));
   CHECK(absl::StrContains(refused.message(), "this is the shard's backup"));
 }
@@ -195,9 +195,9 @@ TEST_CASE(
   CHECK_FALSE(response.duplicate());
   // Every later call to the replaced one is refused.
   proto::PullResponse pulled;
-  CHECK(
-      absl::IsUnavailable(p.a->Pull(testing::PullAt(p.config.job_id, 0, 2),
-                                    absl::InfiniteFuture(), nullptr, &pulled)));
+  CHECK(absl::IsUnavailable(
+      testing::PullInto(*p.a, testing::PullAt(p.config.job_id, 0, 2),
+                        absl::InfiniteFuture(), nullptr, &pulled)));
   CHECK(absl::IsUnavailable(p.Push(*p.a, 3, 0.5f)));
   proto::ReplicateRequest newer;
   newer.set_job_id(p.config.job_id);
@@ -314,9 +314,9 @@ TEST_CASE(
     CHECK(p.a->replica()->replaced());
     p.a->Tick();
     proto::PullResponse pulled;
-    CHECK(absl::IsUnavailable(p.a->Pull(testing::PullAt(p.config.job_id, 0, 3),
-                                        absl::InfiniteFuture(), nullptr,
-                                        &pulled)));
+    CHECK(absl::IsUnavailable(
+        testing::PullInto(*p.a, testing::PullAt(p.config.job_id, 0, 3),
+                          absl::InfiniteFuture(), nullptr, &pulled)));
     // The backup takes over without the step, and the job's step 2 is
     // applied there once: nothing acknowledged was lost.
     p.down.erase("b:1");

@@ -92,7 +92,8 @@ absl::StatusOr<std::vector<float>> Rows(
   request.set_table(0);
   request.set_ids(EncodeRowIds(ids));
   proto::PullRowsResponse response;
-  absl::Status s = shard.PullRows(request, deadline, nullptr, &response);
+  absl::Status s =
+      testing::PullRowsInto(shard, request, deadline, nullptr, &response);
   if (!s.ok()) return s;
   std::vector<float> out(response.data().size() / sizeof(float));
   std::memcpy(out.data(), response.data().data(), response.data().size());
@@ -202,9 +203,8 @@ TEST_CASE("rows travel as float16 both ways", "[shard_rows]") {
   request.set_ids(EncodeRowIds({5}));
   request.set_dtype(proto::DTYPE_FLOAT16);
   proto::PullRowsResponse response;
-  REQUIRE(shard
-              ->PullRows(request, absl::Now() + absl::Seconds(5), nullptr,
-                         &response)
+  REQUIRE(testing::PullRowsInto(*shard, request, absl::Now() + absl::Seconds(5),
+                                nullptr, &response)
               .ok());
   CHECK(response.dtype() == proto::DTYPE_FLOAT16);
   REQUIRE(response.data().size() == kDim * 2);
@@ -302,8 +302,8 @@ TEST_CASE("malformed row blocks and row pulls are refused by name",
       request.set_rank(0);
       request.set_ids(ids);
       proto::PullRowsResponse response;
-      const absl::Status s = shard->PullRows(
-          request, absl::Now() + absl::Seconds(5), nullptr, &response);
+      const absl::Status s = testing::PullRowsInto(
+          *shard, request, absl::Now() + absl::Seconds(5), nullptr, &response);
       INFO(s.message());
       CHECK(s.code() == absl::StatusCode::kInvalidArgument);
       CHECK(absl::StrContains(s.message(), "PullRows"));
@@ -357,15 +357,15 @@ TEST_CASE("a PullRows whose reply would pass the message limit is refused",
   request.set_rank(0);
   request.set_ids(EncodeRowIds(ids));
   proto::PullRowsResponse response;
-  absl::Status s = shard->PullRows(request, absl::Now() + absl::Seconds(30),
-                                   nullptr, &response);
+  absl::Status s = testing::PullRowsInto(
+      *shard, request, absl::Now() + absl::Seconds(30), nullptr, &response);
   INFO(s.message());
   CHECK(s.code() == absl::StatusCode::kResourceExhausted);
   CHECK(absl::StrContains(s.message(), "pull fewer rows per call"));
   // As float16 the same ids fit.
   request.set_dtype(proto::DTYPE_FLOAT16);
-  s = shard->PullRows(request, absl::Now() + absl::Seconds(30), nullptr,
-                      &response);
+  s = testing::PullRowsInto(*shard, request, absl::Now() + absl::Seconds(30),
+                            nullptr, &response);
   CHECK(s.ok());
   CHECK(response.data().size() == n * 4 * 2);
 }

@@ -225,11 +225,12 @@ TEST_CASE("pulls wait for the version their clock needs", "[shard]") {
   const proto::PullRequest req = testing::PullAt(f.config.job_id, 0, 1);
   proto::PullResponse resp;
   CHECK(absl::IsDeadlineExceeded(
-      f.shard->Pull(req, absl::InfinitePast(), nullptr, &resp)));
+      testing::PullInto(*f.shard, req, absl::InfinitePast(), nullptr, &resp)));
   proto::PushResponse pr;
   REQUIRE(f.shard->Push(f.GoodPush(0, 0, 1.0f), &pr).ok());
   REQUIRE(f.shard->Push(f.GoodPush(1, 0, 1.0f), &pr).ok());
-  REQUIRE(f.shard->Pull(req, absl::InfinitePast(), nullptr, &resp).ok());
+  REQUIRE(testing::PullInto(*f.shard, req, absl::InfinitePast(), nullptr, &resp)
+              .ok());
   CHECK(resp.version() == 1);
   CHECK(resp.chunks_size() ==
         static_cast<int>(f.shard->plan().ChunksOfShard(0).size()));
@@ -240,9 +241,12 @@ TEST_CASE("a pull may ask for float16; other dtypes are refused",
   Fixture f;
   proto::PullRequest req = testing::PullAt(f.config.job_id, 0, 0);
   proto::PullResponse wide, narrow;
-  REQUIRE(f.shard->Pull(req, absl::InfinitePast(), nullptr, &wide).ok());
+  REQUIRE(testing::PullInto(*f.shard, req, absl::InfinitePast(), nullptr, &wide)
+              .ok());
   req.set_dtype(proto::DTYPE_FLOAT16);
-  REQUIRE(f.shard->Pull(req, absl::InfinitePast(), nullptr, &narrow).ok());
+  REQUIRE(
+      testing::PullInto(*f.shard, req, absl::InfinitePast(), nullptr, &narrow)
+          .ok());
   REQUIRE(narrow.chunks_size() == wide.chunks_size());
   for (int c = 0; c < wide.chunks_size(); ++c) {
     CHECK(narrow.chunks(c).dtype() == proto::DTYPE_FLOAT16);
@@ -263,8 +267,8 @@ TEST_CASE("a pull may ask for float16; other dtypes are refused",
   CHECK(st.bytes_out() == full + full / 2);
   for (int bad : {3, -1}) {
     req.set_dtype(static_cast<proto::DType>(bad));
-    const absl::Status s =
-        f.shard->Pull(req, absl::InfinitePast(), nullptr, &narrow);
+    const absl::Status s = testing::PullInto(
+        *f.shard, req, absl::InfinitePast(), nullptr, &narrow);
     CHECK(absl::IsInvalidArgument(s));
     CHECK(absl::StrContains(s.message(), "Pull: dtype"));
   }
@@ -446,9 +450,8 @@ TEST_CASE("a pull at a past clock is served the newest version, saying so",
   }
   REQUIRE(f.shard->store().version() == 2);
   proto::PullResponse resp;
-  REQUIRE(f.shard
-              ->Pull(testing::PullAt(f.config.job_id, 0, 1),
-                     absl::InfinitePast(), nullptr, &resp)
+  REQUIRE(testing::PullInto(*f.shard, testing::PullAt(f.config.job_id, 0, 1),
+                            absl::InfinitePast(), nullptr, &resp)
               .ok());
   CHECK(resp.version() == 2);  // as proto/paramd.proto says: never older
 }
@@ -496,14 +499,16 @@ TEST_CASE(
   for (int i = 0; i < 2; ++i) {
     pulls.emplace_back([&, i] {
       proto::PullResponse resp;
-      results[i] = f.shard->Pull(testing::PullAt(f.config.job_id, 0, 1),
-                                 absl::InfiniteFuture(), &give_up, &resp);
+      results[i] =
+          testing::PullInto(*f.shard, testing::PullAt(f.config.job_id, 0, 1),
+                            absl::InfiniteFuture(), &give_up, &resp);
     });
   }
   REQUIRE(f.shard->TEST_AwaitWaitingPulls(2, absl::Seconds(30)));
   proto::PullResponse resp;
-  absl::Status s = f.shard->Pull(testing::PullAt(f.config.job_id, 0, 1),
-                                 absl::InfiniteFuture(), nullptr, &resp);
+  absl::Status s =
+      testing::PullInto(*f.shard, testing::PullAt(f.config.job_id, 0, 1),
+                        absl::InfiniteFuture(), nullptr, &resp);
   CHECK(absl::IsResourceExhausted(s));
   CHECK(s.message() ==
         "Pull: rank 0 already has 2 pushes and pulls in shard 0, the limit "
@@ -524,9 +529,8 @@ TEST_CASE(
   give_up.Cancel();
   for (auto& t : pulls) t.join();
   for (const auto& r : results) CHECK(absl::IsCancelled(r));
-  CHECK(f.shard
-            ->Pull(testing::PullAt(f.config.job_id, 0, 0), absl::InfinitePast(),
-                   nullptr, &resp)
+  CHECK(testing::PullInto(*f.shard, testing::PullAt(f.config.job_id, 0, 0),
+                          absl::InfinitePast(), nullptr, &resp)
             .ok());
 }
 
@@ -545,9 +549,8 @@ TEST_CASE("a push's staleness counts from the version its rank was served",
   // Rank 0 pulls through the blocking path, rank 1 through the reactor's;
   // both are served version 0.
   proto::PullResponse pulled;
-  REQUIRE(shard
-              ->Pull(testing::PullAt(config.job_id, 0, 0), absl::InfinitePast(),
-                     nullptr, &pulled)
+  REQUIRE(testing::PullInto(*shard, testing::PullAt(config.job_id, 0, 0),
+                            absl::InfinitePast(), nullptr, &pulled)
               .ok());
   uint64_t served = UINT64_MAX;
   shard->StartPull(testing::PullAt(config.job_id, 1, 0),
