@@ -46,8 +46,10 @@ run_dir=$(mktemp -d /run/paramd-slurm.XXXXXX)
 chmod 0755 "$run_dir"
 cleanup() {
   scripts/hosts.sh down "$set_name" >/dev/null 2>&1 || true
-  [[ -f "$run_dir/munge/munged.pid" ]] &&
-    kill "$(cat "$run_dir/munge/munged.pid")" 2>/dev/null || true
+  # munged gone first: it writes into its folder as it exits.
+  if [[ -f "$run_dir/munge/munged.pid" ]]; then
+    stop_daemon "$(cat "$run_dir/munge/munged.pid")"
+  fi
   rm -rf "$run_dir"
 }
 trap cleanup EXIT

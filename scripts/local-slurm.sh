@@ -26,9 +26,7 @@ stop() {
   for name in slurmd slurmctld munged; do
     [[ -f "$dir/$name.pid" ]] || continue
     pid=$(cat "$dir/$name.pid")
-    kill -TERM "$pid" 2>/dev/null || true
-    # Bounded: each daemon gets 10 s, then SIGKILL.
-    timeout 10 tail --pid="$pid" -f /dev/null 2>/dev/null || kill -KILL "$pid" 2>/dev/null || true
+    stop_daemon "$pid"
     rm -f "$dir/$name.pid"
   done
   if [[ -f "$dir/run-dir" ]]; then

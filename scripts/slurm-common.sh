@@ -20,6 +20,15 @@ start_munged() {
     --seed-file="$dir/munge/munged.seed" --key-file=$key
 }
 
+# Stops the daemon of pid $1 and waits until it is gone (munged writes its
+# seed file and removes its socket as it exits, so its folder can only be
+# removed after): SIGTERM, up to 10 s, then SIGKILL.
+stop_daemon() {
+  kill -TERM "$1" 2>/dev/null || return 0
+  timeout 10 tail --pid="$1" -f /dev/null 2>/dev/null ||
+    kill -KILL "$1" 2>/dev/null || true
+}
+
 # slurm.conf's lines every such Slurm has: root daemons, munge at the
 # socket $1, no cgroup confinement of tasks (linuxproc, task/none), cores
 # as the consumable, no accounting, a node back to service once it

@@ -11,12 +11,13 @@
 // not wait for it, and a round without a push that no live rank takes
 // part in is passed without a step.
 //
-// A push may also come in slices (PushChunks: some of its chunks at a
+// A push may also come in slices (AcceptChunks: some of its chunks at a
 // time). The round then commits chunk by chunk: a chunk every expected
 // rank has pushed is stepped at once (ShardStore::StepChunks) and may be
-// read at version t+1 (ChunksReadable) while other chunks still wait; the
-// version moves when the last chunk is in. A rank whose push is partly in
-// when it leaves counts in the chunks it sent and not in the others.
+// read at version t+1 (Readable with those chunks) while other chunks
+// still wait; the version moves when the last chunk is in. A rank whose
+// push is partly in when it leaves counts in the chunks it sent and not in
+// the others.
 #ifndef PARAMD_SERVER_POLICY_SYNC_RULE_H_
 #define PARAMD_SERVER_POLICY_SYNC_RULE_H_
 

@@ -234,9 +234,10 @@ class UpdatePolicy final {
   std::vector<ReadyWaiter> TakeReady() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   PolicyState CaptureLocked() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // What Push and PushChunks do once a push is accepted: its staleness
-  // counted, it is the rank's last, and the state is captured or sent on
-  // when the store moved past `before`.
+  // What Push and PushChunks do once the rule accepted a push (`dropped`:
+  // acknowledged, not applied): its staleness counted, the rank pushes
+  // clock + 1 next and this push is its last, and the state is captured or
+  // sent on when the store moved past `before`.
   absl::Status Accepted(int rank, uint64_t clock, uint64_t staleness,
                         bool dropped, uint64_t before)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
