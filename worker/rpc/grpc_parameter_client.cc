@@ -223,8 +223,9 @@ absl::StatusOr<uint64_t> GrpcParameterClient::PullOnce(
                                   std::move(done));
         });
   } else {
-    // One message each: unary calls this thread polls (no gRPC callback
-    // thread started in the process for them).
+    // One message each: unary calls this thread polls, each one batch of
+    // operations on the queue (a QueuedStream's start, write, reads and
+    // finish are five).
     std::vector<grpc::ByteBuffer> replies(n);
     std::vector<std::unique_ptr<grpc::GenericClientAsyncResponseReader>> calls(
         n);

@@ -38,26 +38,27 @@ void QueuedStream::WriteFront() {
   }
 }
 
-void QueuedStream::OnStarted(bool ok) {
-  starting_ = false;
-  // StartCall and the writes share gRPC's operation set: the first write
-  // follows the start. A call that did not start ends by its read.
+void QueuedStream::WriteNext(bool ok) {
   if (!ok) {
+    // The call could not start or is over: its read fails, and Finish
+    // says why; nothing more goes out.
     out_.clear();
     return;
   }
   if (!out_.empty()) WriteFront();
 }
 
+void QueuedStream::OnStarted(bool ok) {
+  starting_ = false;
+  // StartCall and the writes share gRPC's operation set: the first write
+  // follows the start.
+  WriteNext(ok);
+}
+
 void QueuedStream::OnWritten(bool ok) {
   writing_ = false;
   out_.pop_front();
-  if (!ok) {
-    // The call is over: its read fails, and Finish says why.
-    out_.clear();
-    return;
-  }
-  if (!out_.empty()) WriteFront();
+  WriteNext(ok);
 }
 
 void QueuedStream::OnRead(bool ok) {

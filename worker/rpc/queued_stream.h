@@ -55,6 +55,9 @@ class QueuedStream {
   void OnFinished(bool ok);
   // Writes the front of out_ (the last with a half-close).
   void WriteFront();
+  // After the call's start or a write: the next write, if any, or none
+  // ever again when `ok` is false.
+  void WriteNext(bool ok);
   // The call's operations still on the queue.
   bool busy() const { return starting_ || writing_ || reading_ || finishing_; }
 
