@@ -40,7 +40,7 @@ TEST_CASE(
   const JobConfig config = OneShardJob(1);
   LocalCluster cluster(config);
   Client client(config, cluster);
-  testing::RegisterOverGrpc(*client.stub, config, client.shard.plan(), 0);
+  client.Register(0);
   const proto::PullResponse before = client.Pull(0, 0);
 
   // All ones: the first SGD step moves every parameter by -lr.
@@ -97,7 +97,7 @@ TEST_CASE("a refused PushPull applies and pulls nothing",
   const JobConfig config = OneShardJob(1);
   LocalCluster cluster(config);
   Client client(config, cluster);
-  testing::RegisterOverGrpc(*client.stub, config, client.shard.plan(), 0);
+  client.Register(0);
   proto::PushRequest bad = client.Gradient(0, 0, 1.0f);
   bad.mutable_chunks(0)->mutable_data()->resize(4);
   proto::PullResponse out;
@@ -121,9 +121,7 @@ TEST_CASE("under sync a PushPull waits for the round, as a pull does",
   const JobConfig config = OneShardJob(2);
   LocalCluster cluster(config);
   Client client(config, cluster);
-  for (uint32_t rank : {0u, 1u}) {
-    testing::RegisterOverGrpc(*client.stub, config, client.shard.plan(), rank);
-  }
+  for (uint32_t rank : {0u, 1u}) client.Register(rank);
   proto::PullResponse first;
   grpc::Status first_status;
   std::thread rank0([&] {
@@ -148,9 +146,7 @@ TEST_CASE(
   const JobConfig config = OneShardJob(2);
   LocalCluster cluster(config);
   Client client(config, cluster);
-  for (uint32_t rank : {0u, 1u}) {
-    testing::RegisterOverGrpc(*client.stub, config, client.shard.plan(), rank);
-  }
+  for (uint32_t rank : {0u, 1u}) client.Register(rank);
   // Rank 0's PushPull: its push is in, its pull waits for rank 1's push.
   grpc::ClientContext push_pull;
   grpc::Status push_pull_status;
@@ -196,13 +192,13 @@ TEST_CASE(
   const JobConfig config = OneShardJob(1);
   LocalCluster cluster(config);
   Client client(config, cluster);
-  testing::RegisterOverGrpc(*client.stub, config, client.shard.plan(), 0);
+  client.Register(0);
 
   // The same two steps as unary PushPulls on a second shard of the same
   // job give the parameters to expect.
   LocalCluster twin(config);
   Client reference(config, twin);
-  testing::RegisterOverGrpc(*reference.stub, config, reference.shard.plan(), 0);
+  reference.Register(0);
   std::vector<proto::PullResponse> expected(2);
   REQUIRE(
       reference.PushPull(reference.Gradient(0, 0, 1.0f), &expected[0]).ok());
@@ -262,9 +258,7 @@ TEST_CASE(
   const JobConfig config = OneShardJob(kWorkers);
   LocalCluster cluster(config);
   Client client(config, cluster);
-  for (uint32_t rank = 0; rank < kWorkers; ++rank) {
-    testing::RegisterOverGrpc(*client.stub, config, client.shard.plan(), rank);
-  }
+  for (uint32_t rank = 0; rank < kWorkers; ++rank) client.Register(rank);
   // Ranks 1..5 step on streams of their own; their pulls all wait.
   std::vector<std::unique_ptr<grpc::ClientContext>> contexts;
   std::vector<std::unique_ptr<
@@ -297,9 +291,7 @@ TEST_CASE(
   const JobConfig config = OneShardJob(2);
   LocalCluster cluster(config);
   Client client(config, cluster);
-  for (uint32_t rank : {0u, 1u}) {
-    testing::RegisterOverGrpc(*client.stub, config, client.shard.plan(), rank);
-  }
+  for (uint32_t rank : {0u, 1u}) client.Register(rank);
   {
     grpc::ClientContext c;
     auto stream = client.stub->StepStream(&c);

@@ -50,14 +50,14 @@ TEST_CASE(
   const JobConfig config = OneShardJob(1, held_replies);
   LocalCluster cluster(config);
   Client client(config, cluster);
-  testing::RegisterOverGrpc(*client.stub, config, client.shard.plan(), 0);
+  client.Register(0);
   const size_t chunks = client.shard.plan().ChunksOfShard(0).size();
   REQUIRE(chunks >= 8);
 
   // The same two steps as one-message PushPulls on a twin shard.
   LocalCluster twin(config);
   Client reference(config, twin);
-  testing::RegisterOverGrpc(*reference.stub, config, reference.shard.plan(), 0);
+  reference.Register(0);
   std::vector<proto::PullResponse> expected(2);
   for (uint64_t clock = 0; clock < 2; ++clock) {
     grpc::ClientContext c;
@@ -105,9 +105,7 @@ TEST_CASE(
   const JobConfig config = OneShardJob(2, held_replies);
   LocalCluster cluster(config);
   Client client(config, cluster);
-  for (uint32_t rank : {0u, 1u}) {
-    testing::RegisterOverGrpc(*client.stub, config, client.shard.plan(), rank);
-  }
+  for (uint32_t rank : {0u, 1u}) client.Register(rank);
   const size_t chunks = client.shard.plan().ChunksOfShard(0).size();
   const std::vector<proto::PushRequest> rank1 =
       Pieces(client.Gradient(1, 0, 3.0f), 3, 0);
@@ -151,10 +149,7 @@ TEST_CASE(
   // a twin shard that never saw the cut-off pushes.
   LocalCluster twin(config);
   Client reference(config, twin);
-  for (uint32_t rank : {0u, 1u}) {
-    testing::RegisterOverGrpc(*reference.stub, config, reference.shard.plan(),
-                              rank);
-  }
+  for (uint32_t rank : {0u, 1u}) reference.Register(rank);
   proto::PullResponse expected, other;
   grpc::Status first_status;
   std::thread first([&] {
@@ -192,7 +187,7 @@ TEST_CASE(
   const JobConfig config = OneShardJob(1, held_replies);
   LocalCluster cluster(config);
   Client client(config, cluster);
-  testing::RegisterOverGrpc(*client.stub, config, client.shard.plan(), 0);
+  client.Register(0);
   const int chunks =
       static_cast<int>(client.shard.plan().ChunksOfShard(0).size());
 
