@@ -172,7 +172,7 @@ absl::Status SyncRule::Accept(const RankTable& ranks, const RulePush& push,
   RETURN_IF_ERROR(CheckRound(rank, clock));
   // Skipped (guard.on_diverge: skip_push): in the round, without a
   // gradient in its mean.
-  if (!push.skip) {
+  if (!push.skip && !push.rows.empty()) {
     std::vector<uint64_t> pending_new;
     for (const RowSums& sums : row_sums_) pending_new.push_back(sums.fresh);
     RETURN_IF_ERROR(store_->CheckRowRoom(
@@ -182,8 +182,8 @@ absl::Status SyncRule::Accept(const RankTable& ranks, const RulePush& push,
         },
         pending_new));
     AddRows(push.rows);
-    ++num_summed_;
   }
+  if (!push.skip) ++num_summed_;
   bool complete = false, duplicate = false;
   AddChunks(ranks, rank, all_chunks_, push.grads, push.skip, &complete,
             &duplicate);
