@@ -232,12 +232,19 @@ absl::Status Shard::PushSlice(const PushView& header,
   const int rank = static_cast<int>(header.rank);
   RETURN_IF_ERROR(calls_.Enter("Push", rank));
   absl::Cleanup leave = [this, rank] { calls_.Leave(rank); };
+  const absl::Time entered = clock_->Now();
   RequestChecks::ChunkSet slice;
   RETURN_IF_ERROR(
       checks_.Gather("Push", header.rank, chunks, &slice, /*whole=*/false));
   bool duplicate = false;
   RETURN_IF_ERROR(policy_->PushChunks(rank, header.clock, slice.locals,
                                       slice.values, complete, &duplicate));
+  // The step timeline: an apply per slice (the rounds' optimizer steps are
+  // not timed chunk by chunk here).
+  if (trace_.WantsPush(header.clock)) {
+    trace_.Push(rank, header.clock, entered, clock_->Now(), store_.version(),
+                slice.bytes, duplicate, policy_->LastStaleness(rank));
+  }
   // A slice's bytes count as they come; the push once, when it is whole.
   if (!duplicate) {
     Pushed(rank, slice.bytes, slice.float32_bytes, header.loss, clock_->Now(),
