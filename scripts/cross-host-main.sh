@@ -16,6 +16,9 @@
 #       [--epochs E] [JOB.yaml] [RATE...]  (default: 2, 2, the job's; none
 #                                           10gbit 1gbit)
 #
+# SERVER_BINARY and WORKER_BINARY, when set, run instead of this tree's
+# build (to compare two builds in one sitting).
+#
 # RATE: "none" (veth, unshaped) or a tc rate (100mbit, 1gbit, 10gbit). The
 # job file's cluster section is rewritten to S servers and W workers (its
 # addresses are ignored: each process is told its host's), in a copy of
@@ -47,8 +50,8 @@ rates=("$@")
 }
 
 bazel build --noshow_progress //server:paramd-server //worker:paramd-worker
-server=$PWD/bazel-bin/server/paramd-server
-worker=$PWD/bazel-bin/worker/paramd-worker
+server=${SERVER_BINARY:-$PWD/bazel-bin/server/paramd-server}
+worker=${WORKER_BINARY:-$PWD/bazel-bin/worker/paramd-worker}
 python_path=$PWD/bazel-bin/python/package
 set_name=x$(($$ % 100000))
 work=$(mktemp -d "${TMPDIR:-/tmp}/cross-host.XXXXXX")
