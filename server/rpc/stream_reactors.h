@@ -1,7 +1,8 @@
 // PushStreamReactor and PullStreamReactor: the PushStream and PullStream
-// calls (proto/paramd.proto; a worker's overlapped exchange,
-// worker.overlap) served on gRPC's async API by the server's polling
-// thread, as StepStream is (server/rpc/step_stream_reactor.h), so that
+// calls (proto/paramd.proto; a worker's push without a pull, and its pulls,
+// where a shard fills several messages) served on gRPC's async API by the
+// server's polling thread, as StepStream is
+// (server/rpc/step_stream_reactor.h), so that
 // neither holds a server thread for its life: a PushStream's messages are
 // checked as each is read and the push applied when the worker half-closes
 // the stream (not when a cancel or a passed deadline ends it); a

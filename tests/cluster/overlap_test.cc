@@ -1,7 +1,8 @@
 // worker.overlap over real loopback gRPC: each step's push leaves piece by
-// piece during the backward pass (PushStream) and the next parameters come
-// back a chunk per message (PullStream, stream_message_bytes = 1) while the
-// next forward pass runs on them.
+// piece during the backward pass (a StepStream step whose pieces follow one
+// another as the chunks become final) and the next parameters come back a
+// chunk per message (reply_message_bytes = 1) while the next forward pass
+// runs on them.
 #include <grpcpp/create_channel.h>
 
 #include <algorithm>

@@ -1,6 +1,6 @@
-// The threads of a real paramd-worker on the default step path (StepStream
-// steps, no overlap) and of the paramd-server it trains with: none of
-// gRPC's callback API. The worker's calls — Register, the first Pull (a
+// The threads of a real paramd-worker (StepStream steps, with and without
+// worker.overlap) and of the paramd-server it trains with: none of gRPC's
+// callback API. The worker's calls — Register, the first Pull (a
 // PullStream where a shard fills several messages), every step, embedding
 // rows, the heartbeats — run on gRPC's async API, polled by the thread
 // that waits on them (worker/rpc/step_queue.h); the server's
@@ -43,15 +43,16 @@ std::vector<std::string> ThreadNames(pid_t pid) {
   return names;
 }
 
-// Runs the job of `o` (one server, two workers) until both workers are in
-// their third epoch, then checks that no process runs a callback thread.
-void CheckNoCallbackThread(JobOptions o) {
+// Runs the job of `o` (one server, two workers; `more_yaml` appended to
+// its file) until both workers are in their third epoch, then checks that
+// no process runs a callback thread.
+void CheckNoCallbackThread(JobOptions o, const std::string& more_yaml = "") {
   const std::string dir = NewTempDir();
   o.servers = {"127.0.0.1:0"};
   o.workers = 2;
   o.epochs = 400;             // outlives the test; killed at its end
   o.heartbeat_seconds = 0.1;  // several heartbeats before the look
-  const std::string job = WriteFile(dir + "/job.yaml", JobYaml(o));
+  const std::string job = WriteFile(dir + "/job.yaml", JobYaml(o) + more_yaml);
   std::string address;
   std::unique_ptr<Subprocess> server = StartServer(job, &address, {}, kTimeout);
   std::unique_ptr<Subprocess> w0 = StartWorker(job, 0, address);
@@ -102,6 +103,14 @@ TEST_CASE(
     o.train_limit = 512;
     o.test_limit = 128;
     CheckNoCallbackThread(o);
+  }
+  SECTION(
+      "worker.overlap: each push leaves in pieces as the backward pass "
+      "makes them, on the StepStream") {
+    JobOptions o;
+    o.train_limit = 512;
+    o.test_limit = 128;
+    CheckNoCallbackThread(o, "worker:\n  overlap: true\n");
   }
 }
 

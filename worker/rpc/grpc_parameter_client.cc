@@ -171,16 +171,9 @@ std::unique_ptr<StepExchange> GrpcParameterClient::StartPushPull(
     return ParameterClient::StartPushPull(clock, grads, loss, params);
   }
   OverlapCalls calls;
-  for (int s = 0; s < links_.size(); ++s) {
-    calls.stubs.push_back(links_.generic(s));
-  }
-  calls.push_stream_method = links_.methods().push_stream;
-  calls.pull_stream_method = links_.methods().pull_stream;
-  calls.push_timeout = options_.push_timeout;
-  calls.pull_timeout = options_.pull_timeout;
+  calls.links = &links_;
+  calls.limit = steps_.options().limit;
   calls.pull_half = pull_half_;
-  // One chunk per message: the forward pass starts on the first ones.
-  calls.pull_request = SerializeMessage(links_.MakePullRequest(clock + 1, 1));
   std::shared_ptr<const std::vector<float>> held = gradients_;
   calls.redo = [this, clock, held, loss, params] {
     return StepVersion(*this, {clock, *held, loss, params});

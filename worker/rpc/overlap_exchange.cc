@@ -1,6 +1,7 @@
 #include "worker/rpc/overlap_exchange.h"
 
 #include <algorithm>
+#include <string>
 
 #include "absl/strings/str_cat.h"
 #include "common/base/status_macros.h"
@@ -32,87 +33,63 @@ OverlapExchange::OverlapExchange(
       loss_(loss),
       grads_(std::move(grads)),
       calls_(std::move(calls)),
+      links_(calls_.links),
       num_shards_(plan.num_shards()),
+      deadline_(links_->options().clock->Now() + calls_.limit),
       unsent_(num_shards_),
       started_(num_shards_, 0),
-      pushes_(num_shards_, nullptr) {
+      ended_(num_shards_, 0) {
   if (frames_->fp16()) {
     halves_ = std::make_shared<std::vector<uint16_t>>(grads_->size());
   }
+  for (const ChunkSpec& c : plan_.chunks()) unready_.push_back(c.length);
+  // A stream that ended since the last step is heard of first, and
+  // replaced: every step of the exchange goes on an open one.
+  links_->DrainSteps();
   for (int s = 0; s < num_shards_; ++s) {
     unsent_[s] = plan_.ChunksOfShard(s).size();
+    sinks_.emplace_back(plan_, layout_, s, calls_.pull_half, params);
+    links_->OpenStepStream(s);
   }
-  for (const ChunkSpec& c : plan_.chunks()) unready_.push_back(c.length);
-  {
-    absl::MutexLock lock(&mu_);
-    for (int s = 0; s < num_shards_; ++s) {
-      sinks_.emplace_back(plan_, layout_, s, calls_.pull_half, params);
-    }
-    push_replies_.resize(num_shards_);
-    running_ = 2 * num_shards_;
-    pulls_running_ = num_shards_;
-  }
+  // A shard without chunks takes a push of just the header.
   for (int s = 0; s < num_shards_; ++s) {
-    contexts_.push_back(std::make_unique<grpc::ClientContext>());
-    contexts_.push_back(std::make_unique<grpc::ClientContext>());
-  }
-  for (int s = 0; s < num_shards_; ++s) {
-    grpc::ClientContext* pull = contexts_[2 * s + 1].get();
-    pull->set_deadline(absl::ToChronoTime(absl::Now() + calls_.pull_timeout));
-    StreamCall::Start(
-        calls_.stubs[s], pull, calls_.pull_stream_method, {calls_.pull_request},
-        [this, s](const grpc::ByteBuffer& m) {
-          absl::MutexLock lock(&mu_);
-          return sinks_[s].Consume(m);
-        },
-        [this](absl::Status st) {
-          {
-            absl::MutexLock lock(&mu_);
-            --pulls_running_;
-          }
-          CallDone(std::move(st));
-        });
-    grpc::ClientContext* push = contexts_[2 * s].get();
-    push->set_deadline(absl::ToChronoTime(absl::Now() + calls_.push_timeout));
-    pushes_[s] = OpenStream::Start(
-        calls_.stubs[s], push, calls_.push_stream_method,
-        [this, s](const grpc::ByteBuffer& m) {
-          absl::MutexLock lock(&mu_);
-          push_replies_[s] = m;
-          return absl::OkStatus();
-        },
-        [this](absl::Status st) { CallDone(std::move(st)); });
-    // A shard without chunks takes a push of just the header.
     if (unsent_[s] == 0) Send(s, {});
   }
 }
 
 OverlapExchange::~OverlapExchange() {
-  if (!result_.has_value()) {
-    CancelAll();
-    Drain();
-  }
+  if (running_ == 0) return;
+  CancelAll();
+  PollUntil([] { return false; });
 }
 
-void OverlapExchange::CallDone(absl::Status s) {
-  bool cancel = false;
-  {
-    absl::MutexLock lock(&mu_);
-    if (!s.ok() && failure_.ok()) {
-      failure_ = std::move(s);
-      cancel = true;
-    }
-  }
-  // The others would wait in vain (a pull for a push that failed).
-  if (cancel) CancelAll();
-  // Last: once no call runs, Drain returns and the exchange may be deleted
-  // (a call counted down before the cancel above read freed contexts).
-  absl::MutexLock lock(&mu_);
+void OverlapExchange::StepDone(int shard, absl::Status s) {
+  ended_[shard] = 1;
   --running_;
+  if (s.ok() || !failure_.ok()) return;
+  failure_ = std::move(s);
+  // The others would wait in vain (a reply for a push that failed).
+  CancelAll();
 }
 
 void OverlapExchange::CancelAll() {
-  for (auto& context : contexts_) context->TryCancel();
+  for (int s = 0; s < num_shards_; ++s) {
+    if (started_[s] && !ended_[s]) links_->CancelStep(s);
+  }
+}
+
+void OverlapExchange::PollUntil(const std::function<bool()>& settled) {
+  Clock* clock = links_->options().clock;
+  while (running_ > 0 && !settled()) {
+    if (clock->Now() >= deadline_ && failure_.ok()) {
+      failure_ = absl::DeadlineExceededError(
+          absl::StrCat("clock ", clock_, ": the overlapped exchange took over ",
+                       absl::FormatDuration(calls_.limit)));
+      CancelAll();
+    }
+    // Cancelled steps end at once; their ends are polled without a limit.
+    links_->PollSteps(failure_.ok() ? deadline_ : absl::InfiniteFuture());
+  }
 }
 
 std::pair<size_t, size_t> OverlapExchange::ChunksOver(int64_t begin,
@@ -141,10 +118,15 @@ void OverlapExchange::GradientReady(int64_t begin, int64_t end) {
   for (int s = 0; s < num_shards_; ++s) {
     if (!ready[s].empty()) Send(s, ready[s]);
   }
+  // The pieces written before go on, replies come in: between layers.
+  links_->DrainSteps();
 }
 
 void OverlapExchange::Send(int shard, const std::vector<size_t>& owned) {
-  if (pushes_[shard] == nullptr) return;
+  const bool first = !started_[shard];
+  unsent_[shard] -= owned.size();
+  // After a failure the exchange is done again whole (Finish).
+  if (!failure_.ok() || ended_[shard]) return;
   const void* flat = grads_->data();
   std::shared_ptr<const void> owner = grads_;
   if (halves_ != nullptr) {
@@ -158,20 +140,26 @@ void OverlapExchange::Send(int shard, const std::vector<size_t>& owned) {
     flat = halves_->data();
     owner = halves_;
   }
-  grpc::ByteBuffer message = frames_->Piece(
-      clock_, loss_, shard, !started_[shard], owned, flat, std::move(owner));
+  grpc::ByteBuffer message =
+      frames_->Piece(clock_, loss_, shard, first, unsent_[shard] == 0, owned,
+                     flat, std::move(owner));
+  if (!first) {
+    links_->ContinuePush(shard, std::move(message));
+    return;
+  }
   started_[shard] = 1;
-  unsent_[shard] -= owned.size();
-  const bool last = unsent_[shard] == 0;
-  pushes_[shard]->Write(std::move(message), last);
-  if (last) pushes_[shard] = nullptr;
+  ++running_;
+  std::vector<grpc::ByteBuffer> messages;
+  messages.push_back(std::move(message));
+  links_->StartPushPull(
+      shard, std::move(messages), &sinks_[shard],
+      [this, shard](absl::Status s) { StepDone(shard, std::move(s)); });
 }
 
 absl::Status OverlapExchange::AwaitParams(int64_t begin, int64_t end) {
   if (result_.has_value()) return result_->status();
-  const std::pair<size_t, size_t> range = ChunksOver(begin, end);
-  const size_t first = range.first, last = range.second;
-  auto arrived = [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+  const auto [first, last] = ChunksOver(begin, end);
+  auto arrived = [&, first = first, last = last] {
     for (size_t g = first; g < last; ++g) {
       if (!sinks_[plan_.chunks()[g].shard].Has(static_cast<int>(g))) {
         return false;
@@ -179,26 +167,10 @@ absl::Status OverlapExchange::AwaitParams(int64_t begin, int64_t end) {
     }
     return true;
   };
-  {
-    absl::MutexLock lock(&mu_);
-    auto settled = [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-      return !failure_.ok() || pulls_running_ == 0 || arrived();
-    };
-    mu_.Await(absl::Condition(&settled));
-    if (failure_.ok() && arrived()) return absl::OkStatus();
-  }
-  // Failed, or the pulls ended without these chunks: the whole step again.
+  PollUntil([&] { return !failure_.ok() || arrived(); });
+  if (failure_.ok() && arrived()) return absl::OkStatus();
+  // Failed, or the steps ended without these chunks: the whole step again.
   return Finish().status();
-}
-
-void OverlapExchange::Drain() {
-  for (OpenStream*& push : pushes_) {
-    if (push != nullptr) push->Abandon();
-    push = nullptr;
-  }
-  absl::MutexLock lock(&mu_);
-  mu_.Await(absl::Condition(
-      +[](int* running) { return *running == 0; }, &running_));
 }
 
 absl::StatusOr<uint64_t> OverlapExchange::Finish() {
@@ -207,14 +179,14 @@ absl::StatusOr<uint64_t> OverlapExchange::Finish() {
   for (size_t n : unsent_) complete = complete && n == 0;
   if (!complete) {
     CancelAll();
-    Drain();
+    PollUntil([] { return false; });
     result_ = absl::FailedPreconditionError(
         absl::StrCat("clock ", clock_,
                      ": the step's exchange finished before its whole "
                      "gradient was reported"));
     return *result_;
   }
-  Drain();
+  PollUntil([] { return false; });
   absl::StatusOr<uint64_t> collected = Collect();
   if (!collected.ok()) {
     spdlog::debug("clock {}: overlapped exchange failed ({}); sending again",
@@ -225,17 +197,9 @@ absl::StatusOr<uint64_t> OverlapExchange::Finish() {
   return *result_;
 }
 
-absl::StatusOr<uint64_t> OverlapExchange::Collect() {
-  absl::MutexLock lock(&mu_);
+absl::StatusOr<uint64_t> OverlapExchange::Collect() const {
   RETURN_IF_ERROR(failure_);
-  uint64_t version = UINT64_MAX;
-  for (int s = 0; s < num_shards_; ++s) {
-    ASSIGN_OR_RETURN(uint64_t pushed, PushedVersion(push_replies_[s]));
-    (void)pushed;
-    ASSIGN_OR_RETURN(uint64_t v, sinks_[s].Finish());
-    version = std::min(version, v);
-  }
-  return version;
+  return PulledVersion(sinks_);
 }
 
 }  // namespace paramd

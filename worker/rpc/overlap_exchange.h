@@ -1,37 +1,36 @@
 // OverlapExchange: GrpcParameterClient's StepExchange (worker.overlap,
 // worker/parameter_client.h).
 //
-// Per shard, two calls start at once: a PushStream whose messages leave as
-// the backward pass makes the shard's chunks final (each GradientReady
-// sends the chunks it completed; the first message carries the push
-// header, the last half-closes), and a PullStream of clock + 1 that asks
-// for one chunk per message (PullRequest.stream_message_bytes = 1). The
-// shard answers the pull once this rank's push is applied (under every
-// policy a pull waits for the rank's own push), chunk by chunk, and
-// AwaitParams returns as soon as the chunks under a range are in place.
-// A failed call cancels the others; Finish then does the step again with
-// the client's Step, which retries (exactly once: a push the shard
-// applied is acknowledged as a duplicate).
+// Per shard, one step of its StepStream — the same call plain steps take
+// (ShardLinks::StartPushPull) — whose push leaves as the backward pass
+// makes the shard's chunks final: each GradientReady sends the chunks it
+// completed as the push's next piece (the first carries the push header,
+// the last leaves PushRequest.more unset), and the reply comes a chunk per
+// message. The shard answers once this rank's push is applied — or, for
+// a push in slices (PushRequest.slices), each piece's chunks as soon as
+// their round commits — and AwaitParams returns as soon as the chunks
+// under a range are in place. A failed step cancels the others; Finish
+// then does the step again with the client's Step, which retries (exactly
+// once: a push the shard applied is acknowledged as a duplicate).
 //
-// GradientReady, AwaitParams and Finish are called from one thread; gRPC's
-// threads deliver the replies.
+// The streams' events run on the caller's thread (the StepQueue of
+// ShardLinks): GradientReady runs those ready now, so that the push's
+// next pieces go out and the replies are read between layers, and
+// AwaitParams and Finish poll until what they wait for came. No gRPC
+// thread runs a reaction.
+//
+// Thread-compatible: one thread calls every method.
 #ifndef PARAMD_WORKER_RPC_OVERLAP_EXCHANGE_H_
 #define PARAMD_WORKER_RPC_OVERLAP_EXCHANGE_H_
-
-#include <grpcpp/client_context.h>
-#include <grpcpp/generic/generic_stub.h>
-#include <grpcpp/support/byte_buffer.h>
 
 #include <cstdint>
 #include <functional>
 #include <memory>
 #include <optional>
-#include <string>
+#include <utility>
 #include <vector>
 
-#include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
-#include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "absl/types/span.h"
 #include "common/model/model_spec.h"
@@ -39,7 +38,7 @@
 #include "worker/parameter_client.h"
 #include "worker/rpc/pull_sink.h"
 #include "worker/rpc/push_frames.h"
-#include "worker/rpc/stream_call.h"
+#include "worker/rpc/shard_links.h"
 
 namespace paramd {
 
@@ -50,14 +49,13 @@ struct OverlapIndex {
   std::vector<size_t> local;   // By global chunk: index in its shard's list.
 };
 
-// The calls an exchange makes, from its client.
+// What an exchange calls, from its client.
 struct OverlapCalls {
-  std::vector<grpc::GenericStub*> stubs;  // By shard.
-  std::string push_stream_method, pull_stream_method;
-  absl::Duration push_timeout, pull_timeout;
+  ShardLinks* links = nullptr;  // Outlives the exchange.
+  // What the exchange may take, from its start (the longer of the push
+  // and pull timeouts, as a plain step's attempt), on the links' clock.
+  absl::Duration limit = absl::Minutes(10);
   bool pull_half = false;  // compression.pull: fp16
-  // The PullRequest of clock + 1, asking for one chunk per message.
-  grpc::ByteBuffer pull_request;
   // The whole step again (the client's Step), for a failed exchange.
   std::function<absl::StatusOr<uint64_t>()> redo;
 };
@@ -79,16 +77,19 @@ class OverlapExchange final : public StepExchange {
   absl::StatusOr<uint64_t> Finish() override;
 
  private:
-  // Sends shard `shard`'s owned chunks `owned` (indices into its list).
+  // Sends shard `shard`'s owned chunks `owned` (indices into its list):
+  // the first piece starts its step.
   void Send(int shard, const std::vector<size_t>& owned);
-  // A call ended; the first failure cancels the rest.
-  void CallDone(absl::Status s) ABSL_LOCKS_EXCLUDED(mu_);
+  // A shard's step ended; the first failure cancels the rest.
+  void StepDone(int shard, absl::Status s);
   void CancelAll();
+  // Runs the streams' events until `settled` holds, every step ended, or
+  // the limit passed (which fails the exchange and waits for the cancelled
+  // steps to end).
+  void PollUntil(const std::function<bool()>& settled);
   // Global chunks overlapping flat [begin, end).
   std::pair<size_t, size_t> ChunksOver(int64_t begin, int64_t end) const;
-  // Ends the pushes still open (abandoned) and waits for every call.
-  void Drain();
-  absl::StatusOr<uint64_t> Collect();
+  absl::StatusOr<uint64_t> Collect() const;
 
   const PartitionPlan& plan_;
   const FlatLayout& layout_;
@@ -99,22 +100,18 @@ class OverlapExchange final : public StepExchange {
   const std::shared_ptr<const std::vector<float>> grads_;
   std::shared_ptr<std::vector<uint16_t>> halves_;  // compression fp16
   OverlapCalls calls_;
+  ShardLinks* const links_;
   const int num_shards_;
+  const absl::Time deadline_;
 
-  // The caller's thread only.
-  std::vector<int64_t> unready_;     // By global chunk: floats not yet final.
-  std::vector<size_t> unsent_;       // By shard: owned chunks unsent.
-  std::vector<char> started_;        // By shard: header sent.
-  std::vector<OpenStream*> pushes_;  // By shard; null once closed.
-  std::vector<std::unique_ptr<grpc::ClientContext>> contexts_;
+  std::vector<int64_t> unready_;  // By global chunk: floats not yet final.
+  std::vector<size_t> unsent_;    // By shard: owned chunks unsent.
+  std::vector<char> started_;     // By shard: its step started.
+  std::vector<char> ended_;       // By shard: its step ended.
+  std::vector<PullSink> sinks_;   // By shard.
+  int running_ = 0;               // Steps started and not ended.
+  absl::Status failure_;
   std::optional<absl::StatusOr<uint64_t>> result_;
-
-  absl::Mutex mu_;
-  std::vector<PullSink> sinks_ ABSL_GUARDED_BY(mu_);  // By shard.
-  std::vector<grpc::ByteBuffer> push_replies_ ABSL_GUARDED_BY(mu_);
-  int running_ ABSL_GUARDED_BY(mu_) = 0;
-  int pulls_running_ ABSL_GUARDED_BY(mu_) = 0;
-  absl::Status failure_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace paramd

@@ -148,11 +148,14 @@ void PushFrames::Halve(absl::Span<const float> from, absl::Span<uint16_t> to) {
 }
 
 grpc::ByteBuffer PushFrames::Piece(uint64_t clock, float loss, int shard,
-                                   bool first, absl::Span<const size_t> owned,
+                                   bool first, bool last,
+                                   absl::Span<const size_t> owned,
                                    const void* flat,
                                    std::shared_ptr<const void> owner) const {
+  // The reply a chunk per message: the next forward pass starts on the
+  // first chunks while the later ones are on the wire.
   return Message(clock, loss, shard, first, owned, std::move(owner),
-                 DenseChunk(flat));
+                 DenseChunk(flat), /*more=*/!last, /*reply_message_bytes=*/1);
 }
 
 void PushFrames::SetRows(uint32_t table, int dim,
@@ -208,7 +211,8 @@ std::vector<std::vector<grpc::ByteBuffer>> PushFrames::Frame(
 grpc::ByteBuffer PushFrames::Message(
     uint64_t clock, float loss, int shard, bool first,
     absl::Span<const size_t> owned, std::shared_ptr<const void> owner,
-    const std::function<void(FrameBuilder&, int)>& add_chunk, bool more) const {
+    const std::function<void(FrameBuilder&, int)>& add_chunk, bool more,
+    uint32_t reply_message_bytes) const {
   if (first && rows_ != nullptr) {
     // The frame keeps both the gradients and the rows alive.
     owner = std::make_shared<
@@ -218,7 +222,7 @@ grpc::ByteBuffer PushFrames::Message(
   FrameBuilder frame(std::move(owner));
   if (first) {
     frame.AddCopy(EncodePushHeader(job_id_, static_cast<uint32_t>(rank_), clock,
-                                   loss, pull_dtype_, kStreamMessageBytes,
+                                   loss, pull_dtype_, reply_message_bytes,
                                    /*segment=*/"", slice_bytes_ > 0));
     AddRows(frame, static_cast<size_t>(shard));
   }

@@ -27,6 +27,7 @@
 #include "common/model/partitioner.h"
 #include "common/rpc/grpc_frames.h"
 #include "common/wire/shared_segment.h"
+#include "common/wire/wire_format.h"
 #include "worker/topk.h"
 
 namespace paramd {
@@ -52,14 +53,16 @@ class PushFrames {
       std::shared_ptr<const std::vector<float>> gradients,
       absl::Span<SharedSegment* const> segments = {});
 
-  // One message of shard `shard`'s push at `clock`, for a push sent piece
-  // by piece (worker.overlap): the push header when `first`, then the
+  // One message of shard `shard`'s push at `clock`, for a StepStream step
+  // whose push is sent piece by piece (worker.overlap): the push header
+  // when `first` (asking for the reply a chunk per message), then the
   // shard's owned chunks `owned` (indices into plan.ChunksOfShard(shard)),
   // read from the flat buffer `flat` — float32, or under fp16 halves made
-  // with Halve — that `owner` keeps alive. The first also carries the
-  // rows SetRows gave.
+  // with Halve — that `owner` keeps alive; PushRequest.more unless `last`.
+  // The first also carries the rows SetRows gave.
   grpc::ByteBuffer Piece(uint64_t clock, float loss, int shard, bool first,
-                         absl::Span<const size_t> owned, const void* flat,
+                         bool last, absl::Span<const size_t> owned,
+                         const void* flat,
                          std::shared_ptr<const void> owner) const;
   // Whether pushes travel as float16 (compression fp16).
   bool fp16() const { return fp16_; }
@@ -90,12 +93,14 @@ class PushFrames {
   // shard's rows, then for each of its owned chunks `owned` (indices into
   // plan.ChunksOfShard(shard)) the chunk's framing and what
   // `add_chunk(frame, global chunk)` adds; with `more`, PushRequest.more
-  // (another message of the push follows).
+  // (another message of the push follows). The header asks for the reply
+  // in messages of `reply_message_bytes`.
   grpc::ByteBuffer Message(
       uint64_t clock, float loss, int shard, bool first,
       absl::Span<const size_t> owned, std::shared_ptr<const void> owner,
       const std::function<void(FrameBuilder&, int)>& add_chunk,
-      bool more = false) const;
+      bool more = false,
+      uint32_t reply_message_bytes = kStreamMessageBytes) const;
   // add_chunk for dense chunks read from the flat buffer `flat` (float32,
   // or halves under fp16).
   std::function<void(FrameBuilder&, int)> DenseChunk(const void* flat) const;

@@ -28,6 +28,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -133,6 +134,12 @@ class ShardLinks {
   void StartPushPull(int shard, std::vector<grpc::ByteBuffer> messages,
                      PullSink* sink, std::function<void(absl::Status)> done,
                      absl::Time* written = nullptr);
+  // Writes `message`, a later piece of the push of the shard's step in
+  // flight (StepStream::Append): a push sent as the backward pass makes it
+  // (worker.overlap), whose first piece StartPushPull sent.
+  void ContinuePush(int shard, grpc::ByteBuffer message) {
+    shards_[shard].steps->Append(std::move(message));
+  }
   // Opens the shard's StepStream unless one is open (a stream that ended
   // is replaced, with a new segment under options.shared_memory).
   void OpenStepStream(int shard);

@@ -43,6 +43,12 @@ void StepStream::Step(std::vector<grpc::ByteBuffer> messages, PullSink* sink,
   if (!writing_ && !starting_ && !out_.empty()) WriteFront();
 }
 
+void StepStream::Append(grpc::ByteBuffer message) {
+  if (!done_ || over()) return;
+  out_.push_back({std::move(message)});
+  if (!writing_ && !starting_) WriteFront();
+}
+
 void StepStream::WriteFront() {
   writing_ = true;
   call_->Write(out_.front().message, &wrote_);

@@ -54,6 +54,10 @@ class StepStream {
   void Step(std::vector<grpc::ByteBuffer> messages, PullSink* sink,
             std::function<void(absl::Status)> done,
             absl::Time* written = nullptr);
+  // Writes `message` after the step's earlier ones: a later piece of its
+  // push, for a push sent as it is made (the overlapped exchange). Nothing
+  // is written once the step ended.
+  void Append(grpc::ByteBuffer message);
   // Whether the call ended (as far as the events polled so far tell):
   // steps fail at once; open a new one.
   bool over() const { return over_ || !reading_; }
