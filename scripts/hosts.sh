@@ -7,7 +7,8 @@
 #   scripts/hosts.sh up NAME N [RATE]    hosts 0..N-1 of the set NAME;
 #                                        prints each host's address
 #   scripts/hosts.sh run NAME K CMD...   runs CMD on host K (exec: its exit
-#                                        status is CMD's)
+#                                        status is CMD's); K may also be
+#                                        the host's address
 #   scripts/hosts.sh addr NAME K         host K's address
 #   scripts/hosts.sh shape NAME RATE     every link, both ways, at RATE
 #   scripts/hosts.sh kill NAME K         host K dies: its link goes down,
@@ -184,6 +185,8 @@ run() {
   local name=$1 k=$2
   shift 2
   (($# > 0)) || usage
+  # A host's address names it too (198.18.S.(K+1)).
+  [[ "$k" == *.*.*.* ]] && k=$((${k##*.} - 1))
   local ns
   ns=$(netns "$name" "$k")
   [[ -d "$STATE_ROOT/$name/shm$k" ]] || {

@@ -22,7 +22,8 @@
 //       [--optimizer_sizes 1M,16M,64M] [--skip_transport] [--skip_optimizers]
 //       [--replicas 1|2] [--socket_only] [--stream_window_kb K]
 //       [--server_processes [--server_binary PATH]
-//        [--server_hosts A,B,... --server_launch 'PREFIX {host}']]
+//        [--server_hosts A,B,... --server_launch 'PREFIX {host}']
+//        [--worker_hosts A,B,... --worker_launch 'PREFIX {addr}']]
 //
 // --replicas 2: every server has a backup holding each step before it is
 // acknowledged (replication.factor 2), for its cost.
@@ -40,11 +41,17 @@
 // --server_hosts 198.18.0.1,198.18.0.2 --server_launch
 // 'scripts/hosts.sh run SET {host}' with this bench run on a third host
 // (scripts/cross-host-transport.sh does this, beside ps-lite).
+// --worker_hosts / --worker_launch: the workers too as processes, rank R
+// on host R % N, each started as PREFIX ({host}: the host's index in the
+// list, {addr}: its address) followed by this bench's command line for one
+// worker (paramd-bench --bench_worker ...; tools/bench/worker_processes.h),
+// so that each worker's link carries only its own bytes.
 #include <unistd.h>
 
 #include <algorithm>
 #include <cstdio>
 #include <filesystem>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -63,6 +70,7 @@
 #include "tools/bench/bench_optimizers.h"
 #include "tools/bench/bench_transport.h"
 #include "tools/bench/bench_util.h"
+#include "tools/bench/worker_processes.h"
 
 namespace paramd {
 namespace {
@@ -106,9 +114,11 @@ absl::Status ParseServerProcesses(const ParsedFlags& flags,
     }
     t->server_binary =
         flags.Get("server_binary", FindBinary("paramd-server", "server"));
-    absl::StatusOr<ServerHosts> where = ServerHostsFromFlags(flags);
+    absl::StatusOr<RemoteHosts> where = RemoteHostsFromFlags(flags, "server");
     if (!where.ok()) return where.status();
     t->server_hosts = *std::move(where);
+    ASSIGN_OR_RETURN(t->worker_hosts, RemoteHostsFromFlags(flags, "worker"));
+    t->bench_binary = FindBinary("paramd-bench", "tools");
     t->dir = (std::filesystem::temp_directory_path() /
               absl::StrCat("paramd-bench-", getpid()))
                  .string();
@@ -119,10 +129,11 @@ absl::Status ParseServerProcesses(const ParsedFlags& flags,
           absl::StrCat(t->dir, ": ", error.message()));
     }
   } else if (flags.Has("server_binary") || flags.Has("server_hosts") ||
-             flags.Has("server_launch")) {
+             flags.Has("server_launch") || flags.Has("worker_hosts") ||
+             flags.Has("worker_launch")) {
     return absl::InvalidArgumentError(
-        "--server_binary, --server_hosts, --server_launch: only with "
-        "--server_processes");
+        "--server_binary, --server_hosts, --server_launch, --worker_hosts, "
+        "--worker_launch: only with --server_processes");
   }
   return absl::OkStatus();
 }
@@ -228,18 +239,24 @@ int Main(int argc, char** argv) {
                  std::string(s.message()).c_str());
     return 2;
   };
-  absl::StatusOr<ParsedFlags> flags = ParseFlags(
-      argc, argv,
-      {"clusters", "sizes", "modes", "seconds", "chunk_bytes", "policy",
-       "optimizer_sizes", "log_level", "replicas", "server_binary",
-       "server_hosts", "server_launch", "stream_window_kb"},
-      {"skip_transport", "skip_optimizers", "socket_only", "server_processes"});
+  std::set<std::string> valued = {
+      "clusters",     "sizes",         "modes",           "seconds",
+      "chunk_bytes",  "policy",        "optimizer_sizes", "log_level",
+      "replicas",     "server_binary", "server_hosts",    "server_launch",
+      "worker_hosts", "worker_launch", "stream_window_kb"};
+  for (const std::string& f : BenchWorkerFlags()) valued.insert(f);
+  absl::StatusOr<ParsedFlags> flags =
+      ParseFlags(argc, argv, valued,
+                 {"skip_transport", "skip_optimizers", "socket_only",
+                  "server_processes", "bench_worker"});
   if (!flags.ok()) return fail(flags.status());
   if (absl::Status s =
           InitLogging("paramd-bench", flags->Get("log_level", "warn"));
       !s.ok()) {
     return fail(s);
   }
+  // One worker of a bench whose workers are processes (worker_processes.h).
+  if (flags->Has("bench_worker")) return BenchWorkerMain(*flags);
   absl::StatusOr<BenchOptions> options = ParseOptions(*flags);
   if (!options.ok()) return fail(options.status());
   const absl::Status s = Run(*options);

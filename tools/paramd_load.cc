@@ -84,7 +84,7 @@ absl::StatusOr<LoadOptions> ParseLoadOptions(const ParsedFlags& flags) {
   }
   o.server_binary =
       flags.Get("server_binary", FindBinary("paramd-server", "server"));
-  absl::StatusOr<ServerHosts> where = ServerHostsFromFlags(flags);
+  absl::StatusOr<RemoteHosts> where = RemoteHostsFromFlags(flags, "server");
   if (!where.ok()) return where.status();
   o.server_hosts = *std::move(where);
   return o;

@@ -14,6 +14,7 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_replace.h"
 #include "tests/hosts.h"
 #include "tests/skip_main.h"
 #include "tests/subprocess.h"
@@ -125,6 +126,50 @@ TEST_CASE(
   const std::string output = bench.output();
   REQUIRE(std::regex_search(output, row, kRow));
   CHECK(std::stoll(row[1].str()) > 0);
+}
+
+TEST_CASE(
+    "paramd-bench's workers as processes on hosts of their own: each runs "
+    "on its host, and the cell counts every worker's operations",
+    "[hosts][bench][process]") {
+  TestHosts hosts(4);
+  Subprocess bench(
+      hosts.On(0, {"tools/paramd-bench",
+                   "--server_processes",
+                   "--server_hosts",
+                   absl::StrCat(hosts.address(0), ",", hosts.address(1)),
+                   "--server_launch",
+                   hosts.Launch(),
+                   "--worker_hosts",
+                   absl::StrCat(hosts.address(2), ",", hosts.address(3)),
+                   "--worker_launch",
+                   absl::StrReplaceAll(hosts.Launch(), {{"{host}", "{addr}"}}),
+                   "--clusters",
+                   "2x2",
+                   "--sizes",
+                   "4K",
+                   "--modes",
+                   "push+pull",
+                   "--policy",
+                   "sync",
+                   "--seconds",
+                   "0.2",
+                   "--skip_optimizers"}));
+  const int code = bench.Wait(kTimeout);
+  INFO(bench.output());
+  REQUIRE(code == 0);
+  // hosts.sh names host K pd<NAME>h<K>: the workers ran on hosts 2 and 3.
+  static const std::regex kHosts(
+      R"(\(workers as processes on (pd[a-z0-9]+h2), (pd[a-z0-9]+h3)\))");
+  std::smatch where;
+  const std::string output = bench.output();
+  CHECK(std::regex_search(output, where, kHosts));
+  // Under sync the two workers step together: each did the same number of
+  // operations, and the row counts both (at least kMinOps each).
+  static const std::regex kRow(R"(\n  push\+pull +4K +([0-9]+) )");
+  std::smatch row;
+  REQUIRE(std::regex_search(output, row, kRow));
+  CHECK(std::stoll(row[1].str()) >= 2 * 5);
 }
 
 TEST_CASE(

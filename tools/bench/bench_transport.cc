@@ -21,6 +21,7 @@
 #include "server/rpc/parameter_server.h"
 #include "tools/bench/bench_util.h"
 #include "tools/bench/server_processes.h"
+#include "tools/bench/worker_processes.h"
 #include "worker/rpc/grpc_parameter_client.h"
 
 namespace paramd {
@@ -96,88 +97,31 @@ class BenchCluster {
   std::vector<std::string> addresses_, backups_;
 };
 
-constexpr size_t kMinOps = 5;
+// The timed part of worker threads of one run: they start together once
+// all warmed up, and stop when the run's thread says.
+class ThreadGate final : public RunGate {
+ public:
+  explicit ThreadGate(int workers) : ready_(new absl::Barrier(workers + 1)) {}
+  void Ready() override {
+    if (ready_->Block()) delete ready_;
+    while (!go_.load()) std::this_thread::yield();
+  }
+  bool Stopped() override { return stop_.load(std::memory_order_relaxed); }
+  // The run's thread: once every worker warmed up, begins the timed part.
+  void Start() {
+    if (ready_->Block()) delete ready_;
+    go_.store(true);
+  }
+  void Stop() { stop_.store(true); }
 
-struct WorkerRun {
-  absl::Status status;
-  std::vector<double> latencies;
+ private:
+  absl::Barrier* ready_;  // Deleted by the last thread through it.
+  std::atomic<bool> go_{false};
+  std::atomic<bool> stop_{false};
 };
 
-// What the worker threads of one run share.
-struct RunControl {
-  explicit RunControl(int workers) : ready(new absl::Barrier(workers + 1)) {}
-  absl::Barrier* ready;  // Deleted by the last thread through it.
-  std::atomic<bool> go{false};
-  std::atomic<bool> stop{false};
-};
+}  // namespace
 
-// One worker thread: registers, warms up with one untimed push+pull, waits
-// for `go`, then runs `mode` until `stop` (and at least kMinOps times).
-void RunWorker(const ClientSetup& setup,
-               const std::vector<std::string>& addresses,
-               const TransportOptions& o, Mode mode, RunControl& control,
-               WorkerRun& run) {
-  GrpcClientOptions options;
-  options.backups = o.backups;
-  GrpcParameterClient client(setup, addresses, options, JobSecurity());
-  absl::StatusOr<uint64_t> clock = client.Register();
-  std::vector<float> params(setup.layout->total);
-  // Gradients go where a trainer computes them: into the client's buffer,
-  // which a push sends in place.
-  const float* filled = nullptr;
-  auto gradients = [&] {
-    absl::Span<float> g = client.GradientBuffer();
-    if (g.data() != filled) {
-      std::fill(g.begin(), g.end(), 1e-3f);
-      filled = g.data();
-    }
-    return g;
-  };
-  // A push+pull (or, push_only, a push) of clock `c`: its version.
-  auto step = [&](uint64_t c, bool push_only) {
-    StepRequest request{c, gradients(), 0, absl::MakeSpan(params)};
-    request.push_only = push_only;
-    return StepVersion(client, std::move(request));
-  };
-  // One untimed operation warms connections and buffers.
-  if (clock.ok()) {
-    absl::StatusOr<uint64_t> v = step(*clock, false);
-    if (v.ok()) ++*clock;
-    if (!v.ok()) clock = v.status();
-  }
-  if (control.ready->Block()) delete control.ready;
-  if (!clock.ok()) {
-    run.status = clock.status();
-    return;
-  }
-  while (!control.go.load()) std::this_thread::yield();
-  uint64_t c = *clock;
-  while (!control.stop.load(std::memory_order_relaxed) ||
-         run.latencies.size() < kMinOps) {
-    const auto t = SteadyClock::now();
-    absl::StatusOr<uint64_t> v;
-    switch (mode) {
-      case Mode::kPush:
-        v = step(c, true);
-        break;
-      case Mode::kPull:
-        v = client.Pull(c, absl::MakeSpan(params));
-        break;
-      case Mode::kPushPull:
-        v = step(c, false);
-        break;
-    }
-    if (!v.ok()) {
-      run.status = v.status();
-      return;
-    }
-    if (mode != Mode::kPull) ++c;
-    run.latencies.push_back(Since(t));
-  }
-  client.Heartbeat(c, /*finished=*/true, absl::Seconds(5));
-}
-
-// Throughput and latency of every worker's operations over `elapsed`.
 absl::StatusOr<TransportResult> Summarize(const std::vector<WorkerRun>& runs,
                                           double bytes_per_op, double elapsed) {
   TransportResult result;
@@ -194,37 +138,6 @@ absl::StatusOr<TransportResult> Summarize(const std::vector<WorkerRun>& runs,
   return result;
 }
 
-}  // namespace
-
-const char* ModeName(Mode m) {
-  switch (m) {
-    case Mode::kPush:
-      return "push";
-    case Mode::kPull:
-      return "pull";
-    case Mode::kPushPull:
-      return "push+pull";
-  }
-  return "?";
-}
-
-absl::StatusOr<std::vector<Mode>> ParseModes(const std::string& text) {
-  std::vector<Mode> modes;
-  for (absl::string_view m : absl::StrSplit(text, ',', absl::SkipEmpty())) {
-    if (m == "push") {
-      modes.push_back(Mode::kPush);
-    } else if (m == "pull") {
-      modes.push_back(Mode::kPull);
-    } else if (m == "push+pull") {
-      modes.push_back(Mode::kPushPull);
-    } else {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "--modes: '", std::string(m), "' is not push, pull or push+pull"));
-    }
-  }
-  return modes;
-}
-
 absl::StatusOr<TransportResult> RunClients(
     const JobConfig& config, const std::vector<std::string>& addresses,
     Mode mode, const TransportOptions& o, const std::function<void()>& during) {
@@ -235,17 +148,16 @@ absl::StatusOr<TransportResult> RunClients(
   const FlatLayout layout(spec);
   const int workers = config.num_workers;
   std::vector<WorkerRun> runs(workers);
-  RunControl control(workers);
+  ThreadGate gate(workers);
   std::vector<std::thread> threads;
   for (int rank = 0; rank < workers; ++rank) {
     threads.emplace_back([&, rank] {
-      RunWorker(ClientSetup{&config, &plan, &layout, rank}, addresses, o, mode,
-                control, runs[rank]);
+      RunWorker(ClientSetup{&config, &plan, &layout, rank}, addresses,
+                o.backups, mode, gate, runs[rank]);
     });
   }
-  if (control.ready->Block()) delete control.ready;
+  gate.Start();
   const auto start = SteadyClock::now();
-  control.go.store(true);
   // Each worker goes on after `seconds` until it did kMinOps operations.
   for (double left = o.seconds; left > 0; left = o.seconds - Since(start)) {
     if (during) during();
@@ -253,7 +165,7 @@ absl::StatusOr<TransportResult> RunClients(
         std::chrono::duration<double>(std::min(left, 0.1)));
   }
   if (during) during();
-  control.stop.store(true);
+  gate.Stop();
   for (std::thread& t : threads) t.join();
   const double elapsed = Since(start);
   const double per_op = static_cast<double>(layout.total * kElementBytes) *
@@ -283,8 +195,12 @@ absl::StatusOr<TransportResult> RunTransportApart(int64_t bytes, Mode mode,
       std::unique_ptr<ServerProcesses> servers,
       ServerProcesses::Start(o.server_binary, job_path, o.servers, o.dir, tag,
                              absl::Seconds(60), &o.server_hosts));
-  return RunClients(config, servers->addresses(), mode, o,
-                    [&] { (void)servers->Poll(absl::ZeroDuration()); });
+  auto during = [&] { (void)servers->Poll(absl::ZeroDuration()); };
+  if (!o.worker_hosts.empty()) {
+    return RunWorkerProcesses(job_path, config, servers->addresses(), mode, o,
+                              during);
+  }
+  return RunClients(config, servers->addresses(), mode, o, during);
 }
 
 }  // namespace
@@ -329,7 +245,8 @@ absl::Status RunTransportSection(const TransportOptions& o,
                                  const std::vector<int64_t>& sizes,
                                  const std::vector<Mode>& modes, double tcp_bps,
                                  TransportGoals* goals) {
-  const bool apart = !o.server_hosts.hosts.empty();
+  const bool apart = !o.server_hosts.empty();
+  bool hosts_shown = false;
   std::printf(
       "Transport: %d worker(s) x %d server(s)%s%s, gRPC %s, policy %s, "
       "chunk_bytes %s\n",
@@ -355,6 +272,11 @@ absl::Status RunTransportSection(const TransportOptions& o,
                   ModeName(mode), SizeName(size).c_str(),
                   static_cast<long long>(r->ops), r->bytes_per_second / 1e9,
                   100 * of_tcp, r->p50 * 1e3, r->p99 * 1e3);
+      if (!r->worker_hosts.empty() && !hosts_shown) {
+        std::printf("  (workers as processes on %s)\n",
+                    absl::StrJoin(r->worker_hosts, ", ").c_str());
+        hosts_shown = true;
+      }
       std::fflush(stdout);
       if (mode == Mode::kPushPull && o.workers == 1 && o.servers == 1) {
         if (size == (16 << 20)) goals->pushpull_16m_of_tcp = of_tcp;

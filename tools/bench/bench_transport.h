@@ -1,7 +1,9 @@
 // paramd-bench's transport section: push, pull and push+pull through real
 // paramd servers and gRPC clients over loopback, N worker threads x M
 // servers in this process, or (--server_processes) in paramd-server
-// processes of their own, as a cluster runs them.
+// processes of their own, as a cluster runs them — on other hosts too,
+// where the workers may be processes of their own on hosts of their own
+// (worker_processes.h).
 #ifndef PARAMD_TOOLS_BENCH_BENCH_TRANSPORT_H_
 #define PARAMD_TOOLS_BENCH_BENCH_TRANSPORT_H_
 
@@ -12,16 +14,10 @@
 
 #include "absl/status/statusor.h"
 #include "common/config/job_config.h"
+#include "tools/bench/bench_worker.h"
 #include "tools/bench/server_processes.h"
 
 namespace paramd {
-
-enum class Mode { kPush, kPull, kPushPull };
-
-const char* ModeName(Mode m);
-
-// "push,pull,push+pull" (any of them, in any order).
-absl::StatusOr<std::vector<Mode>> ParseModes(const std::string& text);
 
 struct TransportOptions {
   int workers = 1;
@@ -49,7 +45,13 @@ struct TransportOptions {
   std::string dir;
   // With server_binary: the servers on other hosts (--server_hosts,
   // --server_launch), this process's workers reaching them by their links.
-  ServerHosts server_hosts;
+  RemoteHosts server_hosts;
+  // With server_binary: the workers as paramd-bench processes of their
+  // own on other hosts (--worker_hosts, --worker_launch; rank R on host R
+  // % N), this program being `bench_binary`; empty: threads of this
+  // process.
+  RemoteHosts worker_hosts;
+  std::string bench_binary;
 };
 
 struct TransportResult {
@@ -57,7 +59,14 @@ struct TransportResult {
   double ops_per_second = 0;    // All workers together.
   double bytes_per_second = 0;  // All workers together, both directions.
   double p50 = 0, p99 = 0;      // Seconds per operation.
+  // Workers as processes (worker_hosts): the host name each ran on.
+  std::vector<std::string> worker_hosts;
 };
+
+// Throughput and latency of every worker's operations over `elapsed`
+// seconds, each moving `bytes_per_op`; the first worker's failure, if any.
+absl::StatusOr<TransportResult> Summarize(const std::vector<WorkerRun>& runs,
+                                          double bytes_per_op, double elapsed);
 
 // `mode` with a model of `bytes` of parameters, for about o.seconds (each
 // worker does at least a few operations).

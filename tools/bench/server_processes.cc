@@ -9,21 +9,36 @@
 
 namespace paramd {
 
-absl::StatusOr<ServerHosts> ServerHostsFromFlags(const ParsedFlags& flags) {
-  ServerHosts where;
-  if (flags.Has("server_hosts") != flags.Has("server_launch")) {
-    return absl::InvalidArgumentError(
-        "--server_hosts and --server_launch go together");
+std::vector<std::string> RemoteHosts::Launch(
+    int index, std::vector<std::string> command) const {
+  const int at = index % static_cast<int>(hosts.size());
+  std::vector<std::string> words;
+  for (const std::string& word : launch) {
+    words.push_back(absl::StrReplaceAll(
+        word, {{"{host}", absl::StrCat(at)}, {"{addr}", hosts[at]}}));
   }
-  if (!flags.Has("server_hosts")) return where;
+  words.insert(words.end(), command.begin(), command.end());
+  return words;
+}
+
+absl::StatusOr<RemoteHosts> RemoteHostsFromFlags(const ParsedFlags& flags,
+                                                 const std::string& role) {
+  const std::string hosts_flag = role + "_hosts",
+                    launch_flag = role + "_launch";
+  RemoteHosts where;
+  if (flags.Has(hosts_flag) != flags.Has(launch_flag)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--", hosts_flag, " and --", launch_flag, " go together"));
+  }
+  if (!flags.Has(hosts_flag)) return where;
   where.hosts =
-      absl::StrSplit(flags.Get("server_hosts", ""), ',', absl::SkipEmpty());
+      absl::StrSplit(flags.Get(hosts_flag, ""), ',', absl::SkipEmpty());
   where.launch =
-      absl::StrSplit(flags.Get("server_launch", ""), ' ', absl::SkipEmpty());
+      absl::StrSplit(flags.Get(launch_flag, ""), ' ', absl::SkipEmpty());
   if (where.hosts.empty() || where.launch.empty()) {
     return absl::InvalidArgumentError(
-        "--server_hosts needs addresses (A,B,...) and --server_launch a "
-        "command prefix");
+        absl::StrCat("--", hosts_flag, " needs addresses (A,B,...) and --",
+                     launch_flag, " a command prefix"));
   }
   return where;
 }
@@ -31,7 +46,7 @@ absl::StatusOr<ServerHosts> ServerHostsFromFlags(const ParsedFlags& flags) {
 absl::StatusOr<std::unique_ptr<ServerProcesses>> ServerProcesses::Start(
     const std::string& binary, const std::string& job_path, int shards,
     const std::string& dir, const std::string& tag, absl::Duration timeout,
-    const ServerHosts* where) {
+    const RemoteHosts* where) {
   auto servers = std::unique_ptr<ServerProcesses>(new ServerProcesses());
   std::vector<std::string> port_files, hosts;
   for (int k = 0; k < shards; ++k) {
@@ -42,17 +57,11 @@ absl::StatusOr<std::unique_ptr<ServerProcesses>> ServerProcesses::Start(
         absl::StrCat(k), "--port_file", port_files.back(), "--log_level",
         "warn"};
     hosts.push_back("127.0.0.1");
-    if (where != nullptr && !where->hosts.empty()) {
-      const int host = k % static_cast<int>(where->hosts.size());
-      hosts.back() = where->hosts[host];
+    if (where != nullptr && !where->empty()) {
+      hosts.back() = where->host(k);
       command.push_back("--listen");
       command.push_back(absl::StrCat(hosts.back(), ":0"));
-      std::vector<std::string> launch;
-      for (const std::string& word : where->launch) {
-        launch.push_back(
-            absl::StrReplaceAll(word, {{"{host}", absl::StrCat(host)}}));
-      }
-      command.insert(command.begin(), launch.begin(), launch.end());
+      command = where->Launch(k, std::move(command));
     }
     absl::StatusOr<int> index =
         servers->supervisor_.Spawn(absl::StrCat("server ", k), command);

@@ -1,7 +1,7 @@
 // ServerProcesses: the paramd-server processes of one job, for a bench or
 // the load test: one per shard, each listening on a port of its own
 // choosing (port 0) that it writes to a port file — on this host, or on
-// other hosts through a launcher (ServerHosts: scripts/hosts.sh's
+// other hosts through a launcher (RemoteHosts: scripts/hosts.sh's
 // simulated hosts share this one's files, so the port file still comes
 // back). Start returns once every
 // one listens. Their output goes through a Supervisor (tools/ctl/
@@ -23,19 +23,31 @@
 
 namespace paramd {
 
-// Where the servers run when not on this host: shard K on host
-// K % hosts.size(), listening at that host's address, started through
-// `launch` with "{host}" replaced by the host's index (e.g. "scripts/
-// hosts.sh run SET {host}"), the server's command line after it.
-struct ServerHosts {
+// Processes on other hosts: the one of index I on host I % hosts.size(),
+// started through `launch` with "{host}" replaced by that host's index in
+// `hosts` and "{addr}" by its address (e.g. "scripts/hosts.sh run SET
+// {host}"), the process's command line after it. Servers (shard K on host
+// K % N, listening at its address) and paramd-bench's workers (rank R).
+struct RemoteHosts {
   std::vector<std::string> hosts;
   std::vector<std::string> launch;  // Words.
+
+  bool empty() const { return hosts.empty(); }
+  // The address of the host of process `index`.
+  const std::string& host(int index) const {
+    return hosts[index % static_cast<int>(hosts.size())];
+  }
+  // `command` started on the host of process `index`: launch's words
+  // first.
+  std::vector<std::string> Launch(int index,
+                                  std::vector<std::string> command) const;
 };
 
-// --server_hosts A,B,... and --server_launch 'PREFIX {host}' (together, or
-// neither: no hosts), as paramd-bench and paramd-load take them; an error
-// names the flags.
-absl::StatusOr<ServerHosts> ServerHostsFromFlags(const ParsedFlags& flags);
+// --ROLE_hosts A,B,... and --ROLE_launch 'PREFIX {host}' (together, or
+// neither: no hosts), e.g. ROLE "server" as paramd-bench and paramd-load
+// take them; an error names the flags.
+absl::StatusOr<RemoteHosts> RemoteHostsFromFlags(const ParsedFlags& flags,
+                                                 const std::string& role);
 
 class ServerProcesses {
  public:
@@ -47,7 +59,7 @@ class ServerProcesses {
       const std::string& binary, const std::string& job_path, int shards,
       const std::string& dir, const std::string& tag,
       absl::Duration timeout = absl::Seconds(60),
-      const ServerHosts* where = nullptr);
+      const RemoteHosts* where = nullptr);
   ~ServerProcesses();
 
   // "HOST:PORT", by shard.

@@ -24,7 +24,7 @@ struct LoadOptions {
   std::string server_binary;
   // The servers on other hosts (--server_hosts, --server_launch); empty:
   // on 127.0.0.1.
-  ServerHosts server_hosts;
+  RemoteHosts server_hosts;
   std::string dir;  // Scratch folder for job and port files.
 };
 
