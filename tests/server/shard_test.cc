@@ -317,6 +317,41 @@ TEST_CASE("status reports the shard, its workers and the job's epochs",
   CHECK(e.samples_per_second() == Approx(10.0));  // 20 samples / 2 s
 }
 
+TEST_CASE(
+    "a repeated epoch report replaces the rank's figures and changes no "
+    "parameters (proto: ReportEpoch)",
+    "[shard]") {
+  Fixture f;
+  proto::ReportEpochRequest rep;
+  rep.set_job_id(f.config.job_id);
+  rep.set_epoch(1);
+  rep.set_train_samples(10);
+  rep.set_train_seconds(1.0);
+  rep.set_test_total(50);
+  for (uint32_t rank : {0u, 1u}) {
+    rep.set_rank(rank);
+    rep.set_train_loss_sum(10.0);
+    rep.set_test_correct(25);
+    REQUIRE(f.shard->ReportEpoch(rep).ok());
+  }
+  proto::ShardStatus before;
+  f.shard->GetStatus(&before);
+  REQUIRE(before.epochs_size() == 1);
+  CHECK(before.epochs(0).train_loss() == Approx(1.0));  // 20 / 20
+  // Rank 1 again, with other figures: they replace its first report.
+  rep.set_train_loss_sum(30.0);
+  rep.set_test_correct(45);
+  REQUIRE(f.shard->ReportEpoch(rep).ok());
+  REQUIRE(f.shard->ReportEpoch(rep).ok());
+  proto::ShardStatus after;
+  f.shard->GetStatus(&after);
+  REQUIRE(after.epochs_size() == 1);
+  CHECK(after.epochs(0).train_loss() == Approx(2.0));     // (10 + 30) / 20
+  CHECK(after.epochs(0).test_accuracy() == Approx(0.7));  // 70 / 100
+  CHECK(after.version() == before.version());
+  CHECK(after.pushes() == before.pushes());
+}
+
 TEST_CASE("ids from the wire outside the plan are refused, never looked up",
           "[shard]") {
   // tensor_id 2^31 - 1 once overflowed the lookup and crashed the shard.
