@@ -10,6 +10,48 @@
 #include "common/base/status_macros.h"
 
 namespace paramd {
+namespace {
+
+// The channel arguments of every connection a server accepts: ports not
+// shared, keepalive, no receive limit of gRPC's own, the steps' window.
+void SetConnectionArguments(const JobConfig& config,
+                            grpc::ServerBuilder* builder) {
+  // gRPC shares ports (SO_REUSEPORT) by default: a second server on a port
+  // in use would split the first one's connections. A port in use is an
+  // error instead.
+  builder->AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
+  // A client whose host vanished without closing its connections would
+  // hold its calls (and a StepStream its reply and reactor) for gRPC's two
+  // hours: every connection is pinged each liveness.keepalive_seconds, also
+  // with no call open and no data sent, and closed when a ping goes
+  // unanswered for that long again.
+  const int keepalive_ms = static_cast<int>(std::clamp<double>(
+      config.liveness.keepalive_seconds * 1000, 1, INT32_MAX));
+  builder->AddChannelArgument(GRPC_ARG_KEEPALIVE_TIME_MS, keepalive_ms);
+  builder->AddChannelArgument(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, keepalive_ms);
+  builder->AddChannelArgument(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 1);
+  builder->AddChannelArgument(GRPC_ARG_HTTP2_MAX_PINGS_WITHOUT_DATA, 0);
+  // A replica's channel to its peer pings it as often (GrpcReplicaPeer):
+  // never taken for abuse.
+  builder->AddChannelArgument(GRPC_ARG_HTTP2_MAX_PING_STRIKES, 0);
+  // The handlers check the size of every message they read (and answer
+  // RESOURCE_EXHAUSTED). gRPC's own receive limit stays off: when it fails
+  // a read, a streaming handler cannot tell that from the client's end of
+  // stream, and would apply a push whose call then fails.
+  builder->SetMaxReceiveMessageSize(-1);
+  // limits.stream_window_kb: a fixed window, no bandwidth-delay probing
+  // (measured faster across 1 Gbit/s links, slower across faster ones:
+  // docs/job-file.md). A likely cause, not shown: the probe's pings and
+  // the window updates travel behind the other direction's bulk, as a
+  // step's pushes and replies flow at once.
+  if (const int64_t kb = config.limits.stream_window_kb; kb > 0) {
+    builder->AddChannelArgument(GRPC_ARG_HTTP2_BDP_PROBE, 0);
+    builder->AddChannelArgument(GRPC_ARG_HTTP2_STREAM_LOOKAHEAD_BYTES,
+                                static_cast<int>(kb * 1024));
+  }
+}
+
+}  // namespace
 
 absl::StatusOr<std::unique_ptr<ParameterServer>> ParameterServer::Create(
     const JobConfig& config, int shard_id, Clock* clock,
@@ -38,39 +80,7 @@ absl::StatusOr<int> ParameterServer::Start(const std::string& address) {
   grpc::ServerBuilder builder;
   int port = 0;
   builder.AddListeningPort(address, MakeServerCredentials(security_), &port);
-  // gRPC shares ports (SO_REUSEPORT) by default: a second server on a port
-  // in use would split the first one's connections. A port in use is an
-  // error instead.
-  builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
-  // A client whose host vanished without closing its connections would
-  // hold its calls (and a StepStream its reply and reactor) for gRPC's two
-  // hours: every connection is pinged each liveness.keepalive_seconds, also
-  // with no call open and no data sent, and closed when a ping goes
-  // unanswered for that long again.
-  const int keepalive_ms = static_cast<int>(std::clamp<double>(
-      shard_->config().liveness.keepalive_seconds * 1000, 1, INT32_MAX));
-  builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_TIME_MS, keepalive_ms);
-  builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, keepalive_ms);
-  builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 1);
-  builder.AddChannelArgument(GRPC_ARG_HTTP2_MAX_PINGS_WITHOUT_DATA, 0);
-  // A replica's channel to its peer pings it as often (GrpcReplicaPeer):
-  // never taken for abuse.
-  builder.AddChannelArgument(GRPC_ARG_HTTP2_MAX_PING_STRIKES, 0);
-  // The handlers check the size of every message they read (and answer
-  // RESOURCE_EXHAUSTED). gRPC's own receive limit stays off: when it fails
-  // a read, a streaming handler cannot tell that from the client's end of
-  // stream, and would apply a push whose call then fails.
-  builder.SetMaxReceiveMessageSize(-1);
-  // limits.stream_window_kb: a fixed window, no bandwidth-delay probing
-  // (measured faster across 1 Gbit/s links, slower across faster ones:
-  // docs/job-file.md). A likely cause, not shown: the probe's pings and
-  // the window updates travel behind the other direction's bulk, as a
-  // step's pushes and replies flow at once.
-  if (const int64_t kb = shard_->config().limits.stream_window_kb; kb > 0) {
-    builder.AddChannelArgument(GRPC_ARG_HTTP2_BDP_PROBE, 0);
-    builder.AddChannelArgument(GRPC_ARG_HTTP2_STREAM_LOOKAHEAD_BYTES,
-                               static_cast<int>(kb * 1024));
-  }
+  SetConnectionArguments(shard_->config(), &builder);
   builder.SetMaxSendMessageSize(static_cast<int>(
       std::min<int64_t>(shard_->max_message_bytes(), INT32_MAX)));
   // What gRPC may hold for this server's connections: past it, gRPC
