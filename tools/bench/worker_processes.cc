@@ -61,11 +61,14 @@ class ProcessGate final : public RunGate {
       if (in >> nanos) break;
       absl::SleepFor(absl::Milliseconds(1));
     }
-    start_ = absl::FromUnixNanos(nanos);
+    // No start time (the bench is gone): the timed part is over at once,
+    // and the run fails (started()).
+    start_ = nanos > 0 ? absl::FromUnixNanos(nanos) : absl::InfinitePast();
     absl::SleepFor(start_ - absl::Now());
     end_ = start_ + absl::Seconds(seconds_);
   }
   bool Stopped() override { return absl::Now() >= end_; }
+  bool started() const { return start_ != absl::InfinitePast(); }
 
  private:
   const CellFiles files_;
@@ -212,6 +215,11 @@ int BenchWorkerMain(const ParsedFlags& flags) {
     RunWorker(ClientSetup{&config, &plan, &layout, *rank}, servers, {},
               (*mode)[0], gate, *out);
     RETURN_IF_ERROR(out->status);
+    if (!gate.started()) {
+      return absl::DeadlineExceededError(
+          absl::StrCat("no start time from the bench within ",
+                       absl::FormatDuration(kWarmUp)));
+    }
     return absl::Now();
   };
   WorkerRun out;
