@@ -129,10 +129,10 @@ run_python_tests() {
     echo "tests/python: SKIPPED: python3-torch or python3-pytest is not installed"
     return
   fi
-  if ! bazel build --noshow_progress //server:paramd-server //tools:paramctl //python:package; then
+  if ! bazel build --noshow_progress //server:paramd-server //tools:paramctl //python:package //python:wheel; then
     failed=$((failed + 1))
     final=1
-    failures+=("tests/python: //python:package did not build")
+    failures+=("tests/python: //python:package or //python:wheel did not build")
     return
   fi
   local xml log
