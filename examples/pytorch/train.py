@@ -58,29 +58,17 @@ def main():
     d = ctx.data
     x = read_idx(d["train_images"], d["train_limit"])
     y = read_idx(d["train_labels"], d["train_limit"])
-    # The rank's shares: every workers-th sample, the same count on every
-    # rank so that each runs the same number of steps.
-    share = len(y) // ctx.workers
-    mine = np.arange(ctx.rank, len(y), ctx.workers)[:share]
     tx = read_idx(d["test_images"], d["test_limit"])[ctx.rank::ctx.workers]
     ty = read_idx(d["test_labels"], d["test_limit"])[ctx.rank::ctx.workers]
-    batch = ctx.batch_size
-    steps = share // batch
-    total = steps * ctx.epochs
 
     model = Net()
     opt = pt.DistributedOptimizer(model)  # The servers' parameters.
+    # The rank's share, batch by batch from the servers' clock.
+    sampler = pt.DistributedSampler(len(y), opt)
     loss_fn = nn.CrossEntropyLoss()
-    order_epoch, order = -1, None
     epoch_loss, epoch_samples, started = 0.0, 0, time.perf_counter()
-    while opt.clock < total:
+    for idx in sampler:
         clock = opt.clock
-        epoch, step = divmod(clock, steps)
-        if epoch != order_epoch:
-            rng = np.random.default_rng([ctx.seed, epoch, ctx.rank])
-            order = rng.permutation(mine) if d["shuffle"] else mine
-            order_epoch = epoch
-        idx = np.sort(order[step * batch:(step + 1) * batch])
         # Dropout's masks are a function of (seed, rank, clock).
         torch.manual_seed(ctx.seed * 1_000_003 + ctx.rank * 100_003 + clock)
         opt.zero_grad()
@@ -90,13 +78,13 @@ def main():
         opt.step(loss=loss)
         epoch_loss += loss.item() * len(idx)
         epoch_samples += len(idx)
-        if opt.clock % steps == 0 and opt.clock == clock + 1:
+        if sampler.epoch_ended:
             seconds = time.perf_counter() - started
             correct = evaluate(model, tx, ty)
             opt.report_epoch(loss=epoch_loss / max(epoch_samples, 1),
                              correct=correct, total=len(ty),
                              samples=epoch_samples, seconds=seconds)
-            print(f"rank {ctx.rank}: epoch {epoch + 1}/{ctx.epochs}: loss "
+            print(f"rank {ctx.rank}: epoch {sampler.epoch}/{ctx.epochs}: loss "
                   f"{epoch_loss / max(epoch_samples, 1):.4f}, test accuracy "
                   f"on this rank's share {correct / len(ty):.4f}, "
                   f"{epoch_samples / seconds:.0f} samples/s", flush=True)

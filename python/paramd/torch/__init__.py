@@ -29,11 +29,13 @@ import time
 import torch
 
 from .. import _native
+from .sampler import DistributedSampler  # noqa: F401
 
 __all__ = [
     "init",
     "Context",
     "DistributedOptimizer",
+    "DistributedSampler",
     "EmbeddingBag",
     "broadcast_parameters",
     "declared_tensors",
