@@ -102,6 +102,44 @@ def test_a_killed_python_worker_is_restarted_over_tls(tmp_path):
     assert report["restarts_by_process"].get("worker 1") == 1, report
 
 
+# Its first run as rank 1 is killed in the second epoch (clock 13 of 8-step
+# epochs); the optimizer knows the epoch's length, as a DistributedSampler
+# tells it, so the restarted run numbers its reports by the clock.
+WORKER_KILLED_IN_EPOCH_2 = WORKER_TEMPLATE.replace(
+    "steps = 8\n", "steps = 8\nopt.steps_per_epoch = steps\n").replace(
+        "HOOK\n", """\
+    marker = f"killed-rank-{ctx.rank}"
+    if ctx.rank == 1 and opt.clock == 13 and not os.path.exists(marker):
+        open(marker, "w").close()
+        print(f"rank 1: SIGKILL at clock {opt.clock}", flush=True)
+        os.kill(os.getpid(), signal.SIGKILL)
+""")
+
+
+def test_a_worker_restarted_mid_job_reports_the_epochs_it_is_in(tmp_path):
+    pt_spec.write_tensors(model(), str(tmp_path / "model.tensors.yaml"))
+    (tmp_path / "train.py").write_text(WORKER_KILLED_IN_EPOCH_2)
+    job = tmp_path / "job.yaml"
+    job.write_text(job_yaml(
+        "model.tensors.yaml", extra=(
+            f'worker:\n  command: ["{sys.executable}", "train.py"]\n'
+            "restart:\n  max: 2\n  backoff_seconds: 0.1\n")).replace(
+                "epochs: 1", "epochs: 3"))
+    summary = tmp_path / "summary.json"
+    run = subprocess.run(
+        [PARAMCTL, "run", str(job), "--summary", str(summary),
+         "--python_path", PACKAGE],
+        capture_output=True, text=True, timeout=300)
+    out = run.stdout + run.stderr
+    assert run.returncode == 0, out
+    assert "rank 1: SIGKILL at clock 13" in out
+    assert "rank 1: done at clock 24" in out
+    # paramctl counts an epoch once every rank reported it: had the
+    # restarted rank counted its reports from 1, epoch 3 would lack it.
+    report = json.loads(summary.read_text())
+    assert [e["epoch"] for e in report["epoch_metrics"]] == [1, 2, 3], report
+
+
 def test_a_worker_without_the_token_is_refused(tmp_path, servers):
     secrets = tmp_path / "secrets"
     secrets.mkdir()

@@ -273,6 +273,37 @@ def test_report_epoch_reaches_status(tmp_path, servers):
     assert int(epochs[0]["epoch"]) == 1
 
 
+def test_report_epoch_defaults_to_the_mean_step_loss_and_the_clocks_epoch(
+        tmp_path, servers):
+    pt_spec.write_tensors(make_model(), str(tmp_path / "model.tensors.yaml"))
+    cluster = servers(job_yaml("model.tensors.yaml", policy="async").replace(
+        "epochs: 1", "epochs: 2"))
+    model = make_model()
+    ctx = context(cluster, 0)
+    opt = pt.DistributedOptimizer(model, ctx)
+    with pytest.raises(ValueError, match="no step was given a loss"):
+        opt.report_epoch(correct=1, total=2)
+    # 2 ranks of 48 samples, batches of 16: 3 steps an epoch, 2 epochs.
+    sampler = pt.DistributedSampler(96, opt, ctx)
+    assert opt.steps_per_epoch == 3
+    data = batches(0, 6)
+    losses = []
+    for _ in sampler:
+        x, y = data[opt.clock]
+        opt.zero_grad()
+        loss = torch.nn.functional.cross_entropy(model(x), y)
+        loss.backward()
+        opt.step(loss=loss)
+        losses.append(float(loss))
+        if sampler.epoch_ended and sampler.epoch == 2:
+            opt.report_epoch(correct=30, total=40)  # epoch 1 not reported
+    opt.finish()
+    epochs = {int(e["epoch"]): e for e in status_of(cluster)[0]["epochs"]}
+    assert list(epochs) == [2]  # numbered by the clock, not by reports
+    assert epochs[2]["train_loss"] == pytest.approx(sum(losses) / 6,
+                                                    rel=1e-6)
+
+
 def test_rank_0s_values_become_the_servers_initial_state(tmp_path, servers):
     steps = 4
     cluster = write_job(tmp_path, servers, make_model(), lr=0.1, momentum=0.9,

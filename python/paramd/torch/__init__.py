@@ -306,7 +306,11 @@ class DistributedOptimizer(torch.optim.Optimizer):
         self._bags = [m for m in model.modules() if isinstance(m, EmbeddingBag)]
         self._loss = 0.0
         self._steps_since_report = 0
+        self._loss_sum, self._losses = 0.0, 0  # Step losses since a report.
         self._epoch = 0
+        # Steps in an epoch, when known (a DistributedSampler over this
+        # optimizer sets it): report_epoch then numbers epochs by the clock.
+        self.steps_per_epoch = None
         self._since = time.monotonic()
         self._finished = False
 
@@ -364,6 +368,8 @@ class DistributedOptimizer(torch.optim.Optimizer):
                 loss = result
         if loss is not None:
             self._loss = float(loss)
+            self._loss_sum += self._loss
+            self._losses += 1
         self._gather_grads()
         self._set_row_gradients()
         self._worker.step(self._grads_np, self._loss, self._params_np)
@@ -373,13 +379,28 @@ class DistributedOptimizer(torch.optim.Optimizer):
         self._steps_since_report += 1
         return result
 
-    def report_epoch(self, loss, correct, total, samples=None, seconds=None):
+    def report_epoch(self, loss=None, correct=None, total=None, samples=None,
+                     seconds=None, epoch=None):
         """Reports a finished epoch: its mean training `loss` and this
-        rank's test result (`correct` of `total`); `samples` defaults to
-        the steps since the last report × the job's batch size, `seconds`
-        to the time since then. paramctl status and the run's summary show
-        the job's figures."""
-        self._epoch += 1
+        rank's test result (`correct` of `total`). `loss` defaults to the
+        mean of the losses step() was given since the last report,
+        `samples` to the steps since then × the job's batch size,
+        `seconds` to the time since then, and `epoch` (1-based) to the
+        epoch the clock just ended when steps_per_epoch is known (a
+        DistributedSampler sets it: a restarted worker then reports the
+        epoch it is in), else to one more than the last report's.
+        paramctl status and the run's summary show the job's figures."""
+        if correct is None or total is None:
+            raise ValueError("report_epoch: pass correct= and total= (this "
+                             "rank's test result)")
+        if loss is None:
+            if self._losses == 0:
+                raise ValueError("report_epoch: no step was given a loss "
+                                 "since the last report: pass loss=")
+            loss = self._loss_sum / self._losses
+        if epoch is None and self.steps_per_epoch:
+            epoch = -(-self.clock // self.steps_per_epoch)  # ceil
+        self._epoch = self._epoch + 1 if epoch is None else int(epoch)
         now = time.monotonic()
         if samples is None:
             samples = self._steps_since_report * self._worker.batch_size
@@ -389,6 +410,7 @@ class DistributedOptimizer(torch.optim.Optimizer):
                                   int(samples), float(seconds), int(correct),
                                   int(total))
         self._steps_since_report = 0
+        self._loss_sum, self._losses = 0.0, 0
         self._since = now
 
     def finish(self):

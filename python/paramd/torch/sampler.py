@@ -8,7 +8,7 @@ servers are at (and a retried step gets the same batch).
         ...
         opt.step(loss=loss)
         if sampler.epoch_ended:           # the step just taken ended one
-            opt.report_epoch(...)
+            opt.report_epoch(correct=..., total=...)  # loss: the steps' mean
 
 The share is every workers-th sample from the rank's own index, the same
 count on every rank (len // workers, so every rank takes as many steps);
@@ -51,6 +51,8 @@ class DistributedSampler:
         self.steps_per_epoch = self.share // self.batch_size
         self.total_steps = self.steps_per_epoch * self.epochs
         self._order_epoch, self._order = -1, None
+        # The optimizer's report_epoch numbers epochs by its clock.
+        optimizer.steps_per_epoch = self.steps_per_epoch
         self._yielded = None  # The clock of the last batch handed out.
 
     def batch(self, clock):
