@@ -29,6 +29,7 @@ import time
 import torch
 
 from .. import _native
+from .optimizers import optimizer_config, optimizer_section  # noqa: F401
 from .sampler import DistributedSampler  # noqa: F401
 
 __all__ = [
@@ -36,6 +37,8 @@ __all__ = [
     "Context",
     "DistributedOptimizer",
     "DistributedSampler",
+    "optimizer_config",
+    "optimizer_section",
     "EmbeddingBag",
     "broadcast_parameters",
     "declared_tensors",
