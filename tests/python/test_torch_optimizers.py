@@ -7,7 +7,8 @@ import pytest
 import torch
 
 from conftest import job_yaml
-from test_torch_worker import batches, context, grads_of, make_model, train_both
+from test_torch_worker import (batches, context, make_model,
+                               torch_on_averaged_gradients, train_both)
 
 import paramd.torch as pt
 from paramd.torch import spec as pt_spec
@@ -60,14 +61,7 @@ def test_the_servers_step_as_the_torch_optimizer(tmp_path, servers, name,
             r.copy_(p)
     data = [batches(0, STEPS), batches(1, STEPS)]
     train_both(models, opts, data, [[], []])
-    for s in range(STEPS):
-        g0, _ = grads_of(reference, *data[0][s])
-        g1, _ = grads_of(reference, *data[1][s])
-        for p, a, b in zip(reference.parameters(), g0, g1):
-            p.grad = (a + b) / 2
-        ref_opt.step()
-        if sched is not None:
-            sched.step()
+    torch_on_averaged_gradients(reference, data, STEPS, ref_opt, sched)
     for (pname, ref), got in zip(reference.named_parameters(),
                                  models[0].parameters()):
         scale = ref.detach().abs().max().item()

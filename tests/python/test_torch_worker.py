@@ -72,16 +72,22 @@ def train_both(models, opts, data, losses):
     run_ranks(lambda r: run_rank(models[r], opts[r], data[r], losses[r]))
 
 
-def torch_sgd_on_averaged_gradients(reference, data, steps):
-    """What sync through the servers must equal: torch SGD (lr 0.1,
-    momentum 0.9) on the mean of the two ranks' gradients."""
-    sgd = torch.optim.SGD(reference.parameters(), lr=0.1, momentum=0.9)
+def torch_on_averaged_gradients(reference, data, steps, optimizer=None,
+                                scheduler=None):
+    """What sync through the servers must equal: `optimizer` over
+    `reference` (default: torch SGD, lr 0.1, momentum 0.9), and its
+    scheduler if any, stepped on the mean of the two ranks' gradients."""
+    if optimizer is None:
+        optimizer = torch.optim.SGD(reference.parameters(), lr=0.1,
+                                    momentum=0.9)
     for s in range(steps):
         g0, _ = grads_of(reference, *data[0][s])
         g1, _ = grads_of(reference, *data[1][s])
         for p, a, b in zip(reference.parameters(), g0, g1):
             p.grad = (a + b) / 2
-        sgd.step()
+        optimizer.step()
+        if scheduler is not None:
+            scheduler.step()
 
 
 def test_spec_tool_writes_the_models_tensors(tmp_path):
@@ -128,7 +134,7 @@ def test_sync_equals_torch_sgd_on_the_averaged_gradients(tmp_path, servers):
     data = [batches(0, steps), batches(1, steps)]
     losses = [[], []]
     train_both(models, opts, data, losses)
-    torch_sgd_on_averaged_gradients(reference, data, steps)
+    torch_on_averaged_gradients(reference, data, steps)
     assert opts[0].clock == steps and opts[1].clock == steps
     for name_p, ref, got0, got1 in zip(reference.named_parameters(),
                                        reference.parameters(),
@@ -347,7 +353,7 @@ def test_rank_0s_values_become_the_servers_initial_state(tmp_path, servers):
             r.copy_(want)
     data = [batches(0, steps), batches(1, steps)]
     train_both(models, opts, data, [[], []])
-    torch_sgd_on_averaged_gradients(reference, data, steps)
+    torch_on_averaged_gradients(reference, data, steps)
     for ref, got in zip(reference.parameters(), models[0].parameters()):
         scale = ref.detach().abs().max().item()
         assert (got - ref).abs().max().item() <= 1e-6 * scale
