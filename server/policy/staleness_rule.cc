@@ -46,11 +46,7 @@ absl::Status StalenessRule::Accept(const RankTable& ranks, const RulePush& push,
         "; its next clock on this shard is ", ranks[push.rank].clock));
   }
   if (push.skip) return absl::OkStatus();
-  if (!push.rows.empty()) {
-    RETURN_IF_ERROR(store_->CheckRowRoom(
-        push.rows, [](uint32_t, uint64_t) { return false; },
-        std::vector<uint64_t>(store_->num_tables(), 0)));
-  }
+  if (!push.rows.empty()) RETURN_IF_ERROR(store_->CheckRowRoom(push.rows));
   // Zhang et al., "Staleness-aware Async-SGD" (IJCAI 2016): a gradient of
   // a version tau steps old moves the parameters 1/tau as far.
   const float scale = scaling_ == StalenessScaling::kInverse

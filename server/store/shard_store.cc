@@ -344,9 +344,10 @@ absl::Status ShardStore::CheckRowRoom(
         t.config().max_rows > 0 ? t.config().max_rows : UINT32_MAX - 1;
     uint64_t fresh = 0;
     for (uint64_t id : r.ids) {
-      if (!t.Holds(id) && !pending(r.table, id)) ++fresh;
+      if (!t.Holds(id) && !(pending && pending(r.table, id))) ++fresh;
     }
-    const uint64_t held = t.rows() + pending_new[r.table];
+    const uint64_t held =
+        t.rows() + (pending_new.empty() ? 0 : pending_new[r.table]);
     if (held + fresh > limit) {
       return absl::ResourceExhaustedError(
           absl::StrCat("Push: table '", t.config().name, "' on shard ", shard_,

@@ -98,11 +98,12 @@ class ShardStore {
   // RESOURCE_EXHAUSTED, naming table and shard, when the new rows of
   // `rows` (those a table does not hold and `pending(table, id)` does not
   // count yet; pending_new[t] of table t's are counted already) would take
-  // a table past its max_rows (or 2^32 - 1 rows on one shard).
+  // a table past its max_rows (or 2^32 - 1 rows on one shard). Without
+  // `pending` and `pending_new`: no rows are on their way in yet.
   absl::Status CheckRowRoom(
       absl::Span<const RowGrads> rows,
-      const std::function<bool(uint32_t, uint64_t)>& pending,
-      const std::vector<uint64_t>& pending_new) const;
+      const std::function<bool(uint32_t, uint64_t)>& pending = nullptr,
+      const std::vector<uint64_t>& pending_new = {}) const;
 
   // One optimizer step on every chunk with gradient grads[local] * scale
   // (grads[local] has the chunk's length; a statistic's chunk adds it
