@@ -123,7 +123,13 @@ class ThreadGate final : public RunGate {
 }  // namespace
 
 absl::StatusOr<TransportResult> Summarize(const std::vector<WorkerRun>& runs,
-                                          double bytes_per_op, double elapsed) {
+                                          const JobConfig& config, Mode mode,
+                                          double elapsed) {
+  // An operation moves the model's bytes once (push, pull) or both ways.
+  const FlatLayout layout(BuildModelSpec(config.model));
+  const double bytes_per_op =
+      static_cast<double>(layout.total * kElementBytes) *
+      (mode == Mode::kPushPull ? 2 : 1);
   TransportResult result;
   std::vector<double> all;
   for (const WorkerRun& r : runs) {
@@ -167,10 +173,7 @@ absl::StatusOr<TransportResult> RunClients(
   if (during) during();
   gate.Stop();
   for (std::thread& t : threads) t.join();
-  const double elapsed = Since(start);
-  const double per_op = static_cast<double>(layout.total * kElementBytes) *
-                        (mode == Mode::kPushPull ? 2 : 1);
-  return Summarize(runs, per_op, elapsed);
+  return Summarize(runs, config, mode, Since(start));
 }
 
 namespace {

@@ -63,10 +63,12 @@ struct TransportResult {
   std::vector<std::string> worker_hosts;
 };
 
-// Throughput and latency of every worker's operations over `elapsed`
-// seconds, each moving `bytes_per_op`; the first worker's failure, if any.
+// Throughput and latency of every worker's operations in `mode` on
+// `config`'s model over `elapsed` seconds; the first worker's failure, if
+// any.
 absl::StatusOr<TransportResult> Summarize(const std::vector<WorkerRun>& runs,
-                                          double bytes_per_op, double elapsed);
+                                          const JobConfig& config, Mode mode,
+                                          double elapsed);
 
 // `mode` with a model of `bytes` of parameters, for about o.seconds (each
 // worker does at least a few operations).

@@ -174,12 +174,9 @@ absl::StatusOr<TransportResult> RunWorkerProcesses(
     runs[rank].status =
         ReadResult(files.result(rank), &runs[rank], &end, &hosts[rank]);
   }
-  ModelSpec spec = BuildModelSpec(config.model);
-  const FlatLayout layout(spec);
-  const double per_op = static_cast<double>(layout.total * kElementBytes) *
-                        (mode == Mode::kPushPull ? 2 : 1);
-  ASSIGN_OR_RETURN(TransportResult result,
-                   Summarize(runs, per_op, absl::ToDoubleSeconds(end - start)));
+  ASSIGN_OR_RETURN(
+      TransportResult result,
+      Summarize(runs, config, mode, absl::ToDoubleSeconds(end - start)));
   result.worker_hosts = std::move(hosts);
   return result;
 }
