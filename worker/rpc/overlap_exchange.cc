@@ -43,13 +43,11 @@ OverlapExchange::OverlapExchange(
     halves_ = std::make_shared<std::vector<uint16_t>>(grads_->size());
   }
   for (const ChunkSpec& c : plan_.chunks()) unready_.push_back(c.length);
-  // A stream that ended since the last step is heard of first, and
-  // replaced: every step of the exchange goes on an open one.
-  links_->DrainSteps();
+  // Every step of the exchange goes on an open stream.
+  links_->OpenStepStreams();
   for (int s = 0; s < num_shards_; ++s) {
     unsent_[s] = plan_.ChunksOfShard(s).size();
     sinks_.emplace_back(plan_, layout_, s, calls_.pull_half, params);
-    links_->OpenStepStream(s);
   }
   // A shard without chunks takes a push of just the header.
   for (int s = 0; s < num_shards_; ++s) {

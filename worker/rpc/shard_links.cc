@@ -172,6 +172,11 @@ void ShardLinks::StartPushPull(int shard,
   link.steps->Step(std::move(messages), sink, std::move(done), written);
 }
 
+void ShardLinks::OpenStepStreams() {
+  queue_.Drain();
+  for (int shard = 0; shard < size(); ++shard) OpenStepStream(shard);
+}
+
 void ShardLinks::OpenStepStream(int shard) {
   Link& link = shards_[shard];
   if (link.steps != nullptr && !link.steps->over()) return;

@@ -125,7 +125,7 @@ class ShardLinks {
       grpc::ClientContext* context, grpc::ByteBuffer* response,
       StepQueue* queue, std::function<void(absl::Status)> done);
   // Starts one shard's PushPull as a step of its StepStream
-  // (OpenStepStream(shard) first): the push in `messages` (the first's
+  // (OpenStepStreams first): the push in `messages` (the first's
   // header carries pull_dtype), as many as it takes, and the pull of
   // clock + 1 back into `sink` likewise; `written`, unless null, receives
   // when the push was written (StepStream::Step). A worker's steps have
@@ -140,9 +140,12 @@ class ShardLinks {
   void ContinuePush(int shard, grpc::ByteBuffer message) {
     shards_[shard].steps->Append(std::move(message));
   }
-  // Opens the shard's StepStream unless one is open (a stream that ended
-  // is replaced, with a new segment under options.shared_memory).
-  void OpenStepStream(int shard);
+  // Readies every shard's StepStream for a step: a stream that ended
+  // since the last step is heard of first (the events ready now run), and
+  // each shard without an open one gets a new one, with a new segment
+  // under options.shared_memory. Every stream a step takes is then open
+  // before any shard's part can fail and cancel the others.
+  void OpenStepStreams();
   // The shared-memory segment of the shard's StepStream: where its pushes'
   // chunk bytes go and its replies' come (null: by the socket).
   SharedSegment* segment(int shard) const {
@@ -165,6 +168,10 @@ class ShardLinks {
   void DrainSteps() { queue_.Drain(); }
 
  private:
+  // Opens the shard's StepStream unless one is open (a stream that ended
+  // is replaced, with a new segment under options.shared_memory).
+  void OpenStepStream(int shard);
+
   // One replica's channel; both stay open for the links' life (a
   // heartbeat may be on the other).
   struct Conn {

@@ -17,14 +17,11 @@ StepCalls::StepCalls(const ClientSetup& setup, ShardLinks* links,
 
 void StepCalls::Begin(bool timed) {
   // Streams first: a new stream has a new segment, which the messages
-  // name. A stream that ended since the last step is heard of first, and
-  // replaced; every stream the step takes is open before any shard's part
-  // can fail and cancel them.
-  std::vector<SharedSegment*> segments(links_->size(), nullptr);
-  links_->DrainSteps();
+  // name.
+  links_->OpenStepStreams();
+  std::vector<SharedSegment*> segments;
   for (int i = 0; i < links_->size(); ++i) {
-    links_->OpenStepStream(i);
-    segments[i] = links_->segment(i);
+    segments.push_back(links_->segment(i));
   }
   messages_ = make_messages_(segments);
   sinks_.clear();
