@@ -14,14 +14,18 @@ ShardClient::ShardClient(const JobConfig& config, LocalCluster& cluster)
       stub(proto::ParameterService::NewStub(grpc::CreateChannel(
           cluster.addresses()[0], grpc::InsecureChannelCredentials()))) {}
 
-proto::PullResponse ShardClient::Pull(uint32_t rank, uint64_t clock) {
+proto::PullRequest ShardClient::PullAt(uint32_t rank, uint64_t clock) const {
   proto::PullRequest req;
   req.set_job_id(config.job_id);
   req.set_rank(rank);
   req.set_clock(clock);
+  return req;
+}
+
+proto::PullResponse ShardClient::Pull(uint32_t rank, uint64_t clock) {
   proto::PullResponse resp;
   grpc::ClientContext c;
-  const grpc::Status s = stub->Pull(&c, req, &resp);
+  const grpc::Status s = stub->Pull(&c, PullAt(rank, clock), &resp);
   INFO(s.error_message());
   REQUIRE(s.ok());
   return resp;

@@ -21,7 +21,9 @@ namespace paramd::testing {
 struct ShardClient {
   ShardClient(const JobConfig& config, LocalCluster& cluster);
 
-  // Rank `rank`'s pull at `clock` (fails the test on error).
+  // Rank `rank`'s PullRequest at `clock`.
+  proto::PullRequest PullAt(uint32_t rank, uint64_t clock) const;
+  // Its pull (fails the test on error).
   proto::PullResponse Pull(uint32_t rank, uint64_t clock);
   // A push of every chunk the shard owns: element values `value` + `step`
   // × the chunk's place among them.

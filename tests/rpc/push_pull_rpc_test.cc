@@ -160,12 +160,8 @@ TEST_CASE(
   grpc::ClientContext pull;
   grpc::Status pull_status;
   std::thread rank1([&] {
-    proto::PullRequest request;
-    request.set_job_id(config.job_id);
-    request.set_rank(1);
-    request.set_clock(1);
     proto::PullResponse unused;
-    pull_status = client.stub->Pull(&pull, request, &unused);
+    pull_status = client.stub->Pull(&pull, client.PullAt(1, 1), &unused);
   });
   REQUIRE(client.shard.TEST_AwaitWaitingPulls(2, absl::Seconds(30)));
   pull.TryCancel();
