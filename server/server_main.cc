@@ -20,6 +20,10 @@
 // --peer HOST:PORT is the other replica (default: the job file's). A
 // primary that learns its backup took over exits with status 3; started
 // again, it rejoins as the backup.
+// A framework job whose file leaves the model to its workers (no tensor
+// list, or no optimizer section) listens first for their declaration
+// (server/declare/declaration_server.h), then serves the shard on the same
+// port; with checkpoint.dir a restart serves the declaration it kept.
 #include <poll.h>
 #include <signal.h>
 #include <sys/eventfd.h>
@@ -31,6 +35,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <optional>
 #include <string>
 #include <thread>
 
@@ -40,6 +45,8 @@
 #include "common/config/job_config.h"
 #include "common/launch/daemon_start.h"
 #include "common/launch/slurm.h"
+#include "server/declare/declaration_server.h"
+#include "server/declare/model_declaration.h"
 #include "server/rpc/parameter_server.h"
 #include "server/shard/shard_metrics.h"
 #include "spdlog/spdlog.h"
@@ -54,10 +61,11 @@ constexpr char kUsage[] =
     "[--metrics_listen HOST:PORT] "
     "[--metrics_port_file PATH] [--log_level LEVEL]";
 
-// What ends serving: SIGINT or SIGTERM, or this process giving its shard
-// up to its backup (replication). The signals are blocked in every thread
-// (BlockSignals) and read from a signalfd; the replica's callback writes an
-// eventfd; Wait sleeps in poll on both.
+// What ends a wait: SIGINT or SIGTERM; this process giving its shard up to
+// its backup (replication); or, while it waits for its model, a worker's
+// declaration. The signals are blocked in every thread (BlockSignals) and
+// read from a signalfd; the replica's and the declaration server's
+// callbacks write an eventfd (Notify); Wait sleeps in poll on both.
 class StopEvents {
  public:
   // SIGINT and SIGTERM.
@@ -90,11 +98,11 @@ class StopEvents {
 
   bool ok() const { return signal_fd_ >= 0 && replaced_fd_ >= 0; }
   // From any thread, under any lock: it only writes the eventfd.
-  void Replaced() {
+  void Notify() {
     const uint64_t one = 1;
     (void)!write(replaced_fd_, &one, sizeof(one));
   }
-  // Blocks until one comes: the signal's number, or 0 when replaced.
+  // Blocks until one comes: the signal's number, or 0 for Notify.
   int Wait() {
     pollfd fds[2] = {{signal_fd_, POLLIN, 0}, {replaced_fd_, POLLIN, 0}};
     while (true) {
@@ -161,16 +169,15 @@ bool StartReplication(const DaemonStart& start, int port,
   const JobConfig& config = start.config;
   const int shard_id = start.id;
   const bool backup = start.flags.Has("backup");
-  const std::string& own = backup ? config.replication.backups[shard_id]
-                                  : config.servers[shard_id];
-  std::string peer = backup ? config.servers[shard_id]
-                            : config.replication.backups[shard_id];
+  const std::string& own =
+      backup ? config.replication.backups[shard_id] : config.servers[shard_id];
+  std::string peer =
+      backup ? config.servers[shard_id] : config.replication.backups[shard_id];
   if (start.flags.Has("peer")) peer = start.flags.Get("peer", "");
   // A replaced primary serves nothing: it stops (status 3).
-  if (absl::Status s =
-          server.StartReplica(WithPort(own, port),
-                              PortOf(peer) == 0 ? "" : peer,
-                              [&events] { events.Replaced(); });
+  if (absl::Status s = server.StartReplica(WithPort(own, port),
+                                           PortOf(peer) == 0 ? "" : peer,
+                                           [&events] { events.Notify(); });
       !s.ok()) {
     spdlog::error("shard {}: {}", shard_id, std::string(s.message()));
     return false;
@@ -281,6 +288,63 @@ int Serve(const DaemonStart& start, ParameterServer& server) {
   return Stop(start, events.Wait(), server, metrics->get());
 }
 
+// A job that leaves its model to the workers: the declaration this shard
+// kept (a restart), or the first one a worker sends, into start->config;
+// the shard then serves where it waited. Returns the exit status when the
+// process is to end instead (an error, or a signal before any
+// declaration).
+std::optional<int> AwaitModel(DaemonStart* start) {
+  const int shard_id = start->id;
+  const std::string kept = DeclarationPath(start->config, shard_id);
+  if (start->flags.Has("fresh") && !kept.empty()) std::remove(kept.c_str());
+  absl::StatusOr<std::optional<JobConfig>> restored =
+      KeptDeclaration(start->config, shard_id);
+  if (!restored.ok() || *restored) {
+    if (!restored.ok()) {
+      spdlog::error("shard {}: {}", shard_id,
+                    std::string(restored.status().message()));
+      return 1;
+    }
+    spdlog::info("shard {}: serves the model its workers declared ({})",
+                 shard_id, kept);
+    start->config = std::move(**restored);
+    return std::nullopt;
+  }
+  StopEvents events;
+  if (!events.ok()) return 1;
+  DeclarationServer waiting(start->config, shard_id,
+                            start->flags.Get("launch", ""),
+                            [&events] { events.Notify(); });
+  absl::StatusOr<std::string> listen = ListenAddress(*start);
+  absl::StatusOr<int> port =
+      listen.ok() ? waiting.Start(*listen) : listen.status();
+  absl::Status written = port.status();
+  if (port.ok() && start->flags.Has("port_file")) {
+    written =
+        WritePortFile("port_file", start->flags.Get("port_file", ""), *port);
+  }
+  if (!written.ok()) {
+    spdlog::error("shard {}: {}", shard_id, std::string(written.message()));
+    return 1;
+  }
+  spdlog::info(
+      "shard {}/{} of job '{}' listening on port {}: waits for its workers "
+      "to declare the model",
+      shard_id, start->config.num_shards(), start->config.job_id, *port);
+  const int signal_number = events.Wait();
+  std::optional<JobConfig> declared = waiting.declared();
+  waiting.Shutdown();
+  if (signal_number != 0 || !declared) {
+    spdlog::info("shard {}: signal {} received before any declaration",
+                 shard_id, signal_number);
+    return 0;
+  }
+  start->config = std::move(*declared);
+  // The shard serves on the port its workers found it at.
+  start->flags.values["listen"] = WithPort(*listen, *port);
+  return std::nullopt;
+}
+
 int Run(int argc, char** argv) {
   StopEvents::BlockSignals();
   int exit_code = 0;
@@ -303,6 +367,9 @@ int Run(int argc, char** argv) {
                  "paramd-server: --backup: the job has no replicas "
                  "(replication.factor 1)\n");
     return 1;
+  }
+  if (start->config.awaits_declaration()) {
+    if (std::optional<int> exit_code = AwaitModel(&*start)) return *exit_code;
   }
   absl::StatusOr<std::unique_ptr<ParameterServer>> server =
       ParameterServer::Create(

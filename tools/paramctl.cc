@@ -104,6 +104,20 @@ std::string ModelDescription(const JobConfig& config) {
 int Validate(const std::string& path) {
   std::optional<JobConfig> config = LoadOrSay(path);
   if (!config) return 1;
+  if (config->awaits_declaration()) {
+    // No plan until a worker declares what the job file leaves out.
+    std::printf(
+        "%s: ok\n  job '%s', policy %s, %d server(s), %d worker(s), %d "
+        "epoch(s) of batch %d\n  model tensors: a framework's model whose "
+        "workers declare its %s\n",
+        path.c_str(), config->job_id.c_str(), PolicyName(config->policy.type),
+        config->num_shards(), config->num_workers, config->training.epochs,
+        config->training.batch_size,
+        config->model.tensors_declared
+            ? (config->optimizer_declared ? "tensors and optimizer" : "tensors")
+            : "optimizer");
+    return 0;
+  }
   const ModelSpec spec = BuildModelSpec(config->model);
   absl::StatusOr<PartitionPlan> plan =
       PartitionPlan::Build(spec, config->chunk_bytes, config->num_shards());

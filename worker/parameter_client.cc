@@ -54,6 +54,11 @@ std::unique_ptr<StepExchange> ParameterClient::StartPushPull(
   return std::make_unique<DeferredExchange>(this, clock, grads, loss, params);
 }
 
+absl::Status ParameterClient::DeclareModel(const std::string&) {
+  return absl::UnimplementedError(
+      "DeclareModel: this client cannot declare a model");
+}
+
 absl::Status ParameterClient::Initialize(absl::Span<const float>) {
   return absl::UnimplementedError(
       "Initialize: this client cannot send initial values");

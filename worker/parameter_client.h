@@ -15,6 +15,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -113,6 +114,12 @@ class ParameterClient {
   // proto/paramd.proto), so that all shards agree; returns the clock to
   // continue from.
   virtual absl::StatusOr<uint64_t> Register() = 0;
+
+  // Declares the worker's model to every shard (proto DeclareModel;
+  // `declaration` as WithDeclaredModel takes it), retrying what no server
+  // answered; before Register. FailedPrecondition when a shard serves
+  // another model (naming what differs). This default: Unimplemented.
+  virtual absl::Status DeclareModel(const std::string& declaration);
 
   // Fills `params` (flat) with every shard's chunks for a worker at
   // `clock`; returns the version served (the smallest across shards).

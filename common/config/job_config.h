@@ -118,6 +118,11 @@ struct TensorConfig {
   bool constant = false;
   double bound = 0;
   double value = 0;
+  // kind: statistic: not trained but kept (a module's buffer, batch norm's
+  // running mean): each push carries the change the worker made to it, and
+  // the servers add those changes (their mean under sync) instead of
+  // applying the optimizer (TensorKind::kStatistic).
+  bool statistic = false;
 };
 
 struct ModelConfig {
@@ -129,7 +134,8 @@ struct ModelConfig {
   // = fields × dim). Its samples come from tools/rows_bench's synthetic
   // click log. "tensors": the model is a framework's (python/paramd, e.g.
   // a PyTorch nn.Module); the job lists its tensors (`tensors`, from
-  // model.tensors or model.tensors_file) and paramd-worker refuses it.
+  // model.tensors or model.tensors_file), or its workers declare them
+  // (tensors_declared), and paramd-worker refuses it.
   ModelType type = ModelType::kMlp;
   // The shorthand: widths, input first, classes last; dense layers with a
   // ReLU between each two. Empty when the job gives a typed graph.
@@ -143,6 +149,10 @@ struct ModelConfig {
   std::vector<TensorConfig> tensors;  // type tensors only.
   // model.tensors_file, absolute; empty when the list stands inline.
   std::string tensors_file;
+  // Type tensors with neither model.tensors nor model.tensors_file: the
+  // list comes from the workers' declaration (JobConfig::declaration;
+  // `tensors` is empty until one is taken).
+  bool tensors_declared = false;
   // model.initial_values: rank0 (type tensors): the servers' first values
   // are rank 0's model's (paramd.torch sends them) instead of drawn from
   // each tensor's init; pulls wait for them.
@@ -448,6 +458,13 @@ struct JobConfig {
   DataConfig data;
   TrainingConfig training;
   OptimizerConfig optimizer;
+  // A model.type tensors job without an optimizer section: the workers
+  // declare it (JobConfig::declaration); `optimizer` holds the defaults
+  // until one is taken.
+  bool optimizer_declared = false;
+  // The workers' declaration this config took (WithDeclaredModel in
+  // common/config/job_file.h); empty when none.
+  std::string declaration;
   PolicyConfig policy;
   GuardConfig guard;
   LivenessConfig liveness;
@@ -464,6 +481,12 @@ struct JobConfig {
   TestingConfig testing;
 
   int num_shards() const { return static_cast<int>(servers.size()); }
+  // Whether the model (its tensors, or its optimizer) is still to come
+  // from the workers' declaration: servers wait for one before serving.
+  bool awaits_declaration() const {
+    return (model.tensors_declared || optimizer_declared) &&
+           declaration.empty();
+  }
 };
 
 // Whether the servers answer a StepStream step slice by slice

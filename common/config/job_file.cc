@@ -171,6 +171,14 @@ class JobParser {
   }
 
   absl::Status ParseOptimizer(const YAML::Node& root, JobConfig* c) {
+    const YAML::Node given = root["optimizer"];
+    if (c->model.type == ModelType::kTensors &&
+        (!given.IsDefined() || given.IsNull())) {
+      // A framework's workers declare their own (paramd.torch maps the
+      // script's torch.optim optimizer).
+      c->optimizer_declared = true;
+      return absl::OkStatus();
+    }
     ASSIGN_OR_RETURN(const YAML::Node o,
                      Section(root, "optimizer", true, OptimizerSectionKeys()));
     return ParseOptimizerSection(r_, o, &c->optimizer);
@@ -274,7 +282,19 @@ class JobParser {
   absl::Status ParseReplication(const YAML::Node& root, JobConfig* c) {
     ASSIGN_OR_RETURN(const YAML::Node r, Section(root, "replication", false,
                                                  {"factor", "backups"}));
-    return ParseReplicationSection(r_, r, *c, &c->replication);
+    RETURN_IF_ERROR(ParseReplicationSection(r_, r, *c, &c->replication));
+    if (c->replication.enabled() && c->awaits_declaration()) {
+      // A backup learns its model from the job file alone.
+      return r_.Error(
+          r["factor"], "replication.factor",
+          absl::StrCat("a replicated shard needs its model in the "
+                       "job file: give ",
+                       c->model.tensors_declared ? "model.tensors_file (or "
+                                                   "model.tensors)"
+                                                 : "an optimizer section",
+                       " instead of the workers' declaration"));
+    }
+    return absl::OkStatus();
   }
 
   absl::Status ParseMetrics(const YAML::Node& root, JobConfig* c) {

@@ -35,6 +35,24 @@ absl::StatusOr<JobConfig> ParseJobConfig(const std::string& yaml_text,
                                          const std::string& path,
                                          const JobFileChecks& checks = {});
 
+// `job` with the model its workers declared (docs/job-file.md, "Framework
+// models"): `declaration` is YAML holding `tensors`, the list a tensors
+// file holds, and `optimizer`, the job file's section, exactly when the
+// job file has none. Where the job declares its tensors
+// (model.tensors_declared), the declared list becomes the model's; where
+// it lists them, the declared list must be that list. The result keeps
+// the declaration (JobConfig::declaration). A refusal names "the declared
+// model", its line and field, or the first tensor that differs.
+absl::StatusOr<JobConfig> WithDeclaredModel(const JobConfig& job,
+                                            const std::string& declaration);
+
+// FailedPrecondition naming the first difference, unless `declared` (a
+// WithDeclaredModel result) holds the same model as `adopted` (the one
+// taken first): the same tensors in order (name, shape, kind), and the
+// same declared optimizer.
+absl::Status SameDeclaredModel(const JobConfig& adopted,
+                               const JobConfig& declared);
+
 }  // namespace paramd
 
 #endif  // PARAMD_COMMON_CONFIG_JOB_FILE_H_

@@ -75,6 +75,10 @@ constexpr int64_t kMaxTensorElements = (int64_t{1} << 31) - 1;
 // tensors file, with that file's line) and the tensor.
 absl::Status ParseTensorsSection(YamlReader& reader, const YAML::Node& model,
                                  const PathResolver& resolve, ModelConfig* out);
+// Parses `list` (a non-empty list of tensors, named `field` in errors)
+// into out->tensors: a tensors file's list, or a declaration's.
+absl::Status ParseTensorList(YamlReader& reader, const YAML::Node& list,
+                             const std::string& field, ModelConfig* out);
 
 // --- `optimizer` with its `schedule` (optimizer_section.cc).
 

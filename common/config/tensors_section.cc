@@ -39,8 +39,8 @@ absl::Status ParseShape(YamlReader& r, const YAML::Node& node,
 absl::Status ParseTensor(YamlReader& r, const YAML::Node& node,
                          const std::string& f, TensorConfig* t,
                          int64_t* elements) {
-  RETURN_IF_ERROR(
-      r.CheckMapping(node, f, {"name", "shape", "init", "bound", "value"}));
+  RETURN_IF_ERROR(r.CheckMapping(
+      node, f, {"name", "shape", "init", "bound", "value", "kind"}));
   RETURN_IF_ERROR(r.Get(node, f, "name", true, &t->name));
   if (t->name.empty()) {
     return r.Error(node["name"], f + ".name", "must not be empty");
@@ -72,6 +72,14 @@ absl::Status ParseTensor(YamlReader& r, const YAML::Node& node,
                                 "' (expected: uniform or constant)"));
   }
   t->constant = init == "constant";
+  std::string kind = "trainable";
+  RETURN_IF_ERROR(r.Get(node, f, "kind", false, &kind));
+  if (kind != "trainable" && kind != "statistic") {
+    return r.Error(node["kind"], f + ".kind",
+                   absl::StrCat("unknown kind '", kind,
+                                "' (expected: trainable or statistic)"));
+  }
+  t->statistic = kind == "statistic";
   const char* wrong = t->constant ? "bound" : "value";
   if (node[wrong].IsDefined()) {
     return r.Error(node[wrong], absl::StrCat(f, ".", wrong),
@@ -91,13 +99,14 @@ absl::Status ParseTensor(YamlReader& r, const YAML::Node& node,
   return absl::OkStatus();
 }
 
-// `list` is the tensors' list in `r`'s file; `field` names it there.
+}  // namespace
+
 absl::Status ParseTensorList(YamlReader& r, const YAML::Node& list,
                              const std::string& field, ModelConfig* out) {
   if (!list.IsSequence() || list.size() == 0) {
     return r.Error(list, field,
                    "expected a non-empty list of tensors {name, shape, init, "
-                   "bound | value}");
+                   "bound | value, kind}");
   }
   std::set<std::string> names;
   int64_t elements = 0;
@@ -113,6 +122,8 @@ absl::Status ParseTensorList(YamlReader& r, const YAML::Node& list,
   }
   return absl::OkStatus();
 }
+
+namespace {
 
 absl::Status ParseTensorsFile(YamlReader& r, const YAML::Node& at,
                               const std::string& path, ModelConfig* out) {
@@ -153,14 +164,14 @@ absl::Status ParseTensorsSection(YamlReader& r, const YAML::Node& model,
   out->initial_values_from_rank0 = initial == "rank0";
   const YAML::Node inline_list = model["tensors"];
   const YAML::Node file = model["tensors_file"];
-  if (inline_list.IsDefined() == file.IsDefined()) {
-    return inline_list.IsDefined()
-               ? r.Error(file, "model.tensors_file",
-                         "give model.tensors or model.tensors_file, not both")
-               : r.MissingError(model, "model", "model.tensors",
-                                "a tensors model needs model.tensors or "
-                                "model.tensors_file (python3 -m "
-                                "paramd.torch.spec writes one)");
+  if (inline_list.IsDefined() && file.IsDefined()) {
+    return r.Error(file, "model.tensors_file",
+                   "give model.tensors or model.tensors_file, not both");
+  }
+  if (!inline_list.IsDefined() && !file.IsDefined()) {
+    // The workers declare the tensors (paramd.torch does, from the model).
+    out->tensors_declared = true;
+    return absl::OkStatus();
   }
   if (inline_list.IsDefined()) {
     return ParseTensorList(r, inline_list, "model.tensors", out);

@@ -21,6 +21,7 @@ void AddListedTensors(const std::vector<TensorConfig>& tensors,
     TensorSpec s{t.name, t.shape, n, static_cast<float>(t.bound)};
     s.init_constant = t.constant;
     s.init_value = static_cast<float>(t.value);
+    if (t.statistic) s.kind = TensorKind::kStatistic;
     spec->tensors.push_back(std::move(s));
   }
 }
@@ -106,7 +107,8 @@ FlatLayout::FlatLayout(const ModelSpec& spec) {
 ModelSpec GraphModelSpec(const LayerGraph& graph) {
   ModelSpec spec;
   AddGraphTensors(graph, &spec);
-  for (const TensorSpec& t : spec.tensors) spec.total_elements += t.num_elements;
+  for (const TensorSpec& t : spec.tensors)
+    spec.total_elements += t.num_elements;
   return spec;
 }
 

@@ -1,13 +1,17 @@
 #!/usr/bin/python3
-"""One worker of the example: trains model.Net on its share of
-Fashion-MNIST through paramd servers with paramd.torch.
+"""One worker of the example: trains model.Net (or --model FILE.py:FACTORY,
+as job-resnet.yaml's resnet.py:ResNet) on its share of Fashion-MNIST
+through paramd servers with paramd.torch.
 
 `paramctl run job.yaml` starts one per rank (worker.command) with the job,
 rank and servers in its environment. A worker that is restarted continues
 from the clock the servers give it (its share and order of batches are a
 function of the clock), so a SIGKILL loses nothing but the step in flight.
+At the end each rank evaluates the whole test set with the parameters and
+statistics it holds: under sync every rank prints the same figure.
 """
 
+import argparse
 import gzip
 import os
 import struct
@@ -19,9 +23,9 @@ import torch
 import torch.nn as nn
 
 import paramd.torch as pt
+from paramd.torch.spec import load_factory
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from model import Net  # noqa: E402
+HERE = os.path.dirname(os.path.abspath(__file__))
 
 
 def read_idx(path, limit=0):
@@ -53,15 +57,20 @@ def evaluate(model, x, y):
 
 
 def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--model", default=os.path.join(HERE, "model.py:Net"),
+                        help="FILE.py:FACTORY (default: model.py:Net)")
+    args = parser.parse_args()
     ctx = pt.init()
     torch.set_num_threads(1)
     d = ctx.data
     x = read_idx(d["train_images"], d["train_limit"])
     y = read_idx(d["train_labels"], d["train_limit"])
-    tx = read_idx(d["test_images"], d["test_limit"])[ctx.rank::ctx.workers]
-    ty = read_idx(d["test_labels"], d["test_limit"])[ctx.rank::ctx.workers]
+    all_tx = read_idx(d["test_images"], d["test_limit"])
+    all_ty = read_idx(d["test_labels"], d["test_limit"])
+    tx, ty = all_tx[ctx.rank::ctx.workers], all_ty[ctx.rank::ctx.workers]
 
-    model = Net()
+    model = load_factory(args.model)()
     opt = pt.DistributedOptimizer(model)  # The servers' parameters.
     # The rank's share, batch by batch from the servers' clock.
     sampler = pt.DistributedSampler(len(y), opt)
@@ -90,6 +99,8 @@ def main():
                   f"{epoch_samples / seconds:.0f} samples/s", flush=True)
             epoch_loss, epoch_samples, started = 0.0, 0, time.perf_counter()
     opt.finish()
+    print(f"rank {ctx.rank}: the whole test set: accuracy "
+          f"{evaluate(model, all_tx, all_ty) / len(all_ty):.4f}", flush=True)
     return 0
 
 

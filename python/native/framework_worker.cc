@@ -6,6 +6,7 @@
 #include "common/config/job_file.h"
 #include "common/launch/slurm.h"
 #include "spdlog/spdlog.h"
+#include "worker/retry.h"
 #include "worker/rpc/grpc_parameter_client.h"
 
 namespace paramd {
@@ -13,6 +14,11 @@ namespace {
 
 std::string ShapeText(const std::vector<int64_t>& shape) {
   return absl::StrCat("[", absl::StrJoin(shape, ", "), "]");
+}
+
+// A tensor's shape, and "(statistic)" after a statistic's.
+std::string Described(const std::vector<int64_t>& shape, bool statistic) {
+  return absl::StrCat(ShapeText(shape), statistic ? " (statistic)" : "");
 }
 
 }  // namespace
@@ -45,26 +51,73 @@ absl::StatusOr<std::unique_ptr<FrameworkWorker>> FrameworkWorker::Create(
     RETURN_IF_ERROR(ResolveSlurmServers(&config, ProcessEnv()));
   }
   std::unique_ptr<FrameworkWorker> w(
-      new FrameworkWorker(std::move(config), options.rank));
-  ASSIGN_OR_RETURN(PartitionPlan plan,
-                   PartitionPlan::Build(w->spec_, w->config_.chunk_bytes,
-                                        w->config_.num_shards()));
-  w->plan_ = std::make_unique<PartitionPlan>(std::move(plan));
-  w->trace_ = std::make_unique<WorkerTimeline>(w->config_, w->rank_,
-                                               w->plan_->num_shards());
-  ClientSetup setup{&w->config_, w->plan_.get(), &w->layout_, w->rank_};
-  setup.on_trace = w->trace_->OnTrace();
-  ASSIGN_OR_RETURN(w->client_, make_client(setup));
-  w->heartbeats_ = std::make_unique<Heartbeats>(
-      w->client_.get(), absl::Seconds(w->config_.liveness.heartbeat_seconds));
+      new FrameworkWorker(std::move(config), options.rank, make_client));
+  // A model still to be declared has no plan yet: Declare builds it.
+  if (!w->config_.awaits_declaration()) RETURN_IF_ERROR(w->Build());
   return w;
 }
 
-FrameworkWorker::FrameworkWorker(JobConfig config, int rank)
+FrameworkWorker::FrameworkWorker(JobConfig config, int rank,
+                                 ParameterClientFactory make_client)
     : config_(std::move(config)),
       rank_(rank),
+      make_client_(std::move(make_client)),
       spec_(BuildModelSpec(config_.model)),
       layout_(spec_) {}
+
+absl::Status FrameworkWorker::Build() {
+  ASSIGN_OR_RETURN(
+      PartitionPlan plan,
+      PartitionPlan::Build(spec_, config_.chunk_bytes, config_.num_shards()));
+  plan_ = std::make_unique<PartitionPlan>(std::move(plan));
+  trace_ =
+      std::make_unique<WorkerTimeline>(config_, rank_, plan_->num_shards());
+  ClientSetup setup{&config_, plan_.get(), &layout_, rank_};
+  setup.on_trace = trace_->OnTrace();
+  ASSIGN_OR_RETURN(client_, make_client_(setup));
+  heartbeats_ = std::make_unique<Heartbeats>(
+      client_.get(), absl::Seconds(config_.liveness.heartbeat_seconds));
+  return absl::OkStatus();
+}
+
+absl::Status FrameworkWorker::Declare(const std::string& declaration) {
+  if (!config_.awaits_declaration()) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        config_.path,
+        config_.declaration.empty()
+            ? " has the model (model.tensors and an optimizer section): "
+              "there is nothing to declare"
+            : ": this worker declared its model already"));
+  }
+  ASSIGN_OR_RETURN(JobConfig declared, WithDeclaredModel(config_, declaration));
+  config_ = std::move(declared);
+  spec_ = BuildModelSpec(config_.model);
+  layout_ = FlatLayout(spec_);
+  return Build();
+}
+
+absl::Status FrameworkWorker::Ready(const char* what) const {
+  if (client_ != nullptr) return absl::OkStatus();
+  return absl::FailedPreconditionError(
+      absl::StrCat(what, ": ", config_.path,
+                   " leaves the model to its workers: declare it first"));
+}
+
+absl::StatusOr<uint64_t> FrameworkWorker::Register() {
+  if (config_.declaration.empty()) return client_->Register();
+  // Declared every time: a shard that restarted without its checkpoints
+  // waits for the model again. A shard that takes a declaration moves
+  // from the server that waited for it to the one that serves it, on the
+  // same port: a registration that meets the move fails UNAVAILABLE (or
+  // is told the shard still waits) and is tried again.
+  RetryOptions retry;
+  retry.give_up = absl::Seconds(config_.liveness.give_up_seconds);
+  retry.who = absl::StrCat("rank ", rank_);
+  return Retry("Register", retry, [this]() -> absl::StatusOr<uint64_t> {
+    RETURN_IF_ERROR(client_->DeclareModel(config_.declaration));
+    return client_->Register();
+  });
+}
 
 FrameworkWorker::~FrameworkWorker() = default;
 
@@ -80,11 +133,14 @@ absl::Status FrameworkWorker::CheckTensors(
   for (size_t i = 0; i < n; ++i) {
     const TensorSpec& want = spec_.tensors[i];
     const DeclaredTensor& got = tensors[i];
-    if (got.name != want.name || got.shape != want.shape) {
+    const bool statistic = want.kind == TensorKind::kStatistic;
+    if (got.name != want.name || got.shape != want.shape ||
+        got.statistic != statistic) {
       return absl::InvalidArgumentError(absl::StrCat(
           "the model's tensor ", i, " is '", got.name, "' ",
-          ShapeText(got.shape), " but the job's model.tensors[", i, "] is '",
-          want.name, "' ", ShapeText(want.shape), " (", config_.path,
+          Described(got.shape, got.statistic), " but the job's model.tensors[",
+          i, "] is '", want.name, "' ", Described(want.shape, statistic), " (",
+          config_.path,
           "; python3 -m paramd.torch.spec writes the list from the model)"));
     }
   }
@@ -103,13 +159,14 @@ absl::Status FrameworkWorker::CheckTensors(
 }
 
 absl::StatusOr<uint64_t> FrameworkWorker::Join(absl::Span<float> params) {
-  ASSIGN_OR_RETURN(uint64_t clock, client_->Register());
+  ASSIGN_OR_RETURN(uint64_t clock, Register());
   RETURN_IF_ERROR(client_->Pull(clock, params).status());
   heartbeats_->SetClock(clock);
   return clock;
 }
 
 absl::StatusOr<uint64_t> FrameworkWorker::Start(absl::Span<float> params) {
+  RETURN_IF_ERROR(Ready("start"));
   RETURN_IF_ERROR(CheckFlat("params", params.size()));
   ASSIGN_OR_RETURN(uint64_t clock, Join(params));
   heartbeats_->Start();
@@ -129,14 +186,16 @@ absl::Status FrameworkWorker::SendInitialValues(
     return absl::InvalidArgumentError(
         absl::StrCat("rank ", rank_, ": only rank 0 sends initial values"));
   }
+  RETURN_IF_ERROR(Ready("send_initial_values"));
   RETURN_IF_ERROR(CheckFlat("params", params.size()));
-  RETURN_IF_ERROR(client_->Register().status());
+  RETURN_IF_ERROR(Register().status());
   return client_->Initialize(params);
 }
 
 absl::StatusOr<uint64_t> FrameworkWorker::Step(absl::Span<const float> grads,
                                                float loss,
                                                absl::Span<float> params) {
+  RETURN_IF_ERROR(Ready("step"));
   RETURN_IF_ERROR(CheckFlat("grads", grads.size()));
   RETURN_IF_ERROR(CheckFlat("params", params.size()));
   const uint64_t clock = this->clock();
@@ -213,6 +272,7 @@ absl::Status FrameworkWorker::CheckRows(const char* what, uint32_t table,
 absl::Status FrameworkWorker::PullRows(uint32_t table,
                                        absl::Span<const uint64_t> ids,
                                        absl::Span<float> out) {
+  RETURN_IF_ERROR(Ready("pull_rows"));
   RETURN_IF_ERROR(CheckRows("pull_rows", table, ids, out.size()));
   if (ids.empty()) return absl::OkStatus();
   return client_->PullRows(clock(), table, ids, out);
@@ -232,10 +292,12 @@ absl::Status FrameworkWorker::SetRowGradients(uint32_t table,
 }
 
 absl::Status FrameworkWorker::ReportEpoch(const EpochReport& report) {
+  RETURN_IF_ERROR(Ready("report_epoch"));
   return client_->ReportEpoch(report);
 }
 
 void FrameworkWorker::Finish() {
+  if (client_ == nullptr) return;  // Never declared: nothing started.
   trace_->Write();
   // Once, and only for a rank that started.
   if (heartbeats_->Stop()) {
@@ -243,6 +305,8 @@ void FrameworkWorker::Finish() {
   }
 }
 
-uint64_t FrameworkWorker::clock() const { return heartbeats_->clock(); }
+uint64_t FrameworkWorker::clock() const {
+  return heartbeats_ != nullptr ? heartbeats_->clock() : 0;
+}
 
 }  // namespace paramd

@@ -47,16 +47,19 @@ struct FrameworkWorkerOptions {
   std::vector<std::string> backups;
 };
 
-// A tensor as the framework names it: name and shape.
+// A tensor as the framework names it: name, shape, and whether it is a
+// statistic (a module's buffer: model.tensors[i].kind statistic).
 struct DeclaredTensor {
   std::string name;
   std::vector<int64_t> shape;
+  bool statistic = false;
 };
 
 class FrameworkWorker {
  public:
-  // Loads the job (model.type tensors only) and makes the client; does not
-  // contact the servers yet.
+  // Loads the job (model.type tensors only) and, unless the job leaves the
+  // model to its workers (JobConfig::awaits_declaration: then Declare
+  // does), makes the client; does not contact the servers yet.
   static absl::StatusOr<std::unique_ptr<FrameworkWorker>> Create(
       const FrameworkWorkerOptions& options);
   // As Create, with the client `make_client` makes (tests).
@@ -71,9 +74,17 @@ class FrameworkWorker {
   int rank() const { return rank_; }
 
   // The framework's model against the job's tensors, in order: an error
-  // names the first tensor that differs (name, shape, one missing or
+  // names the first tensor that differs (name, shape, kind, one missing or
   // extra) and the job file.
   absl::Status CheckTensors(const std::vector<DeclaredTensor>& tensors) const;
+
+  // For a job that leaves the model to its workers: the model's tensors
+  // and (when the job file has no optimizer section) optimizer, as YAML
+  // (WithDeclaredModel in common/config/job_file.h). Makes the spec, the
+  // layout and the client; every registration from then on declares it
+  // to the shards first (DeclareModel), which take it or compare it with
+  // the one they took. An error names the declaration's line and field.
+  absl::Status Declare(const std::string& declaration);
 
   // Registers with every shard and pulls the parameters at the clock
   // joined into `params` (layout().total floats); starts heartbeats.
@@ -116,7 +127,14 @@ class FrameworkWorker {
   uint64_t clock() const;
 
  private:
-  FrameworkWorker(JobConfig config, int rank);
+  FrameworkWorker(JobConfig config, int rank,
+                  ParameterClientFactory make_client);
+  // The plan, the timeline, the client and heartbeats, for spec_.
+  absl::Status Build();
+  // FailedPrecondition naming `what` before the model is declared.
+  absl::Status Ready(const char* what) const;
+  // Declares the model (when the worker declared one), then registers.
+  absl::StatusOr<uint64_t> Register();
   absl::StatusOr<uint64_t> Join(absl::Span<float> params);
   // `table`, `ids` (sorted, distinct, below the table's rows) and `values`
   // floats (dim per id), or InvalidArgument naming `what` and the fault.
@@ -129,8 +147,10 @@ class FrameworkWorker {
   void AddStep(uint64_t clock, absl::Time push_begin, uint64_t version,
                size_t floats);
 
-  const JobConfig config_;
+  // The job file's; with the declared model once Declare took it.
+  JobConfig config_;
   const int rank_;
+  const ParameterClientFactory make_client_;
   ModelSpec spec_;
   FlatLayout layout_;
   std::unique_ptr<PartitionPlan> plan_;

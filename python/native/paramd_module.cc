@@ -112,9 +112,24 @@ py::list Tensors(const FrameworkWorker& w) {
 
 void CheckTensors(const FrameworkWorker& w, const py::list& tensors) {
   std::vector<DeclaredTensor> declared;
+  // (name, shape) or (name, shape, kind), kind "trainable" or "statistic".
   for (const py::handle& item : tensors) {
-    auto pair = item.cast<std::pair<std::string, std::vector<int64_t>>>();
-    declared.push_back({pair.first, pair.second});
+    auto entry = item.cast<py::tuple>();
+    if (entry.size() != 2 && entry.size() != 3) {
+      throw py::value_error(
+          "check_tensors: expected (name, shape[, kind]) per tensor");
+    }
+    DeclaredTensor t{entry[0].cast<std::string>(),
+                     entry[1].cast<std::vector<int64_t>>()};
+    if (entry.size() == 3) {
+      const std::string kind = entry[2].cast<std::string>();
+      if (kind != "trainable" && kind != "statistic") {
+        throw py::value_error("check_tensors: kind '" + kind +
+                              "' (expected: trainable or statistic)");
+      }
+      t.statistic = kind == "statistic";
+    }
+    declared.push_back(std::move(t));
   }
   Raise(w.CheckTensors(declared));
 }
@@ -192,9 +207,23 @@ void DefineJobProperties(py::class_<FrameworkWorker>* worker) {
                                return out;
                              })
       .def_property_readonly(
-          "initial_values_from_rank0", [](const FrameworkWorker& w) {
+          "initial_values_from_rank0",
+          [](const FrameworkWorker& w) {
             return w.config().model.initial_values_from_rank0;
-          });
+          })
+      // The job file leaves the tensors, or the optimizer, to the workers.
+      .def_property_readonly("tensors_declared",
+                             [](const FrameworkWorker& w) {
+                               return w.config().model.tensors_declared;
+                             })
+      .def_property_readonly("optimizer_declared",
+                             [](const FrameworkWorker& w) {
+                               return w.config().optimizer_declared;
+                             });
+}
+
+void Declare(FrameworkWorker& w, const std::string& declaration) {
+  Raise(w.Declare(declaration));
 }
 
 }  // namespace
@@ -225,6 +254,7 @@ PYBIND11_MODULE(_native, m) {
       .def_property_readonly("clock", &FrameworkWorker::clock);
   paramd::DefineJobProperties(&worker);
   worker.def("check_tensors", &paramd::CheckTensors, py::arg("tensors"))
+      .def("declare", &paramd::Declare, py::arg("declaration"))
       .def_property_readonly("tables", &paramd::Tables)
       .def("pull_rows", &paramd::PullRows, py::arg("table"), py::arg("ids"),
            py::arg("out"))

@@ -7,6 +7,7 @@
 #include "common/rpc/grpc_status.h"
 #include "common/wire/row_wire.h"
 #include "common/wire/wire_format.h"
+#include "server/declare/model_declaration.h"
 #include "server/rpc/byte_methods.h"
 #include "server/rpc/push_pieces.h"
 #include "server/rpc/step_stream_reactor.h"
@@ -41,6 +42,7 @@ GrpcParameterService::GrpcParameterService(Shard* shard,
     : shard_(shard), security_(security), faults_(faults) {}
 
 void GrpcParameterService::AddTo(ServedMethods* methods) {
+  AddUnary(methods, "DeclareModel", &GrpcParameterService::DeclareModel);
   AddUnary(methods, "Register", &GrpcParameterService::Register);
   // The calls that carry tensors get the testing section's reply faults.
   AddUnary(methods, "Push", &GrpcParameterService::Push, /*faulty=*/true);
@@ -55,6 +57,20 @@ void GrpcParameterService::AddTo(ServedMethods* methods) {
   AddReactor<PushStreamReactor>(methods, "PushStream");
   AddReactor<PullStreamReactor>(methods, "PullStream");
   AddReactor<StepStreamReactor>(methods, "StepStream");
+}
+
+grpc::Status GrpcParameterService::DeclareModel(grpc::ServerContext*,
+                                                const grpc::ByteBuffer* request,
+                                                grpc::ByteBuffer* response) {
+  // The shard has its model: a declaration must be that model.
+  return ServeMessage<proto::DeclareModelRequest, proto::DeclareModelResponse>(
+      "DeclareModel", *request, response,
+      [this](const proto::DeclareModelRequest& r,
+             proto::DeclareModelResponse* out) {
+        return CheckDeclaration(shard_->config(), shard_->shard_id(),
+                                shard_->launch(), r, out)
+            .status();
+      });
 }
 
 grpc::Status GrpcParameterService::Register(grpc::ServerContext*,

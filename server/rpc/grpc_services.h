@@ -55,6 +55,9 @@ class GrpcParameterService final {
   friend class PushStreamReactor;
   friend class PullStreamReactor;
 
+  grpc::Status DeclareModel(grpc::ServerContext* context,
+                            const grpc::ByteBuffer* request,
+                            grpc::ByteBuffer* response);
   grpc::Status Register(grpc::ServerContext* context,
                         const grpc::ByteBuffer* request,
                         grpc::ByteBuffer* response);

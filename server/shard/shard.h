@@ -172,6 +172,8 @@ class Shard {
   }
 
   const JobConfig& config() const { return config_; }
+  int shard_id() const { return shard_id_; }
+  const std::string& launch() const { return launch_; }
   const PartitionPlan& plan() const { return plan_; }
   const ShardStore& store() const { return store_; }
   const ShardStats& stats() const { return stats_; }

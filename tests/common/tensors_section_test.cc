@@ -5,6 +5,7 @@
 #include <catch2/catch.hpp>
 #include <string>
 
+#include "absl/strings/str_cat.h"
 #include "common/config/job_file.h"
 #include "common/model/model_spec.h"
 #include "common/model/partitioner.h"
@@ -63,6 +64,36 @@ TEST_CASE("an inline tensor list becomes the spec, in order",
   absl::StatusOr<PartitionPlan> plan =
       PartitionPlan::Build(spec, c->chunk_bytes, c->num_shards());
   REQUIRE(plan.ok());
+}
+
+TEST_CASE("a tensor of kind statistic is a statistic of the spec and plan",
+          "[config][tensors]") {
+  const std::string dir = NewTempDir();
+  auto tensors = [](const char* kind) {
+    return TensorsJob(absl::StrCat(
+        "  tensors:\n"
+        "    - {name: bn.weight, shape: [8], init: constant, value: 1}\n"
+        "    - {name: bn.running_var, shape: [8], init: constant, value: 1, "
+        "kind: ",
+        kind, "}\n"));
+  };
+  absl::StatusOr<JobConfig> statistic =
+      LoadJobConfig(WriteFile(dir + "/a.yaml", tensors("statistic")));
+  absl::StatusOr<JobConfig> trainable =
+      LoadJobConfig(WriteFile(dir + "/b.yaml", tensors("trainable")));
+  REQUIRE(statistic.ok());
+  REQUIRE(trainable.ok());
+  const ModelSpec a = BuildModelSpec(statistic->model);
+  const ModelSpec b = BuildModelSpec(trainable->model);
+  CHECK(a.tensors[0].kind == TensorKind::kTrainable);
+  CHECK(a.tensors[1].kind == TensorKind::kStatistic);
+  CHECK(b.tensors[1].kind == TensorKind::kTrainable);
+  // Workers and servers that disagree on a kind disagree on the plan.
+  absl::StatusOr<PartitionPlan> pa = PartitionPlan::Build(a, 1024, 2);
+  absl::StatusOr<PartitionPlan> pb = PartitionPlan::Build(b, 1024, 2);
+  REQUIRE(pa.ok());
+  REQUIRE(pb.ok());
+  CHECK(pa->fingerprint() != pb->fingerprint());
 }
 
 TEST_CASE("a tensors file beside the job gives the same spec",
@@ -126,9 +157,6 @@ TEST_CASE("bad tensor lists are refused naming the field and tensor",
     std::string expected;
   };
   const Case cases[] = {
-      {"",
-       "model.tensors: a tensors model needs model.tensors or "
-       "model.tensors_file"},
       {"  tensors: []\n", "model.tensors: expected a non-empty list"},
       {"  tensors:\n    - {shape: [3]}\n",
        "model.tensors[0].name: missing required field"},
@@ -155,6 +183,9 @@ TEST_CASE("bad tensor lists are refused naming the field and tensor",
        "elements"},
       {"  tensors:\n    - {name: w, shape: [3], bound: 1, stride: 2}\n",
        "model.tensors[0].stride: unknown key"},
+      {"  tensors:\n    - {name: w, shape: [3], bound: 1, kind: buffer}\n",
+       "model.tensors[0].kind: unknown kind 'buffer' (expected: trainable or "
+       "statistic)"},
       {"  layers: [784, 10]\n  tensors:\n    - {name: w, shape: [3], bound: "
        "1}\n",
        "model.layers: does not apply to model.type tensors"},

@@ -1,32 +1,40 @@
-"""examples/pytorch ships a tensors file that is what the spec tool writes
-from its model, and a job file that validates."""
+"""examples/pytorch ships tensors files that are what the spec tool writes
+from their models, and job files that validate."""
 
 import os
 import subprocess
 import sys
+
+import pytest
 
 from conftest import BIN, PACKAGE, ROOT
 
 EXAMPLE = os.path.join(ROOT, "examples", "pytorch")
 
 
-def test_the_shipped_tensors_file_is_the_models():
+@pytest.mark.parametrize("model,tensors", [
+    ("model.py:Net", "model.tensors.yaml"),
+    ("resnet.py:ResNet", "resnet.tensors.yaml")])
+def test_the_shipped_tensors_file_is_the_models(model, tensors):
     out = subprocess.run(
         [sys.executable, "-m", "paramd.torch.spec",
-         "examples/pytorch/model.py:Net"], cwd=ROOT, check=True,
+         f"examples/pytorch/{model}"], cwd=ROOT, check=True,
         capture_output=True, text=True,
         env=dict(os.environ, PYTHONPATH=PACKAGE)).stdout
-    with open(os.path.join(EXAMPLE, "model.tensors.yaml")) as f:
+    with open(os.path.join(EXAMPLE, tensors)) as f:
         shipped = f.read()
     # The bounds are the module's initial values, drawn after
     # torch.manual_seed(0): the same file every time.
     assert out == shipped
 
 
-def test_the_example_job_validates():
+@pytest.mark.parametrize("job,described", [
+    ("job.yaml", ("8 tensor(s) of a framework's model", "421642 parameters")),
+    ("job-resnet.yaml", ("47 tensor(s) of a framework's model", "78426 parameters"))])
+def test_the_example_job_validates(job, described):
     run = subprocess.run(
         [os.path.join(BIN, "tools", "paramctl"), "validate",
-         os.path.join(EXAMPLE, "job.yaml")], capture_output=True, text=True)
+         os.path.join(EXAMPLE, job)], capture_output=True, text=True)
     assert run.returncode == 0, run.stderr
-    assert "8 tensor(s) of a framework's model" in run.stdout
-    assert "421642 parameters" in run.stdout
+    for text in described:
+        assert text in run.stdout

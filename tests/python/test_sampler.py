@@ -20,6 +20,9 @@ class Clock:
     def step(self):
         self.clock += 1
 
+    # The optimizer's epoch count, from the clock the sampler set it up for.
+    epochs = pt.DistributedOptimizer.epochs
+
 
 def context(rank, workers=3, batch_size=4, epochs=2, shuffle=True, seed=5):
     return types.SimpleNamespace(rank=rank, workers=workers, seed=seed,
@@ -109,6 +112,29 @@ def test_epoch_ended_and_len_follow_the_clock():
         ended.append((sampler.epoch_ended, sampler.epoch))
     assert ended == [(False, 0), (True, 1), (False, 1), (True, 2)]
     assert len(sampler) == 0
+
+
+def test_per_epoch_passes_under_epochs_resume_and_end_with_the_job():
+    opt = Clock()
+    whole = run(pt.DistributedSampler(24, opt, context(1)), opt)
+    # 8 samples a rank, batches of 4: 2 steps an epoch, 2 epochs.
+    opt = Clock()
+    sampler = pt.DistributedSampler(24, opt, context(1), per_epoch=True)
+    passes = [(epoch, run(sampler, opt)) for epoch in opt.epochs()]
+    assert [epoch for epoch, _ in passes] == [0, 1]
+    assert [b for _, batches in passes for b in batches] == whole
+    assert list(opt.epochs()) == [] and run(sampler, opt) == []
+    # A rank restarted at clock 3 (inside epoch 1) takes its last batch.
+    opt = Clock(3)
+    sampler = pt.DistributedSampler(24, opt, context(1), per_epoch=True)
+    assert list(opt.epochs()) == [1] and len(sampler) == 1
+    assert run(sampler, opt) == whole[3:]
+
+
+def test_epochs_needs_a_sampler_first():
+    with pytest.raises(RuntimeError, match="make a DistributedSampler"):
+        pt.DistributedOptimizer.epochs(
+            types.SimpleNamespace(clock=0, steps_per_epoch=None))
 
 
 def test_a_dataset_too_small_for_one_batch_a_rank_is_refused():

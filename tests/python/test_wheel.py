@@ -81,3 +81,32 @@ worker:
     for rank in (0, 1):
         assert f"rank {rank}: epoch 1/1: loss" in out, out[-3000:]
     assert "paramctl: epoch 1/1" in out, out[-3000:]
+
+
+def test_the_converted_script_trains_from_outside(tmp_path):
+    """examples/pytorch-convert: a job file without tensors or optimizer;
+    the installed package declares both from the script's model and
+    torch.optim optimizer."""
+    python = install(tmp_path / "venv")
+    job = tmp_path / "job"
+    job.mkdir()
+    shutil.copy(os.path.join(ROOT, "examples", "pytorch-convert", "train.py"),
+                job / "train.py")
+    # One epoch of big batches: a short run of the same script.
+    (job / "job.yaml").write_text(f"""job: {{id: wheel-converted, seed: 1}}
+cluster: {{servers: ["127.0.0.1:0", "127.0.0.1:0"], workers: 2}}
+model: {{type: tensors}}
+training: {{epochs: 1, batch_size: 256}}
+policy: {{type: sync}}
+worker: {{command: ["{python}", "-I", "train.py"]}}
+""")
+    run = subprocess.run([PARAMCTL, "run", str(job / "job.yaml")],
+                         cwd=tmp_path, capture_output=True, text=True,
+                         timeout=300)
+    out = run.stdout + run.stderr
+    assert run.returncode == 0, out[-3000:]
+    assert "took the model rank" in out, out[-3000:]
+    assert "optimizer sgd" in out, out[-3000:]
+    accuracy = float(out.split("paramctl: epoch 1/1")[1].split(
+        "test accuracy")[1].split()[0])
+    assert accuracy > 0.7, out[-3000:]

@@ -81,6 +81,11 @@ TEST_CASE("the model check names the first tensor that differs",
   CHECK_THAT(std::string(s.message()),
              Contains("the model's 'extra' is not in the job's "
                       "model.tensors"));
+  // A buffer (a statistic) where the job trains a tensor.
+  s = (*w)->CheckTensors({{"fc.weight", {4, 3}}, {"fc.bias", {4}, true}});
+  CHECK_THAT(std::string(s.message()),
+             Contains("the model's tensor 1 is 'fc.bias' [4] (statistic) but "
+                      "the job's model.tensors[1] is 'fc.bias' [4] ("));
 }
 
 TEST_CASE("start pulls the servers' state and a step lands in the buffers",

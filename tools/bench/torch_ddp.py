@@ -4,7 +4,9 @@
 --model cnn (default): the CNN job's network (examples/pytorch/model.py,
 as configs/fashion_mnist_cnn.yaml: conv 32 → pool → conv 64 → pool →
 dense 128 → dropout 0.25 → dense 10). --model mlp: the main job's
-(configs/fashion_mnist_mlp.yaml: 784-256-128-10, ReLU). Either with the
+(configs/fashion_mnist_mlp.yaml: 784-256-128-10, ReLU). --model resnet:
+examples/pytorch/resnet.py's residual network with batch norm (DDP
+broadcasts rank 0's buffers before each forward). Each with the
 jobs' batch (64 per rank), optimizer (SGD lr 0.05, momentum 0.9) and rank
 shares, trained by N ranks of DistributedDataParallel over gloo, each
 with one thread. Prints per epoch the test accuracy (the whole test set,
@@ -61,15 +63,17 @@ class Mlp(nn.Module):
 def make_model(kind):
     if kind == "mlp":
         return Mlp()
-    # The same network as examples/pytorch/model.py (the PyTorch example
-    # that trains through paramd), loaded from there.
+    # The same network as the PyTorch example's that trains through paramd
+    # (examples/pytorch/model.py, or resnet.py), loaded from there.
     root = os.path.dirname(os.path.dirname(os.path.dirname(
         os.path.abspath(__file__))))
+    file, factory = {"cnn": ("model.py", "Net"),
+                     "resnet": ("resnet.py", "ResNet")}[kind]
     spec = importlib.util.spec_from_file_location(
-        "example_model", os.path.join(root, "examples", "pytorch", "model.py"))
+        "example_model", os.path.join(root, "examples", "pytorch", file))
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
-    return module.Net()
+    return getattr(module, factory)()
 
 
 def run(rank, args, init_method):
@@ -132,7 +136,7 @@ def main():
     p.add_argument("--epochs", type=int, default=12)
     p.add_argument("--batch", type=int, default=64)
     p.add_argument("--data", default="/usr/share/datasets/fashion-mnist")
-    p.add_argument("--model", choices=("cnn", "mlp"), default="cnn")
+    p.add_argument("--model", choices=("cnn", "mlp", "resnet"), default="cnn")
     p.add_argument("--rank", type=int, default=None,
                    help="run this rank only (with --master), not all here")
     p.add_argument("--master", default=None,

@@ -331,6 +331,38 @@ void GrpcParameterClient::Heartbeat(uint64_t clock, bool finished,
   }
 }
 
+absl::Status GrpcParameterClient::DeclareModel(const std::string& declaration) {
+  proto::DeclareModelRequest request;
+  request.set_job_id(config_.job_id);
+  request.set_rank(rank_);
+  request.set_launch(options_.launch);
+  request.set_declaration(declaration);
+  for (int i = 0; i < links_.size(); ++i) {
+    proto::DeclareModelResponse response;
+    RETURN_IF_ERROR(
+        Retrying("DeclareModel", [&]() -> absl::StatusOr<uint64_t> {
+          grpc::ClientContext context;
+          // Servers may be starting: wait for them as Register does.
+          context.set_wait_for_ready(true);
+          context.set_deadline(DeadlineIn(options_.connect_timeout));
+          RETURN_IF_ERROR(Ended(
+              i, links_.stub(i)->DeclareModel(&context, request, &response),
+              "DeclareModel to shard "));
+          return 0;
+        }).status());
+    if (response.plan_fingerprint() != plan_->fingerprint()) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "DeclareModel: shard ", i,
+          " plans the model differently (plan "
+          "fingerprint ",
+          response.plan_fingerprint(), ", this worker's ", plan_->fingerprint(),
+          "): the worker and server read different "
+          "job files"));
+    }
+  }
+  return absl::OkStatus();
+}
+
 absl::Status GrpcParameterClient::Initialize(absl::Span<const float> params) {
   if (static_cast<int64_t>(params.size()) != layout_->total) {
     return absl::InvalidArgumentError(

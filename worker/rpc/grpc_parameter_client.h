@@ -67,6 +67,7 @@ class GrpcParameterClient final : public ParameterClient {
                       GrpcClientOptions options, const JobSecurity& security);
 
   absl::StatusOr<uint64_t> Register() override;
+  absl::Status DeclareModel(const std::string& declaration) override;
   absl::StatusOr<uint64_t> Pull(uint64_t clock,
                                 absl::Span<float> params) override;
   // Moves to a new buffer while gRPC still holds the last one.

@@ -19,8 +19,13 @@ A step pushes every gradient and writes the parameters the servers send
 back straight into the module's parameters: they are views into one flat
 float32 buffer that the native client reads and fills in place (CPU
 tensors), or staged through a pinned host buffer (CUDA tensors). The
-policy (sync, async, ssp), clocks, retries and exactly-once pushes are
-the servers' and the client's, as for paramd-worker.
+module's floating-point buffers (batch norm's running mean and variance)
+live on the servers too, as statistic tensors: a step pushes the change
+the forward passes made to each, the servers add those changes (their
+mean under sync), and the pull brings the result back, so every rank
+evaluates with the same statistics under sync and checkpoints carry
+them. The policy (sync, async, ssp), clocks, retries and exactly-once
+pushes are the servers' and the client's, as for paramd-worker.
 """
 
 import os
@@ -37,6 +42,7 @@ __all__ = [
     "Context",
     "DistributedOptimizer",
     "DistributedSampler",
+    "declaration",
     "optimizer_config",
     "optimizer_section",
     "EmbeddingBag",
@@ -146,10 +152,34 @@ def init(job=None, rank=None, servers=None, launch=None, log_level=None,
     return _context
 
 
+def _current(context=None):
+    """`context`, else the one init() made, else init()'s from the
+    environment paramctl run gives a worker ($PARAMD_JOB, $PARAMD_RANK,
+    ...)."""
+    if context is not None:
+        return context
+    return _context if _context is not None else init()
+
+
 def _trained(model):
     """The (name, parameter) pairs the servers train, in order: every
     parameter that requires a gradient, as named_parameters gives them."""
     return [(n, p) for n, p in model.named_parameters() if p.requires_grad]
+
+
+def _statistics(model):
+    """The (name, buffer) pairs the servers keep as statistics, in order:
+    every floating-point buffer, as named_buffers gives them (batch norm's
+    running_mean and running_var; its integer num_batches_tracked stays
+    with the rank, counting the rank's own steps)."""
+    return [(n, b) for n, b in model.named_buffers()
+            if b is not None and torch.is_floating_point(b)]
+
+
+def _held(model):
+    """Every tensor the servers hold for `model`, in the job's order: the
+    trained parameters, then the statistics."""
+    return _trained(model) + _statistics(model)
 
 
 def _sum_rows(ids, grads, dim):
@@ -167,29 +197,34 @@ def broadcast_parameters(model, context=None):
     job file. On other ranks it does nothing; DistributedOptimizer calls it
     on rank 0 when the script did not. A server that has values already (a
     restarted rank 0) keeps them."""
-    ctx = context or _context
-    if ctx is None:
-        raise RuntimeError("call paramd.torch.init() first")
+    ctx = _current(context)
+    if ctx.worker.tensors_declared and ctx.worker.total == 0:
+        raise RuntimeError("the job's workers declare the model: create the "
+                           "DistributedOptimizer, which declares it and "
+                           "broadcasts rank 0's values")
     if not ctx.worker.initial_values_from_rank0:
         raise ValueError("model.initial_values: the job's servers draw the "
                          "initial values; set model.initial_values: rank0 "
                          "for rank 0's to become them")
-    named = _trained(model)
     ctx.worker.check_tensors(declared_tensors(model))
     if ctx.rank != 0:
         return
     with torch.no_grad():
         flat = torch.cat([p.detach().reshape(-1).float().cpu()
-                          for _, p in named]).contiguous()
+                          for _, p in _held(model)]).contiguous()
     ctx.worker.send_initial_values(flat.numpy())
     ctx.sent_initial_values = True
 
 
 def declared_tensors(model):
-    """The (name, shape) of each parameter the servers train, in order:
+    """The (name, shape, kind) of each tensor the servers hold, in order:
     every parameter that requires a gradient, as named_parameters gives
-    them."""
-    return [(name, tuple(p.shape)) for name, p in _trained(model)]
+    them ("trainable"), then every floating-point buffer, as named_buffers
+    gives them ("statistic")."""
+    return ([(name, tuple(p.shape), "trainable")
+             for name, p in _trained(model)] +
+            [(name, tuple(b.shape), "statistic")
+             for name, b in _statistics(model)])
 
 
 class EmbeddingBag(torch.nn.Module):
@@ -204,9 +239,7 @@ class EmbeddingBag(torch.nn.Module):
 
     def __init__(self, table, mode="mean", context=None):
         super().__init__()
-        ctx = context or _context
-        if ctx is None:
-            raise RuntimeError("call paramd.torch.init() first")
+        ctx = _current(context)
         if mode not in ("mean", "sum"):
             raise ValueError(f"mode: expected mean or sum, got '{mode}'")
         tables = ctx.worker.tables
@@ -251,30 +284,72 @@ class EmbeddingBag(torch.nn.Module):
         return [(u, r.grad) for u, r in pulled if r.grad is not None]
 
 
-class DistributedOptimizer(torch.optim.Optimizer):
-    """Steps `model` through paramd servers; the job's optimizer applies.
+def declaration(model, optimizer=None, scheduler=None, scheduler_every=1):
+    """The YAML a worker declares its model with (a job file without a
+    tensor list, or without an optimizer section): the model's tensors as
+    the spec tool lists them and, given `optimizer`, the optimizer section
+    optimizer_section makes of it (and of `scheduler`)."""
+    from .spec import format_tensors, tensor_entries
+    text = format_tensors(tensor_entries(model))
+    if optimizer is not None:
+        text += optimizer_section(optimizer, scheduler, scheduler_every)
+    return text
 
-    Creating it checks the model against the job's tensors (the first that
-    differs is named), registers with every server and loads the servers'
-    parameters into the model. Then each step() pushes the gradients of
-    this rank's batch and pulls the parameters of the next clock into the
-    module. Learning rate, momentum and the rest are the job file's
-    (optimizer section), applied on the servers.
+
+def _declare_or_check(worker, model, optimizer, scheduler, scheduler_every):
+    """Declares the model (and the optimizer) where the job leaves them to
+    its workers; else checks the model against the job's tensor list."""
+    if worker.optimizer_declared and optimizer is None:
+        raise ValueError("optimizer: the job file has no optimizer section: "
+                         "pass the script's torch.optim optimizer, "
+                         "DistributedOptimizer(model, optimizer)")
+    if optimizer is not None and not worker.optimizer_declared:
+        raise ValueError("optimizer: the servers run the job file's "
+                         "optimizer section; leave that section out of the "
+                         "job file to run this torch optimizer instead")
+    if worker.tensors_declared or worker.optimizer_declared:
+        worker.declare(declaration(model, optimizer, scheduler,
+                                   scheduler_every))
+    else:
+        worker.check_tensors(declared_tensors(model))
+
+
+class DistributedOptimizer(torch.optim.Optimizer):
+    """Steps `model` through paramd servers, which run the optimizer.
+
+    `optimizer`: the script's torch.optim optimizer (and `scheduler`, its
+    learning-rate scheduler, stepped every `scheduler_every` steps), for a
+    job file without an optimizer section: its type and hyperparameters
+    become the servers' (optimizer_config; what they cannot run is
+    refused naming it). With an optimizer section, leave it out: the
+    section's optimizer runs.
+
+    Creating it declares the model to the servers (a job file without a
+    tensor list: the first worker's declaration is the job's, and every
+    later worker's must be the same) or checks the model against the
+    job's tensors (the first that differs is named), registers with every
+    server and loads the servers' parameters and statistics into the
+    model. Then each step() pushes the gradients of this rank's batch, and
+    the change its forward passes made to each buffer, and pulls the
+    parameters and statistics of the next clock into the module.
     """
 
-    def __init__(self, model, context=None):
-        ctx = context or _context
-        if ctx is None:
-            raise RuntimeError("call paramd.torch.init() first")
+    def __init__(self, model, optimizer=None, context=None, scheduler=None,
+                 scheduler_every=1):
+        if isinstance(optimizer, Context):  # (model, context), as before.
+            optimizer, context = None, optimizer
+        ctx = _current(context)
         self._worker = ctx.worker
         named = _trained(model)
-        for name, p in named:
+        for name, p in _held(model):
             if p.dtype != torch.float32:
-                raise ValueError(f"parameter '{name}': paramd trains float32 "
+                raise ValueError(f"tensor '{name}': paramd holds float32 "
                                  f"tensors, this one is {p.dtype}")
-        self._worker.check_tensors(declared_tensors(model))
+        _declare_or_check(self._worker, model, optimizer, scheduler,
+                          scheduler_every)
         super().__init__([p for _, p in named], {})
         self._named = named
+        self._stats = _statistics(model)
         total = self._worker.total
         device = named[0][1].device
         self._cuda = device.type == "cuda"
@@ -292,6 +367,14 @@ class DistributedOptimizer(torch.optim.Optimizer):
             n = p.numel()
             self._slices.append((offset, n))
             offset += n
+        # The statistics follow the parameters: [offset, total) of the flat
+        # buffers, and the values last pulled, against which a step's
+        # change is taken.
+        self._stat_begin = offset
+        self._stat_slices = []
+        for _, b in self._stats:
+            self._stat_slices.append((offset, b.numel()))
+            offset += b.numel()
         if (self._worker.initial_values_from_rank0 and ctx.rank == 0
                 and not ctx.sent_initial_values):
             broadcast_parameters(model, ctx)
@@ -306,14 +389,22 @@ class DistributedOptimizer(torch.optim.Optimizer):
                     # gradient one of the flat gradient buffer.
                     p.data = self._flat_params[off:off + n].view_as(p)
                     p.grad = self._flat_grads[off:off + n].view_as(p)
+            for (_, b), (off, n) in zip(self._stats, self._stat_slices):
+                if self._cuda:
+                    b.copy_(self._flat_params[off:off + n].view_as(b))
+                else:  # The buffer becomes a view of the flat buffer.
+                    b.data = self._flat_params[off:off + n].view_as(b)
+        self._pulled_stats = self._flat_params[self._stat_begin:].clone()
         self._bags = [m for m in model.modules() if isinstance(m, EmbeddingBag)]
         self._loss = 0.0
         self._steps_since_report = 0
         self._loss_sum, self._losses = 0.0, 0  # Step losses since a report.
         self._epoch = 0
-        # Steps in an epoch, when known (a DistributedSampler over this
-        # optimizer sets it): report_epoch then numbers epochs by the clock.
+        # Steps in an epoch and epochs in the job, when known (a
+        # DistributedSampler over this optimizer sets them): report_epoch
+        # then numbers epochs by the clock, and epochs() counts them.
         self.steps_per_epoch = None
+        self.total_epochs = None
         self._since = time.monotonic()
         self._finished = False
 
@@ -321,6 +412,17 @@ class DistributedOptimizer(torch.optim.Optimizer):
     def clock(self):
         """The rank's clock: the number of steps the servers accepted."""
         return self._worker.clock
+
+    def epochs(self):
+        """The epochs (0-based) left to train, from the one the clock is in
+        to the job's last: `for epoch in opt.epochs():` around a pass over
+        a per_epoch DistributedSampler resumes where a restarted worker
+        left off, and ends with the job (training.epochs)."""
+        if not self.steps_per_epoch:
+            raise RuntimeError("epochs(): make a DistributedSampler over "
+                               "this optimizer first")
+        return range(min(self.clock // self.steps_per_epoch,
+                         self.total_epochs), self.total_epochs)
 
     def zero_grad(self, set_to_none=False):
         """Zeroes the gradients (kept as views of the flat buffer on CPU;
@@ -339,6 +441,12 @@ class DistributedOptimizer(torch.optim.Optimizer):
                 view.zero_()
             elif self._cuda or p.grad.data_ptr() != view.data_ptr():
                 view.copy_(p.grad.detach().reshape(-1))
+        # A statistic's push is its change since the pull.
+        if self._cuda:
+            for (_, b), (off, n) in zip(self._stats, self._stat_slices):
+                self._flat_params[off:off + n].copy_(b.detach().reshape(-1))
+        torch.sub(self._flat_params[self._stat_begin:], self._pulled_stats,
+                  out=self._flat_grads[self._stat_begin:])
 
     def _set_row_gradients(self):
         """Each table's row gradients of this step (from every EmbeddingBag
@@ -376,8 +484,10 @@ class DistributedOptimizer(torch.optim.Optimizer):
         self._gather_grads()
         self._set_row_gradients()
         self._worker.step(self._grads_np, self._loss, self._params_np)
+        self._pulled_stats.copy_(self._flat_params[self._stat_begin:])
         if self._cuda:
-            for (_, p), (off, n) in zip(self._named, self._slices):
+            for (_, p), (off, n) in zip(self._named + self._stats,
+                                        self._slices + self._stat_slices):
                 p.copy_(self._flat_params[off:off + n].view_as(p))
         self._steps_since_report += 1
         return result

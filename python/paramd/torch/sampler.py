@@ -10,6 +10,15 @@ servers are at (and a retried step gets the same batch).
         if sampler.epoch_ended:           # the step just taken ended one
             opt.report_epoch(correct=..., total=...)  # loss: the steps' mean
 
+With per_epoch=True each iteration yields only the rest of the epoch the
+clock is in, as a torch DataLoader's batch_sampler (one pass per epoch):
+
+    loader = DataLoader(dataset, batch_sampler=pt.DistributedSampler(
+        len(dataset), opt, per_epoch=True))
+    for epoch in opt.epochs():            # the job's, from the clock's
+        for x, y in loader:               # a restarted worker resumes here
+            ...
+
 The share is every workers-th sample from the rank's own index, the same
 count on every rank (len // workers, so every rank takes as many steps);
 an epoch is share // batch_size steps of whole batches; under
@@ -24,16 +33,15 @@ __all__ = ["DistributedSampler"]
 
 class DistributedSampler:
     def __init__(self, length, optimizer, context=None, batch_size=None,
-                 shuffle=None, epochs=None):
+                 shuffle=None, epochs=None, per_epoch=False):
         """`length` samples; `optimizer` is the rank's DistributedOptimizer
         (its `clock` drives the batches); `context` the rank's Context
         (default: the one init() made). batch_size, shuffle and epochs
-        default to the job's training section."""
+        default to the job's training section. per_epoch: an iteration
+        ends with the clock's epoch (else it runs to the job's end)."""
         if context is None:
-            from . import _context as context
-            if context is None:
-                raise RuntimeError(
-                    "DistributedSampler: call paramd.torch.init() first")
+            from . import _current
+            context = _current()
         self._optimizer = optimizer
         self.rank = context.rank
         self.workers = context.workers
@@ -53,7 +61,9 @@ class DistributedSampler:
         self._order_epoch, self._order = -1, None
         # The optimizer's report_epoch numbers epochs by its clock.
         optimizer.steps_per_epoch = self.steps_per_epoch
+        optimizer.total_epochs = self.epochs
         self._yielded = None  # The clock of the last batch handed out.
+        self.per_epoch = per_epoch
 
     def batch(self, clock):
         """The indices (ascending) of this rank's batch at `clock`."""
@@ -78,10 +88,25 @@ class DistributedSampler:
         return (self._yielded is not None and clock == self._yielded + 1
                 and clock % self.steps_per_epoch == 0)
 
+    def _end(self):
+        """The clock an iteration begun now ends at."""
+        clock = self._optimizer.clock
+        if not self.per_epoch:
+            return self.total_steps
+        return min(self.total_steps,
+                   (clock // self.steps_per_epoch + 1) * self.steps_per_epoch)
+
     def __len__(self):
-        return max(0, self.total_steps - self._optimizer.clock)
+        return max(0, self._end() - self._optimizer.clock)
 
     def __iter__(self):
+        if self.per_epoch:
+            # By count from the clock, so that a DataLoader whose worker
+            # processes fetch ahead gets the epoch's batches in order.
+            for clock in range(self._optimizer.clock, self._end()):
+                self._yielded = clock
+                yield self.batch(clock)
+            return
         while self._optimizer.clock < self.total_steps:
             self._yielded = self._optimizer.clock
             yield self.batch(self._yielded)

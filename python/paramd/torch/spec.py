@@ -9,7 +9,9 @@ model.tensors.yaml}`. Each tensor's initialiser describes the module's own
 initial values: `constant` when they are all equal (batch norm's ones and
 zeros), else `uniform` in ±(the largest magnitude), which is PyTorch's
 default for linear and convolution layers (uniform in ±1/sqrt(fan_in)).
-The servers draw the initial state from it.
+The servers draw the initial state from it. The module's floating-point
+buffers (batch norm's running statistics) follow the parameters, marked
+`kind: statistic`.
 """
 
 import argparse
@@ -47,12 +49,16 @@ def load_factory(target):
 
 
 def tensor_entries(model):
-    """One dict per trained tensor: name, shape and its initialiser."""
-    params = dict(model.named_parameters())
+    """One dict per tensor the servers hold: name, shape, its initialiser
+    and, for a buffer, kind statistic."""
+    tensors = dict(model.named_parameters())
+    tensors.update(model.named_buffers())
     entries = []
-    for name, shape in declared_tensors(model):
-        values = params[name].detach().reshape(-1).float()
+    for name, shape, kind in declared_tensors(model):
+        values = tensors[name].detach().reshape(-1).float()
         entry = {"name": name, "shape": list(shape)}
+        if kind == "statistic":
+            entry["kind"] = kind
         first = values[0].item() if values.numel() else 0.0
         if values.numel() == 0 or bool((values == first).all()):
             entry["init"] = "constant"
@@ -72,7 +78,8 @@ def format_tensors(entries, source=""):
         shape = ", ".join(str(d) for d in e["shape"])
         init = (f"init: constant, value: {e['value']!r}" if e["init"] == "constant"
                 else f"init: uniform, bound: {e['bound']!r}")
-        lines.append(f"  - {{name: {e['name']}, shape: [{shape}], {init}}}")
+        kind = f", kind: {e['kind']}" if "kind" in e else ""
+        lines.append(f"  - {{name: {e['name']}, shape: [{shape}], {init}{kind}}}")
     return "\n".join(lines) + "\n"
 
 
