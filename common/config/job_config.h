@@ -27,6 +27,18 @@ struct ScheduleConfig {
   double min_lr = 0;
 };
 
+// Which new rows a table stores (model.embeddings[i].admission): an id
+// not held yet becomes a row once it was in `min_count` updates (counted
+// in a fixed-size sketch, not by storing it), or with `probability` at
+// each update it is in. Until then its reads give its initial values and
+// its gradients are dropped. Neither set: every touched id is stored.
+struct AdmissionConfig {
+  int min_count = 0;       // In [2, 255]; 0: not by count.
+  double probability = 0;  // In (0, 1); 0: not by chance.
+  int sketch_mib = 8;      // min_count's count-min sketch, per shard.
+  bool enabled() const { return min_count > 0 || probability > 0; }
+};
+
 // One embedding table (model.embeddings): `rows` virtual rows of `dim`
 // floats, sharded by row (common/model/rows.h). Only rows ever pushed take
 // memory; a row starts at InitRow's values.
@@ -47,6 +59,7 @@ struct EmbeddingTableConfig {
   // The rows one shard may hold; a push that would create more is refused
   // with RESOURCE_EXHAUSTED naming the table and shard. 0: no limit.
   uint64_t max_rows = 0;
+  AdmissionConfig admission;
 };
 
 // embedding_bag models: how an image becomes row ids of the table;

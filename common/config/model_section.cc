@@ -119,11 +119,45 @@ absl::Status ParseTableOptimizer(YamlReader& r, const YAML::Node& node,
                               &t->schedule);
 }
 
+// The table's admission: {min_count: N} or {probability: p}, one of them.
+absl::Status ParseTableAdmission(YamlReader& r, const YAML::Node& node,
+                                 const std::string& f, AdmissionConfig* a) {
+  if (!node.IsDefined() || node.IsNull()) return absl::OkStatus();
+  RETURN_IF_ERROR(
+      r.CheckMapping(node, f, {"min_count", "probability", "sketch_mib"}));
+  if (node["min_count"].IsDefined() == node["probability"].IsDefined()) {
+    return r.Error(node, f, "give one of min_count or probability");
+  }
+  RETURN_IF_ERROR(r.Get(node, f, "min_count", false, &a->min_count));
+  if (node["min_count"].IsDefined() &&
+      (a->min_count < 2 || a->min_count > 255)) {
+    return r.Error(node["min_count"], f + ".min_count",
+                   "must be in [2, 255] (1 admits every id: leave "
+                   "admission out)");
+  }
+  RETURN_IF_ERROR(r.Get(node, f, "probability", false, &a->probability));
+  if (node["probability"].IsDefined() &&
+      !(a->probability > 0 && a->probability < 1)) {
+    return r.Error(node["probability"], f + ".probability",
+                   "must be in (0, 1)");
+  }
+  if (node["sketch_mib"].IsDefined() && !node["min_count"].IsDefined()) {
+    return r.Error(node["sketch_mib"], f + ".sketch_mib",
+                   "applies to min_count only");
+  }
+  RETURN_IF_ERROR(r.Get(node, f, "sketch_mib", false, &a->sketch_mib));
+  if (a->sketch_mib < 1 || a->sketch_mib > 4096) {
+    return r.Error(node["sketch_mib"], f + ".sketch_mib",
+                   "must be in [1, 4096]");
+  }
+  return absl::OkStatus();
+}
+
 absl::Status ParseTable(YamlReader& r, const YAML::Node& node,
                         const std::string& f, EmbeddingTableConfig* t) {
-  RETURN_IF_ERROR(r.CheckMapping(
-      node, f,
-      {"name", "rows", "dim", "init", "init_scale", "optimizer", "max_rows"}));
+  RETURN_IF_ERROR(r.CheckMapping(node, f,
+                                 {"name", "rows", "dim", "init", "init_scale",
+                                  "optimizer", "max_rows", "admission"}));
   RETURN_IF_ERROR(r.Get(node, f, "name", true, &t->name));
   if (t->name.empty()) {
     return r.Error(node["name"], f + ".name", "must not be empty");
@@ -148,6 +182,8 @@ absl::Status ParseTable(YamlReader& r, const YAML::Node& node,
     return r.Error(node["init_scale"], f + ".init_scale", "must be >= 0");
   }
   RETURN_IF_ERROR(r.Get(node, f, "max_rows", false, &t->max_rows));
+  RETURN_IF_ERROR(ParseTableAdmission(r, node["admission"], f + ".admission",
+                                      &t->admission));
   return ParseTableOptimizer(r, node["optimizer"], f + ".optimizer", t);
 }
 

@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
 #include "common/base/status_macros.h"
 #include "common/rpc/grpc_status.h"
 #include "proto/paramd.pb.h"
@@ -32,6 +33,28 @@ void DeclarationServer::AddWaitingMethods() {
       " waits for its workers to declare the model (DeclareModel): the job "
       "file lists ",
       job_.model.tensors_declared ? "no tensors" : "no optimizer section");
+  // GetStatus answers, so that paramctl sees the shard alive and says why
+  // it waits.
+  const absl::Time started = absl::Now();
+  methods_.AddUnary(
+      ServedMethods::MethodName("paramd.proto.StatusService", "GetStatus"),
+      "GetStatus", &security_,
+      [this, waiting, started](grpc::ServerContext*, Cancellation*,
+                               const grpc::ByteBuffer& request,
+                               grpc::ByteBuffer* response) {
+        return ServeMessage<proto::GetStatusRequest, proto::ShardStatus>(
+            "GetStatus", request, response,
+            [&](const proto::GetStatusRequest&, proto::ShardStatus* out) {
+              out->set_job_id(job_.job_id);
+              out->set_shard(shard_id_);
+              out->set_num_shards(job_.num_shards());
+              out->set_policy(PolicyName(job_.policy.type));
+              out->set_uptime_seconds(
+                  absl::ToDoubleSeconds(absl::Now() - started));
+              out->set_awaiting_declaration(waiting);
+              return absl::OkStatus();
+            });
+      });
   for (const char* service :
        {"paramd.proto.ParameterService", "paramd.proto.StatusService"}) {
     const google::protobuf::ServiceDescriptor* descriptor =
@@ -41,7 +64,7 @@ void DeclarationServer::AddWaitingMethods() {
     for (int i = 0; i < descriptor->method_count(); ++i) {
       // The pool's names live as long as the process.
       const std::string& rpc = descriptor->method(i)->name();
-      if (rpc == "DeclareModel") continue;
+      if (rpc == "DeclareModel" || rpc == "GetStatus") continue;
       // Streams too: answered once their first message is read.
       methods_.AddUnary(ServedMethods::MethodName(service, rpc), rpc.c_str(),
                         &security_,

@@ -202,6 +202,9 @@ void AddTables(const proto::ShardStatus& s, MetricFamilies& text) {
                  "Rows of the table served by PullRows.");
     text.Declare("paramd_table_rows_pushed_total", T::Counter,
                  "Row gradients of the table accepted.");
+    text.Declare("paramd_table_rows_not_admitted_total", T::Counter,
+                 "Row gradients dropped: the table's admission did not "
+                 "take their id.");
     for (const proto::TableStatus& t : s.tables()) {
       const MetricLabels table = {{"table", t.name()}};
       text.Add("paramd_table_rows", table, static_cast<double>(t.rows()));
@@ -210,6 +213,8 @@ void AddTables(const proto::ShardStatus& s, MetricFamilies& text) {
                static_cast<double>(t.rows_pulled()));
       text.Add("paramd_table_rows_pushed_total", table,
                static_cast<double>(t.rows_pushed()));
+      text.Add("paramd_table_rows_not_admitted_total", table,
+               static_cast<double>(t.rows_not_admitted()));
     }
   }
 }

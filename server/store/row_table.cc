@@ -39,6 +39,9 @@ RowTable::RowTable(const EmbeddingTableConfig& config, uint32_t table,
       seed_(seed),
       optimizer_(std::move(optimizer)),
       stride_(static_cast<size_t>(config.dim) * (1 + optimizer_->num_slots())) {
+  if (config.admission.enabled()) {
+    admission_ = std::make_unique<RowAdmission>(config.admission, table, seed);
+  }
 }
 
 float* RowTable::RowAt(uint32_t slot) {
@@ -83,16 +86,37 @@ bool RowTable::Holds(uint64_t id) const {
 void RowTable::Apply(absl::Span<const uint64_t> ids,
                      absl::Span<const float> grads, float scale) {
   const size_t dim = config_.dim;
-  const size_t k = ids.size();
   const int num_slots = optimizer_->num_slots();
   absl::MutexLock lock(&mu_);
-  where_.resize(k);
+  const int64_t step = steps_ + 1;
+  where_.clear();
+  taken_.clear();
+  for (size_t i = 0; i < ids.size(); ++i) {
+    auto it = index_.find(ids[i]);
+    if (it != index_.end()) {
+      where_.push_back(it->second);
+    } else if (admission_ == nullptr || admission_->Admit(ids[i], step)) {
+      where_.push_back(AddRow(ids[i]));
+    } else {
+      continue;
+    }
+    taken_.push_back(i);
+  }
+  const size_t k = where_.size();
+  rows_not_admitted_ += ids.size() - k;
+  if (k == 0) return;    // Nothing to step: the table's step count stays.
+  if (k < ids.size()) {  // Only the taken rows' gradients step.
+    grads_.resize(k * dim);
+    for (size_t n = 0; n < k; ++n) {
+      std::memcpy(&grads_[n * dim], &grads[taken_[n] * dim],
+                  dim * sizeof(float));
+    }
+    grads = grads_;
+  }
   params_.resize(k * dim);
   slots_.resize(num_slots);
   for (auto& s : slots_) s.resize(k * dim);
   for (size_t i = 0; i < k; ++i) {
-    auto it = index_.find(ids[i]);
-    where_[i] = it == index_.end() ? AddRow(ids[i]) : it->second;
     const float* row = RowAt(where_[i]);
     std::memcpy(&params_[i * dim], row, dim * sizeof(float));
     for (int s = 0; s < num_slots; ++s) {
@@ -124,7 +148,7 @@ uint64_t RowTable::bytes() const {
   // A Swiss table entry is its value plus one control byte.
   const uint64_t index =
       index_.capacity() * (sizeof(std::pair<const uint64_t, uint32_t>) + 1);
-  return slabs + index;
+  return slabs + index + (admission_ ? admission_->bytes() : 0);
 }
 
 int64_t RowTable::steps() const {

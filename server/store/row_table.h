@@ -29,6 +29,7 @@
 #include "absl/types/span.h"
 #include "common/config/job_config.h"
 #include "server/optimizer/optimizer.h"
+#include "server/store/row_admission.h"
 
 namespace paramd {
 
@@ -52,7 +53,8 @@ class RowTable {
   bool Holds(uint64_t id) const ABSL_LOCKS_EXCLUDED(mu_);
   // One optimizer step over the rows `ids` (distinct) with gradient
   // grads[i * dim + j] * scale, creating rows not held yet at their
-  // initial values. Other rows do not change (lazy).
+  // initial values — those the table's admission takes; the others'
+  // gradients are dropped. Other rows do not change (lazy).
   void Apply(absl::Span<const uint64_t> ids, absl::Span<const float> grads,
              float scale) ABSL_LOCKS_EXCLUDED(mu_);
 
@@ -64,6 +66,8 @@ class RowTable {
   void CountPushed(uint64_t n) const { rows_pushed_ += n; }
   uint64_t rows_pulled() const { return rows_pulled_.load(); }
   uint64_t rows_pushed() const { return rows_pushed_.load(); }
+  // Row gradients dropped because admission did not take their id.
+  uint64_t rows_not_admitted() const { return rows_not_admitted_.load(); }
 
   // Optimizer steps applied (the lazy Adam's bias-correction count).
   int64_t steps() const ABSL_LOCKS_EXCLUDED(mu_);
@@ -97,6 +101,7 @@ class RowTable {
 
   mutable std::atomic<uint64_t> rows_pulled_{0};
   mutable std::atomic<uint64_t> rows_pushed_{0};
+  std::atomic<uint64_t> rows_not_admitted_{0};
 
   mutable absl::Mutex mu_;
   absl::flat_hash_map<uint64_t, uint32_t> index_ ABSL_GUARDED_BY(mu_);
@@ -107,6 +112,10 @@ class RowTable {
   std::vector<float> params_ ABSL_GUARDED_BY(mu_);
   std::vector<std::vector<float>> slots_ ABSL_GUARDED_BY(mu_);
   std::vector<uint32_t> where_ ABSL_GUARDED_BY(mu_);
+  // With admission: the gradients of the rows taken, and which those are.
+  std::vector<float> grads_ ABSL_GUARDED_BY(mu_);
+  std::vector<size_t> taken_ ABSL_GUARDED_BY(mu_);
+  std::unique_ptr<RowAdmission> admission_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace paramd

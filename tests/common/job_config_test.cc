@@ -70,7 +70,7 @@ TEST_CASE("a good job file loads with every field typed", "[config]") {
         std::string(testing::kFashionMnistDir) + "/train-images-idx3-ubyte.gz");
   CHECK(c->worker.device == "auto");
   CHECK(c->worker.threads == 1);
-  CHECK(c->worker.shared_memory);  // auto
+  CHECK(c->worker.shared_memory);          // auto
   CHECK(c->limits.stream_window_kb == 0);  // gRPC's adaptive windows
 }
 
@@ -301,8 +301,8 @@ TEST_CASE("each bad job file names file, line and field", "[config]") {
        "limits.transport_memory_mb", "transport_memory_mb: -5",
        "must be between 0"},
       {"a stream window below 64 KiB",
-       good + "limits:\n  stream_window_kb: 32\n",
-       "limits.stream_window_kb", "stream_window_kb: 32",
+       good + "limits:\n  stream_window_kb: 32\n", "limits.stream_window_kb",
+       "stream_window_kb: 32",
        "must be 0 (gRPC's adaptive windows) or between 64"},
       {"a certificate without its key",
        good + "security:\n  tls_cert: server.crt\n", "security.tls_key",
@@ -361,8 +361,9 @@ TEST_CASE("each bad job file names file, line and field", "[config]") {
        "ratio: 1.5", "must be in (0, 1]"},
       {"top-k ratio zero", good + "compression:\n  type: topk\n  ratio: 0\n",
        "compression.ratio", "ratio: 0", "must be in (0, 1]"},
-      {"the simulated link, now real links", good + "testing:\n  link_mbps: 1000\n",
-       "testing.link_mbps", "link_mbps: 1000",
+      {"the simulated link, now real links",
+       good + "testing:\n  link_mbps: 1000\n", "testing.link_mbps",
+       "link_mbps: 1000",
        "is no longer a setting: shape real links between simulated hosts"},
       {"unknown pull dtype", good + "compression:\n  pull: int8\n",
        "compression.pull", "pull: int8", "'int8' is not one of: float32, fp16"},
@@ -736,6 +737,17 @@ TEST_CASE("embedding tables parse with their defaults and bad ones are named",
   CHECK(g->model.embeddings[0].optimizer == "adagrad");
   CHECK(g->model.embeddings[0].eps == 1e-10);
   CHECK(g->model.embeddings[0].max_rows == 50);
+  CHECK_FALSE(g->model.embeddings[0].admission.enabled());
+
+  absl::StatusOr<JobConfig> a = LoadJobConfig(testing::WriteFile(
+      dir + "/admission.yaml",
+      BagJob("    - name: emb\n      rows: 100\n      dim: 8\n"
+             "      admission: {min_count: 3, sketch_mib: 2}\n")));
+  INFO((a.ok() ? "" : a.status().ToString()));
+  REQUIRE(a.ok());
+  CHECK(a->model.embeddings[0].admission.min_count == 3);
+  CHECK(a->model.embeddings[0].admission.sketch_mib == 2);
+  CHECK(a->model.embeddings[0].admission.enabled());
 
   const std::string good_table =
       "    - name: emb\n      rows: 100\n      dim: 8\n";
@@ -755,6 +767,20 @@ TEST_CASE("embedding tables parse with their defaults and bad ones are named",
        "model.embeddings[0].optimizer.type: unknown table optimizer"},
       {BagJob(good_table + "      optimizer: {type: sgd, beta1: 0.5}\n"),
        "model.embeddings[0].optimizer.beta1: does not apply"},
+      {BagJob(good_table + "      admission: {min_count: 1}\n"),
+       "model.embeddings[0].admission.min_count: must be in [2, 255]"},
+      {BagJob(good_table + "      admission: {probability: 1.5}\n"),
+       "model.embeddings[0].admission.probability: must be in (0, 1)"},
+      {BagJob(good_table +
+              "      admission: {min_count: 2, probability: 0.5}\n"),
+       "model.embeddings[0].admission: give one of min_count or probability"},
+      {BagJob(good_table + "      admission: {}\n"),
+       "model.embeddings[0].admission: give one of min_count or probability"},
+      {BagJob(good_table +
+              "      admission: {probability: 0.5, sketch_mib: 4}\n"),
+       "model.embeddings[0].admission.sketch_mib: applies to min_count only"},
+      {BagJob(good_table + "      admission: {min_count: 2, ttl: 3}\n"),
+       "model.embeddings[0].admission"},
       {BagJob(good_table, "[16, 10]"),
        "model.layers[0]: an embedding_bag model's first width must be its "
        "table's dim, 8"},

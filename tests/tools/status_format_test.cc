@@ -224,15 +224,36 @@ TEST_CASE("embedding tables get a line per shard and table",
   t->set_bytes(3 * 1048576);
   t->set_rows_pulled(1000000);
   t->set_rows_pushed(999);
+  t->set_rows_not_admitted(77);
   const std::string table =
       FormatStatusTable({ServerStatus{"127.0.0.1:5001", st}});
   INFO(table);
   CHECK_THAT(table, Catch::Contains("SHARD TABLE                ROWS     "
                                     "MAX_ROWS        MiB    ROWS_PULLED    "
-                                    "ROWS_PUSHED\n"
+                                    "ROWS_PUSHED   NOT_ADMITTED\n"
                                     "1     pixels              12345        "
                                     "    -        3.0        1000000         "
-                                    "   999\n"));
+                                    "   999             77\n"));
+}
+
+TEST_CASE("a shard waiting for its workers to declare the model says so",
+          "[status_format]") {
+  proto::ShardStatus st;
+  st.set_job_id("declared");
+  st.set_shard(1);
+  st.set_num_shards(2);
+  st.set_policy("sync");
+  st.set_awaiting_declaration(
+      "shard 1 waits for its workers to declare the model (DeclareModel): "
+      "the job file lists no tensors");
+  const std::string table =
+      FormatStatusTable({ServerStatus{"127.0.0.1:5001", st}});
+  INFO(table);
+  CHECK_THAT(table, Catch::Contains("\nAWAITING THE MODEL\n  shard 1 waits "
+                                    "for its workers to declare the model"));
+  st.clear_awaiting_declaration();
+  CHECK_THAT(FormatStatusTable({ServerStatus{"127.0.0.1:5001", st}}),
+             !Catch::Contains("AWAITING"));
 }
 
 TEST_CASE(

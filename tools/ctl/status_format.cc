@@ -180,6 +180,17 @@ std::string StalenessLines(const std::vector<ServerStatus>& servers) {
   return out;
 }
 
+// Shards still waiting for their workers to declare the model.
+std::string DeclarationLines(const std::vector<ServerStatus>& servers) {
+  std::string out;
+  for (const ServerStatus& s : servers) {
+    if (!s.status.ok() || s.status->awaiting_declaration().empty()) continue;
+    if (out.empty()) out += "\nAWAITING THE MODEL\n";
+    absl::StrAppendFormat(&out, "  %s\n", s.status->awaiting_declaration());
+  }
+  return out;
+}
+
 // Pushes clipped and divergences, where there were any.
 std::string GuardLines(const std::vector<ServerStatus>& servers) {
   std::string out;
@@ -214,15 +225,16 @@ std::string TableLines(const std::vector<ServerStatus>& servers) {
     if (!s.status.ok()) continue;
     for (const proto::TableStatus& t : s.status->tables()) {
       if (out.empty()) {
-        out = absl::StrFormat("\n%-5s %-12s %12s %12s %10s %14s %14s\n",
+        out = absl::StrFormat("\n%-5s %-12s %12s %12s %10s %14s %14s %14s\n",
                               "SHARD", "TABLE", "ROWS", "MAX_ROWS", "MiB",
-                              "ROWS_PULLED", "ROWS_PUSHED");
+                              "ROWS_PULLED", "ROWS_PUSHED", "NOT_ADMITTED");
       }
       absl::StrAppendFormat(
-          &out, "%-5d %-12s %12d %12s %10.1f %14d %14d\n", s.status->shard(),
-          t.name(), t.rows(),
+          &out, "%-5d %-12s %12d %12s %10.1f %14d %14d %14d\n",
+          s.status->shard(), t.name(), t.rows(),
           t.max_rows() == 0 ? std::string("-") : absl::StrCat(t.max_rows()),
-          t.bytes() / 1048576.0, t.rows_pulled(), t.rows_pushed());
+          t.bytes() / 1048576.0, t.rows_pulled(), t.rows_pushed(),
+          t.rows_not_admitted());
     }
   }
   return out;
@@ -256,6 +268,7 @@ std::string FormatStatusTable(const std::vector<ServerStatus>& servers) {
   std::string out;
   if (first != nullptr) out += JobLine(*first, shard0, servers.size());
   out += ShardLines(servers);
+  out += DeclarationLines(servers);
   if (first != nullptr) out += WorkerLines(*first, servers);
   out += WaitingLines(servers);
   out += CheckpointLines(servers);
