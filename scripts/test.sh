@@ -100,6 +100,9 @@ run_tests() {
   [[ $status -ne 0 ]] && final=$status
   local gpu_tests=() t on_device=()
   mapfile -t gpu_tests < <(bazel query --noshow_progress 'attr(tags, "\bgpu\b", tests(//...))' 2>/dev/null)
+  # --config=asan builds only the tests it runs (.bazelrc): build these.
+  ((${#gpu_tests[@]} > 0)) &&
+    bazel build --noshow_progress $config "$@" "${gpu_tests[@]}" >/dev/null 2>&1
   for t in "${gpu_tests[@]}"; do
     local exe="$bin/$(echo "${t#//}" | tr ':' '/')" said
     said=$("$exe" 2>&1 | grep -E "^SKIPPED: [0-9]+ test case" | tail -1)
