@@ -14,6 +14,8 @@
 //       [--workers W] [--servers S] [--dim D] [--hidden H (0: logistic)]
 //       [--optimizer sgd|adagrad|adam] [--lr X] [--policy sync|async]
 //       [--zipf S] [--seed N] [--fields F] [--keep_dir]
+//       [--admission "min_count: 2"] [--eviction "capacity_rows: N, ..."]
+//       (the table's admission and eviction, as the job file's mappings)
 //   bazel run -c opt //tools:rows_bench -- --index_bench N   (the row
 //       index: flat_hash_map against unordered_map)
 #include <malloc.h>
@@ -55,6 +57,7 @@ struct BenchOptions {
   std::string lr = "0.05";
   std::string policy = "sync";
   bool keep_dir = false;
+  std::string admission, eviction;  // Flow mappings' insides; "": none.
   ClickLogOptions log;
 };
 
@@ -79,9 +82,13 @@ std::string JobYaml(const BenchOptions& o, const std::string& train,
       o.dim,
       "\n      init: normal\n      init_scale: 0.01\n"
       "      optimizer: {type: ",
-      o.optimizer, ", learning_rate: ", o.lr,
-      "}\ndata:\n  format: clicks\n  train_file: ", train,
-      "\n  test_file: ", test,
+      o.optimizer, ", learning_rate: ", o.lr, "}\n",
+      o.admission.empty()
+          ? ""
+          : absl::StrCat("      admission: {", o.admission, "}\n"),
+      o.eviction.empty() ? ""
+                         : absl::StrCat("      eviction: {", o.eviction, "}\n"),
+      "data:\n  format: clicks\n  train_file: ", train, "\n  test_file: ", test,
       "\ntraining:\n  epochs: 1\n  batch_size: ", o.batch,
       "\n  shuffle: false\noptimizer:\n  type: adam\n  learning_rate: 0.001\n"
       "policy:\n  type: ",
@@ -105,6 +112,8 @@ absl::StatusOr<BenchOptions> ParseOptions(const ParsedFlags& f) {
   o.lr = f.Get("lr", o.lr);
   o.policy = f.Get("policy", o.policy);
   o.keep_dir = f.Has("keep_dir");
+  o.admission = f.Get("admission", "");
+  o.eviction = f.Get("eviction", "");
   if (o.batch < 1 || o.workers < 1 || o.servers < 1 ||
       o.samples < int64_t{o.batch} * o.workers || !(o.log.zipf > 1)) {
     return absl::InvalidArgumentError(
@@ -117,6 +126,7 @@ absl::StatusOr<BenchOptions> ParseOptions(const ParsedFlags& f) {
 // What the servers hold and served once the workers are done.
 struct ServerTotals {
   uint64_t rows = 0, table_bytes = 0, rows_pulled = 0, rows_pushed = 0;
+  uint64_t rows_not_admitted = 0, rows_evicted = 0;
   int64_t rss = 0;
   bool have_epoch = false;
   proto::EpochMetrics epoch;
@@ -133,6 +143,8 @@ ServerTotals QueryServers(ServerProcesses& servers) {
       t.table_bytes += st->tables(0).bytes();
       t.rows_pulled += st->tables(0).rows_pulled();
       t.rows_pushed += st->tables(0).rows_pushed();
+      t.rows_not_admitted += st->tables(0).rows_not_admitted();
+      t.rows_evicted += st->tables(0).rows_evicted();
     }
     if (k == 0 && st->epochs_size() > 0) {
       t.have_epoch = true;
@@ -181,6 +193,14 @@ void PrintReport(const BenchOptions& o, const ClickLogFigures& train,
       s.rows > 0 ? static_cast<double>(s.table_bytes) / s.rows : 0.0, slots,
       ideal, s.rss / 1e6,
       s.rows > 0 ? static_cast<double>(s.rss) / s.rows : 0.0);
+  if (!o.admission.empty() || !o.eviction.empty()) {
+    std::printf(
+        "admission {%s}: %llu row gradients dropped; eviction {%s}: %llu "
+        "rows evicted\n",
+        o.admission.c_str(),
+        static_cast<unsigned long long>(s.rows_not_admitted),
+        o.eviction.c_str(), static_cast<unsigned long long>(s.rows_evicted));
+  }
   if (s.have_epoch) {
     std::printf(
         "log loss (progressive, the whole pass): %.4f; the teacher's %.4f "
@@ -357,11 +377,12 @@ int IndexBench(int64_t n) {
 
 int Main(int argc, char** argv) {
   SetUpProcess();
-  absl::StatusOr<ParsedFlags> flags = ParseFlags(
-      argc, argv,
-      {"samples", "batch", "workers", "servers", "dim", "hidden", "fields",
-       "optimizer", "lr", "policy", "zipf", "seed", "index_bench"},
-      {"keep_dir"});
+  absl::StatusOr<ParsedFlags> flags =
+      ParseFlags(argc, argv,
+                 {"samples", "batch", "workers", "servers", "dim", "hidden",
+                  "fields", "optimizer", "lr", "policy", "zipf", "seed",
+                  "index_bench", "admission", "eviction"},
+                 {"keep_dir"});
   if (!flags.ok()) {
     std::fprintf(stderr, "%s\n", flags.status().ToString().c_str());
     return 2;

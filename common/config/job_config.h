@@ -9,58 +9,14 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "common/config/schedule_config.h"
+#include "common/config/table_config.h"
 
 namespace paramd {
 
 enum class PolicyType { kSync, kAsync, kSsp };
 
 const char* PolicyName(PolicyType type);
-
-enum class ScheduleType { kConstant, kStep, kCosine };
-
-struct ScheduleConfig {
-  ScheduleType type = ScheduleType::kConstant;
-  int64_t warmup_steps = 0;  // Linear warm-up from 0 over these steps.
-  int64_t step_size = 1;     // step: multiply by gamma every step_size steps.
-  double gamma = 0.1;
-  int64_t total_steps = 0;  // cosine: steps (warm-up included) to min_lr.
-  double min_lr = 0;
-};
-
-// Which new rows a table stores (model.embeddings[i].admission): an id
-// not held yet becomes a row once it was in `min_count` updates (counted
-// in a fixed-size sketch, not by storing it), or with `probability` at
-// each update it is in. Until then its reads give its initial values and
-// its gradients are dropped. Neither set: every touched id is stored.
-struct AdmissionConfig {
-  int min_count = 0;       // In [2, 255]; 0: not by count.
-  double probability = 0;  // In (0, 1); 0: not by chance.
-  int sketch_mib = 8;      // min_count's count-min sketch, per shard.
-  bool enabled() const { return min_count > 0 || probability > 0; }
-};
-
-// One embedding table (model.embeddings): `rows` virtual rows of `dim`
-// floats, sharded by row (common/model/rows.h). Only rows ever pushed take
-// memory; a row starts at InitRow's values.
-struct EmbeddingTableConfig {
-  std::string name;
-  uint64_t rows = 0;  // Ids are in [0, rows); at most 2^40.
-  int dim = 0;
-  std::string init = "normal";  // normal (std init_scale), uniform (±), zeros
-  double init_scale = 0.01;
-  // sgd (no momentum), adagrad or adam: lazy Adam, whose moments of rows
-  // not pushed in a step do not move (docs/job-file.md).
-  std::string optimizer = "adam";
-  double learning_rate = 0.01;
-  double beta1 = 0.9, beta2 = 0.999;  // adam
-  double eps = 0;                     // adam 1e-8, adagrad 1e-10 when 0
-  // Over the table's steps on its shard (one per applied update).
-  ScheduleConfig schedule;
-  // The rows one shard may hold; a push that would create more is refused
-  // with RESOURCE_EXHAUSTED naming the table and shard. 0: no limit.
-  uint64_t max_rows = 0;
-  AdmissionConfig admission;
-};
 
 // embedding_bag models: how an image becomes row ids of the table;
 // embedding_concat models: how many ids (fields) a sample has.

@@ -2,6 +2,7 @@
 // models, the embedding tables and how samples become row ids. Declared in
 // common/config/job_sections.h, called by the job-file parser.
 
+#include <cstdint>
 #include <set>
 #include <string>
 
@@ -153,11 +154,47 @@ absl::Status ParseTableAdmission(YamlReader& r, const YAML::Node& node,
   return absl::OkStatus();
 }
 
+// The table's eviction: {ttl_steps: N} and/or {capacity_rows: N,
+// policy: lru|lfu}.
+absl::Status ParseTableEviction(YamlReader& r, const YAML::Node& node,
+                                const std::string& f, EvictionConfig* e) {
+  if (!node.IsDefined() || node.IsNull()) return absl::OkStatus();
+  RETURN_IF_ERROR(
+      r.CheckMapping(node, f, {"ttl_steps", "capacity_rows", "policy"}));
+  if (!node["ttl_steps"].IsDefined() && !node["capacity_rows"].IsDefined()) {
+    return r.Error(node, f, "give ttl_steps, capacity_rows or both");
+  }
+  RETURN_IF_ERROR(r.Get(node, f, "ttl_steps", false, &e->ttl_steps));
+  if (node["ttl_steps"].IsDefined() && e->ttl_steps < 1) {
+    return r.Error(node["ttl_steps"], f + ".ttl_steps", "must be >= 1");
+  }
+  RETURN_IF_ERROR(r.Get(node, f, "capacity_rows", false, &e->capacity_rows));
+  if (node["capacity_rows"].IsDefined() &&
+      (e->capacity_rows < 1 || e->capacity_rows >= UINT32_MAX)) {
+    return r.Error(node["capacity_rows"], f + ".capacity_rows",
+                   "must be in [1, 2^32 - 1) (rows per shard)");
+  }
+  std::string policy = "lru";
+  RETURN_IF_ERROR(r.Get(node, f, "policy", false, &policy));
+  if (node["policy"].IsDefined() && !node["capacity_rows"].IsDefined()) {
+    return r.Error(node["policy"], f + ".policy",
+                   "applies to capacity_rows only");
+  }
+  if (policy != "lru" && policy != "lfu") {
+    return r.Error(
+        node["policy"], f + ".policy",
+        absl::StrCat("unknown policy '", policy, "' (expected: lru or lfu)"));
+  }
+  e->lfu = policy == "lfu";
+  return absl::OkStatus();
+}
+
 absl::Status ParseTable(YamlReader& r, const YAML::Node& node,
                         const std::string& f, EmbeddingTableConfig* t) {
-  RETURN_IF_ERROR(r.CheckMapping(node, f,
-                                 {"name", "rows", "dim", "init", "init_scale",
-                                  "optimizer", "max_rows", "admission"}));
+  RETURN_IF_ERROR(
+      r.CheckMapping(node, f,
+                     {"name", "rows", "dim", "init", "init_scale", "optimizer",
+                      "max_rows", "admission", "eviction"}));
   RETURN_IF_ERROR(r.Get(node, f, "name", true, &t->name));
   if (t->name.empty()) {
     return r.Error(node["name"], f + ".name", "must not be empty");
@@ -184,6 +221,15 @@ absl::Status ParseTable(YamlReader& r, const YAML::Node& node,
   RETURN_IF_ERROR(r.Get(node, f, "max_rows", false, &t->max_rows));
   RETURN_IF_ERROR(ParseTableAdmission(r, node["admission"], f + ".admission",
                                       &t->admission));
+  RETURN_IF_ERROR(
+      ParseTableEviction(r, node["eviction"], f + ".eviction", &t->eviction));
+  if (t->max_rows > 0 && t->eviction.capacity_rows >= t->max_rows) {
+    return r.Error(node["eviction"]["capacity_rows"],
+                   f + ".eviction.capacity_rows",
+                   absl::StrCat("must be below max_rows (", t->max_rows,
+                                "): max_rows refuses a push, capacity evicts "
+                                "after it"));
+  }
   return ParseTableOptimizer(r, node["optimizer"], f + ".optimizer", t);
 }
 

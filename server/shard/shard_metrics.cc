@@ -205,6 +205,8 @@ void AddTables(const proto::ShardStatus& s, MetricFamilies& text) {
     text.Declare("paramd_table_rows_not_admitted_total", T::Counter,
                  "Row gradients dropped: the table's admission did not "
                  "take their id.");
+    text.Declare("paramd_table_rows_evicted_total", T::Counter,
+                 "Rows dropped by the table's eviction.");
     for (const proto::TableStatus& t : s.tables()) {
       const MetricLabels table = {{"table", t.name()}};
       text.Add("paramd_table_rows", table, static_cast<double>(t.rows()));
@@ -215,6 +217,8 @@ void AddTables(const proto::ShardStatus& s, MetricFamilies& text) {
                static_cast<double>(t.rows_pushed()));
       text.Add("paramd_table_rows_not_admitted_total", table,
                static_cast<double>(t.rows_not_admitted()));
+      text.Add("paramd_table_rows_evicted_total", table,
+               static_cast<double>(t.rows_evicted()));
     }
   }
 }

@@ -149,6 +149,7 @@ void ShardRows::FillStatus(proto::ShardStatus* status) const {
     out->set_rows_pulled(table.rows_pulled());
     out->set_rows_pushed(table.rows_pushed());
     out->set_rows_not_admitted(table.rows_not_admitted());
+    out->set_rows_evicted(table.rows_evicted());
   }
 }
 

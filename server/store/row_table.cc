@@ -10,7 +10,10 @@
 namespace paramd {
 namespace {
 
-constexpr char kMagic[4] = {'P', 'R', 'O', 'W'};
+// PRW2 adds the clock and, with eviction, each row's RowMeta; PROW (the
+// format before) is still read.
+constexpr char kMagic[4] = {'P', 'R', 'W', '2'};
+constexpr char kMagicBeforeClock[4] = {'P', 'R', 'O', 'W'};
 
 }  // namespace
 
@@ -61,7 +64,97 @@ uint32_t RowTable::AddRow(uint64_t id) {
   InitRow(config_, seed_, table_, id, absl::MakeSpan(row, config_.dim));
   std::fill(row + config_.dim, row + stride_, 0.0f);
   index_.emplace(id, slot);
+  if (config_.eviction.enabled()) meta_.push_back(RowMeta{id, clock_, 0});
   return slot;
+}
+
+void RowTable::RemoveRow(uint32_t slot) {
+  const uint32_t last = size_ - 1;
+  index_.erase(meta_[slot].id);
+  if (slot != last) {
+    std::memcpy(RowAt(slot), RowAt(last), stride_ * sizeof(float));
+    meta_[slot] = meta_[last];
+    index_[meta_[slot].id] = slot;
+  }
+  meta_.pop_back();
+  --size_;
+}
+
+void RowTable::ShrinkLocked() {
+  const size_t needed = (size_ + kSlabRows - 1) / kSlabRows;
+  while (slabs_.size() > needed + 1) slabs_.pop_back();  // One spare.
+  if (meta_.capacity() > 2 * meta_.size() + kSlabRows) meta_.shrink_to_fit();
+  if (index_.capacity() > 4 * index_.size() + 1024) index_.rehash(0);
+}
+
+std::vector<RowTable::Victim> RowTable::ChooseVictims() {
+  const EvictionConfig& e = config_.eviction;
+  std::vector<Victim> expired, ranked;
+  int64_t clock = 0;
+  bool over = false;
+  uint64_t seen = 0;
+  for (uint32_t begin = 0;; begin += kSweepRows) {
+    absl::ReaderMutexLock lock(&mu_);
+    if (begin == 0) {
+      clock = clock_;
+      over = e.capacity_rows > 0 && size_ > e.capacity_rows;
+    }
+    const uint32_t end =
+        std::min<uint64_t>(size_, uint64_t{begin} + kSweepRows);
+    for (uint32_t slot = begin; slot < end; ++slot) {
+      const RowMeta& m = meta_[slot];
+      if (Expired(e, clock, m)) {
+        expired.push_back(Victim{static_cast<uint64_t>(m.last), m.id, true});
+      } else if (over) {
+        ranked.push_back(Victim{EvictionKey(e, m), m.id, false});
+      }
+    }
+    if (end >= size_) {
+      seen = end;
+      break;
+    }
+  }
+  const uint64_t left = seen > expired.size() ? seen - expired.size() : 0;
+  if (over && left > CapacityTarget(e.capacity_rows)) {
+    const size_t k = left - CapacityTarget(e.capacity_rows);
+    auto first = [](const Victim& a, const Victim& b) {
+      return a.key != b.key ? a.key < b.key : a.id < b.id;
+    };
+    std::nth_element(ranked.begin(), ranked.begin() + k, ranked.end(), first);
+    ranked.resize(k);
+    expired.insert(expired.end(), ranked.begin(), ranked.end());
+  }
+  return expired;
+}
+
+uint64_t RowTable::Sweep() {
+  if (!config_.eviction.enabled()) return 0;
+  {
+    absl::MutexLock lock(&mu_);
+    sweep_due_ = false;
+    last_sweep_ = clock_;
+  }
+  const std::vector<Victim> victims = ChooseVictims();
+  uint64_t removed = 0;
+  for (size_t begin = 0; begin < victims.size(); begin += kSweepRows) {
+    absl::MutexLock lock(&mu_);
+    const size_t end = std::min(victims.size(), begin + kSweepRows);
+    for (size_t i = begin; i < end; ++i) {
+      auto it = index_.find(victims[i].id);
+      if (it == index_.end()) continue;  // A restore replaced the rows.
+      const RowMeta& m = meta_[it->second];
+      // Pushed since the scan: it stays.
+      const uint64_t key = victims[i].expired
+                               ? static_cast<uint64_t>(m.last)
+                               : EvictionKey(config_.eviction, m);
+      if (key != victims[i].key) continue;
+      RemoveRow(it->second);
+      ++removed;
+    }
+    ShrinkLocked();
+  }
+  rows_evicted_ += removed;
+  return removed;
 }
 
 void RowTable::Read(absl::Span<const uint64_t> ids, float* out) const {
@@ -89,6 +182,8 @@ void RowTable::Apply(absl::Span<const uint64_t> ids,
   const int num_slots = optimizer_->num_slots();
   absl::MutexLock lock(&mu_);
   const int64_t step = steps_ + 1;
+  const int64_t clock = ++clock_;
+  const bool evicting = config_.eviction.enabled();
   where_.clear();
   taken_.clear();
   for (size_t i = 0; i < ids.size(); ++i) {
@@ -101,9 +196,17 @@ void RowTable::Apply(absl::Span<const uint64_t> ids,
       continue;
     }
     taken_.push_back(i);
+    if (evicting) {
+      RowMeta& m = meta_[where_.back()];
+      m.last = clock;
+      if (m.count < UINT32_MAX) ++m.count;
+    }
   }
   const size_t k = where_.size();
   rows_not_admitted_ += ids.size() - k;
+  if (evicting && SweepDue(config_.eviction, clock, last_sweep_, size_)) {
+    sweep_due_ = true;
+  }
   if (k == 0) return;    // Nothing to step: the table's step count stays.
   if (k < ids.size()) {  // Only the taken rows' gradients step.
     grads_.resize(k * dim);
@@ -148,7 +251,13 @@ uint64_t RowTable::bytes() const {
   // A Swiss table entry is its value plus one control byte.
   const uint64_t index =
       index_.capacity() * (sizeof(std::pair<const uint64_t, uint32_t>) + 1);
-  return slabs + index + (admission_ ? admission_->bytes() : 0);
+  return slabs + index + meta_.capacity() * sizeof(RowMeta) +
+         (admission_ ? admission_->bytes() : 0);
+}
+
+int64_t RowTable::clock() const {
+  absl::ReaderMutexLock lock(&mu_);
+  return clock_;
 }
 
 int64_t RowTable::steps() const {
@@ -162,14 +271,23 @@ void RowTable::Save(std::string* out) const {
   PutBytes(out, table_);
   PutBytes(out, static_cast<uint32_t>(stride_));
   PutBytes(out, steps_);
+  PutBytes(out, clock_);
   PutBytes(out, static_cast<uint64_t>(size_));
-  // By slot: the ids in slot order, then the slabs' rows.
+  const bool meta = config_.eviction.enabled();
+  PutBytes(out, static_cast<uint8_t>(meta));
+  // By slot: the ids in slot order, then the slabs' rows, then each row's
+  // last update and count.
   std::vector<uint64_t> ids(size_);
   for (const auto& [id, slot] : index_) ids[slot] = id;
   out->append(reinterpret_cast<const char*>(ids.data()), ids.size() * 8);
   for (uint32_t slot = 0; slot < size_; ++slot) {
     out->append(reinterpret_cast<const char*>(RowAt(slot)),
                 stride_ * sizeof(float));
+  }
+  if (!meta) return;
+  for (const RowMeta& m : meta_) {
+    PutBytes(out, m.last);
+    PutBytes(out, m.count);
   }
 }
 
@@ -182,20 +300,28 @@ absl::StatusOr<RowTable::Saved> RowTable::Parse(absl::string_view* in) const {
   uint64_t rows = 0;
   Saved saved;
   if (!cursor.Bytes(magic, sizeof(magic)) ||
-      std::memcmp(magic, kMagic, sizeof(kMagic)) != 0) {
+      (std::memcmp(magic, kMagic, sizeof(magic)) != 0 &&
+       std::memcmp(magic, kMagicBeforeClock, sizeof(magic)) != 0)) {
     return absl::DataLossError(what + ": no rows in the state");
   }
+  const bool clocked = std::memcmp(magic, kMagic, sizeof(magic)) == 0;
+  uint8_t has_meta = 0;
   if (!cursor.Get(&table) || !cursor.Get(&stride) ||
-      !cursor.Get(&saved.steps) || !cursor.Get(&rows)) {
+      !cursor.Get(&saved.steps) || (clocked && !cursor.Get(&saved.clock)) ||
+      !cursor.Get(&rows) || (clocked && !cursor.Get(&has_meta))) {
     return absl::DataLossError(what + ": truncated");
   }
+  if (!clocked) saved.clock = saved.steps;
+  if (has_meta > 1) return absl::DataLossError(what + ": damaged");
   if (table != table_ || stride != stride_ || rows >= UINT32_MAX) {
     return absl::FailedPreconditionError(absl::StrCat(
         what, ": state is of table ", table, " with ", stride,
         " floats per row; expected table ", table_, " with ", stride_));
   }
   absl::string_view& left = *cursor.rest();
-  const uint64_t need = rows * 8 + rows * stride * sizeof(float);
+  constexpr size_t kMetaBytes = sizeof(int64_t) + sizeof(uint32_t);
+  const uint64_t need = rows * 8 + rows * stride * sizeof(float) +
+                        (has_meta != 0 ? rows * kMetaBytes : 0);
   if (left.size() < need) {
     return absl::DataLossError(what + ": truncated rows");
   }
@@ -218,6 +344,18 @@ absl::StatusOr<RowTable::Saved> RowTable::Parse(absl::string_view* in) const {
                 values + slot * stride_ * sizeof(float),
                 stride_ * sizeof(float));
   }
+  const bool evicting = config_.eviction.enabled();
+  if (evicting) saved.meta.resize(rows);
+  for (const auto& [id, slot] : saved.index) {
+    if (evicting) saved.meta[slot] = RowMeta{id, saved.clock, 1};
+  }
+  if (has_meta != 0 && evicting) {
+    const char* meta = values + rows * stride_ * sizeof(float);
+    for (uint64_t slot = 0; slot < rows; ++slot) {
+      std::memcpy(&saved.meta[slot].last, meta + slot * kMetaBytes, 8);
+      std::memcpy(&saved.meta[slot].count, meta + slot * kMetaBytes + 8, 4);
+    }
+  }
   saved.size = static_cast<uint32_t>(rows);
   left.remove_prefix(need);
   *in = left;
@@ -230,6 +368,11 @@ void RowTable::Install(Saved saved) {
   slabs_ = std::move(saved.slabs);
   size_ = saved.size;
   steps_ = saved.steps;
+  clock_ = saved.clock;
+  last_sweep_ = saved.clock;
+  meta_ = std::move(saved.meta);
+  sweep_due_ = config_.eviction.enabled() &&
+               SweepDue(config_.eviction, clock_, last_sweep_, size_);
 }
 
 }  // namespace paramd

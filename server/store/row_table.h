@@ -8,6 +8,11 @@
 // contiguous piece and growing never moves a row. Rows never pushed are
 // not stored: Read answers their initial values (common/model/rows.h).
 //
+// With eviction (server/store/row_eviction.h) each row also keeps its id,
+// last update and count (RowMeta, by slot); a sweep drops rows by moving
+// the last slot's row into each hole, so the slots stay dense, and frees
+// the slabs past the end.
+//
 // An update gathers the touched rows into contiguous buffers, runs the
 // dense Optimizer over them (element-wise, so equal to the dense update of
 // those rows) and scatters them back. Thread-safe: Apply takes the lock
@@ -30,6 +35,7 @@
 #include "common/config/job_config.h"
 #include "server/optimizer/optimizer.h"
 #include "server/store/row_admission.h"
+#include "server/store/row_eviction.h"
 
 namespace paramd {
 
@@ -68,11 +74,26 @@ class RowTable {
   uint64_t rows_pushed() const { return rows_pushed_.load(); }
   // Row gradients dropped because admission did not take their id.
   uint64_t rows_not_admitted() const { return rows_not_admitted_.load(); }
+  // Rows dropped by eviction (a row dropped twice counts twice).
+  uint64_t rows_evicted() const { return rows_evicted_.load(); }
+
+  // Whether the table asks for a sweep (row_eviction.h's SweepDue, as of
+  // its last update); never without eviction.
+  bool sweep_due() const { return sweep_due_.load(); }
+  // Drops the rows the table's eviction says to (row_eviction.h); returns
+  // how many. Scans under the shared lock and removes under the exclusive
+  // one, each in pieces of kSweepRows rows, so pushes and pulls go on in
+  // between; a row pushed since the scan stays. Without eviction: 0.
+  uint64_t Sweep() ABSL_LOCKS_EXCLUDED(mu_);
+  static constexpr uint32_t kSweepRows = 16384;
+  // Updates applied (every Apply, admitted rows or not): eviction's clock.
+  int64_t clock() const ABSL_LOCKS_EXCLUDED(mu_);
 
   // Optimizer steps applied (the lazy Adam's bias-correction count).
   int64_t steps() const ABSL_LOCKS_EXCLUDED(mu_);
 
-  // Appends the steps, every row's id, values and slots to `out`.
+  // Appends the steps, the clock, every row's id, values and slots (and
+  // with eviction, its last update and count) to `out`.
   void Save(std::string* out) const ABSL_LOCKS_EXCLUDED(mu_);
   // A Save's rows, read and checked, not yet installed.
   struct Saved {
@@ -80,9 +101,11 @@ class RowTable {
     std::vector<std::unique_ptr<float[]>> slabs;
     uint32_t size = 0;
     int64_t steps = 0;
+    int64_t clock = 0;
+    std::vector<RowMeta> meta;  // By slot; empty if saved without.
   };
   // Reads a Save of this table from the front of `*in` (which moves past
-  // it); changes nothing here.
+  // it), or one of the format before the clock; changes nothing here.
   absl::StatusOr<Saved> Parse(absl::string_view* in) const;
   // Replaces the rows with `saved`'s.
   void Install(Saved saved) ABSL_LOCKS_EXCLUDED(mu_);
@@ -92,6 +115,17 @@ class RowTable {
   const float* RowAt(uint32_t slot) const ABSL_SHARED_LOCKS_REQUIRED(mu_);
   // Adds row `id` at its initial values (slots zero); returns its slot.
   uint32_t AddRow(uint64_t id) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Moves the last row into `slot` (dropping slot's row).
+  void RemoveRow(uint32_t slot) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The sweep's victims: (key at the scan, id), expired rows first.
+  struct Victim {
+    uint64_t key;
+    uint64_t id;
+    bool expired;
+  };
+  std::vector<Victim> ChooseVictims() ABSL_LOCKS_EXCLUDED(mu_);
+  // Frees slabs, meta and index room left by removed rows.
+  void ShrinkLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   const EmbeddingTableConfig config_;
   const uint32_t table_;
@@ -102,12 +136,17 @@ class RowTable {
   mutable std::atomic<uint64_t> rows_pulled_{0};
   mutable std::atomic<uint64_t> rows_pushed_{0};
   std::atomic<uint64_t> rows_not_admitted_{0};
+  std::atomic<uint64_t> rows_evicted_{0};
+  std::atomic<bool> sweep_due_{false};
 
   mutable absl::Mutex mu_;
   absl::flat_hash_map<uint64_t, uint32_t> index_ ABSL_GUARDED_BY(mu_);
   std::vector<std::unique_ptr<float[]>> slabs_ ABSL_GUARDED_BY(mu_);
   uint32_t size_ ABSL_GUARDED_BY(mu_) = 0;
   int64_t steps_ ABSL_GUARDED_BY(mu_) = 0;
+  int64_t clock_ ABSL_GUARDED_BY(mu_) = 0;
+  int64_t last_sweep_ ABSL_GUARDED_BY(mu_) = 0;
+  std::vector<RowMeta> meta_ ABSL_GUARDED_BY(mu_);  // With eviction only.
   // Apply's gathered rows: values, then one buffer per slot.
   std::vector<float> params_ ABSL_GUARDED_BY(mu_);
   std::vector<std::vector<float>> slots_ ABSL_GUARDED_BY(mu_);

@@ -23,6 +23,13 @@ ShardStore::ShardStore(const ModelSpec& spec, const PartitionPlan& plan,
       local_of_global_(plan.chunks().size(), -1),
       shard_(shard),
       tables_(std::move(tables)) {
+  std::vector<RowTable*> evicting;
+  for (const auto& t : tables_) {
+    if (t->config().eviction.enabled()) evicting.push_back(t.get());
+  }
+  if (!evicting.empty()) {
+    evictor_ = std::make_unique<RowEvictor>(std::move(evicting));
+  }
   absl::MutexLock lock(&mu_);
   params_ = std::make_shared<ParamSnapshot>();
   for (int global : plan.ChunksOfShard(shard)) {
@@ -38,6 +45,16 @@ ShardStore::ShardStore(const ModelSpec& spec, const PartitionPlan& plan,
     slots_.emplace_back(optimizer_->num_slots(),
                         std::vector<float>(c.length, 0.0f));
     bytes_ += c.length * kElementBytes;
+  }
+}
+
+void ShardStore::WakeEvictor() const {
+  if (evictor_ == nullptr) return;
+  for (const auto& t : tables_) {
+    if (t->sweep_due()) {
+      evictor_->Wake();
+      return;
+    }
   }
 }
 
@@ -70,6 +87,7 @@ void ShardStore::ApplyStep(absl::Span<const absl::Span<const float>> grads,
   for (const RowGrads& r : rows) {
     if (!r.ids.empty()) tables_[r.table]->Apply(r.ids, r.values, scale);
   }
+  WakeEvictor();
   if (times != nullptr) {
     times->taken = true;
     times->begin = absl::Now();
@@ -153,6 +171,7 @@ void ShardStore::FinishChunkedStep(absl::Span<const RowGrads> rows) {
   for (const RowGrads& r : rows) {
     if (!r.ids.empty()) tables_[r.table]->Apply(r.ids, r.values, 1.0f);
   }
+  WakeEvictor();
   if (next_ == nullptr) {
     // No chunk was stepped (no gradient reached any): the next version
     // holds the same parameters.
@@ -290,6 +309,7 @@ absl::Status ShardStore::RestoreState(absl::string_view state) {
   for (size_t t = 0; t < tables_.size(); ++t) {
     tables_[t]->Install(std::move(rows[t]));
   }
+  WakeEvictor();
   absl::MutexLock lock(&mu_);
   // Pulls may still send the old snapshot: restore into a new one.
   params_ = std::make_shared<ParamSnapshot>();

@@ -95,6 +95,8 @@ class ShardStore {
   // The embedding tables, by model.embeddings index (each thread-safe).
   int num_tables() const { return static_cast<int>(tables_.size()); }
   const RowTable& table(int t) const { return *tables_[t]; }
+  // The thread sweeping the tables with eviction (null when none has it).
+  const RowEvictor* evictor() const { return evictor_.get(); }
   // RESOURCE_EXHAUSTED, naming table and shard, when the new rows of
   // `rows` (those a table does not hold and `pending(table, id)` does not
   // count yet; pending_new[t] of table t's are counted already) would take
@@ -184,6 +186,11 @@ class ShardStore {
   int64_t bytes_ = 0;
   const int shard_;
   const std::vector<std::unique_ptr<RowTable>> tables_;
+  // Sweeps the tables with eviction; null when none has it. Stopped before
+  // the tables go.
+  std::unique_ptr<RowEvictor> evictor_;
+  // Wakes the evictor when a table asks for a sweep.
+  void WakeEvictor() const;
 
   // Taken under the policy's lock; held while a step applies the row
   // tables' updates (they take their own lock under it).

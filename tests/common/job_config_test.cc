@@ -748,6 +748,20 @@ TEST_CASE("embedding tables parse with their defaults and bad ones are named",
   CHECK(a->model.embeddings[0].admission.min_count == 3);
   CHECK(a->model.embeddings[0].admission.sketch_mib == 2);
   CHECK(a->model.embeddings[0].admission.enabled());
+  CHECK_FALSE(a->model.embeddings[0].eviction.enabled());
+
+  absl::StatusOr<JobConfig> e = LoadJobConfig(testing::WriteFile(
+      dir + "/eviction.yaml",
+      BagJob("    - name: emb\n      rows: 100\n      dim: 8\n"
+             "      eviction: {ttl_steps: 500, capacity_rows: 40, "
+             "policy: lfu}\n")));
+  INFO((e.ok() ? "" : e.status().ToString()));
+  REQUIRE(e.ok());
+  const EvictionConfig& ev = e->model.embeddings[0].eviction;
+  CHECK(ev.ttl_steps == 500);
+  CHECK(ev.capacity_rows == 40);
+  CHECK(ev.lfu);
+  CHECK(ev.enabled());
 
   const std::string good_table =
       "    - name: emb\n      rows: 100\n      dim: 8\n";
@@ -781,6 +795,22 @@ TEST_CASE("embedding tables parse with their defaults and bad ones are named",
        "model.embeddings[0].admission.sketch_mib: applies to min_count only"},
       {BagJob(good_table + "      admission: {min_count: 2, ttl: 3}\n"),
        "model.embeddings[0].admission"},
+      {BagJob(good_table + "      eviction: {}\n"),
+       "model.embeddings[0].eviction: give ttl_steps, capacity_rows or both"},
+      {BagJob(good_table + "      eviction: {ttl_steps: 0}\n"),
+       "model.embeddings[0].eviction.ttl_steps: must be >= 1"},
+      {BagJob(good_table + "      eviction: {capacity_rows: 0}\n"),
+       "model.embeddings[0].eviction.capacity_rows: must be in [1, 2^32 - 1)"},
+      {BagJob(good_table + "      eviction: {ttl_steps: 9, policy: lru}\n"),
+       "model.embeddings[0].eviction.policy: applies to capacity_rows only"},
+      {BagJob(good_table +
+              "      eviction: {capacity_rows: 9, policy: fifo}\n"),
+       "model.embeddings[0].eviction.policy: unknown policy 'fifo'"},
+      {BagJob(good_table + "      eviction: {ttl: 9}\n"),
+       "model.embeddings[0].eviction"},
+      {BagJob(good_table +
+              "      max_rows: 50\n      eviction: {capacity_rows: 50}\n"),
+       "model.embeddings[0].eviction.capacity_rows: must be below max_rows"},
       {BagJob(good_table, "[16, 10]"),
        "model.layers[0]: an embedding_bag model's first width must be its "
        "table's dim, 8"},

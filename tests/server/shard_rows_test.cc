@@ -3,7 +3,8 @@
 // as DDP averages; async applies each push at once; malformed row blocks
 // and PullRows requests are refused by name and change nothing; a table's
 // max_rows is refused with RESOURCE_EXHAUSTED naming table and shard; rows
-// survive a checkpoint.
+// survive a checkpoint; eviction sweeps beside the pushes, counted in
+// status.
 #include <catch2/catch.hpp>
 #include <cmath>
 #include <cstring>
@@ -29,7 +30,8 @@ constexpr float kLr = 0.5f;
 
 JobConfig Job(const std::string& policy, int servers = 1,
               const std::string& max_rows = "0",
-              const std::string& rows = "1000") {
+              const std::string& rows = "1000",
+              const std::string& table_extra = "") {
   testing::JobOptions o;
   o.servers.assign(servers, "127.0.0.1:0");
   o.policy = policy;
@@ -46,7 +48,8 @@ JobConfig Job(const std::string& policy, int servers = 1,
       "      max_rows: ",
       max_rows,
       "\n"
-      "      optimizer: {type: sgd, learning_rate: 0.5}\n");
+      "      optimizer: {type: sgd, learning_rate: 0.5}\n",
+      table_extra);
   return testing::MakeJob(o, testing::NewTempDir());
 }
 
@@ -175,6 +178,37 @@ TEST_CASE("async applies each push's rows at once", "[shard_rows]") {
   REQUIRE(shard->Push(RowPush(*shard, config, 1, 0, {5}), &r).ok());
   CHECK(r.duplicate());
   CHECK(*Rows(*shard, config, 1, 1, {5}) == *rows);
+}
+
+TEST_CASE("a table's eviction runs beside the pushes and shows in status",
+          "[shard_rows]") {
+  const JobConfig config =
+      Job("async", 1, "0", "1000", "      eviction: {ttl_steps: 2}\n");
+  std::unique_ptr<Shard> shard = Registered(config);
+  const RowEvictor* evictor = shard->store().evictor();
+  REQUIRE(evictor != nullptr);
+  proto::PushResponse r;
+  // Updates 1 and 2: row 5, then rows 6 and 7; each asks for a sweep (every
+  // max(1, 2/8) updates).
+  REQUIRE(shard->Push(RowPush(*shard, config, 0, 0, {5}), &r).ok());
+  REQUIRE(evictor->AwaitSweeps(1, absl::Seconds(30)));
+  REQUIRE(shard->Push(RowPush(*shard, config, 0, 1, {6, 7}), &r).ok());
+  REQUIRE(evictor->AwaitSweeps(2, absl::Seconds(30)));
+  CHECK(shard->store().table(0).rows() == 3);  // Row 5: 1 update ago.
+  // Update 3: row 5 was last in update 1, two updates ago.
+  REQUIRE(shard->Push(RowPush(*shard, config, 0, 2, {6}), &r).ok());
+  REQUIRE(evictor->AwaitSweeps(3, absl::Seconds(30)));
+  proto::ShardStatus status;
+  shard->GetStatus(&status);
+  REQUIRE(status.tables_size() == 1);
+  CHECK(status.tables(0).rows() == 2);
+  CHECK(status.tables(0).rows_evicted() == 1);
+  // Row 5 reads its initial values again.
+  CHECK(*Rows(*shard, config, 0, 3, {5}) == Init(config, 5));
+  CHECK_THAT(
+      MetricsText(ShardMetrics(*shard, absl::Now())),
+      Catch::Contains("paramd_table_rows_evicted_total{paramd_job=\"test-"
+                      "job\",shard=\"0\",table=\"emb\"} 1\n"));
 }
 
 TEST_CASE("rows travel as float16 both ways", "[shard_rows]") {

@@ -225,15 +225,16 @@ TEST_CASE("embedding tables get a line per shard and table",
   t->set_rows_pulled(1000000);
   t->set_rows_pushed(999);
   t->set_rows_not_admitted(77);
+  t->set_rows_evicted(4242);
   const std::string table =
       FormatStatusTable({ServerStatus{"127.0.0.1:5001", st}});
   INFO(table);
   CHECK_THAT(table, Catch::Contains("SHARD TABLE                ROWS     "
                                     "MAX_ROWS        MiB    ROWS_PULLED    "
-                                    "ROWS_PUSHED   NOT_ADMITTED\n"
+                                    "ROWS_PUSHED   NOT_ADMITTED      EVICTED\n"
                                     "1     pixels              12345        "
                                     "    -        3.0        1000000         "
-                                    "   999             77\n"));
+                                    "   999             77         4242\n"));
 }
 
 TEST_CASE("a shard waiting for its workers to declare the model says so",
