@@ -13,6 +13,7 @@
 #include "worker/model/device_layers.h"
 #include "worker/model/device_sequential.h"
 #include "worker/model/sequential.h"
+#include "worker/test_tally.h"
 
 namespace paramd::testing {
 namespace {
@@ -268,6 +269,24 @@ void CompareWholeStep(const ModelConfig& model, int batch,
   REQUIRE(c_cpu.ok());
   REQUIRE(c_dev.ok());
   CHECK(*c_dev == *c_cpu);
+  // Evaluation's logits, in blocks of the device's batch: alike, and the
+  // largest of each is what CountCorrect counted.
+  const int classes = g.classes();
+  std::vector<float> z_cpu(static_cast<size_t>(eval_n) * classes),
+      z_dev(z_cpu.size());
+  REQUIRE(cpu.Logits(params, x.data(), eval_n, absl::MakeSpan(z_cpu)).ok());
+  absl::Status z =
+      (*dev)->Logits(params, x.data(), eval_n, absl::MakeSpan(z_dev));
+  INFO(z.ToString());
+  REQUIRE(z.ok());
+  CheckClose("logits", z_dev, z_cpu, tolerance);
+  TestTally tally(classes);
+  tally.AddLogits(z_cpu.data(), y.data(), eval_n);
+  EpochReport evaluated;
+  tally.Fill(eval_n, &evaluated);
+  CHECK(static_cast<int64_t>(evaluated.test_correct) == *c_cpu);
+  CHECK(absl::IsInvalidArgument((*dev)->Logits(
+      params, x.data(), eval_n, absl::MakeSpan(z_dev).subspan(1))));
 
   // Overlapped: parameters not yet awaited are NaN, so reading one early
   // shows; every gradient element is handed on once, after the loss.

@@ -209,6 +209,13 @@ void PrintReport(const BenchOptions& o, const ClickLogFigures& train,
         s.epoch.train_loss(), train.teacher_loss,
         s.epoch.train_loss() - train.teacher_loss, s.epoch.test_accuracy(),
         test.teacher_accuracy, 1 - test.clicks);
+    if (s.epoch.test_scored()) {
+      std::printf(
+          "test AUC: %.4f (within %.4f of the exact AUC of these scores); "
+          "the teacher's %.4f; test log loss %.4f, the teacher's %.4f\n",
+          s.epoch.test_auc(), s.epoch.test_auc_error(), test.teacher_auc,
+          s.epoch.test_log_loss(), test.teacher_loss);
+    }
   } else {
     std::printf("no epoch report on shard 0\n");
   }

@@ -10,6 +10,7 @@
 #include "worker/data/augment.h"
 #include "worker/faults/slow_model.h"
 #include "worker/model/model_factory.h"
+#include "worker/test_tally.h"
 
 namespace paramd {
 
@@ -94,6 +95,9 @@ absl::Status Trainer::Run() {
                    MakeModel(config_, std::max(data_->max_batch(), 1024)));
   // A slow rank (the fault layer: worker/faults) wraps the model.
   model_ = MaybeSlow(std::move(model), config_.testing, rank_, options_.clock);
+  // (Create has inferred the graph once already: it cannot fail here.)
+  ASSIGN_OR_RETURN(const LayerGraph graph, InferLayerGraph(config_.model));
+  classes_ = graph.classes();
   if (front_.has_value()) {
     if (!data_->ids()) {
       // An image's ids are its hashed features.
@@ -415,17 +419,16 @@ absl::Status Trainer::EndEpoch(const EpochState& state, double seconds,
                                uint64_t* clock) {
   // Evaluate the parameters pulled after the epoch's last push (under sync:
   // the ones every worker's last push of the epoch made).
-  ASSIGN_OR_RETURN(int64_t correct, CountTestCorrect(*clock));
   EpochReport report;
+  RETURN_IF_ERROR(EvaluateTest(*clock, &report));
   report.epoch = state.epoch + 1;
   report.train_loss_sum = state.loss_sum;
   report.train_samples = static_cast<uint64_t>(state.samples);
   report.train_seconds = seconds;
-  report.test_correct = static_cast<uint64_t>(correct);
   const int64_t test_size = data_->test_size();
-  report.test_total = static_cast<uint64_t>(test_size);
   const double accuracy =
-      test_size == 0 ? 0.0 : static_cast<double>(correct) / test_size;
+      test_size == 0 ? 0.0
+                     : static_cast<double>(report.test_correct) / test_size;
   spdlog::info(
       "rank {}: epoch {}/{}: train loss {:.4f}, test accuracy {:.4f} on this "
       "rank's {} samples, {:.0f} samples/s",
@@ -462,23 +465,30 @@ absl::StatusOr<const float*> Trainer::FrontInput(uint64_t clock,
   return front_out_.data();
 }
 
-absl::StatusOr<int64_t> Trainer::CountTestCorrect(uint64_t clock) {
+absl::Status Trainer::EvaluateTest(uint64_t clock, EpochReport* report) {
   // Batches of 1024 (the CPU backend's own evaluation batch for the MLP),
   // or of the training batch's size where each batch pulls its rows.
   const int64_t total = data_->test_size();
   const int batch = front_.has_value() ? std::max(1, data_->max_batch()) : 1024;
-  int64_t correct = 0;
+  TestTally tally(classes_);
   for (int64_t begin = 0; begin < total; begin += batch) {
     ASSIGN_OR_RETURN(const int n, data_->TestBatch(begin, batch, &eval_));
     const float* x = eval_.x.data();
     if (front_.has_value()) {
       ASSIGN_OR_RETURN(x, FrontInput(clock, eval_, n));
     }
-    ASSIGN_OR_RETURN(int64_t c,
-                     model_->CountCorrect(params_, x, eval_.y.data(), n));
-    correct += c;
+    if (tally.scored()) {
+      logits_.resize(static_cast<size_t>(n) * classes_);
+      RETURN_IF_ERROR(model_->Logits(params_, x, n, absl::MakeSpan(logits_)));
+      tally.AddLogits(logits_.data(), eval_.y.data(), n);
+    } else {
+      ASSIGN_OR_RETURN(int64_t c,
+                       model_->CountCorrect(params_, x, eval_.y.data(), n));
+      tally.AddCorrect(c);
+    }
   }
-  return correct;
+  tally.Fill(static_cast<uint64_t>(total), report);
+  return absl::OkStatus();
 }
 
 }  // namespace paramd

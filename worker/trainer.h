@@ -143,8 +143,9 @@ class Trainer {
   // pulled for a worker at `clock`.
   absl::StatusOr<const float*> FrontInput(uint64_t clock,
                                           const SampleBatch& samples, int n);
-  // Correct predictions on this rank's test share at `clock`.
-  absl::StatusOr<int64_t> CountTestCorrect(uint64_t clock);
+  // Evaluates this rank's test share at `clock` into the report's test
+  // fields (worker/test_tally.h).
+  absl::Status EvaluateTest(uint64_t clock, EpochReport* report);
   // After `why` (ABORTED: a shard no longer counts the rank), registers
   // again; `*clock` is where training goes on.
   absl::Status Rejoin(const absl::Status& why, uint64_t* clock);
@@ -166,8 +167,11 @@ class Trainer {
   const std::unique_ptr<TrainingData> data_;
   std::unique_ptr<Model> model_;
   std::unique_ptr<ParameterClient> client_;
-  // A batch of the test share, converted per evaluation batch.
+  // A batch of the test share, converted per evaluation batch; the
+  // model's classes, and a binary classifier's logits on such a batch.
   SampleBatch eval_;
+  int classes_ = 0;
+  std::vector<float> logits_;
 
   std::vector<float> params_;
   int64_t pulled_clock_ = -1;  // Clock whose parameters params_ holds.

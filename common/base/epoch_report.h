@@ -8,6 +8,8 @@
 
 #include <cstdint>
 
+#include "common/base/score_histogram.h"
+
 namespace paramd {
 
 struct EpochReport {
@@ -17,6 +19,11 @@ struct EpochReport {
   double train_seconds = 0;
   uint64_t test_correct = 0;  // On this rank's share of the test set.
   uint64_t test_total = 0;
+  // A binary classifier's test share (two classes: a click log's model)
+  // also gives its log loss and its scores by bin; other models leave
+  // both empty (test_loss_sum 0).
+  double test_loss_sum = 0;  // Sum of per-sample log loss.
+  ScoreHistogram test_scores;
 };
 
 }  // namespace paramd

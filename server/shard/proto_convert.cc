@@ -68,6 +68,12 @@ EpochReport ToEpochReport(const proto::ReportEpochRequest& request) {
   r.train_seconds = request.train_seconds();
   r.test_correct = request.test_correct();
   r.test_total = request.test_total();
+  r.test_loss_sum = request.test_loss_sum();
+  // RequestChecks::EpochReport has checked the lists' lengths.
+  r.test_scores.Assign({request.test_positives_by_score().begin(),
+                        request.test_positives_by_score().end()},
+                       {request.test_negatives_by_score().begin(),
+                        request.test_negatives_by_score().end()});
   return r;
 }
 
@@ -80,6 +86,12 @@ void FillEpochMetrics(const EpochSummary& e, proto::EpochMetrics* m) {
   m->set_test_total(e.test_total);
   m->set_train_samples(e.train_samples);
   m->set_samples_per_second(e.samples_per_second);
+  if (e.test_auc.has_value()) {
+    m->set_test_scored(true);
+    m->set_test_auc(e.test_auc->auc);
+    m->set_test_auc_error(e.test_auc->max_error);
+    m->set_test_log_loss(e.test_log_loss);
+  }
 }
 
 void FillHistogram(const HistogramSnapshot& snapshot,

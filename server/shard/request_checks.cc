@@ -4,6 +4,7 @@
 
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
+#include "common/base/score_histogram.h"
 #include "common/base/status_macros.h"
 #include "proto/paramd.pb.h"
 #include "server/shard/push_chunks.h"
@@ -177,6 +178,46 @@ absl::Status RequestChecks::EpochReport(
       return absl::InvalidArgumentError(absl::StrCat(
           "ReportEpoch: ", field, " ", value, " must be finite and >= 0"));
     }
+  }
+  return TestScores(request);
+}
+
+absl::Status RequestChecks::TestScores(
+    const proto::ReportEpochRequest& request) {
+  const int positives = request.test_positives_by_score_size();
+  const int negatives = request.test_negatives_by_score_size();
+  if (positives == 0 && negatives == 0) {
+    if (request.test_loss_sum() != 0) {
+      return absl::InvalidArgumentError(
+          "ReportEpoch: test_loss_sum is set without the test scores "
+          "(test_positives_by_score, test_negatives_by_score)");
+    }
+    return absl::OkStatus();
+  }
+  for (auto [field, size] : {std::pair{"test_positives_by_score", positives},
+                             std::pair{"test_negatives_by_score", negatives}}) {
+    if (size != kScoreBins) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "ReportEpoch: ", field, " holds ", size, " counts; expected ",
+          kScoreBins, " (one per score bin) or, with the other, none"));
+    }
+  }
+  // Summed in long double: no count of uint64s wraps it round to
+  // test_total.
+  long double scored = 0;
+  for (int b = 0; b < kScoreBins; ++b) {
+    scored += static_cast<long double>(request.test_positives_by_score(b)) +
+              request.test_negatives_by_score(b);
+  }
+  if (scored != static_cast<long double>(request.test_total())) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "ReportEpoch: the test scores count ", static_cast<double>(scored),
+        " samples; test_total is ", request.test_total()));
+  }
+  if (!std::isfinite(request.test_loss_sum()) || request.test_loss_sum() < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("ReportEpoch: test_loss_sum ", request.test_loss_sum(),
+                     " must be finite and >= 0"));
   }
   return absl::OkStatus();
 }

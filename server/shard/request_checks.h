@@ -91,10 +91,13 @@ class RequestChecks {
   // (float32, unset, or float16).
   static absl::Status PullDtype(const char* rpc, int dtype);
   // An epoch report's figures: the epoch in [1, training.epochs], finite
-  // non-negative sums, no more correct than total.
+  // non-negative sums, no more correct than total, and test scores either
+  // absent or one count per bin that add up to test_total.
   absl::Status EpochReport(const proto::ReportEpochRequest& request) const;
 
  private:
+  static absl::Status TestScores(const proto::ReportEpochRequest& request);
+
   const std::string job_id_;
   const int num_workers_;
   const int epochs_;                      // training.epochs

@@ -162,6 +162,25 @@ void AddStalls(const proto::ShardStatus& s, MetricFamilies& text) {
       static_cast<double>(s.stall_warnings()));
 }
 
+// A binary classifier's epochs: AUC and log loss (no family without one).
+void AddEpochScores(const proto::ShardStatus& s, MetricFamilies& text) {
+  bool declared = false;
+  for (const proto::EpochMetrics& e : s.epochs()) {
+    if (!e.test_scored()) continue;
+    if (!declared) {
+      text.Declare("paramd_epoch_test_auc", T::Gauge,
+                   "Test AUC after the epoch (a binary classifier), over "
+                   "every rank's share.");
+      text.Declare("paramd_epoch_test_log_loss", T::Gauge,
+                   "Test log loss after the epoch (a binary classifier).");
+      declared = true;
+    }
+    const MetricLabels epoch = {{"epoch", absl::StrCat(e.epoch())}};
+    text.Add("paramd_epoch_test_auc", epoch, e.test_auc());
+    text.Add("paramd_epoch_test_log_loss", epoch, e.test_log_loss());
+  }
+}
+
 // Training progress (shard 0 keeps the job's epochs).
 void AddEpochs(const proto::ShardStatus& s, MetricFamilies& text) {
   auto one = [&](const char* name, T type, const char* help, double value) {
@@ -181,6 +200,7 @@ void AddEpochs(const proto::ShardStatus& s, MetricFamilies& text) {
       text.Add("paramd_epoch_samples_per_second", epoch,
                e.samples_per_second());
     }
+    AddEpochScores(s, text);
     const proto::EpochMetrics& last = s.epochs(s.epochs_size() - 1);
     one("paramd_epoch", T::Gauge, "The last epoch any worker reported.",
         last.epoch());

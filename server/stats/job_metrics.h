@@ -7,6 +7,8 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
+#include <string>
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
@@ -14,6 +16,7 @@
 #include "absl/strings/string_view.h"
 #include "absl/synchronization/mutex.h"
 #include "common/base/epoch_report.h"
+#include "common/base/score_histogram.h"
 
 namespace paramd {
 
@@ -26,6 +29,10 @@ struct EpochSummary {
   uint64_t test_total = 0;
   uint64_t train_samples = 0;
   double samples_per_second = 0;  // All workers' samples / slowest worker.
+  // Where the reports carry test scores (a binary classifier): the AUC
+  // of the ranks' scores together, and their mean log loss.
+  std::optional<AucEstimate> test_auc;
+  double test_log_loss = 0;
 };
 
 class JobMetrics {
@@ -40,7 +47,8 @@ class JobMetrics {
       const std::vector<bool>& counted = {}) const;
 
   // Every report, as bytes for a checkpoint, and back (DataLoss when
-  // damaged; nothing changes then).
+  // damaged; nothing changes then). Restores the bytes of a build before
+  // test scores too (fixed records, none scored).
   std::string SaveState() const;
   absl::Status RestoreState(absl::string_view state);
 

@@ -285,6 +285,19 @@ TEST_CASE("an embedding_concat job trains on a click-log file over gRPC",
   CHECK(status.epochs(0).test_accuracy() > 1 - test_figures->clicks + 0.02);
   CHECK(status.epochs(0).test_accuracy() >
         test_figures->teacher_accuracy - 0.08);
+  // A binary classifier's evaluation also gives the AUC of the ranks'
+  // scores together, and their log loss: well above chance, no better
+  // than the teacher's (beyond the bins' bound), near its log loss.
+  const proto::EpochMetrics& e = status.epochs(0);
+  REQUIRE(e.test_scored());
+  INFO("AUC " << e.test_auc() << " +- " << e.test_auc_error()
+              << ", the teacher's " << test_figures->teacher_auc
+              << "; log loss " << e.test_log_loss() << ", the teacher's "
+              << test_figures->teacher_loss);
+  CHECK(e.test_auc_error() < 1e-3);
+  CHECK(e.test_auc() > 0.5 + (test_figures->teacher_auc - 0.5) * 0.8);
+  CHECK(e.test_auc() < test_figures->teacher_auc + e.test_auc_error());
+  CHECK(e.test_log_loss() < test_figures->teacher_loss + 0.1);
 }
 
 }  // namespace

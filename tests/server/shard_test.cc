@@ -7,10 +7,12 @@
 #include <cmath>
 #include <cstring>
 #include <thread>
+#include <tuple>
 
 #include "absl/strings/match.h"
 #include "common/base/cancellation.h"
 #include "common/base/half.h"
+#include "common/base/score_histogram.h"
 #include "tests/test_files.h"
 #include "tests/whole_push.h"
 
@@ -274,6 +276,20 @@ TEST_CASE("a pull may ask for float16; other dtypes are refused",
   }
 }
 
+// Gives the report 8192-bin test scores: `positives` and `negatives`
+// samples, all at p = 0.75 and 0.25.
+void Score(proto::ReportEpochRequest& r, int positives, int negatives) {
+  r.clear_test_positives_by_score();
+  r.clear_test_negatives_by_score();
+  for (int b = 0; b < kScoreBins; ++b) {
+    r.add_test_positives_by_score(b == ScoreHistogram::BinOf(0.75) ? positives
+                                                                   : 0);
+    r.add_test_negatives_by_score(b == ScoreHistogram::BinOf(0.25) ? negatives
+                                                                   : 0);
+  }
+  r.set_test_loss_sum(0.3 * (positives + negatives));
+}
+
 TEST_CASE("status reports the shard, its workers and the job's epochs",
           "[shard]") {
   Fixture f;
@@ -315,6 +331,34 @@ TEST_CASE("status reports the shard, its workers and the job's epochs",
   CHECK(e.train_loss() == Approx(2.0));           // (10 + 30) / 20
   CHECK(e.test_accuracy() == Approx(0.9));        // 90 / 100
   CHECK(e.samples_per_second() == Approx(10.0));  // 20 samples / 2 s
+  CHECK_FALSE(e.test_scored());  // Reports without test scores.
+}
+
+TEST_CASE("a binary classifier's test scores give the job's AUC and log loss",
+          "[shard]") {
+  Fixture f;
+  proto::ReportEpochRequest rep;
+  rep.set_job_id(f.config.job_id);
+  rep.set_epoch(1);
+  rep.set_train_samples(10);
+  // Rank 0: 3 positives at 0.75, 1 negative at 0.25; rank 1: 1 negative
+  // at 0.25. Every pair ordered: AUC 1.
+  for (auto [rank, positives, negatives] :
+       {std::tuple{0u, 3, 1}, std::tuple{1u, 0, 1}}) {
+    rep.set_rank(rank);
+    rep.set_test_total(positives + negatives);
+    rep.set_test_correct(positives + negatives);
+    Score(rep, positives, negatives);
+    REQUIRE(f.shard->ReportEpoch(rep).ok());
+  }
+  proto::ShardStatus st;
+  f.shard->GetStatus(&st);
+  REQUIRE(st.epochs_size() == 1);
+  const proto::EpochMetrics& e = st.epochs(0);
+  CHECK(e.test_scored());
+  CHECK(e.test_auc() == 1.0);
+  CHECK(e.test_auc_error() == 0.0);
+  CHECK(e.test_log_loss() == Approx(0.3));
 }
 
 TEST_CASE(
@@ -443,6 +487,25 @@ TEST_CASE("epoch reports with negative or non-finite figures are refused",
       {"test_correct 5 is more than test_total 4",
        [](auto& r) { r.set_test_correct(5); }},
       {"epoch 0 is outside [1, 2]", [](auto& r) { r.set_epoch(0); }},
+      {"test_loss_sum is set without the test scores",
+       [](auto& r) { r.set_test_loss_sum(1.5); }},
+      {"test_negatives_by_score holds 0 counts; expected 8192",
+       [](auto& r) {
+         Score(r, 0, 4);
+         r.clear_test_negatives_by_score();
+       }},
+      {"test_positives_by_score holds 8191 counts",
+       [](auto& r) {
+         Score(r, 0, 4);
+         r.mutable_test_positives_by_score()->RemoveLast();
+       }},
+      {"the test scores count 5 samples; test_total is 4",
+       [](auto& r) { Score(r, 2, 3); }},
+      {"test_loss_sum nan must be finite",
+       [](auto& r) {
+         Score(r, 1, 3);
+         r.set_test_loss_sum(NAN);
+       }},
   };
   for (const Case& c : cases) {
     proto::ReportEpochRequest bad = good;

@@ -30,6 +30,30 @@ TEST_CASE("push bytes per worker step sum the shards' averages", "[report]") {
   CHECK(PushBytesPhrase(PushBytes()).empty());
 }
 
+TEST_CASE(
+    "a binary classifier's epoch gets its AUC in the line and the "
+    "summary",
+    "[report]") {
+  proto::EpochMetrics e;
+  e.set_epoch(1);
+  e.set_test_accuracy(0.75);
+  CHECK(ScorePhrase(e).empty());
+  e.set_test_scored(true);
+  e.set_test_auc(0.71234);
+  e.set_test_auc_error(0.00002);
+  e.set_test_log_loss(0.5);
+  CHECK(ScorePhrase(e) == "  AUC 0.7123  log loss 0.5000");
+  JobConfig config;
+  config.job_id = "clicks";
+  config.training.epochs = 1;
+  const std::string json =
+      SummaryJson(config, {{1, e}}, 2.0, PushBytes(), 0, {});
+  CHECK_THAT(json, Catch::Contains("\"test_accuracy\": 0.750000, "
+                                   "\"test_auc\": 0.712340, "
+                                   "\"test_auc_error\": 0.000020, "
+                                   "\"test_log_loss\": 0.500000, "));
+}
+
 TEST_CASE("the median epoch's samples/s", "[report]") {
   std::map<int, proto::EpochMetrics> epochs;
   CHECK(MedianSamplesPerSecond(epochs) == 0);

@@ -237,6 +237,28 @@ TEST_CASE("embedding tables get a line per shard and table",
                                     "   999             77         4242\n"));
 }
 
+TEST_CASE("a binary classifier's epochs show their AUC and log loss",
+          "[status_format]") {
+  proto::ShardStatus st = Shard0();
+  proto::EpochMetrics* e = st.mutable_epochs(0);
+  e->set_test_scored(true);
+  e->set_test_auc(0.78125);
+  e->set_test_log_loss(0.4567);
+  const std::string table =
+      FormatStatusTable({ServerStatus{"127.0.0.1:5001", st}});
+  INFO(table);
+  CHECK_THAT(table,
+             Catch::Contains("EPOCH  REPORTED   TRAIN_LOSS   TEST_ACC "
+                             "TEST_AUC  LOG_LOSS    SAMPLES/S     DONE"));
+  // The epoch without scores (an earlier evaluation) shows dashes.
+  CHECK_THAT(table,
+             Catch::Contains("1      2/2            0.6000     0.8125 "
+                             "  0.7812    0.4567        25000      yes"));
+  CHECK_THAT(table,
+             Catch::Contains("2      1/2            0.4000     0.8400 "
+                             "       -         -        24000       no"));
+}
+
 TEST_CASE("a shard waiting for its workers to declare the model says so",
           "[status_format]") {
   proto::ShardStatus st;

@@ -21,11 +21,11 @@
 #include "common/config/job_config.h"
 #include "common/config/job_file.h"
 #include "tools/ctl/local_secrets.h"
+#include "tools/ctl/rpc/status_client.h"
 #include "tools/ctl/run_folder.h"
 #include "tools/ctl/run_report.h"
 #include "tools/ctl/server_fleet.h"
 #include "tools/ctl/server_watch.h"
-#include "tools/ctl/rpc/status_client.h"
 #include "tools/ctl/stop_signals.h"
 #include "tools/ctl/supervisor.h"
 #include "tools/ctl/worker_command.h"
@@ -293,10 +293,11 @@ class JobRun {
     }
     const proto::EpochMetrics& last = epochs_.rbegin()->second;
     Say(absl::StrFormat(
-        "done: %d epoch(s) in %s, final test accuracy %.4f, %.0f samples/s "
-        "(median epoch)%s%s",
+        "done: %d epoch(s) in %s, final test accuracy %.4f%s, %.0f "
+        "samples/s (median epoch)%s%s",
         config_.training.epochs, FormatDuration(wall), last.test_accuracy(),
-        MedianSamplesPerSecond(epochs_), PushBytesPhrase(push_),
+        ScorePhrase(last), MedianSamplesPerSecond(epochs_),
+        PushBytesPhrase(push_),
         restarts_ == 0 ? "" : absl::StrCat(", ", restarts_, " restart(s)")));
     if (!options_.summary_path.empty()) {
       if (!WriteSummary(wall)) return 1;
@@ -352,10 +353,10 @@ class JobRun {
       const double eta =
           elapsed / e.epoch() * (config_.training.epochs - e.epoch());
       Say(absl::StrFormat(
-          "epoch %d/%d  train loss %.4f  test accuracy %.4f  %.0f samples/s  "
-          "elapsed %s  ETA %s",
+          "epoch %d/%d  train loss %.4f  test accuracy %.4f%s  %.0f "
+          "samples/s  elapsed %s  ETA %s",
           e.epoch(), config_.training.epochs, e.train_loss(), e.test_accuracy(),
-          e.samples_per_second(), FormatDuration(elapsed),
+          ScorePhrase(e), e.samples_per_second(), FormatDuration(elapsed),
           FormatDuration(eta)));
     }
   }

@@ -23,6 +23,12 @@ std::string PushBytesPhrase(const PushBytes& push) {
                          push.wire / 1e3, 100 * push.wire / push.float32);
 }
 
+std::string ScorePhrase(const proto::EpochMetrics& epoch) {
+  if (!epoch.test_scored()) return "";
+  return absl::StrFormat("  AUC %.4f  log loss %.4f", epoch.test_auc(),
+                         epoch.test_log_loss());
+}
+
 double MedianSamplesPerSecond(
     const std::map<int, proto::EpochMetrics>& epochs) {
   std::vector<double> v;
@@ -39,12 +45,19 @@ std::string SummaryJson(
     const std::vector<std::pair<std::string, int>>& restarts_by_process) {
   std::string epoch_list;
   for (const auto& [n, e] : epochs) {
+    const std::string scores =
+        e.test_scored()
+            ? absl::StrFormat(
+                  "\"test_auc\": %.6f, \"test_auc_error\": %.6f, "
+                  "\"test_log_loss\": %.6f, ",
+                  e.test_auc(), e.test_auc_error(), e.test_log_loss())
+            : "";
     absl::StrAppendFormat(&epoch_list,
                           "%s\n    {\"epoch\": %d, \"train_loss\": %.6f, "
-                          "\"test_accuracy\": %.6f, "
+                          "\"test_accuracy\": %.6f, %s"
                           "\"samples_per_second\": %.1f}",
                           epoch_list.empty() ? "" : ",", e.epoch(),
-                          e.train_loss(), e.test_accuracy(),
+                          e.train_loss(), e.test_accuracy(), scores,
                           e.samples_per_second());
   }
   std::string by_process;

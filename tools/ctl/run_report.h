@@ -29,6 +29,10 @@ PushBytes PushBytesPerStep(const std::vector<ServerStatus>& shards);
 // unknown.
 std::string PushBytesPhrase(const PushBytes& push);
 
+// "  AUC 0.7712  log loss 0.5123" for an epoch with test scores (a binary
+// classifier's), else empty.
+std::string ScorePhrase(const proto::EpochMetrics& epoch);
+
 // The median of the epochs' samples/s (0 with none).
 double MedianSamplesPerSecond(const std::map<int, proto::EpochMetrics>& epochs);
 

@@ -243,14 +243,27 @@ std::string TableLines(const std::vector<ServerStatus>& servers) {
 
 std::string EpochLines(const proto::ShardStatus& shard0) {
   if (shard0.epochs_size() == 0) return "";
-  std::string out =
-      absl::StrFormat("\n%-6s %-9s %11s %10s %12s %8s\n", "EPOCH", "REPORTED",
-                      "TRAIN_LOSS", "TEST_ACC", "SAMPLES/S", "DONE");
+  // A binary classifier's epochs also give AUC and log loss.
+  bool scored = false;
   for (const proto::EpochMetrics& e : shard0.epochs()) {
+    scored = scored || e.test_scored();
+  }
+  std::string out = absl::StrFormat(
+      "\n%-6s %-9s %11s %10s%s %12s %8s\n", "EPOCH", "REPORTED", "TRAIN_LOSS",
+      "TEST_ACC",
+      scored ? absl::StrFormat(" %8s %9s", "TEST_AUC", "LOG_LOSS") : "",
+      "SAMPLES/S", "DONE");
+  for (const proto::EpochMetrics& e : shard0.epochs()) {
+    std::string scores;
+    if (scored && e.test_scored()) {
+      scores = absl::StrFormat(" %8.4f %9.4f", e.test_auc(), e.test_log_loss());
+    } else if (scored) {
+      scores = absl::StrFormat(" %8s %9s", "-", "-");
+    }
     absl::StrAppendFormat(
-        &out, "%-6d %-9s %11.4f %10.4f %12.0f %8s\n", e.epoch(),
+        &out, "%-6d %-9s %11.4f %10.4f%s %12.0f %8s\n", e.epoch(),
         absl::StrCat(e.workers_reported(), "/", shard0.workers_size()),
-        e.train_loss(), e.test_accuracy(), e.samples_per_second(),
+        e.train_loss(), e.test_accuracy(), scores, e.samples_per_second(),
         e.complete() ? "yes" : "no");
   }
   return out;

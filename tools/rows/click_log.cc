@@ -1,5 +1,6 @@
 #include "tools/rows/click_log.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <memory>
@@ -57,6 +58,27 @@ int ClickLog::Sample(uint64_t index, uint32_t* values,
   return label;
 }
 
+double ExactAuc(std::vector<double>* positives,
+                std::vector<double>* negatives) {
+  if (positives->empty() || negatives->empty()) return 0;
+  std::sort(positives->begin(), positives->end());
+  std::sort(negatives->begin(), negatives->end());
+  // For each positive, the negatives below it and those equal to it.
+  long double ordered = 0;
+  size_t below = 0, through = 0;
+  for (double p : *positives) {
+    while (below < negatives->size() && (*negatives)[below] < p) ++below;
+    through = std::max(through, below);
+    while (through < negatives->size() && (*negatives)[through] <= p) {
+      ++through;
+    }
+    ordered += below + 0.5L * (through - below);
+  }
+  return static_cast<double>(
+      ordered /
+      (static_cast<long double>(positives->size()) * negatives->size()));
+}
+
 absl::StatusOr<ClickLogFigures> WriteClickLogFile(const ClickLog& log,
                                                   uint64_t first, int64_t count,
                                                   const std::string& path) {
@@ -67,6 +89,7 @@ absl::StatusOr<ClickLogFigures> WriteClickLogFile(const ClickLog& log,
   }
   ClickLogFigures f;
   std::vector<uint32_t> values(log.fields());
+  std::vector<double> positives, negatives;  // The teacher's p by label.
   std::string line;
   char hex[16];
   for (int64_t i = 0; i < count; ++i) {
@@ -78,6 +101,8 @@ absl::StatusOr<ClickLogFigures> WriteClickLogFile(const ClickLog& log,
     f.teacher_loss += loss;
     f.teacher_accuracy += predicts_click == (label == 1) ? 1 : 0;
     f.clicks += label;
+    (label == 1 ? positives : negatives)
+        .push_back(label == 1 ? p_label : 1.0 - p_label);
     line.assign(1, static_cast<char>('0' + label));
     for (uint32_t v : values) {
       std::snprintf(hex, sizeof(hex), "\t%08x", v);
@@ -92,6 +117,7 @@ absl::StatusOr<ClickLogFigures> WriteClickLogFile(const ClickLog& log,
     return absl::DataLossError(absl::StrCat(path, ": write failed"));
   }
   f.samples = count;
+  f.teacher_auc = ExactAuc(&positives, &negatives);
   if (count > 0) {
     f.clicks /= count;
     f.teacher_loss /= count;

@@ -13,6 +13,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
 
@@ -59,7 +60,14 @@ struct ClickLogFigures {
   double clicks = 0;            // Share of label 1.
   double teacher_loss = 0;      // Mean log loss.
   double teacher_accuracy = 0;  // Predicting a click where p > 1/2.
+  // The exact area under the ROC curve of the teacher's p (ties counted
+  // half): what a learner's AUC on these samples approaches from below.
+  double teacher_auc = 0;
 };
+
+// The exact AUC of scores by label (ties counted half); 0 when either
+// class has no sample. Sorts both.
+double ExactAuc(std::vector<double>* positives, std::vector<double>* negatives);
 
 // Writes samples [first, first + count) of `log` as a click-log file
 // (worker/data/click_log_file.h): a line each, the label then every

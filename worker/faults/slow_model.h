@@ -49,6 +49,10 @@ class SlowModel final : public Model {
                                        int n) override {
     return inner_->CountCorrect(params, x, y, n);
   }
+  absl::Status Logits(absl::Span<const float> params, const float* x, int n,
+                      absl::Span<float> out) override {
+    return inner_->Logits(params, x, n, out);
+  }
 
  private:
   // Waits out per_step_ on the clock.

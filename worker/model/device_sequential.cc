@@ -85,6 +85,7 @@ absl::Status DeviceSequential::UploadBatch(const float* x, const int32_t* y,
       static_cast<size_t>(n) * graph_.input.size() * sizeof(float);
   std::memcpy(h_x_.get(), x, bytes);
   RETURN_IF_ERROR(ops_->CopyToDevice(x_.get(), h_x_.get(), bytes));
+  if (y == nullptr) return absl::OkStatus();
   std::memcpy(h_y_.get(), y, static_cast<size_t>(n) * sizeof(int32_t));
   return ops_->CopyToDevice(y_.get(), h_y_.get(),
                             static_cast<size_t>(n) * sizeof(int32_t));
@@ -240,6 +241,31 @@ absl::StatusOr<int64_t> DeviceSequential::CountCorrect(
   RETURN_IF_ERROR(ops_->CopyToHost(h_sum_.get(), sum_.get(), sizeof(double)));
   RETURN_IF_ERROR(ops_->Finish());
   return static_cast<int64_t>(*h_sum_.get());
+}
+
+absl::Status DeviceSequential::Logits(absl::Span<const float> params,
+                                      const float* x, int n,
+                                      absl::Span<float> out) {
+  if (static_cast<int64_t>(params.size()) != num_params_) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "Logits: ", params.size(), " parameters; the model has ", num_params_));
+  }
+  const int classes = graph_.classes();
+  RETURN_IF_ERROR(CheckLogitsRoom(n, classes, out.size()));
+  RETURN_IF_ERROR(UploadParams(params, 0, num_params_));
+  const int64_t inputs = graph_.input.size();
+  for (int begin = 0; begin < n; begin += max_batch_) {
+    const int m = std::min(max_batch_, n - begin);
+    RETURN_IF_ERROR(ops_->Finish());
+    RETURN_IF_ERROR(UploadBatch(x + begin * inputs, nullptr, m));
+    const DevicePass pass{params_.get(), nullptr, /*training=*/false, seed_, m};
+    RETURN_IF_ERROR(Forward(pass, params, nullptr));
+    RETURN_IF_ERROR(ops_->CopyToHost(
+        out.data() + static_cast<size_t>(begin) * classes, act_.back().get(),
+        static_cast<size_t>(m) * classes * sizeof(float)));
+    RETURN_IF_ERROR(ops_->Finish());
+  }
+  return absl::OkStatus();
 }
 
 }  // namespace paramd

@@ -50,6 +50,8 @@ class DeviceSequential : public Model {
   absl::StatusOr<int64_t> CountCorrect(absl::Span<const float> params,
                                        const float* x, const int32_t* y,
                                        int n) override;
+  absl::Status Logits(absl::Span<const float> params, const float* x, int n,
+                      absl::Span<float> out) override;
 
  private:
   DeviceSequential(LayerGraph graph, int max_batch,
@@ -59,7 +61,8 @@ class DeviceSequential : public Model {
                                  const int32_t* y, int n,
                                  absl::Span<float> grads,
                                  const StepHooks* hooks);
-  // Stages the batch (and its labels) and sends it up.
+  // Stages the batch (and its labels, where y is not null) and sends it
+  // up.
   absl::Status UploadBatch(const float* x, const int32_t* y, int n);
   // Sends params [begin, end) up through the pinned staging.
   absl::Status UploadParams(absl::Span<const float> params, int64_t begin,

@@ -32,4 +32,13 @@ absl::Status CheckStepArguments(int n, int max_batch, size_t params,
   return absl::OkStatus();
 }
 
+absl::Status CheckLogitsRoom(int n, int classes, size_t out) {
+  if (n < 0 || out < static_cast<size_t>(n) * classes) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("Logits: ", n, " samples of ", classes,
+                     " classes, room for ", out, " logits"));
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace paramd

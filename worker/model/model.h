@@ -83,6 +83,15 @@ class Model {
   virtual absl::StatusOr<int64_t> CountCorrect(absl::Span<const float> params,
                                                const float* x, const int32_t* y,
                                                int n) = 0;
+
+  // The n samples' logits, n × classes into `out` (at least that long),
+  // as evaluation computes them (no dropout; batch norm's running
+  // statistics). Unimplemented where a backend cannot.
+  virtual absl::Status Logits(absl::Span<const float> params, const float* x,
+                              int n, absl::Span<float> out) {
+    return absl::UnimplementedError(
+        absl::StrCat(Describe(), ": no logits for evaluation"));
+  }
 };
 
 // What every backend's ComputeGradients refuses before it computes: a
@@ -90,6 +99,9 @@ class Model {
 // long. InvalidArgument naming the call, else OK.
 absl::Status CheckStepArguments(int n, int max_batch, size_t params,
                                 size_t grads, int64_t num_params);
+
+// What Logits refuses: n < 0, or `out` shorter than n × classes.
+absl::Status CheckLogitsRoom(int n, int classes, size_t out);
 
 }  // namespace paramd
 

@@ -182,4 +182,21 @@ absl::StatusOr<int64_t> CpuSequential::CountCorrect(
   return correct;
 }
 
+absl::Status CpuSequential::Logits(absl::Span<const float> params,
+                                   const float* x, int n,
+                                   absl::Span<float> out) {
+  RETURN_IF_ERROR(CheckParams("Logits", params.size()));
+  const int classes = graph_.classes();
+  RETURN_IF_ERROR(CheckLogitsRoom(n, classes, out.size()));
+  const int64_t inputs = graph_.input.size();
+  for (int begin = 0; begin < n; begin += eval_batch_) {
+    const int m = std::min(eval_batch_, n - begin);
+    LayerPass pass{params, {}, nullptr, /*training=*/false, seed_, m};
+    RETURN_IF_ERROR(Forward(pass, x + begin * inputs));
+    std::copy_n(act_.back().data(), static_cast<size_t>(m) * classes,
+                out.data() + static_cast<size_t>(begin) * classes);
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace paramd

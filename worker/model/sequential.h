@@ -51,6 +51,8 @@ class CpuSequential : public Model {
   absl::StatusOr<int64_t> CountCorrect(absl::Span<const float> params,
                                        const float* x, const int32_t* y,
                                        int n) override;
+  absl::Status Logits(absl::Span<const float> params, const float* x, int n,
+                      absl::Span<float> out) override;
 
  private:
   absl::StatusOr<double> Compute(absl::Span<const float> params, const float* x,

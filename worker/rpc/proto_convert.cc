@@ -28,6 +28,13 @@ proto::ReportEpochRequest ToReportEpochRequest(const EpochReport& report,
   r.set_train_seconds(report.train_seconds);
   r.set_test_correct(report.test_correct);
   r.set_test_total(report.test_total);
+  r.set_test_loss_sum(report.test_loss_sum);
+  r.mutable_test_positives_by_score()->Add(
+      report.test_scores.positives().begin(),
+      report.test_scores.positives().end());
+  r.mutable_test_negatives_by_score()->Add(
+      report.test_scores.negatives().begin(),
+      report.test_scores.negatives().end());
   return r;
 }
 

@@ -1,0 +1,156 @@
+#!/usr/bin/python3
+"""The click-through reference: rows_bench's model in plain PyTorch, one
+process, the whole table in memory.
+
+Reads the click-log files rows_bench writes (`rows_bench --keep_dir`:
+train.tsv, test.tsv — a label, then each field's value as 8 hex digits,
+tab-separated) and trains what rows_bench's job file says, as paramd's sync
+policy computes it: each field's value is a row of one embedding table
+(dim 16, normal(0, init_scale) initial values, Adagrad), the rows side by
+side (embedding_concat), a dense layer, ReLU, a dense layer of 2 and
+softmax cross-entropy; dense layers under Adam. paramd's sync round
+averages its workers' gradients of their mean losses, so W workers of
+batch B step as one process on batches of W x B consecutive lines: this
+takes --batch as that global batch. Prints the progressive log loss (each
+batch's loss before it is trained on, over the pass), the test log loss,
+accuracy and exact AUC (ties counted half) — the figures rows_bench prints
+for paramd on the same files.
+
+    /usr/bin/python3 tools/rows/click_reference.py DIR [--batch 2048]
+"""
+
+import argparse
+import os
+import sys
+import time
+
+import numpy as np
+import torch
+
+
+def read_log(path, fields):
+    """Labels [n] and the fields' values [n, fields] as int64."""
+    raw = np.fromfile(path, dtype=np.uint8)
+    width = 1 + 9 * fields + 1  # label, tab + 8 hex digits per field, \n
+    if raw.size % width != 0 or raw.size == 0:
+        raise SystemExit(f"{path}: not a click log of {fields} fields in "
+                         f"fixed-width lines of {width} bytes")
+    lines = raw.reshape(-1, width)
+    if not (np.all(lines[:, -1] == ord("\n")) and
+            np.all(lines[:, 1:-1:9] == ord("\t"))):
+        raise SystemExit(f"{path}: a line is not label<TAB>8 hex digits x "
+                         f"{fields}")
+    labels = (lines[:, 0] - ord("0")).astype(np.int64)
+    if labels.min() < 0 or labels.max() > 1:
+        raise SystemExit(f"{path}: a label is not 0 or 1")
+    digits = lines[:, 1:-1].reshape(-1, fields, 9)[:, :, 1:].astype(np.int64)
+    if not np.all(((digits >= ord("0")) & (digits <= ord("9"))) |
+                  ((digits >= ord("a")) & (digits <= ord("f")))):
+        raise SystemExit(f"{path}: a value is not 8 lowercase hex digits "
+                         f"(rows_bench's layout; other tokens are not read "
+                         f"here)")
+    nibbles = np.where(digits >= ord("a"), digits - ord("a") + 10,
+                       digits - ord("0"))
+    values = np.zeros(nibbles.shape[:2], dtype=np.int64)
+    for k in range(8):
+        values = values * 16 + nibbles[:, :, k]
+    return labels, values
+
+
+def exact_auc(scores, labels):
+    """Area under the ROC curve, ties counted half (mean ranks)."""
+    order = np.argsort(scores, kind="mergesort")
+    sorted_scores = scores[order]
+    ranks = np.empty(scores.size, dtype=np.float64)
+    # Mean 1-based rank of each run of equal scores.
+    starts = np.flatnonzero(np.r_[True, sorted_scores[1:] != sorted_scores[:-1]])
+    ends = np.r_[starts[1:], scores.size]
+    run_rank = (starts + 1 + ends) / 2.0
+    ranks[order] = np.repeat(run_rank, ends - starts)
+    positives = labels.sum()
+    negatives = labels.size - positives
+    if positives == 0 or negatives == 0:
+        return float("nan")
+    rank_sum = ranks[labels == 1].sum()
+    return (rank_sum - positives * (positives + 1) / 2) / (positives * negatives)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("dir", help="rows_bench --keep_dir's folder")
+    ap.add_argument("--fields", type=int, default=26)
+    ap.add_argument("--batch", type=int, default=2048,
+                    help="global batch: paramd's workers x batch_size")
+    ap.add_argument("--dim", type=int, default=16)
+    ap.add_argument("--hidden", type=int, default=64)
+    ap.add_argument("--init_scale", type=float, default=0.01)
+    ap.add_argument("--table_lr", type=float, default=0.05)
+    ap.add_argument("--dense_lr", type=float, default=0.001)
+    ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--threads", type=int, default=2)
+    args = ap.parse_args()
+    torch.manual_seed(args.seed)
+    torch.set_num_threads(args.threads)
+
+    began = time.time()
+    y_train, v_train = read_log(os.path.join(args.dir, "train.tsv"), args.fields)
+    y_test, v_test = read_log(os.path.join(args.dir, "test.tsv"), args.fields)
+    # One row per (field, value) in either file: a test value never trained
+    # keeps its initial value, as an untouched row does on the servers.
+    keys = np.concatenate([v_train, v_test]) | (
+        np.arange(args.fields, dtype=np.int64) << 32)
+    distinct, ids = np.unique(keys, return_inverse=True)
+    ids = ids.reshape(keys.shape)
+    ids_train = torch.from_numpy(ids[: len(y_train)])
+    ids_test = torch.from_numpy(ids[len(y_train):])
+    print(f"read {len(y_train)} training and {len(y_test)} test samples, "
+          f"{distinct.size} distinct rows, in {time.time() - began:.1f} s",
+          flush=True)
+
+    table = torch.nn.Embedding(distinct.size, args.dim, sparse=True)
+    torch.nn.init.normal_(table.weight, 0.0, args.init_scale)
+    dense = torch.nn.Sequential(
+        torch.nn.Linear(args.fields * args.dim, args.hidden), torch.nn.ReLU(),
+        torch.nn.Linear(args.hidden, 2))
+    table_opt = torch.optim.Adagrad(table.parameters(), lr=args.table_lr,
+                                    eps=1e-10)
+    dense_opt = torch.optim.Adam(dense.parameters(), lr=args.dense_lr,
+                                 eps=1e-8)
+
+    def logits(batch_ids):
+        return dense(table(batch_ids).reshape(len(batch_ids), -1))
+
+    labels = torch.from_numpy(y_train)
+    loss_sum = 0.0
+    began = time.time()
+    for at in range(0, len(y_train), args.batch):
+        batch = slice(at, at + args.batch)
+        loss = torch.nn.functional.cross_entropy(logits(ids_train[batch]),
+                                                 labels[batch])
+        table_opt.zero_grad()
+        dense_opt.zero_grad()
+        loss.backward()
+        table_opt.step()
+        dense_opt.step()
+        loss_sum += loss.item() * len(labels[batch])
+    seconds = time.time() - began
+
+    with torch.no_grad():
+        z = torch.cat([logits(ids_test[at: at + 8192])
+                       for at in range(0, len(y_test), 8192)])
+    test_labels = torch.from_numpy(y_test)
+    test_loss = torch.nn.functional.cross_entropy(z, test_labels).item()
+    accuracy = (z.argmax(1) == test_labels).double().mean().item()
+    p_click = torch.softmax(z.double(), 1)[:, 1].numpy()
+    print(f"training: {len(y_train)} samples in {seconds:.1f} s "
+          f"({len(y_train) / seconds:.0f} samples/s), batch {args.batch}")
+    print(f"log loss (progressive, the whole pass): "
+          f"{loss_sum / len(y_train):.4f}")
+    print(f"test accuracy: {accuracy:.4f}")
+    print(f"test AUC: {exact_auc(p_click, y_test):.4f} (exact); test log loss "
+          f"{test_loss:.4f}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
