@@ -7,6 +7,8 @@
 
 #include <cstdint>
 
+#include "absl/status/status.h"
+#include "absl/types/span.h"
 #include "common/base/epoch_report.h"
 
 namespace paramd {
@@ -24,6 +26,14 @@ class TestTally {
   // sample's log loss and its probability of class 1 by label.
   void AddLogits(const float* logits, const int32_t* y, int n);
   void AddCorrect(int64_t correct) { correct_ += correct; }
+  // A binary classifier's samples given as each one's probability p of
+  // class 1 (a framework worker's evaluation): counted correct where
+  // p > 1/2 says the label, log loss -log p(label) (at most -log 1e-15).
+  // InvalidArgument naming `scores` or `labels` (a p outside [0, 1] or
+  // not finite, a label not 0 or 1, lengths that differ; nothing added
+  // then), or where the model is not a binary one.
+  absl::Status AddProbabilities(absl::Span<const double> scores,
+                                absl::Span<const int64_t> labels);
 
   // Sets the report's test fields; `total` samples were evaluated.
   void Fill(uint64_t total, EpochReport* report) const;

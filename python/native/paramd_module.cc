@@ -16,6 +16,7 @@
 #include "common/base/logging.h"
 #include "common/base/process_setup.h"
 #include "python/native/framework_worker.h"
+#include "worker/test_tally.h"
 
 namespace py = pybind11;
 
@@ -156,7 +157,8 @@ uint64_t Step(FrameworkWorker& w, const py::array& grads, float loss,
 
 void ReportEpoch(FrameworkWorker& w, int epoch, double loss_sum,
                  uint64_t samples, double seconds, uint64_t correct,
-                 uint64_t total) {
+                 uint64_t total, const py::object& scores,
+                 const py::object& labels) {
   EpochReport r;
   r.epoch = epoch;
   r.train_loss_sum = loss_sum;
@@ -164,6 +166,28 @@ void ReportEpoch(FrameworkWorker& w, int epoch, double loss_sum,
   r.train_seconds = seconds;
   r.test_correct = correct;
   r.test_total = total;
+  if (scores.is_none() != labels.is_none()) {
+    throw py::value_error("report_epoch: pass scores= and labels= together");
+  }
+  if (!scores.is_none()) {
+    // A binary classifier's test share: its log loss and scores by bin
+    // (worker/test_tally.h), the correct count and total from them.
+    using Doubles =
+        py::array_t<double, py::array::c_style | py::array::forcecast>;
+    using Labels =
+        py::array_t<int64_t, py::array::c_style | py::array::forcecast>;
+    const Doubles p = Doubles::ensure(scores);
+    const Labels y = Labels::ensure(labels);
+    if (!p || !y || p.ndim() != 1 || y.ndim() != 1) {
+      throw py::value_error(
+          "report_epoch: scores and labels must be 1-D arrays of numbers");
+    }
+    TestTally tally(2);
+    Raise(tally.AddProbabilities(
+        absl::MakeConstSpan(p.data(), static_cast<size_t>(p.size())),
+        absl::MakeConstSpan(y.data(), static_cast<size_t>(y.size()))));
+    tally.Fill(static_cast<uint64_t>(p.size()), &r);
+  }
   py::gil_scoped_release release;
   Raise(w.ReportEpoch(r));
 }
@@ -266,7 +290,8 @@ PYBIND11_MODULE(_native, m) {
            py::arg("params"))
       .def("report_epoch", &paramd::ReportEpoch, py::arg("epoch"),
            py::arg("loss_sum"), py::arg("samples"), py::arg("seconds"),
-           py::arg("correct"), py::arg("total"))
+           py::arg("correct"), py::arg("total"), py::arg("scores") = py::none(),
+           py::arg("labels") = py::none())
       .def("finish", &FrameworkWorker::Finish,
            py::call_guard<py::gil_scoped_release>());
 }

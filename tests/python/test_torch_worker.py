@@ -4,6 +4,7 @@ async and ssp, a model that differs from the job's, the GIL released
 during a blocking step."""
 
 import json
+import math
 import os
 import subprocess
 import sys
@@ -277,6 +278,40 @@ def test_report_epoch_reaches_status(tmp_path, servers):
     epochs = shards[0].get("epochs", [])
     assert epochs, shards[0]
     assert int(epochs[0]["epoch"]) == 1
+
+
+def test_a_binary_classifiers_scores_give_the_jobs_auc(tmp_path, servers):
+    cluster = write_job(tmp_path, servers, make_model(), policy="async")
+    model = make_model()
+    ctx = context(cluster, 0)
+    opt = pt.DistributedOptimizer(model, ctx)
+    run_rank(model, opt, batches(0, 3), [])
+    # Bad scores are refused naming what is wrong, and nothing is filed.
+    with pytest.raises(ValueError, match="together"):
+        opt.report_epoch(loss=0.5, scores=[0.5])
+    with pytest.raises(ValueError, match="not both"):
+        opt.report_epoch(loss=0.5, scores=[0.5], labels=[1], correct=1,
+                         total=1)
+    with pytest.raises(ValueError, match="labels: every label must be 0 or 1"):
+        opt.report_epoch(loss=0.5, scores=[0.5], labels=[0.5])
+    with pytest.raises(ValueError, match=r"scores\[1\]: 1.5 is not a "
+                                         r"probability"):
+        opt.report_epoch(loss=0.5, scores=[0.5, 1.5], labels=[0, 1])
+    with pytest.raises(ValueError, match="2 of them for 1 labels"):
+        opt.report_epoch(loss=0.5, scores=[0.5, 0.5], labels=[0])
+    assert not status_of(cluster)[0].get("epochs")
+    # Positives at 0.9 and 0.4, negatives at 0.2 and 0.6: 3 of 4 pairs.
+    scores = torch.tensor([0.9, 0.2, 0.4, 0.6])
+    labels = torch.tensor([1, 0, 1, 0])
+    opt.report_epoch(loss=0.5, scores=scores, labels=labels)
+    (epoch,) = status_of(cluster)[0]["epochs"]
+    assert epoch["test_scored"]
+    assert epoch["test_auc"] == pytest.approx(0.75)
+    assert int(epoch["test_total"]) == 4
+    assert epoch["test_accuracy"] == pytest.approx(0.5)  # 0.9 and 0.2 right
+    expected = -sum(math.log(p) for p in (0.9, 0.8, 0.4, 0.4)) / 4
+    # (The scores were float32.)
+    assert epoch["test_log_loss"] == pytest.approx(expected, rel=1e-6)
 
 
 def test_report_epoch_defaults_to_the_mean_step_loss_and_the_clocks_epoch(

@@ -34,6 +34,33 @@ TEST_CASE("test tally: two classes give loss and scores", "[evaluation]") {
   CHECK(r.test_scores.Auc()->auc == 0.25);
 }
 
+TEST_CASE("test tally: a framework worker's probabilities, checked first",
+          "[evaluation]") {
+  TestTally tally(2);
+  const std::vector<double> p = {0.9, 0.2, 0.4, 0.6, 0.0};
+  const std::vector<int64_t> y = {1, 0, 1, 0, 1};
+  // Nothing is added from a call that is refused.
+  absl::Status s = tally.AddProbabilities({0.5, 1.5}, {0, 1});
+  CHECK(s.message() == "scores[1]: 1.5 is not a probability in [0, 1]");
+  s = tally.AddProbabilities({0.5, std::nan("")}, {0, 1});
+  CHECK(absl::IsInvalidArgument(s));
+  s = tally.AddProbabilities({0.5, 0.5}, {0, 2});
+  CHECK(s.message() == "labels[1]: 2 is not 0 or 1");
+  s = tally.AddProbabilities({0.5}, {0, 1});
+  CHECK(s.message() == "scores: 1 of them for 2 labels");
+  REQUIRE(tally.AddProbabilities(p, y).ok());
+  EpochReport r;
+  tally.Fill(5, &r);
+  CHECK(r.test_correct == 2);  // 0.9 and 0.2.
+  // -log of 0.9, 0.8, 0.4, 0.4 and of 0, taken as 1e-15.
+  CHECK(r.test_loss_sum ==
+        Approx(-std::log(0.9 * 0.8 * 0.4 * 0.4) - std::log(1e-15)));
+  REQUIRE(r.test_scores.samples() == 5);
+  // Positives 0.9, 0.4, 0.0 against negatives 0.2, 0.6: 3 of 6 pairs.
+  CHECK(r.test_scores.Auc()->auc == 0.5);
+  CHECK(absl::IsInvalidArgument(TestTally(10).AddProbabilities(p, y)));
+}
+
 TEST_CASE("test tally: more classes count correct predictions only",
           "[evaluation]") {
   TestTally tally(3);

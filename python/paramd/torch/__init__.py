@@ -31,11 +31,26 @@ pushes are the servers' and the client's, as for paramd-worker.
 import os
 import time
 
+import numpy as np
 import torch
 
 from .. import _native
 from .optimizers import optimizer_config, optimizer_section  # noqa: F401
 from .sampler import DistributedSampler  # noqa: F401
+
+def _numbers(values, what):
+    """A tensor (any device) or array-like as a 1-D NumPy array."""
+    if isinstance(values, torch.Tensor):
+        values = values.detach().cpu().reshape(-1).numpy()
+    try:
+        array = np.asarray(values)
+    except (TypeError, ValueError) as e:
+        raise ValueError(f"report_epoch: {what}: {e}") from None
+    if array.ndim != 1:
+        raise ValueError(f"report_epoch: {what}: expected one value per "
+                         f"test sample, got shape {array.shape}")
+    return array
+
 
 __all__ = [
     "init",
@@ -493,9 +508,14 @@ class DistributedOptimizer(torch.optim.Optimizer):
         return result
 
     def report_epoch(self, loss=None, correct=None, total=None, samples=None,
-                     seconds=None, epoch=None):
+                     seconds=None, epoch=None, scores=None, labels=None):
         """Reports a finished epoch: its mean training `loss` and this
-        rank's test result (`correct` of `total`). `loss` defaults to the
+        rank's test result (`correct` of `total`). A binary classifier
+        (a click model) passes instead `scores`, each test sample's
+        predicted probability of class 1, and its `labels` (0 or 1):
+        correct and total come from them (p > 1/2 predicts 1), and the
+        servers give the job's AUC and log loss over every rank's share
+        (docs/sparse-tables.md, "Evaluation"). `loss` defaults to the
         mean of the losses step() was given since the last report,
         `samples` to the steps since then × the job's batch size,
         `seconds` to the time since then, and `epoch` (1-based) to the
@@ -503,9 +523,24 @@ class DistributedOptimizer(torch.optim.Optimizer):
         DistributedSampler sets it: a restarted worker then reports the
         epoch it is in), else to one more than the last report's.
         paramctl status and the run's summary show the job's figures."""
-        if correct is None or total is None:
+        if (scores is None) != (labels is None):
+            raise ValueError("report_epoch: pass scores= and labels= "
+                             "together")
+        if scores is not None:
+            if correct is not None or total is not None:
+                raise ValueError("report_epoch: pass correct= and total=, "
+                                 "or scores= and labels=, not both")
+            scores = _numbers(scores, "scores").astype(np.float64)
+            labels = _numbers(labels, "labels")
+            if not np.isin(labels, (0, 1)).all():
+                raise ValueError("report_epoch: labels: every label must be "
+                                 "0 or 1")
+            labels = labels.astype(np.int64)
+            correct, total = 0, len(scores)
+        elif correct is None or total is None:
             raise ValueError("report_epoch: pass correct= and total= (this "
-                             "rank's test result)")
+                             "rank's test result), or a binary "
+                             "classifier's scores= and labels=")
         if loss is None:
             if self._losses == 0:
                 raise ValueError("report_epoch: no step was given a loss "
@@ -513,15 +548,17 @@ class DistributedOptimizer(torch.optim.Optimizer):
             loss = self._loss_sum / self._losses
         if epoch is None and self.steps_per_epoch:
             epoch = -(-self.clock // self.steps_per_epoch)  # ceil
-        self._epoch = self._epoch + 1 if epoch is None else int(epoch)
+        # Kept only once the report is taken: a refused one numbers nothing.
+        epoch = self._epoch + 1 if epoch is None else int(epoch)
         now = time.monotonic()
         if samples is None:
             samples = self._steps_since_report * self._worker.batch_size
         if seconds is None:
             seconds = now - self._since
-        self._worker.report_epoch(self._epoch, float(loss) * samples,
-                                  int(samples), float(seconds), int(correct),
-                                  int(total))
+        self._worker.report_epoch(epoch, float(loss) * samples, int(samples),
+                                  float(seconds), int(correct), int(total),
+                                  scores, labels)
+        self._epoch = epoch
         self._steps_since_report = 0
         self._loss_sum, self._losses = 0.0, 0
         self._since = now
