@@ -16,7 +16,17 @@ batch's loss before it is trained on, over the pass), the test log loss,
 accuracy and exact AUC (ties counted half) — the figures rows_bench prints
 for paramd on the same files.
 
+With --paramd_job FILE it writes instead a job file that trains the same
+model through paramd from PyTorch (2 servers x 2 workers, sync, batches
+of --batch / 2 per rank): the table's rows on the servers as a
+paramd.torch.EmbeddingBag, the dense layers' Adam taken from the script's
+torch.optim.Adam, each rank evaluating its share of the test file and
+reporting its scores, from which the servers give the job's AUC. paramctl
+run FILE runs this script as each worker (with --paramd).
+
     /usr/bin/python3 tools/rows/click_reference.py DIR [--batch 2048]
+    /usr/bin/python3 tools/rows/click_reference.py DIR --paramd_job J.yaml
+    paramctl run J.yaml
 """
 
 import argparse
@@ -75,6 +85,104 @@ def exact_auc(scores, labels):
     return (rank_sum - positives * (positives + 1) / 2) / (positives * negatives)
 
 
+# The paramd job's table: ids hashed into 2^32 rows (as paramd-worker's
+# click logs are), rows and optimizer as rows_bench's.
+PARAMD_ROWS = 1 << 32
+
+
+def paramd_job(args, path):
+    """The job file that runs this script under paramctl run."""
+    script = os.path.abspath(__file__)
+    folder = os.path.abspath(args.dir)
+    return f"""# The click-through reference through paramd from PyTorch (written by
+# tools/rows/click_reference.py --paramd_job).
+job: {{id: click-torch, seed: {args.seed}}}
+cluster: {{servers: ["127.0.0.1:0", "127.0.0.1:0"], workers: 2}}
+model:
+  type: tensors
+  embeddings:
+    - name: clicks
+      rows: {PARAMD_ROWS}
+      dim: {args.dim}
+      init: normal
+      init_scale: {args.init_scale}
+      optimizer: {{type: adagrad, learning_rate: {args.table_lr}}}
+training: {{epochs: 1, batch_size: {args.batch // 2}, shuffle: false}}
+policy: {{type: sync}}
+liveness: {{lease_seconds: 60, heartbeat_seconds: 1}}
+worker:
+  command: ["/usr/bin/python3", "{script}", "{folder}", "--paramd",
+            "--dim", "{args.dim}", "--hidden", "{args.hidden}",
+            "--dense_lr", "{args.dense_lr}", "--fields", "{args.fields}",
+            "--threads", "1"]
+"""
+
+
+def row_ids(values):
+    """(field, value) → a row of the paramd table: a 64-bit mix of both."""
+    fields = np.arange(values.shape[1], dtype=np.uint64)
+    with np.errstate(over="ignore"):
+        h = values.astype(np.uint64) | (fields << np.uint64(32))
+        h = (h ^ (h >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+        h = (h ^ (h >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+        h ^= h >> np.uint64(31)
+    return torch.from_numpy((h % np.uint64(PARAMD_ROWS)).astype(np.int64))
+
+
+class ClickModel(torch.nn.Module):
+    """The fields' rows side by side, a dense layer, ReLU, 2 logits."""
+
+    def __init__(self, table, fields, dim, hidden):
+        super().__init__()
+        self.table = table
+        self.dense = torch.nn.Sequential(
+            torch.nn.Linear(fields * dim, hidden), torch.nn.ReLU(),
+            torch.nn.Linear(hidden, 2))
+
+    def forward(self, ids):
+        n, fields = ids.shape
+        if isinstance(self.table, torch.nn.Embedding):
+            rows = self.table(ids)
+        else:  # One id per bag: the rows themselves, in order.
+            rows = self.table(ids.reshape(-1),
+                              torch.arange(0, n * fields, dtype=torch.int64))
+        return self.dense(rows.reshape(n, -1))
+
+
+def train_on_paramd(args):
+    """One worker rank of the --paramd_job job."""
+    import paramd.torch as pt
+
+    torch.set_num_threads(args.threads)
+    torch.manual_seed(args.seed)
+    y_train, v_train = read_log(os.path.join(args.dir, "train.tsv"), args.fields)
+    y_test, v_test = read_log(os.path.join(args.dir, "test.tsv"), args.fields)
+    ctx = pt.init()  # The job and rank paramctl run gives.
+    model = ClickModel(pt.EmbeddingBag("clicks", mode="sum"), args.fields,
+                       args.dim, args.hidden)
+    opt = pt.DistributedOptimizer(
+        model, torch.optim.Adam(model.dense.parameters(), lr=args.dense_lr,
+                                eps=1e-8))
+    ids_train, labels = row_ids(v_train), torch.from_numpy(y_train)
+    for batch in pt.DistributedSampler(len(y_train), opt):
+        batch = torch.as_tensor(batch, dtype=torch.int64)
+        opt.zero_grad()
+        loss = torch.nn.functional.cross_entropy(model(ids_train[batch]),
+                                                 labels[batch])
+        loss.backward()
+        opt.step(loss=loss)
+    # This rank's share of the test file, scored for the job's AUC.
+    share = torch.arange(ctx.rank, len(y_test), ctx.workers)
+    ids_test = row_ids(v_test)[share]
+    with torch.no_grad():
+        z = torch.cat([model(ids_test[at: at + 4096])
+                       for at in range(0, len(share), 4096)])
+    opt.report_epoch(scores=torch.softmax(z.double(), 1)[:, 1],
+                     labels=torch.from_numpy(y_test)[share])
+    opt.finish()
+    return 0
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("dir", help="rows_bench --keep_dir's folder")
@@ -88,7 +196,18 @@ def main():
     ap.add_argument("--dense_lr", type=float, default=0.001)
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--paramd_job", metavar="FILE",
+                    help="write the job file that trains through paramd")
+    ap.add_argument("--paramd", action="store_true",
+                    help="run as a worker of that job (paramctl run does)")
     args = ap.parse_args()
+    if args.paramd_job:
+        with open(args.paramd_job, "w") as f:
+            f.write(paramd_job(args, args.paramd_job))
+        print(f"wrote {args.paramd_job}: paramctl run {args.paramd_job}")
+        return 0
+    if args.paramd:
+        return train_on_paramd(args)
     torch.manual_seed(args.seed)
     torch.set_num_threads(args.threads)
 
@@ -109,16 +228,12 @@ def main():
 
     table = torch.nn.Embedding(distinct.size, args.dim, sparse=True)
     torch.nn.init.normal_(table.weight, 0.0, args.init_scale)
-    dense = torch.nn.Sequential(
-        torch.nn.Linear(args.fields * args.dim, args.hidden), torch.nn.ReLU(),
-        torch.nn.Linear(args.hidden, 2))
+    model = ClickModel(table, args.fields, args.dim, args.hidden)
     table_opt = torch.optim.Adagrad(table.parameters(), lr=args.table_lr,
                                     eps=1e-10)
-    dense_opt = torch.optim.Adam(dense.parameters(), lr=args.dense_lr,
+    dense_opt = torch.optim.Adam(model.dense.parameters(), lr=args.dense_lr,
                                  eps=1e-8)
-
-    def logits(batch_ids):
-        return dense(table(batch_ids).reshape(len(batch_ids), -1))
+    logits = model
 
     labels = torch.from_numpy(y_train)
     loss_sum = 0.0
