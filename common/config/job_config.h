@@ -236,8 +236,12 @@ struct CheckpointConfig {
   std::string dir;
   // A checkpoint every this many versions (and on SIGTERM).
   int64_t every_steps = 100;
-  // Checkpoints kept per shard.
+  // Checkpoints kept per shard (full ones, and as many deltas).
   int keep = 3;
+  // Every this many checkpoints one is full; the others hold only what
+  // changed since it (the dense part whole, and the embedding rows pushed
+  // or dropped since). 1: every checkpoint is full.
+  int64_t full_every = 1;
 };
 
 // Each shard kept on a second server as well (docs/operations.md,

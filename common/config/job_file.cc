@@ -267,9 +267,10 @@ class JobParser {
   }
 
   absl::Status ParseCheckpoint(const YAML::Node& root, JobConfig* c) {
-    ASSIGN_OR_RETURN(const YAML::Node ck,
-                     Section(root, "checkpoint", false,
-                             {"enabled", "dir", "every_steps", "keep"}));
+    ASSIGN_OR_RETURN(
+        const YAML::Node ck,
+        Section(root, "checkpoint", false,
+                {"enabled", "dir", "every_steps", "keep", "full_every"}));
     return ParseCheckpointSection(r_, ck, Resolver(), &c->checkpoint);
   }
 

@@ -113,8 +113,14 @@ absl::Status ParseCheckpointSection(YamlReader& reader, const YAML::Node& ck,
     return reader.Error(ck["keep"], "checkpoint.keep",
                         "must be between 1 and 1000");
   }
+  RETURN_IF_ERROR(
+      reader.Get(ck, "checkpoint", "full_every", false, &cc.full_every));
+  if (cc.full_every < 1 || cc.full_every > 1000000) {
+    return reader.Error(ck["full_every"], "checkpoint.full_every",
+                        "must be between 1 and 1000000");
+  }
   if (!cc.enabled) {
-    for (const char* key : {"every_steps", "keep"}) {
+    for (const char* key : {"every_steps", "keep", "full_every"}) {
       if (ck[key].IsDefined()) {
         return reader.Error(ck[key], absl::StrCat("checkpoint.", key),
                             "does not apply: checkpoint.enabled is false");

@@ -15,7 +15,10 @@ namespace paramd {
 namespace {
 
 constexpr char kMagic[8] = {'P', 'A', 'R', 'A', 'M', 'D', 'C', 'K'};
-constexpr uint32_t kFormat = 1;
+// Format 2 adds the kind (full or delta) and a delta's base version; 1 is
+// still read (as full).
+constexpr uint32_t kFormat = 2;
+constexpr uint32_t kFormatBeforeDeltas = 1;
 
 void PutU32(std::string* out, uint32_t v) {
   char b[4];
@@ -96,7 +99,8 @@ std::string EncodeCheckpoint(const CheckpointState& s) {
   // One allocation: the state dominates, and growing by doubling would
   // copy it again and again.
   out.reserve(128 + s.job_id.size() + s.policy.size() + 16 * s.clocks.size() +
-              s.store_state.size() + s.metrics_state.size());
+              s.store_state.size() + s.store_changes.size() +
+              s.metrics_state.size());
   out.append(kMagic, sizeof(kMagic));
   PutU32(&out, kFormat);
   PutU32(&out, static_cast<uint32_t>(s.shard));
@@ -104,12 +108,14 @@ std::string EncodeCheckpoint(const CheckpointState& s) {
   PutU64(&out, s.plan_fingerprint);
   PutBytes(&out, s.policy);
   PutU64(&out, s.version);
+  PutU32(&out, s.incremental ? 1 : 0);
+  PutU64(&out, s.incremental ? s.base_version : 0);
   PutU32(&out, static_cast<uint32_t>(s.clocks.size()));
   for (size_t r = 0; r < s.clocks.size(); ++r) {
     PutU64(&out, s.clocks[r]);
     PutU64(&out, static_cast<uint64_t>(s.last_accepted[r]));
   }
-  PutBytes(&out, s.store_state);
+  PutBytes(&out, s.incremental ? s.store_changes : s.store_state);
   PutBytes(&out, s.metrics_state);
   PutU32(&out, Crc(out));
   return out;
@@ -133,9 +139,10 @@ absl::StatusOr<CheckpointState> DecodeCheckpoint(absl::string_view bytes) {
   CheckpointState s;
   uint32_t format = 0, shard = 0, workers = 0;
   RETURN_IF_ERROR(r.U32(&format));
-  if (format != kFormat) {
+  if (format != kFormat && format != kFormatBeforeDeltas) {
     return absl::DataLossError(
-        absl::StrCat("format ", format, "; this build reads ", kFormat));
+        absl::StrCat("format ", format, "; this build reads ",
+                     kFormatBeforeDeltas, " and ", kFormat));
   }
   RETURN_IF_ERROR(r.U32(&shard));
   s.shard = static_cast<int>(shard);
@@ -143,6 +150,16 @@ absl::StatusOr<CheckpointState> DecodeCheckpoint(absl::string_view bytes) {
   RETURN_IF_ERROR(r.U64(&s.plan_fingerprint));
   RETURN_IF_ERROR(r.Bytes(&s.policy));
   RETURN_IF_ERROR(r.U64(&s.version));
+  if (format == kFormat) {
+    uint32_t kind = 0;
+    RETURN_IF_ERROR(r.U32(&kind));
+    RETURN_IF_ERROR(r.U64(&s.base_version));
+    if (kind > 1 || (kind == 1 && s.base_version > s.version)) {
+      return absl::DataLossError(
+          absl::StrCat("kind ", kind, " on version ", s.base_version));
+    }
+    s.incremental = kind == 1;
+  }
   RETURN_IF_ERROR(r.U32(&workers));
   if (workers > (1u << 20)) {
     return absl::DataLossError(absl::StrCat(workers, " workers"));
@@ -155,7 +172,7 @@ absl::StatusOr<CheckpointState> DecodeCheckpoint(absl::string_view bytes) {
     RETURN_IF_ERROR(r.U64(&last));
     s.last_accepted[i] = static_cast<int64_t>(last);
   }
-  RETURN_IF_ERROR(r.Bytes(&s.store_state));
+  RETURN_IF_ERROR(r.Bytes(s.incremental ? &s.store_changes : &s.store_state));
   RETURN_IF_ERROR(r.Bytes(&s.metrics_state));
   if (!r.done()) return absl::DataLossError("bytes after the last field");
   return s;
@@ -164,32 +181,39 @@ absl::StatusOr<CheckpointState> DecodeCheckpoint(absl::string_view bytes) {
 Checkpointer::Checkpointer(FileSystem* fs, std::string dir, int shard, int keep)
     : fs_(fs), dir_(std::move(dir)), shard_(shard), keep_(keep) {}
 
-std::string Checkpointer::PathFor(uint64_t version) const {
-  return absl::StrFormat("%s/shard-%d-v%020u.ckpt", dir_, shard_, version);
+std::string Checkpointer::PathFor(uint64_t version, bool delta) const {
+  return absl::StrFormat("%s/shard-%d-v%020u.%s", dir_, shard_, version,
+                         delta ? "delta" : "ckpt");
 }
 
-absl::StatusOr<std::vector<std::string>> Checkpointer::Existing() {
+absl::StatusOr<std::vector<Checkpointer::File>> Checkpointer::Existing() {
   absl::StatusOr<std::vector<std::string>> names = fs_->List(dir_);
-  if (absl::IsNotFound(names.status())) return std::vector<std::string>();
+  if (absl::IsNotFound(names.status())) return std::vector<File>();
   RETURN_IF_ERROR(names.status());
   const std::string prefix = absl::StrCat("shard-", shard_, "-v");
-  std::vector<std::string> paths;
+  std::vector<File> files;
   for (const std::string& name : *names) {
-    uint64_t version = 0;
-    if (!absl::StartsWith(name, prefix) || !absl::EndsWith(name, ".ckpt") ||
-        name.size() != prefix.size() + 20 + 5 ||
-        !absl::SimpleAtoi(name.substr(prefix.size(), 20), &version)) {
+    File file;
+    const bool full = absl::EndsWith(name, ".ckpt");
+    file.delta = absl::EndsWith(name, ".delta");
+    const size_t suffix = full ? 5 : 6;
+    if (!absl::StartsWith(name, prefix) || (!full && !file.delta) ||
+        name.size() != prefix.size() + 20 + suffix ||
+        !absl::SimpleAtoi(name.substr(prefix.size(), 20), &file.version)) {
       continue;
     }
-    paths.push_back(absl::StrCat(dir_, "/", name));
+    file.path = absl::StrCat(dir_, "/", name);
+    files.push_back(std::move(file));
   }
-  std::sort(paths.rbegin(), paths.rend());  // Zero-padded: newest first.
-  return paths;
+  std::sort(files.begin(), files.end(), [](const File& a, const File& b) {
+    return a.version != b.version ? a.version > b.version : !a.delta && b.delta;
+  });
+  return files;
 }
 
 absl::StatusOr<std::string> Checkpointer::Save(const CheckpointState& state) {
   RETURN_IF_ERROR(fs_->MakeDirs(dir_));
-  const std::string path = PathFor(state.version);
+  const std::string path = PathFor(state.version, state.incremental);
   const std::string tmp = path + ".tmp";
   absl::Status s = fs_->WriteFileSynced(tmp, EncodeCheckpoint(state));
   if (s.ok()) s = fs_->Rename(tmp, path);
@@ -200,40 +224,78 @@ absl::StatusOr<std::string> Checkpointer::Save(const CheckpointState& state) {
                                s.message()));
   }
   RETURN_IF_ERROR(fs_->SyncDir(dir_));
-  ASSIGN_OR_RETURN(std::vector<std::string> paths, Existing());
-  for (size_t i = static_cast<size_t>(keep_); i < paths.size(); ++i) {
-    RETURN_IF_ERROR(fs_->Remove(paths[i]));
+  ASSIGN_OR_RETURN(std::vector<File> files, Existing());
+  // The newest `keep` full ones, then the newest `keep` deltas on them.
+  int fulls = 0, deltas = 0;
+  uint64_t oldest_full = 0;
+  for (const File& f : files) {
+    if (!f.delta && ++fulls <= keep_) oldest_full = f.version;
+  }
+  fulls = 0;
+  for (const File& f : files) {
+    const bool kept = f.delta ? f.version >= oldest_full && ++deltas <= keep_
+                              : ++fulls <= keep_;
+    if (!kept) RETURN_IF_ERROR(fs_->Remove(f.path));
   }
   return path;
+}
+
+absl::StatusOr<CheckpointState> Checkpointer::Read(const std::string& path) {
+  absl::StatusOr<std::string> bytes = fs_->ReadFile(path);
+  absl::StatusOr<CheckpointState> state =
+      bytes.ok() ? DecodeCheckpoint(*bytes) : bytes.status();
+  if (state.ok() && state->shard != shard_) {
+    state = absl::DataLossError(
+        absl::StrCat("holds shard ", state->shard, ", not ", shard_));
+  }
+  return state;
 }
 
 absl::StatusOr<RestoredCheckpoint> Checkpointer::LoadNewest(
     const std::string& job_id, uint64_t plan_fingerprint) {
   RestoredCheckpoint out;
-  ASSIGN_OR_RETURN(std::vector<std::string> paths, Existing());
-  for (const std::string& path : paths) {
-    absl::StatusOr<std::string> bytes = fs_->ReadFile(path);
-    absl::StatusOr<CheckpointState> state =
-        bytes.ok() ? DecodeCheckpoint(*bytes) : bytes.status();
-    if (state.ok() && state->shard != shard_) {
-      state = absl::DataLossError(
-          absl::StrCat("holds shard ", state->shard, ", not ", shard_));
+  ASSIGN_OR_RETURN(std::vector<File> files, Existing());
+  auto check_job = [&](const std::string& path,
+                       const CheckpointState& state) -> absl::Status {
+    if (state.job_id == job_id && state.plan_fingerprint == plan_fingerprint) {
+      return absl::OkStatus();
+    }
+    return absl::FailedPreconditionError(absl::StrFormat(
+        "checkpoint %s is of job '%s' with plan fingerprint %016x; this "
+        "shard serves job '%s' with plan fingerprint %016x (another job's "
+        "checkpoint.dir, or the model, chunk size or servers changed)",
+        path, state.job_id, state.plan_fingerprint, job_id, plan_fingerprint));
+  };
+  for (const File& file : files) {
+    absl::StatusOr<CheckpointState> state = Read(file.path);
+    if (state.ok() && state->incremental != file.delta) {
+      state = absl::DataLossError(file.delta ? "a full checkpoint named .delta"
+                                             : "a delta named .ckpt");
     }
     if (!state.ok()) {
-      out.skipped.push_back(absl::StrCat(path, ": ", state.status().message()));
+      out.skipped.push_back(
+          absl::StrCat(file.path, ": ", state.status().message()));
       continue;
     }
-    if (state->job_id != job_id ||
-        state->plan_fingerprint != plan_fingerprint) {
-      return absl::FailedPreconditionError(absl::StrFormat(
-          "checkpoint %s is of job '%s' with plan fingerprint %016x; this "
-          "shard serves job '%s' with plan fingerprint %016x (another job's "
-          "checkpoint.dir, or the model, chunk size or servers changed)",
-          path, state->job_id, state->plan_fingerprint, job_id,
-          plan_fingerprint));
+    RETURN_IF_ERROR(check_job(file.path, *state));
+    if (file.delta) {
+      const std::string base_path = PathFor(state->base_version);
+      absl::StatusOr<CheckpointState> base = Read(base_path);
+      if (base.ok() && base->incremental) {
+        base = absl::DataLossError("a delta named .ckpt");
+      }
+      if (!base.ok()) {
+        out.skipped.push_back(absl::StrCat(file.path, ": its full checkpoint ",
+                                           base_path, ": ",
+                                           base.status().message()));
+        continue;
+      }
+      RETURN_IF_ERROR(check_job(base_path, *base));
+      state->store_state = std::move(base->store_state);
+      out.base_path = base_path;
     }
     out.state = *std::move(state);
-    out.path = path;
+    out.path = file.path;
     return out;
   }
   if (!out.skipped.empty()) {
@@ -288,8 +350,8 @@ absl::StatusOr<std::optional<std::string>> Checkpointer::LoadMetrics() {
 }
 
 absl::Status Checkpointer::RemoveAll() {
-  ASSIGN_OR_RETURN(std::vector<std::string> paths, Existing());
-  for (const std::string& path : paths) RETURN_IF_ERROR(fs_->Remove(path));
+  ASSIGN_OR_RETURN(std::vector<File> files, Existing());
+  for (const File& f : files) RETURN_IF_ERROR(fs_->Remove(f.path));
   absl::Status s = fs_->Remove(MetricsPath());
   if (!s.ok() && !absl::IsNotFound(s)) return s;
   return absl::OkStatus();

@@ -9,11 +9,20 @@
 // the folder) and end with a CRC-32 of everything before it. The newest
 // `keep` are kept.
 //
-// Restore takes the newest checkpoint that reads back whole; a damaged one
-// (torn, truncated, bad checksum) is skipped, with a line saying so. One of
-// another job or plan is an error naming both fingerprints. Checkpoints
-// that exist but are all damaged are an error too: a shard never starts
-// from scratch silently.
+// An incremental checkpoint (checkpoint.full_every > 1) holds the store's
+// changes since a full one, named in it by version: shard-K-vVERSION.delta
+// beside the full ones' .ckpt. Deltas are differential — each on the
+// newest full checkpoint before it, not on the delta before — so one
+// damaged delta loses only itself. Save keeps the newest `keep` full
+// checkpoints and the newest `keep` deltas that are no older than the
+// oldest of those.
+//
+// Restore takes the newest checkpoint that reads back whole, a delta with
+// the full checkpoint it names; a damaged one (torn, truncated, bad
+// checksum, a delta whose full checkpoint is gone or damaged) is skipped,
+// with a line saying so. One of another job or plan is an error naming
+// both fingerprints. Checkpoints that exist but are all damaged are an
+// error too: a shard never starts from scratch silently.
 #ifndef PARAMD_SERVER_CHECKPOINT_CHECKPOINTER_H_
 #define PARAMD_SERVER_CHECKPOINT_CHECKPOINTER_H_
 
@@ -39,6 +48,12 @@ struct CheckpointState {
   std::vector<int64_t> last_accepted;
   std::string store_state;    // ShardStore::SaveState
   std::string metrics_state;  // JobMetrics::SaveState (epoch reports)
+  // A delta: store_changes holds ShardStore::SaveChanges since the full
+  // checkpoint at base_version (store_state is empty in the file; once
+  // restored, it holds that full checkpoint's).
+  bool incremental = false;
+  uint64_t base_version = 0;
+  std::string store_changes;
 };
 
 // The byte form, and back (DataLoss naming what is wrong).
@@ -48,6 +63,7 @@ absl::StatusOr<CheckpointState> DecodeCheckpoint(absl::string_view bytes);
 struct RestoredCheckpoint {
   std::optional<CheckpointState> state;  // None: no checkpoint exists.
   std::string path;                      // The one restored.
+  std::string base_path;  // A delta's full checkpoint; empty otherwise.
   // Newer checkpoints skipped as damaged: "PATH: why".
   std::vector<std::string> skipped;
 };
@@ -80,9 +96,17 @@ class Checkpointer {
   const std::string& dir() const { return dir_; }
 
  private:
-  // This shard's checkpoint paths, newest first.
-  absl::StatusOr<std::vector<std::string>> Existing();
-  std::string PathFor(uint64_t version) const;
+  // This shard's checkpoint files, newest first (at one version, the full
+  // one first).
+  struct File {
+    std::string path;
+    uint64_t version = 0;
+    bool delta = false;
+  };
+  absl::StatusOr<std::vector<File>> Existing();
+  // Reads and checks one file of this shard.
+  absl::StatusOr<CheckpointState> Read(const std::string& path);
+  std::string PathFor(uint64_t version, bool delta = false) const;
   std::string MetricsPath() const;
 
   FileSystem* const fs_;

@@ -35,6 +35,15 @@ struct PolicyState {
   std::string store_state;             // ShardStore::SaveState
   // By rank: in the live set (a replica's part, not a checkpoint's).
   std::vector<bool> live;
+  // The store's table clocks at `version` (ShardStore::TableClocks).
+  std::vector<int64_t> table_clocks;
+  // An incremental capture: store_changes holds the store's changes
+  // (ShardStore::SaveChanges) since the full capture at base_version, and
+  // store_state is empty. A restore of one: store_state holds the full
+  // capture's state and store_changes is applied on it.
+  bool incremental = false;
+  uint64_t base_version = 0;
+  std::string store_changes;
 };
 
 class RankTable {

@@ -167,7 +167,7 @@ absl::Status UpdatePolicy::Accepted(int rank, uint64_t clock,
   const uint64_t after = store_->version();
   if (capture_every_ > 0 && after != captured_version_ &&
       after % capture_every_ == 0) {
-    captured_ = CaptureLocked();
+    captured_ = capture_base_ ? CaptureChangesLocked() : CaptureLocked();
     captured_version_ = after;
   }
   if (after != before) return SendStateLocked();
@@ -210,9 +210,28 @@ PolicyState UpdatePolicy::CaptureLocked() const {
   PolicyState state;
   state.version = store_->version();
   ranks_.Save(&state);
+  state.table_clocks = store_->TableClocks();
   store_->SaveState(&state.store_state);
   rule_->AdjustCapture(&state);
   return state;
+}
+
+PolicyState UpdatePolicy::CaptureChangesLocked() const {
+  PolicyState state;
+  state.version = store_->version();
+  ranks_.Save(&state);
+  state.table_clocks = store_->TableClocks();
+  state.incremental = true;
+  state.base_version = capture_base_->version;
+  store_->SaveChanges(capture_base_->table_clocks, &state.store_changes);
+  rule_->AdjustCapture(&state);
+  return state;
+}
+
+void UpdatePolicy::SetCaptureBase(std::optional<CaptureBase> base) {
+  absl::MutexLock lock(&mu_);
+  if (base) store_->ForgetRemovedBefore(base->table_clocks);
+  capture_base_ = std::move(base);
 }
 
 PolicyState UpdatePolicy::Capture() {
@@ -237,7 +256,10 @@ absl::Status UpdatePolicy::Restore(const PolicyState& state) {
   Mutation lock(this);
   RankTable restored = ranks_;
   RETURN_IF_ERROR(restored.Restore(state));
-  RETURN_IF_ERROR(store_->RestoreState(state.store_state));
+  RETURN_IF_ERROR(store_->RestoreState(state.store_state, state.store_changes));
+  // Rows dropped before the restore are not known: the next capture is
+  // full.
+  capture_base_.reset();
   awaiting_initial_ = false;  // The checkpoint's values are the state.
   ranks_ = std::move(restored);
   captured_version_ = store_->version();

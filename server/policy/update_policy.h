@@ -190,6 +190,16 @@ class UpdatePolicy final {
   // multiple of `n` versions; TakeCaptured hands the newest over once.
   void CaptureEvery(uint64_t n) ABSL_LOCKS_EXCLUDED(mu_);
   std::optional<PolicyState> TakeCaptured() ABSL_LOCKS_EXCLUDED(mu_);
+  // Incremental checkpoints (checkpoint.full_every): while a base is set,
+  // the captures CaptureEvery makes are incremental — the store's changes
+  // since the durable full capture at `version`, whose table clocks were
+  // `table_clocks` (the store forgets the rows dropped before them).
+  // Without one (the default, and after a Restore) they are full.
+  struct CaptureBase {
+    uint64_t version = 0;
+    std::vector<int64_t> table_clocks;
+  };
+  void SetCaptureBase(std::optional<CaptureBase> base) ABSL_LOCKS_EXCLUDED(mu_);
   // replication: `sink` receives the state after every step (and after
   // Initialize), under the policy's lock, before the push that made it is
   // acknowledged or any pull reads it. When the sink fails, so does that
@@ -234,6 +244,9 @@ class UpdatePolicy final {
   std::vector<ReadyWaiter> TakeReady() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   PolicyState CaptureLocked() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // CaptureLocked with the store's changes since capture_base_ instead of
+  // its whole state.
+  PolicyState CaptureChangesLocked() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // What Push and PushChunks do once the rule accepted a push (`dropped`:
   // acknowledged, not applied): its staleness counted, the rank pushes
   // clock + 1 next and this push is its last, and the state is captured or
@@ -281,6 +294,7 @@ class UpdatePolicy final {
   uint64_t capture_every_ ABSL_GUARDED_BY(mu_) = 0;
   uint64_t captured_version_ ABSL_GUARDED_BY(mu_) = 0;
   std::optional<PolicyState> captured_ ABSL_GUARDED_BY(mu_);
+  std::optional<CaptureBase> capture_base_ ABSL_GUARDED_BY(mu_);
   bool restored_ ABSL_GUARDED_BY(mu_) = false;  // No push since Restore.
   StepSink step_sink_ ABSL_GUARDED_BY(mu_);
   // Hands CaptureLocked() to step_sink_ (if set); on error, shuts down.

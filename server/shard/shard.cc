@@ -45,6 +45,8 @@ absl::StatusOr<std::unique_ptr<Shard>> Shard::Create(
     shard->policy_->AwaitInitialValues();  // A restored checkpoint ends it.
   }
   if (!config.checkpoint.dir.empty()) {
+    // Before the restore: a delta's rows are applied on the full state's.
+    if (config.checkpoint.full_every > 1) shard->store_.TrackChanges();
     ASSIGN_OR_RETURN(
         shard->checkpoints_,
         ShardCheckpoints::Open(config, shard_id, shard->plan_.fingerprint(),

@@ -101,7 +101,8 @@ ShardCheckpoints::ShardCheckpoints(const JobConfig& config, int shard,
       policy_(policy),
       metrics_(metrics),
       checkpointer_(file_system, config.checkpoint.dir, shard,
-                    config.checkpoint.keep) {}
+                    config.checkpoint.keep),
+      full_every_(config.checkpoint.full_every) {}
 
 absl::Status ShardCheckpoints::Restore() {
   absl::StatusOr<RestoredCheckpoint> restored;
@@ -138,6 +139,7 @@ absl::Status ShardCheckpoints::Restore() {
   state.clocks = c.clocks;
   state.last_accepted = c.last_accepted;
   state.store_state = c.store_state;
+  state.store_changes = c.store_changes;
   if (absl::Status s = policy_->Restore(state); !s.ok()) {
     return Named(shard_, s, restored->path);
   }
@@ -151,8 +153,13 @@ absl::Status ShardCheckpoints::Restore() {
     absl::MutexLock lock(&mu_);
     SetNewest(restored->path, c.version);
   }
-  spdlog::info("shard {}: restored version {} from {}", shard_, c.version,
-               restored->path);
+  if (c.incremental) {
+    spdlog::info("shard {}: restored version {} from {} on {}", shard_,
+                 c.version, restored->path, restored->base_path);
+  } else {
+    spdlog::info("shard {}: restored version {} from {}", shard_, c.version,
+                 restored->path);
+  }
   return absl::OkStatus();
 }
 
@@ -166,6 +173,9 @@ CheckpointState ShardCheckpoints::ToCheckpoint(PolicyState state) const {
   c.clocks = std::move(state.clocks);
   c.last_accepted = std::move(state.last_accepted);
   c.store_state = std::move(state.store_state);
+  c.incremental = state.incremental;
+  c.base_version = state.base_version;
+  c.store_changes = std::move(state.store_changes);
   c.metrics_state = metrics_->SaveState();
   return c;
 }
@@ -184,6 +194,8 @@ absl::StatusOr<std::string> ShardCheckpoints::Write(PolicyState state) {
     if (!path_.empty() && state.version < version_) return path_;
   }
   const uint64_t version = state.version;
+  const bool incremental = state.incremental;
+  std::vector<int64_t> table_clocks = state.table_clocks;
   absl::StatusOr<std::string> path =
       checkpointer_.Save(ToCheckpoint(std::move(state)));
   if (!path.ok()) {
@@ -191,9 +203,22 @@ absl::StatusOr<std::string> ShardCheckpoints::Write(PolicyState state) {
                   std::string(path.status().message()));
     return path.status();
   }
+  ChooseNextCaptures(incremental, version, std::move(table_clocks));
   absl::MutexLock lock(&mu_);
   SetNewest(*path, version);
   return path;
+}
+
+void ShardCheckpoints::ChooseNextCaptures(bool incremental, uint64_t version,
+                                          std::vector<int64_t> table_clocks) {
+  if (full_every_ <= 1) return;
+  if (!incremental) {
+    deltas_since_full_ = 0;
+    policy_->SetCaptureBase(
+        UpdatePolicy::CaptureBase{version, std::move(table_clocks)});
+  } else if (++deltas_since_full_ + 1 >= full_every_) {
+    policy_->SetCaptureBase(std::nullopt);
+  }
 }
 
 void ShardCheckpoints::SaveReports() {

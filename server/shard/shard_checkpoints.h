@@ -7,12 +7,18 @@
 // saves the epoch reports beside them, and says the newest's path,
 // version and age for the status RPC. Thread-safe.
 //
+// With checkpoint.full_every K > 1, after each full checkpoint written the
+// policy captures incrementally (UpdatePolicy::SetCaptureBase) until K - 1
+// deltas are written; then the next capture is full again. A failed write
+// changes nothing: the deltas go on from the last full one on disk.
+//
 // Lock order: queue_mu_ is never held while another lock is taken.
 // write_mu_ is taken with no other lock held (policy captures are copies
 // made under the policy's lock and handed over after it) and is held while
 // the checkpointer writes files; under it, the job metrics' lock (to read
-// the reports a checkpoint carries) and mu_ (the newest checkpoint, which
-// the status RPC reads without waiting for a write).
+// the reports a checkpoint carries), the policy's (to set the capture
+// base) and mu_ (the newest checkpoint, which the status RPC reads without
+// waiting for a write).
 #ifndef PARAMD_SERVER_SHARD_SHARD_CHECKPOINTS_H_
 #define PARAMD_SERVER_SHARD_SHARD_CHECKPOINTS_H_
 
@@ -21,6 +27,7 @@
 #include <optional>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
@@ -82,6 +89,10 @@ class ShardCheckpoints {
   // Restores the newest valid checkpoint, if any.
   absl::Status Restore();
   CheckpointState ToCheckpoint(PolicyState state) const;
+  // After a checkpoint written: whether the next captures are deltas.
+  void ChooseNextCaptures(bool incremental, uint64_t version,
+                          std::vector<int64_t> table_clocks)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(write_mu_);
   // Records `path` at `version` as the newest.
   void SetNewest(const std::string& path, uint64_t version)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -101,6 +112,9 @@ class ShardCheckpoints {
   // are written.
   absl::Mutex write_mu_;
   Checkpointer checkpointer_ ABSL_GUARDED_BY(write_mu_);
+  const int64_t full_every_;
+  // Deltas written since the last full checkpoint.
+  int64_t deltas_since_full_ ABSL_GUARDED_BY(write_mu_) = 0;
 
   // The newest checkpoint's path, version and time: the status RPC reads
   // them without waiting for a write.

@@ -14,6 +14,7 @@ namespace {
 // format before) is still read.
 constexpr char kMagic[4] = {'P', 'R', 'W', '2'};
 constexpr char kMagicBeforeClock[4] = {'P', 'R', 'O', 'W'};
+constexpr size_t kMetaBytes = kRowMetaBytes;
 
 }  // namespace
 
@@ -64,12 +65,13 @@ uint32_t RowTable::AddRow(uint64_t id) {
   InitRow(config_, seed_, table_, id, absl::MakeSpan(row, config_.dim));
   std::fill(row + config_.dim, row + stride_, 0.0f);
   index_.emplace(id, slot);
-  if (config_.eviction.enabled()) meta_.push_back(RowMeta{id, clock_, 0});
+  if (keeps_meta()) meta_.push_back(RowMeta{id, clock_, 0});
   return slot;
 }
 
 void RowTable::RemoveRow(uint32_t slot) {
   const uint32_t last = size_ - 1;
+  if (track_changes_) removed_.Add(clock_, meta_[slot].id);
   index_.erase(meta_[slot].id);
   if (slot != last) {
     std::memcpy(RowAt(slot), RowAt(last), stride_ * sizeof(float));
@@ -184,6 +186,7 @@ void RowTable::Apply(absl::Span<const uint64_t> ids,
   const int64_t step = steps_ + 1;
   const int64_t clock = ++clock_;
   const bool evicting = config_.eviction.enabled();
+  const bool meta = keeps_meta();
   where_.clear();
   taken_.clear();
   for (size_t i = 0; i < ids.size(); ++i) {
@@ -196,7 +199,7 @@ void RowTable::Apply(absl::Span<const uint64_t> ids,
       continue;
     }
     taken_.push_back(i);
-    if (evicting) {
+    if (meta) {
       RowMeta& m = meta_[where_.back()];
       m.last = clock;
       if (m.count < UINT32_MAX) ++m.count;
@@ -251,7 +254,7 @@ uint64_t RowTable::bytes() const {
   // A Swiss table entry is its value plus one control byte.
   const uint64_t index =
       index_.capacity() * (sizeof(std::pair<const uint64_t, uint32_t>) + 1);
-  return slabs + index + meta_.capacity() * sizeof(RowMeta) +
+  return slabs + index + meta_.capacity() * sizeof(RowMeta) + removed_.bytes() +
          (admission_ ? admission_->bytes() : 0);
 }
 
@@ -273,7 +276,7 @@ void RowTable::Save(std::string* out) const {
   PutBytes(out, steps_);
   PutBytes(out, clock_);
   PutBytes(out, static_cast<uint64_t>(size_));
-  const bool meta = config_.eviction.enabled();
+  const bool meta = keeps_meta();
   PutBytes(out, static_cast<uint8_t>(meta));
   // By slot: the ids in slot order, then the slabs' rows, then each row's
   // last update and count.
@@ -319,7 +322,6 @@ absl::StatusOr<RowTable::Saved> RowTable::Parse(absl::string_view* in) const {
         " floats per row; expected table ", table_, " with ", stride_));
   }
   absl::string_view& left = *cursor.rest();
-  constexpr size_t kMetaBytes = sizeof(int64_t) + sizeof(uint32_t);
   const uint64_t need = rows * 8 + rows * stride * sizeof(float) +
                         (has_meta != 0 ? rows * kMetaBytes : 0);
   if (left.size() < need) {
@@ -344,12 +346,12 @@ absl::StatusOr<RowTable::Saved> RowTable::Parse(absl::string_view* in) const {
                 values + slot * stride_ * sizeof(float),
                 stride_ * sizeof(float));
   }
-  const bool evicting = config_.eviction.enabled();
-  if (evicting) saved.meta.resize(rows);
+  const bool meta_kept = keeps_meta();
+  if (meta_kept) saved.meta.resize(rows);
   for (const auto& [id, slot] : saved.index) {
-    if (evicting) saved.meta[slot] = RowMeta{id, saved.clock, 1};
+    if (meta_kept) saved.meta[slot] = RowMeta{id, saved.clock, 1};
   }
-  if (has_meta != 0 && evicting) {
+  if (has_meta != 0 && meta_kept) {
     const char* meta = values + rows * stride_ * sizeof(float);
     for (uint64_t slot = 0; slot < rows; ++slot) {
       std::memcpy(&saved.meta[slot].last, meta + slot * kMetaBytes, 8);
@@ -371,8 +373,69 @@ void RowTable::Install(Saved saved) {
   clock_ = saved.clock;
   last_sweep_ = saved.clock;
   meta_ = std::move(saved.meta);
+  removed_.Clear();
   sweep_due_ = config_.eviction.enabled() &&
                SweepDue(config_.eviction, clock_, last_sweep_, size_);
+}
+
+void RowTable::TrackChanges() {
+  absl::MutexLock lock(&mu_);
+  if (track_changes_) return;
+  if (!config_.eviction.enabled()) {
+    meta_.resize(size_);
+    for (const auto& [id, slot] : index_) meta_[slot] = RowMeta{id, clock_, 1};
+  }
+  track_changes_ = true;
+}
+
+void RowTable::ForgetRemovedBefore(int64_t clock) {
+  absl::MutexLock lock(&mu_);
+  removed_.ForgetBefore(clock);
+}
+
+uint64_t RowTable::removed_held() const {
+  absl::ReaderMutexLock lock(&mu_);
+  return removed_.size();
+}
+
+void RowTable::SaveChanges(int64_t since, std::string* out) const {
+  absl::ReaderMutexLock lock(&mu_);
+  out->append(kRowChangesMagic, sizeof(kRowChangesMagic));
+  PutBytes(out, table_);
+  PutBytes(out, static_cast<uint32_t>(stride_));
+  PutBytes(out, steps_);
+  PutBytes(out, clock_);
+  PutBytes(out, since);
+  // The dropped ids (a row dropped and pushed again is in both lists: the
+  // drop goes first).
+  const size_t count_at = out->size();
+  PutBytes(out, uint64_t{0});
+  uint64_t dropped = 0;
+  removed_.ForEachSince(since, [&](uint64_t id) {
+    PutBytes(out, id);
+    ++dropped;
+  });
+  std::memcpy(&(*out)[count_at], &dropped, sizeof(dropped));
+  const size_t changed_at = out->size();
+  PutBytes(out, uint64_t{0});
+  uint64_t changed = 0;
+  for (uint32_t slot = 0; slot < size_ && slot < meta_.size(); ++slot) {
+    const RowMeta& m = meta_[slot];
+    if (m.last <= since) continue;
+    PutBytes(out, m.id);
+    out->append(reinterpret_cast<const char*>(RowAt(slot)),
+                stride_ * sizeof(float));
+    PutBytes(out, m.last);
+    PutBytes(out, m.count);
+    ++changed;
+  }
+  std::memcpy(&(*out)[changed_at], &changed, sizeof(changed));
+}
+
+absl::Status RowTable::ParseChangesInto(absl::string_view* in,
+                                        Saved* saved) const {
+  return ApplyRowChanges(RowFormat{&config_, table_, stride_, keeps_meta()}, in,
+                         saved);
 }
 
 }  // namespace paramd

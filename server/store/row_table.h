@@ -8,10 +8,11 @@
 // contiguous piece and growing never moves a row. Rows never pushed are
 // not stored: Read answers their initial values (common/model/rows.h).
 //
-// With eviction (server/store/row_eviction.h) each row also keeps its id,
-// last update and count (RowMeta, by slot); a sweep drops rows by moving
-// the last slot's row into each hole, so the slots stay dense, and frees
-// the slabs past the end.
+// With eviction (server/store/row_eviction.h), or changes tracked for
+// incremental checkpoints (TrackChanges), each row also keeps its id, last
+// update and count (RowMeta, by slot); a sweep drops rows by moving the
+// last slot's row into each hole, so the slots stay dense, and frees the
+// slabs past the end.
 //
 // An update gathers the touched rows into contiguous buffers, runs the
 // dense Optimizer over them (element-wise, so equal to the dense update of
@@ -35,6 +36,7 @@
 #include "common/config/job_config.h"
 #include "server/optimizer/optimizer.h"
 #include "server/store/row_admission.h"
+#include "server/store/row_changes.h"
 #include "server/store/row_eviction.h"
 
 namespace paramd {
@@ -45,7 +47,7 @@ absl::StatusOr<std::unique_ptr<Optimizer>> MakeRowOptimizer(
 
 class RowTable {
  public:
-  static constexpr size_t kSlabRows = 4096;
+  static constexpr size_t kSlabRows = kRowSlabRows;
 
   RowTable(const EmbeddingTableConfig& config, uint32_t table, uint64_t seed,
            std::unique_ptr<Optimizer> optimizer);
@@ -93,22 +95,38 @@ class RowTable {
   int64_t steps() const ABSL_LOCKS_EXCLUDED(mu_);
 
   // Appends the steps, the clock, every row's id, values and slots (and
-  // with eviction, its last update and count) to `out`.
+  // with eviction or tracked changes, its last update and count) to `out`.
   void Save(std::string* out) const ABSL_LOCKS_EXCLUDED(mu_);
   // A Save's rows, read and checked, not yet installed.
-  struct Saved {
-    absl::flat_hash_map<uint64_t, uint32_t> index;
-    std::vector<std::unique_ptr<float[]>> slabs;
-    uint32_t size = 0;
-    int64_t steps = 0;
-    int64_t clock = 0;
-    std::vector<RowMeta> meta;  // By slot; empty if saved without.
-  };
+  using Saved = SavedRows;
   // Reads a Save of this table from the front of `*in` (which moves past
   // it), or one of the format before the clock; changes nothing here.
   absl::StatusOr<Saved> Parse(absl::string_view* in) const;
   // Replaces the rows with `saved`'s.
   void Install(Saved saved) ABSL_LOCKS_EXCLUDED(mu_);
+
+  // Incremental saves. TrackChanges (before the first Apply) keeps every
+  // row's last update (RowMeta, 24 bytes a row unless eviction keeps it
+  // already) and the update at which each row a sweep dropped went.
+  void TrackChanges() ABSL_LOCKS_EXCLUDED(mu_);
+  bool tracks_changes() const { return track_changes_; }
+  // Appends what changed after update `since` (a Save's clock): the ids
+  // of the rows dropped since (at `since` itself too: a sweep runs beside
+  // the saves), then every row pushed or created after it, whole (values,
+  // slots, last update, count), with the steps and the clock now.
+  // Requires TrackChanges.
+  void SaveChanges(int64_t since, std::string* out) const
+      ABSL_LOCKS_EXCLUDED(mu_);
+  // Reads a SaveChanges from the front of `*in` (which moves past it) onto
+  // `saved`, a Parse of the state at the delta's `since`: the dropped rows
+  // leave, the changed ones are replaced or added. FailedPrecondition when
+  // `saved` is at another update; on any error `saved` may be part-way.
+  absl::Status ParseChangesInto(absl::string_view* in, Saved* saved) const;
+  // Forgets the dropped rows' ids from before update `clock` (a full save
+  // at `clock` is durable: no later SaveChanges starts earlier).
+  void ForgetRemovedBefore(int64_t clock) ABSL_LOCKS_EXCLUDED(mu_);
+  // Dropped rows' ids held for SaveChanges.
+  uint64_t removed_held() const ABSL_LOCKS_EXCLUDED(mu_);
 
  private:
   float* RowAt(uint32_t slot) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -126,6 +144,10 @@ class RowTable {
   std::vector<Victim> ChooseVictims() ABSL_LOCKS_EXCLUDED(mu_);
   // Frees slabs, meta and index room left by removed rows.
   void ShrinkLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Whether rows keep RowMeta: with eviction or tracked changes.
+  bool keeps_meta() const {
+    return config_.eviction.enabled() || track_changes_;
+  }
 
   const EmbeddingTableConfig config_;
   const uint32_t table_;
@@ -146,7 +168,13 @@ class RowTable {
   int64_t steps_ ABSL_GUARDED_BY(mu_) = 0;
   int64_t clock_ ABSL_GUARDED_BY(mu_) = 0;
   int64_t last_sweep_ ABSL_GUARDED_BY(mu_) = 0;
-  std::vector<RowMeta> meta_ ABSL_GUARDED_BY(mu_);  // With eviction only.
+  // With eviction or tracked changes only.
+  std::vector<RowMeta> meta_ ABSL_GUARDED_BY(mu_);
+  // Set by TrackChanges before serving; read-only after.
+  bool track_changes_ = false;
+  // With tracked changes: the rows a sweep dropped, until
+  // ForgetRemovedBefore.
+  DroppedRows removed_ ABSL_GUARDED_BY(mu_);
   // Apply's gathered rows: values, then one buffer per slot.
   std::vector<float> params_ ABSL_GUARDED_BY(mu_);
   std::vector<std::vector<float>> slots_ ABSL_GUARDED_BY(mu_);

@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/base/half.h"
+#include "common/base/status_macros.h"
 #include "server/store/state_bytes.h"
 
 namespace paramd {
@@ -12,6 +13,8 @@ namespace {
 
 constexpr char kMagic[4] = {'P', 'D', 'S', 'S'};
 constexpr uint32_t kFormat = 1;
+// A SaveChanges: the dense part whole, then each table's changed rows.
+constexpr uint32_t kFormatChanges = 2;
 
 }  // namespace
 
@@ -214,8 +217,7 @@ void ShardStore::Assign(absl::Span<const absl::Span<const float>> values) {
   spare_.reset();
 }
 
-void ShardStore::SaveState(std::string* out) const {
-  absl::ReaderMutexLock lock(&mu_);
+void ShardStore::SaveDenseLocked(uint32_t format, std::string* out) const {
   out->clear();
   // One allocation for the dense part: a checkpoint of a large shard is
   // captured under the policy's lock, on a push's path.
@@ -226,7 +228,7 @@ void ShardStore::SaveState(std::string* out) const {
   }
   out->reserve(dense);
   out->append(kMagic, sizeof(kMagic));
-  PutBytes(out, kFormat);
+  PutBytes(out, format);
   PutBytes(out, static_cast<uint32_t>(specs_.size()));
   PutBytes(out, static_cast<uint32_t>(optimizer_->num_slots()));
   PutBytes(out, version_);
@@ -245,20 +247,59 @@ void ShardStore::SaveState(std::string* out) const {
                   slot.size() * sizeof(float));
     }
   }
+}
+
+void ShardStore::SaveState(std::string* out) const {
+  absl::ReaderMutexLock lock(&mu_);
+  SaveDenseLocked(kFormat, out);
   // Then the tables' rows (none for a dense model).
   for (const auto& table : tables_) table->Save(out);
 }
 
-absl::Status ShardStore::RestoreState(absl::string_view state) {
-  ByteCursor in(state);
-  char magic[4];
-  uint32_t format = 0, chunks = 0, slots = 0;
-  uint64_t version = 0;
-  if (!in.Bytes(magic, 4) || std::memcmp(magic, kMagic, 4) != 0 ||
-      !in.Get(&format) || format != kFormat) {
-    return absl::InvalidArgumentError("RestoreState: not a shard state");
+void ShardStore::SaveChanges(absl::Span<const int64_t> since,
+                             std::string* out) const {
+  absl::ReaderMutexLock lock(&mu_);
+  SaveDenseLocked(kFormatChanges, out);
+  for (size_t t = 0; t < tables_.size(); ++t) {
+    tables_[t]->SaveChanges(since[t], out);
   }
-  if (!in.Get(&chunks) || !in.Get(&slots) || !in.Get(&version)) {
+}
+
+std::vector<int64_t> ShardStore::TableClocks() const {
+  std::vector<int64_t> clocks;
+  for (const auto& table : tables_) clocks.push_back(table->clock());
+  return clocks;
+}
+
+void ShardStore::TrackChanges() {
+  for (const auto& table : tables_) table->TrackChanges();
+}
+
+bool ShardStore::tracks_changes() const {
+  for (const auto& table : tables_) {
+    if (!table->tracks_changes()) return false;
+  }
+  return true;
+}
+
+void ShardStore::ForgetRemovedBefore(absl::Span<const int64_t> clocks) {
+  for (size_t t = 0; t < tables_.size() && t < clocks.size(); ++t) {
+    tables_[t]->ForgetRemovedBefore(clocks[t]);
+  }
+}
+
+absl::Status ShardStore::ParseDense(absl::string_view* bytes, uint32_t format,
+                                    DenseState* out) const {
+  ByteCursor in(*bytes);
+  char magic[4];
+  uint32_t got_format = 0, chunks = 0, slots = 0;
+  if (!in.Bytes(magic, 4) || std::memcmp(magic, kMagic, 4) != 0 ||
+      !in.Get(&got_format) || got_format != format) {
+    return absl::InvalidArgumentError(
+        format == kFormat ? "RestoreState: not a shard state"
+                          : "RestoreState: not a shard state's changes");
+  }
+  if (!in.Get(&chunks) || !in.Get(&slots) || !in.Get(&out->version)) {
     return absl::DataLossError("RestoreState: truncated header");
   }
   if (chunks != specs_.size() ||
@@ -269,8 +310,8 @@ absl::Status ShardStore::RestoreState(absl::string_view state) {
                      " with ", optimizer_->num_slots()));
   }
   // Read everything into new buffers first: on any error, nothing changes.
-  std::vector<std::vector<float>> params(chunks);
-  std::vector<std::vector<std::vector<float>>> slot_values(chunks);
+  out->params.assign(chunks, {});
+  out->slots.assign(chunks, {});
   for (uint32_t i = 0; i < chunks; ++i) {
     uint32_t tensor = 0, index = 0;
     uint64_t length = 0;
@@ -286,25 +327,51 @@ absl::Status ShardStore::RestoreState(absl::string_view state) {
           " (", length, " elements); expected chunk ", spec.chunk_index,
           " of tensor ", spec.tensor_id, " (", spec.length, ")"));
     }
-    params[i].resize(length);
-    if (!in.Bytes(params[i].data(), length * sizeof(float))) {
+    out->params[i].resize(length);
+    if (!in.Bytes(out->params[i].data(), length * sizeof(float))) {
       return absl::DataLossError("RestoreState: truncated parameters");
     }
-    slot_values[i].assign(slots, std::vector<float>(length));
-    for (std::vector<float>& slot : slot_values[i]) {
+    out->slots[i].assign(slots, std::vector<float>(length));
+    for (std::vector<float>& slot : out->slots[i]) {
       if (!in.Bytes(slot.data(), length * sizeof(float))) {
         return absl::DataLossError("RestoreState: truncated optimizer slots");
       }
     }
   }
+  *bytes = *in.rest();
+  return absl::OkStatus();
+}
+
+absl::Status ShardStore::RestoreState(absl::string_view state,
+                                      absl::string_view changes) {
+  DenseState dense;
+  RETURN_IF_ERROR(ParseDense(&state, kFormat, &dense));
   std::vector<RowTable::Saved> rows;
   for (const auto& table : tables_) {
-    absl::StatusOr<RowTable::Saved> saved = table->Parse(in.rest());
+    absl::StatusOr<RowTable::Saved> saved = table->Parse(&state);
     if (!saved.ok()) return saved.status();
     rows.push_back(std::move(*saved));
   }
-  if (!in.done()) {
+  if (!state.empty()) {
     return absl::DataLossError("RestoreState: trailing bytes after the state");
+  }
+  if (!changes.empty()) {
+    DenseState later;
+    RETURN_IF_ERROR(ParseDense(&changes, kFormatChanges, &later));
+    if (later.version < dense.version) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("RestoreState: changes at version ", later.version,
+                       " are older than the state they apply to (version ",
+                       dense.version, ")"));
+    }
+    dense = std::move(later);
+    for (size_t t = 0; t < tables_.size(); ++t) {
+      RETURN_IF_ERROR(tables_[t]->ParseChangesInto(&changes, &rows[t]));
+    }
+    if (!changes.empty()) {
+      return absl::DataLossError(
+          "RestoreState: trailing bytes after the changes");
+    }
   }
   for (size_t t = 0; t < tables_.size(); ++t) {
     tables_[t]->Install(std::move(rows[t]));
@@ -313,11 +380,11 @@ absl::Status ShardStore::RestoreState(absl::string_view state) {
   absl::MutexLock lock(&mu_);
   // Pulls may still send the old snapshot: restore into a new one.
   params_ = std::make_shared<ParamSnapshot>();
-  params_->params = std::move(params);
-  params_->version = version;
+  params_->params = std::move(dense.params);
+  params_->version = dense.version;
   spare_.reset();
-  slots_ = std::move(slot_values);
-  version_ = version;
+  slots_ = std::move(dense.slots);
+  version_ = dense.version;
   return absl::OkStatus();
 }
 

@@ -159,9 +159,29 @@ class ShardStore {
   // `out` (a self-describing little-endian byte string).
   void SaveState(std::string* out) const ABSL_LOCKS_EXCLUDED(mu_);
   // Replaces the version, parameters and slots with a SaveState of a store
-  // with the same chunks and optimizer slot count. On error (damaged,
-  // truncated, or another shape) nothing changes.
-  absl::Status RestoreState(absl::string_view state) ABSL_LOCKS_EXCLUDED(mu_);
+  // with the same chunks and optimizer slot count, and with `changes` (a
+  // SaveChanges since that state's table clocks) applied on it when not
+  // empty. On error (damaged, truncated, another shape, changes of another
+  // base) nothing changes.
+  absl::Status RestoreState(absl::string_view state,
+                            absl::string_view changes = {})
+      ABSL_LOCKS_EXCLUDED(mu_);
+
+  // Incremental saves (checkpoint.full_every): TrackChanges (before
+  // serving) makes every table keep what SaveChanges needs. SaveChanges
+  // writes the dense part whole (it changes at every step anyway) and each
+  // table's rows changed after since[t] (RowTable::SaveChanges), where
+  // since is the TableClocks of the SaveState it applies to.
+  void TrackChanges();
+  // Whether every table tracks changes (true without tables).
+  bool tracks_changes() const;
+  void SaveChanges(absl::Span<const int64_t> since, std::string* out) const
+      ABSL_LOCKS_EXCLUDED(mu_);
+  // Each table's clock (RowTable::clock), by table.
+  std::vector<int64_t> TableClocks() const;
+  // A SaveState at `clocks` is durable: the tables forget the rows they
+  // dropped before (RowTable::ForgetRemovedBefore).
+  void ForgetRemovedBefore(absl::Span<const int64_t> clocks);
 
   // The parameters at the current version, without a copy: every caller
   // between two steps shares them, and they never change while anyone
@@ -208,6 +228,17 @@ class ShardStore {
   // SaveState writes while the chunked step is under way.
   std::vector<std::vector<std::vector<float>>> slots_before_
       ABSL_GUARDED_BY(mu_);
+  // The dense part of a state: SaveState's and SaveChanges' first part
+  // (`format` tells them apart), and its parse from the front of `*bytes`.
+  struct DenseState {
+    uint64_t version = 0;
+    std::vector<std::vector<float>> params;
+    std::vector<std::vector<std::vector<float>>> slots;
+  };
+  void SaveDenseLocked(uint32_t format, std::string* out) const
+      ABSL_SHARED_LOCKS_REQUIRED(mu_);
+  absl::Status ParseDense(absl::string_view* bytes, uint32_t format,
+                          DenseState* out) const;
   // AdvanceVersionTo, with mu_ held.
   void AdvanceLocked(uint64_t version) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Steps chunk `local` of `params` (its slots in place) at step `step`.

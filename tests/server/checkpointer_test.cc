@@ -1,7 +1,8 @@
 // Checkpoint files on a real folder, with a file system that fails on
 // purpose: torn writes, bad checksums, another job or plan, a full disk and
 // a failed rename each give a clear error and never cost an earlier
-// checkpoint.
+// checkpoint; deltas restore with their full checkpoint, and a damaged
+// delta or full checkpoint under it falls back to an older one.
 #include "server/checkpoint/checkpointer.h"
 
 #include <catch2/catch.hpp>
@@ -65,11 +66,22 @@ std::set<std::string> Files(const std::string& dir) {
   return {names->begin(), names->end()};
 }
 
-std::string Name(uint64_t version) {
+std::string Name(uint64_t version, bool delta = false) {
   char buffer[64];
-  std::snprintf(buffer, sizeof(buffer), "shard-1-v%020llu.ckpt",
-                static_cast<unsigned long long>(version));
+  std::snprintf(buffer, sizeof(buffer), "shard-1-v%020llu.%s",
+                static_cast<unsigned long long>(version),
+                delta ? "delta" : "ckpt");
   return buffer;
+}
+
+// A delta at `version` on the full checkpoint at `base`.
+CheckpointState Delta(uint64_t version, uint64_t base) {
+  CheckpointState s = State(version);
+  s.store_state.clear();
+  s.incremental = true;
+  s.base_version = base;
+  s.store_changes = std::string(50, static_cast<char>('A' + version % 26));
+  return s;
 }
 
 struct Fixture {
@@ -227,6 +239,81 @@ TEST_CASE("checkpoints that are all damaged are an error, not a fresh start",
                  Catch::Contains("--fresh"));
   REQUIRE(f.ckpt.RemoveAll().ok());
   CHECK(Files(f.dir).empty());
+}
+
+TEST_CASE("a delta restores with the full checkpoint it names",
+          "[checkpoint][incremental]") {
+  Fixture f;
+  f.SaveVersions({100});
+  for (uint64_t v : {110, 120}) {
+    auto path = f.ckpt.Save(Delta(v, 100));
+    REQUIRE(path.ok());
+    CHECK(*path == f.dir + "/" + Name(v, true));
+  }
+  auto restored = f.ckpt.LoadNewest("job-a", 0x1234);
+  REQUIRE(restored.ok());
+  REQUIRE(restored->state.has_value());
+  CHECK(restored->path == f.dir + "/" + Name(120, true));
+  CHECK(restored->base_path == f.dir + "/" + Name(100));
+  CHECK(restored->state->version == 120);
+  CHECK(restored->state->incremental);
+  CHECK(restored->state->store_changes == Delta(120, 100).store_changes);
+  CHECK(restored->state->store_state == State(100).store_state);
+  CHECK(restored->state->clocks == State(120).clocks);
+
+  SECTION("a damaged newest delta: the delta before") {
+    REQUIRE(LocalFileSystem()
+                ->WriteFileSynced(f.dir + "/" + Name(120, true), "PARAMDCK x")
+                .ok());
+    auto older = f.ckpt.LoadNewest("job-a", 0x1234);
+    REQUIRE(older.ok());
+    CHECK(older->state->version == 110);
+    CHECK(older->skipped.size() == 1);
+  }
+  SECTION("its full checkpoint damaged: an older full one") {
+    f.SaveVersions({200});
+    REQUIRE(f.ckpt.Save(Delta(210, 200)).ok());
+    REQUIRE(LocalFileSystem()
+                ->WriteFileSynced(f.dir + "/" + Name(200), "PARAMDCK x")
+                .ok());
+    auto older = f.ckpt.LoadNewest("job-a", 0x1234);
+    REQUIRE(older.ok());
+    // 210 (its full one damaged) and 200 skipped; the newest delta on 100
+    // is still kept.
+    CHECK(older->state->version == 120);
+    CHECK(older->base_path == f.dir + "/" + Name(100));
+    REQUIRE(older->skipped.size() == 2);
+    CHECK_THAT(older->skipped[0], Catch::Contains("its full checkpoint " +
+                                                  f.dir + "/" + Name(200)));
+  }
+  SECTION("its full checkpoint missing") {
+    REQUIRE(LocalFileSystem()->Remove(f.dir + "/" + Name(100)).ok());
+    auto none = f.ckpt.LoadNewest("job-a", 0x1234);
+    CHECK(absl::IsDataLoss(none.status()));
+  }
+}
+
+TEST_CASE(
+    "the newest three full checkpoints are kept, and three deltas on "
+    "them",
+    "[checkpoint][incremental]") {
+  Fixture f;
+  f.SaveVersions({100});
+  for (uint64_t v : {110, 120, 130, 140})
+    REQUIRE(f.ckpt.Save(Delta(v, 100)).ok());
+  CHECK(Files(f.dir) == std::set<std::string>{Name(100), Name(120, true),
+                                              Name(130, true),
+                                              Name(140, true)});
+  f.SaveVersions({200, 300});
+  REQUIRE(f.ckpt.Save(Delta(310, 300)).ok());
+  CHECK(Files(f.dir) == std::set<std::string>{Name(100), Name(200), Name(300),
+                                              Name(130, true), Name(140, true),
+                                              Name(310, true)});
+  f.SaveVersions({400});
+  // The deltas older than the oldest full checkpoint kept go with it.
+  CHECK(Files(f.dir) == std::set<std::string>{Name(200), Name(300), Name(400),
+                                              Name(310, true)});
+  f.ExpectNewest(400);
 }
 
 }  // namespace

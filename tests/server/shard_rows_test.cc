@@ -3,8 +3,9 @@
 // as DDP averages; async applies each push at once; malformed row blocks
 // and PullRows requests are refused by name and change nothing; a table's
 // max_rows is refused with RESOURCE_EXHAUSTED naming table and shard; rows
-// survive a checkpoint; eviction sweeps beside the pushes, counted in
-// status.
+// survive a checkpoint, full or incremental; eviction sweeps beside the
+// pushes, counted in status.
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <cmath>
 #include <cstring>
@@ -17,6 +18,7 @@
 #include "common/base/half.h"
 #include "common/metrics/metric_families.h"
 #include "common/model/rows.h"
+#include "server/checkpoint/file_system.h"
 #include "server/shard/shard.h"
 #include "server/shard/shard_metrics.h"
 #include "tests/test_files.h"
@@ -404,6 +406,25 @@ TEST_CASE("a PullRows whose reply would pass the message limit is refused",
   CHECK(response.data().size() == n * 4 * 2);
 }
 
+// Registers both ranks with a restored shard (both phases), which must
+// give them `clock`.
+void RegisterRestored(Shard& restored, const JobConfig& config,
+                      uint64_t clock) {
+  for (uint32_t rank : {0u, 1u}) {
+    proto::RegisterResponse response;
+    for (bool join : {false, true}) {
+      proto::RegisterRequest request;
+      request.set_job_id(config.job_id);
+      request.set_rank(rank);
+      request.set_plan_fingerprint(restored.plan().fingerprint());
+      request.set_join(join);
+      request.set_clock(response.clock());
+      REQUIRE(restored.Register(request, &response).ok());
+    }
+    CHECK(response.clock() == clock);
+  }
+}
+
 TEST_CASE("rows and their optimizer state survive a checkpoint",
           "[shard_rows]") {
   JobConfig config = Job("sync");
@@ -420,20 +441,76 @@ TEST_CASE("rows and their optimizer state survive a checkpoint",
   std::unique_ptr<Shard> restored = *Shard::Create(config, 0);
   CHECK(restored->store().table(0).rows() == 3);
   CHECK(restored->store().version() == 1);
-  for (uint32_t rank : {0u, 1u}) {
-    proto::RegisterResponse response;
-    for (bool join : {false, true}) {
-      proto::RegisterRequest request;
-      request.set_job_id(config.job_id);
-      request.set_rank(rank);
-      request.set_plan_fingerprint(restored->plan().fingerprint());
-      request.set_join(join);
-      request.set_clock(response.clock());
-      REQUIRE(restored->Register(request, &response).ok());
-    }
-    CHECK(response.clock() == 1);
-  }
+  RegisterRestored(*restored, config, 1);
   CHECK(*Rows(*restored, config, 0, 1, {3, 7, 9}) == before);
+}
+
+TEST_CASE("rows restore from an incremental checkpoint on its full one",
+          "[shard_rows][incremental]") {
+  JobConfig config = Job("sync");
+  config.checkpoint.dir = testing::NewTempDir() + "/checkpoints";
+  config.checkpoint.every_steps = 1;
+  config.checkpoint.full_every = 3;
+  // The ids rounds before `version` pushed, ascending.
+  auto held_at = [](uint64_t version) {
+    std::vector<uint64_t> held = {5};
+    for (uint64_t c = 0; c < version; ++c)
+      held.insert(held.end(), {c * 10 + 1, c * 10 + 2});
+    std::sort(held.begin(), held.end());
+    held.erase(std::unique(held.begin(), held.end()), held.end());
+    return held;
+  };
+  std::vector<std::vector<float>> at;  // By version, from 1.
+  {
+    std::unique_ptr<Shard> shard = Registered(config);
+    REQUIRE(shard->store().tracks_changes());
+    proto::PushResponse r;
+    for (uint64_t clock = 0; clock < 6; ++clock) {
+      const uint64_t a = clock * 10 + 1, b = clock * 10 + 2;
+      REQUIRE(shard->Push(RowPush(*shard, config, 0, clock, {a, b}), &r).ok());
+      REQUIRE(shard
+                  ->Push(RowPush(*shard, config, 1, clock,
+                                 {std::min<uint64_t>(5, b),
+                                  std::max<uint64_t>(5, b)}),
+                         &r)
+                  .ok());
+      shard->FlushCheckpoints();  // Each version's capture written.
+      at.push_back(*Rows(*shard, config, 0, clock + 1, held_at(clock + 1)));
+    }
+  }
+  auto files = LocalFileSystem()->List(config.checkpoint.dir);
+  REQUIRE(files.ok());
+  std::vector<std::string> names;
+  for (const std::string& name : *files) {
+    if (absl::StartsWith(name, "shard-0-v")) names.push_back(name.substr(9));
+  }
+  std::sort(names.begin(), names.end());
+  // A full checkpoint at 1 and 4, deltas on them between; of the deltas
+  // the newest three (checkpoint.keep) are kept.
+  CHECK(names == std::vector<std::string>{
+                     "00000000000000000001.ckpt", "00000000000000000003.delta",
+                     "00000000000000000004.ckpt", "00000000000000000005.delta",
+                     "00000000000000000006.delta"});
+
+  auto restore = [&](uint64_t version) {
+    std::unique_ptr<Shard> restored = *Shard::Create(config, 0);
+    CHECK(restored->store().version() == version);
+    CHECK(restored->store().table(0).rows() == 2 * version + 1);
+    proto::ShardStatus st;
+    restored->GetStatus(&st);
+    CHECK_THAT(st.restored_from(), Catch::EndsWith(".delta"));
+    RegisterRestored(*restored, config, version);
+    CHECK(*Rows(*restored, config, 0, version, held_at(version)) ==
+          at[version - 1]);
+  };
+  restore(6);
+  // The newest delta damaged: the one before, on the same full checkpoint.
+  REQUIRE(LocalFileSystem()
+              ->WriteFileSynced(config.checkpoint.dir + "/shard-0-v" +
+                                    "00000000000000000006.delta",
+                                "PARAMDCK damaged")
+              .ok());
+  restore(5);
 }
 
 }  // namespace

@@ -1,0 +1,84 @@
+// What a table's incremental save (RowTable::SaveChanges) is made of, and
+// how one applies: the rows of a save read back (SavedRows), the log of
+// rows eviction dropped since the last full save (DroppedRows), and
+// ApplyRowChanges, which brings saved rows to a later save's state.
+//
+// A changes section: "PRWD", table (u32), floats per row (u32), steps,
+// clock and since (i64 each), the count of dropped ids (u64) and the ids
+// (u64 each), the count of changed rows (u64) and each row whole: id (u64),
+// values and optimizer slots (floats), last update (i64), count (u32).
+// Host byte order, as the rest of a shard's state (state_bytes.h).
+#ifndef PARAMD_SERVER_STORE_ROW_CHANGES_H_
+#define PARAMD_SERVER_STORE_ROW_CHANGES_H_
+
+#include <cstdint>
+#include <memory>
+#include <utility>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/status/status.h"
+#include "absl/strings/string_view.h"
+#include "common/config/table_config.h"
+#include "server/store/row_eviction.h"
+
+namespace paramd {
+
+// Rows per slab of a table's storage.
+constexpr size_t kRowSlabRows = 4096;
+constexpr char kRowChangesMagic[4] = {'P', 'R', 'W', 'D'};
+// A RowMeta as saved: last update, count.
+constexpr size_t kRowMetaBytes = sizeof(int64_t) + sizeof(uint32_t);
+
+// A table's rows read back from a save, checked, not yet installed.
+struct SavedRows {
+  absl::flat_hash_map<uint64_t, uint32_t> index;
+  std::vector<std::unique_ptr<float[]>> slabs;  // kRowSlabRows rows each.
+  uint32_t size = 0;
+  int64_t steps = 0;
+  int64_t clock = 0;
+  std::vector<RowMeta> meta;  // By slot; empty if the table keeps none.
+};
+
+// The rows a table's sweeps dropped, with the table's clock then, oldest
+// first. Not thread-safe: the table's lock guards it.
+class DroppedRows {
+ public:
+  void Add(int64_t clock, uint64_t id) { rows_.emplace_back(clock, id); }
+  // Forgets the rows dropped before `clock`.
+  void ForgetBefore(int64_t clock);
+  void Clear() { rows_.clear(); }
+  // Calls `f(id)` for each row dropped at `clock` or later.
+  template <typename F>
+  void ForEachSince(int64_t clock, F f) const {
+    for (const auto& [when, id] : rows_) {
+      if (when >= clock) f(id);
+    }
+  }
+  uint64_t size() const { return rows_.size(); }
+  uint64_t bytes() const { return rows_.capacity() * sizeof(rows_[0]); }
+
+ private:
+  std::vector<std::pair<int64_t, uint64_t>> rows_;
+};
+
+// What ApplyRowChanges checks a section against: the table it is for.
+struct RowFormat {
+  const EmbeddingTableConfig* config;
+  uint32_t table;
+  size_t stride;  // Floats per row: values and optimizer slots.
+  bool meta;      // Whether the table keeps RowMeta (saved has one a row).
+};
+
+// Reads a changes section from the front of `*in` (which moves past it)
+// onto `saved`, a save of the same table at the section's `since`: the
+// dropped rows leave (the last slot's row moving into each hole, as the
+// table does), the changed ones are replaced or added. FailedPrecondition
+// when `saved` is at another update or of another table; DataLoss when
+// the section is damaged; on any error `saved` may be part-way.
+absl::Status ApplyRowChanges(const RowFormat& format, absl::string_view* in,
+                             SavedRows* saved);
+
+}  // namespace paramd
+
+#endif  // PARAMD_SERVER_STORE_ROW_CHANGES_H_
