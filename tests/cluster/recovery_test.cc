@@ -2,7 +2,8 @@
 // a server SIGKILLed mid-training restarts from its checkpoint and the
 // workers retry and carry on; a SIGKILLed worker restarts and rejoins;
 // paramctl and all its processes SIGKILLed, `paramctl run --resume`
-// finishes the job from the checkpoints. Each job completes and learns.
+// finishes the job from the checkpoints; an embedding table's server
+// restarts from an incremental checkpoint. Each job completes and learns.
 #include <signal.h>
 
 #include <catch2/catch.hpp>
@@ -101,19 +102,22 @@ void CheckLearned(const std::string& output) {
   CHECK(FinalAccuracy(output) > 0.4);
 }
 
-// Runs the job, SIGKILLs `victim` once epoch 1 is done, and waits for the
-// end; returns paramctl's output.
-std::string KillOnceAndFinish(const std::string& job,
-                              const std::string& victim) {
+// Runs the job, SIGKILLs `victim` once epoch 1 is done (and, for a server,
+// once its log says `written`: by default, any checkpoint), and waits for
+// the end; returns paramctl's output.
+std::string KillOnceAndFinish(const std::string& job, const std::string& victim,
+                              const std::string& written = "") {
   const std::string summary_path = job + ".summary.json";
   Subprocess run(RunArgs(job, {"--summary", summary_path}));
   REQUIRE(run.ReadUntil("rank 1: epoch 1/3", kJobTimeout));
   if (absl::StartsWith(victim, "server ")) {
     // Checkpoints are written off the pushes' path: the victim has one on
     // disk before it dies (a loaded machine may lag a few captures behind).
-    REQUIRE(run.ReadUntil(
-        absl::StrCat("shard ", victim.substr(7), ": checkpoint of version"),
-        kJobTimeout));
+    REQUIRE(run.ReadUntil(written.empty()
+                              ? absl::StrCat("shard ", victim.substr(7),
+                                             ": checkpoint of version")
+                              : written,
+                          kJobTimeout));
   }
   const pid_t pid = PidOf(run.output(), victim);
   REQUIRE(pid > 0);
@@ -147,6 +151,44 @@ TEST_CASE(
       std::regex(
           R"(\[server 1\].*shard 1: restored version \d+ from .*shard-1-v\d+\.ckpt)")));
   CHECK(out.find("retrying for up to") != std::string::npos);
+  CheckLearned(out);
+}
+
+TEST_CASE(
+    "an embedding table's SIGKILLed server restarts from an incremental "
+    "checkpoint on its full one, and the job completes",
+    "[recovery][e2e][incremental]") {
+  const std::string dir = NewTempDir();
+  JobOptions o;
+  o.epochs = 3;
+  o.lease_seconds = 4;
+  o.learning_rate = 0.2;
+  o.model_type = "embedding_bag";
+  o.layers = "[8, 16, 10]";
+  o.model_extra =
+      "  embeddings:\n"
+      "    - name: pixels\n"
+      "      rows: 1048576\n"
+      "      dim: 8\n"
+      "      init_scale: 0.1\n"
+      "      optimizer: {type: adam, learning_rate: 0.05}\n";
+  // The first checkpoint is full, every later one a delta on it.
+  const std::string job =
+      WriteFile(dir + "/job.yaml",
+                testing::JobYaml(o) +
+                    "checkpoint:\n  dir: checkpoints\n  every_steps: 8\n"
+                    "  full_every: 1000\n"
+                    "restart:\n  max: 3\n  backoff_seconds: 0.2\n"
+                    "testing:\n  slow_rank: 1\n  slow_step_ms: 25\n");
+  const std::string out = KillOnceAndFinish(
+      job, "server 1", "shard 1: checkpoint of version 16 written to");
+  INFO(out);
+  CHECK(std::regex_search(
+      out, std::regex(R"(shard 1: checkpoint of version 16 written to )"
+                      R"(\S+/shard-1-v0+16\.delta)")));
+  CHECK(std::regex_search(
+      out, std::regex(R"(\[server 1\].*shard 1: restored version \d+ from )"
+                      R"(\S+/shard-1-v\d+\.delta on \S+/shard-1-v0+8\.ckpt)")));
   CheckLearned(out);
 }
 
