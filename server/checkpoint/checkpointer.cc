@@ -1,7 +1,5 @@
 #include "server/checkpoint/checkpointer.h"
 
-#include <zlib.h>
-
 #include <algorithm>
 #include <cstring>
 
@@ -9,6 +7,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "common/base/crc32.h"
 #include "common/base/status_macros.h"
 
 namespace paramd {
@@ -33,18 +32,6 @@ void PutU64(std::string* out, uint64_t v) {
 void PutBytes(std::string* out, absl::string_view bytes) {
   PutU64(out, bytes.size());
   out->append(bytes.data(), bytes.size());
-}
-
-uint32_t Crc(absl::string_view bytes) {
-  uLong crc = crc32(0L, Z_NULL, 0);
-  // zlib takes lengths in uInt: feed large buffers in pieces.
-  while (!bytes.empty()) {
-    const size_t n = std::min<size_t>(bytes.size(), 1u << 30);
-    crc = crc32(crc, reinterpret_cast<const Bytef*>(bytes.data()),
-                static_cast<uInt>(n));
-    bytes.remove_prefix(n);
-  }
-  return static_cast<uint32_t>(crc);
 }
 
 // Reads fields in order; any read past the end is DataLoss.
@@ -117,7 +104,7 @@ std::string EncodeCheckpoint(const CheckpointState& s) {
   }
   PutBytes(&out, s.incremental ? s.store_changes : s.store_state);
   PutBytes(&out, s.metrics_state);
-  PutU32(&out, Crc(out));
+  PutU32(&out, Crc32(out));
   return out;
 }
 
@@ -130,10 +117,10 @@ absl::StatusOr<CheckpointState> DecodeCheckpoint(absl::string_view bytes) {
   Reader crc_reader(bytes.substr(bytes.size() - 4));
   uint32_t stored = 0;
   RETURN_IF_ERROR(crc_reader.U32(&stored));
-  if (Crc(body) != stored) {
+  if (Crc32(body) != stored) {
     return absl::DataLossError(absl::StrFormat(
         "checksum mismatch (stored %08x, computed %08x): torn or damaged",
-        stored, Crc(body)));
+        stored, Crc32(body)));
   }
   Reader r(body.substr(sizeof(kMagic)));
   CheckpointState s;
@@ -315,7 +302,7 @@ absl::Status Checkpointer::SaveMetrics(absl::string_view metrics) {
   RETURN_IF_ERROR(fs_->MakeDirs(dir_));
   std::string bytes("PARAMDMT", 8);
   PutBytes(&bytes, metrics);
-  PutU32(&bytes, Crc(bytes));
+  PutU32(&bytes, Crc32(bytes));
   const std::string path = MetricsPath();
   absl::Status s = fs_->WriteFileSynced(path + ".tmp", bytes);
   if (s.ok()) s = fs_->Rename(path + ".tmp", path);
@@ -339,7 +326,7 @@ absl::StatusOr<std::optional<std::string>> Checkpointer::LoadMetrics() {
   RETURN_IF_ERROR(crc_reader.U32(&stored));
   const absl::string_view body =
       absl::string_view(*bytes).substr(0, bytes->size() - 4);
-  if (Crc(body) != stored) {
+  if (Crc32(body) != stored) {
     return absl::DataLossError(
         absl::StrCat(MetricsPath(), ": checksum mismatch"));
   }

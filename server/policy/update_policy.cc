@@ -230,7 +230,8 @@ PolicyState UpdatePolicy::CaptureChangesLocked() const {
 
 void UpdatePolicy::SetCaptureBase(std::optional<CaptureBase> base) {
   absl::MutexLock lock(&mu_);
-  if (base) store_->ForgetRemovedBefore(base->table_clocks);
+  store_->HoldDropped(ShardStore::kCheckpointHolder,
+                      base ? base->table_clocks : std::vector<int64_t>());
   capture_base_ = std::move(base);
 }
 

@@ -18,7 +18,8 @@ void GrpcStatusService::AddTo(ServedMethods* methods) {
        {std::pair<const char*, Handler>{"GetStatus",
                                         &GrpcStatusService::GetStatus},
         {"Checkpoint", &GrpcStatusService::Checkpoint},
-        {"Trace", &GrpcStatusService::Trace}}) {
+        {"Trace", &GrpcStatusService::Trace},
+        {"Export", &GrpcStatusService::Export}}) {
     methods->AddUnaryMember(ServedMethods::MethodName(
                                 proto::StatusService::service_full_name(), rpc),
                             rpc, security_, this, handler);
@@ -54,6 +55,17 @@ grpc::Status GrpcStatusService::Trace(grpc::ServerContext*,
       "Trace", *request, response,
       [this](const proto::TraceRequest& r, proto::TraceResponse* out) {
         ASSIGN_OR_RETURN(*out, shard_->Trace(r));
+        return absl::OkStatus();
+      });
+}
+
+grpc::Status GrpcStatusService::Export(grpc::ServerContext*,
+                                       const grpc::ByteBuffer* request,
+                                       grpc::ByteBuffer* response) {
+  return ServeMessage<proto::ExportRequest, proto::ExportResponse>(
+      "Export", *request, response,
+      [this](const proto::ExportRequest& r, proto::ExportResponse* out) {
+        ASSIGN_OR_RETURN(*out, shard_->Export(r));
         return absl::OkStatus();
       });
 }

@@ -31,6 +31,9 @@ class GrpcStatusService final {
   grpc::Status Trace(grpc::ServerContext* context,
                      const grpc::ByteBuffer* request,
                      grpc::ByteBuffer* response);
+  grpc::Status Export(grpc::ServerContext* context,
+                      const grpc::ByteBuffer* request,
+                      grpc::ByteBuffer* response);
 
   Shard* const shard_;
   const JobSecurity* const security_;

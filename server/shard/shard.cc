@@ -86,6 +86,7 @@ Shard::Shard(const JobConfig& config, int shard_id, ModelSpec spec,
               &waiters_, policy_.get(), &workers_),
       leases_(shard_id, config.liveness.lease_seconds, policy_.get(),
               &workers_),
+      exports_(config.job_id, &store_, clock),
       calls_(config.num_workers, config.limits.max_inflight_per_worker,
              shard_id),
       checks_(config_, shard_id, spec_, plan_, store_, workers_) {}
@@ -457,6 +458,15 @@ void Shard::GetStatus(proto::ShardStatus* status) const {
 
 void Shard::FlushCheckpoints() {
   if (checkpoints_ != nullptr) checkpoints_->Flush();
+}
+
+absl::StatusOr<proto::ExportResponse> Shard::Export(
+    const proto::ExportRequest& request) {
+  if (!serving()) {
+    return absl::FailedPreconditionError(
+        "Export: this process does not serve the shard (its replica does)");
+  }
+  return exports_.Export(request);
 }
 
 absl::StatusOr<proto::CheckpointResponse> Shard::CheckpointNow() {

@@ -35,6 +35,7 @@
 #include "server/replication/shard_replica.h"
 #include "server/shard/request_checks.h"
 #include "server/shard/shard_checkpoints.h"
+#include "server/shard/shard_exports.h"
 #include "server/shard/shard_rows.h"
 #include "server/stats/job_metrics.h"
 #include "server/stats/shard_stats.h"
@@ -71,6 +72,10 @@ class Shard {
   // Writes a checkpoint of the state now; returns its path.
   // FailedPrecondition without checkpoint.dir.
   absl::StatusOr<proto::CheckpointResponse> CheckpointNow();
+  // The model for serving, page by page (proto ExportRequest);
+  // FailedPrecondition where this process does not serve the shard.
+  absl::StatusOr<proto::ExportResponse> Export(
+      const proto::ExportRequest& request);
   // paramctl trace on a running job (proto TraceRequest): arms a step
   // timeline's window, or writes what was recorded.
   absl::StatusOr<proto::TraceResponse> Trace(
@@ -234,6 +239,7 @@ class Shard {
   ShardTrace trace_;       // The step timeline (tracing).
   StallInspector stalls_;  // Over waiters_, policy_ and workers_.
   LeaseWatch leases_;      // Over policy_ and workers_.
+  ShardExports exports_;   // Over store_.
 
   // Null without checkpoint.dir; set before serving.
   std::unique_ptr<ShardCheckpoints> checkpoints_;

@@ -380,12 +380,30 @@ void RowTable::Install(Saved saved) {
 
 void RowTable::TrackChanges() {
   absl::MutexLock lock(&mu_);
-  if (track_changes_) return;
+  if (track_changes_.load()) return;
   if (!config_.eviction.enabled()) {
     meta_.resize(size_);
     for (const auto& [id, slot] : index_) meta_[slot] = RowMeta{id, clock_, 1};
   }
   track_changes_ = true;
+}
+
+int64_t RowTable::Export(int64_t since, Exported* out) const {
+  const size_t dim = config_.dim;
+  absl::ReaderMutexLock lock(&mu_);
+  for (uint32_t slot = 0; slot < size_; ++slot) {
+    if (since >= 0 && meta_[slot].last <= since) continue;
+    out->ids.push_back(since >= 0 ? meta_[slot].id : 0);
+    const float* row = RowAt(slot);
+    out->values.insert(out->values.end(), row, row + dim);
+  }
+  if (since < 0) {  // Without meta the ids come from the index.
+    for (const auto& [id, slot] : index_) out->ids[slot] = id;
+  } else {
+    removed_.ForEachSince(since,
+                          [out](uint64_t id) { out->dropped.push_back(id); });
+  }
+  return clock_;
 }
 
 void RowTable::ForgetRemovedBefore(int64_t clock) {

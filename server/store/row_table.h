@@ -108,8 +108,9 @@ class RowTable {
   // Incremental saves. TrackChanges (before the first Apply) keeps every
   // row's last update (RowMeta, 24 bytes a row unless eviction keeps it
   // already) and the update at which each row a sweep dropped went.
+  // May be called while serving (an export asks for it).
   void TrackChanges() ABSL_LOCKS_EXCLUDED(mu_);
-  bool tracks_changes() const { return track_changes_; }
+  bool tracks_changes() const { return track_changes_.load(); }
   // Appends what changed after update `since` (a Save's clock): the ids
   // of the rows dropped since (at `since` itself too: a sweep runs beside
   // the saves), then every row pushed or created after it, whole (values,
@@ -127,6 +128,18 @@ class RowTable {
   void ForgetRemovedBefore(int64_t clock) ABSL_LOCKS_EXCLUDED(mu_);
   // Dropped rows' ids held for SaveChanges.
   uint64_t removed_held() const ABSL_LOCKS_EXCLUDED(mu_);
+
+  // A table's rows for serving: ids with their values (dim floats each,
+  // no optimizer slots), in slot order, and ids dropped since.
+  struct Exported {
+    std::vector<uint64_t> ids;
+    std::vector<float> values;
+    std::vector<uint64_t> dropped;
+  };
+  // Every row (since < 0), or only those pushed or created after update
+  // `since` and the ids dropped since (requires TrackChanges), under the
+  // shared lock. Returns the clock they are at.
+  int64_t Export(int64_t since, Exported* out) const ABSL_LOCKS_EXCLUDED(mu_);
 
  private:
   float* RowAt(uint32_t slot) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -146,7 +159,7 @@ class RowTable {
   void ShrinkLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Whether rows keep RowMeta: with eviction or tracked changes.
   bool keeps_meta() const {
-    return config_.eviction.enabled() || track_changes_;
+    return config_.eviction.enabled() || track_changes_.load();
   }
 
   const EmbeddingTableConfig config_;
@@ -170,8 +183,8 @@ class RowTable {
   int64_t last_sweep_ ABSL_GUARDED_BY(mu_) = 0;
   // With eviction or tracked changes only.
   std::vector<RowMeta> meta_ ABSL_GUARDED_BY(mu_);
-  // Set by TrackChanges before serving; read-only after.
-  bool track_changes_ = false;
+  // Set by TrackChanges (under mu_, after meta_ is filled); never unset.
+  std::atomic<bool> track_changes_{false};
   // With tracked changes: the rows a sweep dropped, until
   // ForgetRemovedBefore.
   DroppedRows removed_ ABSL_GUARDED_BY(mu_);

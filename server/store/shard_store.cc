@@ -1,5 +1,6 @@
 #include "server/store/shard_store.h"
 
+#include <algorithm>
 #include <cstring>
 #include <utility>
 
@@ -282,10 +283,29 @@ bool ShardStore::tracks_changes() const {
   return true;
 }
 
-void ShardStore::ForgetRemovedBefore(absl::Span<const int64_t> clocks) {
-  for (size_t t = 0; t < tables_.size() && t < clocks.size(); ++t) {
-    tables_[t]->ForgetRemovedBefore(clocks[t]);
+void ShardStore::HoldDropped(int holder, std::vector<int64_t> clocks) {
+  absl::MutexLock lock(&holds_mu_);
+  holds_[holder] = std::move(clocks);
+  for (size_t t = 0; t < tables_.size(); ++t) {
+    int64_t keep = INT64_MAX;
+    for (const std::vector<int64_t>& hold : holds_) {
+      if (t < hold.size()) keep = std::min(keep, hold[t]);
+    }
+    tables_[t]->ForgetRemovedBefore(keep);
   }
+}
+
+ShardStore::Exported ShardStore::Export(absl::Span<const int64_t> since) const {
+  Exported out;
+  absl::ReaderMutexLock lock(&mu_);
+  out.version = version_;
+  out.dense = params_;
+  out.tables.resize(tables_.size());
+  for (size_t t = 0; t < tables_.size(); ++t) {
+    out.table_clocks.push_back(
+        tables_[t]->Export(since.empty() ? -1 : since[t], &out.tables[t]));
+  }
+  return out;
 }
 
 absl::Status ShardStore::ParseDense(absl::string_view* bytes, uint32_t format,

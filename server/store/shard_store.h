@@ -179,9 +179,29 @@ class ShardStore {
       ABSL_LOCKS_EXCLUDED(mu_);
   // Each table's clock (RowTable::clock), by table.
   std::vector<int64_t> TableClocks() const;
-  // A SaveState at `clocks` is durable: the tables forget the rows they
-  // dropped before (RowTable::ForgetRemovedBefore).
-  void ForgetRemovedBefore(absl::Span<const int64_t> clocks);
+  // The ids of dropped rows the tables keep for SaveChanges and Export:
+  // each holder (kCheckpointHolder: the last durable full checkpoint,
+  // kExportHolder: the oldest export remembered) needs those dropped at
+  // its table clocks or later; the tables forget the older ones
+  // (RowTable::ForgetRemovedBefore). Empty `clocks`: the holder needs
+  // none. Thread-safe.
+  static constexpr int kCheckpointHolder = 0;
+  static constexpr int kExportHolder = 1;
+  void HoldDropped(int holder, std::vector<int64_t> clocks)
+      ABSL_LOCKS_EXCLUDED(holds_mu_);
+
+  // The model for serving at one version: the dense chunks (shared, never
+  // changed) and each table's rows — all of them (empty `since`), or
+  // those changed after since[t] with the ids dropped since. No step runs
+  // while the rows are copied. Tables must track changes for `since`.
+  struct Exported {
+    uint64_t version = 0;
+    std::shared_ptr<const ParamSnapshot> dense;
+    std::vector<int64_t> table_clocks;
+    std::vector<RowTable::Exported> tables;
+  };
+  Exported Export(absl::Span<const int64_t> since) const
+      ABSL_LOCKS_EXCLUDED(mu_);
 
   // The parameters at the current version, without a copy: every caller
   // between two steps shares them, and they never change while anyone
@@ -211,6 +231,8 @@ class ShardStore {
   std::unique_ptr<RowEvictor> evictor_;
   // Wakes the evictor when a table asks for a sweep.
   void WakeEvictor() const;
+  absl::Mutex holds_mu_;
+  std::vector<std::vector<int64_t>> holds_ ABSL_GUARDED_BY(holds_mu_){2};
 
   // Taken under the policy's lock; held while a step applies the row
   // tables' updates (they take their own lock under it).

@@ -21,89 +21,22 @@
 #include "server/checkpoint/file_system.h"
 #include "server/shard/shard.h"
 #include "server/shard/shard_metrics.h"
+#include "tests/row_pushes.h"
 #include "tests/test_files.h"
 #include "tests/whole_push.h"
 
 namespace paramd {
 namespace {
 
-constexpr int kDim = 4;
+constexpr int kDim = testing::kRowDim;
 constexpr float kLr = 0.5f;
 
-JobConfig Job(const std::string& policy, int servers = 1,
-              const std::string& max_rows = "0",
-              const std::string& rows = "1000",
-              const std::string& table_extra = "") {
-  testing::JobOptions o;
-  o.servers.assign(servers, "127.0.0.1:0");
-  o.policy = policy;
-  o.model_type = "embedding_bag";
-  o.layers = "[4, 10]";
-  o.model_extra = absl::StrCat(
-      "  embeddings:\n"
-      "    - name: emb\n"
-      "      rows: ",
-      rows,
-      "\n"
-      "      dim: 4\n"
-      "      init_scale: 0.1\n"
-      "      max_rows: ",
-      max_rows,
-      "\n"
-      "      optimizer: {type: sgd, learning_rate: 0.5}\n",
-      table_extra);
-  return testing::MakeJob(o, testing::NewTempDir());
-}
+using testing::RegisteredShard;
+using testing::RowGrad;
+using testing::RowPush;
+using testing::RowsJob;
 
-std::unique_ptr<Shard> Registered(const JobConfig& config, int shard_id = 0) {
-  std::unique_ptr<Shard> shard = *Shard::Create(config, shard_id);
-  for (uint32_t rank : {0u, 1u}) {
-    testing::RegisterAtZero(*shard, config.job_id, rank);
-  }
-  return shard;
-}
-
-// The gradient of `id` pushed by `rank`: distinct per (rank, id, element).
-float Grad(uint32_t rank, uint64_t id, int element) {
-  return static_cast<float>(rank + 1) * 0.25f + static_cast<float>(id % 7) -
-         static_cast<float>(element) * 0.5f;
-}
-
-proto::PushRequest RowPush(const Shard& shard, const JobConfig& config,
-                           uint32_t rank, uint64_t clock,
-                           const std::vector<uint64_t>& ids) {
-  proto::PushRequest r =
-      testing::WholePush(shard, config.job_id, rank, clock, 0.0f);
-  proto::RowBlock* block = r.add_rows();
-  block->set_table(0);
-  block->set_dtype(proto::DTYPE_FLOAT32);
-  block->set_ids(EncodeRowIds(ids));
-  std::vector<float> values;
-  for (uint64_t id : ids) {
-    for (int e = 0; e < kDim; ++e) values.push_back(Grad(rank, id, e));
-  }
-  block->set_data(values.data(), values.size() * sizeof(float));
-  return r;
-}
-
-absl::StatusOr<std::vector<float>> Rows(
-    Shard& shard, const JobConfig& config, uint32_t rank, uint64_t clock,
-    const std::vector<uint64_t>& ids,
-    absl::Time deadline = absl::Now() + absl::Seconds(30)) {
-  proto::PullRowsRequest request;
-  request.set_job_id(config.job_id);
-  request.set_rank(rank);
-  request.set_clock(clock);
-  request.set_table(0);
-  request.set_ids(EncodeRowIds(ids));
-  proto::PullRowsResponse response;
-  absl::Status s =
-      testing::PullRowsInto(shard, request, deadline, nullptr, &response);
-  if (!s.ok()) return s;
-  std::vector<float> out(response.data().size() / sizeof(float));
-  std::memcpy(out.data(), response.data().data(), response.data().size());
-  return out;
-}
+using testing::PullTableRows;
 
 std::vector<float> Init(const JobConfig& config, uint64_t id) {
   std::vector<float> row(kDim);
@@ -113,13 +46,13 @@ std::vector<float> Init(const JobConfig& config, uint64_t id) {
 
 TEST_CASE("sync averages rows pushed by some workers over the round",
           "[shard_rows]") {
-  const JobConfig config = Job("sync");
-  std::unique_ptr<Shard> shard = Registered(config);
+  const JobConfig config = RowsJob("sync");
+  std::unique_ptr<Shard> shard = RegisteredShard(config);
   proto::PushResponse r;
   REQUIRE(shard->Push(RowPush(*shard, config, 0, 0, {3, 10}), &r).ok());
   // The round waits for rank 1: rows of version 1 are not readable yet.
   absl::StatusOr<std::vector<float>> early =
-      Rows(*shard, config, 0, 1, {3}, absl::Now());
+      PullTableRows(*shard, config, 0, 1, {3}, absl::Now());
   CHECK(early.status().code() == absl::StatusCode::kDeadlineExceeded);
   CHECK(shard->store().table(0).rows() == 0);
   REQUIRE(shard->Push(RowPush(*shard, config, 1, 0, {10, 20}), &r).ok());
@@ -127,7 +60,7 @@ TEST_CASE("sync averages rows pushed by some workers over the round",
   CHECK(shard->store().table(0).rows() == 3);
 
   absl::StatusOr<std::vector<float>> rows =
-      Rows(*shard, config, 0, 1, {3, 10, 20, 30});
+      PullTableRows(*shard, config, 0, 1, {3, 10, 20, 30});
   REQUIRE(rows.ok());
   for (uint64_t id : {3, 10, 20, 30}) {
     const size_t at = id == 3 ? 0 : id == 10 ? 1 : id == 20 ? 2 : 3;
@@ -135,8 +68,8 @@ TEST_CASE("sync averages rows pushed by some workers over the round",
     for (int e = 0; e < kDim; ++e) {
       // Sum over the pushes that carried the row, divided by the 2 pushes.
       double sum = 0;
-      if (id == 3 || id == 10) sum += Grad(0, id, e);
-      if (id == 10 || id == 20) sum += Grad(1, id, e);
+      if (id == 3 || id == 10) sum += RowGrad(0, id, e);
+      if (id == 10 || id == 20) sum += RowGrad(1, id, e);
       const float mean = static_cast<float>(sum / 2);
       INFO("row " << id << " element " << e);
       CHECK((*rows)[at * kDim + e] == init[e] - kLr * mean);
@@ -160,33 +93,35 @@ TEST_CASE("sync averages rows pushed by some workers over the round",
 }
 
 TEST_CASE("async applies each push's rows at once", "[shard_rows]") {
-  const JobConfig config = Job("async");
-  std::unique_ptr<Shard> shard = Registered(config);
+  const JobConfig config = RowsJob("async");
+  std::unique_ptr<Shard> shard = RegisteredShard(config);
   proto::PushResponse r;
   REQUIRE(shard->Push(RowPush(*shard, config, 0, 0, {5}), &r).ok());
-  absl::StatusOr<std::vector<float>> rows = Rows(*shard, config, 0, 1, {5});
+  absl::StatusOr<std::vector<float>> rows =
+      PullTableRows(*shard, config, 0, 1, {5});
   REQUIRE(rows.ok());
   const std::vector<float> init = Init(config, 5);
   for (int e = 0; e < kDim; ++e) {
-    CHECK((*rows)[e] == init[e] - kLr * Grad(0, 5, e));
+    CHECK((*rows)[e] == init[e] - kLr * RowGrad(0, 5, e));
   }
   REQUIRE(shard->Push(RowPush(*shard, config, 1, 0, {5}), &r).ok());
-  rows = Rows(*shard, config, 1, 1, {5});
+  rows = PullTableRows(*shard, config, 1, 1, {5});
   REQUIRE(rows.ok());
   for (int e = 0; e < kDim; ++e) {
-    CHECK((*rows)[e] == (init[e] - kLr * Grad(0, 5, e)) - kLr * Grad(1, 5, e));
+    CHECK((*rows)[e] ==
+          (init[e] - kLr * RowGrad(0, 5, e)) - kLr * RowGrad(1, 5, e));
   }
   // A retried push is a duplicate: not applied twice.
   REQUIRE(shard->Push(RowPush(*shard, config, 1, 0, {5}), &r).ok());
   CHECK(r.duplicate());
-  CHECK(*Rows(*shard, config, 1, 1, {5}) == *rows);
+  CHECK(*PullTableRows(*shard, config, 1, 1, {5}) == *rows);
 }
 
 TEST_CASE("a table's eviction runs beside the pushes and shows in status",
           "[shard_rows]") {
   const JobConfig config =
-      Job("async", 1, "0", "1000", "      eviction: {ttl_steps: 2}\n");
-  std::unique_ptr<Shard> shard = Registered(config);
+      RowsJob("async", 1, "0", "1000", "      eviction: {ttl_steps: 2}\n");
+  std::unique_ptr<Shard> shard = RegisteredShard(config);
   const RowEvictor* evictor = shard->store().evictor();
   REQUIRE(evictor != nullptr);
   proto::PushResponse r;
@@ -206,7 +141,7 @@ TEST_CASE("a table's eviction runs beside the pushes and shows in status",
   CHECK(status.tables(0).rows() == 2);
   CHECK(status.tables(0).rows_evicted() == 1);
   // Row 5 reads its initial values again.
-  CHECK(*Rows(*shard, config, 0, 3, {5}) == Init(config, 5));
+  CHECK(*PullTableRows(*shard, config, 0, 3, {5}) == Init(config, 5));
   CHECK_THAT(
       MetricsText(ShardMetrics(*shard, absl::Now())),
       Catch::Contains("paramd_table_rows_evicted_total{paramd_job=\"test-"
@@ -214,10 +149,10 @@ TEST_CASE("a table's eviction runs beside the pushes and shows in status",
 }
 
 TEST_CASE("rows travel as float16 both ways", "[shard_rows]") {
-  const JobConfig config = Job("async");
-  std::unique_ptr<Shard> shard = Registered(config);
+  const JobConfig config = RowsJob("async");
+  std::unique_ptr<Shard> shard = RegisteredShard(config);
   // The float32 push of {5} on one shard, its float16 twin on another.
-  std::unique_ptr<Shard> twin = Registered(config);
+  std::unique_ptr<Shard> twin = RegisteredShard(config);
   proto::PushRequest wide = RowPush(*shard, config, 0, 0, {5});
   proto::PushRequest narrow = wide;
   std::vector<float> values(kDim);
@@ -229,8 +164,8 @@ TEST_CASE("rows travel as float16 both ways", "[shard_rows]") {
   proto::PushResponse r;
   REQUIRE(shard->Push(wide, &r).ok());
   REQUIRE(twin->Push(narrow, &r).ok());
-  const std::vector<float> a = *Rows(*shard, config, 0, 1, {5});
-  CHECK(*Rows(*twin, config, 0, 1, {5}) == a);
+  const std::vector<float> a = *PullTableRows(*shard, config, 0, 1, {5});
+  CHECK(*PullTableRows(*twin, config, 0, 1, {5}) == a);
   // Pulled as float16: each value's half.
   proto::PullRowsRequest request;
   request.set_job_id(config.job_id);
@@ -251,8 +186,8 @@ TEST_CASE("rows travel as float16 both ways", "[shard_rows]") {
 
 TEST_CASE("malformed row blocks and row pulls are refused by name",
           "[shard_rows]") {
-  const JobConfig config = Job("sync", 2);
-  std::unique_ptr<Shard> shard = Registered(config, 0);
+  const JobConfig config = RowsJob("sync", 2);
+  std::unique_ptr<Shard> shard = RegisteredShard(config, 0);
   // Ids this shard owns, and one it does not.
   std::vector<uint64_t> mine;
   uint64_t theirs = 0;
@@ -351,8 +286,8 @@ TEST_CASE("malformed row blocks and row pulls are refused by name",
 TEST_CASE("a table's max_rows is refused cleanly, counting the open round",
           "[shard_rows]") {
   SECTION("sync") {
-    const JobConfig config = Job("sync", 1, "5");
-    std::unique_ptr<Shard> shard = Registered(config);
+    const JobConfig config = RowsJob("sync", 1, "5");
+    std::unique_ptr<Shard> shard = RegisteredShard(config);
     proto::PushResponse r;
     REQUIRE(shard->Push(RowPush(*shard, config, 0, 0, {1, 2, 3, 4}), &r).ok());
     // 4 new rows are pending in the round; 2 more would make 6.
@@ -367,8 +302,8 @@ TEST_CASE("a table's max_rows is refused cleanly, counting the open round",
     CHECK(shard->store().table(0).rows() == 5);
   }
   SECTION("async") {
-    const JobConfig config = Job("async", 1, "5");
-    std::unique_ptr<Shard> shard = Registered(config);
+    const JobConfig config = RowsJob("async", 1, "5");
+    std::unique_ptr<Shard> shard = RegisteredShard(config);
     proto::PushResponse r;
     const absl::Status s =
         shard->Push(RowPush(*shard, config, 0, 0, {1, 2, 3, 4, 5, 6}), &r);
@@ -382,8 +317,8 @@ TEST_CASE("a table's max_rows is refused cleanly, counting the open round",
 
 TEST_CASE("a PullRows whose reply would pass the message limit is refused",
           "[shard_rows]") {
-  const JobConfig config = Job("async", 1, "0", "10000000");
-  std::unique_ptr<Shard> shard = Registered(config);
+  const JobConfig config = RowsJob("async", 1, "0", "10000000");
+  std::unique_ptr<Shard> shard = RegisteredShard(config);
   // dim 4 × 4 bytes: one id more than 64 MiB holds.
   const uint64_t n = (Shard::kMaxRowMessageBytes / 16) + 1;
   std::vector<uint64_t> ids(n);
@@ -427,27 +362,27 @@ void RegisterRestored(Shard& restored, const JobConfig& config,
 
 TEST_CASE("rows and their optimizer state survive a checkpoint",
           "[shard_rows]") {
-  JobConfig config = Job("sync");
+  JobConfig config = RowsJob("sync");
   config.checkpoint.dir = testing::NewTempDir() + "/checkpoints";
   std::vector<float> before;
   {
-    std::unique_ptr<Shard> shard = Registered(config);
+    std::unique_ptr<Shard> shard = RegisteredShard(config);
     proto::PushResponse r;
     REQUIRE(shard->Push(RowPush(*shard, config, 0, 0, {3, 7}), &r).ok());
     REQUIRE(shard->Push(RowPush(*shard, config, 1, 0, {7, 9}), &r).ok());
     REQUIRE(shard->CheckpointNow().ok());
-    before = *Rows(*shard, config, 0, 1, {3, 7, 9});
+    before = *PullTableRows(*shard, config, 0, 1, {3, 7, 9});
   }
   std::unique_ptr<Shard> restored = *Shard::Create(config, 0);
   CHECK(restored->store().table(0).rows() == 3);
   CHECK(restored->store().version() == 1);
   RegisterRestored(*restored, config, 1);
-  CHECK(*Rows(*restored, config, 0, 1, {3, 7, 9}) == before);
+  CHECK(*PullTableRows(*restored, config, 0, 1, {3, 7, 9}) == before);
 }
 
 TEST_CASE("rows restore from an incremental checkpoint on its full one",
           "[shard_rows][incremental]") {
-  JobConfig config = Job("sync");
+  JobConfig config = RowsJob("sync");
   config.checkpoint.dir = testing::NewTempDir() + "/checkpoints";
   config.checkpoint.every_steps = 1;
   config.checkpoint.full_every = 3;
@@ -462,7 +397,7 @@ TEST_CASE("rows restore from an incremental checkpoint on its full one",
   };
   std::vector<std::vector<float>> at;  // By version, from 1.
   {
-    std::unique_ptr<Shard> shard = Registered(config);
+    std::unique_ptr<Shard> shard = RegisteredShard(config);
     REQUIRE(shard->store().tracks_changes());
     proto::PushResponse r;
     for (uint64_t clock = 0; clock < 6; ++clock) {
@@ -475,7 +410,8 @@ TEST_CASE("rows restore from an incremental checkpoint on its full one",
                          &r)
                   .ok());
       shard->FlushCheckpoints();  // Each version's capture written.
-      at.push_back(*Rows(*shard, config, 0, clock + 1, held_at(clock + 1)));
+      at.push_back(
+          *PullTableRows(*shard, config, 0, clock + 1, held_at(clock + 1)));
     }
   }
   auto files = LocalFileSystem()->List(config.checkpoint.dir);
@@ -500,7 +436,7 @@ TEST_CASE("rows restore from an incremental checkpoint on its full one",
     restored->GetStatus(&st);
     CHECK_THAT(st.restored_from(), Catch::EndsWith(".delta"));
     RegisterRestored(*restored, config, version);
-    CHECK(*Rows(*restored, config, 0, version, held_at(version)) ==
+    CHECK(*PullTableRows(*restored, config, 0, version, held_at(version)) ==
           at[version - 1]);
   };
   restore(6);
