@@ -55,6 +55,19 @@ std::string ReadFileOrEmpty(const std::string& path) {
   return text.str();
 }
 
+void UsePixelsTable(JobOptions* o, const std::string& optimizer) {
+  o->model_type = "embedding_bag";
+  o->layers = "[8, 16, 10]";
+  o->model_extra = absl::StrCat(
+      "  embeddings:\n"
+      "    - name: pixels\n"
+      "      rows: 1048576\n"
+      "      dim: 8\n"
+      "      init_scale: 0.1\n"
+      "      optimizer: ",
+      optimizer, "\n");
+}
+
 std::string JobYaml(const JobOptions& o) {
   std::vector<std::string> quoted;
   for (const auto& s : o.servers) quoted.push_back(absl::StrCat("\"", s, "\""));

@@ -52,6 +52,11 @@ struct JobOptions {
   double stall_warn_seconds = 30;
 };
 
+// Makes `o`'s model an embedding_bag over a table "pixels" of 2^20 rows
+// of dim 8 (init_scale 0.1) into layers [8, 16, 10], the table trained by
+// `optimizer` (a flow mapping, e.g. "{type: adam, learning_rate: 0.02}").
+void UsePixelsTable(JobOptions* o, const std::string& optimizer);
+
 // The YAML text of a job on real Fashion-MNIST with these options.
 std::string JobYaml(const JobOptions& options);
 

@@ -3,6 +3,8 @@
 //   paramctl run J.yaml [--resume | --fresh] [--make-secrets] [--summary PATH]
 //                [--log_level LEVEL]
 //   paramctl checkpoint --job J.yaml [--servers HOST:PORT,...]
+//   paramctl export --job J.yaml --out DIR [--since N|newest]
+//                   [--servers HOST:PORT,...]
 //   paramctl validate J.yaml
 //   paramctl status --job J.yaml [--servers HOST:PORT,...]
 //                   [--backups HOST:PORT,...] [--json] [--watch]
@@ -22,6 +24,7 @@
 #include <string>
 
 #include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
@@ -35,7 +38,10 @@
 #include "common/model/model_spec.h"
 #include "common/model/partitioner.h"
 #include "common/trace/trace_events.h"
+#include "server/checkpoint/file_system.h"
+#include "tools/ctl/export_job.h"
 #include "tools/ctl/job_runner.h"
+#include "tools/ctl/job_target.h"
 #include "tools/ctl/live_trace.h"
 #include "tools/ctl/rpc/status_client.h"
 #include "tools/deploy/k8s_manifests.h"
@@ -55,6 +61,8 @@ constexpr char kUsage[] =
     "  paramctl status --job J.yaml [--servers HOST:PORT,...] "
     "[--backups HOST:PORT,...] [--json] [--watch]\n"
     "  paramctl checkpoint --job J.yaml [--servers HOST:PORT,...]\n"
+    "  paramctl export --job J.yaml --out DIR [--since N|newest] "
+    "[--servers HOST:PORT,...]\n"
     "  paramctl slurm J.yaml [--partition P] [--time T] [--gpus-per-worker G]\n"
     "                 [--nodes N] [--logs DIR] [--output FILE]\n"
     "  paramctl k8s J.yaml [--image I] [--namespace N] [--output FILE]\n"
@@ -153,66 +161,6 @@ int Validate(const std::string& path) {
   return 0;
 }
 
-// The servers a command talks to: the job's, or --servers.
-struct Target {
-  std::vector<std::string> addresses;
-  // replication.factor 2: each shard's backup (the job's, or --backups).
-  std::vector<std::string> backups;
-  JobSecurity security;
-  double heartbeat_seconds = 1;
-};
-
-// Nothing after printing why (`*code` set) when the flags or the job file
-// are wrong.
-std::optional<Target> LoadTarget(const ParsedFlags& flags,
-                                 const std::string& command, int* code) {
-  if (!flags.Has("job")) {
-    *code = Usage(command + " needs --job J.yaml");
-    return std::nullopt;
-  }
-  *code = 1;
-  std::optional<JobConfig> config = LoadOrSay(flags.Get("job", ""));
-  if (!config) return std::nullopt;
-  Target target;
-  if (flags.Has("servers")) {
-    target.addresses =
-        absl::StrSplit(flags.Get("servers", ""), ',', absl::SkipEmpty());
-  } else if (absl::Status s = ResolveSlurmServers(&*config, ProcessEnv());
-             !s.ok()) {
-    std::fprintf(stderr, "paramctl: %s\n", std::string(s.message()).c_str());
-    return std::nullopt;
-  } else {
-    target.addresses = config->servers;
-  }
-  if (flags.Has("backups")) {
-    target.backups =
-        absl::StrSplit(flags.Get("backups", ""), ',', absl::SkipEmpty());
-  } else if (!config->servers_from_slurm || !flags.Has("servers")) {
-    // (From Slurm, resolved with the servers; with --servers, unknown.)
-    target.backups = config->replication.backups;
-  }
-  for (const auto* list : {&target.addresses, &target.backups}) {
-    for (const std::string& a : *list) {
-      if (absl::EndsWith(a, ":0")) {
-        std::fprintf(stderr,
-                     "paramctl: the job lists port 0 (%s); pass the ports "
-                     "the servers bound with --servers (and --backups)\n",
-                     a.c_str());
-        return std::nullopt;
-      }
-    }
-  }
-  absl::StatusOr<JobSecurity> security = LoadSecurity(config->security);
-  if (!security.ok()) {
-    std::fprintf(stderr, "paramctl: %s\n",
-                 std::string(security.status().message()).c_str());
-    return std::nullopt;
-  }
-  target.security = *std::move(security);
-  target.heartbeat_seconds = config->liveness.heartbeat_seconds;
-  return target;
-}
-
 // Asks every shard to write a checkpoint now.
 int Checkpoint(const ParsedFlags& flags) {
   int code = 0;
@@ -234,6 +182,46 @@ int Checkpoint(const ParsedFlags& flags) {
     }
   }
   return failed == 0 ? 0 : 1;
+}
+
+// Writes the job's model, or what changed since an export, into --out.
+int Export(const ParsedFlags& flags) {
+  int code = 0;
+  std::optional<Target> target = LoadTarget(flags, "export", &code);
+  if (!target) return code;
+  if (!flags.Has("out")) return Usage("export needs --out DIR");
+  ExportOptions options;
+  options.addresses = target->addresses;
+  options.security = target->security;
+  options.out = flags.Get("out", "");
+  if (flags.Has("since")) {
+    options.incremental = true;
+    const std::string since = flags.Get("since", "newest");
+    if (since != "newest" &&
+        (!absl::SimpleAtoi(since, &options.since) || options.since == 0)) {
+      return Usage("--since takes an export's sequence (1, 2, ...) or newest");
+    }
+  }
+  absl::StatusOr<ExportSummary> done =
+      ExportJob(target->config, options, LocalFileSystem());
+  if (!done.ok()) {
+    std::fprintf(stderr, "paramctl: %s\n",
+                 std::string(done.status().message()).c_str());
+    return 1;
+  }
+  std::printf(
+      "export %llu%s: %llu rows, %llu dropped ids, %llu tensor values; shard "
+      "versions %s; %s (read %.1f s, ordered %.1f s, written %.1f s)\n",
+      static_cast<unsigned long long>(done->sequence),
+      done->base > 0
+          ? absl::StrCat(" (changes since export ", done->base, ")").c_str()
+          : " (whole)",
+      static_cast<unsigned long long>(done->rows),
+      static_cast<unsigned long long>(done->dropped),
+      static_cast<unsigned long long>(done->tensor_values),
+      absl::StrJoin(done->versions, ",").c_str(), done->manifest.c_str(),
+      done->read_seconds, done->order_seconds, done->write_seconds);
+  return 0;
 }
 
 int Status(const ParsedFlags& flags) {
@@ -430,26 +418,29 @@ int RunAndTrace(const RunOptions& options) {
 int Main(int argc, char** argv) {
   ChooseGrpcPoller();
   absl::StatusOr<ParsedFlags> flags =
-      ParseFlags(argc, argv, {"summary",
-                              "log_level",
-                              "job",
-                              "servers",
-                              "backups",
-                              "server_binary",
-                              "worker_binary",
-                              "python_path",
-                              "partition",
-                              "time",
-                              "gpus-per-worker",
-                              "nodes",
-                              "logs",
-                              "output",
-                              "image",
-                              "namespace",
-                              "steps",
-                              "from-step",
-                              "wait",
-                              "dir"},
+      ParseFlags(argc, argv,
+                 {"summary",
+                  "log_level",
+                  "job",
+                  "servers",
+                  "backups",
+                  "server_binary",
+                  "worker_binary",
+                  "python_path",
+                  "partition",
+                  "time",
+                  "gpus-per-worker",
+                  "nodes",
+                  "logs",
+                  "output",
+                  "image",
+                  "namespace",
+                  "steps",
+                  "from-step",
+                  "wait",
+                  "dir",
+                  "out",
+                  "since"},
                  {"json", "watch", "make-secrets", "resume", "fresh"});
   if (!flags.ok()) return Usage(std::string(flags.status().message()));
   const std::vector<std::string>& args = flags->positional;
@@ -490,6 +481,7 @@ int Main(int argc, char** argv) {
   }
   if (command == "status") return Status(*flags);
   if (command == "checkpoint") return Checkpoint(*flags);
+  if (command == "export") return Export(*flags);
   return Usage("unknown command '" + command + "'");
 }
 

@@ -13,9 +13,11 @@
 //   bazel run -c opt //tools:rows_bench -- [--samples N] [--batch B]
 //       [--workers W] [--servers S] [--dim D] [--hidden H (0: logistic)]
 //       [--optimizer sgd|adagrad|adam] [--lr X] [--policy sync|async]
-//       [--zipf S] [--seed N] [--fields F] [--keep_dir]
+//       [--zipf S] [--seed N] [--fields F] [--keep_dir] [--export DIR]
 //       [--admission "min_count: 2"] [--eviction "capacity_rows: N, ..."]
-//       (the table's admission and eviction, as the job file's mappings)
+//       (the table's admission and eviction, as the job file's mappings;
+//       --export: after training, paramctl export's code writes the model
+//       into DIR, then a ServedModel loads it and looks rows up, timed)
 //   bazel run -c opt //tools:rows_bench -- --index_bench N   (the row
 //       index: flat_hash_map against unordered_map)
 #include <malloc.h>
@@ -37,11 +39,14 @@
 #include "common/base/status_macros.h"
 #include "common/config/job_file.h"
 #include "common/rpc/credentials.h"
+#include "server/checkpoint/file_system.h"
 #include "tools/bench/proc_status.h"
 #include "tools/bench/server_processes.h"
+#include "tools/ctl/export_job.h"
 #include "tools/ctl/rpc/status_client.h"
 #include "tools/ctl/supervisor.h"
 #include "tools/rows/click_log.h"
+#include "tools/serve/served_model.h"
 
 namespace paramd {
 namespace {
@@ -58,6 +63,7 @@ struct BenchOptions {
   std::string policy = "sync";
   bool keep_dir = false;
   std::string admission, eviction;  // Flow mappings' insides; "": none.
+  std::string export_dir;           // --export; "": none.
   ClickLogOptions log;
 };
 
@@ -114,6 +120,7 @@ absl::StatusOr<BenchOptions> ParseOptions(const ParsedFlags& f) {
   o.keep_dir = f.Has("keep_dir");
   o.admission = f.Get("admission", "");
   o.eviction = f.Get("eviction", "");
+  o.export_dir = f.Get("export", "");
   if (o.batch < 1 || o.workers < 1 || o.servers < 1 ||
       o.samples < int64_t{o.batch} * o.workers || !(o.log.zipf > 1)) {
     return absl::InvalidArgumentError(
@@ -230,6 +237,49 @@ struct WorkerRun {
 // Runs o.workers paramd-workers on `job` against `servers` until all have
 // ended; an error when one could not start or failed (naming it), or a
 // server failed meanwhile.
+// Exports the trained model from `servers` into `dir` (whole), loads it as
+// paramd-serve does and looks up 100,000 random ids of table 0; prints the
+// times.
+absl::Status ExportAndServe(const JobConfig& config, ServerProcesses& servers,
+                            const std::string& dir) {
+  ExportOptions options;
+  options.addresses = servers.addresses();
+  options.out = dir;
+  absl::Time start = absl::Now();
+  ASSIGN_OR_RETURN(const ExportSummary done,
+                   ExportJob(config, options, LocalFileSystem()));
+  const double export_seconds = absl::ToDoubleSeconds(absl::Now() - start);
+  const double mb = (done.rows * (8 + 4.0 * config.model.embeddings[0].dim) +
+                     4.0 * done.tensor_values) /
+                    1e6;
+  start = absl::Now();
+  ASSIGN_OR_RETURN(std::unique_ptr<ServedModel> model,
+                   ServedModel::Load(LocalFileSystem(), dir));
+  const double load_seconds = absl::ToDoubleSeconds(absl::Now() - start);
+  std::vector<uint64_t> ids(100000);
+  uint64_t x = 88172645463325252ull;
+  for (uint64_t& id : ids) {
+    x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+    id = x % config.model.embeddings[0].rows;
+  }
+  std::vector<float> rows;
+  start = absl::Now();
+  RETURN_IF_ERROR(
+      model->Lookup(config.model.embeddings[0].name, ids, &rows).status());
+  const double lookup_seconds = absl::ToDoubleSeconds(absl::Now() - start);
+  std::printf(
+      "export: %llu rows and %llu tensor values (%.1f MB) from %zu "
+      "server(s) in %.1f s (%.0f MB/s: reading the pages %.1f s, merging "
+      "the shards' rows %.1f s, writing %.1f s) to %s; loaded as "
+      "paramd-serve does in %.1f s; 100,000 random lookups %.2f us each\n",
+      static_cast<unsigned long long>(done.rows),
+      static_cast<unsigned long long>(done.tensor_values), mb,
+      options.addresses.size(), export_seconds, mb / export_seconds,
+      done.read_seconds, done.order_seconds, done.write_seconds,
+      done.manifest.c_str(), load_seconds, lookup_seconds * 1e6 / ids.size());
+  return absl::OkStatus();
+}
+
 absl::StatusOr<WorkerRun> RunWorkers(const BenchOptions& o,
                                      const std::string& job,
                                      ServerProcesses* servers) {
@@ -320,6 +370,13 @@ int Driver(const BenchOptions& o) {
     return 1;
   }
   const ServerTotals totals = QueryServers(**servers);
+  if (!o.export_dir.empty()) {
+    if (absl::Status s = ExportAndServe(*config, **servers, o.export_dir);
+        !s.ok()) {
+      std::fprintf(stderr, "%s\n", s.ToString().c_str());
+      return 1;
+    }
+  }
   servers->reset();
   PrintReport(o, *train_figures, *test_figures, run->seconds, run->worker_peak,
               totals);
@@ -388,7 +445,7 @@ int Main(int argc, char** argv) {
       ParseFlags(argc, argv,
                  {"samples", "batch", "workers", "servers", "dim", "hidden",
                   "fields", "optimizer", "lr", "policy", "zipf", "seed",
-                  "index_bench", "admission", "eviction"},
+                  "index_bench", "admission", "eviction", "export"},
                  {"keep_dir"});
   if (!flags.ok()) {
     std::fprintf(stderr, "%s\n", flags.status().ToString().c_str());

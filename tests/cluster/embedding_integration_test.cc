@@ -35,15 +35,7 @@ JobConfig HashedJob(const std::string& policy) {
   o.batch_size = 32;
   o.train_limit = 2048;
   o.test_limit = 512;
-  o.model_type = "embedding_bag";
-  o.layers = "[8, 16, 10]";
-  o.model_extra =
-      "  embeddings:\n"
-      "    - name: pixels\n"
-      "      rows: 1048576\n"
-      "      dim: 8\n"
-      "      init_scale: 0.1\n"
-      "      optimizer: {type: adam, learning_rate: 0.02}\n";
+  testing::UsePixelsTable(&o, "{type: adam, learning_rate: 0.02}");
   JobConfig config = testing::MakeJob(o, testing::NewTempDir());
   config.optimizer = OptimizerConfig();
   config.optimizer.type = "adam";

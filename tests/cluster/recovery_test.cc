@@ -163,15 +163,7 @@ TEST_CASE(
   o.epochs = 3;
   o.lease_seconds = 4;
   o.learning_rate = 0.2;
-  o.model_type = "embedding_bag";
-  o.layers = "[8, 16, 10]";
-  o.model_extra =
-      "  embeddings:\n"
-      "    - name: pixels\n"
-      "      rows: 1048576\n"
-      "      dim: 8\n"
-      "      init_scale: 0.1\n"
-      "      optimizer: {type: adam, learning_rate: 0.05}\n";
+  testing::UsePixelsTable(&o, "{type: adam, learning_rate: 0.05}");
   // The first checkpoint is full, every later one a delta on it.
   const std::string job =
       WriteFile(dir + "/job.yaml",

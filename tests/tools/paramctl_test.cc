@@ -1,6 +1,7 @@
 // paramctl end to end, with the real binaries as child processes: bad job
 // files fail with one line and start nothing; a small job runs to its
-// summary; a failing worker and Ctrl-C stop every process.
+// summary; a failing worker and Ctrl-C stop every process; export writes
+// a model paramd-serve serves.
 #include <signal.h>
 
 #include <catch2/catch.hpp>
@@ -208,6 +209,43 @@ TEST_CASE("status prints every server, and says which is down", "[paramctl]") {
                     cluster.addresses()[0] + ",127.0.0.1:1"},
                    &out) == 1);
   CHECK(out.find("DOWN") != std::string::npos);
+}
+
+TEST_CASE("export writes the model, whole then its changes, and paramd-serve "
+          "serves it until SIGTERM",
+          "[paramctl][export]") {
+  JobOptions o;
+  o.servers = {"127.0.0.1:0"};
+  const JobConfig config = testing::MakeJob(o, NewTempDir());
+  testing::LocalCluster cluster(config);
+  const std::string dir = NewTempDir() + "/exports";
+  const std::vector<std::string> export_args = {
+      kParamctl, "export", "--job", config.path, "--servers",
+      cluster.addresses()[0], "--out", dir};
+  std::string out;
+  CHECK(RunCommand(export_args, &out) == 0);
+  INFO(out);
+  CHECK(out.find("export 1 (whole): 0 rows, 0 dropped ids, 50890 tensor "
+                 "values; shard versions 0; " +
+                 dir + "/export-000001.manifest") != std::string::npos);
+  std::vector<std::string> since = export_args;
+  since.insert(since.end(), {"--since", "newest"});
+  CHECK(RunCommand(since, &out) == 0);
+  CHECK(out.find("export 2 (changes since export 1)") != std::string::npos);
+  since.back() = "7";
+  CHECK(RunCommand(since, &out) == 1);
+  CHECK(out.find("holds no export 7") != std::string::npos);
+  since.back() = "seven";
+  CHECK(RunCommand(since, &out) == 2);
+  CHECK(out.find("--since takes an export's sequence") != std::string::npos);
+
+  Subprocess serve({"tools/paramd-serve", "--model", dir});
+  REQUIRE(serve.ReadUntil("listening on port", absl::Seconds(60)));
+  CHECK(serve.output().find("paramd-serve: export 2 of " + dir) !=
+        std::string::npos);
+  serve.Signal(SIGTERM);
+  CHECK(serve.Wait(absl::Seconds(60)) == 0);
+  CHECK(serve.output().find("paramd-serve: stopping") != std::string::npos);
 }
 
 }  // namespace

@@ -2,9 +2,11 @@
 
 #include <grpcpp/create_channel.h>
 
+#include <algorithm>
 #include <future>
 
 #include "absl/strings/str_cat.h"
+#include "common/base/status_macros.h"
 #include "common/rpc/grpc_status.h"
 #include "proto/paramd.grpc.pb.h"
 
@@ -49,6 +51,37 @@ absl::StatusOr<proto::CheckpointResponse> RequestCheckpoint(
   return CallStatusService<proto::CheckpointResponse>(
       address, security, "Checkpoint", &proto::StatusService::Stub::Checkpoint,
       proto::CheckpointRequest(), timeout);
+}
+
+absl::Status ExportAllPages(
+    const std::string& address, const JobSecurity& security,
+    const proto::ExportRequest& first, absl::Duration timeout,
+    const std::function<absl::Status(const proto::ExportResponse&)>& take) {
+  grpc::ChannelArguments args;
+  args.SetMaxReceiveMessageSize(-1);  // Page 0: every chunk of the shard.
+  auto stub =
+      proto::StatusService::NewStub(CreateJobChannel(address, security, args));
+  proto::ExportRequest request = first;
+  uint64_t pages = 1;
+  for (uint64_t page = 0; page < pages; ++page) {
+    grpc::ClientContext context;
+    context.set_deadline(absl::ToChronoTime(absl::Now() + timeout));
+    proto::ExportResponse response;
+    if (grpc::Status s = stub->Export(&context, request, &response); !s.ok()) {
+      absl::Status st = FromGrpcStatus(s);
+      return absl::Status(
+          st.code(), absl::StrCat("Export to ", address, ": ", st.message()));
+    }
+    if (page == 0) {
+      pages = std::max<uint64_t>(1, response.pages());
+      request = proto::ExportRequest();
+      request.set_job_id(first.job_id());
+      request.set_export_id(response.export_id());
+    }
+    request.set_page(page + 1);
+    RETURN_IF_ERROR(take(response));
+  }
+  return absl::OkStatus();
 }
 
 absl::StatusOr<proto::TraceResponse> RequestTrace(

@@ -3,6 +3,7 @@
 #ifndef PARAMD_TOOLS_CTL_RPC_STATUS_CLIENT_H_
 #define PARAMD_TOOLS_CTL_RPC_STATUS_CLIENT_H_
 
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -29,6 +30,14 @@ absl::StatusOr<proto::CheckpointResponse> RequestCheckpoint(
 absl::StatusOr<proto::TraceResponse> RequestTrace(
     const std::string& address, const JobSecurity& security,
     const proto::TraceRequest& request, absl::Duration timeout);
+
+// A shard's whole export for serving (paramctl export): Export calls to
+// `address` over one channel — `first` (export_id 0), then each further
+// page — each handed to `take` in order; the first error stops it.
+absl::Status ExportAllPages(
+    const std::string& address, const JobSecurity& security,
+    const proto::ExportRequest& first, absl::Duration timeout,
+    const std::function<absl::Status(const proto::ExportResponse&)>& take);
 
 // Every address, concurrently.
 std::vector<ServerStatus> QueryAllStatus(
