@@ -1,5 +1,6 @@
 #include "worker/trainer.h"
 
+#include <algorithm>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -418,10 +419,9 @@ absl::Status Trainer::FinishPending() {
 absl::Status Trainer::EndEpoch(const EpochState& state, double seconds,
                                uint64_t* clock) {
   // Evaluate the parameters pulled after the epoch's last push (under sync:
-  // the ones every worker's last push of the epoch made). A shard that
-  // restarted no longer knows the rank (ABORTED): register again (training
-  // goes on from the clock that gives) and evaluate (at that clock only:
-  // else the epoch ends again) or report once more.
+  // every worker's last push of the epoch made them). A restarted shard no
+  // longer knows the rank (ABORTED): register again and evaluate (at the
+  // same clock only: else the epoch ends again) or report once more.
   EpochReport report;
   absl::Status s = EvaluateTest(*clock, &report);
   if (absl::IsAborted(s)) {
@@ -435,16 +435,14 @@ absl::Status Trainer::EndEpoch(const EpochState& state, double seconds,
   report.train_loss_sum = state.loss_sum;
   report.train_samples = static_cast<uint64_t>(state.samples);
   report.train_seconds = seconds;
-  const int64_t test_size = data_->test_size();
-  const double accuracy =
-      test_size == 0 ? 0.0
-                     : static_cast<double>(report.test_correct) / test_size;
+  const double accuracy = static_cast<double>(report.test_correct) /
+                          std::max<uint64_t>(1, report.test_total);
   spdlog::info(
       "rank {}: epoch {}/{}: train loss {:.4f}, test accuracy {:.4f} on this "
       "rank's {} samples, {:.0f} samples/s",
       rank_, report.epoch, config_.training.epochs,
       state.samples > 0 ? state.loss_sum / state.samples : 0.0, accuracy,
-      test_size, seconds > 0 ? state.samples / seconds : 0.0);
+      report.test_total, seconds > 0 ? state.samples / seconds : 0.0);
   s = client_->ReportEpoch(report);
   if (!absl::IsAborted(s)) return s;
   RETURN_IF_ERROR(Rejoin(s, clock));
