@@ -22,7 +22,7 @@
 // again, it rejoins as the backup.
 // A framework job whose file leaves the model to its workers (no tensor
 // list, or no optimizer section) listens first for their declaration
-// (server/declare/declaration_server.h), then serves the shard on the same
+// (server/declare/rpc/declaration_server.h), then serves the shard on the same
 // port; with checkpoint.dir a restart serves the declaration it kept.
 #include <poll.h>
 #include <signal.h>
@@ -45,8 +45,8 @@
 #include "common/config/job_config.h"
 #include "common/launch/daemon_start.h"
 #include "common/launch/slurm.h"
-#include "server/declare/declaration_server.h"
 #include "server/declare/model_declaration.h"
+#include "server/declare/rpc/declaration_server.h"
 #include "server/rpc/parameter_server.h"
 #include "server/shard/shard_metrics.h"
 #include "spdlog/spdlog.h"

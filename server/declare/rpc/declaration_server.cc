@@ -1,4 +1,4 @@
-#include "server/declare/declaration_server.h"
+#include "server/declare/rpc/declaration_server.h"
 
 #include <google/protobuf/descriptor.h>
 #include <grpcpp/server_builder.h>

@@ -9,8 +9,8 @@
 // shuts this server down and serves the shard on the same port.
 //
 // Lifecycle: Start, then Shutdown from any thread. Thread-safe.
-#ifndef PARAMD_SERVER_DECLARE_DECLARATION_SERVER_H_
-#define PARAMD_SERVER_DECLARE_DECLARATION_SERVER_H_
+#ifndef PARAMD_SERVER_DECLARE_RPC_DECLARATION_SERVER_H_
+#define PARAMD_SERVER_DECLARE_RPC_DECLARATION_SERVER_H_
 
 #include <grpcpp/generic/async_generic_service.h>
 #include <grpcpp/server.h>
@@ -67,4 +67,4 @@ class DeclarationServer {
 
 }  // namespace paramd
 
-#endif  // PARAMD_SERVER_DECLARE_DECLARATION_SERVER_H_
+#endif  // PARAMD_SERVER_DECLARE_RPC_DECLARATION_SERVER_H_
