@@ -167,7 +167,7 @@ absl::Status UpdatePolicy::Accepted(int rank, uint64_t clock,
   const uint64_t after = store_->version();
   if (capture_every_ > 0 && after != captured_version_ &&
       after % capture_every_ == 0) {
-    captured_ = capture_base_ ? CaptureChangesLocked() : CaptureLocked();
+    captured_ = CaptureLocked(/*incremental=*/true);
     captured_version_ = after;
   }
   if (after != before) return SendStateLocked();
@@ -206,24 +206,18 @@ uint64_t UpdatePolicy::LastStaleness(int rank) {
   return ranks_[rank].last_staleness;
 }
 
-PolicyState UpdatePolicy::CaptureLocked() const {
+PolicyState UpdatePolicy::CaptureLocked(bool incremental) const {
   PolicyState state;
   state.version = store_->version();
   ranks_.Save(&state);
   state.table_clocks = store_->TableClocks();
-  store_->SaveState(&state.store_state);
-  rule_->AdjustCapture(&state);
-  return state;
-}
-
-PolicyState UpdatePolicy::CaptureChangesLocked() const {
-  PolicyState state;
-  state.version = store_->version();
-  ranks_.Save(&state);
-  state.table_clocks = store_->TableClocks();
-  state.incremental = true;
-  state.base_version = capture_base_->version;
-  store_->SaveChanges(capture_base_->table_clocks, &state.store_changes);
+  if (incremental && capture_base_) {
+    state.incremental = true;
+    state.base_version = capture_base_->version;
+    store_->SaveChanges(capture_base_->table_clocks, &state.store_changes);
+  } else {
+    store_->SaveState(&state.store_state);
+  }
   rule_->AdjustCapture(&state);
   return state;
 }

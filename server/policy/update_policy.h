@@ -243,10 +243,10 @@ class UpdatePolicy final {
   // of ready_waiters_.
   std::vector<ReadyWaiter> TakeReady() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
-  PolicyState CaptureLocked() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // CaptureLocked with the store's changes since capture_base_ instead of
-  // its whole state.
-  PolicyState CaptureChangesLocked() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // With `incremental` and a capture base, the store's changes since the
+  // base (ShardStore::SaveChanges) instead of its whole state.
+  PolicyState CaptureLocked(bool incremental = false) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // What Push and PushChunks do once the rule accepted a push (`dropped`:
   // acknowledged, not applied): its staleness counted, the rank pushes
   // clock + 1 next and this push is its last, and the state is captured or

@@ -82,6 +82,12 @@ void RowTable::RemoveRow(uint32_t slot) {
   --size_;
 }
 
+std::vector<uint64_t> RowTable::IdsBySlotLocked() const {
+  std::vector<uint64_t> ids(size_);
+  for (const auto& [id, slot] : index_) ids[slot] = id;
+  return ids;
+}
+
 void RowTable::ShrinkLocked() {
   const size_t needed = (size_ + kSlabRows - 1) / kSlabRows;
   while (slabs_.size() > needed + 1) slabs_.pop_back();  // One spare.
@@ -280,8 +286,7 @@ void RowTable::Save(std::string* out) const {
   PutBytes(out, static_cast<uint8_t>(meta));
   // By slot: the ids in slot order, then the slabs' rows, then each row's
   // last update and count.
-  std::vector<uint64_t> ids(size_);
-  for (const auto& [id, slot] : index_) ids[slot] = id;
+  const std::vector<uint64_t> ids = IdsBySlotLocked();
   out->append(reinterpret_cast<const char*>(ids.data()), ids.size() * 8);
   for (uint32_t slot = 0; slot < size_; ++slot) {
     out->append(reinterpret_cast<const char*>(RowAt(slot)),
@@ -391,15 +396,14 @@ void RowTable::TrackChanges() {
 int64_t RowTable::Export(int64_t since, Exported* out) const {
   const size_t dim = config_.dim;
   absl::ReaderMutexLock lock(&mu_);
+  const std::vector<uint64_t> ids = IdsBySlotLocked();
   for (uint32_t slot = 0; slot < size_; ++slot) {
     if (since >= 0 && meta_[slot].last <= since) continue;
-    out->ids.push_back(since >= 0 ? meta_[slot].id : 0);
+    out->ids.push_back(ids[slot]);
     const float* row = RowAt(slot);
     out->values.insert(out->values.end(), row, row + dim);
   }
-  if (since < 0) {  // Without meta the ids come from the index.
-    for (const auto& [id, slot] : index_) out->ids[slot] = id;
-  } else {
+  if (since >= 0) {
     removed_.ForEachSince(since,
                           [out](uint64_t id) { out->dropped.push_back(id); });
   }

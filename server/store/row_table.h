@@ -155,6 +155,8 @@ class RowTable {
     bool expired;
   };
   std::vector<Victim> ChooseVictims() ABSL_LOCKS_EXCLUDED(mu_);
+  // Each stored row's id, by slot.
+  std::vector<uint64_t> IdsBySlotLocked() const ABSL_SHARED_LOCKS_REQUIRED(mu_);
   // Frees slabs, meta and index room left by removed rows.
   void ShrinkLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Whether rows keep RowMeta: with eviction or tracked changes.

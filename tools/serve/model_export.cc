@@ -33,15 +33,16 @@ bool HasSpace(absl::string_view s) {
          });
 }
 
+// A manifest's data files: name -> (bytes, CRC-32).
+using ManifestFiles = std::map<std::string, std::pair<uint64_t, uint32_t>>;
+
 // The manifest's fields, parsed line by line.
 class ManifestReader {
  public:
   ManifestReader(std::string path, absl::string_view text)
       : path_(std::move(path)), lines_(absl::StrSplit(text, '\n')) {}
 
-  absl::Status Read(
-      ModelExport* m,
-      std::map<std::string, std::pair<uint64_t, uint32_t>>* files) {
+  absl::Status Read(ModelExport* m, ManifestFiles* files) {
     if (lines_.empty() || lines_[0] != kHeader) {
       return Error(
           1, absl::StrCat("not an export manifest (no '", kHeader, "' line)"));
@@ -148,7 +149,7 @@ absl::StatusOr<std::vector<ExportEntry>> ListExports(FileSystem* fs,
     e.manifest = absl::StrCat(dir, "/", name);
     ASSIGN_OR_RETURN(const std::string text, fs->ReadFile(e.manifest));
     ModelExport head;
-    std::map<std::string, std::pair<uint64_t, uint32_t>> files;
+    ManifestFiles files;
     RETURN_IF_ERROR(ManifestReader(e.manifest, text).Read(&head, &files));
     if (head.sequence != e.sequence) {
       return absl::DataLossError(
@@ -245,7 +246,7 @@ absl::StatusOr<ModelExport> ReadModelExport(FileSystem* fs,
                                             const std::string& manifest) {
   ASSIGN_OR_RETURN(const std::string text, fs->ReadFile(manifest));
   ModelExport m;
-  std::map<std::string, std::pair<uint64_t, uint32_t>> files;
+  ManifestFiles files;
   ManifestReader reader(manifest, text);
   RETURN_IF_ERROR(reader.Read(&m, &files));
   const std::string dir = manifest.substr(0, manifest.rfind('/'));
