@@ -13,6 +13,7 @@
 //   bazel run -c opt //tools:rows_bench -- [--samples N] [--batch B]
 //       [--workers W] [--servers S] [--dim D] [--hidden H (0: logistic)]
 //       [--optimizer sgd|adagrad|adam] [--lr X] [--policy sync|async]
+//       [--table_policy async] (the table's own policy beside the job's)
 //       [--zipf S] [--seed N] [--fields F] [--keep_dir] [--export DIR]
 //       [--admission "min_count: 2"] [--eviction "capacity_rows: N, ..."]
 //       (the table's admission and eviction, as the job file's mappings;
@@ -61,6 +62,7 @@ struct BenchOptions {
   std::string optimizer = "adagrad";
   std::string lr = "0.05";
   std::string policy = "sync";
+  std::string table_policy;  // "": the job's.
   bool keep_dir = false;
   std::string admission, eviction;  // Flow mappings' insides; "": none.
   std::string export_dir;           // --export; "": none.
@@ -94,6 +96,9 @@ std::string JobYaml(const BenchOptions& o, const std::string& train,
           : absl::StrCat("      admission: {", o.admission, "}\n"),
       o.eviction.empty() ? ""
                          : absl::StrCat("      eviction: {", o.eviction, "}\n"),
+      o.table_policy.empty()
+          ? ""
+          : absl::StrCat("      policy: ", o.table_policy, "\n"),
       "data:\n  format: clicks\n  train_file: ", train, "\n  test_file: ", test,
       "\ntraining:\n  epochs: 1\n  batch_size: ", o.batch,
       "\n  shuffle: false\noptimizer:\n  type: adam\n  learning_rate: 0.001\n"
@@ -117,6 +122,7 @@ absl::StatusOr<BenchOptions> ParseOptions(const ParsedFlags& f) {
   o.optimizer = f.Get("optimizer", o.optimizer);
   o.lr = f.Get("lr", o.lr);
   o.policy = f.Get("policy", o.policy);
+  o.table_policy = f.Get("table_policy", "");
   o.keep_dir = f.Has("keep_dir");
   o.admission = f.Get("admission", "");
   o.eviction = f.Get("eviction", "");
@@ -350,12 +356,13 @@ int Driver(const BenchOptions& o) {
   std::printf(
       "rows_bench: %lld samples of %d fields (Zipf %.2f over 2^32; %.1f%% "
       "clicks), written in %.1f s to %s; batch %d, %d worker(s) x %d "
-      "server(s), dim %d, %s lr %s, %s\n",
+      "server(s), dim %d, %s lr %s, %s%s%s\n",
       static_cast<long long>(o.samples), o.log.fields, o.log.zipf,
       100 * train_figures->clicks,
       absl::ToDoubleSeconds(absl::Now() - write_start), dir.c_str(), o.batch,
       o.workers, o.servers, o.dim, o.optimizer.c_str(), o.lr.c_str(),
-      o.policy.c_str());
+      o.policy.c_str(), o.table_policy.empty() ? "" : ", table ",
+      o.table_policy.c_str());
   std::fflush(stdout);
   absl::StatusOr<std::unique_ptr<ServerProcesses>> servers =
       ServerProcesses::Start(FindBinary("paramd-server", "server"), job,
@@ -441,12 +448,12 @@ int IndexBench(int64_t n) {
 
 int Main(int argc, char** argv) {
   SetUpProcess();
-  absl::StatusOr<ParsedFlags> flags =
-      ParseFlags(argc, argv,
-                 {"samples", "batch", "workers", "servers", "dim", "hidden",
-                  "fields", "optimizer", "lr", "policy", "zipf", "seed",
-                  "index_bench", "admission", "eviction", "export"},
-                 {"keep_dir"});
+  absl::StatusOr<ParsedFlags> flags = ParseFlags(
+      argc, argv,
+      {"samples", "batch", "workers", "servers", "dim", "hidden", "fields",
+       "optimizer", "lr", "policy", "zipf", "seed", "index_bench", "admission",
+       "eviction", "export", "table_policy"},
+      {"keep_dir"});
   if (!flags.ok()) {
     std::fprintf(stderr, "%s\n", flags.status().ToString().c_str());
     return 2;

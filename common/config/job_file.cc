@@ -187,7 +187,9 @@ class JobParser {
   absl::Status ParsePolicy(const YAML::Node& root, JobConfig* c) {
     ASSIGN_OR_RETURN(const YAML::Node p,
                      Section(root, "policy", true, PolicySectionKeys()));
-    return ParsePolicySection(r_, p, *c, &c->policy);
+    RETURN_IF_ERROR(ParsePolicySection(r_, p, *c, &c->policy));
+    return CheckTablePolicies(r_, root["model"]["embeddings"], c->policy,
+                              c->model);
   }
 
   absl::Status ParseGuard(const YAML::Node& root, JobConfig* c) {

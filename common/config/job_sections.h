@@ -106,6 +106,11 @@ const std::set<std::string>& PolicySectionKeys();
 // model read already.
 absl::Status ParsePolicySection(YamlReader& reader, const YAML::Node& node,
                                 const JobConfig& job, PolicyConfig* out);
+// Each table's policy (model.embeddings[i].policy, node `tables`) against
+// the job's `policy`: a table may be async, or name the job's policy.
+absl::Status CheckTablePolicies(YamlReader& reader, const YAML::Node& tables,
+                                const PolicyConfig& policy,
+                                const ModelConfig& model);
 // Reads the `guard` mapping `node` (its keys checked against
 // GuardSectionKeys), which turns the guard on; absent or null: it stays
 // off.

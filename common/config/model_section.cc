@@ -194,7 +194,7 @@ absl::Status ParseTable(YamlReader& r, const YAML::Node& node,
   RETURN_IF_ERROR(
       r.CheckMapping(node, f,
                      {"name", "rows", "dim", "init", "init_scale", "optimizer",
-                      "max_rows", "admission", "eviction"}));
+                      "max_rows", "admission", "eviction", "policy"}));
   RETURN_IF_ERROR(r.Get(node, f, "name", true, &t->name));
   if (t->name.empty()) {
     return r.Error(node["name"], f + ".name", "must not be empty");
@@ -219,6 +219,14 @@ absl::Status ParseTable(YamlReader& r, const YAML::Node& node,
     return r.Error(node["init_scale"], f + ".init_scale", "must be >= 0");
   }
   RETURN_IF_ERROR(r.Get(node, f, "max_rows", false, &t->max_rows));
+  RETURN_IF_ERROR(r.Get(node, f, "policy", false, &t->policy));
+  if (!t->policy.empty() && t->policy != "sync" && t->policy != "async" &&
+      t->policy != "ssp") {
+    return r.Error(node["policy"], f + ".policy",
+                   absl::StrCat("unknown policy '", t->policy,
+                                "' (expected: async, or the job's "
+                                "policy.type)"));
+  }
   RETURN_IF_ERROR(ParseTableAdmission(r, node["admission"], f + ".admission",
                                       &t->admission));
   RETURN_IF_ERROR(

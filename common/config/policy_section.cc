@@ -79,6 +79,24 @@ absl::Status ParsePolicySection(YamlReader& r, const YAML::Node& p,
   return absl::OkStatus();
 }
 
+absl::Status CheckTablePolicies(YamlReader& r, const YAML::Node& tables,
+                                const PolicyConfig& policy,
+                                const ModelConfig& model) {
+  const std::string job = PolicyName(policy.type);
+  for (size_t i = 0; i < model.embeddings.size(); ++i) {
+    const std::string& own = model.embeddings[i].policy;
+    if (own.empty() || own == "async" || own == job) continue;
+    return r.Error(tables[i]["policy"],
+                   absl::StrCat("model.embeddings[", i, "].policy"),
+                   absl::StrCat("a table may be async or follow the job's "
+                                "policy.type (",
+                                job, "); '", own,
+                                "' would need rounds or bounds the job "
+                                "does not keep"));
+  }
+  return absl::OkStatus();
+}
+
 const std::set<std::string>& GuardSectionKeys() {
   static const std::set<std::string>* keys =
       new std::set<std::string>{"loss_spike", "warmup_pushes", "on_diverge"};

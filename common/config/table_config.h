@@ -57,6 +57,15 @@ struct EmbeddingTableConfig {
   uint64_t max_rows = 0;
   AdmissionConfig admission;
   EvictionConfig eviction;
+  // model.embeddings[i].policy. "async": each push's gradient of this
+  // table's rows is applied as the push is accepted, by itself (under a
+  // sync job not summed into the round's mean), and a read of the table
+  // waits for the reader's own pushes only — while the job's policy still
+  // holds its dense part. Allowed under a sync or ssp job; under an async
+  // job every table is. Empty (or the job's policy by name): the job's.
+  // docs/sparse-tables.md, "A policy per table".
+  std::string policy;
+  bool async() const { return policy == "async"; }
 };
 
 }  // namespace paramd

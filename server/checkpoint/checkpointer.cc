@@ -14,9 +14,10 @@ namespace paramd {
 namespace {
 
 constexpr char kMagic[8] = {'P', 'A', 'R', 'A', 'M', 'D', 'C', 'K'};
-// Format 2 adds the kind (full or delta) and a delta's base version; 1 is
-// still read (as full).
-constexpr uint32_t kFormat = 2;
+// Format 3 adds rows_applied after the clocks, 2 the kind (full or delta)
+// and a delta's base version; 2 and 1 are still read (1 as full).
+constexpr uint32_t kFormat = 3;
+constexpr uint32_t kFormatBeforeRowsApplied = 2;
 constexpr uint32_t kFormatBeforeDeltas = 1;
 
 void PutU32(std::string* out, uint32_t v) {
@@ -102,6 +103,8 @@ std::string EncodeCheckpoint(const CheckpointState& s) {
     PutU64(&out, s.clocks[r]);
     PutU64(&out, static_cast<uint64_t>(s.last_accepted[r]));
   }
+  PutU32(&out, static_cast<uint32_t>(s.rows_applied.size()));
+  for (int64_t c : s.rows_applied) PutU64(&out, static_cast<uint64_t>(c));
   PutBytes(&out, s.incremental ? s.store_changes : s.store_state);
   PutBytes(&out, s.metrics_state);
   PutU32(&out, Crc32(out));
@@ -126,10 +129,10 @@ absl::StatusOr<CheckpointState> DecodeCheckpoint(absl::string_view bytes) {
   CheckpointState s;
   uint32_t format = 0, shard = 0, workers = 0;
   RETURN_IF_ERROR(r.U32(&format));
-  if (format != kFormat && format != kFormatBeforeDeltas) {
+  if (format < kFormatBeforeDeltas || format > kFormat) {
     return absl::DataLossError(
         absl::StrCat("format ", format, "; this build reads ",
-                     kFormatBeforeDeltas, " and ", kFormat));
+                     kFormatBeforeDeltas, " to ", kFormat));
   }
   RETURN_IF_ERROR(r.U32(&shard));
   s.shard = static_cast<int>(shard);
@@ -137,7 +140,7 @@ absl::StatusOr<CheckpointState> DecodeCheckpoint(absl::string_view bytes) {
   RETURN_IF_ERROR(r.U64(&s.plan_fingerprint));
   RETURN_IF_ERROR(r.Bytes(&s.policy));
   RETURN_IF_ERROR(r.U64(&s.version));
-  if (format == kFormat) {
+  if (format >= kFormatBeforeRowsApplied) {
     uint32_t kind = 0;
     RETURN_IF_ERROR(r.U32(&kind));
     RETURN_IF_ERROR(r.U64(&s.base_version));
@@ -158,6 +161,20 @@ absl::StatusOr<CheckpointState> DecodeCheckpoint(absl::string_view bytes) {
     RETURN_IF_ERROR(r.U64(&s.clocks[i]));
     RETURN_IF_ERROR(r.U64(&last));
     s.last_accepted[i] = static_cast<int64_t>(last);
+  }
+  if (format == kFormat) {
+    uint32_t applied = 0;
+    RETURN_IF_ERROR(r.U32(&applied));
+    if (applied != 0 && applied != workers) {
+      return absl::DataLossError(
+          absl::StrCat(applied, " rows_applied for ", workers, " workers"));
+    }
+    s.rows_applied.resize(applied);
+    for (int64_t& c : s.rows_applied) {
+      uint64_t v = 0;
+      RETURN_IF_ERROR(r.U64(&v));
+      c = static_cast<int64_t>(v);
+    }
   }
   RETURN_IF_ERROR(r.Bytes(s.incremental ? &s.store_changes : &s.store_state));
   RETURN_IF_ERROR(r.Bytes(&s.metrics_state));

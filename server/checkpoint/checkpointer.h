@@ -46,6 +46,8 @@ struct CheckpointState {
   // push accepted from it (-1: none since it joined).
   std::vector<uint64_t> clocks;
   std::vector<int64_t> last_accepted;
+  // PolicyState::rows_applied (empty: none; format 3 on).
+  std::vector<int64_t> rows_applied;
   std::string store_state;    // ShardStore::SaveState
   std::string metrics_state;  // JobMetrics::SaveState (epoch reports)
   // A delta: store_changes holds ShardStore::SaveChanges since the full

@@ -82,8 +82,9 @@ class PolicyRule {
   // clocks it knows: catch up (sync moves its round and the store's
   // version).
   virtual void CatchUp(uint64_t clock) {}
-  // After the policy restored the store and the table's clocks.
-  virtual void Restored(RankTable* ranks) {}
+  // After the policy restored the store and the table's clocks from
+  // `state`.
+  virtual void Restored(const PolicyState& state, RankTable* ranks) {}
   // Capture's part: leave out what the state does not hold yet.
   virtual void AdjustCapture(PolicyState* state) const {}
 };

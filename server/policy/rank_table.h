@@ -33,6 +33,11 @@ struct PolicyState {
   std::vector<uint64_t> clocks;        // By rank: the next clock it pushes.
   std::vector<int64_t> last_accepted;  // By rank; -1: none.
   std::string store_state;             // ShardStore::SaveState
+  // By rank: the clock of its push in the open sync round whose rows of
+  // tables with policy async are in store_state already (-1: none; empty:
+  // none anywhere): its retry after a restore is taken into the round
+  // without them (SyncRule).
+  std::vector<int64_t> rows_applied;
   // By rank: in the live set (a replica's part, not a checkpoint's).
   std::vector<bool> live;
   // The store's table clocks at `version` (ShardStore::TableClocks).

@@ -40,6 +40,22 @@ SyncRule::SyncRule(int num_workers, ShardStore* store, int backup_workers)
     mean_.emplace_back(store_->chunk_spec(i).length, 0.0f);
   }
   row_sums_.resize(store_->num_tables());
+  for (int t = 0; t < store_->num_tables(); ++t) {
+    async_.push_back(store_->table(t).config().async());
+  }
+  rows_applied_.assign(num_workers_, -1);
+}
+
+void SyncRule::TakeRows(int rank, uint64_t clock,
+                        absl::Span<const RowGrads> rows) {
+  std::vector<RowGrads> now, round;
+  for (const RowGrads& r : rows) (async_[r.table] ? now : round).push_back(r);
+  AddRows(round);
+  if (now.empty()) return;
+  if (rows_applied_[rank] != static_cast<int64_t>(clock)) {
+    store_->ApplyRows(now, 1.0f);
+  }
+  rows_applied_[rank] = static_cast<int64_t>(clock);
 }
 
 void SyncRule::AddRows(absl::Span<const RowGrads> rows) {
@@ -101,13 +117,18 @@ void SyncRule::CatchUp(uint64_t clock) {
   for (uint64_t& from : expected_from_) from = std::max(from, round_);
 }
 
-void SyncRule::Restored(RankTable* ranks) {
+void SyncRule::Restored(const PolicyState& state, RankTable* ranks) {
   ClearRows();
   round_ = store_->version();
   NextRound();
   for (int r = 0; r < num_workers_; ++r) {
     expected_from_[r] = round_;
     ranks->SetClock(r, std::min((*ranks)[r].clock, round_));
+    // Only a push of the restored round can still come.
+    if (static_cast<size_t>(r) < state.rows_applied.size() &&
+        state.rows_applied[r] == static_cast<int64_t>(round_)) {
+      rows_applied_[r] = state.rows_applied[r];
+    }
   }
 }
 
@@ -122,6 +143,7 @@ void SyncRule::NextRound() {
   std::fill(summed_.begin(), summed_.end(), 0);
   std::fill(mean_ready_.begin(), mean_ready_.end(), 0);
   std::fill(committed_.begin(), committed_.end(), 0);
+  std::fill(rows_applied_.begin(), rows_applied_.end(), -1);
 }
 
 void SyncRule::AdjustCapture(PolicyState* state) const {
@@ -131,6 +153,12 @@ void SyncRule::AdjustCapture(PolicyState* state) const {
     if (!pushed_[r] && chunks_in_[r] == 0) continue;
     state->clocks[r] = round_;
     state->last_accepted[r] = -1;
+  }
+  // Their rows of async tables are in the store: a retry brings the rest.
+  // (A restored push not retried yet stays named.)
+  if (std::any_of(rows_applied_.begin(), rows_applied_.end(),
+                  [](int64_t c) { return c >= 0; })) {
+    state->rows_applied = rows_applied_;
   }
 }
 
@@ -181,7 +209,7 @@ absl::Status SyncRule::Accept(const RankTable& ranks, const RulePush& push,
           return row_sums_[table].at.contains(id);
         },
         pending_new));
-    AddRows(push.rows);
+    TakeRows(rank, clock, push.rows);
   }
   if (!push.skip) ++num_summed_;
   bool complete = false, duplicate = false;

@@ -18,6 +18,14 @@
 // still wait; the version moves when the last chunk is in. A rank whose
 // push is partly in when it leaves counts in the chunks it sent and not in
 // the others.
+//
+// Rows of a table with policy async (EmbeddingTableConfig::policy) are
+// not part of the rounds: each accepted push's rows of such a table are
+// applied at once, by themselves (ShardStore::ApplyRows; the version
+// stays), while its chunks and its other tables' rows wait for the round.
+// A capture mid-round holds those rows, so it names each such push
+// (PolicyState::rows_applied): its retry after a restore brings its
+// chunks and other rows into the round, and not those rows again.
 #ifndef PARAMD_SERVER_POLICY_SYNC_RULE_H_
 #define PARAMD_SERVER_POLICY_SYNC_RULE_H_
 
@@ -57,7 +65,7 @@ class SyncRule : public PolicyRule {
   std::string Describe(const RankTable& ranks, int rank,
                        uint64_t clock) const override;
   void CatchUp(uint64_t clock) override;
-  void Restored(RankTable* ranks) override;
+  void Restored(const PolicyState& state, RankTable* ranks) override;
   void AdjustCapture(PolicyState* state) const override;
 
  private:
@@ -148,6 +156,15 @@ class SyncRule : public PolicyRule {
     uint64_t fresh = 0;  // Ids the table did not hold when added.
   };
   std::vector<RowSums> row_sums_;
+  // By table: policy async (its rows are not in the rounds).
+  std::vector<bool> async_;
+  // By rank: the clock of its push in this round whose async tables' rows
+  // are applied (-1: none) — PolicyState::rows_applied.
+  std::vector<int64_t> rows_applied_;
+  // Takes an accepted push's rows: those of async tables applied now
+  // (unless its rows_applied_ says they are in already), the others added
+  // to row_sums_.
+  void TakeRows(int rank, uint64_t clock, absl::Span<const RowGrads> rows);
   // Adds `rows` to row_sums_.
   void AddRows(absl::Span<const RowGrads> rows);
   void ClearRows();

@@ -259,14 +259,15 @@ absl::Status UpdatePolicy::Restore(const PolicyState& state) {
   ranks_ = std::move(restored);
   captured_version_ = store_->version();
   restored_ = true;
-  rule_->Restored(&ranks_);
+  rule_->Restored(state, &ranks_);
   return absl::OkStatus();
 }
 
 absl::Status UpdatePolicy::WaitReadable(int rank, uint64_t clock,
                                         absl::Time deadline,
                                         Cancellation* cancel,
-                                        const std::function<void()>& waiting) {
+                                        const std::function<void()>& waiting,
+                                        bool own_pushes) {
   // One way to wait: a waiter as WhenReadable's, with this thread blocked
   // until it is told, the caller cancels, or `deadline` passes.
   struct Outcome {
@@ -275,10 +276,12 @@ absl::Status UpdatePolicy::WaitReadable(int rank, uint64_t clock,
     bool cancelled ABSL_GUARDED_BY(mu) = false;
   };
   auto outcome = std::make_shared<Outcome>();
-  const uint64_t id = WhenReadable(rank, clock, [outcome](absl::Status s) {
-    absl::MutexLock lock(&outcome->mu);
-    outcome->status = std::move(s);
-  });
+  ReadyWaiter waiter{0, rank, clock, [outcome](absl::Status s) {
+                       absl::MutexLock lock(&outcome->mu);
+                       outcome->status = std::move(s);
+                     }};
+  waiter.own_pushes = own_pushes;
+  const uint64_t id = AddWaiter(std::move(waiter));
   if (id == 0) {
     absl::MutexLock lock(&outcome->mu);
     return *outcome->status;  // At once.
@@ -314,7 +317,9 @@ absl::Status UpdatePolicy::WaitReadable(int rank, uint64_t clock,
   outcome->mu.Unlock();
   const bool taken_out = CancelWhenReadable(id) != nullptr;
   const std::string waits_for =
-      taken_out && !cancelled ? WaitingOn(rank, clock) : std::string();
+      !taken_out || cancelled ? std::string()
+      : own_pushes ? absl::StrCat("its own push of clock ", clock - 1)
+                   : WaitingOn(rank, clock);
   outcome->mu.Lock();
   if (!taken_out) {
     outcome->mu.Await(absl::Condition(&told));
@@ -411,7 +416,8 @@ uint64_t UpdatePolicy::AddWaiter(ReadyWaiter waiter) {
     absl::MutexLock lock(&mu_);
     if (shutdown_) {
       now = absl::UnavailableError("the shard is shutting down");
-    } else if (!CanRead(waiter.rank, waiter.clock, waiter.chunks)) {
+    } else if (!CanRead(waiter.rank, waiter.clock, waiter.chunks,
+                        waiter.own_pushes)) {
       waiter.id = next_waiter_++;
       const uint64_t id = waiter.id;
       ready_waiters_.push_back(std::move(waiter));
@@ -440,7 +446,7 @@ std::vector<UpdatePolicy::ReadyWaiter> UpdatePolicy::TakeReady() {
   if (ready_waiters_.empty()) return fired;
   std::vector<ReadyWaiter> waiting;
   for (ReadyWaiter& w : ready_waiters_) {
-    if (shutdown_ || CanRead(w.rank, w.clock, w.chunks)) {
+    if (shutdown_ || CanRead(w.rank, w.clock, w.chunks, w.own_pushes)) {
       fired.push_back(std::move(w));
     } else {
       waiting.push_back(std::move(w));

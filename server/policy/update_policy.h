@@ -128,10 +128,12 @@ class UpdatePolicy final {
   // says what the pull waits for), Cancelled as soon as `cancel` (when
   // given) is cancelled, and Unavailable once Shutdown was called.
   // `waiting`, when given, runs once (on this thread) if it must wait.
+  // With `own_pushes` (a read of a table with policy async) it waits for
+  // `rank`'s own pushes up to clock - 1 only, not for the job's policy.
   absl::Status WaitReadable(int rank, uint64_t clock, absl::Time deadline,
                             Cancellation* cancel = nullptr,
-                            const std::function<void()>& waiting = nullptr)
-      ABSL_LOCKS_EXCLUDED(mu_);
+                            const std::function<void()>& waiting = nullptr,
+                            bool own_pushes = false) ABSL_LOCKS_EXCLUDED(mu_);
 
   // As WaitReadable without a thread waiting: `ready` runs once, with OK
   // once a pull of `rank` at `clock` may read the store, or Unavailable
@@ -235,6 +237,7 @@ class UpdatePolicy final {
     uint64_t clock;
     std::function<void(absl::Status)> ready;
     std::vector<int> chunks;  // A read of these only (WhenChunksReadable).
+    bool own_pushes = false;  // Waits for its rank's pushes only.
   };
   // Adds a waiter unless it may go on now (then runs `ready` here).
   uint64_t AddWaiter(ReadyWaiter waiter) ABSL_LOCKS_EXCLUDED(mu_);
@@ -262,11 +265,14 @@ class UpdatePolicy final {
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   // Whether `rank` at `clock` may read (the chunks `locals` only, when not
-  // empty): once the store has its initial values, as the rule says.
-  bool CanRead(int rank, uint64_t clock,
-               absl::Span<const int> locals = {}) const
+  // empty): once the store has its initial values, as the rule says — or,
+  // with `own_pushes`, once the rank's pushes before `clock` are in.
+  bool CanRead(int rank, uint64_t clock, absl::Span<const int> locals = {},
+               bool own_pushes = false) const
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-    return !awaiting_initial_ && rule_->Readable(ranks_, rank, clock, locals);
+    if (awaiting_initial_) return false;
+    if (own_pushes) return ranks_[rank].clock >= clock;
+    return rule_->Readable(ranks_, rank, clock, locals);
   }
   // What a pull that may not read waits for.
   std::string WaitsFor(int rank, uint64_t clock) const

@@ -177,6 +177,7 @@ void FillReplicaState(uint64_t plan_fingerprint, const char* policy,
     out->add_live(state->live[r]);
     out->add_registered(workers.IsRegistered(static_cast<int>(r)));
   }
+  for (int64_t c : state->rows_applied) out->add_rows_applied(c);
   out->set_store_state(std::move(state->store_state));
   out->set_metrics_state(std::move(metrics_state));
 }
@@ -187,6 +188,8 @@ PolicyState ToPolicyState(const proto::ReplicaState& held) {
   state.clocks.assign(held.clocks().begin(), held.clocks().end());
   state.last_accepted.assign(held.last_accepted().begin(),
                              held.last_accepted().end());
+  state.rows_applied.assign(held.rows_applied().begin(),
+                            held.rows_applied().end());
   state.store_state = held.store_state();
   return state;
 }

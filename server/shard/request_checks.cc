@@ -254,6 +254,11 @@ absl::Status CheckReplicaState(const proto::ReplicaState& state,
                      state.live_size(), " live and ", state.registered_size(),
                      " registered flags; the job has ", n, " workers"));
   }
+  if (state.rows_applied_size() != 0 && state.rows_applied_size() != n) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "Replicate: state: ", state.rows_applied_size(),
+        " rows_applied; expected none or one per worker (", n, ")"));
+  }
   if (state.store_state().empty()) {
     return absl::InvalidArgumentError("Replicate: state: store_state is empty");
   }

@@ -339,12 +339,13 @@ void Shard::CancelPull(uint64_t handle) {
 }
 
 absl::Status Shard::AwaitReadable(int rank, uint64_t clock, absl::Time start,
-                                  absl::Time deadline, Cancellation* cancel) {
+                                  absl::Time deadline, Cancellation* cancel,
+                                  bool own_pushes) {
   // Visible to Tick and the status RPC while it waits.
   std::optional<uint64_t> id;
-  const absl::Status s =
-      policy_->WaitReadable(rank, clock, deadline, cancel,
-                            [&] { id = waiters_.Add(rank, clock, start); });
+  const absl::Status s = policy_->WaitReadable(
+      rank, clock, deadline, cancel,
+      [&] { id = waiters_.Add(rank, clock, start); }, own_pushes);
   if (id.has_value()) waiters_.Remove(*id);
   return s;
 }
@@ -414,7 +415,8 @@ absl::Status Shard::PullRows(const PullRowsView& request, absl::Time deadline,
   absl::Cleanup leave = [this, rank] { calls_.Leave(rank); };
   const absl::Time start = clock_->Now();
   workers_.OnSeen(rank, start);
-  RETURN_IF_ERROR(AwaitReadable(rank, request.clock, start, deadline, cancel));
+  RETURN_IF_ERROR(AwaitReadable(rank, request.clock, start, deadline, cancel,
+                                store_.table(request.table).config().async()));
   rows_.Read(request.table, ids, request.dtype, store_.version(), reply);
   workers_.OnPull(rank, reply->bytes().size(), clock_->Now());
   return absl::OkStatus();

@@ -140,8 +140,9 @@ class Shard {
   // CANCELLED, unless it ran or is running already.
   void CancelPull(uint64_t handle);
   // Rows of one embedding table for a worker at request.clock: waits as
-  // Pull does, then reads each id's row (its initial value if never
-  // pushed). Ids must pass RowBlock's rules (sorted, distinct, in range,
+  // Pull does (for a table with policy async, for the worker's own pushes
+  // before request.clock only), then reads each id's row (its initial value if
+  // never pushed). Ids must pass RowBlock's rules (sorted, distinct, in range,
   // owned by this shard).
   using RowsReply = paramd::RowsReply;
   absl::Status PullRows(const PullRowsView& request, absl::Time deadline,
@@ -203,9 +204,11 @@ class Shard {
         std::vector<std::unique_ptr<RowTable>> tables, Clock* clock);
 
   // Waits until a pull of `rank` at `clock` may be served, visible to Tick
-  // and the status RPC meanwhile; as Pull.
+  // and the status RPC meanwhile; as Pull (`own_pushes`: as
+  // UpdatePolicy::WaitReadable's).
   absl::Status AwaitReadable(int rank, uint64_t clock, absl::Time start,
-                             absl::Time deadline, Cancellation* cancel);
+                             absl::Time deadline, Cancellation* cancel,
+                             bool own_pushes = false);
   // A pull of `rank` at `clock`, waiting since `start`, is readable: the
   // snapshot it serves, with its wait, time, bytes (`half`: float16) and
   // version noted where the shard keeps them.

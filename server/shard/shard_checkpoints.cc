@@ -138,6 +138,7 @@ absl::Status ShardCheckpoints::Restore() {
   state.version = c.version;
   state.clocks = c.clocks;
   state.last_accepted = c.last_accepted;
+  state.rows_applied = c.rows_applied;
   state.store_state = c.store_state;
   state.store_changes = c.store_changes;
   if (absl::Status s = policy_->Restore(state); !s.ok()) {
@@ -172,6 +173,7 @@ CheckpointState ShardCheckpoints::ToCheckpoint(PolicyState state) const {
   c.version = state.version;
   c.clocks = std::move(state.clocks);
   c.last_accepted = std::move(state.last_accepted);
+  c.rows_applied = std::move(state.rows_applied);
   c.store_state = std::move(state.store_state);
   c.incremental = state.incremental;
   c.base_version = state.base_version;

@@ -150,6 +150,7 @@ void ShardRows::FillStatus(proto::ShardStatus* status) const {
     out->set_rows_pushed(table.rows_pushed());
     out->set_rows_not_admitted(table.rows_not_admitted());
     out->set_rows_evicted(table.rows_evicted());
+    out->set_policy(table.config().async() ? "async" : status->policy());
   }
 }
 

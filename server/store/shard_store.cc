@@ -88,10 +88,7 @@ void ShardStore::ApplyStep(absl::Span<const absl::Span<const float>> grads,
                            float scale, absl::Span<const RowGrads> rows,
                            StepTimes* times) {
   absl::MutexLock lock(&mu_);
-  for (const RowGrads& r : rows) {
-    if (!r.ids.empty()) tables_[r.table]->Apply(r.ids, r.values, scale);
-  }
-  WakeEvictor();
+  ApplyRowsLocked(rows, scale);
   if (times != nullptr) {
     times->taken = true;
     times->begin = absl::Now();
@@ -122,6 +119,18 @@ void ShardStore::ApplyStep(absl::Span<const absl::Span<const float>> grads,
   ++version_;
   params_->version = version_;
   if (times != nullptr) times->version = version_;
+}
+
+void ShardStore::ApplyRows(absl::Span<const RowGrads> rows, float scale) {
+  absl::MutexLock lock(&mu_);
+  ApplyRowsLocked(rows, scale);
+}
+
+void ShardStore::ApplyRowsLocked(absl::Span<const RowGrads> rows, float scale) {
+  for (const RowGrads& r : rows) {
+    if (!r.ids.empty()) tables_[r.table]->Apply(r.ids, r.values, scale);
+  }
+  WakeEvictor();
 }
 
 void ShardStore::StepChunk(size_t local, std::vector<float>* params,
@@ -172,10 +181,7 @@ void ShardStore::StepChunks(absl::Span<const int> locals,
 
 void ShardStore::FinishChunkedStep(absl::Span<const RowGrads> rows) {
   absl::MutexLock lock(&mu_);
-  for (const RowGrads& r : rows) {
-    if (!r.ids.empty()) tables_[r.table]->Apply(r.ids, r.values, 1.0f);
-  }
-  WakeEvictor();
+  ApplyRowsLocked(rows, 1.0f);
   if (next_ == nullptr) {
     // No chunk was stepped (no gradient reached any): the next version
     // holds the same parameters.

@@ -116,6 +116,13 @@ class ShardStore {
                  absl::Span<const RowGrads> rows = {},
                  StepTimes* times = nullptr) ABSL_LOCKS_EXCLUDED(mu_);
 
+  // One optimizer step on each table's rows in `rows` (at most one entry
+  // per table) with their gradient * scale, and none on the chunks: the
+  // version stays (rows of a table with policy async, applied as a push
+  // comes, UpdatePolicy).
+  void ApplyRows(absl::Span<const RowGrads> rows, float scale)
+      ABSL_LOCKS_EXCLUDED(mu_);
+
   // A step taken chunk by chunk (a sync round committed in slices,
   // SyncRule): StepChunks steps the chunks `locals` — with
   // grads[local] * scale, as ApplyStep, at the step ApplyStep would take
@@ -263,6 +270,9 @@ class ShardStore {
                           DenseState* out) const;
   // AdvanceVersionTo, with mu_ held.
   void AdvanceLocked(uint64_t version) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // One step on each table's rows in `rows` (ApplyRows, ApplyStep's rows).
+  void ApplyRowsLocked(absl::Span<const RowGrads> rows, float scale)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Steps chunk `local` of `params` (its slots in place) at step `step`.
   void StepChunk(size_t local, std::vector<float>* params,
                  absl::Span<const float> grad, float scale, int64_t step)

@@ -838,6 +838,58 @@ TEST_CASE("embedding tables parse with their defaults and bad ones are named",
   }
 }
 
+TEST_CASE("a table's policy: async, or the job's; others are named",
+          "[config][table_policy]") {
+  const std::string table = "    - name: emb\n      rows: 100\n      dim: 8\n";
+  auto job = [&table](const std::string& job_policy, const std::string& own) {
+    testing::JobOptions o;
+    o.model_type = "embedding_bag";
+    o.layers = "[8, 10]";
+    o.policy = job_policy;
+    o.model_extra = "  embeddings:\n" + table +
+                    (own.empty() ? "" : "      policy: " + own + "\n");
+    return testing::JobYaml(o);
+  };
+  const std::string dir = testing::NewTempDir();
+  struct Good {
+    const char* job;
+    const char* own;
+    bool async;
+  };
+  for (const Good& g : std::vector<Good>{{"sync", "", false},
+                                         {"sync", "sync", false},
+                                         {"sync", "async", true},
+                                         {"ssp", "async", true},
+                                         {"ssp", "ssp", false},
+                                         {"async", "async", true}}) {
+    INFO(g.job << " " << g.own);
+    absl::StatusOr<JobConfig> c =
+        LoadJobConfig(testing::WriteFile(dir + "/job.yaml", job(g.job, g.own)));
+    INFO((c.ok() ? "" : c.status().ToString()));
+    REQUIRE(c.ok());
+    CHECK(c->model.embeddings[0].async() == g.async);
+  }
+  struct Bad {
+    const char* job;
+    const char* own;
+    const char* says;
+  };
+  for (const Bad& b : std::vector<Bad>{
+           {"sync", "ssp",
+            "model.embeddings[0].policy: a table may be async or follow the "
+            "job's policy.type (sync); 'ssp'"},
+           {"async", "sync",
+            "model.embeddings[0].policy: a table may be async or follow the "
+            "job's policy.type (async); 'sync'"},
+           {"ssp", "sync", "model.embeddings[0].policy"},
+           {"sync", "bsp",
+            "model.embeddings[0].policy: unknown policy 'bsp' (expected: "
+            "async, or the job's policy.type)"}}) {
+    INFO(b.job << " " << b.own);
+    CHECK_THAT(JobYamlError(job(b.job, b.own)), Catch::Contains(b.says));
+  }
+}
+
 TEST_CASE("data.format clicks reads click logs into an embedding model",
           "[config][clicks]") {
   const std::string dir = testing::NewTempDir();

@@ -9,6 +9,7 @@
 #include <functional>
 #include <set>
 
+#include "common/base/crc32.h"
 #include "tests/test_files.h"
 
 namespace paramd {
@@ -124,6 +125,38 @@ TEST_CASE("checkpoints round-trip, newest first, keeping the last three",
   auto empty = other.LoadNewest("job-a", 0x1234);
   REQUIRE(empty.ok());
   CHECK_FALSE(empty->state.has_value());
+}
+
+TEST_CASE("rows_applied round-trips, and a checkpoint of format 2 still reads",
+          "[checkpoint][table_policy]") {
+  CheckpointState s = State(7);
+  s.rows_applied = {7, -1};
+  absl::StatusOr<CheckpointState> back = DecodeCheckpoint(EncodeCheckpoint(s));
+  INFO(back.status().ToString());
+  REQUIRE(back.ok());
+  CHECK(back->rows_applied == s.rows_applied);
+  CHECK(EncodeCheckpoint(*back) == EncodeCheckpoint(s));
+  // A count that is neither none nor one per worker is damage.
+  s.rows_applied = {7};
+  CHECK(absl::IsDataLoss(DecodeCheckpoint(EncodeCheckpoint(s)).status()));
+
+  // The same file as format 2 wrote it: no rows_applied count after the
+  // two ranks' clocks (header 8 + 4 format, then shard 4, job 8 + 5, plan
+  // 8, policy 8 + 4, version 8, kind 4, base 8, workers 4, clocks 2 * 16).
+  const CheckpointState plain = State(7);
+  std::string old = EncodeCheckpoint(plain);
+  old.resize(old.size() - 4);  // The CRC.
+  const size_t count_at = 12 + 4 + 13 + 8 + 12 + 8 + 4 + 8 + 4 + 32;
+  REQUIRE(old.substr(count_at, 4) == std::string(4, '\0'));
+  old.erase(count_at, 4);
+  old[8] = 2;
+  const uint32_t crc = Crc32(old);
+  for (int i = 0; i < 4; ++i) old.push_back(static_cast<char>(crc >> (8 * i)));
+  absl::StatusOr<CheckpointState> two = DecodeCheckpoint(old);
+  INFO(two.status().ToString());
+  REQUIRE(two.ok());
+  CHECK(two->rows_applied.empty());
+  CHECK(EncodeCheckpoint(*two) == EncodeCheckpoint(plain));
 }
 
 TEST_CASE("a torn or bad-checksum checkpoint is skipped for the one before",
