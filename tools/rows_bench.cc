@@ -14,6 +14,10 @@
 //       [--workers W] [--servers S] [--dim D] [--hidden H (0: logistic)]
 //       [--optimizer sgd|adagrad|adam] [--lr X] [--policy sync|async]
 //       [--table_policy async] (the table's own policy beside the job's)
+//       [--dense D] (D count features per sample before the fields, as
+//       the Criteo layout's 13, read by the embedding_concat layer)
+//       [--bottom W1,W2,...] (with --dense: a bottom MLP of bottom_dense
+//       layers of those widths on them, DLRM's)
 //       [--zipf S] [--seed N] [--fields F] [--keep_dir] [--export DIR]
 //       [--admission "min_count: 2"] [--eviction "capacity_rows: N, ..."]
 //       (the table's admission and eviction, as the job file's mappings;
@@ -31,8 +35,10 @@
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
 #include "common/base/binaries.h"
 #include "common/base/flags.h"
@@ -63,6 +69,7 @@ struct BenchOptions {
   std::string lr = "0.05";
   std::string policy = "sync";
   std::string table_policy;  // "": the job's.
+  std::vector<int> bottom;   // bottom_dense widths.
   bool keep_dir = false;
   std::string admission, eviction;  // Flow mappings' insides; "": none.
   std::string export_dir;           // --export; "": none.
@@ -76,6 +83,10 @@ constexpr uint64_t kTestFirst = uint64_t{1} << 40;
 std::string JobYaml(const BenchOptions& o, const std::string& train,
                     const std::string& test) {
   std::vector<std::string> servers(o.servers, "\"127.0.0.1:0\"");
+  std::string bottom;
+  for (int width : o.bottom) {
+    absl::StrAppend(&bottom, "    - bottom_dense: {out: ", width, "}\n");
+  }
   const std::string head =
       o.hidden > 0 ? absl::StrCat("    - dense: {out: ", o.hidden,
                                   "}\n    - relu\n    - dense: {out: 2}\n")
@@ -84,7 +95,7 @@ std::string JobYaml(const BenchOptions& o, const std::string& train,
       "job:\n  id: click-log\n  seed: ", o.log.seed, "\ncluster:\n  servers: [",
       absl::StrJoin(servers, ", "), "]\n  workers: ", o.workers,
       "\nmodel:\n  layers:\n    - embedding_concat: {table: clicks, fields: ",
-      o.log.fields, "}\n", head,
+      o.log.fields, ", dense: ", o.log.dense, "}\n", bottom, head,
       "  embeddings:\n    - name: clicks\n      rows: 4294967296\n"
       "      dim: ",
       o.dim,
@@ -116,6 +127,16 @@ absl::StatusOr<BenchOptions> ParseOptions(const ParsedFlags& f) {
   ASSIGN_OR_RETURN(o.dim, f.GetInt("dim", o.dim));
   ASSIGN_OR_RETURN(o.hidden, f.GetInt("hidden", o.hidden));
   ASSIGN_OR_RETURN(o.log.fields, f.GetInt("fields", o.log.fields));
+  ASSIGN_OR_RETURN(o.log.dense, f.GetInt("dense", o.log.dense));
+  for (absl::string_view w :
+       absl::StrSplit(f.Get("bottom", ""), ',', absl::SkipEmpty())) {
+    int width = 0;
+    if (!absl::SimpleAtoi(w, &width)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--bottom: '", w, "' is not a width"));
+    }
+    o.bottom.push_back(width);
+  }
   o.samples = std::stoll(f.Get("samples", std::to_string(o.samples)));
   o.log.seed = std::stoull(f.Get("seed", "1"));
   o.log.zipf = std::stod(f.Get("zipf", "1.05"));
@@ -354,10 +375,11 @@ int Driver(const BenchOptions& o) {
     return 1;
   }
   std::printf(
-      "rows_bench: %lld samples of %d fields (Zipf %.2f over 2^32; %.1f%% "
-      "clicks), written in %.1f s to %s; batch %d, %d worker(s) x %d "
+      "rows_bench: %lld samples of %d fields and %d dense (Zipf %.2f over "
+      "2^32; %.1f%% clicks), written in %.1f s to %s; batch %d, %d worker(s) x "
+      "%d "
       "server(s), dim %d, %s lr %s, %s%s%s\n",
-      static_cast<long long>(o.samples), o.log.fields, o.log.zipf,
+      static_cast<long long>(o.samples), o.log.fields, o.log.dense, o.log.zipf,
       100 * train_figures->clicks,
       absl::ToDoubleSeconds(absl::Now() - write_start), dir.c_str(), o.batch,
       o.workers, o.servers, o.dim, o.optimizer.c_str(), o.lr.c_str(),
@@ -452,7 +474,7 @@ int Main(int argc, char** argv) {
       argc, argv,
       {"samples", "batch", "workers", "servers", "dim", "hidden", "fields",
        "optimizer", "lr", "policy", "zipf", "seed", "index_bench", "admission",
-       "eviction", "export", "table_policy"},
+       "eviction", "export", "table_policy", "dense", "bottom"},
       {"keep_dir"});
   if (!flags.ok()) {
     std::fprintf(stderr, "%s\n", flags.status().ToString().c_str());

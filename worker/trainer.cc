@@ -467,7 +467,7 @@ absl::StatusOr<const float*> Trainer::FrontInput(uint64_t clock,
   RETURN_IF_ERROR(client_->PullRows(clock, front_->table(),
                                     front_->unique_ids(), front_->rows()));
   front_out_.resize(static_cast<size_t>(n) * front_->width());
-  front_->Forward(front_out_.data());
+  front_->Forward(samples.x.data(), front_out_.data());
   return front_out_.data();
 }
 

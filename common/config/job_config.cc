@@ -53,6 +53,8 @@ const char* LayerKindName(LayerKind kind) {
       return "flatten";
     case LayerKind::kBatchNorm:
       return "batch_norm";
+    case LayerKind::kBottomDense:
+      return "bottom_dense";
     case LayerKind::kEmbeddingBag:
       return "embedding_bag";
     case LayerKind::kEmbeddingConcat:

@@ -37,6 +37,9 @@ enum class LayerKind {
   kDropout,
   kFlatten,
   kBatchNorm,
+  // Dense + ReLU on the dense features an embedding_concat front appends
+  // (DLRM's bottom MLP); the fields' rows pass through.
+  kBottomDense,
   // Sparse fronts: the first layer only, reading each sample's ids.
   kEmbeddingBag,
   kEmbeddingConcat,
@@ -61,6 +64,10 @@ struct LayerConfig {
   std::string table;
   std::string combiner = "mean";  // embedding_bag: mean or sum of the rows.
   int fields = 0;                 // embedding_concat: ids per sample.
+  // embedding_concat: dense (numeric) features per sample, from a click
+  // log's columns before its fields (the Criteo layout's 13), placed after
+  // the fields' rows in the layer's output.
+  int dense = 0;
 };
 
 // model.input: one sample's shape. A flat input of W features is

@@ -34,6 +34,11 @@ class Inference {
   // model.layers[0] as a sparse front.
   absl::StatusOr<SparseFront> Front(const LayerConfig& c,
                                     const ModelConfig& model);
+  // Layer `i`, a bottom_dense, on input `in` after `g`'s layers so far:
+  // its output, and the values it passes through.
+  absl::StatusOr<ActShape> Bottom(int i, const LayerConfig& c,
+                                  const ActShape& in, const LayerGraph& g,
+                                  int* passthrough);
 
  private:
   absl::Status NeedImage(int i, const LayerConfig& c, const ActShape& in) {
@@ -127,8 +132,35 @@ absl::StatusOr<ActShape> Inference::Out(int i, const LayerConfig& c,
       return Refuse(i, c, "",
                     "must be the first layer: it reads each sample's ids, "
                     "which only the data gives");
+    case LayerKind::kBottomDense:
+      break;  // Bottom(): it needs the graph before it.
   }
   return Refuse(i, c, "", "unknown layer kind");
+}
+
+absl::StatusOr<ActShape> Inference::Bottom(int i, const LayerConfig& c,
+                                           const ActShape& in,
+                                           const LayerGraph& g,
+                                           int* passthrough) {
+  const bool after_front = g.front.has_value() &&
+                           g.front->kind == LayerKind::kEmbeddingConcat &&
+                           g.front->dense > 0;
+  bool after_bottoms = true;
+  for (const GraphLayer& l : g.layers) {
+    after_bottoms = after_bottoms && l.config.kind == LayerKind::kBottomDense;
+  }
+  if (!after_front || !after_bottoms) {
+    return Refuse(i, c, "",
+                  "reads the dense features an embedding_concat layer with "
+                  "`dense` appends: it must follow that layer, or another "
+                  "bottom_dense");
+  }
+  if (c.out < 1 || c.out > (1 << 20)) {
+    return Refuse(i, c, "out",
+                  absl::StrCat("must be in [1, 1048576], not ", c.out));
+  }
+  *passthrough = g.front->fields * g.front->dim;
+  return ActShape{*passthrough + c.out, 1, 1, false};
 }
 
 absl::StatusOr<SparseFront> Inference::Front(const LayerConfig& c,
@@ -171,6 +203,11 @@ absl::StatusOr<SparseFront> Inference::Front(const LayerConfig& c,
                     absl::StrCat("must be in [1, 1024], not ", c.fields));
     }
     f.fields = c.fields;
+    if (c.dense < 0 || c.dense > 1024) {
+      return Refuse(0, c, "dense",
+                    absl::StrCat("must be in [0, 1024], not ", c.dense));
+    }
+    f.dense = c.dense;
     if (int64_t{f.fields} * f.dim > kMaxActivation) {
       return Refuse(0, c, "fields",
                     absl::StrCat(f.fields, " fields of dim ", f.dim,
@@ -291,14 +328,17 @@ absl::StatusOr<LayerGraph> InferLayerGraph(const ModelConfig& model,
   absl::StatusOr<size_t> first = GraphInput(model, &inf, &g);
   if (!first.ok()) return first.status();
   ActShape at = g.input;
-  int dense = 0, conv = 0, bn = 0;
+  int dense = 0, conv = 0, bn = 0, bottom = 0;
   bool trainable = g.front.has_value();  // The table is trained too.
   for (size_t i = *first; i < model.graph.size(); ++i) {
     const LayerConfig& c = model.graph[i];
     GraphLayer layer;
     layer.config = c;
     layer.in = at;
-    absl::StatusOr<ActShape> out = inf.Out(static_cast<int>(i), c, at);
+    absl::StatusOr<ActShape> out =
+        c.kind == LayerKind::kBottomDense
+            ? inf.Bottom(static_cast<int>(i), c, at, g, &layer.passthrough)
+            : inf.Out(static_cast<int>(i), c, at);
     if (!out.ok()) return out.status();
     if (out->size() > kMaxActivation) {
       return inf.Refuse(static_cast<int>(i), c, "",
@@ -309,6 +349,9 @@ absl::StatusOr<LayerGraph> InferLayerGraph(const ModelConfig& model,
     if (c.kind == LayerKind::kDense) layer.name = absl::StrCat("fc", ++dense);
     if (c.kind == LayerKind::kConv2d) {
       layer.name = absl::StrCat("conv", ++conv);
+    }
+    if (c.kind == LayerKind::kBottomDense) {
+      layer.name = absl::StrCat("bottom", ++bottom);
     }
     trainable = trainable || !layer.name.empty();
     if (c.kind == LayerKind::kBatchNorm) layer.name = absl::StrCat("bn", ++bn);
@@ -336,8 +379,11 @@ std::string DescribeGraph(const LayerGraph& graph) {
     front = f.kind == LayerKind::kEmbeddingBag
                 ? absl::StrCat("embedding_bag(table ", f.table, ", dim ", f.dim,
                                ", ", f.mean ? "mean" : "sum", ") ")
-                : absl::StrCat("embedding_concat(table ", f.table, ", ",
-                               f.fields, " fields × dim ", f.dim, ") ");
+                : absl::StrCat(
+                      "embedding_concat(table ", f.table, ", ", f.fields,
+                      " fields × dim ", f.dim,
+                      f.dense > 0 ? absl::StrCat(" + ", f.dense, " dense") : "",
+                      ") ");
   }
   if (graph.dense_stack) {
     return absl::StrCat(front, absl::StrJoin(graph.widths, "-"));
@@ -350,6 +396,9 @@ std::string DescribeGraph(const LayerGraph& graph) {
     switch (c.kind) {
       case LayerKind::kDense:
         parts.push_back(absl::StrCat("dense(", c.out, ")"));
+        break;
+      case LayerKind::kBottomDense:
+        parts.push_back(absl::StrCat("bottom_dense(", c.out, ")"));
         break;
       case LayerKind::kConv2d:
         parts.push_back(absl::StrCat("conv2d(", c.out, ", k", c.kernel, ", s",

@@ -32,10 +32,13 @@ struct ActShape {
 struct GraphLayer {
   LayerConfig config;
   ActShape in, out;
-  // Layers with tensors (dense, conv2d, batch_norm): the prefix of their
-  // tensors' names, e.g. "fc2", "conv1", "bn1" (numbered per kind from 1);
-  // empty otherwise.
+  // Layers with tensors (dense, conv2d, batch_norm, bottom_dense): the
+  // prefix of their tensors' names, e.g. "fc2", "conv1", "bn1", "bottom1"
+  // (numbered per kind from 1); empty otherwise.
   std::string name;
+  // bottom_dense: the leading values of each sample it passes through as
+  // they are (the fields' rows); it transforms the rest.
+  int passthrough = 0;
 };
 
 // A sparse front: each sample's ids (hashed image features, or a click
@@ -52,9 +55,12 @@ struct SparseFront {
   // embedding_bag only with data.format clicks, else 0: an image's
   // features).
   int fields = 0;
-  // The dense layers' input: dim (bag) or fields × dim (concat).
+  // embedding_concat: a click log's dense features per sample, after the
+  // fields' rows in the front's output.
+  int dense = 0;
+  // The dense layers' input: dim (bag) or fields × dim + dense (concat).
   int width() const {
-    return kind == LayerKind::kEmbeddingConcat ? fields * dim : dim;
+    return kind == LayerKind::kEmbeddingConcat ? fields * dim + dense : dim;
   }
 };
 

@@ -34,17 +34,20 @@ const std::map<std::string, KindInfo>& Kinds() {
       {"dropout", {LayerKind::kDropout, {"p"}, {}}},
       {"flatten", {LayerKind::kFlatten, {}, {}}},
       {"batch_norm", {LayerKind::kBatchNorm, {"momentum", "eps"}, {}}},
+      {"bottom_dense", {LayerKind::kBottomDense, {"out"}, {"out"}}},
       {"embedding_bag",
        {LayerKind::kEmbeddingBag, {"table", "combiner", "fields"}, {"table"}}},
       {"embedding_concat",
-       {LayerKind::kEmbeddingConcat, {"table", "fields"}, {"table", "fields"}}},
+       {LayerKind::kEmbeddingConcat,
+        {"table", "fields", "dense"},
+        {"table", "fields"}}},
   };
   return *kinds;
 }
 
 constexpr char kKindList[] =
     "dense, conv2d, max_pool2d, avg_pool2d, relu, dropout, flatten, "
-    "batch_norm, embedding_bag or embedding_concat";
+    "batch_norm, bottom_dense, embedding_bag or embedding_concat";
 
 absl::Status ParseInput(YamlReader& r, const YAML::Node& model,
                         InputConfig* in) {
@@ -138,6 +141,9 @@ absl::Status ParseLayer(YamlReader& r, const YAML::Node& node,
     if (info.fields.count("fields")) {
       RETURN_IF_ERROR(r.Get(fields, ff, "fields",
                             info.required.count("fields") > 0, &out->fields));
+    }
+    if (info.fields.count("dense")) {
+      RETURN_IF_ERROR(r.Get(fields, ff, "dense", false, &out->dense));
     }
   }
   const bool pool =

@@ -48,9 +48,15 @@ void AddGraphTensors(const LayerGraph& graph, ModelSpec* spec) {
     }
     int64_t fan_in = 0;
     std::vector<int64_t> weight_shape;
+    int64_t fan_out = l.out.c;
     if (l.config.kind == LayerKind::kDense) {
       fan_in = l.in.size();
       weight_shape = {fan_in, l.out.c};
+    } else if (l.config.kind == LayerKind::kBottomDense) {
+      // On the values after the passed-through rows.
+      fan_in = l.in.size() - l.passthrough;
+      fan_out = l.config.out;
+      weight_shape = {fan_in, fan_out};
     } else if (l.config.kind == LayerKind::kConv2d) {
       const int64_t k = l.config.kernel;
       fan_in = int64_t{l.in.c} * k * k;
@@ -60,9 +66,9 @@ void AddGraphTensors(const LayerGraph& graph, ModelSpec* spec) {
     }
     const float bound = 1.0f / std::sqrt(static_cast<float>(fan_in));
     spec->tensors.push_back({absl::StrCat(l.name, ".weight"), weight_shape,
-                             fan_in * l.out.c, bound});
+                             fan_in * fan_out, bound});
     spec->tensors.push_back(
-        {absl::StrCat(l.name, ".bias"), {l.out.c}, l.out.c, bound});
+        {absl::StrCat(l.name, ".bias"), {fan_out}, fan_out, bound});
   }
 }
 

@@ -9,10 +9,13 @@
 #include <grpcpp/grpcpp.h>
 
 #include <catch2/catch.hpp>
+#include <fstream>
 #include <set>
 #include <thread>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
 #include "common/model/rows.h"
 #include "proto/paramd.grpc.pb.h"
 #include "tests/local_cluster.h"
@@ -199,7 +202,7 @@ TEST_CASE("an embedding_bag job trains under async and ssp",
 // A job of `fields` click-log fields, concatenated rows of dim 4 into a
 // logistic head, trained on `train` and evaluated on `test`.
 JobConfig ClickJob(const std::string& train, const std::string& test,
-                   int fields) {
+                   int fields, int dense = 0) {
   testing::JobOptions o;
   o.epochs = 1;
   o.batch_size = 128;
@@ -207,7 +210,7 @@ JobConfig ClickJob(const std::string& train, const std::string& test,
   o.model_type = "embedding_concat";
   o.layers =
       absl::StrCat("\n    - embedding_concat: {table: clicks, fields: ", fields,
-                   "}\n    - dense: {out: 2}\n");
+                   ", dense: ", dense, "}\n    - dense: {out: 2}\n");
   o.model_extra =
       "  embeddings:\n"
       "    - name: clicks\n"
@@ -253,13 +256,13 @@ TEST_CASE("an embedding_concat job trains on a click-log file over gRPC",
   }
   // The table holds a row for each distinct (field, value) of the file.
   std::set<uint64_t> values;
-  auto file = ClickLogFile::Open(train, options.fields,
+  auto file = ClickLogFile::Open(train, options.fields, 0,
                                  config.model.embeddings[0].rows, 0, 0, 1);
   REQUIRE(file.ok());
   std::vector<uint64_t> ids(options.fields);
   int32_t label = 0;
   for (int64_t i = 0; i < (*file)->size(); ++i) {
-    REQUIRE(*(*file)->Read(i, 1, ids.data(), &label) == 1);
+    REQUIRE(*(*file)->Read(i, 1, ids.data(), nullptr, &label) == 1);
     values.insert(ids.begin(), ids.end());
   }
   uint64_t rows = 0;
@@ -290,6 +293,57 @@ TEST_CASE("an embedding_concat job trains on a click-log file over gRPC",
   CHECK(e.test_auc() > 0.5 + (test_figures->teacher_auc - 0.5) * 0.8);
   CHECK(e.test_auc() < test_figures->teacher_auc + e.test_auc_error());
   CHECK(e.test_log_loss() < test_figures->teacher_loss + 0.1);
+}
+
+// `path` with every dense count set to 0: the same samples and labels,
+// nothing to learn from the counts.
+std::string WithoutCounts(const std::string& path, int dense) {
+  std::ifstream in(path);
+  std::string text, line;
+  while (std::getline(in, line)) {
+    std::vector<std::string> cols = absl::StrSplit(line, '\t');
+    for (int j = 1; j <= dense; ++j) cols[j] = "0";
+    absl::StrAppend(&text, absl::StrJoin(cols, "\t"), "\n");
+  }
+  return testing::WriteFile(path + ".zeros", text);
+}
+
+TEST_CASE("a click log's dense features reach the model and are learned",
+          "[integration][embedding][clicks][dense]") {
+  ClickLogOptions options;
+  options.seed = 5;
+  options.fields = 4;
+  options.zipf = 1.3;
+  options.dense = 4;
+  options.dense_scale = 1.5;
+  const ClickLog log(options);
+  const std::string dir = testing::NewTempDir();
+  const std::string train = dir + "/train.tsv", test = dir + "/test.tsv";
+  REQUIRE(WriteClickLogFile(log, 0, 20000, train).ok());
+  absl::StatusOr<ClickLogFigures> test_figures =
+      WriteClickLogFile(log, 1000000, 4000, test);
+  REQUIRE(test_figures.ok());
+  // The AUC of the job on (train, test).
+  auto auc = [&](const std::string& on_train, const std::string& on_test) {
+    const JobConfig config =
+        ClickJob(on_train, on_test, options.fields, options.dense);
+    testing::LocalCluster cluster(config);
+    const Run run = TrainAll(config, cluster);
+    CHECK(run.trainers[0]->params() == run.trainers[1]->params());
+    proto::ShardStatus status;
+    cluster.server(0).shard()->GetStatus(&status);
+    REQUIRE(status.epochs_size() == 1);
+    REQUIRE(status.epochs(0).test_scored());
+    return status.epochs(0).test_auc();
+  };
+  const double with_counts = auc(train, test);
+  const double without = auc(WithoutCounts(train, options.dense),
+                             WithoutCounts(test, options.dense));
+  INFO("AUC " << with_counts << " with the counts, " << without
+              << " with them zeroed; the teacher's "
+              << test_figures->teacher_auc);
+  CHECK(with_counts > without + 0.03);
+  CHECK(with_counts < test_figures->teacher_auc + 0.002);
 }
 
 }  // namespace

@@ -216,7 +216,7 @@ TEST_CASE("every bad layer is refused naming its index, field and shapes",
       {"    - conv3d: {out: 4}\n" + flat, kImage,
        "model.layers[0]: unknown layer kind 'conv3d' (expected: dense, "
        "conv2d, max_pool2d, avg_pool2d, relu, dropout, flatten, "
-       "batch_norm, embedding_bag or embedding_concat)"},
+       "batch_norm, bottom_dense, embedding_bag or embedding_concat)"},
       {"    - flatten\n    - embedding_bag: {table: t}\n    - dense: {out: "
        "10}\n",
        kImage,
@@ -380,6 +380,15 @@ TEST_CASE("embedding_bag and embedding_concat are the graph's sparse front",
       {"embedding_concat",
        "    - embedding_concat: {table: pixels, fields: 26}\n" + dense, kTable,
        "data.format: an embedding_concat model reads a click log's fields"},
+      {"embedding_concat",
+       "    - embedding_concat: {table: pixels, fields: 3, dense: 1025}\n" +
+           dense,
+       kTable,
+       "model.layers[0] (embedding_concat).dense: must be in [0, 1024], not "
+       "1025"},
+      {"embedding_bag",
+       "    - embedding_bag: {table: pixels, dense: 13}\n" + dense, kTable,
+       "model.layers[0].embedding_bag"},
   };
   for (const Case& k : cases) {
     JobOptions j;

@@ -47,9 +47,27 @@ def test_exact_auc_equals_counting_pairs_ties_half():
 def test_read_log_decodes_labels_and_hex_values(tmp_path):
     path = tmp_path / "log.tsv"
     path.write_text("1\t0000000a\tffffffff\n0\t7b707075\t00000000\n")
-    labels, values = ref.read_log(str(path), 2)
+    labels, values, x = ref.read_log(str(path), 2)
     assert labels.tolist() == [1, 0]
     assert values.tolist() == [[10, 0xFFFFFFFF], [0x7B707075, 0]]
+    assert x.shape == (2, 0)
+
+
+def test_read_log_reads_dense_counts_as_paramd_worker_does(tmp_path):
+    path = tmp_path / "log.tsv"
+    path.write_text("1\t5\t\t-3\t0000000a\tffffffff\n"
+                    "0\t0\t2.5\t1000\t7b707075\t00000000\n")
+    labels, values, x = ref.read_log(str(path), 2, dense=3)
+    assert labels.tolist() == [1, 0]
+    assert values.tolist() == [[10, 0xFFFFFFFF], [0x7B707075, 0]]
+    # log(1 + max(c, 0)), a missing count 0: worker/data/click_log_file.h.
+    assert x.dtype == np.float32
+    assert x.tolist() == np.float32(
+        np.log1p([[5, 0, 0], [0, 2.5, 1000]])).tolist()
+    path.write_text("1\t5\t0000000a\tffffffff\n")
+    with pytest.raises(SystemExit, match="3 columns after the label, not 3 "
+                                         r"\+ 2"):
+        ref.read_log(str(path), 2, dense=3)
 
 
 def test_read_log_refuses_other_layouts(tmp_path):
@@ -68,25 +86,34 @@ def test_read_log_refuses_other_layouts(tmp_path):
         ref.read_log(str(path), 2)
 
 
-def write_planted_log(path, samples, seed):
+def write_planted_log(path, samples, seed, dense=0):
     """A small click log in rows_bench's layout whose labels follow the
-    first two fields' values (few values each: every row is seen often)."""
+    first two fields' values (few values each: every row is seen often),
+    and with `dense` the first count's logarithm."""
     rng = np.random.default_rng(seed)
     values = rng.integers(0, 8, (samples, 4))
+    counts = rng.integers(0, 60, (samples, dense))
     logit = (values[:, 0] - 3.5) * 0.8 + (values[:, 1] % 2) * 1.5 - 0.7
+    if dense:
+        logit += (np.log1p(counts[:, 0]) - 3) * 1.5
     labels = (rng.random(samples) < 1 / (1 + np.exp(-logit))).astype(int)
     with open(path, "w") as f:
-        for y, v in zip(labels, values):
-            f.write(f"{y}\t" + "\t".join(f"{x * 2654435761 % 2**32:08x}"
-                                         for x in v) + "\n")
+        for y, c, v in zip(labels, counts, values):
+            f.write("\t".join([str(y)] + [str(k) for k in c] +
+                              [f"{x * 2654435761 % 2**32:08x}" for x in v])
+                    + "\n")
 
 
-def test_the_same_model_through_paramd_learns_as_the_single_process(tmp_path):
-    write_planted_log(tmp_path / "train.tsv", 8192, 1)
-    write_planted_log(tmp_path / "test.tsv", 2048, 2)
+# Without dense features; with two counts through a bottom MLP (DLRM's).
+@pytest.mark.parametrize("dense,bottom", [(0, ""), (2, "4")])
+def test_the_same_model_through_paramd_learns_as_the_single_process(
+        tmp_path, dense, bottom):
+    write_planted_log(tmp_path / "train.tsv", 8192, 1, dense)
+    write_planted_log(tmp_path / "test.tsv", 2048, 2, dense)
     script = os.path.join(ROOT, "tools", "rows", "click_reference.py")
     common = ["--fields", "4", "--dim", "4", "--hidden", "8", "--batch", "256",
-              "--table_lr", "0.2", "--dense_lr", "0.01"]
+              "--table_lr", "0.2", "--dense_lr", "0.01", "--dense", str(dense),
+              "--bottom", bottom]
     plain = subprocess.run(
         [sys.executable, script, str(tmp_path)] + common,
         capture_output=True, text=True, timeout=300)

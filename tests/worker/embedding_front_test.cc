@@ -101,7 +101,7 @@ TEST_CASE("a batch's bag equals the combined rows of its features",
         rows[i * 3 + 2] = 0.5f * i / 100.0f;
       }
       std::vector<float> h(kN * 3);
-      bag.Forward(h.data());
+      bag.Forward(nullptr, h.data());
       const float scale = combiner == "mean" ? 1.0f / per : 1.0f;
       for (int s = 0; s < kN; ++s) {
         for (int d = 0; d < 3; ++d) {
@@ -173,7 +173,7 @@ TEST_CASE("embedding_concat puts a sample's field rows side by side",
     rows[2 * u + 1] = -static_cast<float>(concat.unique_ids()[u]);
   }
   std::vector<float> h(12);
-  concat.Forward(h.data());
+  concat.Forward(nullptr, h.data());
   CHECK(h == std::vector<float>{7, -7, 3, -3, 9, -9, 5, -5, 7, -7, 7, -7});
   // Each row's gradient sums its places' slices of dh.
   std::vector<float> dh(12);
@@ -186,6 +186,34 @@ TEST_CASE("embedding_concat puts a sample's field rows side by side",
                                     4, 5});                  // id 9
   CHECK_FALSE(concat.SetIds(ids, 3, 2).ok());  // 2 ids, not 3 fields.
   CHECK_FALSE(concat.SetIds(ids, 3, 3).ok());  // 6 ids for 3 × 3.
+}
+
+TEST_CASE("embedding_concat's dense features follow each sample's rows",
+          "[embedding][dense]") {
+  SparseFront spec;
+  spec.kind = LayerKind::kEmbeddingConcat;
+  spec.dim = 2;
+  spec.fields = 2;
+  spec.dense = 3;
+  EmbeddingFront concat(spec);
+  CHECK(concat.width() == 7);
+  const std::vector<uint64_t> ids = {4, 1, 1, 4};
+  REQUIRE(concat.SetIds(ids, 2, 2).ok());
+  absl::Span<float> rows = concat.rows();  // Ids 1 and 4: (i, 10 i).
+  rows[0] = 1, rows[1] = 10, rows[2] = 4, rows[3] = 40;
+  const std::vector<float> dense = {0.5f, 1.5f, 2.5f, -1, -2, -3};
+  std::vector<float> h(14, 99.0f);
+  concat.Forward(dense.data(), h.data());
+  CHECK(h == std::vector<float>{4, 40, 1, 10, 0.5f, 1.5f, 2.5f,  //
+                                1, 10, 4, 40, -1, -2, -3});
+  // The rows' gradients read their slices of dh only, never the dense
+  // features' part.
+  std::vector<float> dh(14);
+  for (size_t i = 0; i < dh.size(); ++i) dh[i] = static_cast<float>(i);
+  std::vector<float> grads(4, 99.0f);
+  concat.Backward(dh.data(), absl::MakeSpan(grads));
+  CHECK(grads == std::vector<float>{2 + 7, 3 + 8,     // id 1
+                                    0 + 9, 1 + 10});  // id 4
 }
 
 }  // namespace

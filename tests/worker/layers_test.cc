@@ -236,6 +236,101 @@ TEST_CASE("each layer's backward matches central finite differences",
   }
 }
 
+// An embedding_concat front of `fields` rows of dim 2 and `dense` dense
+// features, then `layers`: its input is what the front gives.
+ModelConfig ConcatGraph(int fields, int dense,
+                        std::vector<LayerConfig> layers) {
+  ModelConfig m;
+  m.type = ModelType::kEmbeddingConcat;
+  EmbeddingTableConfig t;
+  t.name = "clicks";
+  t.rows = 1000;
+  t.dim = 2;
+  m.embeddings.push_back(t);
+  LayerConfig front;
+  front.kind = LayerKind::kEmbeddingConcat;
+  front.table = "clicks";
+  front.fields = fields;
+  front.dense = dense;
+  m.graph.push_back(front);
+  for (LayerConfig& l : layers) m.graph.push_back(l);
+  return m;
+}
+
+LayerConfig Bottom(int out) {
+  LayerConfig c = Dense(out);
+  c.kind = LayerKind::kBottomDense;
+  return c;
+}
+
+TEST_CASE("bottom_dense transforms the dense features and passes the rows",
+          "[model][layers][dense]") {
+  // 2 fields × dim 2 pass through; the 3 dense values x become
+  // relu(x · W + b) of 2, W = [[1, 0], [0, 1], [1, -1]], b = (0.5, -10).
+  ModelConfig m = ConcatGraph(2, 3, {Bottom(2), Dense(2)});
+  absl::StatusOr<LayerGraph> g = InferLayerGraph(m);
+  INFO(g.status().ToString());
+  REQUIRE(g.ok());
+  REQUIRE(g->input.size() == 7);
+  CHECK(g->layers[0].passthrough == 4);
+  CHECK(g->layers[0].out.size() == 6);
+  CHECK(g->layers[0].name == "bottom1");
+  CHECK(DescribeGraph(*g) ==
+        "embedding_concat(table 0, 2 fields × dim 2 + 3 dense) flat 7 "
+        "bottom_dense(2) dense(2)");
+  const ModelSpec spec = GraphModelSpec(*g);
+  REQUIRE(spec.tensors[0].name == "bottom1.weight");
+  CHECK(spec.tensors[0].shape == std::vector<int64_t>{3, 2});
+  CHECK(spec.tensors[1].shape == std::vector<int64_t>{2});
+  CHECK(spec.tensors[2].shape == std::vector<int64_t>{6, 2});  // fc1
+  std::vector<float> params(spec.total_elements, 0.0f);
+  const std::vector<float> w = {1, 0, 0, 1, 1, -1}, b = {0.5f, -10};
+  std::copy(w.begin(), w.end(), params.begin());
+  std::copy(b.begin(), b.end(), params.begin() + 6);
+  std::unique_ptr<CpuLayer> layer = LayerOf(*g, 0);
+  const std::vector<float> in = {9, 8, 7, 6, 1, 2, 3};
+  std::vector<float> out(6);
+  LayerPass pass{params, {}, nullptr, false, 0, 1};
+  REQUIRE(layer->Forward(pass, in.data(), out.data()).ok());
+  // (1 + 3 + 0.5, relu(2 - 3 - 10)).
+  CHECK(out == std::vector<float>{9, 8, 7, 6, 4.5f, 0});
+}
+
+TEST_CASE("bottom_dense's backward matches central finite differences",
+          "[model][layers][dense]") {
+  for (int batch : {1, 3}) {
+    INFO("batch " << batch);
+    // Two bottom layers (the second's input is the first's output), then
+    // the top MLP; every input's gradient, rows' part included.
+    Probe p(ConcatGraph(3, 4,
+                        {Bottom(5), Bottom(2), Dense(4), Kind(LayerKind::kRelu),
+                         Dense(2)}),
+            batch);
+    CheckFiniteDifferences(p);
+  }
+}
+
+TEST_CASE("bottom_dense is refused where it has no dense features to read",
+          "[model][layers][dense]") {
+  auto error = [](const ModelConfig& m) {
+    absl::StatusOr<LayerGraph> g = InferLayerGraph(m);
+    return g.ok() ? std::string() : std::string(g.status().message());
+  };
+  const std::string needs =
+      "model.layers[1] (bottom_dense): reads the dense features an "
+      "embedding_concat layer with `dense` appends";
+  CHECK_THAT(error(ConcatGraph(2, 0, {Bottom(2), Dense(2)})),
+             Catch::StartsWith(needs));
+  CHECK_THAT(error(ConcatGraph(2, 3, {Dense(4), Bottom(2), Dense(2)})),
+             Catch::StartsWith("model.layers[2] (bottom_dense): reads"));
+  CHECK_THAT(error(ConcatGraph(2, 3, {Bottom(0), Dense(2)})),
+             Catch::StartsWith("model.layers[1] (bottom_dense).out: must be "
+                               "in [1, 1048576], not 0"));
+  CHECK_THAT(
+      error(Graph(1, 2, 2, {Kind(LayerKind::kFlatten), Bottom(2), Dense(2)})),
+      Catch::Contains("(bottom_dense): reads the dense features"));
+}
+
 TEST_CASE("batch norm pushes its statistics' change and evaluates with them",
           "[model][layers]") {
   // One channel of 2×2 over a batch of 2: values 1..8, mean 4.5, biased

@@ -39,10 +39,20 @@ double ClickLog::TeacherWeight(int field, uint32_t value) const {
   return options_.teacher_scale * NormalFromBits(h);
 }
 
-int ClickLog::Sample(uint64_t index, uint32_t* values,
+int ClickLog::Sample(uint64_t index, uint32_t* values, int64_t* counts,
                      double* teacher_loss) const {
   const uint64_t stream = Mix(Mix(options_.seed) ^ Mix(index));
   double logit = options_.teacher_bias;
+  for (int j = 0; j < options_.dense; ++j) {
+    const double mu = 0.5 + j / 4.0;
+    const double z = NormalFromBits(Mix(stream ^ (0x64656e7365ULL + j)));
+    counts[j] = std::max<int64_t>(
+        0, static_cast<int64_t>(std::floor(std::exp(mu + z))) - 1);
+    const double a =
+        options_.dense_scale *
+        NormalFromBits(Mix(Mix(options_.seed ^ 0x64656e7365ULL) + j));
+    logit += a * std::tanh(std::log1p(static_cast<double>(counts[j])) - mu);
+  }
   for (int f = 0; f < options_.fields; ++f) {
     const double u = Open01(Mix(stream + f));
     const uint64_t rank =
@@ -89,12 +99,14 @@ absl::StatusOr<ClickLogFigures> WriteClickLogFile(const ClickLog& log,
   }
   ClickLogFigures f;
   std::vector<uint32_t> values(log.fields());
+  std::vector<int64_t> counts(log.dense());
   std::vector<double> positives, negatives;  // The teacher's p by label.
   std::string line;
   char hex[16];
   for (int64_t i = 0; i < count; ++i) {
     double loss = 0;
-    const int label = log.Sample(first + i, values.data(), &loss);
+    const int label =
+        log.Sample(first + i, values.data(), counts.data(), &loss);
     // The teacher's p of the label it drew, and so its prediction.
     const double p_label = std::exp(-loss);
     const bool predicts_click = label == 1 ? p_label > 0.5 : p_label < 0.5;
@@ -104,6 +116,7 @@ absl::StatusOr<ClickLogFigures> WriteClickLogFile(const ClickLog& log,
     (label == 1 ? positives : negatives)
         .push_back(label == 1 ? p_label : 1.0 - p_label);
     line.assign(1, static_cast<char>('0' + label));
+    for (int64_t c : counts) absl::StrAppend(&line, "\t", c);
     for (uint32_t v : values) {
       std::snprintf(hex, sizeof(hex), "\t%08x", v);
       line += hex;

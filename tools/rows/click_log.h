@@ -4,10 +4,15 @@
 // `fields` categorical values, each drawn Zipf(s) over 2^32 possible
 // values (rank k with probability ∝ k^-s, then scattered over the 32-bit
 // range by a hash, so popular values are not small numbers), and a click
-// label drawn from a hidden logistic teacher: p = σ(bias + Σ_f w(f, v_f))
-// with w(f, v) ~ normal(0, teacher_scale), a function of (seed, f, v). A
-// model can do no better on average than the teacher's own log loss,
-// which Sample reports with each sample.
+// label drawn from a hidden logistic teacher: p = σ(bias + Σ_f w(f, v_f)
+// + Σ_j a_j tanh(x_j − μ_j)) with w(f, v) ~ normal(0, teacher_scale), a
+// function of (seed, f, v). With `dense` > 0 (the Criteo layout's 13) each
+// sample also has that many count features c_j = ⌊exp(μ_j + z)⌋ − 1 (z ~
+// normal(0, 1), μ_j = 0.5 + j / 4), and the teacher reads them as x_j =
+// log(1 + c_j), through a_j ~ normal(0, dense_scale) and a tanh: what a
+// bottom MLP can learn, and a linear read only in part. A model can do no
+// better on average than the teacher's own log loss, which Sample reports
+// with each sample.
 #ifndef PARAMD_TOOLS_ROWS_CLICK_LOG_H_
 #define PARAMD_TOOLS_ROWS_CLICK_LOG_H_
 
@@ -25,6 +30,8 @@ struct ClickLogOptions {
   double zipf = 1.05;          // s > 1.
   double teacher_scale = 0.5;  // Std of each field's weights.
   double teacher_bias = -1.0;  // About 27% clicks.
+  int dense = 0;               // Count features per sample.
+  double dense_scale = 1.0;    // Std of the teacher's a_j.
 };
 
 class ClickLog {
@@ -32,11 +39,14 @@ class ClickLog {
   explicit ClickLog(const ClickLogOptions& options);
 
   int fields() const { return options_.fields; }
+  int dense() const { return options_.dense; }
 
-  // Writes sample `index`'s fields' values to values[0, fields); returns
+  // Writes sample `index`'s fields' values to values[0, fields) and its
+  // counts to counts[0, dense) (not read without dense features); returns
   // its label (0 or 1). `*teacher_loss` gets the teacher's log loss on it,
   // -log p(label).
-  int Sample(uint64_t index, uint32_t* values, double* teacher_loss) const;
+  int Sample(uint64_t index, uint32_t* values, int64_t* counts,
+             double* teacher_loss) const;
 
   // The row id of value `v` of field `f` in a table of 2^32 rows.
   static uint64_t RowOf(int field, uint32_t value);
@@ -70,8 +80,9 @@ struct ClickLogFigures {
 double ExactAuc(std::vector<double>* positives, std::vector<double>* negatives);
 
 // Writes samples [first, first + count) of `log` as a click-log file
-// (worker/data/click_log_file.h): a line each, the label then every
-// field's value as 8 hex digits, tab-separated.
+// (worker/data/click_log_file.h): a line each, the label, its counts in
+// decimal (with dense features), then every field's value as 8 hex
+// digits, tab-separated.
 absl::StatusOr<ClickLogFigures> WriteClickLogFile(const ClickLog& log,
                                                   uint64_t first, int64_t count,
                                                   const std::string& path);

@@ -3,12 +3,14 @@
 process, the whole table in memory.
 
 Reads the click-log files rows_bench writes (`rows_bench --keep_dir`:
-train.tsv, test.tsv — a label, then each field's value as 8 hex digits,
-tab-separated) and trains what rows_bench's job file says, as paramd's sync
+train.tsv, test.tsv — a label, then with --dense D that many counts in
+decimal, then each field's value as 8 hex digits, tab-separated) and
+trains what rows_bench's job file says, as paramd's sync
 policy computes it: each field's value is a row of one embedding table
 (dim 16, normal(0, init_scale) initial values, Adagrad), the rows side by
-side (embedding_concat), a dense layer, ReLU, a dense layer of 2 and
-softmax cross-entropy; dense layers under Adam. paramd's sync round
+side (embedding_concat) followed by the counts as log(1 + c) (through a
+bottom MLP with --bottom W1,W2: linear + ReLU layers, DLRM's), a dense
+layer, ReLU, a dense layer of 2 and softmax cross-entropy; dense layers under Adam. paramd's sync round
 averages its workers' gradients of their mean losses, so W workers of
 batch B step as one process on batches of W x B consecutive lines: this
 takes --batch as that global batch. Prints the progressive log loss (each
@@ -38,8 +40,11 @@ import numpy as np
 import torch
 
 
-def read_log(path, fields):
-    """Labels [n] and the fields' values [n, fields] as int64."""
+def read_log(path, fields, dense=0):
+    """Labels [n] and the fields' values [n, fields] as int64, and the
+    dense features [n, dense] as log(1 + max(c, 0)) in float32."""
+    if dense > 0:
+        return read_dense_log(path, fields, dense)
     raw = np.fromfile(path, dtype=np.uint8)
     width = 1 + 9 * fields + 1  # label, tab + 8 hex digits per field, \n
     if raw.size % width != 0 or raw.size == 0:
@@ -64,7 +69,24 @@ def read_log(path, fields):
     values = np.zeros(nibbles.shape[:2], dtype=np.int64)
     for k in range(8):
         values = values * 16 + nibbles[:, :, k]
-    return labels, values
+    return labels, values, np.zeros((labels.size, 0), dtype=np.float32)
+
+
+def read_dense_log(path, fields, dense):
+    """read_log's lines with `dense` decimal counts after the label."""
+    labels, counts, values = [], [], []
+    with open(path) as f:
+        for number, line in enumerate(f, 1):
+            cols = line.rstrip("\n").split("\t")
+            if len(cols) != 1 + dense + fields:
+                raise SystemExit(f"{path}:{number}: {len(cols) - 1} columns "
+                                 f"after the label, not {dense} + {fields}")
+            labels.append(int(cols[0]))
+            counts.append([float(c) if c else 0.0 for c in cols[1:1 + dense]])
+            values.append([int(v, 16) for v in cols[1 + dense:]])
+    x = np.log1p(np.maximum(np.array(counts), 0.0)).astype(np.float32)
+    return (np.array(labels, dtype=np.int64), np.array(values, dtype=np.int64),
+            x)
 
 
 def exact_auc(scores, labels):
@@ -114,8 +136,14 @@ worker:
   command: ["/usr/bin/python3", "{script}", "{folder}", "--paramd",
             "--dim", "{args.dim}", "--hidden", "{args.hidden}",
             "--dense_lr", "{args.dense_lr}", "--fields", "{args.fields}",
+            "--dense", "{args.dense}", "--bottom", "{args.bottom}",
             "--threads", "1"]
 """
+
+
+def widths(text):
+    """--bottom's widths: "64,16" → [64, 16]; "" → []."""
+    return [int(w) for w in text.split(",") if w]
 
 
 def row_ids(values):
@@ -130,23 +158,30 @@ def row_ids(values):
 
 
 class ClickModel(torch.nn.Module):
-    """The fields' rows side by side, a dense layer, ReLU, 2 logits."""
+    """The fields' rows side by side, then the dense features (through
+    the bottom MLP's linear + ReLU layers of widths `bottom`, if any), a
+    dense layer, ReLU, 2 logits."""
 
-    def __init__(self, table, fields, dim, hidden):
+    def __init__(self, table, fields, dim, hidden, dense=0, bottom=()):
         super().__init__()
         self.table = table
+        layers, width = [], dense
+        for out in bottom:
+            layers += [torch.nn.Linear(width, out), torch.nn.ReLU()]
+            width = out
+        self.bottom = torch.nn.Sequential(*layers)
         self.dense = torch.nn.Sequential(
-            torch.nn.Linear(fields * dim, hidden), torch.nn.ReLU(),
+            torch.nn.Linear(fields * dim + width, hidden), torch.nn.ReLU(),
             torch.nn.Linear(hidden, 2))
 
-    def forward(self, ids):
+    def forward(self, ids, x):
         n, fields = ids.shape
         if isinstance(self.table, torch.nn.Embedding):
             rows = self.table(ids)
         else:  # One id per bag: the rows themselves, in order.
             rows = self.table(ids.reshape(-1),
                               torch.arange(0, n * fields, dtype=torch.int64))
-        return self.dense(rows.reshape(n, -1))
+        return self.dense(torch.cat([rows.reshape(n, -1), self.bottom(x)], 1))
 
 
 def train_on_paramd(args):
@@ -155,27 +190,31 @@ def train_on_paramd(args):
 
     torch.set_num_threads(args.threads)
     torch.manual_seed(args.seed)
-    y_train, v_train = read_log(os.path.join(args.dir, "train.tsv"), args.fields)
-    y_test, v_test = read_log(os.path.join(args.dir, "test.tsv"), args.fields)
+    y_train, v_train, x_train = read_log(
+        os.path.join(args.dir, "train.tsv"), args.fields, args.dense)
+    y_test, v_test, x_test = read_log(
+        os.path.join(args.dir, "test.tsv"), args.fields, args.dense)
+    x_train, x_test = torch.from_numpy(x_train), torch.from_numpy(x_test)
     ctx = pt.init()  # The job and rank paramctl run gives.
     model = ClickModel(pt.EmbeddingBag("clicks", mode="sum"), args.fields,
-                       args.dim, args.hidden)
+                       args.dim, args.hidden, args.dense, widths(args.bottom))
     opt = pt.DistributedOptimizer(
-        model, torch.optim.Adam(model.dense.parameters(), lr=args.dense_lr,
-                                eps=1e-8))
+        model, torch.optim.Adam(list(model.bottom.parameters()) +
+                                list(model.dense.parameters()),
+                                lr=args.dense_lr, eps=1e-8))
     ids_train, labels = row_ids(v_train), torch.from_numpy(y_train)
     for batch in pt.DistributedSampler(len(y_train), opt):
         batch = torch.as_tensor(batch, dtype=torch.int64)
         opt.zero_grad()
-        loss = torch.nn.functional.cross_entropy(model(ids_train[batch]),
-                                                 labels[batch])
+        loss = torch.nn.functional.cross_entropy(
+            model(ids_train[batch], x_train[batch]), labels[batch])
         loss.backward()
         opt.step(loss=loss)
     # This rank's share of the test file, scored for the job's AUC.
     share = torch.arange(ctx.rank, len(y_test), ctx.workers)
-    ids_test = row_ids(v_test)[share]
+    ids_test, x_share = row_ids(v_test)[share], x_test[share]
     with torch.no_grad():
-        z = torch.cat([model(ids_test[at: at + 4096])
+        z = torch.cat([model(ids_test[at: at + 4096], x_share[at: at + 4096])
                        for at in range(0, len(share), 4096)])
     opt.report_epoch(scores=torch.softmax(z.double(), 1)[:, 1],
                      labels=torch.from_numpy(y_test)[share])
@@ -187,6 +226,11 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("dir", help="rows_bench --keep_dir's folder")
     ap.add_argument("--fields", type=int, default=26)
+    ap.add_argument("--dense", type=int, default=0,
+                    help="count features before the fields (rows_bench --dense)")
+    ap.add_argument("--bottom", default="",
+                    help="the bottom MLP's widths, e.g. 64,16 (rows_bench "
+                         "--bottom)")
     ap.add_argument("--batch", type=int, default=2048,
                     help="global batch: paramd's workers x batch_size")
     ap.add_argument("--dim", type=int, default=16)
@@ -212,8 +256,11 @@ def main():
     torch.set_num_threads(args.threads)
 
     began = time.time()
-    y_train, v_train = read_log(os.path.join(args.dir, "train.tsv"), args.fields)
-    y_test, v_test = read_log(os.path.join(args.dir, "test.tsv"), args.fields)
+    y_train, v_train, x_train = read_log(
+        os.path.join(args.dir, "train.tsv"), args.fields, args.dense)
+    y_test, v_test, x_test = read_log(
+        os.path.join(args.dir, "test.tsv"), args.fields, args.dense)
+    x_train, x_test = torch.from_numpy(x_train), torch.from_numpy(x_test)
     # One row per (field, value) in either file: a test value never trained
     # keeps its initial value, as an untouched row does on the servers.
     keys = np.concatenate([v_train, v_test]) | (
@@ -228,11 +275,13 @@ def main():
 
     table = torch.nn.Embedding(distinct.size, args.dim, sparse=True)
     torch.nn.init.normal_(table.weight, 0.0, args.init_scale)
-    model = ClickModel(table, args.fields, args.dim, args.hidden)
+    model = ClickModel(table, args.fields, args.dim, args.hidden, args.dense,
+                       widths(args.bottom))
     table_opt = torch.optim.Adagrad(table.parameters(), lr=args.table_lr,
                                     eps=1e-10)
-    dense_opt = torch.optim.Adam(model.dense.parameters(), lr=args.dense_lr,
-                                 eps=1e-8)
+    dense_opt = torch.optim.Adam(list(model.bottom.parameters()) +
+                                 list(model.dense.parameters()),
+                                 lr=args.dense_lr, eps=1e-8)
     logits = model
 
     labels = torch.from_numpy(y_train)
@@ -240,8 +289,8 @@ def main():
     began = time.time()
     for at in range(0, len(y_train), args.batch):
         batch = slice(at, at + args.batch)
-        loss = torch.nn.functional.cross_entropy(logits(ids_train[batch]),
-                                                 labels[batch])
+        loss = torch.nn.functional.cross_entropy(
+            logits(ids_train[batch], x_train[batch]), labels[batch])
         table_opt.zero_grad()
         dense_opt.zero_grad()
         loss.backward()
@@ -251,7 +300,7 @@ def main():
     seconds = time.time() - began
 
     with torch.no_grad():
-        z = torch.cat([logits(ids_test[at: at + 8192])
+        z = torch.cat([logits(ids_test[at: at + 8192], x_test[at: at + 8192])
                        for at in range(0, len(y_test), 8192)])
     test_labels = torch.from_numpy(y_test)
     test_loss = torch.nn.functional.cross_entropy(z, test_labels).item()

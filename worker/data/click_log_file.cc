@@ -3,6 +3,7 @@
 #include <zlib.h>
 
 #include <algorithm>
+#include <cmath>
 #include <utility>
 
 #include "absl/strings/numbers.h"
@@ -29,10 +30,11 @@ uint64_t ClickRow(int field, absl::string_view token, uint64_t rows) {
   return Mix(h) % rows;
 }
 
-ClickLogFile::ClickLogFile(std::string path, int fields, uint64_t table_rows,
-                           int rank, int world)
+ClickLogFile::ClickLogFile(std::string path, int fields, int dense,
+                           uint64_t table_rows, int rank, int world)
     : path_(std::move(path)),
       fields_(fields),
+      dense_(dense),
       table_rows_(table_rows),
       rank_(rank),
       world_(world) {}
@@ -42,23 +44,26 @@ ClickLogFile::~ClickLogFile() {
 }
 
 absl::StatusOr<std::unique_ptr<ClickLogFile>> ClickLogFile::Open(
-    const std::string& path, int fields, uint64_t table_rows, int64_t limit,
-    int rank, int world) {
-  if (world < 1 || rank < 0 || rank >= world || fields < 1 || table_rows < 1) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("ClickLogFile: rank ", rank, " of ", world, ", ", fields,
-                     " fields, a table of ", table_rows, " rows"));
+    const std::string& path, int fields, int dense, uint64_t table_rows,
+    int64_t limit, int rank, int world) {
+  if (world < 1 || rank < 0 || rank >= world || fields < 1 || dense < 0 ||
+      table_rows < 1) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "ClickLogFile: rank ", rank, " of ", world, ", ", fields, " fields, ",
+        dense, " dense, a table of ", table_rows, " rows"));
   }
   std::unique_ptr<ClickLogFile> f(
-      new ClickLogFile(path, fields, table_rows, rank, world));
+      new ClickLogFile(path, fields, dense, table_rows, rank, world));
   RETURN_IF_ERROR(f->Rewind());
   // Check every line once, counting samples and classes.
   std::vector<uint64_t> ids(fields);
+  std::vector<float> values(dense);
   while (limit == 0 || f->full_size_ < limit) {
     ASSIGN_OR_RETURN(const bool more, f->NextLine());
     if (!more) break;
     int32_t label = 0;
-    RETURN_IF_ERROR(f->Parse(f->line_number_, ids.data(), &label));
+    RETURN_IF_ERROR(
+        f->Parse(f->line_number_, ids.data(), values.data(), &label));
     f->num_classes_ = std::max(f->num_classes_, label + 1);
     ++f->full_size_;
   }
@@ -107,7 +112,7 @@ absl::StatusOr<bool> ClickLogFile::NextLine() {
   return true;
 }
 
-absl::Status ClickLogFile::Parse(int64_t number, uint64_t* ids,
+absl::Status ClickLogFile::Parse(int64_t number, uint64_t* ids, float* dense,
                                  int32_t* label) const {
   const absl::string_view line = line_;
   size_t tab = line.find('\t');
@@ -119,28 +124,45 @@ absl::Status ClickLogFile::Parse(int64_t number, uint64_t* ids,
                      "' is not a class index in [0, ", kMaxLabel, ")"));
   }
   *label = value;
-  int field = 0;
+  int column = 0;  // After the label: dense_ values, then fields_ tokens.
   while (tab != absl::string_view::npos) {
     const size_t begin = tab + 1;
     tab = line.find('\t', begin);
     const absl::string_view token = line.substr(
         begin,
         tab == absl::string_view::npos ? absl::string_view::npos : tab - begin);
-    if (field < fields_) ids[field] = ClickRow(field, token, table_rows_);
-    ++field;
+    if (column < dense_) {
+      double v = 0;
+      if (!token.empty() &&
+          (!absl::SimpleAtod(token, &v) || !std::isfinite(v))) {
+        return absl::InvalidArgumentError(
+            absl::StrCat(path_, ":", number, ": dense feature ", column + 1,
+                         " '", token, "' is not a number"));
+      }
+      dense[column] = static_cast<float>(std::log1p(std::max(v, 0.0)));
+    } else if (column < dense_ + fields_) {
+      const int field = column - dense_;
+      ids[field] = ClickRow(field, token, table_rows_);
+    }
+    ++column;
   }
-  if (field != fields_) {
+  if (column != dense_ + fields_) {
     return absl::InvalidArgumentError(
-        absl::StrCat(path_, ":", number, ": ", field,
-                     " fields after the label; the "
-                     "model's embedding_concat (or features) reads ",
-                     fields_));
+        dense_ == 0
+            ? absl::StrCat(path_, ":", number, ": ", column,
+                           " fields after the label; the model's "
+                           "embedding_concat (or features) reads ",
+                           fields_)
+            : absl::StrCat(path_, ":", number, ": ", column,
+                           " columns after the label; the model's "
+                           "embedding_concat reads ",
+                           dense_, " dense values and ", fields_, " fields"));
   }
   return absl::OkStatus();
 }
 
 absl::StatusOr<int> ClickLogFile::Read(int64_t first, int n, uint64_t* ids,
-                                       int32_t* y) {
+                                       float* dense, int32_t* y) {
   if (first < 0 || first > size_) {
     return absl::OutOfRangeError(
         absl::StrCat(path_, ": sample ", first, " of a share of ", size_));
@@ -160,8 +182,8 @@ absl::StatusOr<int> ClickLogFile::Read(int64_t first, int n, uint64_t* ids,
                          " while it held more when opened (was it changed?)"));
       }
     }
-    RETURN_IF_ERROR(
-        Parse(line_number_, ids + static_cast<int64_t>(s) * fields_, y + s));
+    RETURN_IF_ERROR(Parse(line_number_, ids + static_cast<int64_t>(s) * fields_,
+                          dense + static_cast<int64_t>(s) * dense_, y + s));
   }
   next_ = first + count;
   return count;

@@ -104,9 +104,11 @@ class ClickData : public TrainingData {
   static absl::StatusOr<int> Read(ClickLogFile* file, int64_t first, int n,
                                   SampleBatch* out) {
     const size_t ids = static_cast<size_t>(n) * file->fields();
+    const size_t dense = static_cast<size_t>(n) * file->dense();
     if (out->ids.size() < ids) out->ids.resize(ids);
+    if (out->x.size() < dense) out->x.resize(dense);
     if (out->y.size() < static_cast<size_t>(n)) out->y.resize(n);
-    return file->Read(first, n, out->ids.data(), out->y.data());
+    return file->Read(first, n, out->ids.data(), out->x.data(), out->y.data());
   }
 
   std::unique_ptr<ClickLogFile> train_, test_;
@@ -150,8 +152,8 @@ absl::StatusOr<std::unique_ptr<TrainingData>> TrainingData::Load(
         "how many tokens follow a line's label"));
   }
   ASSIGN_OR_RETURN(std::unique_ptr<ClickLogFile> train,
-                   ClickLogFile::Open(d.train_file, fields, rows, d.train_limit,
-                                      rank, world));
+                   ClickLogFile::Open(d.train_file, fields, front.dense, rows,
+                                      d.train_limit, rank, world));
   if (train->full_size() < world) {
     return absl::InvalidArgumentError(
         absl::StrCat(d.train_file, ": its ", train->full_size(),
@@ -159,8 +161,8 @@ absl::StatusOr<std::unique_ptr<TrainingData>> TrainingData::Load(
   }
   std::unique_ptr<ClickLogFile> test;
   if (!d.test_file.empty()) {
-    ASSIGN_OR_RETURN(test, ClickLogFile::Open(d.test_file, fields, rows,
-                                              d.test_limit, rank, world));
+    ASSIGN_OR_RETURN(test, ClickLogFile::Open(d.test_file, fields, front.dense,
+                                              rows, d.test_limit, rank, world));
   }
   return std::unique_ptr<TrainingData>(std::make_unique<ClickData>(
       std::move(train), std::move(test), world, batch));

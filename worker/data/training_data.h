@@ -19,6 +19,7 @@ namespace paramd {
 // A batch of samples: images as floats in [0, 1] (x, n × pixels) or click
 // log samples as table row ids (ids, n × fields), and their labels.
 struct SampleBatch {
+  // An image's pixels, or a click log's dense features (n × dense).
   std::vector<float> x;
   std::vector<uint64_t> ids;
   std::vector<int32_t> y;

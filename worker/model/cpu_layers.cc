@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <limits>
+#include <vector>
 
 #include "common/base/status_macros.h"
 #include "worker/model/cpu_batch_norm.h"
@@ -95,6 +96,89 @@ class Dense : public CpuLayer {
   const int fan_in_, fan_out_;
   const int64_t weight_, bias_;
   const Blas* const blas_;
+};
+
+// DLRM's bottom MLP, a layer at a time: of each sample's values, the
+// first `passthrough` (the fields' rows) go through as they are, and the
+// rest x (the dense features, or the previous bottom_dense's output)
+// become relu(x · W + b), W [in × out] row-major.
+class BottomDense : public CpuLayer {
+ public:
+  BottomDense(const GraphLayer& l, const LayerTensors& tensors,
+              const Blas* blas)
+      : pass_(l.passthrough),
+        in_width_(static_cast<int>(l.in.size())),
+        out_width_(static_cast<int>(l.out.size())),
+        fan_in_(in_width_ - pass_),
+        fan_out_(l.config.out),
+        weight_(tensors.offset("weight")),
+        bias_(tensors.offset("bias")),
+        blas_(blas) {}
+
+  absl::Status Forward(const LayerPass& pass, const float* in,
+                       float* out) override {
+    if (pass.hooks != nullptr) {
+      RETURN_IF_ERROR(pass.hooks->await_params(
+          weight_, weight_ + int64_t{fan_in_} * fan_out_));
+      RETURN_IF_ERROR(pass.hooks->await_params(bias_, bias_ + fan_out_));
+    }
+    const float* b = pass.params.data() + bias_;
+    for (int i = 0; i < pass.n; ++i) {
+      const float* x = in + static_cast<int64_t>(i) * in_width_;
+      float* y = out + static_cast<int64_t>(i) * out_width_;
+      std::copy(x, x + pass_, y);
+      std::copy(b, b + fan_out_, y + pass_);
+    }
+    blas_->Sgemm(false, false, pass.n, fan_out_, fan_in_, 1.0f, in + pass_,
+                 in_width_, pass.params.data() + weight_, fan_out_, 1.0f,
+                 out + pass_, out_width_);
+    for (int i = 0; i < pass.n; ++i) {
+      float* y = out + static_cast<int64_t>(i) * out_width_ + pass_;
+      for (int j = 0; j < fan_out_; ++j) y[j] = y[j] < 0.0f ? 0.0f : y[j];
+    }
+    return absl::OkStatus();
+  }
+
+  void Backward(const LayerPass& pass, const float* in, const float* out,
+                const float* dout, float* din) override {
+    const int n = pass.n;
+    // d = dout's transformed part where the ReLU let it through.
+    delta_.resize(static_cast<size_t>(n) * fan_out_);
+    float* db = pass.grads.data() + bias_;
+    std::fill(db, db + fan_out_, 0.0f);
+    for (int i = 0; i < n; ++i) {
+      const int64_t at = static_cast<int64_t>(i) * out_width_ + pass_;
+      float* d = &delta_[static_cast<size_t>(i) * fan_out_];
+      for (int j = 0; j < fan_out_; ++j) {
+        d[j] = out[at + j] <= 0.0f ? 0.0f : dout[at + j];
+        db[j] += d[j];
+      }
+    }
+    // dW = xᵀ · d.
+    blas_->Sgemm(true, false, fan_in_, fan_out_, n, 1.0f, in + pass_, in_width_,
+                 delta_.data(), fan_out_, 0.0f, pass.grads.data() + weight_,
+                 fan_out_);
+    if (pass.hooks != nullptr) {
+      pass.hooks->gradient_ready(bias_, bias_ + fan_out_);
+      pass.hooks->gradient_ready(weight_,
+                                 weight_ + int64_t{fan_in_} * fan_out_);
+    }
+    if (din == nullptr) return;
+    // din: the passed-through part as it came, the rest d · Wᵀ.
+    for (int i = 0; i < n; ++i) {
+      const float* g = dout + static_cast<int64_t>(i) * out_width_;
+      std::copy(g, g + pass_, din + static_cast<int64_t>(i) * in_width_);
+    }
+    blas_->Sgemm(false, true, n, fan_in_, fan_out_, 1.0f, delta_.data(),
+                 fan_out_, pass.params.data() + weight_, fan_out_, 0.0f,
+                 din + pass_, in_width_);
+  }
+
+ private:
+  const int pass_, in_width_, out_width_, fan_in_, fan_out_;
+  const int64_t weight_, bias_;
+  const Blas* const blas_;
+  std::vector<float> delta_;
 };
 
 // Shape-preserving layers work element by element on n × size floats.
@@ -295,6 +379,8 @@ std::unique_ptr<CpuLayer> MakeCpuLayer(const GraphLayer& layer,
   switch (layer.config.kind) {
     case LayerKind::kDense:
       return std::make_unique<Dense>(layer, tensors, blas);
+    case LayerKind::kBottomDense:
+      return std::make_unique<BottomDense>(layer, tensors, blas);
     case LayerKind::kConv2d:
       return MakeCpuConv2d(layer, tensors, blas);
     case LayerKind::kMaxPool2d:

@@ -384,6 +384,9 @@ absl::StatusOr<std::unique_ptr<DeviceLayer>> MakeDeviceLayer(
       RETURN_IF_ERROR(bn->Init(max_batch));
       return std::unique_ptr<DeviceLayer>(std::move(bn));
     }
+    case LayerKind::kBottomDense:
+      return absl::UnimplementedError(
+          "bottom_dense runs on the CPU backend only (worker.device: cpu)");
     case LayerKind::kEmbeddingBag:
     case LayerKind::kEmbeddingConcat:
       break;  // Sparse fronts are not dense layers

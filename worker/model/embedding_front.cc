@@ -27,12 +27,21 @@ absl::Status EmbeddingFront::SetIds(absl::Span<const uint64_t> ids, int n,
   return absl::OkStatus();
 }
 
-void EmbeddingFront::Forward(float* h) const {
+void EmbeddingFront::Forward(const float* dense, float* h) const {
   const int dim = spec_.dim;
   if (spec_.kind == LayerKind::kEmbeddingConcat) {
-    for (int64_t i = 0; i < int64_t{n_} * k_; ++i) {
-      const float* row = &rows_[static_cast<size_t>(local_[i]) * dim];
-      std::copy(row, row + dim, h + i * dim);
+    const int64_t width = spec_.width();
+    for (int s = 0; s < n_; ++s) {
+      float* out = h + s * width;
+      const uint32_t* local = &local_[static_cast<size_t>(s) * k_];
+      for (int j = 0; j < k_; ++j) {
+        const float* row = &rows_[static_cast<size_t>(local[j]) * dim];
+        std::copy(row, row + dim, out + j * dim);
+      }
+      if (spec_.dense > 0) {
+        const float* x = dense + static_cast<int64_t>(s) * spec_.dense;
+        std::copy(x, x + spec_.dense, out + int64_t{k_} * dim);
+      }
     }
     return;
   }
@@ -55,10 +64,14 @@ void EmbeddingFront::Backward(const float* dh,
   std::fill(row_grads.begin(), row_grads.end(), 0.0f);
   if (spec_.kind == LayerKind::kEmbeddingConcat) {
     // Each place a row stands in h adds its slice of dh.
-    for (int64_t i = 0; i < int64_t{n_} * k_; ++i) {
-      float* g = &row_grads[static_cast<size_t>(local_[i]) * dim];
-      const float* d = dh + i * dim;
-      for (int j = 0; j < dim; ++j) g[j] += d[j];
+    const int64_t width = spec_.width();
+    for (int s = 0; s < n_; ++s) {
+      const uint32_t* local = &local_[static_cast<size_t>(s) * k_];
+      for (int f = 0; f < k_; ++f) {
+        float* g = &row_grads[static_cast<size_t>(local[f]) * dim];
+        const float* d = dh + s * width + int64_t{f} * dim;
+        for (int j = 0; j < dim; ++j) g[j] += d[j];
+      }
     }
     return;
   }

@@ -6,7 +6,9 @@
 // rows (memory bounded by the batch, never by the table). The rows
 // combined are the dense layers' input:
 //   embedding_bag     the mean (or sum) of a sample's k rows: dim values;
-//   embedding_concat  its k = fields rows side by side: fields × dim.
+//   embedding_concat  its k = fields rows side by side, then its dense
+//                     features (a click log's numeric columns) as they
+//                     are: fields × dim + dense.
 // Thread-compatible; one training loop uses it.
 #ifndef PARAMD_WORKER_MODEL_EMBEDDING_FRONT_H_
 #define PARAMD_WORKER_MODEL_EMBEDDING_FRONT_H_
@@ -36,10 +38,12 @@ class EmbeddingFront {
   absl::Span<const uint64_t> unique_ids() const { return unique_; }
   // Room for the pulled rows: dim floats per unique id.
   absl::Span<float> rows() { return absl::MakeSpan(rows_); }
-  // h [n × width()]: each sample's combined rows.
-  void Forward(float* h) const;
+  // h [n × width()]: each sample's combined rows, then its `dense`
+  // features [n × spec.dense] (read only when the front has any).
+  void Forward(const float* dense, float* h) const;
   // From dL/dh [n × width()], the gradient of each unique row: `row_grads`
-  // (dim floats per unique id) is overwritten.
+  // (dim floats per unique id) is overwritten. The dense features' part of
+  // dh is not read (they are data).
   void Backward(const float* dh, absl::Span<float> row_grads) const;
 
  private:
