@@ -4,6 +4,7 @@
 #include <memory>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "server/shard/proto_convert.h"
 
 namespace paramd::testing {
@@ -67,6 +68,19 @@ absl::Status PullRowsInto(Shard& shard, const proto::PullRowsRequest& request,
   if (!s.ok()) return s;
   FillPullRowsResponse(reply, response);
   return absl::OkStatus();
+}
+
+std::string DenseState(const Shard& shard) {
+  std::string out;
+  shard.store().Read(
+      [&](uint64_t version, absl::Span<const std::vector<float>> chunks) {
+        out = absl::StrCat(version, ":");
+        for (const std::vector<float>& c : chunks) {
+          out.append(reinterpret_cast<const char*>(c.data()),
+                     c.size() * sizeof(float));
+        }
+      });
+  return out;
 }
 
 }  // namespace paramd::testing

@@ -24,6 +24,10 @@ void RegisterAtZero(Shard& shard, const std::string& job_id, uint32_t rank);
 proto::PushRequest WholePush(const Shard& shard, const std::string& job_id,
                              uint32_t rank, uint64_t clock, float value);
 
+// The store's version and every chunk's values, as bytes (equal states
+// compare equal, bit for bit).
+std::string DenseState(const Shard& shard);
+
 // A pull of every chunk by `rank` at `clock`.
 proto::PullRequest PullAt(const std::string& job_id, uint32_t rank,
                           uint64_t clock);

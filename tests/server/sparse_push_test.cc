@@ -83,19 +83,6 @@ proto::PushRequest PatternPush(const Shard& shard, const JobConfig& config,
   return r;
 }
 
-std::string State(const Shard& shard) {
-  std::string out;
-  shard.store().Read(
-      [&](uint64_t version, absl::Span<const std::vector<float>> chunks) {
-        out = absl::StrCat(version, ":");
-        for (const std::vector<float>& c : chunks) {
-          out.append(reinterpret_cast<const char*>(c.data()),
-                     c.size() * sizeof(float));
-        }
-      });
-  return out;
-}
-
 TEST_CASE("a sparse push applies as the dense push of its scattered gradient",
           "[sparse][topk]") {
   for (const char* optimizer : {"sgd", "adam", "adamw", "rmsprop", "adagrad"}) {
@@ -106,8 +93,8 @@ TEST_CASE("a sparse push applies as the dense push of its scattered gradient",
         const JobConfig config = Job(optimizer, policy);
         std::unique_ptr<Shard> dense = Registered(config);
         std::unique_ptr<Shard> sparse = Registered(config);
-        const std::string initial = State(*dense);
-        REQUIRE(State(*sparse) == initial);
+        const std::string initial = testing::DenseState(*dense);
+        REQUIRE(testing::DenseState(*sparse) == initial);
         for (uint64_t clock = 0; clock < 4; ++clock) {
           for (uint32_t rank : {0u, 1u}) {
             proto::PushResponse r;
@@ -122,9 +109,9 @@ TEST_CASE("a sparse push applies as the dense push of its scattered gradient",
             REQUIRE(s.ok());
           }
         }
-        const std::string after = State(*sparse);
+        const std::string after = testing::DenseState(*sparse);
         CHECK(after != initial);
-        CHECK(after == State(*dense));
+        CHECK(after == testing::DenseState(*dense));
         proto::ShardStatus d, s;
         dense->GetStatus(&d);
         sparse->GetStatus(&s);
@@ -139,7 +126,7 @@ TEST_CASE("malformed sparse chunks are refused, named, and change nothing",
           "[sparse][topk]") {
   const JobConfig config = Job("sgd", PolicyType::kAsync);
   std::unique_ptr<Shard> shard = Registered(config);
-  const std::string before = State(*shard);
+  const std::string before = testing::DenseState(*shard);
   const proto::PushRequest good = PatternPush(*shard, config, 0, 0, true);
   auto indices_of = [](proto::PushRequest* p) {
     return reinterpret_cast<uint32_t*>(
@@ -193,12 +180,12 @@ TEST_CASE("malformed sparse chunks are refused, named, and change nothing",
     CHECK(absl::IsInvalidArgument(s));
     CHECK(absl::StrContains(s.message(), c.error));
     CHECK(absl::StrContains(s.message(), "chunk 1 of tensor"));
-    CHECK(State(*shard) == before);
+    CHECK(testing::DenseState(*shard) == before);
   }
   // The untouched push still goes through afterwards.
   proto::PushResponse r;
   CHECK(shard->Push(good, &r).ok());
-  CHECK(State(*shard) != before);
+  CHECK(testing::DenseState(*shard) != before);
 }
 
 }  // namespace

@@ -43,20 +43,6 @@ proto::PushRequest Push(const Shard& shard, const JobConfig& config,
   return p;
 }
 
-// The store's version and dense values, as bytes.
-std::string Dense(const Shard& shard) {
-  std::string out;
-  shard.store().Read(
-      [&](uint64_t version, absl::Span<const std::vector<float>> chunks) {
-        out = absl::StrCat(version, ":");
-        for (const std::vector<float>& c : chunks) {
-          out.append(reinterpret_cast<const char*>(c.data()),
-                     c.size() * sizeof(float));
-        }
-      });
-  return out;
-}
-
 // Table 0's rows `ids` as rank 0 at `clock` reads them, without waiting.
 std::vector<float> RowsNow(Shard& shard, const JobConfig& config,
                            uint64_t clock, const std::vector<uint64_t>& ids) {
@@ -113,8 +99,8 @@ TEST_CASE("under sync, an async table's rows apply as each push comes",
   const std::vector<float> rows = RowsNow(*shard, hybrid, 1, ids);
   CHECK(rows == RowsNow(*all_async, async, 1, ids));
   CHECK(rows != RowsNow(*all_sync, sync, 1, ids));
-  CHECK(Dense(*shard) == Dense(*all_sync));
-  CHECK(Dense(*shard) != Dense(*all_async));
+  CHECK(testing::DenseState(*shard) == testing::DenseState(*all_sync));
+  CHECK(testing::DenseState(*shard) != testing::DenseState(*all_async));
 
   proto::ShardStatus status;
   shard->GetStatus(&status);
@@ -178,7 +164,7 @@ TEST_CASE(
     }
   }
   CHECK(restored->store().version() == 2);
-  CHECK(Dense(*restored) == Dense(*reference));
+  CHECK(testing::DenseState(*restored) == testing::DenseState(*reference));
   CHECK(RowsNow(*restored, config, 2, ids) ==
         RowsNow(*reference, reference_config, 2, ids));
 }
