@@ -16,7 +16,7 @@ PACKAGES=(
   bazel-bootstrap bazel-rules-java g++
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
   libabsl-dev libspdlog-dev libfmt-dev catch2 libyaml-cpp-dev zlib1g-dev
-  libopenblas-dev dataset-fashion-mnist openssl
+  libopenblas-dev dataset-fashion-mnist openssl librocksdb-dev
   prometheus-cpp-dev libcivetweb-dev libcurl4-openssl-dev
   python3-dev pybind11-dev python3-numpy
 )
