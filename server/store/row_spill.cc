@@ -212,6 +212,12 @@ absl::Status RowSpill::Snapshot(const std::string& dir) const {
                checkpoint->CreateCheckpoint(dir, /*log_size_for_flush=*/0));
 }
 
+absl::Status RowSpill::Flush() {
+  rocksdb::FlushOptions flush;
+  flush.wait = true;
+  return Named(dir_, "flush", db_->Flush(flush));
+}
+
 uint64_t RowSpill::EstimatedRows() const {
   uint64_t n = 0;
   db_->GetIntProperty("rocksdb.estimate-num-keys", &n);

@@ -80,7 +80,11 @@ class RowSpill {
   static absl::Status ReadSnapshot(
       const std::string& dir, size_t stride,
       const std::function<void(uint64_t, const float*, const RowMeta&)>& f);
-  // RocksDB's estimate of the rows held, and the bytes of its files.
+  // Writes what the write buffers hold into files and waits for it
+  // (RocksDB flushes on its own as the buffers fill, in the background).
+  absl::Status Flush();
+  // RocksDB's estimate of the rows held, and the bytes of its files (not
+  // counting rows still in the write buffers).
   uint64_t EstimatedRows() const;
   uint64_t DiskBytes() const;
 

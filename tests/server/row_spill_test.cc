@@ -79,6 +79,9 @@ TEST_CASE("spilled rows read back bit-identical with their slots and meta",
                        meta[i]};
     }
   }
+  // What the write buffers still hold goes to files too: every read below
+  // is from disk (or its cache).
+  REQUIRE(spill->Flush().ok());
   CHECK(spill->DiskBytes() > 20000 * kStride * sizeof(float) / 2);
   CHECK(spill->EstimatedRows() > model.size() / 2);
 
