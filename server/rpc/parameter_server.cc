@@ -96,25 +96,13 @@ absl::StatusOr<int> ParameterServer::Start(const std::string& address) {
     replica_service_->AddTo(&methods_);
   }
   // Every method on the async API: one completion queue, one thread.
-  builder.RegisterAsyncGenericService(&generic_);
-  std::unique_ptr<grpc::ServerCompletionQueue> cq =
-      builder.AddCompletionQueue();
-  server_ = builder.BuildAndStart();
-  calls_ = std::make_unique<AsyncCallQueue>(std::move(cq), &generic_);
-  if (server_ == nullptr || port == 0) {
-    server_.reset();
-    calls_.reset();
-    return absl::UnavailableError(absl::StrCat(
-        "cannot listen on ", address,
-        ": the port is in use, or the address is not local",
-        security_.tls ? ", or security.tls_cert and tls_key are not a "
-                        "matching certificate and key"
-                      : ""));
-  }
+  RETURN_IF_ERROR(methods_.Serve(
+      &builder, &generic_, &port, address,
+      security_.tls ? ", or security.tls_cert and tls_key are not a "
+                      "matching certificate and key"
+                    : "",
+      &server_, &calls_));
   port_ = port;
-  calls_->Start([this](AsyncCallQueue* queue, std::unique_ptr<CallSlot> slot) {
-    return methods_.Make(queue, std::move(slot));
-  });
   ticker_ = std::thread([this] { TickLoop(); });
   return port;
 }

@@ -129,4 +129,28 @@ AsyncCall* ServedMethods::Make(AsyncCallQueue* queue,
   return method->second(queue, std::move(slot));
 }
 
+absl::Status ServedMethods::Serve(
+    grpc::ServerBuilder* builder, grpc::AsyncGenericService* generic,
+    const int* port, const std::string& address, absl::string_view more,
+    std::unique_ptr<grpc::Server>* server,
+    std::unique_ptr<AsyncCallQueue>* calls) const {
+  builder->RegisterAsyncGenericService(generic);
+  std::unique_ptr<grpc::ServerCompletionQueue> cq =
+      builder->AddCompletionQueue();
+  *server = builder->BuildAndStart();
+  *calls = std::make_unique<AsyncCallQueue>(std::move(cq), generic);
+  if (*server == nullptr || *port == 0) {
+    server->reset();
+    calls->reset();
+    return absl::UnavailableError(absl::StrCat(
+        "cannot listen on ", address,
+        ": the port is in use, or the address is not local", more));
+  }
+  (*calls)->Start(
+      [this](AsyncCallQueue* queue, std::unique_ptr<CallSlot> slot) {
+        return Make(queue, std::move(slot));
+      });
+  return absl::OkStatus();
+}
+
 }  // namespace paramd

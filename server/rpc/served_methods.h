@@ -17,6 +17,9 @@
 #ifndef PARAMD_SERVER_RPC_SERVED_METHODS_H_
 #define PARAMD_SERVER_RPC_SERVED_METHODS_H_
 
+#include <grpcpp/generic/async_generic_service.h>
+#include <grpcpp/server.h>
+#include <grpcpp/server_builder.h>
 #include <grpcpp/server_context.h>
 #include <grpcpp/support/byte_buffer.h>
 #include <grpcpp/support/status.h>
@@ -27,6 +30,7 @@
 #include <string>
 #include <utility>
 
+#include "absl/status/status.h"
 #include "absl/strings/string_view.h"
 #include "common/base/cancellation.h"
 #include "common/rpc/credentials.h"
@@ -98,6 +102,20 @@ class ServedMethods {
   // The call that serves the call in `slot` (an UNIMPLEMENTED one for a
   // method not added).
   AsyncCall* Make(AsyncCallQueue* queue, std::unique_ptr<CallSlot> slot) const;
+
+  // Serves every method added here on gRPC's async API: registers
+  // `generic` with `builder`, builds and starts `*server` and polls its one
+  // completion queue with one thread (`*calls`), which Make serves from.
+  // `port` is where the builder's AddListeningPort writes the port it
+  // bound: without a server or with port 0, nothing is left running and
+  // the error is "cannot listen on ADDRESS: the port is in use, or the
+  // address is not local" followed by `more` (another cause, or empty).
+  // The methods must outlive `*calls`.
+  absl::Status Serve(grpc::ServerBuilder* builder,
+                     grpc::AsyncGenericService* generic, const int* port,
+                     const std::string& address, absl::string_view more,
+                     std::unique_ptr<grpc::Server>* server,
+                     std::unique_ptr<AsyncCallQueue>* calls) const;
 
  private:
   std::map<std::string, MakeCall, std::less<>> methods_;

@@ -92,21 +92,8 @@ absl::StatusOr<int> DeclarationServer::Start(const std::string& address) {
   builder.AddListeningPort(address, MakeServerCredentials(security_), &port);
   // As the parameter server: a port in use is an error, not shared.
   builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
-  builder.RegisterAsyncGenericService(&generic_);
-  std::unique_ptr<grpc::ServerCompletionQueue> cq =
-      builder.AddCompletionQueue();
-  server_ = builder.BuildAndStart();
-  calls_ = std::make_unique<AsyncCallQueue>(std::move(cq), &generic_);
-  if (server_ == nullptr || port == 0) {
-    server_.reset();
-    calls_.reset();
-    return absl::UnavailableError(
-        absl::StrCat("cannot listen on ", address,
-                     ": the port is in use, or the address is not local"));
-  }
-  calls_->Start([this](AsyncCallQueue* queue, std::unique_ptr<CallSlot> slot) {
-    return methods_.Make(queue, std::move(slot));
-  });
+  RETURN_IF_ERROR(methods_.Serve(&builder, &generic_, &port, address, "",
+                                 &server_, &calls_));
   return port;
 }
 
