@@ -40,16 +40,15 @@ SyncRule::SyncRule(int num_workers, ShardStore* store, int backup_workers)
     mean_.emplace_back(store_->chunk_spec(i).length, 0.0f);
   }
   row_sums_.resize(store_->num_tables());
-  for (int t = 0; t < store_->num_tables(); ++t) {
-    async_.push_back(store_->table(t).config().async());
-  }
   rows_applied_.assign(num_workers_, -1);
 }
 
 void SyncRule::TakeRows(int rank, uint64_t clock,
                         absl::Span<const RowGrads> rows) {
   std::vector<RowGrads> now, round;
-  for (const RowGrads& r : rows) (async_[r.table] ? now : round).push_back(r);
+  for (const RowGrads& r : rows) {
+    (store_->table(r.table).config().async() ? now : round).push_back(r);
+  }
   AddRows(round);
   if (now.empty()) return;
   if (rows_applied_[rank] != static_cast<int64_t>(clock)) {

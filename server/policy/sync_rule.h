@@ -156,8 +156,6 @@ class SyncRule : public PolicyRule {
     uint64_t fresh = 0;  // Ids the table did not hold when added.
   };
   std::vector<RowSums> row_sums_;
-  // By table: policy async (its rows are not in the rounds).
-  std::vector<bool> async_;
   // By rank: the clock of its push in this round whose async tables' rows
   // are applied (-1: none) — PolicyState::rows_applied.
   std::vector<int64_t> rows_applied_;
