@@ -376,9 +376,8 @@ int Driver(const BenchOptions& o) {
   }
   std::printf(
       "rows_bench: %lld samples of %d fields and %d dense (Zipf %.2f over "
-      "2^32; %.1f%% clicks), written in %.1f s to %s; batch %d, %d worker(s) x "
-      "%d "
-      "server(s), dim %d, %s lr %s, %s%s%s\n",
+      "2^32; %.1f%% clicks), written in %.1f s to %s; batch %d, %d worker(s) "
+      "x %d server(s), dim %d, %s lr %s, %s%s%s\n",
       static_cast<long long>(o.samples), o.log.fields, o.log.dense, o.log.zipf,
       100 * train_figures->clicks,
       absl::ToDoubleSeconds(absl::Now() - write_start), dir.c_str(), o.batch,

@@ -183,6 +183,10 @@ class ClickModel(torch.nn.Module):
                               torch.arange(0, n * fields, dtype=torch.int64))
         return self.dense(torch.cat([rows.reshape(n, -1), self.bottom(x)], 1))
 
+    def mlp_parameters(self):
+        """The bottom and top MLPs' parameters: what Adam trains."""
+        return list(self.bottom.parameters()) + list(self.dense.parameters())
+
 
 def train_on_paramd(args):
     """One worker rank of the --paramd_job job."""
@@ -199,9 +203,8 @@ def train_on_paramd(args):
     model = ClickModel(pt.EmbeddingBag("clicks", mode="sum"), args.fields,
                        args.dim, args.hidden, args.dense, widths(args.bottom))
     opt = pt.DistributedOptimizer(
-        model, torch.optim.Adam(list(model.bottom.parameters()) +
-                                list(model.dense.parameters()),
-                                lr=args.dense_lr, eps=1e-8))
+        model, torch.optim.Adam(model.mlp_parameters(), lr=args.dense_lr,
+                                eps=1e-8))
     ids_train, labels = row_ids(v_train), torch.from_numpy(y_train)
     for batch in pt.DistributedSampler(len(y_train), opt):
         batch = torch.as_tensor(batch, dtype=torch.int64)
@@ -279,9 +282,8 @@ def main():
                        widths(args.bottom))
     table_opt = torch.optim.Adagrad(table.parameters(), lr=args.table_lr,
                                     eps=1e-10)
-    dense_opt = torch.optim.Adam(list(model.bottom.parameters()) +
-                                 list(model.dense.parameters()),
-                                 lr=args.dense_lr, eps=1e-8)
+    dense_opt = torch.optim.Adam(model.mlp_parameters(), lr=args.dense_lr,
+                                 eps=1e-8)
     logits = model
 
     labels = torch.from_numpy(y_train)
