@@ -76,6 +76,12 @@ void Step(ShardStore& store, std::vector<uint64_t> ids, int dim) {
   store.ApplyStep(views, 1.0f, {&rows, 1});
 }
 
+int Fail(const absl::Status& s) {
+  std::fprintf(stderr, "table_checkpoint_bench: %s\n",
+               std::string(s.message()).c_str());
+  return 1;
+}
+
 double Ms(absl::Time since) {
   return absl::ToDoubleMilliseconds(absl::Now() - since);
 }
@@ -136,7 +142,8 @@ int Main(int argc, char** argv) {
   c.clocks = {0};
   c.last_accepted = {-1};
   absl::Time t = absl::Now();
-  store->SaveState(&c.store_state);
+  if (absl::Status s = store->SaveState(&c.store_state); !s.ok())
+    return Fail(s);
   const double full_capture = Ms(t);
   const std::vector<int64_t> clocks = store->TableClocks();
   c.version = store->version();
@@ -171,7 +178,8 @@ int Main(int argc, char** argv) {
   d.base_version = c.version;
   d.version = store->version();
   t = absl::Now();
-  store->SaveChanges(clocks, &d.store_changes);
+  if (absl::Status s = store->SaveChanges(clocks, &d.store_changes); !s.ok())
+    return Fail(s);
   const double delta_capture = Ms(t);
   t = absl::Now();
   auto delta_path = checkpointer.Save(d);
@@ -183,7 +191,8 @@ int Main(int argc, char** argv) {
   // The same moment as a full checkpoint, for comparison.
   std::string end_state;
   t = absl::Now();
-  store->SaveState(&end_state);
+  if (absl::Status saved = store->SaveState(&end_state); !saved.ok())
+    return Fail(saved);
   const double end_capture = Ms(t);
   CheckpointState end = c;
   end.version = d.version;
@@ -208,7 +217,8 @@ int Main(int argc, char** argv) {
     return 1;
   }
   std::string check;
-  restored->SaveState(&check);
+  if (absl::Status saved = restored->SaveState(&check); !saved.ok())
+    return Fail(saved);
   const bool equal = check == end_state && end_written;
   std::printf(
       "after %d steps of %llu rows pushed:\n"

@@ -100,7 +100,11 @@ class JobParser {
         Section(root, "model", true,
                 {"type", "input", "layers", "embeddings", "features", "tensors",
                  "tensors_file", "initial_values"}));
-    return ParseModelSection(r_, model, Resolver(), &c->model);
+    RETURN_IF_ERROR(ParseModelSection(r_, model, Resolver(), &c->model));
+    for (EmbeddingTableConfig& t : c->model.embeddings) {
+      if (t.storage.enabled()) t.storage.dir = Resolver()(t.storage.dir);
+    }
+    return absl::OkStatus();
   }
 
   absl::Status ParseData(const YAML::Node& root, JobConfig* c) {
@@ -286,6 +290,16 @@ class JobParser {
     ASSIGN_OR_RETURN(const YAML::Node r, Section(root, "replication", false,
                                                  {"factor", "backups"}));
     RETURN_IF_ERROR(ParseReplicationSection(r_, r, *c, &c->replication));
+    for (size_t i = 0; i < c->model.embeddings.size(); ++i) {
+      if (c->replication.enabled() &&
+          c->model.embeddings[i].storage.enabled()) {
+        // A backup takes whole states; a table on disk is not sent whole.
+        return r_.Error(r["factor"], "replication.factor",
+                        absl::StrCat("does not apply to a job whose table "
+                                     "model.embeddings[",
+                                     i, "] has storage (rows on disk)"));
+      }
+    }
     if (c->replication.enabled() && c->awaits_declaration()) {
       // A backup learns its model from the job file alone.
       return r_.Error(

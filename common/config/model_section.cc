@@ -189,12 +189,41 @@ absl::Status ParseTableEviction(YamlReader& r, const YAML::Node& node,
   return absl::OkStatus();
 }
 
+// The table's storage: {memory_bytes: B, dir: D}. Beside eviction or
+// max_rows it is refused: rows on disk are neither dropped nor counted
+// against a limit (each check would read the disk).
+absl::Status ParseTableStorage(YamlReader& r, const YAML::Node& table,
+                               const std::string& f, StorageConfig* s) {
+  const YAML::Node node = table["storage"];
+  if (!node.IsDefined() || node.IsNull()) return absl::OkStatus();
+  RETURN_IF_ERROR(r.CheckMapping(node, f, {"memory_bytes", "dir"}));
+  RETURN_IF_ERROR(r.Get(node, f, "dir", true, &s->dir));
+  if (s->dir.empty()) {
+    return r.Error(node["dir"], f + ".dir", "must not be empty");
+  }
+  RETURN_IF_ERROR(r.Get(node, f, "memory_bytes", true, &s->memory_bytes));
+  if (s->memory_bytes < (1u << 20) || s->memory_bytes > (1ull << 50)) {
+    return r.Error(node["memory_bytes"], f + ".memory_bytes",
+                   "must be in [1048576, 2^50] (bytes of rows in memory per "
+                   "shard)");
+  }
+  for (const char* other : {"eviction", "max_rows"}) {
+    if (table[other].IsDefined()) {
+      return r.Error(table[other],
+                     absl::StrCat(f.substr(0, f.size() - 8), ".", other),
+                     "does not apply beside storage (rows on disk are kept "
+                     "for good and not counted against a limit)");
+    }
+  }
+  return absl::OkStatus();
+}
+
 absl::Status ParseTable(YamlReader& r, const YAML::Node& node,
                         const std::string& f, EmbeddingTableConfig* t) {
-  RETURN_IF_ERROR(
-      r.CheckMapping(node, f,
-                     {"name", "rows", "dim", "init", "init_scale", "optimizer",
-                      "max_rows", "admission", "eviction", "policy"}));
+  RETURN_IF_ERROR(r.CheckMapping(
+      node, f,
+      {"name", "rows", "dim", "init", "init_scale", "optimizer", "max_rows",
+       "admission", "eviction", "policy", "storage"}));
   RETURN_IF_ERROR(r.Get(node, f, "name", true, &t->name));
   if (t->name.empty()) {
     return r.Error(node["name"], f + ".name", "must not be empty");
@@ -231,6 +260,7 @@ absl::Status ParseTable(YamlReader& r, const YAML::Node& node,
                                       &t->admission));
   RETURN_IF_ERROR(
       ParseTableEviction(r, node["eviction"], f + ".eviction", &t->eviction));
+  RETURN_IF_ERROR(ParseTableStorage(r, node, f + ".storage", &t->storage));
   if (t->max_rows > 0 && t->eviction.capacity_rows >= t->max_rows) {
     return r.Error(node["eviction"]["capacity_rows"],
                    f + ".eviction.capacity_rows",

@@ -35,6 +35,18 @@ struct EvictionConfig {
   bool enabled() const { return ttl_steps > 0 || capacity_rows > 0; }
 };
 
+// Where a table's rows live (model.embeddings[i].storage): with a `dir`,
+// each shard keeps at most `memory_bytes` of rows in memory (values,
+// optimizer slots, index and per-row bookkeeping) and the rest in RocksDB
+// under dir/shard-K/NAME, the least recently pushed moved out beside the
+// pushes and read back when touched (server/store/row_table.h,
+// docs/sparse-tables.md "Rows beyond memory"). No dir: every row in memory.
+struct StorageConfig {
+  uint64_t memory_bytes = 0;  // >= 1 MiB with a dir.
+  std::string dir;
+  bool enabled() const { return !dir.empty(); }
+};
+
 // One embedding table (model.embeddings): `rows` virtual rows of `dim`
 // floats, sharded by row (common/model/rows.h). Only rows ever pushed take
 // memory; a row starts at InitRow's values.
@@ -57,6 +69,7 @@ struct EmbeddingTableConfig {
   uint64_t max_rows = 0;
   AdmissionConfig admission;
   EvictionConfig eviction;
+  StorageConfig storage;
   // model.embeddings[i].policy. "async": each push's gradient of this
   // table's rows is applied as the push is accepted, by itself (under a
   // sync job not summed into the round's mean), and a read of the table

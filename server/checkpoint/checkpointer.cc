@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cstring>
+#include <filesystem>
+#include <system_error>
 
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
@@ -185,6 +187,41 @@ absl::StatusOr<CheckpointState> DecodeCheckpoint(absl::string_view bytes) {
 Checkpointer::Checkpointer(FileSystem* fs, std::string dir, int shard, int keep)
     : fs_(fs), dir_(std::move(dir)), shard_(shard), keep_(keep) {}
 
+std::string Checkpointer::RowsPath(const std::string& dir, int shard,
+                                   uint64_t version) {
+  return absl::StrFormat("%s/shard-%d-v%020u.rows", dir, shard, version);
+}
+
+absl::Status Checkpointer::RemoveRows(uint64_t below,
+                                      const std::vector<uint64_t>& kept) {
+  namespace fs = std::filesystem;
+  const std::string prefix = absl::StrCat("shard-", shard_, "-v");
+  std::error_code e;
+  std::vector<fs::path> stale;
+  for (fs::directory_iterator it(dir_, e), end; !e && it != end;
+       it.increment(e)) {
+    const std::string name = it->path().filename().string();
+    uint64_t version = 0;
+    if (!absl::StartsWith(name, prefix) || !absl::EndsWith(name, ".rows") ||
+        name.size() != prefix.size() + 20 + 5 ||
+        !absl::SimpleAtoi(name.substr(prefix.size(), 20), &version)) {
+      continue;
+    }
+    if (version < below &&
+        std::find(kept.begin(), kept.end(), version) == kept.end()) {
+      stale.push_back(it->path());
+    }
+  }
+  for (const fs::path& path : stale) {
+    if (!e) fs::remove_all(path, e);
+  }
+  if (e && e != std::errc::no_such_file_or_directory) {
+    return absl::InternalError(
+        absl::StrCat("remove old disk snapshots in ", dir_, ": ", e.message()));
+  }
+  return absl::OkStatus();
+}
+
 std::string Checkpointer::PathFor(uint64_t version, bool delta) const {
   return absl::StrFormat("%s/shard-%d-v%020u.%s", dir_, shard_, version,
                          delta ? "delta" : "ckpt");
@@ -236,11 +273,14 @@ absl::StatusOr<std::string> Checkpointer::Save(const CheckpointState& state) {
     if (!f.delta && ++fulls <= keep_) oldest_full = f.version;
   }
   fulls = 0;
+  std::vector<uint64_t> kept_fulls;
   for (const File& f : files) {
     const bool kept = f.delta ? f.version >= oldest_full && ++deltas <= keep_
                               : ++fulls <= keep_;
     if (!kept) RETURN_IF_ERROR(fs_->Remove(f.path));
+    if (kept && !f.delta) kept_fulls.push_back(f.version);
   }
+  RETURN_IF_ERROR(RemoveRows(state.version, kept_fulls));
   return path;
 }
 
@@ -356,6 +396,7 @@ absl::StatusOr<std::optional<std::string>> Checkpointer::LoadMetrics() {
 absl::Status Checkpointer::RemoveAll() {
   ASSIGN_OR_RETURN(std::vector<File> files, Existing());
   for (const File& f : files) RETURN_IF_ERROR(fs_->Remove(f.path));
+  RETURN_IF_ERROR(RemoveRows(UINT64_MAX, {}));
   absl::Status s = fs_->Remove(MetricsPath());
   if (!s.ok() && !absl::IsNotFound(s)) return s;
   return absl::OkStatus();

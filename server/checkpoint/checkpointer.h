@@ -92,8 +92,15 @@ class Checkpointer {
   absl::StatusOr<std::optional<std::string>> LoadMetrics();
 
   // Removes every checkpoint and the metrics file of this shard (a fresh
-  // start).
+  // start), and the folders of its tables' disk snapshots.
   absl::Status RemoveAll();
+
+  // The folder of the disk snapshots (tables with storage: RowTable::Save)
+  // of shard `shard`'s state at `version`, beside its checkpoint in `dir`.
+  // Save removes those of versions below the one it writes that no kept
+  // full checkpoint holds.
+  static std::string RowsPath(const std::string& dir, int shard,
+                              uint64_t version);
 
   const std::string& dir() const { return dir_; }
 
@@ -110,6 +117,9 @@ class Checkpointer {
   absl::StatusOr<CheckpointState> Read(const std::string& path);
   std::string PathFor(uint64_t version, bool delta = false) const;
   std::string MetricsPath() const;
+  // Removes the snapshot folders (RowsPath) of versions below `below` not
+  // in `kept`; all of them with below = UINT64_MAX and none kept.
+  absl::Status RemoveRows(uint64_t below, const std::vector<uint64_t>& kept);
 
   FileSystem* const fs_;
   const std::string dir_;

@@ -49,6 +49,9 @@ struct PolicyState {
   bool incremental = false;
   uint64_t base_version = 0;
   std::string store_changes;
+  // Whether the store was saved (a table with storage writes its disk's
+  // snapshot, which may fail): a capture that was not is not written.
+  absl::Status saved;
 };
 
 class RankTable {

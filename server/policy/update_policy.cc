@@ -214,9 +214,10 @@ PolicyState UpdatePolicy::CaptureLocked(bool incremental) const {
   if (incremental && capture_base_) {
     state.incremental = true;
     state.base_version = capture_base_->version;
-    store_->SaveChanges(capture_base_->table_clocks, &state.store_changes);
+    state.saved =
+        store_->SaveChanges(capture_base_->table_clocks, &state.store_changes);
   } else {
-    store_->SaveState(&state.store_state);
+    state.saved = store_->SaveState(&state.store_state);
   }
   rule_->AdjustCapture(&state);
   return state;

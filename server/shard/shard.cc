@@ -29,15 +29,8 @@ absl::StatusOr<std::unique_ptr<Shard>> Shard::Create(
       PartitionPlan::Build(spec, config.chunk_bytes, config.num_shards()));
   ASSIGN_OR_RETURN(std::unique_ptr<Optimizer> optimizer,
                    MakeOptimizer(config.optimizer));
-  std::vector<std::unique_ptr<RowTable>> tables;
-  for (size_t t = 0; t < config.model.embeddings.size(); ++t) {
-    const EmbeddingTableConfig& table = config.model.embeddings[t];
-    ASSIGN_OR_RETURN(std::unique_ptr<Optimizer> rows_optimizer,
-                     MakeRowOptimizer(table));
-    tables.push_back(std::make_unique<RowTable>(table, static_cast<uint32_t>(t),
-                                                config.seed,
-                                                std::move(rows_optimizer)));
-  }
+  ASSIGN_OR_RETURN(std::vector<std::unique_ptr<RowTable>> tables,
+                   ShardRows::MakeTables(config, shard_id));
   auto shard = std::unique_ptr<Shard>(new Shard(
       config, shard_id, std::move(spec), std::move(plan), std::move(optimizer),
       std::move(tables), clock != nullptr ? clock : RealClock()));
@@ -47,6 +40,10 @@ absl::StatusOr<std::unique_ptr<Shard>> Shard::Create(
   if (!config.checkpoint.dir.empty()) {
     // Before the restore: a delta's rows are applied on the full state's.
     if (config.checkpoint.full_every > 1) shard->store_.TrackChanges();
+    shard->store_.SetSnapshotDirs(
+        [dir = config.checkpoint.dir, shard_id](uint64_t version) {
+          return Checkpointer::RowsPath(dir, shard_id, version);
+        });
     ASSIGN_OR_RETURN(
         shard->checkpoints_,
         ShardCheckpoints::Open(config, shard_id, shard->plan_.fingerprint(),

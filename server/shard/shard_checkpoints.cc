@@ -196,6 +196,13 @@ absl::StatusOr<std::string> ShardCheckpoints::Write(PolicyState state) {
     if (!path_.empty() && state.version < version_) return path_;
   }
   const uint64_t version = state.version;
+  if (!state.saved.ok()) {
+    spdlog::error(
+        "shard {}: the checkpoint of version {} was not taken: {} (the "
+        "previous checkpoints are intact)",
+        shard_, version, std::string(state.saved.message()));
+    return state.saved;
+  }
   const bool incremental = state.incremental;
   std::vector<int64_t> table_clocks = state.table_clocks;
   absl::StatusOr<std::string> path =

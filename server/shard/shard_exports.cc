@@ -118,6 +118,10 @@ absl::Status ShardExports::Start(const proto::ExportRequest& request) {
   held.page_rows = static_cast<uint32_t>(std::max<size_t>(
       1, std::min<size_t>(held.page_rows, kPageBytes / row_bytes)));
   held.state = store_->Export(since);
+  if (!held.state.status.ok()) {
+    return absl::Status(held.state.status.code(),
+                        absl::StrCat("Export: ", held.state.status.message()));
+  }
   uint64_t rows = 0;
   for (int t = 0; t < store_->num_tables(); ++t) {
     SortById(store_->table(t).dim(), &held.state.tables[t]);

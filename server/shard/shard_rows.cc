@@ -19,6 +19,23 @@ constexpr int kFloat16 = proto::DTYPE_FLOAT16;
 ShardRows::ShardRows(int num_shards, int shard_id, const ShardStore* store)
     : num_shards_(num_shards), shard_id_(shard_id), store_(store) {}
 
+absl::StatusOr<std::vector<std::unique_ptr<RowTable>>> ShardRows::MakeTables(
+    const JobConfig& config, int shard_id) {
+  std::vector<std::unique_ptr<RowTable>> tables;
+  for (size_t t = 0; t < config.model.embeddings.size(); ++t) {
+    const EmbeddingTableConfig& table = config.model.embeddings[t];
+    ASSIGN_OR_RETURN(std::unique_ptr<Optimizer> optimizer,
+                     MakeRowOptimizer(table));
+    tables.push_back(std::make_unique<RowTable>(
+        table, static_cast<uint32_t>(t), config.seed, std::move(optimizer)));
+    if (table.storage.enabled()) {
+      RETURN_IF_ERROR(tables.back()->OpenStorage(absl::StrCat(
+          table.storage.dir, "/shard-", shard_id, "/", table.name)));
+    }
+  }
+  return tables;
+}
+
 absl::string_view RowsReply::bytes() const {
   return dtype == kFloat16
              ? absl::string_view(reinterpret_cast<const char*>(halves.data()),

@@ -9,10 +9,12 @@
 #define PARAMD_SERVER_SHARD_SHARD_ROWS_H_
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "absl/types/span.h"
 #include "common/config/job_config.h"
@@ -46,6 +48,11 @@ class ShardRows {
 
   // `store` must outlive this object.
   ShardRows(int num_shards, int shard_id, const ShardStore* store);
+
+  // The tables of shard `shard_id` (by model.embeddings index), those with
+  // storage on disk under storage.dir/shard-K/NAME (emptied first).
+  static absl::StatusOr<std::vector<std::unique_ptr<RowTable>>> MakeTables(
+      const JobConfig& config, int shard_id);
 
   // The push's row blocks: one per table at most, float32 or float16, of
   // ids × dim finite values.

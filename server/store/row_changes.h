@@ -24,6 +24,8 @@
 
 namespace paramd {
 
+class RowTier;
+
 // Rows per slab of a table's storage.
 constexpr size_t kRowSlabRows = 4096;
 constexpr char kRowChangesMagic[4] = {'P', 'R', 'W', 'D'};
@@ -38,6 +40,8 @@ struct SavedRows {
   int64_t steps = 0;
   int64_t clock = 0;
   std::vector<RowMeta> meta;  // By slot; empty if the table keeps none.
+  // A table with storage: the disk the restored table will have.
+  std::shared_ptr<RowTier> tier;
 };
 
 // The rows a table's sweeps dropped, with the table's clock then, oldest

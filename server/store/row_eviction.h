@@ -36,6 +36,9 @@ struct RowMeta {
   uint64_t id = 0;
   int64_t last = 0;    // The table update (RowTable's clock) last pushed in.
   uint32_t count = 0;  // Updates pushed in (saturating).
+  // A table with storage (row_table.h): what its spill holds of the row.
+  enum Disk : uint8_t { kNone = 0, kOlder = 1, kSame = 2 };
+  uint8_t disk = kNone;
 };
 
 // Whether a table at update `clock`, last swept at `last_sweep`, holding

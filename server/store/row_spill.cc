@@ -8,6 +8,8 @@
 #include <rocksdb/write_batch.h>
 
 #include <cstring>
+#include <filesystem>
+#include <system_error>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -75,15 +77,59 @@ absl::Status Scan(
   return status;
 }
 
+// Fills the empty folder `dir` with the spill Snapshot `snapshot` holds:
+// its table files (never written again) hard-linked, or copied where a
+// link cannot be made; the others (the manifest, which the spill appends
+// to, and the small files beside it) copied.
+absl::Status CopySnapshot(const std::string& snapshot, const std::string& dir) {
+  namespace fs = std::filesystem;
+  std::error_code e;
+  if (!fs::exists(fs::path(snapshot) / "CURRENT", e)) {
+    return absl::NotFoundError(
+        absl::StrCat("row spill snapshot ", snapshot, ": not found"));
+  }
+  fs::remove_all(dir, e);
+  fs::create_directories(dir, e);
+  for (fs::directory_iterator it(snapshot, e), end; !e && it != end;
+       it.increment(e)) {
+    const fs::path to = fs::path(dir) / it->path().filename();
+    if (it->path().extension() == ".sst") {
+      fs::create_hard_link(it->path(), to, e);
+      if (!e) continue;
+      e.clear();
+    }
+    fs::copy_file(it->path(), to, e);
+    if (e) break;
+  }
+  if (e) {
+    return absl::InternalError(absl::StrCat("row spill ", dir, ": copy ",
+                                            snapshot, ": ", e.message()));
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 RowSpill::RowSpill(std::string dir, size_t stride)
     : dir_(std::move(dir)), stride_(stride) {}
 
-RowSpill::~RowSpill() = default;
+RowSpill::~RowSpill() {
+  if (db_ == nullptr) return;
+  db_.reset();
+  rocksdb::Options o;
+  (void)rocksdb::DestroyDB(dir_, o);
+  std::error_code ignored;
+  std::filesystem::remove_all(dir_, ignored);
+}
 
 absl::StatusOr<std::unique_ptr<RowSpill>> RowSpill::Open(
     const std::string& dir, const Options& options) {
+  return OpenFrom("", dir, options);
+}
+
+absl::StatusOr<std::unique_ptr<RowSpill>> RowSpill::OpenFrom(
+    const std::string& snapshot, const std::string& dir,
+    const Options& options) {
   if (options.stride < 1 || dir.empty()) {
     return absl::InvalidArgumentError(
         absl::StrCat("row spill: a folder and a stride >= 1 (got '", dir, "', ",
@@ -91,8 +137,8 @@ absl::StatusOr<std::unique_ptr<RowSpill>> RowSpill::Open(
   }
   std::unique_ptr<RowSpill> spill(new RowSpill(dir, options.stride));
   rocksdb::Options o;
-  o.create_if_missing = true;
-  o.error_if_exists = true;
+  o.create_if_missing = snapshot.empty();
+  o.error_if_exists = snapshot.empty();
   o.write_buffer_size = options.write_buffer_bytes;
   o.max_write_buffer_number = 2;
   o.compression = rocksdb::kNoCompression;  // Floats hardly compress.
@@ -108,6 +154,9 @@ absl::StatusOr<std::unique_ptr<RowSpill>> RowSpill::Open(
           Named(dir, "remove the old spill", rocksdb::DestroyDB(dir, o));
       !s.ok()) {
     return s;
+  }
+  if (!snapshot.empty()) {
+    if (absl::Status s = CopySnapshot(snapshot, dir); !s.ok()) return s;
   }
   rocksdb::DB* db = nullptr;
   if (absl::Status s = Named(dir, "open", rocksdb::DB::Open(o, dir, &db));

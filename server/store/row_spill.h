@@ -8,7 +8,8 @@
 //
 // Durability is the checkpoints' job, not the spill's: writes skip
 // RocksDB's log, a spill is opened empty (whatever a previous process left
-// there is not this job's state any more), and Snapshot copies a
+// there is not this job's state any more) or from a checkpoint's Snapshot
+// (OpenFrom), its files are removed when it closes, and Snapshot copies a
 // consistent view for a checkpoint while writes go on. Memory is bounded:
 // one memtable of `write_buffer_bytes` and a block cache that also holds
 // the index and Bloom filter blocks (so 10^8 rows' filters do not sit in
@@ -48,7 +49,13 @@ class RowSpill {
   // removed first). Errors name the folder and what RocksDB said.
   static absl::StatusOr<std::unique_ptr<RowSpill>> Open(const std::string& dir,
                                                         const Options& options);
-  ~RowSpill();
+  // Opens a spill in `dir` holding what the Snapshot in `snapshot` holds
+  // (its table files hard-linked where the file system allows, else
+  // copied; the snapshot is not changed). NotFound when there is none.
+  static absl::StatusOr<std::unique_ptr<RowSpill>> OpenFrom(
+      const std::string& snapshot, const std::string& dir,
+      const Options& options);
+  ~RowSpill();  // Removes the spill's files and folder.
   RowSpill(const RowSpill&) = delete;
   RowSpill& operator=(const RowSpill&) = delete;
 

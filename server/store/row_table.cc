@@ -3,9 +3,12 @@
 #include <algorithm>
 #include <cstring>
 
+#include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
+#include "common/base/status_macros.h"
 #include "common/model/rows.h"
 #include "server/store/state_bytes.h"
+#include "spdlog/spdlog.h"
 
 namespace paramd {
 namespace {
@@ -14,6 +17,8 @@ namespace {
 // format before) is still read.
 constexpr char kMagic[4] = {'P', 'R', 'W', '2'};
 constexpr char kMagicBeforeClock[4] = {'P', 'R', 'O', 'W'};
+// A table with storage: its rows are in a disk snapshot.
+constexpr char kMagicOnDisk[4] = {'P', 'R', 'W', 'S'};
 constexpr size_t kMetaBytes = kRowMetaBytes;
 
 }  // namespace
@@ -46,6 +51,32 @@ RowTable::RowTable(const EmbeddingTableConfig& config, uint32_t table,
   if (config.admission.enabled()) {
     admission_ = std::make_unique<RowAdmission>(config.admission, table, seed);
   }
+  if (config.storage.enabled()) {
+    memory_order_.capacity_rows =
+        RowTier::MemoryRows(config.storage.memory_bytes, stride_);
+  }
+}
+
+absl::Status RowTable::OpenStorage(const std::string& dir) {
+  absl::StatusOr<std::unique_ptr<RowTier>> tier = RowTier::Open(dir, stride_);
+  if (!tier.ok()) {
+    return absl::Status(tier.status().code(),
+                        absl::StrCat("model.embeddings: table '", config_.name,
+                                     "': ", tier.status().message()));
+  }
+  absl::MutexLock lock(&mu_);
+  tier_ = *std::move(tier);
+  return absl::OkStatus();
+}
+
+uint64_t RowTable::rows_on_disk() const {
+  absl::ReaderMutexLock lock(&mu_);
+  return tier_ ? tier_->rows() : 0;
+}
+
+uint64_t RowTable::disk_bytes() const {
+  absl::ReaderMutexLock lock(&mu_);
+  return tier_ ? tier_->spill().DiskBytes() : 0;
 }
 
 float* RowTable::RowAt(uint32_t slot) {
@@ -56,22 +87,27 @@ const float* RowTable::RowAt(uint32_t slot) const {
   return slabs_[slot / kSlabRows].get() + (slot % kSlabRows) * stride_;
 }
 
-uint32_t RowTable::AddRow(uint64_t id) {
+uint32_t RowTable::AddSlot(uint64_t id) {
   const uint32_t slot = size_++;
   if (slot / kSlabRows >= slabs_.size()) {
     slabs_.push_back(std::make_unique<float[]>(kSlabRows * stride_));
   }
-  float* row = RowAt(slot);
-  InitRow(config_, seed_, table_, id, absl::MakeSpan(row, config_.dim));
-  std::fill(row + config_.dim, row + stride_, 0.0f);
   index_.emplace(id, slot);
   if (keeps_meta()) meta_.push_back(RowMeta{id, clock_, 0});
   return slot;
 }
 
-void RowTable::RemoveRow(uint32_t slot) {
+uint32_t RowTable::AddRow(uint64_t id) {
+  const uint32_t slot = AddSlot(id);
+  float* row = RowAt(slot);
+  InitRow(config_, seed_, table_, id, absl::MakeSpan(row, config_.dim));
+  std::fill(row + config_.dim, row + stride_, 0.0f);
+  return slot;
+}
+
+void RowTable::RemoveRow(uint32_t slot, bool dropped) {
   const uint32_t last = size_ - 1;
-  if (track_changes_) removed_.Add(clock_, meta_[slot].id);
+  if (track_changes_ && dropped) removed_.Add(clock_, meta_[slot].id);
   index_.erase(meta_[slot].id);
   if (slot != last) {
     std::memcpy(RowAt(slot), RowAt(last), stride_ * sizeof(float));
@@ -95,8 +131,7 @@ void RowTable::ShrinkLocked() {
   if (index_.capacity() > 4 * index_.size() + 1024) index_.rehash(0);
 }
 
-std::vector<RowTable::Victim> RowTable::ChooseVictims() {
-  const EvictionConfig& e = config_.eviction;
+std::vector<RowTable::Victim> RowTable::ChooseVictims(const EvictionConfig& e) {
   std::vector<Victim> expired, ranked;
   int64_t clock = 0;
   bool over = false;
@@ -136,13 +171,14 @@ std::vector<RowTable::Victim> RowTable::ChooseVictims() {
 }
 
 uint64_t RowTable::Sweep() {
+  if (config_.storage.enabled()) return MoveOut();
   if (!config_.eviction.enabled()) return 0;
   {
     absl::MutexLock lock(&mu_);
     sweep_due_ = false;
     last_sweep_ = clock_;
   }
-  const std::vector<Victim> victims = ChooseVictims();
+  const std::vector<Victim> victims = ChooseVictims(config_.eviction);
   uint64_t removed = 0;
   for (size_t begin = 0; begin < victims.size(); begin += kSweepRows) {
     absl::MutexLock lock(&mu_);
@@ -168,20 +204,39 @@ uint64_t RowTable::Sweep() {
 void RowTable::Read(absl::Span<const uint64_t> ids, float* out) const {
   const size_t dim = config_.dim;
   absl::ReaderMutexLock lock(&mu_);
+  std::vector<size_t> missed;
   for (size_t i = 0; i < ids.size(); ++i) {
     float* dest = out + i * dim;
     auto it = index_.find(ids[i]);
     if (it == index_.end()) {
       InitRow(config_, seed_, table_, ids[i], absl::MakeSpan(dest, dim));
+      if (tier_ != nullptr) missed.push_back(i);
     } else {
       std::memcpy(dest, RowAt(it->second), dim * sizeof(float));
     }
+  }
+  if (missed.empty()) return;
+  std::vector<uint64_t> disk_ids;
+  for (size_t i : missed) disk_ids.push_back(ids[i]);
+  std::vector<float> rows;
+  std::vector<RowMeta> meta;
+  std::vector<bool> found;
+  ReadDiskLocked(disk_ids, &rows, &meta, &found);
+  for (size_t n = 0; n < missed.size(); ++n) {
+    if (!found[n]) continue;
+    std::memcpy(out + missed[n] * dim, &rows[n * stride_], dim * sizeof(float));
   }
 }
 
 bool RowTable::Holds(uint64_t id) const {
   absl::ReaderMutexLock lock(&mu_);
-  return index_.contains(id);
+  if (index_.contains(id)) return true;
+  if (tier_ == nullptr) return false;
+  std::vector<float> row;
+  std::vector<RowMeta> meta;
+  std::vector<bool> found;
+  ReadDiskLocked(absl::MakeConstSpan(&id, 1), &row, &meta, &found);
+  return found[0];
 }
 
 void RowTable::Apply(absl::Span<const uint64_t> ids,
@@ -191,8 +246,9 @@ void RowTable::Apply(absl::Span<const uint64_t> ids,
   absl::MutexLock lock(&mu_);
   const int64_t step = steps_ + 1;
   const int64_t clock = ++clock_;
-  const bool evicting = config_.eviction.enabled();
+  const bool evicting = config_.eviction.enabled() || tier_ != nullptr;
   const bool meta = keeps_meta();
+  if (tier_ != nullptr) ReadBackLocked(ids);
   where_.clear();
   taken_.clear();
   for (size_t i = 0; i < ids.size(); ++i) {
@@ -209,11 +265,12 @@ void RowTable::Apply(absl::Span<const uint64_t> ids,
       RowMeta& m = meta_[where_.back()];
       m.last = clock;
       if (m.count < UINT32_MAX) ++m.count;
+      if (m.disk == RowMeta::kSame) m.disk = RowMeta::kOlder;
     }
   }
   const size_t k = where_.size();
   rows_not_admitted_ += ids.size() - k;
-  if (evicting && SweepDue(config_.eviction, clock, last_sweep_, size_)) {
+  if (evicting && SweepDue(sweep_order(), clock, last_sweep_, size_)) {
     sweep_due_ = true;
   }
   if (k == 0) return;    // Nothing to step: the table's step count stays.
@@ -249,9 +306,19 @@ void RowTable::Apply(absl::Span<const uint64_t> ids,
   }
 }
 
-uint64_t RowTable::rows() const {
+uint64_t RowTable::rows_in_memory() const {
   absl::ReaderMutexLock lock(&mu_);
   return size_;
+}
+
+uint64_t RowTable::rows() const {
+  absl::ReaderMutexLock lock(&mu_);
+  if (tier_ == nullptr) return size_;
+  uint64_t both = 0;  // In memory and on disk.
+  for (uint32_t slot = 0; slot < size_; ++slot) {
+    both += meta_[slot].disk != RowMeta::kNone;
+  }
+  return size_ + tier_->rows() - both;
 }
 
 uint64_t RowTable::bytes() const {
@@ -274,7 +341,15 @@ int64_t RowTable::steps() const {
   return steps_;
 }
 
-void RowTable::Save(std::string* out) const {
+absl::Status RowTable::Save(std::string* out, const std::string& snapshot_dir) {
+  if (config_.storage.enabled()) {
+    bool on_disk;
+    {
+      absl::ReaderMutexLock lock(&mu_);
+      on_disk = tier_ != nullptr;
+    }
+    if (on_disk) return SaveToDisk(snapshot_dir, out);
+  }
   absl::ReaderMutexLock lock(&mu_);
   out->append(kMagic, sizeof(kMagic));
   PutBytes(out, table_);
@@ -292,11 +367,12 @@ void RowTable::Save(std::string* out) const {
     out->append(reinterpret_cast<const char*>(RowAt(slot)),
                 stride_ * sizeof(float));
   }
-  if (!meta) return;
+  if (!meta) return absl::OkStatus();
   for (const RowMeta& m : meta_) {
     PutBytes(out, m.last);
     PutBytes(out, m.count);
   }
+  return absl::OkStatus();
 }
 
 absl::StatusOr<RowTable::Saved> RowTable::Parse(absl::string_view* in) const {
@@ -309,8 +385,42 @@ absl::StatusOr<RowTable::Saved> RowTable::Parse(absl::string_view* in) const {
   Saved saved;
   if (!cursor.Bytes(magic, sizeof(magic)) ||
       (std::memcmp(magic, kMagic, sizeof(magic)) != 0 &&
-       std::memcmp(magic, kMagicBeforeClock, sizeof(magic)) != 0)) {
+       std::memcmp(magic, kMagicBeforeClock, sizeof(magic)) != 0 &&
+       std::memcmp(magic, kMagicOnDisk, sizeof(magic)) != 0)) {
     return absl::DataLossError(what + ": no rows in the state");
+  }
+  const bool on_disk = std::memcmp(magic, kMagicOnDisk, sizeof(magic)) == 0;
+  uint32_t path_bytes = 0;
+  std::string snapshot;
+  if (on_disk &&
+      (!cursor.Get(&table) || !cursor.Get(&stride) ||
+       !cursor.Get(&saved.steps) || !cursor.Get(&saved.clock) ||
+       !cursor.Get(&rows) || !cursor.Get(&path_bytes) || path_bytes > 65536 ||
+       !cursor.Bytes((snapshot.resize(path_bytes), snapshot.data()),
+                     path_bytes))) {
+    return absl::DataLossError(what + ": truncated");
+  }
+  if (on_disk) {
+    if (table != table_ || stride != stride_) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          what, ": state is of table ", table, " with ", stride,
+          " floats per row; expected table ", table_, " with ", stride_));
+    }
+    absl::ReaderMutexLock lock(&mu_);
+    if (tier_ == nullptr) {
+      return absl::FailedPreconditionError(
+          absl::StrCat(what, ": its rows are on disk (", snapshot,
+                       ") and the table has no storage"));
+    }
+    absl::StatusOr<std::unique_ptr<RowTier>> tier =
+        tier_->OpenFrom(snapshot, rows);
+    if (!tier.ok()) {
+      return absl::Status(tier.status().code(),
+                          absl::StrCat(what, ": ", tier.status().message()));
+    }
+    saved.tier = *std::move(tier);
+    *in = *cursor.rest();
+    return saved;
   }
   const bool clocked = std::memcmp(magic, kMagic, sizeof(magic)) == 0;
   uint8_t has_meta = 0;
@@ -366,6 +476,12 @@ absl::StatusOr<RowTable::Saved> RowTable::Parse(absl::string_view* in) const {
   saved.size = static_cast<uint32_t>(rows);
   left.remove_prefix(need);
   *in = left;
+  absl::ReaderMutexLock lock(&mu_);
+  if (tier_ != nullptr) {  // The state has no rows on disk.
+    absl::StatusOr<std::unique_ptr<RowTier>> tier = tier_->OpenFrom("", 0);
+    if (!tier.ok()) return tier.status();
+    saved.tier = *std::move(tier);
+  }
   return saved;
 }
 
@@ -379,8 +495,9 @@ void RowTable::Install(Saved saved) {
   last_sweep_ = saved.clock;
   meta_ = std::move(saved.meta);
   removed_.Clear();
-  sweep_due_ = config_.eviction.enabled() &&
-               SweepDue(config_.eviction, clock_, last_sweep_, size_);
+  if (saved.tier != nullptr) tier_ = std::move(saved.tier);
+  sweep_due_ = (config_.eviction.enabled() || tier_ != nullptr) &&
+               SweepDue(sweep_order(), clock_, last_sweep_, size_);
 }
 
 void RowTable::TrackChanges() {
@@ -397,11 +514,23 @@ int64_t RowTable::Export(int64_t since, Exported* out) const {
   const size_t dim = config_.dim;
   absl::ReaderMutexLock lock(&mu_);
   const std::vector<uint64_t> ids = IdsBySlotLocked();
+  auto add = [out, dim](uint64_t id, const float* row) {
+    out->ids.push_back(id);
+    out->values.insert(out->values.end(), row, row + dim);
+  };
   for (uint32_t slot = 0; slot < size_; ++slot) {
     if (since >= 0 && meta_[slot].last <= since) continue;
-    out->ids.push_back(ids[slot]);
-    const float* row = RowAt(slot);
-    out->values.insert(out->values.end(), row, row + dim);
+    add(ids[slot], RowAt(slot));
+  }
+  if (tier_ != nullptr && since >= 0) {
+    out->status = ForEachMovedSince(
+        since,
+        [&](uint64_t id, const float* row, const RowMeta&) { add(id, row); });
+  } else if (tier_ != nullptr) {
+    out->status = tier_->spill().ForEach(
+        [&](uint64_t id, const float* row, const RowMeta&) {
+          if (!index_.contains(id)) add(id, row);
+        });
   }
   if (since >= 0) {
     removed_.ForEachSince(since,
@@ -420,7 +549,7 @@ uint64_t RowTable::removed_held() const {
   return removed_.size();
 }
 
-void RowTable::SaveChanges(int64_t since, std::string* out) const {
+absl::Status RowTable::SaveChanges(int64_t since, std::string* out) const {
   absl::ReaderMutexLock lock(&mu_);
   out->append(kRowChangesMagic, sizeof(kRowChangesMagic));
   PutBytes(out, table_);
@@ -451,13 +580,229 @@ void RowTable::SaveChanges(int64_t since, std::string* out) const {
     PutBytes(out, m.count);
     ++changed;
   }
+  absl::Status s;
+  if (tier_ != nullptr) {
+    s = ForEachMovedSince(since, [&](uint64_t id, const float* row,
+                                     const RowMeta& m) {
+      PutBytes(out, id);
+      out->append(reinterpret_cast<const char*>(row), stride_ * sizeof(float));
+      PutBytes(out, m.last);
+      PutBytes(out, m.count);
+      ++changed;
+    });
+  }
   std::memcpy(&(*out)[changed_at], &changed, sizeof(changed));
+  return s;
 }
 
 absl::Status RowTable::ParseChangesInto(absl::string_view* in,
                                         Saved* saved) const {
-  return ApplyRowChanges(RowFormat{&config_, table_, stride_, keeps_meta()}, in,
-                         saved);
+  RETURN_IF_ERROR(ApplyRowChanges(
+      RowFormat{&config_, table_, stride_, keeps_meta()}, in, saved));
+  if (saved->tier == nullptr || saved->size == 0) return absl::OkStatus();
+  // The changed rows are in memory; which of them the disk holds too.
+  std::vector<uint64_t> ids(saved->size);
+  for (const auto& [id, slot] : saved->index) ids[slot] = id;
+  std::vector<float> rows(ids.size() * stride_);
+  std::vector<RowMeta> meta(ids.size());
+  std::vector<bool> found;
+  RETURN_IF_ERROR(
+      saved->tier->spill().Get(ids, rows.data(), absl::MakeSpan(meta), &found));
+  for (size_t slot = 0; slot < ids.size(); ++slot) {
+    if (found[slot]) saved->meta[slot].disk = RowMeta::kOlder;
+  }
+  return absl::OkStatus();
+}
+
+void RowTable::ReadDiskLocked(absl::Span<const uint64_t> ids,
+                              std::vector<float>* out,
+                              std::vector<RowMeta>* meta,
+                              std::vector<bool>* found) const {
+  out->resize(ids.size() * stride_);
+  meta->assign(ids.size(), RowMeta{});
+  absl::Status s =
+      tier_->spill().Get(ids, out->data(), absl::MakeSpan(*meta), found);
+  if (!s.ok()) {
+    // A row the disk cannot give back would be served or stepped from
+    // its initial values: stop, and let the checkpoint restore.
+    spdlog::critical(
+        "table '{}': reading rows back from disk failed: {}; the server "
+        "stops (its checkpoint restores it)",
+        config_.name, std::string(s.message()));
+    std::abort();
+  }
+}
+
+void RowTable::ReadBackLocked(absl::Span<const uint64_t> ids) {
+  std::vector<uint64_t> missed;
+  for (uint64_t id : ids) {
+    if (!index_.contains(id)) missed.push_back(id);
+  }
+  if (missed.empty()) return;
+  std::vector<float> rows;
+  std::vector<RowMeta> meta;
+  std::vector<bool> found;
+  ReadDiskLocked(missed, &rows, &meta, &found);
+  uint64_t n = 0;
+  for (size_t i = 0; i < missed.size(); ++i) {
+    if (!found[i]) continue;
+    const uint32_t slot = AddSlot(missed[i]);
+    std::memcpy(RowAt(slot), &rows[i * stride_], stride_ * sizeof(float));
+    RowMeta& m = meta_[slot];
+    m.last = meta[i].last;
+    m.count = meta[i].count;
+    m.disk = RowMeta::kSame;
+    ++n;
+  }
+  rows_read_back_ += n;
+}
+
+absl::Status RowTable::ForEachMovedSince(
+    int64_t since,
+    const std::function<void(uint64_t, const float*, const RowMeta&)>& f)
+    const {
+  absl::flat_hash_set<uint64_t> seen;
+  std::vector<uint64_t> ids;
+  tier_->moved().ForEachSince(since + 1, [&](uint64_t id) {
+    if (!index_.contains(id) && seen.insert(id).second) ids.push_back(id);
+  });
+  std::vector<float> rows(kSweepRows * stride_);
+  std::vector<RowMeta> meta(kSweepRows);
+  std::vector<bool> found;
+  for (size_t begin = 0; begin < ids.size(); begin += kSweepRows) {
+    const size_t n = std::min<size_t>(kSweepRows, ids.size() - begin);
+    RETURN_IF_ERROR(tier_->spill().Get(absl::MakeConstSpan(&ids[begin], n),
+                                       rows.data(), absl::MakeSpan(meta),
+                                       &found));
+    for (size_t i = 0; i < n; ++i) {
+      if (found[i] && meta[i].last > since) {
+        f(ids[begin + i], &rows[i * stride_], meta[i]);
+      }
+    }
+  }
+  return absl::OkStatus();
+}
+
+uint64_t RowTable::MoveOut() {
+  std::shared_ptr<RowTier> tier;
+  {
+    absl::MutexLock lock(&mu_);
+    sweep_due_ = false;
+    last_sweep_ = clock_;
+    tier = tier_;
+  }
+  if (tier == nullptr) return 0;
+  const std::vector<Victim> victims = ChooseVictims(memory_order_);
+  uint64_t moved = 0;
+  std::vector<uint64_t> ids;
+  std::vector<float> rows;
+  std::vector<RowMeta> metas;
+  for (size_t begin = 0; begin < victims.size(); begin += kSweepRows) {
+    const size_t end = std::min(victims.size(), begin + kSweepRows);
+    absl::MutexLock write(&write_mu_);
+    ids.clear();
+    rows.clear();
+    metas.clear();
+    uint64_t added = 0;
+    {
+      // The rows whose copy on disk is not theirs yet.
+      absl::ReaderMutexLock lock(&mu_);
+      if (tier_ != tier) break;  // A restore replaced the rows.
+      for (size_t i = begin; i < end; ++i) {
+        auto it = index_.find(victims[i].id);
+        if (it == index_.end()) continue;
+        const RowMeta& m = meta_[it->second];
+        if (EvictionKey(memory_order_, m) != victims[i].key ||
+            m.disk == RowMeta::kSame) {
+          continue;
+        }
+        ids.push_back(m.id);
+        const float* row = RowAt(it->second);
+        rows.insert(rows.end(), row, row + stride_);
+        metas.push_back(m);
+        added += m.disk == RowMeta::kNone;
+      }
+    }
+    if (absl::Status s = tier->Write(ids, rows.data(), metas, added); !s.ok()) {
+      spdlog::error("table '{}': moving rows to disk: {}; they stay in memory",
+                    config_.name, std::string(s.message()));
+      break;
+    }
+    const absl::flat_hash_set<uint64_t> written(ids.begin(), ids.end());
+    absl::MutexLock lock(&mu_);
+    if (tier_ != tier) break;
+    for (size_t i = begin; i < end; ++i) {
+      auto it = index_.find(victims[i].id);
+      if (it == index_.end()) continue;
+      RowMeta& m = meta_[it->second];
+      const bool wrote = written.contains(m.id);
+      if (EvictionKey(memory_order_, m) == victims[i].key &&
+          (wrote || m.disk == RowMeta::kSame)) {
+        if (track_changes_) tier->moved().Add(m.last, m.id);
+        RemoveRow(it->second, /*dropped=*/false);
+        ++moved;
+      } else if (wrote) {  // Pushed since: the disk's copy is older.
+        m.disk = RowMeta::kOlder;
+      }
+    }
+    ShrinkLocked();
+  }
+  rows_moved_out_ += moved;
+  return moved;
+}
+
+absl::Status RowTable::SaveToDisk(const std::string& snapshot_dir,
+                                  std::string* out) {
+  const std::string what = absl::StrCat("table '", config_.name, "'");
+  if (snapshot_dir.empty()) {
+    return absl::FailedPreconditionError(
+        what +
+        ": rows on disk are saved into a checkpoint only "
+        "(checkpoint.dir)");
+  }
+  absl::MutexLock writers(&write_mu_);
+  absl::MutexLock lock(&mu_);
+  // Every row onto the disk: those it has no copy of, or an older one.
+  std::vector<uint64_t> ids;
+  std::vector<float> rows;
+  std::vector<RowMeta> metas;
+  std::vector<uint32_t> slots;
+  uint64_t added = 0;
+  auto write = [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) -> absl::Status {
+    RETURN_IF_ERROR(tier_->Write(ids, rows.data(), metas, added));
+    for (uint32_t slot : slots) meta_[slot].disk = RowMeta::kSame;
+    ids.clear();
+    rows.clear();
+    metas.clear();
+    slots.clear();
+    added = 0;
+    return absl::OkStatus();
+  };
+  absl::Status s;
+  for (uint32_t slot = 0; slot < size_ && s.ok(); ++slot) {
+    const RowMeta& m = meta_[slot];
+    if (m.disk == RowMeta::kSame) continue;
+    ids.push_back(m.id);
+    rows.insert(rows.end(), RowAt(slot), RowAt(slot) + stride_);
+    metas.push_back(m);
+    slots.push_back(slot);
+    added += m.disk == RowMeta::kNone;
+    if (ids.size() == kSweepRows) s = write();
+  }
+  if (s.ok()) s = write();
+  if (s.ok()) s = tier_->Snapshot(snapshot_dir);
+  if (!s.ok()) {
+    return absl::Status(s.code(), absl::StrCat(what, ": ", s.message()));
+  }
+  out->append(kMagicOnDisk, sizeof(kMagicOnDisk));
+  PutBytes(out, table_);
+  PutBytes(out, static_cast<uint32_t>(stride_));
+  PutBytes(out, steps_);
+  PutBytes(out, clock_);
+  PutBytes(out, tier_->rows());
+  PutBytes(out, static_cast<uint32_t>(snapshot_dir.size()));
+  out->append(snapshot_dir);
+  return absl::OkStatus();
 }
 
 }  // namespace paramd

@@ -14,6 +14,16 @@
 // last slot's row into each hole, so the slots stay dense, and frees the
 // slabs past the end.
 //
+// With storage (config().storage, after OpenStorage), at most
+// RowTier::MemoryRows rows stay in memory: past them the evictor's thread
+// moves the least recently pushed out to the table's RowTier (RocksDB on
+// the server's disk) beside the pushes, and a row touched again is read
+// back — into memory by a push, into the reply alone by a pull. A full
+// save writes every row onto the disk and snapshots it (the save holds
+// the snapshot's folder); an incremental one reads back the rows moved
+// out since. A failed read of the disk stops the server: its checkpoint
+// restores it.
+//
 // An update gathers the touched rows into contiguous buffers, runs the
 // dense Optimizer over them (element-wise, so equal to the dense update of
 // those rows) and scatters them back. Thread-safe: Apply takes the lock
@@ -23,6 +33,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -38,6 +49,7 @@
 #include "server/store/row_admission.h"
 #include "server/store/row_changes.h"
 #include "server/store/row_eviction.h"
+#include "server/store/row_tier.h"
 
 namespace paramd {
 
@@ -55,6 +67,19 @@ class RowTable {
   const EmbeddingTableConfig& config() const { return config_; }
   int dim() const { return config_.dim; }
 
+  // With storage: opens the table's disk tier in `dir` (the shard's own),
+  // removing what an earlier process left there. Call before serving.
+  absl::Status OpenStorage(const std::string& dir) ABSL_LOCKS_EXCLUDED(mu_);
+  // Whether a push's new rows count against a limit (CheckRowRoom): not
+  // with storage, where telling a new row from one on disk reads the disk.
+  bool limits_rows() const { return !config_.storage.enabled(); }
+  // The rows the disk holds (0 without storage) and its files' bytes.
+  uint64_t rows_on_disk() const ABSL_LOCKS_EXCLUDED(mu_);
+  uint64_t disk_bytes() const ABSL_LOCKS_EXCLUDED(mu_);
+  // Rows moved out to disk, and read back from it by pushes.
+  uint64_t rows_moved_out() const { return rows_moved_out_.load(); }
+  uint64_t rows_read_back() const { return rows_read_back_.load(); }
+
   // Writes the rows `ids` (each below rows) into out[i * dim, (i+1) * dim).
   void Read(absl::Span<const uint64_t> ids, float* out) const
       ABSL_LOCKS_EXCLUDED(mu_);
@@ -67,6 +92,8 @@ class RowTable {
              float scale) ABSL_LOCKS_EXCLUDED(mu_);
 
   uint64_t rows() const ABSL_LOCKS_EXCLUDED(mu_);
+  // The rows held in memory (rows() without storage).
+  uint64_t rows_in_memory() const ABSL_LOCKS_EXCLUDED(mu_);
   // Memory held: slabs and the index.
   uint64_t bytes() const ABSL_LOCKS_EXCLUDED(mu_);
   // Counters for status: rows served by pulls, row gradients accepted.
@@ -82,11 +109,14 @@ class RowTable {
   // Whether the table asks for a sweep (row_eviction.h's SweepDue, as of
   // its last update); never without eviction.
   bool sweep_due() const { return sweep_due_.load(); }
-  // Drops the rows the table's eviction says to (row_eviction.h); returns
-  // how many. Scans under the shared lock and removes under the exclusive
-  // one, each in pieces of kSweepRows rows, so pushes and pulls go on in
-  // between; a row pushed since the scan stays. Without eviction: 0.
-  uint64_t Sweep() ABSL_LOCKS_EXCLUDED(mu_);
+  // Drops the rows the table's eviction says to (row_eviction.h), or with
+  // storage moves the least recently pushed out to disk until a sixteenth
+  // below its memory rows are left; returns how many. Scans under the
+  // shared lock and removes under the exclusive one, each in pieces of
+  // kSweepRows rows (a move's disk write between the two, under neither),
+  // so pushes and pulls go on in between; a row pushed since the scan
+  // stays. Without eviction or storage: 0.
+  uint64_t Sweep() ABSL_LOCKS_EXCLUDED(mu_, write_mu_);
   static constexpr uint32_t kSweepRows = 16384;
   // Updates applied (every Apply, admitted rows or not): eviction's clock.
   int64_t clock() const ABSL_LOCKS_EXCLUDED(mu_);
@@ -96,11 +126,17 @@ class RowTable {
 
   // Appends the steps, the clock, every row's id, values and slots (and
   // with eviction or tracked changes, its last update and count) to `out`.
-  void Save(std::string* out) const ABSL_LOCKS_EXCLUDED(mu_);
+  // With storage: writes every row onto the disk, snapshots it into
+  // `snapshot_dir` (which must not exist) and appends the steps, the clock,
+  // the rows' count and the snapshot's folder; errors name the table.
+  absl::Status Save(std::string* out, const std::string& snapshot_dir = "")
+      ABSL_LOCKS_EXCLUDED(mu_, write_mu_);
   // A Save's rows, read and checked, not yet installed.
   using Saved = SavedRows;
   // Reads a Save of this table from the front of `*in` (which moves past
-  // it), or one of the format before the clock; changes nothing here.
+  // it), or one of the format before the clock; changes nothing here but,
+  // with storage, opens the disk the state will have in a folder of its
+  // own (the snapshot's rows, or none).
   absl::StatusOr<Saved> Parse(absl::string_view* in) const;
   // Replaces the rows with `saved`'s.
   void Install(Saved saved) ABSL_LOCKS_EXCLUDED(mu_);
@@ -116,7 +152,7 @@ class RowTable {
   // the saves), then every row pushed or created after it, whole (values,
   // slots, last update, count), with the steps and the clock now.
   // Requires TrackChanges.
-  void SaveChanges(int64_t since, std::string* out) const
+  absl::Status SaveChanges(int64_t since, std::string* out) const
       ABSL_LOCKS_EXCLUDED(mu_);
   // Reads a SaveChanges from the front of `*in` (which moves past it) onto
   // `saved`, a Parse of the state at the delta's `since`: the dropped rows
@@ -135,6 +171,7 @@ class RowTable {
     std::vector<uint64_t> ids;
     std::vector<float> values;
     std::vector<uint64_t> dropped;
+    absl::Status status;  // With storage: whether the disk was read.
   };
   // Every row (since < 0), or only those pushed or created after update
   // `since` and the ids dropped since (requires TrackChanges), under the
@@ -146,35 +183,73 @@ class RowTable {
   const float* RowAt(uint32_t slot) const ABSL_SHARED_LOCKS_REQUIRED(mu_);
   // Adds row `id` at its initial values (slots zero); returns its slot.
   uint32_t AddRow(uint64_t id) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Moves the last row into `slot` (dropping slot's row).
-  void RemoveRow(uint32_t slot) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // A slot for row `id`, its contents left to the caller.
+  uint32_t AddSlot(uint64_t id) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Moves the last row into `slot` (dropping slot's row; `dropped`: by
+  // eviction, remembered for SaveChanges, else moved to disk).
+  void RemoveRow(uint32_t slot, bool dropped = true)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // With storage: brings the rows of `ids` the disk holds and memory does
+  // not into memory (a push's, before it steps them).
+  void ReadBackLocked(absl::Span<const uint64_t> ids)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // With storage: Sweep's moves, and Save's.
+  uint64_t MoveOut() ABSL_LOCKS_EXCLUDED(mu_, write_mu_);
+  absl::Status SaveToDisk(const std::string& snapshot_dir, std::string* out)
+      ABSL_LOCKS_EXCLUDED(mu_, write_mu_);
+  // Reads `ids` (not in memory) from disk: rows into out (stride each),
+  // meta, found. Stops the server on a failed read.
+  void ReadDiskLocked(absl::Span<const uint64_t> ids, std::vector<float>* out,
+                      std::vector<RowMeta>* meta,
+                      std::vector<bool>* found) const
+      ABSL_SHARED_LOCKS_REQUIRED(mu_);
+  // With storage and tracked changes: the rows on disk (not in memory)
+  // pushed after `since`, with their meta, calling f(id, row, meta).
+  absl::Status ForEachMovedSince(
+      int64_t since,
+      const std::function<void(uint64_t, const float*, const RowMeta&)>& f)
+      const ABSL_SHARED_LOCKS_REQUIRED(mu_);
   // The sweep's victims: (key at the scan, id), expired rows first.
   struct Victim {
     uint64_t key;
     uint64_t id;
     bool expired;
   };
-  std::vector<Victim> ChooseVictims() ABSL_LOCKS_EXCLUDED(mu_);
+  std::vector<Victim> ChooseVictims(const EvictionConfig& e)
+      ABSL_LOCKS_EXCLUDED(mu_);
   // Each stored row's id, by slot.
   std::vector<uint64_t> IdsBySlotLocked() const ABSL_SHARED_LOCKS_REQUIRED(mu_);
   // Frees slabs, meta and index room left by removed rows.
   void ShrinkLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Whether rows keep RowMeta: with eviction or tracked changes.
   bool keeps_meta() const {
-    return config_.eviction.enabled() || track_changes_.load();
+    return config_.eviction.enabled() || config_.storage.enabled() ||
+           track_changes_.load();
+  }
+  // What a sweep follows: the table's eviction, or with storage the
+  // memory's rows in lru order.
+  const EvictionConfig& sweep_order() const {
+    return config_.storage.enabled() ? memory_order_ : config_.eviction;
   }
 
   const EmbeddingTableConfig config_;
   const uint32_t table_;
   const uint64_t seed_;
   const std::unique_ptr<Optimizer> optimizer_;
-  const size_t stride_;  // Floats per row: dim × (1 + slots).
+  const size_t stride_;          // Floats per row: dim × (1 + slots).
+  EvictionConfig memory_order_;  // With storage: capacity = memory rows.
 
   mutable std::atomic<uint64_t> rows_pulled_{0};
   mutable std::atomic<uint64_t> rows_pushed_{0};
   std::atomic<uint64_t> rows_not_admitted_{0};
   std::atomic<uint64_t> rows_evicted_{0};
   std::atomic<bool> sweep_due_{false};
+  std::atomic<uint64_t> rows_moved_out_{0};
+  mutable std::atomic<uint64_t> rows_read_back_{0};
+
+  // Orders the disk's writers (a move's pieces, a save) before mu_, so a
+  // row's copy on disk is counted once.
+  absl::Mutex write_mu_ ABSL_ACQUIRED_BEFORE(mu_);
 
   mutable absl::Mutex mu_;
   absl::flat_hash_map<uint64_t, uint32_t> index_ ABSL_GUARDED_BY(mu_);
@@ -198,6 +273,8 @@ class RowTable {
   std::vector<float> grads_ ABSL_GUARDED_BY(mu_);
   std::vector<size_t> taken_ ABSL_GUARDED_BY(mu_);
   std::unique_ptr<RowAdmission> admission_ ABSL_GUARDED_BY(mu_);
+  // With storage, once open: the disk (shared with a move under way).
+  std::shared_ptr<RowTier> tier_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace paramd

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cstring>
+#include <filesystem>
+#include <system_error>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -29,7 +31,9 @@ ShardStore::ShardStore(const ModelSpec& spec, const PartitionPlan& plan,
       tables_(std::move(tables)) {
   std::vector<RowTable*> evicting;
   for (const auto& t : tables_) {
-    if (t->config().eviction.enabled()) evicting.push_back(t.get());
+    if (t->config().eviction.enabled() || t->config().storage.enabled()) {
+      evicting.push_back(t.get());
+    }
   }
   if (!evicting.empty()) {
     evictor_ = std::make_unique<RowEvictor>(std::move(evicting));
@@ -256,20 +260,35 @@ void ShardStore::SaveDenseLocked(uint32_t format, std::string* out) const {
   }
 }
 
-void ShardStore::SaveState(std::string* out) const {
+absl::Status ShardStore::SaveState(std::string* out) const {
   absl::ReaderMutexLock lock(&mu_);
   SaveDenseLocked(kFormat, out);
   // Then the tables' rows (none for a dense model).
-  for (const auto& table : tables_) table->Save(out);
+  for (const auto& table : tables_) {
+    std::string snapshot;
+    if (table->config().storage.enabled() && snapshot_dirs_) {
+      // A folder of its own: a version may be saved twice.
+      const std::string base =
+          absl::StrCat(snapshot_dirs_(version_), "/", table->config().name);
+      snapshot = base;
+      std::error_code e;
+      for (int n = 2; std::filesystem::exists(snapshot, e); ++n) {
+        snapshot = absl::StrCat(base, "-", n);
+      }
+    }
+    RETURN_IF_ERROR(table->Save(out, snapshot));
+  }
+  return absl::OkStatus();
 }
 
-void ShardStore::SaveChanges(absl::Span<const int64_t> since,
-                             std::string* out) const {
+absl::Status ShardStore::SaveChanges(absl::Span<const int64_t> since,
+                                     std::string* out) const {
   absl::ReaderMutexLock lock(&mu_);
   SaveDenseLocked(kFormatChanges, out);
   for (size_t t = 0; t < tables_.size(); ++t) {
-    tables_[t]->SaveChanges(since[t], out);
+    RETURN_IF_ERROR(tables_[t]->SaveChanges(since[t], out));
   }
+  return absl::OkStatus();
 }
 
 std::vector<int64_t> ShardStore::TableClocks() const {
@@ -310,6 +329,7 @@ ShardStore::Exported ShardStore::Export(absl::Span<const int64_t> since) const {
   for (size_t t = 0; t < tables_.size(); ++t) {
     out.table_clocks.push_back(
         tables_[t]->Export(since.empty() ? -1 : since[t], &out.tables[t]));
+    if (out.status.ok()) out.status = out.tables[t].status;
   }
   return out;
 }
@@ -453,6 +473,7 @@ absl::Status ShardStore::CheckRowRoom(
     const std::vector<uint64_t>& pending_new) const {
   for (const RowGrads& r : rows) {
     const RowTable& t = *tables_[r.table];
+    if (!t.limits_rows()) continue;
     const uint64_t limit =
         t.config().max_rows > 0 ? t.config().max_rows : UINT32_MAX - 1;
     uint64_t fresh = 0;

@@ -163,8 +163,16 @@ class ShardStore {
   void AdvanceVersionTo(uint64_t version) ABSL_LOCKS_EXCLUDED(mu_);
 
   // Writes the version, every chunk's parameters and optimizer slots to
-  // `out` (a self-describing little-endian byte string).
-  void SaveState(std::string* out) const ABSL_LOCKS_EXCLUDED(mu_);
+  // `out` (a self-describing little-endian byte string), and each table's
+  // rows (a table with storage: a snapshot of its disk, in a folder under
+  // snapshot_dirs(version); errors name the table).
+  absl::Status SaveState(std::string* out) const ABSL_LOCKS_EXCLUDED(mu_);
+  // Where SaveState puts the snapshots of tables with storage: a folder
+  // for each version (the checkpoint's; server/checkpoint). Set before
+  // serving.
+  void SetSnapshotDirs(std::function<std::string(uint64_t)> snapshot_dirs) {
+    snapshot_dirs_ = std::move(snapshot_dirs);
+  }
   // Replaces the version, parameters and slots with a SaveState of a store
   // with the same chunks and optimizer slot count, and with `changes` (a
   // SaveChanges since that state's table clocks) applied on it when not
@@ -182,8 +190,8 @@ class ShardStore {
   void TrackChanges();
   // Whether every table tracks changes (true without tables).
   bool tracks_changes() const;
-  void SaveChanges(absl::Span<const int64_t> since, std::string* out) const
-      ABSL_LOCKS_EXCLUDED(mu_);
+  absl::Status SaveChanges(absl::Span<const int64_t> since,
+                           std::string* out) const ABSL_LOCKS_EXCLUDED(mu_);
   // Each table's clock (RowTable::clock), by table.
   std::vector<int64_t> TableClocks() const;
   // The ids of dropped rows the tables keep for SaveChanges and Export:
@@ -206,6 +214,7 @@ class ShardStore {
     std::shared_ptr<const ParamSnapshot> dense;
     std::vector<int64_t> table_clocks;
     std::vector<RowTable::Exported> tables;
+    absl::Status status;  // Tables with storage: whether the disk was read.
   };
   Exported Export(absl::Span<const int64_t> since) const
       ABSL_LOCKS_EXCLUDED(mu_);
@@ -233,6 +242,7 @@ class ShardStore {
   int64_t bytes_ = 0;
   const int shard_;
   const std::vector<std::unique_ptr<RowTable>> tables_;
+  std::function<std::string(uint64_t)> snapshot_dirs_;
   // Sweeps the tables with eviction; null when none has it. Stopped before
   // the tables go.
   std::unique_ptr<RowEvictor> evictor_;

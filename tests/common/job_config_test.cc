@@ -756,6 +756,18 @@ TEST_CASE("embedding tables parse with their defaults and bad ones are named",
   CHECK(a->model.embeddings[0].admission.sketch_mib == 2);
   CHECK(a->model.embeddings[0].admission.enabled());
   CHECK_FALSE(a->model.embeddings[0].eviction.enabled());
+  CHECK_FALSE(a->model.embeddings[0].storage.enabled());
+
+  // storage.dir resolves against the job file's folder.
+  absl::StatusOr<JobConfig> s = LoadJobConfig(testing::WriteFile(
+      dir + "/storage.yaml",
+      BagJob("    - name: emb\n      rows: 100\n      dim: 8\n"
+             "      storage: {memory_bytes: 1073741824, dir: rows}\n")));
+  INFO((s.ok() ? "" : s.status().ToString()));
+  REQUIRE(s.ok());
+  CHECK(s->model.embeddings[0].storage.enabled());
+  CHECK(s->model.embeddings[0].storage.memory_bytes == uint64_t{1} << 30);
+  CHECK(s->model.embeddings[0].storage.dir == dir + "/rows");
 
   absl::StatusOr<JobConfig> e = LoadJobConfig(testing::WriteFile(
       dir + "/eviction.yaml",
@@ -815,6 +827,26 @@ TEST_CASE("embedding tables parse with their defaults and bad ones are named",
        "model.embeddings[0].eviction.policy: unknown policy 'fifo'"},
       {BagJob(good_table + "      eviction: {ttl: 9}\n"),
        "model.embeddings[0].eviction"},
+      {BagJob(good_table + "      storage: {memory_bytes: 1048576}\n"),
+       "model.embeddings[0].storage.dir"},
+      {BagJob(good_table + "      storage: {memory_bytes: 4096, dir: d}\n"),
+       "model.embeddings[0].storage.memory_bytes: must be in [1048576, 2^50]"},
+      {BagJob(good_table + "      storage: {dir: d}\n"),
+       "model.embeddings[0].storage.memory_bytes"},
+      {BagJob(good_table +
+              "      storage: {memory_bytes: 1048576, dir: d, ssd: 1}\n"),
+       "model.embeddings[0].storage"},
+      {BagJob(good_table + "      eviction: {ttl_steps: 5}\n" +
+              "      storage: {memory_bytes: 1048576, dir: d}\n"),
+       "model.embeddings[0].eviction: does not apply beside storage"},
+      {BagJob(good_table + "      max_rows: 50\n" +
+              "      storage: {memory_bytes: 1048576, dir: d}\n"),
+       "model.embeddings[0].max_rows: does not apply beside storage"},
+      {BagJob(good_table + "      storage: {memory_bytes: 1048576, dir: d}\n") +
+           "replication:\n  factor: 2\n  backups: [\"127.0.0.1:0\", "
+           "\"127.0.0.1:1\"]\n",
+       "replication.factor: does not apply to a job whose table "
+       "model.embeddings[0] has storage"},
       {BagJob(good_table +
               "      max_rows: 50\n      eviction: {capacity_rows: 50}\n"),
        "model.embeddings[0].eviction.capacity_rows: must be below max_rows"},

@@ -101,9 +101,10 @@ std::map<uint64_t, std::vector<float>> Pulled(
   return out;
 }
 
-TEST_CASE("a whole export holds every stored row as pulls read it, page by "
-          "page, and an incremental one the rows pushed since",
-          "[shard][export]") {
+TEST_CASE(
+    "a whole export holds every stored row as pulls read it, page by "
+    "page, and an incremental one the rows pushed since",
+    "[shard][export]") {
   const JobConfig config = RowsJob("sync");
   std::unique_ptr<Shard> shard = RegisteredShard(config);
   Round(*shard, config, 0, {1, 5, 9});
@@ -138,9 +139,9 @@ TEST_CASE("a whole export holds every stored row as pulls read it, page by "
 TEST_CASE("an incremental export names the rows eviction dropped since",
           "[shard][export]") {
   // A capacity of 4 rows: a sweep leaves CapacityTarget(4) = 3 of them.
-  const JobConfig config = RowsJob(
-      "sync", 1, "0", "1000",
-      "      eviction: {capacity_rows: 4, policy: lru}\n");
+  const JobConfig config =
+      RowsJob("sync", 1, "0", "1000",
+              "      eviction: {capacity_rows: 4, policy: lru}\n");
   std::unique_ptr<Shard> shard = RegisteredShard(config);
   Round(*shard, config, 0, {1, 2, 3});
   absl::StatusOr<Read> whole = ExportAll(*shard, config);

@@ -59,7 +59,7 @@ TEST_CASE("a restored state continues exactly like the original",
     auto original = s.NewStore(type);
     for (int t = 1; t <= 3; ++t) Setup::Step(*original, t);
     std::string saved;
-    original->SaveState(&saved);
+    REQUIRE(original->SaveState(&saved).ok());
     auto restored = s.NewStore(type);
     REQUIRE(Setup::Params(*restored) != Setup::Params(*original));
     REQUIRE(restored->RestoreState(saved).ok());
@@ -80,7 +80,7 @@ TEST_CASE("a damaged or foreign state is refused and changes nothing",
   auto store = s.NewStore("adam");
   Setup::Step(*store, 1);
   std::string saved;
-  store->SaveState(&saved);
+  REQUIRE(store->SaveState(&saved).ok());
   auto target = s.NewStore("adam");
   const std::string before = Setup::Params(*target);
 
@@ -91,7 +91,7 @@ TEST_CASE("a damaged or foreign state is refused and changes nothing",
       absl::IsInvalidArgument(target->RestoreState("PDSX" + saved.substr(4))));
   auto sgd = s.NewStore("adagrad");  // one slot, not two
   std::string one_slot;
-  sgd->SaveState(&one_slot);
+  REQUIRE(sgd->SaveState(&one_slot).ok());
   absl::Status other = target->RestoreState(one_slot);
   CHECK(absl::IsFailedPrecondition(other));
   CHECK(std::string(other.message()).find("optimizer slots") !=
@@ -195,7 +195,7 @@ TEST_CASE("a statistic's chunk adds what is pushed, without the optimizer",
   });
   // A checkpoint carries the statistics like any parameter.
   std::string state;
-  store.SaveState(&state);
+  REQUIRE(store.SaveState(&state).ok());
   ShardStore restored(spec, plan, 0, 3, *MakeOptimizer(c));
   REQUIRE(restored.RestoreState(state).ok());
   restored.Read([&](uint64_t version, absl::Span<const std::vector<float>> p) {

@@ -92,9 +92,9 @@ Contents Of(const RowTable& table, const RowTable::Saved& saved,
   return c;
 }
 
-Contents Of(const RowTable& table, size_t stride) {
+Contents Of(RowTable& table, size_t stride) {
   std::string bytes;
-  table.Save(&bytes);
+  REQUIRE(table.Save(&bytes).ok());
   absl::string_view in(bytes);
   auto saved = table.Parse(&in);
   REQUIRE(saved.ok());
@@ -123,7 +123,7 @@ TEST_CASE("a full save plus its changes equals a full save at the end",
         // Fewer updates than before: most rows do not change.
         for (int step = 31; step <= 35; ++step) Update(*table, random, step);
         std::string changes;
-        table->SaveChanges(since, &changes);
+        REQUIRE(table->SaveChanges(since, &changes).ok());
         const Contents after = Of(*table, stride);
 
         // Only rows pushed since are in the changes.
@@ -199,7 +199,8 @@ TEST_CASE("changes on another state, or damaged, are refused",
   const int64_t since = table->clock();
   for (int step = 11; step <= 20; ++step) Update(*table, random, step);
   std::string changes;
-  table->SaveChanges(since - 1, &changes);  // Not the full save's clock.
+  REQUIRE(table->SaveChanges(since - 1, &changes)
+              .ok());  // Not the full save's clock.
   absl::string_view in(full);
   auto saved = table->Parse(&in);
   REQUIRE(saved.ok());
@@ -209,7 +210,7 @@ TEST_CASE("changes on another state, or damaged, are refused",
   CHECK(absl::StrContains(s.message(), "do not follow a state at update 10"));
 
   changes.clear();
-  table->SaveChanges(since, &changes);
+  REQUIRE(table->SaveChanges(since, &changes).ok());
   for (size_t cut : {size_t{3}, size_t{30}, changes.size() - 1}) {
     INFO("cut at " << cut);
     absl::string_view part(changes.data(), cut);
@@ -261,12 +262,12 @@ TEST_CASE(
   REQUIRE(original->tracks_changes());
   for (int t = 1; t <= 10; ++t) step(*original, t);
   std::string full;
-  original->SaveState(&full);
+  REQUIRE(original->SaveState(&full).ok());
   const std::vector<int64_t> clocks = original->TableClocks();
   for (int t = 11; t <= 25; ++t) step(*original, t);
   std::string changes, end;
-  original->SaveChanges(clocks, &changes);
-  original->SaveState(&end);
+  REQUIRE(original->SaveChanges(clocks, &changes).ok());
+  REQUIRE(original->SaveState(&end).ok());
   CHECK(changes.size() < end.size());
 
   auto restored = make();
@@ -300,13 +301,13 @@ TEST_CASE(
   auto other = make();
   const std::string before = [&] {
     std::string s;
-    other->SaveState(&s);
+    REQUIRE(other->SaveState(&s).ok());
     return s;
   }();
   absl::Status s = other->RestoreState(end, changes);
   CHECK(absl::IsFailedPrecondition(s));
   std::string after;
-  other->SaveState(&after);
+  REQUIRE(other->SaveState(&after).ok());
   CHECK(after == before);
 }
 

@@ -63,7 +63,7 @@ struct Sliced {
 
   std::string State() const {
     std::string out;
-    store->SaveState(&out);
+    REQUIRE(store->SaveState(&out).ok());
     return out;
   }
 
