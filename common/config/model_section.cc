@@ -202,9 +202,9 @@ absl::Status ParseTableStorage(YamlReader& r, const YAML::Node& table,
     return r.Error(node["dir"], f + ".dir", "must not be empty");
   }
   RETURN_IF_ERROR(r.Get(node, f, "memory_bytes", true, &s->memory_bytes));
-  if (s->memory_bytes < (1u << 20) || s->memory_bytes > (1ull << 50)) {
+  if (s->memory_bytes < (1u << 16) || s->memory_bytes > (1ull << 50)) {
     return r.Error(node["memory_bytes"], f + ".memory_bytes",
-                   "must be in [1048576, 2^50] (bytes of rows in memory per "
+                   "must be in [65536, 2^50] (bytes of rows in memory per "
                    "shard)");
   }
   for (const char* other : {"eviction", "max_rows"}) {

@@ -42,7 +42,7 @@ struct EvictionConfig {
 // pushes and read back when touched (server/store/row_table.h,
 // docs/sparse-tables.md "Rows beyond memory"). No dir: every row in memory.
 struct StorageConfig {
-  uint64_t memory_bytes = 0;  // >= 1 MiB with a dir.
+  uint64_t memory_bytes = 0;  // >= 64 KiB with a dir.
   std::string dir;
   bool enabled() const { return !dir.empty(); }
 };

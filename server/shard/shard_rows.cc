@@ -168,6 +168,10 @@ void ShardRows::FillStatus(proto::ShardStatus* status) const {
     out->set_rows_not_admitted(table.rows_not_admitted());
     out->set_rows_evicted(table.rows_evicted());
     out->set_policy(table.config().async() ? "async" : status->policy());
+    out->set_rows_on_disk(table.rows_on_disk());
+    out->set_disk_bytes(table.disk_bytes());
+    out->set_rows_moved_out(table.rows_moved_out());
+    out->set_rows_read_back(table.rows_read_back());
   }
 }
 

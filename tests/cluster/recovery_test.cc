@@ -140,6 +140,37 @@ std::string KillOnceAndFinish(const std::string& job, const std::string& victim,
 }
 
 TEST_CASE(
+    "a table mostly on disk: its SIGKILLed server restarts from a delta on "
+    "a full checkpoint's disk snapshot, and the job completes",
+    "[recovery][e2e][storage]") {
+  const std::string dir = NewTempDir();
+  JobOptions o;
+  o.epochs = 3;
+  o.lease_seconds = 4;
+  o.learning_rate = 0.2;
+  testing::UsePixelsTable(&o, "{type: adam, learning_rate: 0.05}");
+  // Room for about 440 of a shard's ~1,570 pixel rows in memory.
+  o.model_extra += "      storage: {memory_bytes: 65536, dir: rows}\n";
+  const std::string job =
+      WriteFile(dir + "/job.yaml",
+                testing::JobYaml(o) +
+                    "checkpoint:\n  dir: checkpoints\n  every_steps: 8\n"
+                    "  full_every: 1000\n"
+                    "restart:\n  max: 3\n  backoff_seconds: 0.2\n"
+                    "testing:\n  slow_rank: 1\n  slow_step_ms: 25\n");
+  const std::string out = KillOnceAndFinish(
+      job, "server 1", "shard 1: checkpoint of version 16 written to");
+  INFO(out);
+  CHECK(std::regex_search(
+      out, std::regex(R"(\[server 1\].*shard 1: restored version \d+ from )"
+                      R"(\S+/shard-1-v\d+\.delta on \S+/shard-1-v0+8\.ckpt)")));
+  // The full checkpoint's rows are its disk snapshot, kept beside it.
+  CHECK(std::filesystem::exists(
+      dir + "/checkpoints/shard-1-v00000000000000000008.rows/pixels/CURRENT"));
+  CheckLearned(out);
+}
+
+TEST_CASE(
     "sync: a SIGKILLed server restarts from its checkpoint and the job "
     "completes",
     "[recovery][e2e]") {

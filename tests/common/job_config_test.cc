@@ -830,7 +830,7 @@ TEST_CASE("embedding tables parse with their defaults and bad ones are named",
       {BagJob(good_table + "      storage: {memory_bytes: 1048576}\n"),
        "model.embeddings[0].storage.dir"},
       {BagJob(good_table + "      storage: {memory_bytes: 4096, dir: d}\n"),
-       "model.embeddings[0].storage.memory_bytes: must be in [1048576, 2^50]"},
+       "model.embeddings[0].storage.memory_bytes: must be in [65536, 2^50]"},
       {BagJob(good_table + "      storage: {dir: d}\n"),
        "model.embeddings[0].storage.memory_bytes"},
       {BagJob(good_table +

@@ -227,17 +227,19 @@ TEST_CASE("embedding tables get a line per shard and table",
   t->set_rows_not_admitted(77);
   t->set_rows_evicted(4242);
   t->set_policy("async");
+  t->set_rows_on_disk(20000);
+  t->set_disk_bytes(5 * 1048576);
   const std::string table =
       FormatStatusTable({ServerStatus{"127.0.0.1:5001", st}});
   INFO(table);
   CHECK_THAT(table, Catch::Contains("SHARD TABLE        POLICY         ROWS "
                                     "    MAX_ROWS        MiB    ROWS_PULLED "
                                     "   ROWS_PUSHED   NOT_ADMITTED      "
-                                    "EVICTED\n"
+                                    "EVICTED      ON_DISK   DISK_MiB\n"
                                     "1     pixels       async         12345 "
                                     "           -        3.0        1000000 "
                                     "           999             77         "
-                                    "4242\n"));
+                                    "4242        20000        5.0\n"));
 }
 
 TEST_CASE("a binary classifier's epochs show their AUC and log loss",

@@ -226,16 +226,21 @@ std::string TableLines(const std::vector<ServerStatus>& servers) {
     for (const proto::TableStatus& t : s.status->tables()) {
       if (out.empty()) {
         out = absl::StrFormat(
-            "\n%-5s %-12s %-6s %12s %12s %10s %14s %14s %14s %12s\n", "SHARD",
-            "TABLE", "POLICY", "ROWS", "MAX_ROWS", "MiB", "ROWS_PULLED",
-            "ROWS_PUSHED", "NOT_ADMITTED", "EVICTED");
+            "\n%-5s %-12s %-6s %12s %12s %10s %14s %14s %14s %12s %12s "
+            "%10s\n",
+            "SHARD", "TABLE", "POLICY", "ROWS", "MAX_ROWS", "MiB",
+            "ROWS_PULLED", "ROWS_PUSHED", "NOT_ADMITTED", "EVICTED", "ON_DISK",
+            "DISK_MiB");
       }
       absl::StrAppendFormat(
-          &out, "%-5d %-12s %-6s %12d %12s %10.1f %14d %14d %14d %12d\n",
+          &out,
+          "%-5d %-12s %-6s %12d %12s %10.1f %14d %14d %14d %12d %12d "
+          "%10.1f\n",
           s.status->shard(), t.name(), t.policy(), t.rows(),
           t.max_rows() == 0 ? std::string("-") : absl::StrCat(t.max_rows()),
           t.bytes() / 1048576.0, t.rows_pulled(), t.rows_pushed(),
-          t.rows_not_admitted(), t.rows_evicted());
+          t.rows_not_admitted(), t.rows_evicted(), t.rows_on_disk(),
+          t.disk_bytes() / 1048576.0);
     }
   }
   return out;
