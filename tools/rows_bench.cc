@@ -20,21 +20,23 @@
 //       layers of those widths on them, DLRM's)
 //       [--zipf S] [--seed N] [--fields F] [--keep_dir] [--export DIR]
 //       [--admission "min_count: 2"] [--eviction "capacity_rows: N, ..."]
+//       [--storage BYTES] (the table's storage: at most BYTES of rows in
+//       memory on each server, the rest on disk in the run's folder)
+//       [--checkpoint_every N [--full_every K]] (checkpoints every N
+//       versions, every K-th full)
 //       (the table's admission and eviction, as the job file's mappings;
 //       --export: after training, paramctl export's code writes the model
 //       into DIR, then a ServedModel loads it and looks rows up, timed)
 //   bazel run -c opt //tools:rows_bench -- --index_bench N   (the row
 //       index: flat_hash_map against unordered_map)
-#include <malloc.h>
 #include <unistd.h>
 
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <string>
-#include <unordered_map>
 #include <vector>
 
-#include "absl/container/flat_hash_map.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -53,6 +55,7 @@
 #include "tools/ctl/rpc/status_client.h"
 #include "tools/ctl/supervisor.h"
 #include "tools/rows/click_log.h"
+#include "tools/rows/index_bench.h"
 #include "tools/serve/served_model.h"
 
 namespace paramd {
@@ -73,6 +76,8 @@ struct BenchOptions {
   bool keep_dir = false;
   std::string admission, eviction;  // Flow mappings' insides; "": none.
   std::string export_dir;           // --export; "": none.
+  uint64_t storage_bytes = 0;       // --storage; 0: rows in memory.
+  int checkpoint_every = 0, full_every = 0;
   ClickLogOptions log;
 };
 
@@ -80,8 +85,8 @@ struct BenchOptions {
 // from them (the log is a pure function of the index).
 constexpr uint64_t kTestFirst = uint64_t{1} << 40;
 
-std::string JobYaml(const BenchOptions& o, const std::string& train,
-                    const std::string& test) {
+std::string JobYaml(const BenchOptions& o, const std::string& dir,
+                    const std::string& train, const std::string& test) {
   std::vector<std::string> servers(o.servers, "\"127.0.0.1:0\"");
   std::string bottom;
   for (int width : o.bottom) {
@@ -110,6 +115,15 @@ std::string JobYaml(const BenchOptions& o, const std::string& train,
       o.table_policy.empty()
           ? ""
           : absl::StrCat("      policy: ", o.table_policy, "\n"),
+      o.storage_bytes == 0
+          ? ""
+          : absl::StrCat("      storage: {memory_bytes: ", o.storage_bytes,
+                         ", dir: ", dir, "/rows}\n"),
+      o.checkpoint_every == 0
+          ? ""
+          : absl::StrCat("checkpoint:\n  dir: ", dir,
+                         "/checkpoints\n  every_steps: ", o.checkpoint_every,
+                         "\n  full_every: ", std::max(o.full_every, 1), "\n"),
       "data:\n  format: clicks\n  train_file: ", train, "\n  test_file: ", test,
       "\ntraining:\n  epochs: 1\n  batch_size: ", o.batch,
       "\n  shuffle: false\noptimizer:\n  type: adam\n  learning_rate: 0.001\n"
@@ -148,6 +162,9 @@ absl::StatusOr<BenchOptions> ParseOptions(const ParsedFlags& f) {
   o.admission = f.Get("admission", "");
   o.eviction = f.Get("eviction", "");
   o.export_dir = f.Get("export", "");
+  o.storage_bytes = std::stoull(f.Get("storage", "0"));
+  ASSIGN_OR_RETURN(o.checkpoint_every, f.GetInt("checkpoint_every", 0));
+  ASSIGN_OR_RETURN(o.full_every, f.GetInt("full_every", 0));
   if (o.batch < 1 || o.workers < 1 || o.servers < 1 ||
       o.samples < int64_t{o.batch} * o.workers || !(o.log.zipf > 1)) {
     return absl::InvalidArgumentError(
@@ -161,7 +178,8 @@ absl::StatusOr<BenchOptions> ParseOptions(const ParsedFlags& f) {
 struct ServerTotals {
   uint64_t rows = 0, table_bytes = 0, rows_pulled = 0, rows_pushed = 0;
   uint64_t rows_not_admitted = 0, rows_evicted = 0;
-  int64_t rss = 0;
+  uint64_t rows_on_disk = 0, disk_bytes = 0, moved_out = 0, read_back = 0;
+  int64_t rss = 0, peak_rss = 0;  // Summed; the largest server's peak.
   bool have_epoch = false;
   proto::EpochMetrics epoch;
 };
@@ -179,12 +197,18 @@ ServerTotals QueryServers(ServerProcesses& servers) {
       t.rows_pushed += st->tables(0).rows_pushed();
       t.rows_not_admitted += st->tables(0).rows_not_admitted();
       t.rows_evicted += st->tables(0).rows_evicted();
+      t.rows_on_disk += st->tables(0).rows_on_disk();
+      t.disk_bytes += st->tables(0).disk_bytes();
+      t.moved_out += st->tables(0).rows_moved_out();
+      t.read_back += st->tables(0).rows_read_back();
     }
     if (k == 0 && st->epochs_size() > 0) {
       t.have_epoch = true;
       t.epoch = st->epochs(st->epochs_size() - 1);
     }
     t.rss += RssBytes(servers.pid(static_cast<int>(k)));
+    t.peak_rss =
+        std::max(t.peak_rss, PeakRssBytes(servers.pid(static_cast<int>(k))));
   }
   return t;
 }
@@ -227,6 +251,17 @@ void PrintReport(const BenchOptions& o, const ClickLogFigures& train,
       s.rows > 0 ? static_cast<double>(s.table_bytes) / s.rows : 0.0, slots,
       ideal, s.rss / 1e6,
       s.rows > 0 ? static_cast<double>(s.rss) / s.rows : 0.0);
+  std::printf("servers' peak RSS: %.1f MB (largest of %d)\n", s.peak_rss / 1e6,
+              o.servers);
+  if (o.storage_bytes > 0) {
+    std::printf(
+        "storage {memory_bytes: %llu}: %llu rows on disk (%.1f MB of "
+        "files), %llu moved out of memory, %llu read back by pushes\n",
+        static_cast<unsigned long long>(o.storage_bytes),
+        static_cast<unsigned long long>(s.rows_on_disk), s.disk_bytes / 1e6,
+        static_cast<unsigned long long>(s.moved_out),
+        static_cast<unsigned long long>(s.read_back));
+  }
   if (!o.admission.empty() || !o.eviction.empty()) {
     std::printf(
         "admission {%s}: %llu row gradients dropped; eviction {%s}: %llu "
@@ -368,7 +403,7 @@ int Driver(const BenchOptions& o) {
     return 1;
   }
   const std::string job = dir + "/click_log.yaml";
-  std::ofstream(job) << JobYaml(o, train, test);
+  std::ofstream(job) << JobYaml(o, dir, train, test);
   absl::StatusOr<JobConfig> config = LoadJobConfig(job);
   if (!config.ok()) {
     std::fprintf(stderr, "%s\n", config.status().ToString().c_str());
@@ -410,71 +445,25 @@ int Driver(const BenchOptions& o) {
               totals);
   if (!o.keep_dir) {
     for (const std::string& f : {train, test, job}) std::remove(f.c_str());
+    std::error_code e;  // The disk's rows and the checkpoints, if any.
+    std::filesystem::remove_all(dir + "/rows", e);
+    std::filesystem::remove_all(dir + "/checkpoints", e);
   }
-  return 0;
-}
-
-// The row index's choice: absl::flat_hash_map against std::unordered_map,
-// inserting `n` random ids then finding each, with the heap bytes each
-// holds per entry (glibc's mallinfo2).
-size_t HeapBytes() {
-  const struct mallinfo2 m = mallinfo2();
-  return m.uordblks + m.hblkhd;  // Small blocks and mmap'd ones.
-}
-
-template <typename Map>
-void IndexRow(const char* name, const std::vector<uint64_t>& ids,
-              const std::vector<uint64_t>& lookups) {
-  const size_t before = HeapBytes();
-  const absl::Time start = absl::Now();
-  auto* map = new Map();
-  for (size_t i = 0; i < ids.size(); ++i) {
-    map->emplace(ids[i], static_cast<uint32_t>(i));
-  }
-  const absl::Time inserted = absl::Now();
-  uint64_t sum = 0;
-  for (uint64_t id : lookups) sum += map->find(id)->second;
-  const absl::Time found = absl::Now();
-  const size_t bytes = HeapBytes() - before;
-  std::printf("%-28s %10.1f %10.1f %12.1f   (checksum %llu)\n", name,
-              absl::ToDoubleNanoseconds(inserted - start) / ids.size(),
-              absl::ToDoubleNanoseconds(found - inserted) / ids.size(),
-              static_cast<double>(bytes) / ids.size(),
-              static_cast<unsigned long long>(sum));
-  delete map;
-}
-
-int IndexBench(int64_t n) {
-  std::vector<uint64_t> ids(n);
-  uint64_t x = 1;
-  for (uint64_t& id : ids) {
-    x = x * 6364136223846793005ULL + 1442695040888963407ULL;
-    id = x >> 24;
-  }
-  // Looked up in another random order than inserted.
-  std::vector<uint64_t> lookups = ids;
-  for (size_t i = lookups.size(); i > 1; --i) {
-    x = x * 6364136223846793005ULL + 1442695040888963407ULL;
-    std::swap(lookups[i - 1], lookups[(x >> 33) % i]);
-  }
-  std::printf("row index, %lld random ids:\n%-28s %10s %10s %12s\n",
-              static_cast<long long>(n), "map", "insert ns", "find ns",
-              "bytes/entry");
-  IndexRow<absl::flat_hash_map<uint64_t, uint32_t>>("absl::flat_hash_map", ids,
-                                                    lookups);
-  IndexRow<std::unordered_map<uint64_t, uint32_t>>("std::unordered_map", ids,
-                                                   lookups);
   return 0;
 }
 
 int Main(int argc, char** argv) {
   SetUpProcess();
-  absl::StatusOr<ParsedFlags> flags = ParseFlags(
-      argc, argv,
-      {"samples", "batch", "workers", "servers", "dim", "hidden", "fields",
-       "optimizer", "lr", "policy", "zipf", "seed", "index_bench", "admission",
-       "eviction", "export", "table_policy", "dense", "bottom"},
-      {"keep_dir"});
+  absl::StatusOr<ParsedFlags> flags =
+      ParseFlags(argc, argv, {"samples",     "batch",        "workers",
+                              "servers",     "dim",          "hidden",
+                              "fields",      "optimizer",    "lr",
+                              "policy",      "zipf",         "seed",
+                              "index_bench", "admission",    "eviction",
+                              "export",      "table_policy", "dense",
+                              "bottom",      "storage",      "checkpoint_every",
+                              "full_every"},
+                 {"keep_dir"});
   if (!flags.ok()) {
     std::fprintf(stderr, "%s\n", flags.status().ToString().c_str());
     return 2;

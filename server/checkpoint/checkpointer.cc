@@ -273,14 +273,14 @@ absl::StatusOr<std::string> Checkpointer::Save(const CheckpointState& state) {
     if (!f.delta && ++fulls <= keep_) oldest_full = f.version;
   }
   fulls = 0;
-  std::vector<uint64_t> kept_fulls;
+  std::vector<uint64_t> kept_versions;
   for (const File& f : files) {
     const bool kept = f.delta ? f.version >= oldest_full && ++deltas <= keep_
                               : ++fulls <= keep_;
     if (!kept) RETURN_IF_ERROR(fs_->Remove(f.path));
-    if (kept && !f.delta) kept_fulls.push_back(f.version);
+    if (kept) kept_versions.push_back(f.version);
   }
-  RETURN_IF_ERROR(RemoveRows(state.version, kept_fulls));
+  RETURN_IF_ERROR(RemoveRows(state.version, kept_versions));
   return path;
 }
 

@@ -98,7 +98,7 @@ class Checkpointer {
   // The folder of the disk snapshots (tables with storage: RowTable::Save)
   // of shard `shard`'s state at `version`, beside its checkpoint in `dir`.
   // Save removes those of versions below the one it writes that no kept
-  // full checkpoint holds.
+  // checkpoint holds.
   static std::string RowsPath(const std::string& dir, int shard,
                               uint64_t version);
 

@@ -68,7 +68,9 @@ void SyncRule::AddRows(absl::Span<const RowGrads> rows) {
       if (added) {
         sums.ids.push_back(r.ids[i]);
         sums.sums.resize(sums.sums.size() + dim, 0.0);
-        if (!table.Holds(r.ids[i])) ++sums.fresh;
+        // Counted for max_rows (CheckRowRoom); a table with storage has
+        // none, and telling its new rows would read the disk.
+        if (table.limits_rows() && !table.Holds(r.ids[i])) ++sums.fresh;
       }
       double* s = &sums.sums[static_cast<size_t>(it->second) * dim];
       const float* g = &r.values[i * dim];

@@ -7,6 +7,7 @@
 #include <rocksdb/utilities/checkpoint.h>
 #include <rocksdb/write_batch.h>
 
+#include <algorithm>
 #include <cstring>
 #include <filesystem>
 #include <system_error>
@@ -141,6 +142,11 @@ absl::StatusOr<std::unique_ptr<RowSpill>> RowSpill::OpenFrom(
   o.error_if_exists = snapshot.empty();
   o.write_buffer_size = options.write_buffer_bytes;
   o.max_write_buffer_number = 2;
+  // Most reads ask for rows never written (a table's new ids): a Bloom
+  // filter over the write buffer's keys answers those without searching
+  // its skip list.
+  o.memtable_whole_key_filtering = true;
+  o.memtable_prefix_bloom_size_ratio = 0.05;
   o.compression = rocksdb::kNoCompression;  // Floats hardly compress.
   rocksdb::BlockBasedTableOptions table;
   spill->cache_ = rocksdb::NewLRUCache(options.cache_bytes);
@@ -176,7 +182,13 @@ absl::Status RowSpill::Put(absl::Span<const uint64_t> ids, const float* rows,
   rocksdb::WriteBatch batch;
   std::string value(
       stride_ * sizeof(float) + sizeof(int64_t) + sizeof(uint32_t), '\0');
-  for (size_t i = 0; i < ids.size(); ++i) {
+  // In key order: each insert into the write buffer's skip list starts
+  // where the one before ended.
+  std::vector<size_t> order(ids.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::sort(order.begin(), order.end(),
+            [&ids](size_t a, size_t b) { return ids[a] < ids[b]; });
+  for (size_t i : order) {
     char* v = value.data();
     std::memcpy(v, rows + i * stride_, stride_ * sizeof(float));
     v += stride_ * sizeof(float);
@@ -196,9 +208,13 @@ absl::Status RowSpill::Get(absl::Span<const uint64_t> ids, float* out,
   keys.reserve(ids.size());
   for (uint64_t id : ids) keys.push_back(Key(id));
   std::vector<rocksdb::Slice> slices(keys.begin(), keys.end());
-  std::vector<std::string> values;
-  const std::vector<rocksdb::Status> got =
-      db_->MultiGet(rocksdb::ReadOptions(), slices, &values);
+  // The batched MultiGet: one pass over each file's filter and blocks for
+  // all the keys (it sorts them when they are not sorted already).
+  std::vector<rocksdb::PinnableSlice> values(ids.size());
+  std::vector<rocksdb::Status> got(ids.size());
+  db_->MultiGet(rocksdb::ReadOptions(), db_->DefaultColumnFamily(),
+                slices.size(), slices.data(), values.data(), got.data(),
+                std::is_sorted(ids.begin(), ids.end()));
   found->assign(ids.size(), false);
   const size_t bytes = stride_ * sizeof(float);
   for (size_t i = 0; i < ids.size(); ++i) {

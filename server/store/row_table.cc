@@ -522,14 +522,12 @@ int64_t RowTable::Export(int64_t since, Exported* out) const {
     if (since >= 0 && meta_[slot].last <= since) continue;
     add(ids[slot], RowAt(slot));
   }
-  if (tier_ != nullptr && since >= 0) {
-    out->status = ForEachMovedSince(
-        since,
-        [&](uint64_t id, const float* row, const RowMeta&) { add(id, row); });
-  } else if (tier_ != nullptr) {
+  if (tier_ != nullptr) {  // The disk's rows: a scan.
     out->status = tier_->spill().ForEach(
-        [&](uint64_t id, const float* row, const RowMeta&) {
-          if (!index_.contains(id)) add(id, row);
+        [&](uint64_t id, const float* row, const RowMeta& m) {
+          if ((since < 0 || m.last > since) && !index_.contains(id)) {
+            add(id, row);
+          }
         });
   }
   if (since >= 0) {
@@ -549,7 +547,17 @@ uint64_t RowTable::removed_held() const {
   return removed_.size();
 }
 
-absl::Status RowTable::SaveChanges(int64_t since, std::string* out) const {
+absl::Status RowTable::SaveChanges(int64_t since, std::string* out,
+                                   const std::string& snapshot_dir) {
+  if (config_.storage.enabled()) {
+    bool on_disk;
+    {
+      absl::ReaderMutexLock lock(&mu_);
+      on_disk = tier_ != nullptr;
+    }
+    // A snapshot too: it shares the files of the snapshots before it.
+    if (on_disk) return SaveToDisk(snapshot_dir, out);
+  }
   absl::ReaderMutexLock lock(&mu_);
   out->append(kRowChangesMagic, sizeof(kRowChangesMagic));
   PutBytes(out, table_);
@@ -580,38 +588,20 @@ absl::Status RowTable::SaveChanges(int64_t since, std::string* out) const {
     PutBytes(out, m.count);
     ++changed;
   }
-  absl::Status s;
-  if (tier_ != nullptr) {
-    s = ForEachMovedSince(since, [&](uint64_t id, const float* row,
-                                     const RowMeta& m) {
-      PutBytes(out, id);
-      out->append(reinterpret_cast<const char*>(row), stride_ * sizeof(float));
-      PutBytes(out, m.last);
-      PutBytes(out, m.count);
-      ++changed;
-    });
-  }
   std::memcpy(&(*out)[changed_at], &changed, sizeof(changed));
-  return s;
+  return absl::OkStatus();
 }
 
 absl::Status RowTable::ParseChangesInto(absl::string_view* in,
                                         Saved* saved) const {
-  RETURN_IF_ERROR(ApplyRowChanges(
-      RowFormat{&config_, table_, stride_, keeps_meta()}, in, saved));
-  if (saved->tier == nullptr || saved->size == 0) return absl::OkStatus();
-  // The changed rows are in memory; which of them the disk holds too.
-  std::vector<uint64_t> ids(saved->size);
-  for (const auto& [id, slot] : saved->index) ids[slot] = id;
-  std::vector<float> rows(ids.size() * stride_);
-  std::vector<RowMeta> meta(ids.size());
-  std::vector<bool> found;
-  RETURN_IF_ERROR(
-      saved->tier->spill().Get(ids, rows.data(), absl::MakeSpan(meta), &found));
-  for (size_t slot = 0; slot < ids.size(); ++slot) {
-    if (found[slot]) saved->meta[slot].disk = RowMeta::kOlder;
+  if (in->size() >= sizeof(kMagicOnDisk) &&
+      std::memcmp(in->data(), kMagicOnDisk, sizeof(kMagicOnDisk)) == 0) {
+    // A table with storage saves whole: the changes replace the state.
+    ASSIGN_OR_RETURN(*saved, Parse(in));
+    return absl::OkStatus();
   }
-  return absl::OkStatus();
+  return ApplyRowChanges(RowFormat{&config_, table_, stride_, keeps_meta()}, in,
+                         saved);
 }
 
 void RowTable::ReadDiskLocked(absl::Span<const uint64_t> ids,
@@ -655,32 +645,6 @@ void RowTable::ReadBackLocked(absl::Span<const uint64_t> ids) {
     ++n;
   }
   rows_read_back_ += n;
-}
-
-absl::Status RowTable::ForEachMovedSince(
-    int64_t since,
-    const std::function<void(uint64_t, const float*, const RowMeta&)>& f)
-    const {
-  absl::flat_hash_set<uint64_t> seen;
-  std::vector<uint64_t> ids;
-  tier_->moved().ForEachSince(since + 1, [&](uint64_t id) {
-    if (!index_.contains(id) && seen.insert(id).second) ids.push_back(id);
-  });
-  std::vector<float> rows(kSweepRows * stride_);
-  std::vector<RowMeta> meta(kSweepRows);
-  std::vector<bool> found;
-  for (size_t begin = 0; begin < ids.size(); begin += kSweepRows) {
-    const size_t n = std::min<size_t>(kSweepRows, ids.size() - begin);
-    RETURN_IF_ERROR(tier_->spill().Get(absl::MakeConstSpan(&ids[begin], n),
-                                       rows.data(), absl::MakeSpan(meta),
-                                       &found));
-    for (size_t i = 0; i < n; ++i) {
-      if (found[i] && meta[i].last > since) {
-        f(ids[begin + i], &rows[i * stride_], meta[i]);
-      }
-    }
-  }
-  return absl::OkStatus();
 }
 
 uint64_t RowTable::MoveOut() {
@@ -738,7 +702,6 @@ uint64_t RowTable::MoveOut() {
       const bool wrote = written.contains(m.id);
       if (EvictionKey(memory_order_, m) == victims[i].key &&
           (wrote || m.disk == RowMeta::kSame)) {
-        if (track_changes_) tier->moved().Add(m.last, m.id);
         RemoveRow(it->second, /*dropped=*/false);
         ++moved;
       } else if (wrote) {  // Pushed since: the disk's copy is older.

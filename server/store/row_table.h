@@ -18,11 +18,12 @@
 // RowTier::MemoryRows rows stay in memory: past them the evictor's thread
 // moves the least recently pushed out to the table's RowTier (RocksDB on
 // the server's disk) beside the pushes, and a row touched again is read
-// back — into memory by a push, into the reply alone by a pull. A full
-// save writes every row onto the disk and snapshots it (the save holds
-// the snapshot's folder); an incremental one reads back the rows moved
-// out since. A failed read of the disk stops the server: its checkpoint
-// restores it.
+// back — into memory by a push, into the reply alone by a pull. Every
+// save, full or incremental, writes the rows memory changed onto the disk
+// and snapshots it (the save holds the snapshot's folder; the snapshots
+// share the files that did not change, hard-linked), so no save copies
+// the table into memory. A failed read of the disk stops the server: its
+// checkpoint restores it.
 //
 // An update gathers the touched rows into contiguous buffers, runs the
 // dense Optimizer over them (element-wise, so equal to the dense update of
@@ -152,11 +153,15 @@ class RowTable {
   // the saves), then every row pushed or created after it, whole (values,
   // slots, last update, count), with the steps and the clock now.
   // Requires TrackChanges.
-  absl::Status SaveChanges(int64_t since, std::string* out) const
-      ABSL_LOCKS_EXCLUDED(mu_);
+  // With storage: a Save (into `snapshot_dir`), whose files the snapshots
+  // before it share (hard links) where they did not change.
+  absl::Status SaveChanges(int64_t since, std::string* out,
+                           const std::string& snapshot_dir = "")
+      ABSL_LOCKS_EXCLUDED(mu_, write_mu_);
   // Reads a SaveChanges from the front of `*in` (which moves past it) onto
   // `saved`, a Parse of the state at the delta's `since`: the dropped rows
-  // leave, the changed ones are replaced or added. FailedPrecondition when
+  // leave, the changed ones are replaced or added (with storage: the
+  // snapshot replaces `saved`). FailedPrecondition when
   // `saved` is at another update; on any error `saved` may be part-way.
   absl::Status ParseChangesInto(absl::string_view* in, Saved* saved) const;
   // Forgets the dropped rows' ids from before update `clock` (a full save
@@ -203,12 +208,7 @@ class RowTable {
                       std::vector<RowMeta>* meta,
                       std::vector<bool>* found) const
       ABSL_SHARED_LOCKS_REQUIRED(mu_);
-  // With storage and tracked changes: the rows on disk (not in memory)
-  // pushed after `since`, with their meta, calling f(id, row, meta).
-  absl::Status ForEachMovedSince(
-      int64_t since,
-      const std::function<void(uint64_t, const float*, const RowMeta&)>& f)
-      const ABSL_SHARED_LOCKS_REQUIRED(mu_);
+
   // The sweep's victims: (key at the scan, id), expired rows first.
   struct Victim {
     uint64_t key;

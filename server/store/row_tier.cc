@@ -34,18 +34,20 @@ absl::StatusOr<std::unique_ptr<RowTier>> RowTier::Open(const std::string& dir,
   absl::StatusOr<std::unique_ptr<RowSpill>> spill =
       RowSpill::Open(dir + "/g0", SpillOptions(stride));
   if (!spill.ok()) return spill.status();
-  return std::unique_ptr<RowTier>(new RowTier(dir, 0, *std::move(spill)));
+  return std::unique_ptr<RowTier>(new RowTier(dir, *std::move(spill)));
 }
 
 absl::StatusOr<std::unique_ptr<RowTier>> RowTier::OpenFrom(
     const std::string& snapshot, uint64_t rows) const {
-  const int generation = generation_ + 1;
+  // Folders of their own: a restore may open several before it installs
+  // one (a full checkpoint's, then its delta's).
+  static std::atomic<int> generations{1};
+  const int generation = generations++;
   absl::StatusOr<std::unique_ptr<RowSpill>> spill =
       RowSpill::OpenFrom(snapshot, absl::StrCat(dir_, "/g", generation),
                          SpillOptions(spill_->stride()));
   if (!spill.ok()) return spill.status();
-  std::unique_ptr<RowTier> tier(
-      new RowTier(dir_, generation, *std::move(spill)));
+  std::unique_ptr<RowTier> tier(new RowTier(dir_, *std::move(spill)));
   tier->rows_ = rows;
   return tier;
 }

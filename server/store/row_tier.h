@@ -1,8 +1,7 @@
 // RowTier: the disk tier of an embedding table with storage
 // (model.embeddings[i].storage; docs/sparse-tables.md, "Rows beyond
 // memory"): the table's RowSpill, the folders it lives in, how many
-// distinct rows the disk holds, and which rows moved out of memory since
-// the last durable full save (what an incremental save reads back).
+// distinct rows the disk holds.
 //
 // The table (row_table.h) keeps at most MemoryRows rows in memory; a row
 // it holds in memory is the row, whatever the disk holds of it (RowMeta's
@@ -51,24 +50,15 @@ class RowTier {
   // Writes a Snapshot of the disk into `dir` (its parents made).
   absl::Status Snapshot(const std::string& dir) const;
 
-  // Rows moved out of memory, by their last update, for SaveChanges and
-  // Export since an update (only while the table tracks changes).
-  DroppedRows& moved() { return moved_; }
-  const DroppedRows& moved() const { return moved_; }
-
  private:
-  RowTier(std::string dir, int generation, std::unique_ptr<RowSpill> spill)
-      : dir_(std::move(dir)),
-        generation_(generation),
-        spill_(std::move(spill)) {}
+  RowTier(std::string dir, std::unique_ptr<RowSpill> spill)
+      : dir_(std::move(dir)), spill_(std::move(spill)) {}
   static RowSpill::Options SpillOptions(size_t stride);
 
   const std::string dir_;  // The table's folder; the spill in dir_/gN.
-  const int generation_;
   std::unique_ptr<RowSpill> spill_;
   // Written by a move outside the table's lock, read under it.
   std::atomic<uint64_t> rows_{0};
-  DroppedRows moved_;
 };
 
 }  // namespace paramd

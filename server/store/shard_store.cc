@@ -265,20 +265,22 @@ absl::Status ShardStore::SaveState(std::string* out) const {
   SaveDenseLocked(kFormat, out);
   // Then the tables' rows (none for a dense model).
   for (const auto& table : tables_) {
-    std::string snapshot;
-    if (table->config().storage.enabled() && snapshot_dirs_) {
-      // A folder of its own: a version may be saved twice.
-      const std::string base =
-          absl::StrCat(snapshot_dirs_(version_), "/", table->config().name);
-      snapshot = base;
-      std::error_code e;
-      for (int n = 2; std::filesystem::exists(snapshot, e); ++n) {
-        snapshot = absl::StrCat(base, "-", n);
-      }
-    }
-    RETURN_IF_ERROR(table->Save(out, snapshot));
+    RETURN_IF_ERROR(table->Save(out, SnapshotDirLocked(*table)));
   }
   return absl::OkStatus();
+}
+
+std::string ShardStore::SnapshotDirLocked(const RowTable& table) const {
+  if (!table.config().storage.enabled() || !snapshot_dirs_) return "";
+  // A folder of its own: a version may be saved twice.
+  const std::string base =
+      absl::StrCat(snapshot_dirs_(version_), "/", table.config().name);
+  std::string dir = base;
+  std::error_code e;
+  for (int n = 2; std::filesystem::exists(dir, e); ++n) {
+    dir = absl::StrCat(base, "-", n);
+  }
+  return dir;
 }
 
 absl::Status ShardStore::SaveChanges(absl::Span<const int64_t> since,
@@ -286,7 +288,8 @@ absl::Status ShardStore::SaveChanges(absl::Span<const int64_t> since,
   absl::ReaderMutexLock lock(&mu_);
   SaveDenseLocked(kFormatChanges, out);
   for (size_t t = 0; t < tables_.size(); ++t) {
-    RETURN_IF_ERROR(tables_[t]->SaveChanges(since[t], out));
+    RETURN_IF_ERROR(
+        tables_[t]->SaveChanges(since[t], out, SnapshotDirLocked(*tables_[t])));
   }
   return absl::OkStatus();
 }

@@ -276,6 +276,10 @@ class ShardStore {
   };
   void SaveDenseLocked(uint32_t format, std::string* out) const
       ABSL_SHARED_LOCKS_REQUIRED(mu_);
+  // Where a save at this version puts `table`'s disk snapshot ("" without
+  // storage or snapshot_dirs_).
+  std::string SnapshotDirLocked(const RowTable& table) const
+      ABSL_SHARED_LOCKS_REQUIRED(mu_);
   absl::Status ParseDense(absl::string_view* bytes, uint32_t format,
                           DenseState* out) const;
   // AdvanceVersionTo, with mu_ held.
