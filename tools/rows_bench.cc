@@ -23,7 +23,9 @@
 //       [--storage BYTES] (the table's storage: at most BYTES of rows in
 //       memory on each server, the rest on disk in the run's folder)
 //       [--checkpoint_every N [--full_every K]] (checkpoints every N
-//       versions, every K-th full)
+//       versions, every K-th full) [--kill_server_after S] (the last
+//       server SIGKILLed S seconds into training and started again: it
+//       restores from its checkpoint)
 //       (the table's admission and eviction, as the job file's mappings;
 //       --export: after training, paramctl export's code writes the model
 //       into DIR, then a ServedModel loads it and looks rows up, timed)
@@ -55,6 +57,7 @@
 #include "tools/ctl/rpc/status_client.h"
 #include "tools/ctl/supervisor.h"
 #include "tools/rows/click_log.h"
+#include "tools/rows/export_serve.h"
 #include "tools/rows/index_bench.h"
 #include "tools/serve/served_model.h"
 
@@ -78,6 +81,7 @@ struct BenchOptions {
   std::string export_dir;           // --export; "": none.
   uint64_t storage_bytes = 0;       // --storage; 0: rows in memory.
   int checkpoint_every = 0, full_every = 0;
+  int kill_after = 0;  // --kill_server_after SECONDS; 0: none.
   ClickLogOptions log;
 };
 
@@ -165,6 +169,7 @@ absl::StatusOr<BenchOptions> ParseOptions(const ParsedFlags& f) {
   o.storage_bytes = std::stoull(f.Get("storage", "0"));
   ASSIGN_OR_RETURN(o.checkpoint_every, f.GetInt("checkpoint_every", 0));
   ASSIGN_OR_RETURN(o.full_every, f.GetInt("full_every", 0));
+  ASSIGN_OR_RETURN(o.kill_after, f.GetInt("kill_server_after", 0));
   if (o.batch < 1 || o.workers < 1 || o.servers < 1 ||
       o.samples < int64_t{o.batch} * o.workers || !(o.log.zipf > 1)) {
     return absl::InvalidArgumentError(
@@ -209,6 +214,7 @@ ServerTotals QueryServers(ServerProcesses& servers) {
     t.rss += RssBytes(servers.pid(static_cast<int>(k)));
     t.peak_rss =
         std::max(t.peak_rss, PeakRssBytes(servers.pid(static_cast<int>(k))));
+    t.peak_rss = std::max(t.peak_rss, servers.killed_peak_rss());
   }
   return t;
 }
@@ -299,49 +305,6 @@ struct WorkerRun {
 // Runs o.workers paramd-workers on `job` against `servers` until all have
 // ended; an error when one could not start or failed (naming it), or a
 // server failed meanwhile.
-// Exports the trained model from `servers` into `dir` (whole), loads it as
-// paramd-serve does and looks up 100,000 random ids of table 0; prints the
-// times.
-absl::Status ExportAndServe(const JobConfig& config, ServerProcesses& servers,
-                            const std::string& dir) {
-  ExportOptions options;
-  options.addresses = servers.addresses();
-  options.out = dir;
-  absl::Time start = absl::Now();
-  ASSIGN_OR_RETURN(const ExportSummary done,
-                   ExportJob(config, options, LocalFileSystem()));
-  const double export_seconds = absl::ToDoubleSeconds(absl::Now() - start);
-  const double mb = (done.rows * (8 + 4.0 * config.model.embeddings[0].dim) +
-                     4.0 * done.tensor_values) /
-                    1e6;
-  start = absl::Now();
-  ASSIGN_OR_RETURN(std::unique_ptr<ServedModel> model,
-                   ServedModel::Load(LocalFileSystem(), dir));
-  const double load_seconds = absl::ToDoubleSeconds(absl::Now() - start);
-  std::vector<uint64_t> ids(100000);
-  uint64_t x = 88172645463325252ull;
-  for (uint64_t& id : ids) {
-    x ^= x << 13, x ^= x >> 7, x ^= x << 17;
-    id = x % config.model.embeddings[0].rows;
-  }
-  std::vector<float> rows;
-  start = absl::Now();
-  RETURN_IF_ERROR(
-      model->Lookup(config.model.embeddings[0].name, ids, &rows).status());
-  const double lookup_seconds = absl::ToDoubleSeconds(absl::Now() - start);
-  std::printf(
-      "export: %llu rows and %llu tensor values (%.1f MB) from %zu "
-      "server(s) in %.1f s (%.0f MB/s: reading the pages %.1f s, merging "
-      "the shards' rows %.1f s, writing %.1f s) to %s; loaded as "
-      "paramd-serve does in %.1f s; 100,000 random lookups %.2f us each\n",
-      static_cast<unsigned long long>(done.rows),
-      static_cast<unsigned long long>(done.tensor_values), mb,
-      options.addresses.size(), export_seconds, mb / export_seconds,
-      done.read_seconds, done.order_seconds, done.write_seconds,
-      done.manifest.c_str(), load_seconds, lookup_seconds * 1e6 / ids.size());
-  return absl::OkStatus();
-}
-
 absl::StatusOr<WorkerRun> RunWorkers(const BenchOptions& o,
                                      const std::string& job,
                                      ServerProcesses* servers) {
@@ -358,8 +321,20 @@ absl::StatusOr<WorkerRun> RunWorkers(const BenchOptions& o,
     workers.push_back(*w);
   }
   int running = o.workers;
+  bool killed = o.kill_after <= 0;
   while (running > 0) {
-    for (int i : supervisor.Poll(absl::Seconds(1))) {
+    if (!killed && absl::Now() - start >= absl::Seconds(o.kill_after)) {
+      // The last server, SIGKILLed and started again from its checkpoint.
+      const pid_t old = servers->pid(o.servers - 1);
+      ASSIGN_OR_RETURN(const pid_t pid, servers->Restart(o.servers - 1));
+      std::printf(
+          "killed server %d (pid %d) after %d s; started again as "
+          "pid %d\n",
+          o.servers - 1, old, o.kill_after, pid);
+      std::fflush(stdout);
+      killed = true;
+    }
+    for (int i : servers->Poll(absl::Seconds(1))) {
       const ChildInfo& c = supervisor.child(i);
       bool is_worker = false;
       for (int w : workers) is_worker = is_worker || w == i;
@@ -434,7 +409,8 @@ int Driver(const BenchOptions& o) {
   }
   const ServerTotals totals = QueryServers(**servers);
   if (!o.export_dir.empty()) {
-    if (absl::Status s = ExportAndServe(*config, **servers, o.export_dir);
+    if (absl::Status s =
+            ExportAndServe(*config, (*servers)->addresses(), o.export_dir);
         !s.ok()) {
       std::fprintf(stderr, "%s\n", s.ToString().c_str());
       return 1;
@@ -454,16 +430,31 @@ int Driver(const BenchOptions& o) {
 
 int Main(int argc, char** argv) {
   SetUpProcess();
-  absl::StatusOr<ParsedFlags> flags =
-      ParseFlags(argc, argv, {"samples",     "batch",        "workers",
-                              "servers",     "dim",          "hidden",
-                              "fields",      "optimizer",    "lr",
-                              "policy",      "zipf",         "seed",
-                              "index_bench", "admission",    "eviction",
-                              "export",      "table_policy", "dense",
-                              "bottom",      "storage",      "checkpoint_every",
-                              "full_every"},
-                 {"keep_dir"});
+  absl::StatusOr<ParsedFlags> flags = ParseFlags(argc, argv,
+                                                 {"samples",
+                                                  "batch",
+                                                  "workers",
+                                                  "servers",
+                                                  "dim",
+                                                  "hidden",
+                                                  "fields",
+                                                  "optimizer",
+                                                  "lr",
+                                                  "policy",
+                                                  "zipf",
+                                                  "seed",
+                                                  "index_bench",
+                                                  "admission",
+                                                  "eviction",
+                                                  "export",
+                                                  "table_policy",
+                                                  "dense",
+                                                  "bottom",
+                                                  "storage",
+                                                  "checkpoint_every",
+                                                  "full_every",
+                                                  "kill_server_after"},
+                                                 {"keep_dir"});
   if (!flags.ok()) {
     std::fprintf(stderr, "%s\n", flags.status().ToString().c_str());
     return 2;

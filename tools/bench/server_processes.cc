@@ -1,6 +1,11 @@
 #include "tools/bench/server_processes.h"
 
+#include <signal.h>
+
+#include <algorithm>
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <fstream>
 
 #include "absl/strings/str_cat.h"
@@ -48,6 +53,8 @@ absl::StatusOr<std::unique_ptr<ServerProcesses>> ServerProcesses::Start(
     const std::string& dir, const std::string& tag, absl::Duration timeout,
     const RemoteHosts* where) {
   auto servers = std::unique_ptr<ServerProcesses>(new ServerProcesses());
+  servers->binary_ = binary;
+  servers->job_path_ = job_path;
   std::vector<std::string> port_files, hosts;
   for (int k = 0; k < shards; ++k) {
     port_files.push_back(absl::StrCat(dir, "/", tag, "-shard-", k, ".port"));
@@ -66,6 +73,7 @@ absl::StatusOr<std::unique_ptr<ServerProcesses>> ServerProcesses::Start(
     absl::StatusOr<int> index =
         servers->supervisor_.Spawn(absl::StrCat("server ", k), command);
     if (!index.ok()) return index.status();
+    servers->child_.push_back(*index);
   }
   servers->addresses_.assign(shards, "");
   const absl::Time deadline = absl::Now() + timeout;
@@ -93,5 +101,35 @@ absl::StatusOr<std::unique_ptr<ServerProcesses>> ServerProcesses::Start(
 }
 
 ServerProcesses::~ServerProcesses() { supervisor_.StopAll(absl::Seconds(5)); }
+
+std::vector<int> ServerProcesses::Poll(absl::Duration timeout) {
+  std::vector<int> exited = std::move(exited_);
+  exited_.clear();
+  if (!exited.empty()) timeout = absl::ZeroDuration();
+  for (int i : supervisor_.Poll(timeout)) exited.push_back(i);
+  return exited;
+}
+
+absl::StatusOr<pid_t> ServerProcesses::Restart(int shard) {
+  const int old = child_[shard];
+  if (kill(supervisor_.child(old).pid, SIGKILL) != 0) {
+    return absl::InternalError(
+        absl::StrCat("kill server ", shard, ": ", std::strerror(errno)));
+  }
+  while (supervisor_.child(old).running) {
+    for (int i : supervisor_.Poll(absl::Milliseconds(20))) {
+      if (i != old) exited_.push_back(i);
+    }
+  }
+  killed_peak_rss_ =
+      std::max(killed_peak_rss_, supervisor_.child(old).peak_rss_bytes);
+  absl::StatusOr<int> index = supervisor_.Spawn(
+      absl::StrCat("server ", shard),
+      {binary_, "--job", job_path_, "--shard", absl::StrCat(shard), "--listen",
+       addresses_[shard], "--log_level", "info"});
+  if (!index.ok()) return index.status();
+  child_[shard] = *index;
+  return supervisor_.child(*index).pid;
+}
 
 }  // namespace paramd

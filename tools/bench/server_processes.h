@@ -64,12 +64,17 @@ class ServerProcesses {
 
   // "HOST:PORT", by shard.
   const std::vector<std::string>& addresses() const { return addresses_; }
-  pid_t pid(int shard) const { return supervisor_.child(shard).pid; }
+  pid_t pid(int shard) const { return supervisor_.child(child_[shard]).pid; }
+  // SIGKILLs shard `shard`'s server, waits for it, and starts it again at
+  // its address (restoring from the job's checkpoints, if any; it logs at
+  // info, so that its restore shows); returns the new process's pid. Other children that exit meanwhile are
+  // reported by the next Poll.
+  absl::StatusOr<pid_t> Restart(int shard);
+  // The largest peak RSS of the servers killed by Restart (-1: none).
+  int64_t killed_peak_rss() const { return killed_peak_rss_; }
   // Lets their output flow for up to `timeout`; returns the shards whose
   // server exited meanwhile.
-  std::vector<int> Poll(absl::Duration timeout) {
-    return supervisor_.Poll(timeout);
-  }
+  std::vector<int> Poll(absl::Duration timeout);
   Supervisor& supervisor() { return supervisor_; }
 
  private:
@@ -77,6 +82,10 @@ class ServerProcesses {
 
   Supervisor supervisor_;
   std::vector<std::string> addresses_;
+  std::string binary_, job_path_;
+  std::vector<int> child_;  // The supervisor's index of each shard's server.
+  int64_t killed_peak_rss_ = -1;
+  std::vector<int> exited_;  // Seen by Restart, for the next Poll.
 };
 
 }  // namespace paramd
