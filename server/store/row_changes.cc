@@ -8,6 +8,22 @@
 #include "server/store/state_bytes.h"
 
 namespace paramd {
+namespace {
+
+constexpr char kMagic[4] = {'P', 'R', 'W', '2'};
+constexpr char kMagicBeforeClock[4] = {'P', 'R', 'O', 'W'};
+
+// A row whole, as a changes section holds it.
+void PutRow(const RowSlots& rows, uint32_t slot, std::string* out) {
+  const RowMeta& m = rows.meta(slot);
+  PutBytes(out, m.id);
+  out->append(reinterpret_cast<const char*>(rows.Row(slot)),
+              rows.stride() * sizeof(float));
+  PutBytes(out, m.last);
+  PutBytes(out, m.count);
+}
+
+}  // namespace
 
 void DroppedRows::ForgetBefore(int64_t clock) {
   const auto end = std::lower_bound(rows_.begin(), rows_.end(), clock,
@@ -15,6 +31,122 @@ void DroppedRows::ForgetBefore(int64_t clock) {
                                        int64_t c) { return r.first < c; });
   rows_.erase(rows_.begin(), end);
   if (rows_.capacity() > 2 * rows_.size() + 1024) rows_.shrink_to_fit();
+}
+
+void SaveRows(const RowFormat& format, const RowSlots& rows, int64_t steps,
+              int64_t clock, std::string* out) {
+  out->append(kMagic, sizeof(kMagic));
+  PutBytes(out, format.table);
+  PutBytes(out, static_cast<uint32_t>(format.stride));
+  PutBytes(out, steps);
+  PutBytes(out, clock);
+  PutBytes(out, static_cast<uint64_t>(rows.size()));
+  const bool meta = rows.keeps_meta();
+  PutBytes(out, static_cast<uint8_t>(meta));
+  const std::vector<uint64_t> ids = rows.IdsBySlot();
+  out->append(reinterpret_cast<const char*>(ids.data()), ids.size() * 8);
+  for (uint32_t slot = 0; slot < rows.size(); ++slot) {
+    out->append(reinterpret_cast<const char*>(rows.Row(slot)),
+                format.stride * sizeof(float));
+  }
+  if (!meta) return;
+  for (uint32_t slot = 0; slot < rows.size(); ++slot) {
+    PutBytes(out, rows.meta(slot).last);
+    PutBytes(out, rows.meta(slot).count);
+  }
+}
+
+absl::StatusOr<SavedRows> ParseRows(const RowFormat& format,
+                                    absl::string_view* in) {
+  const std::string what =
+      absl::StrCat("RestoreState: table '", format.config->name, "'");
+  ByteCursor cursor(*in);
+  char magic[sizeof(kMagic)];
+  uint32_t table = 0, stride = 0;
+  uint64_t count = 0;
+  SavedRows saved;
+  if (!cursor.Bytes(magic, sizeof(magic)) ||
+      (std::memcmp(magic, kMagic, sizeof(magic)) != 0 &&
+       std::memcmp(magic, kMagicBeforeClock, sizeof(magic)) != 0)) {
+    return absl::DataLossError(what + ": no rows in the state");
+  }
+  const bool clocked = std::memcmp(magic, kMagic, sizeof(magic)) == 0;
+  uint8_t has_meta = 0;
+  if (!cursor.Get(&table) || !cursor.Get(&stride) ||
+      !cursor.Get(&saved.steps) || (clocked && !cursor.Get(&saved.clock)) ||
+      !cursor.Get(&count) || (clocked && !cursor.Get(&has_meta))) {
+    return absl::DataLossError(what + ": truncated");
+  }
+  if (!clocked) saved.clock = saved.steps;
+  if (has_meta > 1) return absl::DataLossError(what + ": damaged");
+  if (table != format.table || stride != format.stride || count >= UINT32_MAX) {
+    return absl::FailedPreconditionError(
+        absl::StrCat(what, ": state is of table ", table, " with ", stride,
+                     " floats per row; expected table ", format.table, " with ",
+                     format.stride));
+  }
+  absl::string_view& left = *cursor.rest();
+  const uint64_t need = count * 8 + count * stride * sizeof(float) +
+                        (has_meta != 0 ? count * kRowMetaBytes : 0);
+  if (left.size() < need) {
+    return absl::DataLossError(what + ": truncated rows");
+  }
+  saved.rows = RowSlots(format.stride);
+  RowSlots& rows = saved.rows;
+  // A row saved without meta was last pushed at the save, once.
+  if (format.meta) rows.KeepMeta(saved.clock);
+  const char* values = left.data() + count * 8;
+  const char* meta = values + count * stride * sizeof(float);
+  for (uint64_t slot = 0; slot < count; ++slot) {
+    uint64_t id;
+    std::memcpy(&id, left.data() + slot * 8, 8);
+    if (id >= format.config->rows || rows.Contains(id)) {
+      return absl::DataLossError(
+          absl::StrCat(what, ": damaged (row id ", id, ")"));
+    }
+    const uint32_t s = rows.Add(id, saved.clock);
+    std::memcpy(rows.Row(s), values + slot * stride * sizeof(float),
+                stride * sizeof(float));
+    if (!format.meta) continue;
+    RowMeta& m = rows.meta(s);
+    m.count = 1;
+    if (has_meta == 0) continue;
+    std::memcpy(&m.last, meta + slot * kRowMetaBytes, 8);
+    std::memcpy(&m.count, meta + slot * kRowMetaBytes + 8, 4);
+  }
+  left.remove_prefix(need);
+  *in = left;
+  return saved;
+}
+
+void SaveRowChanges(const RowFormat& format, const RowSlots& rows,
+                    const DroppedRows& dropped, int64_t steps, int64_t clock,
+                    int64_t since, std::string* out) {
+  out->append(kRowChangesMagic, sizeof(kRowChangesMagic));
+  PutBytes(out, format.table);
+  PutBytes(out, static_cast<uint32_t>(format.stride));
+  PutBytes(out, steps);
+  PutBytes(out, clock);
+  PutBytes(out, since);
+  // The dropped ids (a row dropped and pushed again is in both lists: the
+  // drop goes first).
+  const size_t count_at = out->size();
+  PutBytes(out, uint64_t{0});
+  uint64_t count = 0;
+  dropped.ForEachSince(since, [&](uint64_t id) {
+    PutBytes(out, id);
+    ++count;
+  });
+  std::memcpy(&(*out)[count_at], &count, sizeof(count));
+  const size_t changed_at = out->size();
+  PutBytes(out, uint64_t{0});
+  uint64_t changed = 0;
+  for (uint32_t slot = 0; slot < rows.size(); ++slot) {
+    if (rows.meta(slot).last <= since) continue;
+    PutRow(rows, slot, out);
+    ++changed;
+  }
+  std::memcpy(&(*out)[changed_at], &changed, sizeof(changed));
 }
 
 absl::Status ApplyRowChanges(const RowFormat& format, absl::string_view* in,
@@ -45,18 +177,12 @@ absl::Status ApplyRowChanges(const RowFormat& format, absl::string_view* in,
         absl::StrCat(what, ": changes from update ", since, " to ", clock,
                      " do not follow a state at update ", saved->clock));
   }
-  // Parse keeps one RowMeta per row exactly when this table keeps them.
-  const bool with_meta = format.meta;
-  if (with_meta && saved->meta.size() != saved->size) {
+  // A table that saves changes keeps RowMeta (it tracks them), and so do
+  // its saves read back.
+  RowSlots& rows = saved->rows;
+  if (!format.meta || !rows.keeps_meta()) {
     return absl::InternalError(what + ": the state's rows have no meta");
   }
-  // Ids by slot, to move the last row into a dropped row's slot.
-  std::vector<uint64_t> ids(saved->size);
-  for (const auto& [id, slot] : saved->index) ids[slot] = id;
-  auto row_at = [&](uint32_t slot) {
-    return saved->slabs[slot / kRowSlabRows].get() +
-           (slot % kRowSlabRows) * format.stride;
-  };
   absl::string_view& left = *cursor.rest();
   if (left.size() / 8 < dropped) {
     return absl::DataLossError(what + ": truncated dropped rows");
@@ -64,19 +190,8 @@ absl::Status ApplyRowChanges(const RowFormat& format, absl::string_view* in,
   for (uint64_t i = 0; i < dropped; ++i) {
     uint64_t id;
     std::memcpy(&id, left.data() + i * 8, 8);
-    auto it = saved->index.find(id);
-    if (it == saved->index.end()) continue;  // Created and dropped since.
-    const uint32_t slot = it->second, last = saved->size - 1;
-    saved->index.erase(it);
-    if (slot != last) {
-      std::memcpy(row_at(slot), row_at(last), format.stride * sizeof(float));
-      if (with_meta) saved->meta[slot] = saved->meta[last];
-      ids[slot] = ids[last];
-      saved->index[ids[slot]] = slot;
-    }
-    if (with_meta) saved->meta.pop_back();
-    ids.pop_back();
-    --saved->size;
+    const uint32_t slot = rows.Find(id);
+    if (slot != RowSlots::kNone) rows.Remove(slot);  // Else: created since.
   }
   left.remove_prefix(dropped * 8);
   ByteCursor rows_cursor(left);
@@ -94,25 +209,17 @@ absl::Status ApplyRowChanges(const RowFormat& format, absl::string_view* in,
       return absl::DataLossError(
           absl::StrCat(what, ": damaged (row id ", id, ")"));
     }
-    auto [it, added] = saved->index.emplace(id, saved->size);
-    if (added) {
-      if (saved->size == UINT32_MAX - 1) {
+    uint32_t slot = rows.Find(id);
+    if (slot == RowSlots::kNone) {
+      if (rows.size() == UINT32_MAX - 1) {
         return absl::DataLossError(what + ": too many rows");
       }
-      if (saved->size / kRowSlabRows >= saved->slabs.size()) {
-        saved->slabs.push_back(
-            std::make_unique<float[]>(kRowSlabRows * format.stride));
-      }
-      if (with_meta) saved->meta.emplace_back();
-      ++saved->size;
+      slot = rows.Add(id);
     }
-    std::memcpy(row_at(it->second), p + 8, format.stride * sizeof(float));
-    if (with_meta) {
-      RowMeta& m = saved->meta[it->second];
-      m.id = id;
-      std::memcpy(&m.last, p + 8 + format.stride * sizeof(float), 8);
-      std::memcpy(&m.count, p + 16 + format.stride * sizeof(float), 4);
-    }
+    std::memcpy(rows.Row(slot), p + 8, format.stride * sizeof(float));
+    RowMeta& m = rows.meta(slot);
+    std::memcpy(&m.last, p + 8 + format.stride * sizeof(float), 8);
+    std::memcpy(&m.count, p + 16 + format.stride * sizeof(float), 4);
   }
   rows_cursor.rest()->remove_prefix(changed * row_bytes);
   saved->steps = steps;

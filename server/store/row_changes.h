@@ -1,7 +1,16 @@
-// What a table's incremental save (RowTable::SaveChanges) is made of, and
-// how one applies: the rows of a save read back (SavedRows), the log of
-// rows eviction dropped since the last full save (DroppedRows), and
-// ApplyRowChanges, which brings saved rows to a later save's state.
+// A table's saved forms and how they read back: a full save of the rows in
+// memory (SaveRows, ParseRows), the log of rows eviction dropped since the
+// last full save (DroppedRows), and an incremental save — the changes
+// since an update (SaveRowChanges) — with ApplyRowChanges, which brings
+// a full save read back to the later state. RowTable calls them under its
+// lock; a table with storage saves its disk's snapshot instead
+// (row_table.h).
+//
+// A full save: "PRW2", table (u32), floats per row (u32), steps and clock
+// (i64 each), rows (u64), whether meta follows (u8), then by slot the ids
+// (u64 each), the rows (floats), and with meta each row's last update
+// (i64) and count (u32). "PROW", the format before, has no clock and no
+// meta.
 //
 // A changes section: "PRWD", table (u32), floats per row (u32), steps,
 // clock and since (i64 each), the count of dropped ids (u64) and the ids
@@ -13,33 +22,30 @@
 
 #include <cstdint>
 #include <memory>
+#include <string>
 #include <utility>
 #include <vector>
 
-#include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "common/config/table_config.h"
 #include "server/store/row_eviction.h"
+#include "server/store/row_slots.h"
 
 namespace paramd {
 
 class RowTier;
 
-// Rows per slab of a table's storage.
-constexpr size_t kRowSlabRows = 4096;
 constexpr char kRowChangesMagic[4] = {'P', 'R', 'W', 'D'};
 // A RowMeta as saved: last update, count.
 constexpr size_t kRowMetaBytes = sizeof(int64_t) + sizeof(uint32_t);
 
 // A table's rows read back from a save, checked, not yet installed.
 struct SavedRows {
-  absl::flat_hash_map<uint64_t, uint32_t> index;
-  std::vector<std::unique_ptr<float[]>> slabs;  // kRowSlabRows rows each.
-  uint32_t size = 0;
+  RowSlots rows;
   int64_t steps = 0;
   int64_t clock = 0;
-  std::vector<RowMeta> meta;  // By slot; empty if the table keeps none.
   // A table with storage: the disk the restored table will have.
   std::shared_ptr<RowTier> tier;
 };
@@ -66,7 +72,7 @@ class DroppedRows {
   std::vector<std::pair<int64_t, uint64_t>> rows_;
 };
 
-// What ApplyRowChanges checks a section against: the table it is for.
+// What a save is checked against: the table it is for.
 struct RowFormat {
   const EmbeddingTableConfig* config;
   uint32_t table;
@@ -74,6 +80,19 @@ struct RowFormat {
   bool meta;      // Whether the table keeps RowMeta (saved has one a row).
 };
 
+// Appends a full save of `rows` (with its meta when it keeps any).
+void SaveRows(const RowFormat& format, const RowSlots& rows, int64_t steps,
+              int64_t clock, std::string* out);
+// Reads a full save (PRW2 or PROW) from the front of `*in` (which moves past
+// it). DataLoss when damaged, FailedPrecondition when of another table.
+absl::StatusOr<SavedRows> ParseRows(const RowFormat& format,
+                                    absl::string_view* in);
+// Appends the changes after update `since`: the ids `dropped` holds from
+// `since` on, then every row of `rows` (which keeps meta) pushed or created
+// after it, whole, with the steps and the clock now.
+void SaveRowChanges(const RowFormat& format, const RowSlots& rows,
+                    const DroppedRows& dropped, int64_t steps, int64_t clock,
+                    int64_t since, std::string* out);
 // Reads a changes section from the front of `*in` (which moves past it)
 // onto `saved`, a save of the same table at the section's `since`: the
 // dropped rows leave (the last slot's row moving into each hole, as the

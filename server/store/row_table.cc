@@ -11,17 +11,7 @@
 #include "spdlog/spdlog.h"
 
 namespace paramd {
-namespace {
-
-// PRW2 adds the clock and, with eviction, each row's RowMeta; PROW (the
-// format before) is still read.
-constexpr char kMagic[4] = {'P', 'R', 'W', '2'};
-constexpr char kMagicBeforeClock[4] = {'P', 'R', 'O', 'W'};
-// A table with storage: its rows are in a disk snapshot.
-constexpr char kMagicOnDisk[4] = {'P', 'R', 'W', 'S'};
-constexpr size_t kMetaBytes = kRowMetaBytes;
-
-}  // namespace
+namespace {}  // namespace
 
 absl::StatusOr<std::unique_ptr<Optimizer>> MakeRowOptimizer(
     const EmbeddingTableConfig& config) {
@@ -47,7 +37,11 @@ RowTable::RowTable(const EmbeddingTableConfig& config, uint32_t table,
       table_(table),
       seed_(seed),
       optimizer_(std::move(optimizer)),
-      stride_(static_cast<size_t>(config.dim) * (1 + optimizer_->num_slots())) {
+      stride_(static_cast<size_t>(config.dim) * (1 + optimizer_->num_slots())),
+      held_(stride_) {
+  if (config.eviction.enabled() || config.storage.enabled()) {
+    held_.KeepMeta(0);
+  }
   if (config.admission.enabled()) {
     admission_ = std::make_unique<RowAdmission>(config.admission, table, seed);
   }
@@ -58,7 +52,8 @@ RowTable::RowTable(const EmbeddingTableConfig& config, uint32_t table,
 }
 
 absl::Status RowTable::OpenStorage(const std::string& dir) {
-  absl::StatusOr<std::unique_ptr<RowTier>> tier = RowTier::Open(dir, stride_);
+  absl::StatusOr<std::unique_ptr<RowTier>> tier =
+      RowTier::Open(dir, stride_, config_.storage.memory_bytes);
   if (!tier.ok()) {
     return absl::Status(tier.status().code(),
                         absl::StrCat("model.embeddings: table '", config_.name,
@@ -69,66 +64,12 @@ absl::Status RowTable::OpenStorage(const std::string& dir) {
   return absl::OkStatus();
 }
 
-uint64_t RowTable::rows_on_disk() const {
-  absl::ReaderMutexLock lock(&mu_);
-  return tier_ ? tier_->rows() : 0;
-}
-
-uint64_t RowTable::disk_bytes() const {
-  absl::ReaderMutexLock lock(&mu_);
-  return tier_ ? tier_->spill().DiskBytes() : 0;
-}
-
-float* RowTable::RowAt(uint32_t slot) {
-  return slabs_[slot / kSlabRows].get() + (slot % kSlabRows) * stride_;
-}
-
-const float* RowTable::RowAt(uint32_t slot) const {
-  return slabs_[slot / kSlabRows].get() + (slot % kSlabRows) * stride_;
-}
-
-uint32_t RowTable::AddSlot(uint64_t id) {
-  const uint32_t slot = size_++;
-  if (slot / kSlabRows >= slabs_.size()) {
-    slabs_.push_back(std::make_unique<float[]>(kSlabRows * stride_));
-  }
-  index_.emplace(id, slot);
-  if (keeps_meta()) meta_.push_back(RowMeta{id, clock_, 0});
-  return slot;
-}
-
 uint32_t RowTable::AddRow(uint64_t id) {
-  const uint32_t slot = AddSlot(id);
-  float* row = RowAt(slot);
+  const uint32_t slot = held_.Add(id, clock_);
+  float* row = held_.Row(slot);
   InitRow(config_, seed_, table_, id, absl::MakeSpan(row, config_.dim));
   std::fill(row + config_.dim, row + stride_, 0.0f);
   return slot;
-}
-
-void RowTable::RemoveRow(uint32_t slot, bool dropped) {
-  const uint32_t last = size_ - 1;
-  if (track_changes_ && dropped) removed_.Add(clock_, meta_[slot].id);
-  index_.erase(meta_[slot].id);
-  if (slot != last) {
-    std::memcpy(RowAt(slot), RowAt(last), stride_ * sizeof(float));
-    meta_[slot] = meta_[last];
-    index_[meta_[slot].id] = slot;
-  }
-  meta_.pop_back();
-  --size_;
-}
-
-std::vector<uint64_t> RowTable::IdsBySlotLocked() const {
-  std::vector<uint64_t> ids(size_);
-  for (const auto& [id, slot] : index_) ids[slot] = id;
-  return ids;
-}
-
-void RowTable::ShrinkLocked() {
-  const size_t needed = (size_ + kSlabRows - 1) / kSlabRows;
-  while (slabs_.size() > needed + 1) slabs_.pop_back();  // One spare.
-  if (meta_.capacity() > 2 * meta_.size() + kSlabRows) meta_.shrink_to_fit();
-  if (index_.capacity() > 4 * index_.size() + 1024) index_.rehash(0);
 }
 
 std::vector<RowTable::Victim> RowTable::ChooseVictims(const EvictionConfig& e) {
@@ -138,21 +79,21 @@ std::vector<RowTable::Victim> RowTable::ChooseVictims(const EvictionConfig& e) {
   uint64_t seen = 0;
   for (uint32_t begin = 0;; begin += kSweepRows) {
     absl::ReaderMutexLock lock(&mu_);
+    const uint32_t size = held_.size();
     if (begin == 0) {
       clock = clock_;
-      over = e.capacity_rows > 0 && size_ > e.capacity_rows;
+      over = e.capacity_rows > 0 && size > e.capacity_rows;
     }
-    const uint32_t end =
-        std::min<uint64_t>(size_, uint64_t{begin} + kSweepRows);
+    const uint32_t end = std::min<uint64_t>(size, uint64_t{begin} + kSweepRows);
     for (uint32_t slot = begin; slot < end; ++slot) {
-      const RowMeta& m = meta_[slot];
+      const RowMeta& m = held_.meta(slot);
       if (Expired(e, clock, m)) {
         expired.push_back(Victim{static_cast<uint64_t>(m.last), m.id, true});
       } else if (over) {
         ranked.push_back(Victim{EvictionKey(e, m), m.id, false});
       }
     }
-    if (end >= size_) {
+    if (end >= size) {
       seen = end;
       break;
     }
@@ -184,18 +125,19 @@ uint64_t RowTable::Sweep() {
     absl::MutexLock lock(&mu_);
     const size_t end = std::min(victims.size(), begin + kSweepRows);
     for (size_t i = begin; i < end; ++i) {
-      auto it = index_.find(victims[i].id);
-      if (it == index_.end()) continue;  // A restore replaced the rows.
-      const RowMeta& m = meta_[it->second];
+      const uint32_t slot = held_.Find(victims[i].id);
+      if (slot == RowSlots::kNone) continue;  // A restore replaced the rows.
+      const RowMeta& m = held_.meta(slot);
       // Pushed since the scan: it stays.
       const uint64_t key = victims[i].expired
                                ? static_cast<uint64_t>(m.last)
                                : EvictionKey(config_.eviction, m);
       if (key != victims[i].key) continue;
-      RemoveRow(it->second);
+      if (track_changes_) removed_.Add(clock_, m.id);
+      held_.Remove(slot);
       ++removed;
     }
-    ShrinkLocked();
+    held_.Shrink();
   }
   rows_evicted_ += removed;
   return removed;
@@ -205,23 +147,25 @@ void RowTable::Read(absl::Span<const uint64_t> ids, float* out) const {
   const size_t dim = config_.dim;
   absl::ReaderMutexLock lock(&mu_);
   std::vector<size_t> missed;
+  std::vector<uint64_t> disk_ids;
   for (size_t i = 0; i < ids.size(); ++i) {
     float* dest = out + i * dim;
-    auto it = index_.find(ids[i]);
-    if (it == index_.end()) {
-      InitRow(config_, seed_, table_, ids[i], absl::MakeSpan(dest, dim));
-      if (tier_ != nullptr) missed.push_back(i);
-    } else {
-      std::memcpy(dest, RowAt(it->second), dim * sizeof(float));
+    const uint32_t slot = held_.Find(ids[i]);
+    if (slot != RowSlots::kNone) {
+      std::memcpy(dest, held_.Row(slot), dim * sizeof(float));
+      continue;
+    }
+    InitRow(config_, seed_, table_, ids[i], absl::MakeSpan(dest, dim));
+    if (tier_ != nullptr) {
+      missed.push_back(i);
+      disk_ids.push_back(ids[i]);
     }
   }
   if (missed.empty()) return;
-  std::vector<uint64_t> disk_ids;
-  for (size_t i : missed) disk_ids.push_back(ids[i]);
   std::vector<float> rows;
   std::vector<RowMeta> meta;
   std::vector<bool> found;
-  ReadDiskLocked(disk_ids, &rows, &meta, &found);
+  tier_->Read(disk_ids, &rows, &meta, &found, config_.name);
   for (size_t n = 0; n < missed.size(); ++n) {
     if (!found[n]) continue;
     std::memcpy(out + missed[n] * dim, &rows[n * stride_], dim * sizeof(float));
@@ -230,12 +174,12 @@ void RowTable::Read(absl::Span<const uint64_t> ids, float* out) const {
 
 bool RowTable::Holds(uint64_t id) const {
   absl::ReaderMutexLock lock(&mu_);
-  if (index_.contains(id)) return true;
+  if (held_.Contains(id)) return true;
   if (tier_ == nullptr) return false;
   std::vector<float> row;
   std::vector<RowMeta> meta;
   std::vector<bool> found;
-  ReadDiskLocked(absl::MakeConstSpan(&id, 1), &row, &meta, &found);
+  tier_->Read(absl::MakeConstSpan(&id, 1), &row, &meta, &found, config_.name);
   return found[0];
 }
 
@@ -247,14 +191,16 @@ void RowTable::Apply(absl::Span<const uint64_t> ids,
   const int64_t step = steps_ + 1;
   const int64_t clock = ++clock_;
   const bool evicting = config_.eviction.enabled() || tier_ != nullptr;
-  const bool meta = keeps_meta();
-  if (tier_ != nullptr) ReadBackLocked(ids);
+  const bool meta = held_.keeps_meta();
+  if (tier_ != nullptr) {
+    rows_read_back_ += tier_->ReadBack(ids, &held_, config_.name);
+  }
   where_.clear();
   taken_.clear();
   for (size_t i = 0; i < ids.size(); ++i) {
-    auto it = index_.find(ids[i]);
-    if (it != index_.end()) {
-      where_.push_back(it->second);
+    const uint32_t slot = held_.Find(ids[i]);
+    if (slot != RowSlots::kNone) {
+      where_.push_back(slot);
     } else if (admission_ == nullptr || admission_->Admit(ids[i], step)) {
       where_.push_back(AddRow(ids[i]));
     } else {
@@ -262,7 +208,7 @@ void RowTable::Apply(absl::Span<const uint64_t> ids,
     }
     taken_.push_back(i);
     if (meta) {
-      RowMeta& m = meta_[where_.back()];
+      RowMeta& m = held_.meta(where_.back());
       m.last = clock;
       if (m.count < UINT32_MAX) ++m.count;
       if (m.disk == RowMeta::kSame) m.disk = RowMeta::kOlder;
@@ -270,7 +216,7 @@ void RowTable::Apply(absl::Span<const uint64_t> ids,
   }
   const size_t k = where_.size();
   rows_not_admitted_ += ids.size() - k;
-  if (evicting && SweepDue(sweep_order(), clock, last_sweep_, size_)) {
+  if (evicting && SweepDue(sweep_order(), clock, last_sweep_, held_.size())) {
     sweep_due_ = true;
   }
   if (k == 0) return;    // Nothing to step: the table's step count stays.
@@ -283,249 +229,105 @@ void RowTable::Apply(absl::Span<const uint64_t> ids,
     grads = grads_;
   }
   params_.resize(k * dim);
-  slots_.resize(num_slots);
-  for (auto& s : slots_) s.resize(k * dim);
+  gathered_slots_.resize(num_slots);
+  for (auto& s : gathered_slots_) s.resize(k * dim);
   for (size_t i = 0; i < k; ++i) {
-    const float* row = RowAt(where_[i]);
+    const float* row = held_.Row(where_[i]);
     std::memcpy(&params_[i * dim], row, dim * sizeof(float));
     for (int s = 0; s < num_slots; ++s) {
-      std::memcpy(&slots_[s][i * dim], row + (s + 1) * dim,
+      std::memcpy(&gathered_slots_[s][i * dim], row + (s + 1) * dim,
                   dim * sizeof(float));
     }
   }
   ++steps_;
   optimizer_->Apply(absl::MakeSpan(params_), grads, scale,
-                    absl::MakeSpan(slots_), steps_);
+                    absl::MakeSpan(gathered_slots_), steps_);
   for (size_t i = 0; i < k; ++i) {
-    float* row = RowAt(where_[i]);
+    float* row = held_.Row(where_[i]);
     std::memcpy(row, &params_[i * dim], dim * sizeof(float));
     for (int s = 0; s < num_slots; ++s) {
-      std::memcpy(row + (s + 1) * dim, &slots_[s][i * dim],
+      std::memcpy(row + (s + 1) * dim, &gathered_slots_[s][i * dim],
                   dim * sizeof(float));
     }
   }
 }
 
-uint64_t RowTable::rows_in_memory() const {
-  absl::ReaderMutexLock lock(&mu_);
-  return size_;
-}
-
 uint64_t RowTable::rows() const {
   absl::ReaderMutexLock lock(&mu_);
-  if (tier_ == nullptr) return size_;
+  if (tier_ == nullptr) return held_.size();
   uint64_t both = 0;  // In memory and on disk.
-  for (uint32_t slot = 0; slot < size_; ++slot) {
-    both += meta_[slot].disk != RowMeta::kNone;
+  for (uint32_t slot = 0; slot < held_.size(); ++slot) {
+    both += held_.meta(slot).disk != RowMeta::kNone;
   }
-  return size_ + tier_->rows() - both;
+  return held_.size() + tier_->rows() - both;
 }
 
 uint64_t RowTable::bytes() const {
   absl::ReaderMutexLock lock(&mu_);
-  const uint64_t slabs = slabs_.size() * kSlabRows * stride_ * sizeof(float);
-  // A Swiss table entry is its value plus one control byte.
-  const uint64_t index =
-      index_.capacity() * (sizeof(std::pair<const uint64_t, uint32_t>) + 1);
-  return slabs + index + meta_.capacity() * sizeof(RowMeta) + removed_.bytes() +
+  return held_.bytes() + removed_.bytes() +
          (admission_ ? admission_->bytes() : 0);
 }
 
-int64_t RowTable::clock() const {
-  absl::ReaderMutexLock lock(&mu_);
-  return clock_;
-}
-
-int64_t RowTable::steps() const {
-  absl::ReaderMutexLock lock(&mu_);
-  return steps_;
-}
-
 absl::Status RowTable::Save(std::string* out, const std::string& snapshot_dir) {
-  if (config_.storage.enabled()) {
-    bool on_disk;
-    {
-      absl::ReaderMutexLock lock(&mu_);
-      on_disk = tier_ != nullptr;
-    }
-    if (on_disk) return SaveToDisk(snapshot_dir, out);
-  }
+  if (on_disk()) return SaveToDisk(snapshot_dir, out);
   absl::ReaderMutexLock lock(&mu_);
-  out->append(kMagic, sizeof(kMagic));
-  PutBytes(out, table_);
-  PutBytes(out, static_cast<uint32_t>(stride_));
-  PutBytes(out, steps_);
-  PutBytes(out, clock_);
-  PutBytes(out, static_cast<uint64_t>(size_));
-  const bool meta = keeps_meta();
-  PutBytes(out, static_cast<uint8_t>(meta));
-  // By slot: the ids in slot order, then the slabs' rows, then each row's
-  // last update and count.
-  const std::vector<uint64_t> ids = IdsBySlotLocked();
-  out->append(reinterpret_cast<const char*>(ids.data()), ids.size() * 8);
-  for (uint32_t slot = 0; slot < size_; ++slot) {
-    out->append(reinterpret_cast<const char*>(RowAt(slot)),
-                stride_ * sizeof(float));
-  }
-  if (!meta) return absl::OkStatus();
-  for (const RowMeta& m : meta_) {
-    PutBytes(out, m.last);
-    PutBytes(out, m.count);
-  }
+  SaveRows(Format(), held_, steps_, clock_, out);
   return absl::OkStatus();
 }
 
 absl::StatusOr<RowTable::Saved> RowTable::Parse(absl::string_view* in) const {
   const std::string what =
       absl::StrCat("RestoreState: table '", config_.name, "'");
-  ByteCursor cursor(*in);
-  char magic[sizeof(kMagic)];
-  uint32_t table = 0, stride = 0;
-  uint64_t rows = 0;
-  Saved saved;
-  if (!cursor.Bytes(magic, sizeof(magic)) ||
-      (std::memcmp(magic, kMagic, sizeof(magic)) != 0 &&
-       std::memcmp(magic, kMagicBeforeClock, sizeof(magic)) != 0 &&
-       std::memcmp(magic, kMagicOnDisk, sizeof(magic)) != 0)) {
-    return absl::DataLossError(what + ": no rows in the state");
-  }
-  const bool on_disk = std::memcmp(magic, kMagicOnDisk, sizeof(magic)) == 0;
-  uint32_t path_bytes = 0;
-  std::string snapshot;
-  if (on_disk &&
-      (!cursor.Get(&table) || !cursor.Get(&stride) ||
-       !cursor.Get(&saved.steps) || !cursor.Get(&saved.clock) ||
-       !cursor.Get(&rows) || !cursor.Get(&path_bytes) || path_bytes > 65536 ||
-       !cursor.Bytes((snapshot.resize(path_bytes), snapshot.data()),
-                     path_bytes))) {
-    return absl::DataLossError(what + ": truncated");
-  }
-  if (on_disk) {
-    if (table != table_ || stride != stride_) {
-      return absl::FailedPreconditionError(absl::StrCat(
-          what, ": state is of table ", table, " with ", stride,
-          " floats per row; expected table ", table_, " with ", stride_));
+  absl::ReaderMutexLock lock(&mu_);
+  if (!RowTier::IsSave(*in)) {
+    ASSIGN_OR_RETURN(Saved saved, ParseRows(Format(), in));
+    if (tier_ != nullptr) {  // The state has no rows on disk.
+      ASSIGN_OR_RETURN(saved.tier, tier_->OpenFrom("", 0));
     }
-    absl::ReaderMutexLock lock(&mu_);
-    if (tier_ == nullptr) {
-      return absl::FailedPreconditionError(
-          absl::StrCat(what, ": its rows are on disk (", snapshot,
-                       ") and the table has no storage"));
-    }
-    absl::StatusOr<std::unique_ptr<RowTier>> tier =
-        tier_->OpenFrom(snapshot, rows);
-    if (!tier.ok()) {
-      return absl::Status(tier.status().code(),
-                          absl::StrCat(what, ": ", tier.status().message()));
-    }
-    saved.tier = *std::move(tier);
-    *in = *cursor.rest();
     return saved;
   }
-  const bool clocked = std::memcmp(magic, kMagic, sizeof(magic)) == 0;
-  uint8_t has_meta = 0;
-  if (!cursor.Get(&table) || !cursor.Get(&stride) ||
-      !cursor.Get(&saved.steps) || (clocked && !cursor.Get(&saved.clock)) ||
-      !cursor.Get(&rows) || (clocked && !cursor.Get(&has_meta))) {
-    return absl::DataLossError(what + ": truncated");
+  if (tier_ == nullptr) {
+    return absl::FailedPreconditionError(
+        what + ": its rows are on disk and the table has no storage");
   }
-  if (!clocked) saved.clock = saved.steps;
-  if (has_meta > 1) return absl::DataLossError(what + ": damaged");
-  if (table != table_ || stride != stride_ || rows >= UINT32_MAX) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        what, ": state is of table ", table, " with ", stride,
-        " floats per row; expected table ", table_, " with ", stride_));
-  }
-  absl::string_view& left = *cursor.rest();
-  const uint64_t need = rows * 8 + rows * stride * sizeof(float) +
-                        (has_meta != 0 ? rows * kMetaBytes : 0);
-  if (left.size() < need) {
-    return absl::DataLossError(what + ": truncated rows");
-  }
-  saved.index.reserve(rows);
-  for (uint64_t slot = 0; slot < rows; ++slot) {
-    uint64_t id;
-    std::memcpy(&id, left.data() + slot * 8, 8);
-    if (id >= config_.rows ||
-        !saved.index.emplace(id, static_cast<uint32_t>(slot)).second) {
-      return absl::DataLossError(
-          absl::StrCat(what, ": damaged (row id ", id, ")"));
-    }
-  }
-  const char* values = left.data() + rows * 8;
-  for (uint64_t slot = 0; slot < rows; ++slot) {
-    if (slot % kSlabRows == 0) {
-      saved.slabs.push_back(std::make_unique<float[]>(kSlabRows * stride_));
-    }
-    std::memcpy(saved.slabs.back().get() + (slot % kSlabRows) * stride_,
-                values + slot * stride_ * sizeof(float),
-                stride_ * sizeof(float));
-  }
-  const bool meta_kept = keeps_meta();
-  if (meta_kept) saved.meta.resize(rows);
-  for (const auto& [id, slot] : saved.index) {
-    if (meta_kept) saved.meta[slot] = RowMeta{id, saved.clock, 1};
-  }
-  if (has_meta != 0 && meta_kept) {
-    const char* meta = values + rows * stride_ * sizeof(float);
-    for (uint64_t slot = 0; slot < rows; ++slot) {
-      std::memcpy(&saved.meta[slot].last, meta + slot * kMetaBytes, 8);
-      std::memcpy(&saved.meta[slot].count, meta + slot * kMetaBytes + 8, 4);
-    }
-  }
-  saved.size = static_cast<uint32_t>(rows);
-  left.remove_prefix(need);
-  *in = left;
-  absl::ReaderMutexLock lock(&mu_);
-  if (tier_ != nullptr) {  // The state has no rows on disk.
-    absl::StatusOr<std::unique_ptr<RowTier>> tier = tier_->OpenFrom("", 0);
-    if (!tier.ok()) return tier.status();
-    saved.tier = *std::move(tier);
-  }
-  return saved;
+  return tier_->Parse(Format(), in);
 }
 
 void RowTable::Install(Saved saved) {
   absl::MutexLock lock(&mu_);
-  index_ = std::move(saved.index);
-  slabs_ = std::move(saved.slabs);
-  size_ = saved.size;
+  held_ = std::move(saved.rows);
   steps_ = saved.steps;
   clock_ = saved.clock;
   last_sweep_ = saved.clock;
-  meta_ = std::move(saved.meta);
   removed_.Clear();
   if (saved.tier != nullptr) tier_ = std::move(saved.tier);
   sweep_due_ = (config_.eviction.enabled() || tier_ != nullptr) &&
-               SweepDue(sweep_order(), clock_, last_sweep_, size_);
+               SweepDue(sweep_order(), clock_, last_sweep_, held_.size());
 }
 
 void RowTable::TrackChanges() {
   absl::MutexLock lock(&mu_);
   if (track_changes_.load()) return;
-  if (!config_.eviction.enabled()) {
-    meta_.resize(size_);
-    for (const auto& [id, slot] : index_) meta_[slot] = RowMeta{id, clock_, 1};
-  }
+  held_.KeepMeta(clock_);
   track_changes_ = true;
 }
 
 int64_t RowTable::Export(int64_t since, Exported* out) const {
   const size_t dim = config_.dim;
   absl::ReaderMutexLock lock(&mu_);
-  const std::vector<uint64_t> ids = IdsBySlotLocked();
   auto add = [out, dim](uint64_t id, const float* row) {
     out->ids.push_back(id);
     out->values.insert(out->values.end(), row, row + dim);
   };
-  for (uint32_t slot = 0; slot < size_; ++slot) {
-    if (since >= 0 && meta_[slot].last <= since) continue;
-    add(ids[slot], RowAt(slot));
+  const std::vector<uint64_t> ids = held_.IdsBySlot();
+  for (uint32_t slot = 0; slot < held_.size(); ++slot) {
+    if (since >= 0 && held_.meta(slot).last <= since) continue;
+    add(ids[slot], held_.Row(slot));
   }
   if (tier_ != nullptr) {  // The disk's rows: a scan.
     out->status = tier_->spill().ForEach(
         [&](uint64_t id, const float* row, const RowMeta& m) {
-          if ((since < 0 || m.last > since) && !index_.contains(id)) {
+          if ((since < 0 || m.last > since) && !held_.Contains(id)) {
             add(id, row);
           }
         });
@@ -542,109 +344,25 @@ void RowTable::ForgetRemovedBefore(int64_t clock) {
   removed_.ForgetBefore(clock);
 }
 
-uint64_t RowTable::removed_held() const {
-  absl::ReaderMutexLock lock(&mu_);
-  return removed_.size();
-}
-
 absl::Status RowTable::SaveChanges(int64_t since, std::string* out,
                                    const std::string& snapshot_dir) {
-  if (config_.storage.enabled()) {
-    bool on_disk;
-    {
-      absl::ReaderMutexLock lock(&mu_);
-      on_disk = tier_ != nullptr;
-    }
-    // A snapshot too: it shares the files of the snapshots before it.
-    if (on_disk) return SaveToDisk(snapshot_dir, out);
-  }
+  // With storage a snapshot too: it shares the files of the snapshots
+  // before it.
+  if (on_disk()) return SaveToDisk(snapshot_dir, out);
   absl::ReaderMutexLock lock(&mu_);
-  out->append(kRowChangesMagic, sizeof(kRowChangesMagic));
-  PutBytes(out, table_);
-  PutBytes(out, static_cast<uint32_t>(stride_));
-  PutBytes(out, steps_);
-  PutBytes(out, clock_);
-  PutBytes(out, since);
-  // The dropped ids (a row dropped and pushed again is in both lists: the
-  // drop goes first).
-  const size_t count_at = out->size();
-  PutBytes(out, uint64_t{0});
-  uint64_t dropped = 0;
-  removed_.ForEachSince(since, [&](uint64_t id) {
-    PutBytes(out, id);
-    ++dropped;
-  });
-  std::memcpy(&(*out)[count_at], &dropped, sizeof(dropped));
-  const size_t changed_at = out->size();
-  PutBytes(out, uint64_t{0});
-  uint64_t changed = 0;
-  for (uint32_t slot = 0; slot < size_ && slot < meta_.size(); ++slot) {
-    const RowMeta& m = meta_[slot];
-    if (m.last <= since) continue;
-    PutBytes(out, m.id);
-    out->append(reinterpret_cast<const char*>(RowAt(slot)),
-                stride_ * sizeof(float));
-    PutBytes(out, m.last);
-    PutBytes(out, m.count);
-    ++changed;
-  }
-  std::memcpy(&(*out)[changed_at], &changed, sizeof(changed));
+  SaveRowChanges(Format(), held_, removed_, steps_, clock_, since, out);
   return absl::OkStatus();
 }
 
 absl::Status RowTable::ParseChangesInto(absl::string_view* in,
                                         Saved* saved) const {
-  if (in->size() >= sizeof(kMagicOnDisk) &&
-      std::memcmp(in->data(), kMagicOnDisk, sizeof(kMagicOnDisk)) == 0) {
+  if (RowTier::IsSave(*in)) {
     // A table with storage saves whole: the changes replace the state.
     ASSIGN_OR_RETURN(*saved, Parse(in));
     return absl::OkStatus();
   }
-  return ApplyRowChanges(RowFormat{&config_, table_, stride_, keeps_meta()}, in,
-                         saved);
-}
-
-void RowTable::ReadDiskLocked(absl::Span<const uint64_t> ids,
-                              std::vector<float>* out,
-                              std::vector<RowMeta>* meta,
-                              std::vector<bool>* found) const {
-  out->resize(ids.size() * stride_);
-  meta->assign(ids.size(), RowMeta{});
-  absl::Status s =
-      tier_->spill().Get(ids, out->data(), absl::MakeSpan(*meta), found);
-  if (!s.ok()) {
-    // A row the disk cannot give back would be served or stepped from
-    // its initial values: stop, and let the checkpoint restore.
-    spdlog::critical(
-        "table '{}': reading rows back from disk failed: {}; the server "
-        "stops (its checkpoint restores it)",
-        config_.name, std::string(s.message()));
-    std::abort();
-  }
-}
-
-void RowTable::ReadBackLocked(absl::Span<const uint64_t> ids) {
-  std::vector<uint64_t> missed;
-  for (uint64_t id : ids) {
-    if (!index_.contains(id)) missed.push_back(id);
-  }
-  if (missed.empty()) return;
-  std::vector<float> rows;
-  std::vector<RowMeta> meta;
-  std::vector<bool> found;
-  ReadDiskLocked(missed, &rows, &meta, &found);
-  uint64_t n = 0;
-  for (size_t i = 0; i < missed.size(); ++i) {
-    if (!found[i]) continue;
-    const uint32_t slot = AddSlot(missed[i]);
-    std::memcpy(RowAt(slot), &rows[i * stride_], stride_ * sizeof(float));
-    RowMeta& m = meta_[slot];
-    m.last = meta[i].last;
-    m.count = meta[i].count;
-    m.disk = RowMeta::kSame;
-    ++n;
-  }
-  rows_read_back_ += n;
+  absl::ReaderMutexLock lock(&mu_);
+  return ApplyRowChanges(Format(), in, saved);
 }
 
 uint64_t RowTable::MoveOut() {
@@ -658,60 +376,76 @@ uint64_t RowTable::MoveOut() {
   if (tier == nullptr) return 0;
   const std::vector<Victim> victims = ChooseVictims(memory_order_);
   uint64_t moved = 0;
-  std::vector<uint64_t> ids;
-  std::vector<float> rows;
-  std::vector<RowMeta> metas;
+  RowTier::Piece piece;
   for (size_t begin = 0; begin < victims.size(); begin += kSweepRows) {
     const size_t end = std::min(victims.size(), begin + kSweepRows);
-    absl::MutexLock write(&write_mu_);
-    ids.clear();
-    rows.clear();
-    metas.clear();
-    uint64_t added = 0;
+    absl::MutexLock writers(&write_mu_);
+    piece.Clear();
     {
       // The rows whose copy on disk is not theirs yet.
       absl::ReaderMutexLock lock(&mu_);
       if (tier_ != tier) break;  // A restore replaced the rows.
       for (size_t i = begin; i < end; ++i) {
-        auto it = index_.find(victims[i].id);
-        if (it == index_.end()) continue;
-        const RowMeta& m = meta_[it->second];
-        if (EvictionKey(memory_order_, m) != victims[i].key ||
-            m.disk == RowMeta::kSame) {
-          continue;
+        const uint32_t slot = held_.Find(victims[i].id);
+        if (slot == RowSlots::kNone) continue;
+        const RowMeta& m = held_.meta(slot);
+        if (EvictionKey(memory_order_, m) == victims[i].key &&
+            m.disk != RowMeta::kSame) {
+          piece.Take(held_, slot);
         }
-        ids.push_back(m.id);
-        const float* row = RowAt(it->second);
-        rows.insert(rows.end(), row, row + stride_);
-        metas.push_back(m);
-        added += m.disk == RowMeta::kNone;
       }
     }
-    if (absl::Status s = tier->Write(ids, rows.data(), metas, added); !s.ok()) {
-      spdlog::error("table '{}': moving rows to disk: {}; they stay in memory",
-                    config_.name, std::string(s.message()));
-      break;
-    }
-    const absl::flat_hash_set<uint64_t> written(ids.begin(), ids.end());
+    if (!tier->Write(piece, config_.name)) break;
+    const absl::flat_hash_set<uint64_t> written(piece.ids.begin(),
+                                                piece.ids.end());
     absl::MutexLock lock(&mu_);
     if (tier_ != tier) break;
     for (size_t i = begin; i < end; ++i) {
-      auto it = index_.find(victims[i].id);
-      if (it == index_.end()) continue;
-      RowMeta& m = meta_[it->second];
+      const uint32_t slot = held_.Find(victims[i].id);
+      if (slot == RowSlots::kNone) continue;
+      RowMeta& m = held_.meta(slot);
       const bool wrote = written.contains(m.id);
       if (EvictionKey(memory_order_, m) == victims[i].key &&
           (wrote || m.disk == RowMeta::kSame)) {
-        RemoveRow(it->second, /*dropped=*/false);
+        held_.Remove(slot);
         ++moved;
       } else if (wrote) {  // Pushed since: the disk's copy is older.
         m.disk = RowMeta::kOlder;
       }
     }
-    ShrinkLocked();
+    held_.Shrink();
   }
   rows_moved_out_ += moved;
+  // Then as many rows written back as moved (at least a piece), so a
+  // checkpoint finds few to write while pushes wait.
+  WriteBack(tier, std::max<uint64_t>(moved, kSweepRows));
   return moved;
+}
+
+void RowTable::WriteBack(const std::shared_ptr<RowTier>& tier, uint64_t limit) {
+  RowTier::Piece piece;
+  for (uint64_t written = 0; written < limit; written += piece.ids.size()) {
+    absl::MutexLock writers(&write_mu_);
+    piece.Clear();
+    {
+      absl::ReaderMutexLock lock(&mu_);
+      if (tier_ != tier) return;
+      for (uint32_t slot = 0;
+           slot < held_.size() && piece.ids.size() < kSweepRows; ++slot) {
+        if (held_.meta(slot).disk != RowMeta::kSame) piece.Take(held_, slot);
+      }
+    }
+    if (piece.ids.empty() || !tier->Write(piece, config_.name)) return;
+    absl::MutexLock lock(&mu_);
+    if (tier_ != tier) return;
+    for (size_t i = 0; i < piece.ids.size(); ++i) {
+      const uint32_t slot = held_.Find(piece.ids[i]);
+      if (slot == RowSlots::kNone) continue;
+      RowMeta& m = held_.meta(slot);
+      // Pushed since the copy: the disk holds an older one.
+      m.disk = m.last == piece.metas[i].last ? RowMeta::kSame : RowMeta::kOlder;
+    }
+  }
 }
 
 absl::Status RowTable::SaveToDisk(const std::string& snapshot_dir,
@@ -725,46 +459,11 @@ absl::Status RowTable::SaveToDisk(const std::string& snapshot_dir,
   }
   absl::MutexLock writers(&write_mu_);
   absl::MutexLock lock(&mu_);
-  // Every row onto the disk: those it has no copy of, or an older one.
-  std::vector<uint64_t> ids;
-  std::vector<float> rows;
-  std::vector<RowMeta> metas;
-  std::vector<uint32_t> slots;
-  uint64_t added = 0;
-  auto write = [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) -> absl::Status {
-    RETURN_IF_ERROR(tier_->Write(ids, rows.data(), metas, added));
-    for (uint32_t slot : slots) meta_[slot].disk = RowMeta::kSame;
-    ids.clear();
-    rows.clear();
-    metas.clear();
-    slots.clear();
-    added = 0;
-    return absl::OkStatus();
-  };
-  absl::Status s;
-  for (uint32_t slot = 0; slot < size_ && s.ok(); ++slot) {
-    const RowMeta& m = meta_[slot];
-    if (m.disk == RowMeta::kSame) continue;
-    ids.push_back(m.id);
-    rows.insert(rows.end(), RowAt(slot), RowAt(slot) + stride_);
-    metas.push_back(m);
-    slots.push_back(slot);
-    added += m.disk == RowMeta::kNone;
-    if (ids.size() == kSweepRows) s = write();
-  }
-  if (s.ok()) s = write();
-  if (s.ok()) s = tier_->Snapshot(snapshot_dir);
+  absl::Status s =
+      tier_->Save(Format(), steps_, clock_, snapshot_dir, &held_, out);
   if (!s.ok()) {
     return absl::Status(s.code(), absl::StrCat(what, ": ", s.message()));
   }
-  out->append(kMagicOnDisk, sizeof(kMagicOnDisk));
-  PutBytes(out, table_);
-  PutBytes(out, static_cast<uint32_t>(stride_));
-  PutBytes(out, steps_);
-  PutBytes(out, clock_);
-  PutBytes(out, tier_->rows());
-  PutBytes(out, static_cast<uint32_t>(snapshot_dir.size()));
-  out->append(snapshot_dir);
   return absl::OkStatus();
 }
 

@@ -1,18 +1,16 @@
 // RowTable: the rows of one embedding table that one shard holds, with
 // their optimizer state.
 //
-// Index: absl::flat_hash_map from row id to a slot number (Swiss table:
-// open addressing with one control byte per entry, 16 bytes per entry at
-// most 7/8 full). Storage: slabs of kSlabRows rows, each row's values
-// followed by its optimizer slots (dim floats each), so one row is one
-// contiguous piece and growing never moves a row. Rows never pushed are
-// not stored: Read answers their initial values (common/model/rows.h).
+// The rows in memory are RowSlots (row_slots.h: an index from id to slot,
+// slabs of rows, each row's values followed by its optimizer slots). Rows
+// never pushed are not stored: Read answers their initial values
+// (common/model/rows.h).
 //
-// With eviction (server/store/row_eviction.h), or changes tracked for
-// incremental checkpoints (TrackChanges), each row also keeps its id, last
-// update and count (RowMeta, by slot); a sweep drops rows by moving the
-// last slot's row into each hole, so the slots stay dense, and frees the
-// slabs past the end.
+// With eviction (server/store/row_eviction.h), storage, or changes
+// tracked for incremental checkpoints (TrackChanges), each row also keeps
+// its id, last update and count (RowMeta, by slot); a sweep drops rows by
+// moving the last slot's row into each hole, so the slots stay dense, and
+// frees the slabs past the end.
 //
 // With storage (config().storage, after OpenStorage), at most
 // RowTier::MemoryRows rows stay in memory: past them the evictor's thread
@@ -40,7 +38,6 @@
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
-#include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
 #include "absl/strings/string_view.h"
 #include "absl/synchronization/mutex.h"
@@ -50,6 +47,7 @@
 #include "server/store/row_admission.h"
 #include "server/store/row_changes.h"
 #include "server/store/row_eviction.h"
+#include "server/store/row_slots.h"
 #include "server/store/row_tier.h"
 
 namespace paramd {
@@ -75,8 +73,14 @@ class RowTable {
   // with storage, where telling a new row from one on disk reads the disk.
   bool limits_rows() const { return !config_.storage.enabled(); }
   // The rows the disk holds (0 without storage) and its files' bytes.
-  uint64_t rows_on_disk() const ABSL_LOCKS_EXCLUDED(mu_);
-  uint64_t disk_bytes() const ABSL_LOCKS_EXCLUDED(mu_);
+  uint64_t rows_on_disk() const ABSL_LOCKS_EXCLUDED(mu_) {
+    absl::ReaderMutexLock lock(&mu_);
+    return tier_ ? tier_->rows() : 0;
+  }
+  uint64_t disk_bytes() const ABSL_LOCKS_EXCLUDED(mu_) {
+    absl::ReaderMutexLock lock(&mu_);
+    return tier_ ? tier_->spill().DiskBytes() : 0;
+  }
   // Rows moved out to disk, and read back from it by pushes.
   uint64_t rows_moved_out() const { return rows_moved_out_.load(); }
   uint64_t rows_read_back() const { return rows_read_back_.load(); }
@@ -94,7 +98,10 @@ class RowTable {
 
   uint64_t rows() const ABSL_LOCKS_EXCLUDED(mu_);
   // The rows held in memory (rows() without storage).
-  uint64_t rows_in_memory() const ABSL_LOCKS_EXCLUDED(mu_);
+  uint64_t rows_in_memory() const ABSL_LOCKS_EXCLUDED(mu_) {
+    absl::ReaderMutexLock lock(&mu_);
+    return held_.size();
+  }
   // Memory held: slabs and the index.
   uint64_t bytes() const ABSL_LOCKS_EXCLUDED(mu_);
   // Counters for status: rows served by pulls, row gradients accepted.
@@ -120,10 +127,16 @@ class RowTable {
   uint64_t Sweep() ABSL_LOCKS_EXCLUDED(mu_, write_mu_);
   static constexpr uint32_t kSweepRows = 16384;
   // Updates applied (every Apply, admitted rows or not): eviction's clock.
-  int64_t clock() const ABSL_LOCKS_EXCLUDED(mu_);
+  int64_t clock() const ABSL_LOCKS_EXCLUDED(mu_) {
+    absl::ReaderMutexLock lock(&mu_);
+    return clock_;
+  }
 
   // Optimizer steps applied (the lazy Adam's bias-correction count).
-  int64_t steps() const ABSL_LOCKS_EXCLUDED(mu_);
+  int64_t steps() const ABSL_LOCKS_EXCLUDED(mu_) {
+    absl::ReaderMutexLock lock(&mu_);
+    return steps_;
+  }
 
   // Appends the steps, the clock, every row's id, values and slots (and
   // with eviction or tracked changes, its last update and count) to `out`.
@@ -168,7 +181,10 @@ class RowTable {
   // at `clock` is durable: no later SaveChanges starts earlier).
   void ForgetRemovedBefore(int64_t clock) ABSL_LOCKS_EXCLUDED(mu_);
   // Dropped rows' ids held for SaveChanges.
-  uint64_t removed_held() const ABSL_LOCKS_EXCLUDED(mu_);
+  uint64_t removed_held() const ABSL_LOCKS_EXCLUDED(mu_) {
+    absl::ReaderMutexLock lock(&mu_);
+    return removed_.size();
+  }
 
   // A table's rows for serving: ids with their values (dim floats each,
   // no optimizer slots), in slot order, and ids dropped since.
@@ -184,30 +200,24 @@ class RowTable {
   int64_t Export(int64_t since, Exported* out) const ABSL_LOCKS_EXCLUDED(mu_);
 
  private:
-  float* RowAt(uint32_t slot) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  const float* RowAt(uint32_t slot) const ABSL_SHARED_LOCKS_REQUIRED(mu_);
   // Adds row `id` at its initial values (slots zero); returns its slot.
   uint32_t AddRow(uint64_t id) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // A slot for row `id`, its contents left to the caller.
-  uint32_t AddSlot(uint64_t id) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Moves the last row into `slot` (dropping slot's row; `dropped`: by
-  // eviction, remembered for SaveChanges, else moved to disk).
-  void RemoveRow(uint32_t slot, bool dropped = true)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // With storage: brings the rows of `ids` the disk holds and memory does
-  // not into memory (a push's, before it steps them).
-  void ReadBackLocked(absl::Span<const uint64_t> ids)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // With storage: Sweep's moves, and Save's.
   uint64_t MoveOut() ABSL_LOCKS_EXCLUDED(mu_, write_mu_);
+  // Writes up to `limit` rows whose copy on disk is not theirs onto
+  // `tier`, a piece at a time, outside the table's lock.
+  void WriteBack(const std::shared_ptr<RowTier>& tier, uint64_t limit)
+      ABSL_LOCKS_EXCLUDED(mu_, write_mu_);
   absl::Status SaveToDisk(const std::string& snapshot_dir, std::string* out)
       ABSL_LOCKS_EXCLUDED(mu_, write_mu_);
-  // Reads `ids` (not in memory) from disk: rows into out (stride each),
-  // meta, found. Stops the server on a failed read.
-  void ReadDiskLocked(absl::Span<const uint64_t> ids, std::vector<float>* out,
-                      std::vector<RowMeta>* meta,
-                      std::vector<bool>* found) const
-      ABSL_SHARED_LOCKS_REQUIRED(mu_);
+  // Whether Save and SaveChanges write the disk's snapshot.
+  bool on_disk() const ABSL_LOCKS_EXCLUDED(mu_) {
+    absl::ReaderMutexLock lock(&mu_);
+    return tier_ != nullptr;
+  }
+  RowFormat Format() const ABSL_SHARED_LOCKS_REQUIRED(mu_) {
+    return RowFormat{&config_, table_, stride_, held_.keeps_meta()};
+  }
 
   // The sweep's victims: (key at the scan, id), expired rows first.
   struct Victim {
@@ -217,15 +227,6 @@ class RowTable {
   };
   std::vector<Victim> ChooseVictims(const EvictionConfig& e)
       ABSL_LOCKS_EXCLUDED(mu_);
-  // Each stored row's id, by slot.
-  std::vector<uint64_t> IdsBySlotLocked() const ABSL_SHARED_LOCKS_REQUIRED(mu_);
-  // Frees slabs, meta and index room left by removed rows.
-  void ShrinkLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Whether rows keep RowMeta: with eviction or tracked changes.
-  bool keeps_meta() const {
-    return config_.eviction.enabled() || config_.storage.enabled() ||
-           track_changes_.load();
-  }
   // What a sweep follows: the table's eviction, or with storage the
   // memory's rows in lru order.
   const EvictionConfig& sweep_order() const {
@@ -252,22 +253,20 @@ class RowTable {
   absl::Mutex write_mu_ ABSL_ACQUIRED_BEFORE(mu_);
 
   mutable absl::Mutex mu_;
-  absl::flat_hash_map<uint64_t, uint32_t> index_ ABSL_GUARDED_BY(mu_);
-  std::vector<std::unique_ptr<float[]>> slabs_ ABSL_GUARDED_BY(mu_);
-  uint32_t size_ ABSL_GUARDED_BY(mu_) = 0;
+  // The rows in memory; each keeps its RowMeta with eviction, storage or
+  // tracked changes.
+  RowSlots held_ ABSL_GUARDED_BY(mu_);
   int64_t steps_ ABSL_GUARDED_BY(mu_) = 0;
   int64_t clock_ ABSL_GUARDED_BY(mu_) = 0;
   int64_t last_sweep_ ABSL_GUARDED_BY(mu_) = 0;
-  // With eviction or tracked changes only.
-  std::vector<RowMeta> meta_ ABSL_GUARDED_BY(mu_);
-  // Set by TrackChanges (under mu_, after meta_ is filled); never unset.
+  // Set by TrackChanges (under mu_, with held_'s meta on); never unset.
   std::atomic<bool> track_changes_{false};
   // With tracked changes: the rows a sweep dropped, until
   // ForgetRemovedBefore.
   DroppedRows removed_ ABSL_GUARDED_BY(mu_);
   // Apply's gathered rows: values, then one buffer per slot.
   std::vector<float> params_ ABSL_GUARDED_BY(mu_);
-  std::vector<std::vector<float>> slots_ ABSL_GUARDED_BY(mu_);
+  std::vector<std::vector<float>> gathered_slots_ ABSL_GUARDED_BY(mu_);
   std::vector<uint32_t> where_ ABSL_GUARDED_BY(mu_);
   // With admission: the gradients of the rows taken, and which those are.
   std::vector<float> grads_ ABSL_GUARDED_BY(mu_);

@@ -18,23 +18,34 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "server/store/row_changes.h"
+#include "server/store/row_slots.h"
 #include "server/store/row_spill.h"
 
 namespace paramd {
 
 class RowTier {
  public:
-  // The rows of `stride` floats that `memory_bytes` hold in memory, each
-  // with its RowMeta and its share of the index (a Swiss table entry at
-  // its lowest load, 7/16), at least 64.
+  // Rows per disk write of WriteChanged.
+  static constexpr size_t kWriteRows = 16384;
+
+  // What a table's `memory_bytes` (storage.memory_bytes) holds: the
+  // disk's caches — a block cache of memory_bytes / 16 and two write
+  // buffers of memory_bytes / 32, each in [1, 64] and [1, 32] MiB — and
+  // the rows of `stride` floats that the rest holds, each with its RowMeta
+  // and its share of the index (a Swiss table entry at its lowest load,
+  // 7/16): at least 64.
+  static RowSpill::Options SpillOptions(size_t stride, uint64_t memory_bytes);
   static uint64_t MemoryRows(uint64_t memory_bytes, size_t stride);
 
   // An empty tier in `dir` (what an earlier process left there removed).
   static absl::StatusOr<std::unique_ptr<RowTier>> Open(const std::string& dir,
-                                                       size_t stride);
+                                                       size_t stride,
+                                                       uint64_t memory_bytes);
   // A tier in a new folder beside this one's, holding the RowSpill
   // Snapshot in `snapshot`, which holds `rows` rows.
   absl::StatusOr<std::unique_ptr<RowTier>> OpenFrom(const std::string& snapshot,
@@ -44,18 +55,64 @@ class RowTier {
   const RowSpill& spill() const { return *spill_; }
   // Distinct rows on disk.
   uint64_t rows() const { return rows_.load(); }
+  // Rows copied out of memory for one disk write: ids, rows (stride
+  // floats each), meta, and how many of them the disk has no copy of.
+  struct Piece {
+    std::vector<uint64_t> ids;
+    std::vector<float> rows;
+    std::vector<RowMeta> metas;
+    uint64_t added = 0;
+    void Clear();
+    // Copies row `slot` of `held` into the piece.
+    void Take(const RowSlots& held, uint32_t slot);
+  };
+  // Writes `piece` (logging a failure, naming the table `name`: the rows
+  // stay in memory); whether it was written.
+  bool Write(const Piece& piece, const std::string& name);
   // Writes rows (RowSpill::Put) of which `added` were not on disk yet.
   absl::Status Write(absl::Span<const uint64_t> ids, const float* rows,
                      absl::Span<const RowMeta> meta, uint64_t added);
-  // Writes a Snapshot of the disk into `dir` (its parents made).
-  absl::Status Snapshot(const std::string& dir) const;
+
+  // A table's save with storage: "PRWS", table (u32), floats per row (u32),
+  // steps and clock (i64 each), rows (u64), and the snapshot's folder
+  // (u32 bytes, then its path). Save writes the rows of `held` whose copy
+  // on disk is not theirs onto the disk, snapshots it into `snapshot_dir`
+  // (its parents made) and appends the save to `out`.
+  absl::Status Save(const RowFormat& format, int64_t steps, int64_t clock,
+                    const std::string& snapshot_dir, RowSlots* held,
+                    std::string* out);
+  // Whether `in` starts with such a save.
+  static bool IsSave(absl::string_view in);
+  // Reads one from the front of `*in` (which moves past it) and opens the
+  // disk it names in a folder beside this tier's (OpenFrom): the saved
+  // rows, none in memory. Errors name the snapshot.
+  absl::StatusOr<SavedRows> Parse(const RowFormat& format,
+                                  absl::string_view* in) const;
+
+  // The table's operations on its rows in memory (`held`, under the
+  // table's lock), each naming the table `name` in what it says.
+  // Reads `ids` from disk: rows into out (stride floats each), meta,
+  // found. A failed read stops the server: a row the disk cannot give
+  // back would be served or stepped from its initial values, and the
+  // checkpoint restores it.
+  void Read(absl::Span<const uint64_t> ids, std::vector<float>* out,
+            std::vector<RowMeta>* meta, std::vector<bool>* found,
+            const std::string& name) const;
+  // Brings the rows of `ids` the disk holds and `held` does not into
+  // `held` (RowMeta's disk: kSame); returns how many.
+  uint64_t ReadBack(absl::Span<const uint64_t> ids, RowSlots* held,
+                    const std::string& name) const;
+  // Writes every row of `held` whose copy on disk is not its own (kSame
+  // after).
+  absl::Status WriteChanged(RowSlots* held);
 
  private:
-  RowTier(std::string dir, std::unique_ptr<RowSpill> spill)
-      : dir_(std::move(dir)), spill_(std::move(spill)) {}
-  static RowSpill::Options SpillOptions(size_t stride);
+  RowTier(std::string dir, RowSpill::Options options,
+          std::unique_ptr<RowSpill> spill)
+      : dir_(std::move(dir)), options_(options), spill_(std::move(spill)) {}
 
   const std::string dir_;  // The table's folder; the spill in dir_/gN.
+  const RowSpill::Options options_;
   std::unique_ptr<RowSpill> spill_;
   // Written by a move outside the table's lock, read under it.
   std::atomic<uint64_t> rows_{0};

@@ -131,7 +131,7 @@ TEST_CASE("a saved table restores exactly; a damaged save changes nothing",
   table->Apply(ids, grads, 1.0f);
   table->Apply(ids, grads, 1.0f);
   std::string saved;
-  table->Save(&saved);
+  REQUIRE(table->Save(&saved).ok());
 
   std::unique_ptr<RowTable> copy = MakeTable(config);
   absl::string_view in = saved;

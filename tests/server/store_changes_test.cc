@@ -83,11 +83,13 @@ Contents Of(const RowTable& table, const RowTable::Saved& saved,
   Contents c;
   c.steps = saved.steps;
   c.clock = saved.clock;
-  for (const auto& [id, slot] : saved.index) {
-    const float* row = saved.slabs[slot / RowTable::kSlabRows].get() +
-                       (slot % RowTable::kSlabRows) * stride;
-    const RowMeta m = saved.meta.empty() ? RowMeta{} : saved.meta[slot];
-    c.rows[id] = {std::vector<float>(row, row + stride), m.last, m.count};
+  const std::vector<uint64_t> ids = saved.rows.IdsBySlot();
+  for (uint32_t slot = 0; slot < saved.rows.size(); ++slot) {
+    const float* row = saved.rows.Row(slot);
+    const RowMeta m =
+        saved.rows.keeps_meta() ? saved.rows.meta(slot) : RowMeta{};
+    c.rows[ids[slot]] = {std::vector<float>(row, row + stride), m.last,
+                         m.count};
   }
   return c;
 }
@@ -117,7 +119,7 @@ TEST_CASE("a full save plus its changes equals a full save at the end",
         const uint64_t evicted_before = table->rows_evicted();
         Update(*table, random, 30);
         std::string full;
-        table->Save(&full);
+        REQUIRE(table->Save(&full).ok());
         const int64_t since = table->clock();
         const Contents before = Of(*table, stride);
         // Fewer updates than before: most rows do not change.
@@ -195,7 +197,7 @@ TEST_CASE("changes on another state, or damaged, are refused",
   std::mt19937_64 random(9);
   for (int step = 1; step <= 10; ++step) Update(*table, random, step);
   std::string full;
-  table->Save(&full);
+  REQUIRE(table->Save(&full).ok());
   const int64_t since = table->clock();
   for (int step = 11; step <= 20; ++step) Update(*table, random, step);
   std::string changes;
