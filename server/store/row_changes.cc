@@ -33,13 +33,18 @@ void DroppedRows::ForgetBefore(int64_t clock) {
   if (rows_.capacity() > 2 * rows_.size() + 1024) rows_.shrink_to_fit();
 }
 
-void SaveRows(const RowFormat& format, const RowSlots& rows, int64_t steps,
-              int64_t clock, std::string* out) {
-  out->append(kMagic, sizeof(kMagic));
+void PutRowsHeader(const char (&magic)[4], const RowFormat& format,
+                   int64_t steps, int64_t clock, std::string* out) {
+  out->append(magic, sizeof(magic));
   PutBytes(out, format.table);
   PutBytes(out, static_cast<uint32_t>(format.stride));
   PutBytes(out, steps);
   PutBytes(out, clock);
+}
+
+void SaveRows(const RowFormat& format, const RowSlots& rows, int64_t steps,
+              int64_t clock, std::string* out) {
+  PutRowsHeader(kMagic, format, steps, clock, out);
   PutBytes(out, static_cast<uint64_t>(rows.size()));
   const bool meta = rows.keeps_meta();
   PutBytes(out, static_cast<uint8_t>(meta));
@@ -122,11 +127,7 @@ absl::StatusOr<SavedRows> ParseRows(const RowFormat& format,
 void SaveRowChanges(const RowFormat& format, const RowSlots& rows,
                     const DroppedRows& dropped, int64_t steps, int64_t clock,
                     int64_t since, std::string* out) {
-  out->append(kRowChangesMagic, sizeof(kRowChangesMagic));
-  PutBytes(out, format.table);
-  PutBytes(out, static_cast<uint32_t>(format.stride));
-  PutBytes(out, steps);
-  PutBytes(out, clock);
+  PutRowsHeader(kRowChangesMagic, format, steps, clock, out);
   PutBytes(out, since);
   // The dropped ids (a row dropped and pushed again is in both lists: the
   // drop goes first).

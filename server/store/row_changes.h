@@ -80,6 +80,10 @@ struct RowFormat {
   bool meta;      // Whether the table keeps RowMeta (saved has one a row).
 };
 
+// Appends what every save of a table begins with: its four-byte `magic`,
+// the table (u32), floats per row (u32), steps and clock (i64 each).
+void PutRowsHeader(const char (&magic)[4], const RowFormat& format,
+                   int64_t steps, int64_t clock, std::string* out);
 // Appends a full save of `rows` (with its meta when it keeps any).
 void SaveRows(const RowFormat& format, const RowSlots& rows, int64_t steps,
               int64_t clock, std::string* out);

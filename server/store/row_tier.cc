@@ -191,11 +191,7 @@ absl::Status RowTier::Save(const RowFormat& format, int64_t steps,
                            RowSlots* held, std::string* out) {
   RETURN_IF_ERROR(WriteChanged(held));
   RETURN_IF_ERROR(Snapshot(*spill_, snapshot_dir));
-  out->append(kMagic, sizeof(kMagic));
-  PutBytes(out, format.table);
-  PutBytes(out, static_cast<uint32_t>(format.stride));
-  PutBytes(out, steps);
-  PutBytes(out, clock);
+  PutRowsHeader(kMagic, format, steps, clock, out);
   PutBytes(out, rows());
   PutBytes(out, static_cast<uint32_t>(snapshot_dir.size()));
   out->append(snapshot_dir);

@@ -102,6 +102,25 @@ void CheckLearned(const std::string& output) {
   CHECK(FinalAccuracy(output) > 0.4);
 }
 
+// The pixels table's job in `dir` (its table's YAML extended by
+// `table_extra`), checkpointing every 8 versions: the first checkpoint
+// full, every later one a delta on it; returns its path.
+std::string IncrementalPixelsJob(const std::string& dir,
+                                 const std::string& table_extra = "") {
+  JobOptions o;
+  o.epochs = 3;
+  o.lease_seconds = 4;
+  o.learning_rate = 0.2;
+  testing::UsePixelsTable(&o, "{type: adam, learning_rate: 0.05}");
+  o.model_extra += table_extra;
+  return WriteFile(dir + "/job.yaml",
+                   testing::JobYaml(o) +
+                       "checkpoint:\n  dir: checkpoints\n  every_steps: 8\n"
+                       "  full_every: 1000\n"
+                       "restart:\n  max: 3\n  backoff_seconds: 0.2\n"
+                       "testing:\n  slow_rank: 1\n  slow_step_ms: 25\n");
+}
+
 // Runs the job, SIGKILLs `victim` once epoch 1 is done (and, for a server,
 // once its log says `written`: by default, any checkpoint), and waits for
 // the end; returns paramctl's output.
@@ -144,22 +163,11 @@ TEST_CASE(
     "a full checkpoint's disk snapshot, and the job completes",
     "[recovery][e2e][storage]") {
   const std::string dir = NewTempDir();
-  JobOptions o;
-  o.epochs = 3;
-  o.lease_seconds = 4;
-  o.learning_rate = 0.2;
-  testing::UsePixelsTable(&o, "{type: adam, learning_rate: 0.05}");
   // Room for about 440 of a shard's ~1,570 pixel rows in memory.
-  o.model_extra += "      storage: {memory_bytes: 65536, dir: rows}\n";
-  const std::string job =
-      WriteFile(dir + "/job.yaml",
-                testing::JobYaml(o) +
-                    "checkpoint:\n  dir: checkpoints\n  every_steps: 8\n"
-                    "  full_every: 1000\n"
-                    "restart:\n  max: 3\n  backoff_seconds: 0.2\n"
-                    "testing:\n  slow_rank: 1\n  slow_step_ms: 25\n");
   const std::string out = KillOnceAndFinish(
-      job, "server 1", "shard 1: checkpoint of version 16 written to");
+      IncrementalPixelsJob(dir,
+                           "      storage: {memory_bytes: 65536, dir: rows}\n"),
+      "server 1", "shard 1: checkpoint of version 16 written to");
   INFO(out);
   CHECK(std::regex_search(
       out, std::regex(R"(\[server 1\].*shard 1: restored version \d+ from )"
@@ -189,22 +197,9 @@ TEST_CASE(
     "an embedding table's SIGKILLed server restarts from an incremental "
     "checkpoint on its full one, and the job completes",
     "[recovery][e2e][incremental]") {
-  const std::string dir = NewTempDir();
-  JobOptions o;
-  o.epochs = 3;
-  o.lease_seconds = 4;
-  o.learning_rate = 0.2;
-  testing::UsePixelsTable(&o, "{type: adam, learning_rate: 0.05}");
-  // The first checkpoint is full, every later one a delta on it.
-  const std::string job =
-      WriteFile(dir + "/job.yaml",
-                testing::JobYaml(o) +
-                    "checkpoint:\n  dir: checkpoints\n  every_steps: 8\n"
-                    "  full_every: 1000\n"
-                    "restart:\n  max: 3\n  backoff_seconds: 0.2\n"
-                    "testing:\n  slow_rank: 1\n  slow_step_ms: 25\n");
-  const std::string out = KillOnceAndFinish(
-      job, "server 1", "shard 1: checkpoint of version 16 written to");
+  const std::string out =
+      KillOnceAndFinish(IncrementalPixelsJob(NewTempDir()), "server 1",
+                        "shard 1: checkpoint of version 16 written to");
   INFO(out);
   CHECK(std::regex_search(
       out, std::regex(R"(shard 1: checkpoint of version 16 written to )"
