@@ -5,6 +5,7 @@
 #include <string>
 
 #include "absl/strings/str_cat.h"
+#include "common/base/status_macros.h"
 #include "server/store/state_bytes.h"
 
 namespace paramd {
@@ -40,6 +41,18 @@ void PutRowsHeader(const char (&magic)[4], const RowFormat& format,
   PutBytes(out, static_cast<uint32_t>(format.stride));
   PutBytes(out, steps);
   PutBytes(out, clock);
+}
+
+absl::Status CheckRowsHeader(const RowFormat& format, uint32_t table,
+                             uint32_t stride, const std::string& what,
+                             const char* holds, bool fits) {
+  if (fits && table == format.table && stride == format.stride) {
+    return absl::OkStatus();
+  }
+  return absl::FailedPreconditionError(
+      absl::StrCat(what, ": ", holds, " of table ", table, " with ", stride,
+                   " floats per row; expected table ", format.table, " with ",
+                   format.stride));
 }
 
 void SaveRows(const RowFormat& format, const RowSlots& rows, int64_t steps,
@@ -84,12 +97,8 @@ absl::StatusOr<SavedRows> ParseRows(const RowFormat& format,
   }
   if (!clocked) saved.clock = saved.steps;
   if (has_meta > 1) return absl::DataLossError(what + ": damaged");
-  if (table != format.table || stride != format.stride || count >= UINT32_MAX) {
-    return absl::FailedPreconditionError(
-        absl::StrCat(what, ": state is of table ", table, " with ", stride,
-                     " floats per row; expected table ", format.table, " with ",
-                     format.stride));
-  }
+  RETURN_IF_ERROR(CheckRowsHeader(format, table, stride, what, "state is",
+                                  /*fits=*/count < UINT32_MAX));
   absl::string_view& left = *cursor.rest();
   const uint64_t need = count * 8 + count * stride * sizeof(float) +
                         (has_meta != 0 ? count * kRowMetaBytes : 0);
@@ -167,12 +176,7 @@ absl::Status ApplyRowChanges(const RowFormat& format, absl::string_view* in,
       !cursor.Get(&clock) || !cursor.Get(&since) || !cursor.Get(&dropped)) {
     return absl::DataLossError(what + ": truncated");
   }
-  if (table != format.table || stride != format.stride) {
-    return absl::FailedPreconditionError(
-        absl::StrCat(what, ": changes are of table ", table, " with ", stride,
-                     " floats per row; expected table ", format.table, " with ",
-                     format.stride));
-  }
+  RETURN_IF_ERROR(CheckRowsHeader(format, table, stride, what, "changes are"));
   if (since != saved->clock || clock < since) {
     return absl::FailedPreconditionError(
         absl::StrCat(what, ": changes from update ", since, " to ", clock,

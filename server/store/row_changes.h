@@ -84,6 +84,14 @@ struct RowFormat {
 // the table (u32), floats per row (u32), steps and clock (i64 each).
 void PutRowsHeader(const char (&magic)[4], const RowFormat& format,
                    int64_t steps, int64_t clock, std::string* out);
+// FailedPrecondition, naming `what` and what it holds ("state is",
+// "changes are"), when a save's header is of another table or row width
+// than `format`'s.
+// `fits`: whether the rows it counts fit a table's slots (refused with
+// the same words when not).
+absl::Status CheckRowsHeader(const RowFormat& format, uint32_t table,
+                             uint32_t stride, const std::string& what,
+                             const char* holds, bool fits = true);
 // Appends a full save of `rows` (with its meta when it keeps any).
 void SaveRows(const RowFormat& format, const RowSlots& rows, int64_t steps,
               int64_t clock, std::string* out);

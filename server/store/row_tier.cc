@@ -221,12 +221,7 @@ absl::StatusOr<SavedRows> RowTier::Parse(const RowFormat& format,
                     path_bytes)) {
     return absl::DataLossError(what + ": truncated");
   }
-  if (table != format.table || stride != format.stride) {
-    return absl::FailedPreconditionError(
-        absl::StrCat(what, ": state is of table ", table, " with ", stride,
-                     " floats per row; expected table ", format.table, " with ",
-                     format.stride));
-  }
+  RETURN_IF_ERROR(CheckRowsHeader(format, table, stride, what, "state is"));
   saved.rows = RowSlots(format.stride);
   saved.rows.KeepMeta(saved.clock);
   absl::StatusOr<std::unique_ptr<RowTier>> tier = OpenFrom(snapshot, count);
