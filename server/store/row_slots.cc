@@ -1,37 +1,44 @@
 #include "server/store/row_slots.h"
 
+#include <algorithm>
 #include <cstring>
 #include <utility>
 
 namespace paramd {
 
+void RowSlots::AddSlab() {
+  Slab slab;
+  slab.rows = std::make_unique<float[]>(kRowSlabRows * stride_);
+  if (keeps_meta_) slab.meta = std::make_unique<RowMeta[]>(kRowSlabRows);
+  slabs_.push_back(std::move(slab));
+}
+
 uint32_t RowSlots::Add(uint64_t id, int64_t last) {
   const uint32_t slot = size_++;
-  if (slot / kRowSlabRows >= slabs_.size()) {
-    slabs_.push_back(std::make_unique<float[]>(kRowSlabRows * stride_));
-  }
+  if (slot / kRowSlabRows >= slabs_.size()) AddSlab();
   index_.emplace(id, slot);
-  if (keeps_meta_) meta_.push_back(RowMeta{id, last, 0});
+  if (keeps_meta_) meta(slot) = RowMeta{id, last, 0};
   return slot;
 }
 
 void RowSlots::Remove(uint32_t slot) {
   const uint32_t last = size_ - 1;
-  index_.erase(meta_[slot].id);
+  index_.erase(meta(slot).id);
   if (slot != last) {
     std::memcpy(Row(slot), Row(last), stride_ * sizeof(float));
-    meta_[slot] = meta_[last];
-    index_[meta_[slot].id] = slot;
+    meta(slot) = meta(last);
+    index_[meta(slot).id] = slot;
   }
-  meta_.pop_back();
   --size_;
 }
 
 void RowSlots::KeepMeta(int64_t last) {
   if (keeps_meta_) return;
-  meta_.resize(size_);
-  for (const auto& [id, slot] : index_) meta_[slot] = RowMeta{id, last, 1};
+  for (Slab& slab : slabs_) {
+    slab.meta = std::make_unique<RowMeta[]>(kRowSlabRows);
+  }
   keeps_meta_ = true;
+  for (const auto& [id, slot] : index_) meta(slot) = RowMeta{id, last, 1};
 }
 
 std::vector<uint64_t> RowSlots::IdsBySlot() const {
@@ -40,19 +47,40 @@ std::vector<uint64_t> RowSlots::IdsBySlot() const {
   return ids;
 }
 
+void RowSlots::Reserve(uint64_t rows, uint64_t index_rows) {
+  kept_slabs_ = (rows + kRowSlabRows - 1) / kRowSlabRows;
+  index_rows_ = std::max(rows, index_rows);
+  index_.reserve(index_rows_);
+}
+
 void RowSlots::Shrink() {
   const size_t needed = (size_ + kRowSlabRows - 1) / kRowSlabRows;
-  while (slabs_.size() > needed + 1) slabs_.pop_back();  // One spare.
-  if (meta_.capacity() > 2 * meta_.size() + kRowSlabRows) meta_.shrink_to_fit();
-  if (index_.capacity() > 4 * index_.size() + 1024) index_.rehash(0);
+  const size_t keep = std::max(needed + 1, kept_slabs_);  // One spare.
+  while (slabs_.size() > keep) slabs_.pop_back();
+  // A reserved index stays: its table's memory counts it.
+  if (index_rows_ == 0 && index_.capacity() > 4 * index_.size() + 1024) {
+    index_.rehash(0);
+  }
 }
 
 uint64_t RowSlots::bytes() const {
-  const uint64_t slabs = slabs_.size() * kRowSlabRows * stride_ * sizeof(float);
+  const uint64_t slab = kRowSlabRows * (stride_ * sizeof(float) +
+                                        (keeps_meta_ ? sizeof(RowMeta) : 0));
   // A Swiss table entry is its value plus one control byte.
   const uint64_t index =
       index_.capacity() * (sizeof(std::pair<const uint64_t, uint32_t>) + 1);
-  return slabs + index + meta_.capacity() * sizeof(RowMeta);
+  return slabs_.size() * slab + index;
+}
+
+uint64_t RowSlots::IndexBytes(uint64_t rows) {
+  if (rows == 0) return 0;
+  // absl's GrowthToLowerboundCapacity, then NormalizeCapacity: the least
+  // 2^k - 1 that holds rows at 7/8 full (row_slots_test checks it
+  // against absl's own).
+  const uint64_t least = rows + (rows - 1) / 7;
+  uint64_t capacity = 1;
+  while (capacity < least) capacity = capacity * 2 + 1;
+  return capacity * (sizeof(std::pair<const uint64_t, uint32_t>) + 1);
 }
 
 }  // namespace paramd

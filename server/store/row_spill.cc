@@ -149,10 +149,21 @@ absl::StatusOr<std::unique_ptr<RowSpill>> RowSpill::OpenFrom(
   o.memtable_prefix_bloom_size_ratio = 0.05;
   o.compression = rocksdb::kNoCompression;  // Floats hardly compress.
   rocksdb::BlockBasedTableOptions table;
-  spill->cache_ = rocksdb::NewLRUCache(options.cache_bytes);
+  // The files' index and Bloom filters live in the block cache, in
+  // partitions of 4 KiB behind a small top level that stays pinned: at
+  // 10^8 rows a server's filters and index are over 100 MiB, more than
+  // its cache, and a lookup then loads the partitions it needs, not a
+  // file's whole filter. Half the cache is kept for them.
+  spill->cache_ = rocksdb::NewLRUCache(options.cache_bytes, -1, false, 0.5);
   table.block_cache = spill->cache_;
   table.cache_index_and_filter_blocks = true;
+  table.cache_index_and_filter_blocks_with_high_priority = true;
   table.pin_l0_filter_and_index_blocks_in_cache = true;
+  table.pin_top_level_index_and_filter = true;
+  table.index_type = rocksdb::BlockBasedTableOptions::kTwoLevelIndexSearch;
+  table.partition_filters = true;
+  table.metadata_block_size = 4096;
+  table.optimize_filters_for_memory = true;
   table.filter_policy.reset(rocksdb::NewBloomFilterPolicy(10));
   o.table_factory.reset(rocksdb::NewBlockBasedTableFactory(table));
   // A spill left by an earlier process is not this one's state.

@@ -48,7 +48,14 @@ RowTable::RowTable(const EmbeddingTableConfig& config, uint32_t table,
   if (config.storage.enabled()) {
     memory_order_.capacity_rows =
         RowTier::MemoryRows(config.storage.memory_bytes, stride_);
+    absl::MutexLock lock(&mu_);
+    ReserveMemoryRows();
   }
+}
+
+void RowTable::ReserveMemoryRows() {
+  const uint64_t rows = memory_order_.capacity_rows;
+  held_.Reserve(rows, RowTier::IndexRows(rows));
 }
 
 absl::Status RowTable::OpenStorage(const std::string& dir) {
@@ -73,24 +80,44 @@ uint32_t RowTable::AddRow(uint64_t id) {
 }
 
 std::vector<RowTable::Victim> RowTable::ChooseVictims(const EvictionConfig& e) {
+  // The rows over the capacity's target, least first: `ranked` is a heap
+  // of the `most` least seen so far (the largest on top), not every row's
+  // key — a table of millions of rows sweeps a sixteenth of them.
   std::vector<Victim> expired, ranked;
+  auto first = [](const Victim& a, const Victim& b) {
+    return a.key != b.key ? a.key < b.key : a.id < b.id;
+  };
   int64_t clock = 0;
-  bool over = false;
+  size_t most = 0;
   uint64_t seen = 0;
   for (uint32_t begin = 0;; begin += kSweepRows) {
     absl::ReaderMutexLock lock(&mu_);
     const uint32_t size = held_.size();
     if (begin == 0) {
       clock = clock_;
-      over = e.capacity_rows > 0 && size > e.capacity_rows;
+      if (e.capacity_rows > 0 && size > e.capacity_rows) {
+        most = size - CapacityTarget(e.capacity_rows);
+        ranked.reserve(most);
+      } else if (e.ttl_steps == 0) {
+        return {};  // Nothing expires and the table is within capacity.
+      }
     }
     const uint32_t end = std::min<uint64_t>(size, uint64_t{begin} + kSweepRows);
     for (uint32_t slot = begin; slot < end; ++slot) {
       const RowMeta& m = held_.meta(slot);
       if (Expired(e, clock, m)) {
         expired.push_back(Victim{static_cast<uint64_t>(m.last), m.id, true});
-      } else if (over) {
-        ranked.push_back(Victim{EvictionKey(e, m), m.id, false});
+        continue;
+      }
+      if (most == 0) continue;
+      const Victim v{EvictionKey(e, m), m.id, false};
+      if (ranked.size() < most) {
+        ranked.push_back(v);
+        std::push_heap(ranked.begin(), ranked.end(), first);
+      } else if (first(v, ranked.front())) {
+        std::pop_heap(ranked.begin(), ranked.end(), first);
+        ranked.back() = v;
+        std::push_heap(ranked.begin(), ranked.end(), first);
       }
     }
     if (end >= size) {
@@ -99,11 +126,9 @@ std::vector<RowTable::Victim> RowTable::ChooseVictims(const EvictionConfig& e) {
     }
   }
   const uint64_t left = seen > expired.size() ? seen - expired.size() : 0;
-  if (over && left > CapacityTarget(e.capacity_rows)) {
-    const size_t k = left - CapacityTarget(e.capacity_rows);
-    auto first = [](const Victim& a, const Victim& b) {
-      return a.key != b.key ? a.key < b.key : a.id < b.id;
-    };
+  if (most > 0 && left > CapacityTarget(e.capacity_rows)) {
+    const size_t k =
+        std::min<size_t>(ranked.size(), left - CapacityTarget(e.capacity_rows));
     std::nth_element(ranked.begin(), ranked.begin() + k, ranked.end(), first);
     ranked.resize(k);
     expired.insert(expired.end(), ranked.begin(), ranked.end());
@@ -203,6 +228,7 @@ void RowTable::Apply(absl::Span<const uint64_t> ids,
       where_.push_back(slot);
     } else if (admission_ == nullptr || admission_->Admit(ids[i], step)) {
       where_.push_back(AddRow(ids[i]));
+      ++changed_;
     } else {
       continue;
     }
@@ -211,12 +237,21 @@ void RowTable::Apply(absl::Span<const uint64_t> ids,
       RowMeta& m = held_.meta(where_.back());
       m.last = clock;
       if (m.count < UINT32_MAX) ++m.count;
-      if (m.disk == RowMeta::kSame) m.disk = RowMeta::kOlder;
+      if (m.disk == RowMeta::kSame) {
+        m.disk = RowMeta::kOlder;
+        ++changed_;
+      }
     }
   }
   const size_t k = where_.size();
   rows_not_admitted_ += ids.size() - k;
   if (evicting && SweepDue(sweep_order(), clock, last_sweep_, held_.size())) {
+    sweep_due_ = true;
+  }
+  // With storage, also once a sixteenth of its memory's rows changed since
+  // the last sweep: its write-back keeps what a checkpoint must write
+  // while pushes wait small, full table or not.
+  if (tier_ != nullptr && changed_ > memory_order_.capacity_rows / 16) {
     sweep_due_ = true;
   }
   if (k == 0) return;    // Nothing to step: the table's step count stays.
@@ -301,6 +336,7 @@ void RowTable::Install(Saved saved) {
   last_sweep_ = saved.clock;
   removed_.Clear();
   if (saved.tier != nullptr) tier_ = std::move(saved.tier);
+  if (config_.storage.enabled()) ReserveMemoryRows();
   sweep_due_ = (config_.eviction.enabled() || tier_ != nullptr) &&
                SweepDue(sweep_order(), clock_, last_sweep_, held_.size());
 }
@@ -371,6 +407,7 @@ uint64_t RowTable::MoveOut() {
     absl::MutexLock lock(&mu_);
     sweep_due_ = false;
     last_sweep_ = clock_;
+    changed_ = 0;
     tier = tier_;
   }
   if (tier == nullptr) return 0;
@@ -416,23 +453,24 @@ uint64_t RowTable::MoveOut() {
     held_.Shrink();
   }
   rows_moved_out_ += moved;
-  // Then as many rows written back as moved (at least a piece), so a
-  // checkpoint finds few to write while pushes wait.
-  WriteBack(tier, std::max<uint64_t>(moved, kSweepRows));
+  // Then every row changed since written back, so a checkpoint finds only
+  // the rows pushed since to write while pushes wait.
+  WriteBack(tier);
   return moved;
 }
 
-void RowTable::WriteBack(const std::shared_ptr<RowTier>& tier, uint64_t limit) {
+void RowTable::WriteBack(const std::shared_ptr<RowTier>& tier) {
   RowTier::Piece piece;
-  for (uint64_t written = 0; written < limit; written += piece.ids.size()) {
+  // One pass over the slots: a row pushed behind the pass (or moved there
+  // by a removal) waits for the next.
+  for (uint32_t next = 0;;) {
     absl::MutexLock writers(&write_mu_);
     piece.Clear();
     {
       absl::ReaderMutexLock lock(&mu_);
       if (tier_ != tier) return;
-      for (uint32_t slot = 0;
-           slot < held_.size() && piece.ids.size() < kSweepRows; ++slot) {
-        if (held_.meta(slot).disk != RowMeta::kSame) piece.Take(held_, slot);
+      for (; next < held_.size() && piece.ids.size() < kSweepRows; ++next) {
+        if (held_.meta(next).disk != RowMeta::kSame) piece.Take(held_, next);
       }
     }
     if (piece.ids.empty() || !tier->Write(piece, config_.name)) return;

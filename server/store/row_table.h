@@ -119,7 +119,9 @@ class RowTable {
   bool sweep_due() const { return sweep_due_.load(); }
   // Drops the rows the table's eviction says to (row_eviction.h), or with
   // storage moves the least recently pushed out to disk until a sixteenth
-  // below its memory rows are left; returns how many. Scans under the
+  // below its memory rows are left, then writes every changed row back
+  // (due also once a sixteenth of the memory's rows changed); returns how
+  // many moved. Scans under the
   // shared lock and removes under the exclusive one, each in pieces of
   // kSweepRows rows (a move's disk write between the two, under neither),
   // so pushes and pulls go on in between; a row pushed since the scan
@@ -202,11 +204,13 @@ class RowTable {
  private:
   // Adds row `id` at its initial values (slots zero); returns its slot.
   uint32_t AddRow(uint64_t id) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // With storage: held_ made for the rows memory holds (RowSlots::Reserve).
+  void ReserveMemoryRows() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // With storage: Sweep's moves, and Save's.
   uint64_t MoveOut() ABSL_LOCKS_EXCLUDED(mu_, write_mu_);
-  // Writes up to `limit` rows whose copy on disk is not theirs onto
-  // `tier`, a piece at a time, outside the table's lock.
-  void WriteBack(const std::shared_ptr<RowTier>& tier, uint64_t limit)
+  // Writes the rows whose copy on disk is not theirs onto `tier`, a piece
+  // at a time, outside the table's lock: one pass over the slots.
+  void WriteBack(const std::shared_ptr<RowTier>& tier)
       ABSL_LOCKS_EXCLUDED(mu_, write_mu_);
   absl::Status SaveToDisk(const std::string& snapshot_dir, std::string* out)
       ABSL_LOCKS_EXCLUDED(mu_, write_mu_);
@@ -259,6 +263,9 @@ class RowTable {
   int64_t steps_ ABSL_GUARDED_BY(mu_) = 0;
   int64_t clock_ ABSL_GUARDED_BY(mu_) = 0;
   int64_t last_sweep_ ABSL_GUARDED_BY(mu_) = 0;
+  // With storage: rows that became changed in memory (new, or pushed when
+  // the disk held their copy) since the last sweep.
+  uint64_t changed_ ABSL_GUARDED_BY(mu_) = 0;
   // Set by TrackChanges (under mu_, with held_'s meta on); never unset.
   std::atomic<bool> track_changes_{false};
   // With tracked changes: the rows a sweep dropped, until

@@ -46,10 +46,21 @@ RowSpill::Options RowTier::SpillOptions(size_t stride, uint64_t memory_bytes) {
 uint64_t RowTier::MemoryRows(uint64_t memory_bytes, size_t stride) {
   const RowSpill::Options o = SpillOptions(stride, memory_bytes);
   const uint64_t caches = o.cache_bytes + 2 * o.write_buffer_bytes;
-  const uint64_t per_row = stride * sizeof(float) + sizeof(RowMeta) +
-                           (sizeof(uint64_t) + sizeof(uint32_t) + 1) * 16 / 7;
-  return std::max<uint64_t>(
-      memory_bytes > caches ? (memory_bytes - caches) / per_row : 0, 64);
+  if (memory_bytes <= caches) return 64;
+  const uint64_t budget = memory_bytes - caches;
+  const uint64_t slab =
+      kRowSlabRows * (stride * sizeof(float) + sizeof(RowMeta));
+  auto fits = [&](uint64_t rows) {
+    const uint64_t slabs = (rows + kRowSlabRows - 1) / kRowSlabRows + 1;
+    return slabs * slab + RowSlots::IndexBytes(IndexRows(rows)) <= budget;
+  };
+  // The most rows that fit: fits() holds below them and not above.
+  uint64_t lo = 0, hi = budget / (stride * sizeof(float)) + 1;
+  while (hi - lo > 1) {
+    const uint64_t mid = lo + (hi - lo) / 2;
+    (fits(mid) ? lo : hi) = mid;
+  }
+  return std::max<uint64_t>(lo, 64);
 }
 
 absl::StatusOr<std::unique_ptr<RowTier>> RowTier::Open(const std::string& dir,
@@ -61,7 +72,8 @@ absl::StatusOr<std::unique_ptr<RowTier>> RowTier::Open(const std::string& dir,
   static std::once_flag bounded;
   std::call_once(bounded, [] {
     mallopt(M_MMAP_THRESHOLD, 4 << 20);
-    mallopt(M_TRIM_THRESHOLD, 64 << 20);
+    mallopt(M_TRIM_THRESHOLD, 16 << 20);
+    mallopt(M_ARENA_MAX, 2);
   });
   std::error_code e;
   std::filesystem::remove_all(dir, e);

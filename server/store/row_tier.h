@@ -36,11 +36,16 @@ class RowTier {
   // What a table's `memory_bytes` (storage.memory_bytes) holds: the
   // disk's caches — a block cache of memory_bytes / 16 and two write
   // buffers of memory_bytes / 32, each in [1, 64] and [1, 32] MiB — and
-  // the rows of `stride` floats that the rest holds, each with its RowMeta
-  // and its share of the index (a Swiss table entry at its lowest load,
-  // 7/16): at least 64.
+  // the most rows of `stride` floats the rest holds (at least 64): their
+  // slabs (RowSlots': the floats and RowMeta, a spare slab included) and
+  // an index made for IndexRows of them.
   static RowSpill::Options SpillOptions(size_t stride, uint64_t memory_bytes);
   static uint64_t MemoryRows(uint64_t memory_bytes, size_t stride);
+  // The rows a table of `memory_rows` makes its index for: an eighth more,
+  // the rows pushes may add while the evictor's sweep moves rows out.
+  static uint64_t IndexRows(uint64_t memory_rows) {
+    return memory_rows + memory_rows / 8;
+  }
 
   // An empty tier in `dir` (what an earlier process left there removed).
   static absl::StatusOr<std::unique_ptr<RowTier>> Open(const std::string& dir,

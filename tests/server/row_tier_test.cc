@@ -20,6 +20,7 @@ namespace {
 
 constexpr uint64_t kIds = 3000;
 constexpr int kDim = 4;
+constexpr uint64_t kMemoryRows = 64;
 
 EmbeddingTableConfig Table(const std::string& dir) {
   EmbeddingTableConfig t;
@@ -32,7 +33,8 @@ EmbeddingTableConfig Table(const std::string& dir) {
   t.eps = 1e-10;
   if (!dir.empty()) {
     t.storage.dir = dir;
-    // Room for about 300 of the rows.
+    // Less than the disk's caches (3 MiB at the least): the table keeps
+    // the least a table keeps in memory, 64 rows (kMemoryRows).
     t.storage.memory_bytes = 300 * (kDim * 2 * 4 + 24 + 29);
   }
   return t;
@@ -95,8 +97,8 @@ TEST_CASE("a table on disk reads like a table in memory", "[store][tier]") {
   CHECK(tiered->rows_moved_out() > 1000);
   CHECK(tiered->rows_read_back() > 100);  // Cold rows came back, slots too.
   CHECK(tiered->rows_on_disk() > 1000);
-  // Its memory's 300 rows, and what one update adds before its sweep.
-  CHECK(tiered->rows_in_memory() <= 300 + 60);
+  // Its memory's rows, and what one update adds before its sweep.
+  CHECK(tiered->rows_in_memory() <= kMemoryRows + 60);
   CHECK(memory->rows_in_memory() > 2000);
   for (uint64_t id : {uint64_t{0}, kIds - 1}) {
     CHECK(tiered->Holds(id) == memory->Holds(id));
@@ -114,6 +116,38 @@ TEST_CASE("a table on disk reads like a table in memory", "[store][tier]") {
   }
   CHECK(a == m);
   CHECK(all.ids.size() == tiered->rows());
+}
+
+TEST_CASE("a table on disk within its memory writes changed rows back",
+          "[store][tier]") {
+  const std::string dir = testing::NewTempDir();
+  const EmbeddingTableConfig config = Table(dir + "/emb");
+  REQUIRE(RowTier::MemoryRows(config.storage.memory_bytes, kDim * 2) ==
+          kMemoryRows);
+  auto table = MakeTable(config, dir + "/emb");
+  auto push = [&](const std::vector<uint64_t>& ids) {
+    table->Apply(ids, std::vector<float>(ids.size() * kDim, 0.25f), 1.0f);
+  };
+  // A sixteenth of its 64 rows is 4: three changed rows ask no sweep.
+  push({1, 2, 3});
+  CHECK_FALSE(table->sweep_due());
+  push({4, 5});  // Five changed since the last sweep.
+  REQUIRE(table->sweep_due());
+  CHECK(table->Sweep() == 0);  // Nothing to move out: all fit.
+  CHECK(table->rows_on_disk() == 5);
+  CHECK(table->rows_in_memory() == 5);
+  // Rows the disk holds as they are count once they are pushed again.
+  push({1, 2, 3, 4});
+  CHECK_FALSE(table->sweep_due());
+  push({5});
+  REQUIRE(table->sweep_due());
+  table->Sweep();
+  CHECK(table->rows_on_disk() == 5);  // Written again, counted once.
+  push({6, 7, 8, 9, 10});
+  REQUIRE(table->sweep_due());
+  table->Sweep();
+  CHECK(table->rows_on_disk() == 10);
+  CHECK(table->rows_moved_out() == 0);
 }
 
 TEST_CASE("a full save of a table on disk plus its changes restores it",
