@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/time/time.h"
 
 namespace paramd {
 
@@ -52,6 +53,9 @@ struct PolicyState {
   // Whether the store was saved (a table with storage writes its disk's
   // snapshot, which may fail): a capture that was not is not written.
   absl::Status saved;
+  // How long the capture held the shard (its pushes waiting), for the
+  // checkpoint's log line.
+  absl::Duration held;
 };
 
 class RankTable {

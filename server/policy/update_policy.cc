@@ -207,6 +207,7 @@ uint64_t UpdatePolicy::LastStaleness(int rank) {
 }
 
 PolicyState UpdatePolicy::CaptureLocked(bool incremental) const {
+  const absl::Time began = absl::Now();
   PolicyState state;
   state.version = store_->version();
   ranks_.Save(&state);
@@ -220,6 +221,7 @@ PolicyState UpdatePolicy::CaptureLocked(bool incremental) const {
     state.saved = store_->SaveState(&state.store_state);
   }
   rule_->AdjustCapture(&state);
+  state.held = absl::Now() - began;
   return state;
 }
 

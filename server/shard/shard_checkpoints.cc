@@ -81,9 +81,12 @@ void ShardCheckpoints::WriteSubmitted() {
     queue_mu_.Unlock();
     // A failure is logged; the next capture tries again.
     const uint64_t version = state.version;
+    const double held_ms = absl::ToDoubleMilliseconds(state.held);
     if (absl::StatusOr<std::string> path = Write(std::move(state)); path.ok()) {
-      spdlog::info("shard {}: checkpoint of version {} written to {}", shard_,
-                   version, *path);
+      spdlog::info(
+          "shard {}: checkpoint of version {} written to {} (its capture "
+          "held the shard {:.1f} ms)",
+          shard_, version, *path, held_ms);
     }
     queue_mu_.Lock();
     writing_ = false;

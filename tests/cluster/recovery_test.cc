@@ -163,7 +163,9 @@ TEST_CASE(
     "a full checkpoint's disk snapshot, and the job completes",
     "[recovery][e2e][storage]") {
   const std::string dir = NewTempDir();
-  // Room for about 440 of a shard's ~1,570 pixel rows in memory.
+  // 64 KiB is less than the disk's caches (3 MiB at the least): the
+  // table keeps the least it keeps in memory, 64 of a shard's ~1,570
+  // pixel rows.
   const std::string out = KillOnceAndFinish(
       IncrementalPixelsJob(dir,
                            "      storage: {memory_bytes: 65536, dir: rows}\n"),
@@ -172,6 +174,10 @@ TEST_CASE(
   CHECK(std::regex_search(
       out, std::regex(R"(\[server 1\].*shard 1: restored version \d+ from )"
                       R"(\S+/shard-1-v\d+\.delta on \S+/shard-1-v0+8\.ckpt)")));
+  // Each checkpoint's log line says how long its capture held the shard.
+  CHECK(std::regex_search(
+      out, std::regex(R"(shard 1: checkpoint of version 16 written to \S+ )"
+                      R"(\(its capture held the shard \d+\.\d ms\))")));
   // The full checkpoint's rows are its disk snapshot, kept beside it.
   CHECK(std::filesystem::exists(
       dir + "/checkpoints/shard-1-v00000000000000000008.rows/pixels/CURRENT"));
