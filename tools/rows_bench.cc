@@ -39,6 +39,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/cleanup/cleanup.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -362,6 +363,12 @@ int Driver(const BenchOptions& o) {
     return 1;
   }
   const std::string dir = made;
+  // The folder goes on every way out (the servers, declared below, stop
+  // first): the log, the job, the disk's rows, checkpoints, port files.
+  absl::Cleanup remove_dir = [&dir, keep = o.keep_dir] {
+    std::error_code e;
+    if (!keep) std::filesystem::remove_all(dir, e);
+  };
   const std::string train = dir + "/train.tsv", test = dir + "/test.tsv";
   const ClickLog log(o.log);
   const absl::Time write_start = absl::Now();
@@ -419,12 +426,6 @@ int Driver(const BenchOptions& o) {
   servers->reset();
   PrintReport(o, *train_figures, *test_figures, run->seconds, run->worker_peak,
               totals);
-  if (!o.keep_dir) {
-    for (const std::string& f : {train, test, job}) std::remove(f.c_str());
-    std::error_code e;  // The disk's rows and the checkpoints, if any.
-    std::filesystem::remove_all(dir + "/rows", e);
-    std::filesystem::remove_all(dir + "/checkpoints", e);
-  }
   return 0;
 }
 
