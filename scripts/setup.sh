@@ -9,7 +9,8 @@
 #                              promtool), kubectl (kubernetes-client,
 #                              unless a kubectl is there already), and
 #                              PyTorch with pytest for the PyTorch worker
-#                              (python3-torch, python3-pytest)
+#                              (python3-torch, python3-pytest), and
+#                              etcd (etcd-server)
 set -euo pipefail
 
 PACKAGES=(
@@ -19,6 +20,8 @@ PACKAGES=(
   libopenblas-dev dataset-fashion-mnist openssl librocksdb-dev
   prometheus-cpp-dev libcivetweb-dev libcurl4-openssl-dev
   python3-dev pybind11-dev python3-numpy
+  golang-etcd-server-dev golang-github-gogo-protobuf-dev
+  golang-github-grpc-ecosystem-grpc-gateway-dev
 )
 
 # Packages of `list` (an array name) that are not installed.
@@ -33,7 +36,8 @@ missing_of() {
 
 TEST_PACKAGES=()
 if [[ "${1:-}" == --tests ]]; then
-  TEST_PACKAGES=(slurm-wlm munge prometheus python3-torch python3-pytest)
+  TEST_PACKAGES=(slurm-wlm munge prometheus python3-torch python3-pytest
+    etcd-server)
   command -v kubectl >/dev/null || TEST_PACKAGES+=(kubernetes-client)
 fi
 

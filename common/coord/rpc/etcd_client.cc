@@ -1,0 +1,427 @@
+#include "common/coord/rpc/etcd_client.h"
+
+#include <grpcpp/grpcpp.h>
+
+#include <thread>
+#include <utility>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/string_view.h"
+#include "absl/synchronization/mutex.h"
+#include "common/base/status_macros.h"
+#include "common/rpc/grpc_status.h"
+#include "etcd/etcdserver/etcdserverpb/rpc.grpc.pb.h"
+#include "etcd/mvcc/mvccpb/kv.pb.h"
+
+namespace paramd {
+namespace {
+
+namespace pb = ::etcdserverpb;
+
+EtcdKeyValue FromProto(const ::mvccpb::KeyValue& kv) {
+  EtcdKeyValue out;
+  out.key = kv.key();
+  out.value = kv.value();
+  out.create_revision = kv.create_revision();
+  out.mod_revision = kv.mod_revision();
+  out.version = kv.version();
+  out.lease = kv.lease();
+  return out;
+}
+
+// The end of the range of keys that start with `prefix` (etcd's range_end:
+// the prefix with its last byte below 0xff incremented; "\0" — every key —
+// for an empty prefix or one of 0xff bytes only).
+std::string PrefixEnd(const std::string& prefix) {
+  std::string end = prefix;
+  while (!end.empty()) {
+    if (static_cast<unsigned char>(end.back()) < 0xff) {
+      end.back() = static_cast<char>(end.back() + 1);
+      return end;
+    }
+    end.pop_back();
+  }
+  return std::string(1, '\0');
+}
+
+// A key quoted for an error message.
+std::string Quoted(absl::string_view key) {
+  return absl::StrCat("\"", key, "\"");
+}
+
+}  // namespace
+
+struct EtcdClient::Member {
+  std::string endpoint;
+  std::shared_ptr<grpc::Channel> channel;
+  std::unique_ptr<pb::KV::Stub> kv;
+  std::unique_ptr<pb::Lease::Stub> lease;
+  std::unique_ptr<pb::Watch::Stub> watch;
+};
+
+EtcdClient::EtcdClient(std::vector<std::string> endpoints, Options options)
+    : endpoints_(std::move(endpoints)), options_(options) {
+  for (const std::string& endpoint : endpoints_) {
+    auto m = std::make_unique<Member>();
+    m->endpoint = endpoint;
+    grpc::ChannelArguments args;
+    // A member that went away is tried again at once when asked, not
+    // after gRPC's reconnect backoff (up to two minutes).
+    args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);
+    args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 1000);
+    // A watch on a member whose host went silent ends within 15 s instead
+    // of waiting for ever (etcd allows a ping every 5 s, while a call is
+    // open).
+    args.SetInt(GRPC_ARG_KEEPALIVE_TIME_MS, 10000);
+    args.SetInt(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, 5000);
+    m->channel = grpc::CreateCustomChannel(
+        endpoint, grpc::InsecureChannelCredentials(), args);
+    m->kv = pb::KV::NewStub(m->channel);
+    m->lease = pb::Lease::NewStub(m->channel);
+    m->watch = pb::Watch::NewStub(m->channel);
+    members_.push_back(std::move(m));
+  }
+}
+
+EtcdClient::~EtcdClient() = default;
+
+absl::StatusOr<std::unique_ptr<EtcdClient>> EtcdClient::Connect(
+    const std::vector<std::string>& endpoints, Options options) {
+  if (endpoints.empty()) {
+    return absl::InvalidArgumentError(
+        "etcd client: no endpoints (HOST:PORT or unix:PATH)");
+  }
+  for (size_t i = 0; i < endpoints.size(); ++i) {
+    if (endpoints[i].empty()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("etcd client: endpoint [", i, "] is empty"));
+    }
+  }
+  if (options.timeout <= absl::ZeroDuration()) {
+    return absl::InvalidArgumentError("etcd client: the timeout must be > 0");
+  }
+  return std::unique_ptr<EtcdClient>(new EtcdClient(endpoints, options));
+}
+
+template <typename Call>
+absl::Status EtcdClient::OnMembers(const std::string& what, const Call& call) {
+  const size_t first = current_.load(std::memory_order_relaxed);
+  absl::Status last;
+  for (size_t n = 0; n < members_.size(); ++n) {
+    const size_t i = (first + n) % members_.size();
+    Member& m = *members_[i];
+    grpc::ClientContext context;
+    context.set_deadline(absl::ToChronoTime(absl::Now() + options_.timeout));
+    const grpc::Status s = call(m, &context);
+    if (s.ok()) {
+      current_.store(i, std::memory_order_relaxed);
+      return absl::OkStatus();
+    }
+    last = absl::Status(FromGrpcStatus(s).code(),
+                        absl::StrCat("etcd ", what, " at ", m.endpoint, ": ",
+                                     s.error_message()));
+    // Only a member that could not serve it is worth another's try: any
+    // other answer is the cluster's.
+    if (s.error_code() != grpc::StatusCode::UNAVAILABLE &&
+        s.error_code() != grpc::StatusCode::DEADLINE_EXCEEDED) {
+      return last;
+    }
+  }
+  return last;
+}
+
+absl::StatusOr<std::optional<EtcdKeyValue>> EtcdClient::Get(
+    const std::string& key) {
+  pb::RangeRequest request;
+  request.set_key(key);
+  pb::RangeResponse response;
+  RETURN_IF_ERROR(OnMembers(absl::StrCat("Range ", Quoted(key)),
+                            [&](Member& m, grpc::ClientContext* c) {
+                              return m.kv->Range(c, request, &response);
+                            }));
+  if (response.kvs_size() == 0) return std::optional<EtcdKeyValue>();
+  return std::optional<EtcdKeyValue>(FromProto(response.kvs(0)));
+}
+
+absl::StatusOr<EtcdRange> EtcdClient::List(const std::string& prefix) {
+  pb::RangeRequest request;
+  request.set_key(prefix.empty() ? std::string(1, '\0') : prefix);
+  request.set_range_end(PrefixEnd(prefix));
+  pb::RangeResponse response;
+  RETURN_IF_ERROR(OnMembers(absl::StrCat("Range of prefix ", Quoted(prefix)),
+                            [&](Member& m, grpc::ClientContext* c) {
+                              return m.kv->Range(c, request, &response);
+                            }));
+  EtcdRange out;
+  out.revision = response.header().revision();
+  for (const ::mvccpb::KeyValue& kv : response.kvs()) {
+    out.kvs.push_back(FromProto(kv));
+  }
+  return out;
+}
+
+absl::StatusOr<int64_t> EtcdClient::Put(const std::string& key,
+                                        const std::string& value,
+                                        int64_t lease) {
+  pb::PutRequest request;
+  request.set_key(key);
+  request.set_value(value);
+  request.set_lease(lease);
+  pb::PutResponse response;
+  RETURN_IF_ERROR(OnMembers(absl::StrCat("Put ", Quoted(key)),
+                            [&](Member& m, grpc::ClientContext* c) {
+                              return m.kv->Put(c, request, &response);
+                            }));
+  return response.header().revision();
+}
+
+absl::StatusOr<bool> EtcdClient::Delete(const std::string& key) {
+  pb::DeleteRangeRequest request;
+  request.set_key(key);
+  pb::DeleteRangeResponse response;
+  RETURN_IF_ERROR(OnMembers(absl::StrCat("DeleteRange ", Quoted(key)),
+                            [&](Member& m, grpc::ClientContext* c) {
+                              return m.kv->DeleteRange(c, request, &response);
+                            }));
+  return response.deleted() > 0;
+}
+
+absl::StatusOr<EtcdClaim> EtcdClient::Create(const std::string& key,
+                                             const std::string& value,
+                                             int64_t lease) {
+  return WriteIf(key, /*exists=*/false, 0, value, lease);
+}
+
+absl::StatusOr<EtcdClaim> EtcdClient::ReplaceAt(const std::string& key,
+                                                int64_t mod_revision,
+                                                const std::string& value,
+                                                int64_t lease) {
+  if (mod_revision < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("etcd ReplaceAt ", Quoted(key), ": a negative revision"));
+  }
+  return WriteIf(key, mod_revision > 0, mod_revision, value, lease);
+}
+
+absl::StatusOr<EtcdClaim> EtcdClient::WriteIf(const std::string& key,
+                                              bool exists, int64_t mod_revision,
+                                              const std::string& value,
+                                              int64_t lease) {
+  pb::TxnRequest request;
+  pb::Compare* compare = request.add_compare();
+  compare->set_key(key);
+  compare->set_result(pb::Compare::EQUAL);
+  if (exists) {
+    compare->set_target(pb::Compare::MOD);
+    compare->set_mod_revision(mod_revision);
+  } else {
+    // A key that does not exist has create revision 0.
+    compare->set_target(pb::Compare::CREATE);
+    compare->set_create_revision(0);
+  }
+  pb::PutRequest* put = request.add_success()->mutable_request_put();
+  put->set_key(key);
+  put->set_value(value);
+  put->set_lease(lease);
+  request.add_failure()->mutable_request_range()->set_key(key);
+  pb::TxnResponse response;
+  RETURN_IF_ERROR(OnMembers(absl::StrCat("Txn on ", Quoted(key)),
+                            [&](Member& m, grpc::ClientContext* c) {
+                              return m.kv->Txn(c, request, &response);
+                            }));
+  EtcdClaim claim;
+  claim.written = response.succeeded();
+  claim.revision = response.header().revision();
+  if (!claim.written && response.responses_size() == 1 &&
+      response.responses(0).response_range().kvs_size() > 0) {
+    claim.holder = FromProto(response.responses(0).response_range().kvs(0));
+  }
+  return claim;
+}
+
+absl::StatusOr<int64_t> EtcdClient::Grant(absl::Duration ttl,
+                                          absl::Duration* granted) {
+  const int64_t seconds =
+      absl::ToInt64Seconds(absl::Ceil(ttl, absl::Seconds(1)));
+  if (seconds <= 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("etcd LeaseGrant: a lease of ", absl::FormatDuration(ttl),
+                     "; it must be at least a second"));
+  }
+  pb::LeaseGrantRequest request;
+  request.set_ttl(seconds);
+  pb::LeaseGrantResponse response;
+  RETURN_IF_ERROR(OnMembers(absl::StrCat("LeaseGrant of ", seconds, " s"),
+                            [&](Member& m, grpc::ClientContext* c) {
+                              return m.lease->LeaseGrant(c, request, &response);
+                            }));
+  if (!response.error().empty()) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("etcd LeaseGrant: ", response.error()));
+  }
+  if (granted != nullptr) *granted = absl::Seconds(response.ttl());
+  return response.id();
+}
+
+absl::StatusOr<absl::Duration> EtcdClient::KeepAlive(int64_t lease) {
+  pb::LeaseKeepAliveResponse response;
+  bool answered = false;
+  RETURN_IF_ERROR(
+      OnMembers(absl::StrCat("LeaseKeepAlive of lease ", lease),
+                [&](Member& m, grpc::ClientContext* c) {
+                  // The stream carries one renewal: asked, answered, closed.
+                  auto stream = m.lease->LeaseKeepAlive(c);
+                  pb::LeaseKeepAliveRequest request;
+                  request.set_id(lease);
+                  answered = stream->Write(request) && stream->Read(&response);
+                  stream->WritesDone();
+                  if (answered) c->TryCancel();  // No more to read.
+                  grpc::Status s = stream->Finish();
+                  if (answered) return grpc::Status::OK;
+                  if (s.ok()) {
+                    return grpc::Status(grpc::StatusCode::UNAVAILABLE,
+                                        "the stream ended without an answer");
+                  }
+                  return s;
+                }));
+  if (response.ttl() <= 0) {
+    return absl::NotFoundError(absl::StrCat("etcd LeaseKeepAlive: lease ",
+                                            lease, " expired or was revoked"));
+  }
+  return absl::Seconds(response.ttl());
+}
+
+absl::Status EtcdClient::Revoke(int64_t lease) {
+  pb::LeaseRevokeRequest request;
+  request.set_id(lease);
+  pb::LeaseRevokeResponse response;
+  return OnMembers(absl::StrCat("LeaseRevoke of lease ", lease),
+                   [&](Member& m, grpc::ClientContext* c) {
+                     return m.lease->LeaseRevoke(c, request, &response);
+                   });
+}
+
+// One Watch call: its stream, the reader thread, and what it read.
+struct EtcdWatch::Stream {
+  std::string what;  // For errors: "Watch of prefix ... at MEMBER".
+  grpc::ClientContext context;
+  std::unique_ptr<grpc::ClientReaderWriter<pb::WatchRequest, pb::WatchResponse>>
+      call;
+  std::thread reader;
+  absl::Mutex mu;
+  bool created ABSL_GUARDED_BY(mu) = false;  // etcd said it made the watch.
+  std::vector<EtcdEvent> events ABSL_GUARDED_BY(mu);
+  absl::Status ended ABSL_GUARDED_BY(mu);  // Not OK once the stream ended.
+};
+
+EtcdWatch::EtcdWatch(std::unique_ptr<Stream> stream)
+    : stream_(std::move(stream)) {
+  stream_->reader = std::thread([this] { Read(); });
+}
+
+EtcdWatch::~EtcdWatch() {
+  stream_->context.TryCancel();
+  if (stream_->reader.joinable()) stream_->reader.join();
+}
+
+void EtcdWatch::Read() {
+  Stream& s = *stream_;
+  pb::WatchResponse response;
+  absl::Status end;
+  while (s.call->Read(&response)) {
+    if (response.canceled()) {
+      end = absl::AbortedError(absl::StrCat(
+          "etcd ", s.what, ": cancelled by etcd",
+          response.compact_revision() > 0
+              ? absl::StrCat(" (revisions up to ", response.compact_revision(),
+                             " were compacted)")
+              : std::string(),
+          response.cancel_reason().empty() ? "" : ": ",
+          response.cancel_reason()));
+      break;
+    }
+    std::vector<EtcdEvent> events;
+    for (const ::mvccpb::Event& e : response.events()) {
+      EtcdEvent event;
+      event.type = e.type() == ::mvccpb::Event::DELETE
+                       ? EtcdEvent::Type::kDelete
+                       : EtcdEvent::Type::kPut;
+      event.kv = FromProto(e.kv());
+      events.push_back(std::move(event));
+    }
+    absl::MutexLock lock(&s.mu);
+    if (response.created()) s.created = true;
+    for (EtcdEvent& e : events) s.events.push_back(std::move(e));
+  }
+  s.context.TryCancel();  // Etcd's cancel: the call ends here too.
+  const grpc::Status st = s.call->Finish();
+  if (end.ok()) {
+    end = absl::UnavailableError(
+        absl::StrCat("etcd ", s.what, ": the stream ended",
+                     st.ok() ? std::string() : ": " + st.error_message()));
+  }
+  absl::MutexLock lock(&s.mu);
+  s.ended = end;
+}
+
+absl::StatusOr<std::vector<EtcdEvent>> EtcdWatch::Next(absl::Time deadline) {
+  Stream& s = *stream_;
+  absl::MutexLock lock(&s.mu);
+  auto ready = [&s]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(s.mu) {
+    return !s.events.empty() || !s.ended.ok();
+  };
+  s.mu.AwaitWithDeadline(absl::Condition(&ready), deadline);
+  if (!s.events.empty()) return std::exchange(s.events, {});
+  if (!s.ended.ok()) return s.ended;
+  return std::vector<EtcdEvent>();
+}
+
+absl::StatusOr<std::unique_ptr<EtcdWatch>> EtcdClient::Watch(
+    const std::string& prefix, int64_t start_revision) {
+  pb::WatchRequest request;
+  pb::WatchCreateRequest* create = request.mutable_create_request();
+  create->set_key(prefix.empty() ? std::string(1, '\0') : prefix);
+  create->set_range_end(PrefixEnd(prefix));
+  create->set_start_revision(start_revision);
+  // As OnMembers, but the call outlives this function: only its creation
+  // is bounded by the timeout, not the watch.
+  absl::Status last;
+  const size_t first = current_.load(std::memory_order_relaxed);
+  for (size_t n = 0; n < members_.size(); ++n) {
+    const size_t i = (first + n) % members_.size();
+    Member& m = *members_[i];
+    auto stream = std::make_unique<EtcdWatch::Stream>();
+    stream->what =
+        absl::StrCat("Watch of prefix ", Quoted(prefix), " at ", m.endpoint);
+    stream->call = m.watch->Watch(&stream->context);
+    // A member that is down fails the write, and the reader's first read
+    // ends the stream at once.
+    stream->call->Write(request);
+    EtcdWatch::Stream* s = stream.get();
+    std::unique_ptr<EtcdWatch> watch(new EtcdWatch(std::move(stream)));
+    absl::Status made;
+    {
+      absl::MutexLock lock(&s->mu);
+      auto settled = [s]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(s->mu) {
+        return s->created || !s->ended.ok();
+      };
+      s->mu.AwaitWithTimeout(absl::Condition(&settled), options_.timeout);
+      if (!s->created) {
+        made = !s->ended.ok() ? s->ended
+                              : absl::DeadlineExceededError(absl::StrCat(
+                                    "etcd ", s->what, ": not made within ",
+                                    absl::FormatDuration(options_.timeout)));
+      }
+    }
+    if (made.ok()) {
+      current_.store(i, std::memory_order_relaxed);
+      return watch;
+    }
+    last = made;
+    if (made.code() == absl::StatusCode::kAborted) return last;  // etcd's no.
+  }
+  return last;
+}
+
+}  // namespace paramd

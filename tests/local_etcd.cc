@@ -1,0 +1,58 @@
+#include "tests/local_etcd.h"
+
+#include <signal.h>
+#include <stdlib.h>
+
+#include <catch2/catch.hpp>
+#include <filesystem>
+
+#include "absl/time/time.h"
+#include "tests/skip_main.h"
+#include "tests/test_files.h"
+
+namespace paramd::testing {
+
+LocalEtcd::LocalEtcd() {
+  const std::string etcd = FindProgram("etcd");
+  REQUIRE_FALSE(etcd.empty());
+  // etcd names a unix socket HOST:PORT, relative to its working folder:
+  // it runs in dir_, its sockets "client:0" and "peer:0" there. A socket's
+  // path must fit in 108 bytes, which a test's scratch folder may not: the
+  // sockets go in a short folder of their own, the data in the scratch.
+  std::string short_dir = "/tmp/paramd-etcd-XXXXXX";
+  REQUIRE(mkdtemp(short_dir.data()) != nullptr);
+  dir_ = short_dir;
+  const std::string data = NewTempDir() + "/etcd";
+  const std::string command = "cd '" + dir_ + "' && exec '" + etcd +
+                              "' --name local --data-dir '" + data +
+                              "' --listen-client-urls unix://client:0"
+                              " --advertise-client-urls unix://client:0"
+                              " --listen-peer-urls unix://peer:0"
+                              " --initial-advertise-peer-urls unix://peer:0"
+                              " --initial-cluster local=unix://peer:0"
+                              " --log-outputs stderr";
+  process_ = std::make_unique<Subprocess>(
+      std::vector<std::string>{"/bin/sh", "-c", command});
+  endpoint_ = "unix:" + dir_ + "/client:0";
+  const bool ready = process_->ReadUntil("serving insecure client requests",
+                                         absl::Seconds(60));
+  INFO(process_->output());
+  REQUIRE(ready);
+}
+
+LocalEtcd::~LocalEtcd() { Kill(); }
+
+std::string LocalEtcd::DeadEndpoint() const {
+  return "unix:" + dir_ + "/nothing:0";
+}
+
+void LocalEtcd::Kill() {
+  if (process_ == nullptr) return;
+  process_->Signal(SIGKILL);
+  process_->Wait(absl::Seconds(30));
+  process_.reset();
+  std::error_code e;  // The sockets' folder; the data stays with the test's.
+  std::filesystem::remove_all(dir_, e);
+}
+
+}  // namespace paramd::testing

@@ -1,0 +1,41 @@
+// A single-member etcd for tests (Debian's etcd-server): its data in a
+// scratch folder, its client and peer sockets (unix sockets, so no port is
+// fixed) in a short folder of their own under /tmp. A test that uses it
+// links :skip_main and skips with MissingPrograms({"etcd"}) where etcd is
+// not installed.
+#ifndef PARAMD_TESTS_LOCAL_ETCD_H_
+#define PARAMD_TESTS_LOCAL_ETCD_H_
+
+#include <memory>
+#include <string>
+
+#include "tests/subprocess.h"
+
+namespace paramd::testing {
+
+class LocalEtcd {
+ public:
+  // Starts it and returns once it serves clients; fails the test when it
+  // does not within 60 s.
+  LocalEtcd();
+  // Kills it and removes its sockets' folder.
+  ~LocalEtcd();
+  LocalEtcd(const LocalEtcd&) = delete;
+  LocalEtcd& operator=(const LocalEtcd&) = delete;
+
+  // Where clients reach it ("unix:PATH").
+  const std::string& endpoint() const { return endpoint_; }
+  // An endpoint in the same folder where nothing listens.
+  std::string DeadEndpoint() const;
+  // SIGKILLs it.
+  void Kill();
+
+ private:
+  std::string dir_;
+  std::string endpoint_;
+  std::unique_ptr<Subprocess> process_;
+};
+
+}  // namespace paramd::testing
+
+#endif  // PARAMD_TESTS_LOCAL_ETCD_H_
