@@ -43,6 +43,8 @@
 #include "absl/synchronization/notification.h"
 #include "common/base/status_macros.h"
 #include "common/config/job_config.h"
+#include "common/coord/members.h"
+#include "common/coord/rpc/member_registration.h"
 #include "common/launch/daemon_start.h"
 #include "common/launch/slurm.h"
 #include "server/declare/model_declaration.h"
@@ -159,6 +161,27 @@ int PortOf(const std::string& address) {
   std::string host;
   int port = 0;
   return ParseHostPort(address, &host, &port).ok() ? port : 0;
+}
+
+// This process as a member of the job (coordination.etcd): shard K's
+// server or backup, where workers reach it — the address it listens at
+// (--listen) or its address in the job, with the bound `port`.
+JobMember ServerMember(const DaemonStart& start, const std::string& listen,
+                       int port) {
+  const bool backup = start.flags.Has("backup");
+  const JobConfig& config = start.config;
+  JobMember m;
+  m.kind = backup ? "backup" : "server";
+  m.id = start.id;
+  m.address = WithPort(start.flags.Has("listen")
+                           ? listen
+                           : (backup ? config.replication.backups[start.id]
+                                     : config.servers[start.id]),
+                       port);
+  char host[256] = {};
+  if (gethostname(host, sizeof(host) - 1) == 0) m.host = host;
+  m.pid = getpid();
+  return m;
 }
 
 // replication.factor 2: this process's part in the shard's replicas,
@@ -284,6 +307,19 @@ int Serve(const DaemonStart& start, ParameterServer& server) {
   if (*metrics != nullptr) {
     spdlog::info("shard {}: metrics at http://{}:{}/metrics", shard_id,
                  config.metrics.bind, (*metrics)->port());
+  }
+  std::unique_ptr<MemberRegistration> member;
+  if (config.coordination.enabled()) {
+    absl::StatusOr<std::unique_ptr<MemberRegistration>> registered =
+        MemberRegistration::Start(config, ServerMember(start, *listen, *port));
+    if (!registered.ok()) {
+      spdlog::error("shard {}: {}", shard_id,
+                    std::string(registered.status().message()));
+      server.Shutdown();
+      return 1;
+    }
+    member = std::move(*registered);
+    spdlog::info("shard {}: registered as {}", shard_id, member->key());
   }
   return Stop(start, events.Wait(), server, metrics->get());
 }

@@ -34,6 +34,7 @@
 #include "common/config/job_config.h"
 #include "common/config/job_file.h"
 #include "common/config/layer_shapes.h"
+#include "common/coord/rpc/member_registration.h"
 #include "common/launch/slurm.h"
 #include "common/model/model_spec.h"
 #include "common/model/partitioner.h"
@@ -254,10 +255,22 @@ int Status(const ParsedFlags& flags) {
   const std::vector<ServerStatus> servers =
       QueryAllStatus(addresses, *security, absl::Seconds(3));
   std::fputs(format(servers).c_str(), stdout);
+  int status = 0;
+  if (target->config.coordination.enabled() && !json) {
+    absl::StatusOr<std::vector<JobMember>> members =
+        ListJobMembers(target->config);
+    if (members.ok()) {
+      std::fputs(MemberLines(*members).c_str(), stdout);
+    } else {
+      std::printf("\nMEMBERS (coordination.etcd)\n  %s\n",
+                  std::string(members.status().message()).c_str());
+      status = 1;
+    }
+  }
   for (const ServerStatus& s : ServingReplicas(servers, shards)) {
     if (!s.status.ok()) return 1;
   }
-  return 0;
+  return status;
 }
 
 // Writes `text` to --output (saying so) or to stdout.

@@ -6,11 +6,16 @@
 // is the start of the job it belongs to (see paramd-server). With
 // metrics.port (or --metrics_listen HOST:PORT) it serves Prometheus metrics
 // at /metrics (see paramd-server).
+#include <unistd.h>
+
 #include <cstdio>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "absl/strings/str_split.h"
+#include "common/coord/members.h"
+#include "common/coord/rpc/member_registration.h"
 #include "common/launch/daemon_start.h"
 #include "spdlog/spdlog.h"
 #include "worker/rpc/grpc_parameter_client.h"
@@ -71,6 +76,25 @@ int Run(int argc, char** argv) {
     std::fprintf(stderr, "paramd-worker: rank %d: %s\n", rank,
                  std::string(trainer.status().message()).c_str());
     return 1;
+  }
+  // A member of the job in its coordinator while it trains.
+  std::unique_ptr<MemberRegistration> member;
+  if (start->config.coordination.enabled()) {
+    JobMember me;
+    me.kind = "worker";
+    me.id = rank;
+    char host[256] = {};
+    if (gethostname(host, sizeof(host) - 1) == 0) me.host = host;
+    me.pid = getpid();
+    absl::StatusOr<std::unique_ptr<MemberRegistration>> registered =
+        MemberRegistration::Start(start->config, me);
+    if (!registered.ok()) {
+      std::fprintf(stderr, "paramd-worker: rank %d: %s\n", rank,
+                   std::string(registered.status().message()).c_str());
+      return 1;
+    }
+    member = std::move(*registered);
+    spdlog::info("rank {}: registered as {}", rank, member->key());
   }
   if (absl::Status s = (*trainer)->Run(); !s.ok()) {
     spdlog::error("rank {}: {}", rank, s.ToString());

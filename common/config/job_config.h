@@ -262,6 +262,19 @@ struct ReplicationConfig {
   bool enabled() const { return factor > 1; }
 };
 
+// The job's coordinator (`coordination`; docs/operations.md, "Coordination
+// on etcd"): an etcd cluster under whose prefix /paramd/JOB/members/ every
+// server and worker of the job registers itself with a lease, so that
+// `paramctl status` lists who is in the job from one place.
+struct CoordinationConfig {
+  // Its members' client endpoints: "host:port" or "unix:PATH".
+  std::vector<std::string> etcd;
+  // The lease of each registration: a process that dies is gone from the
+  // list after at most this long (etcd grants at least 2 s).
+  int lease_seconds = 10;
+  bool enabled() const { return !etcd.empty(); }
+};
+
 // What `paramctl run` does when a process of the job dies.
 struct RestartConfig {
   int max = 3;  // Restarts per process; 0: a death stops the job.
@@ -453,6 +466,7 @@ struct JobConfig {
   CheckpointConfig checkpoint;
   RestartConfig restart;
   ReplicationConfig replication;
+  CoordinationConfig coordination;
   MetricsConfig metrics;
   TracingConfig tracing;
   CompressionConfig compression;

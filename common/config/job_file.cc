@@ -41,10 +41,11 @@ class JobParser {
     }
     RETURN_IF_ERROR(r_.CheckMapping(
         root, "",
-        {"job",       "cluster",     "model",     "data",        "training",
-         "optimizer", "policy",      "guard",     "liveness",    "limits",
-         "security",  "checkpoint",  "restart",   "replication", "metrics",
-         "tracing",   "compression", "partition", "worker",      "testing"}));
+        {"job",         "cluster",     "model",     "data",        "training",
+         "optimizer",   "policy",      "guard",     "liveness",    "limits",
+         "security",    "checkpoint",  "restart",   "replication", "metrics",
+         "tracing",     "compression", "partition", "worker",      "testing",
+         "coordination"}));
     for (auto step :
          {&JobParser::ParseJob,         &JobParser::ParseCluster,
           &JobParser::ParseModel,       &JobParser::ParseData,
@@ -55,7 +56,8 @@ class JobParser {
           &JobParser::ParseRestart,     &JobParser::ParseReplication,
           &JobParser::ParseMetrics,     &JobParser::ParseTracing,
           &JobParser::ParseCompression, &JobParser::ParsePartition,
-          &JobParser::ParseWorker,      &JobParser::ParseTesting}) {
+          &JobParser::ParseWorker,      &JobParser::ParseTesting,
+          &JobParser::ParseCoordination}) {
       RETURN_IF_ERROR((this->*step)(root, &c));
     }
     return c;
@@ -312,6 +314,13 @@ class JobParser {
                        " instead of the workers' declaration"));
     }
     return absl::OkStatus();
+  }
+
+  absl::Status ParseCoordination(const YAML::Node& root, JobConfig* c) {
+    if (!root["coordination"].IsDefined()) return absl::OkStatus();
+    ASSIGN_OR_RETURN(const YAML::Node n, Section(root, "coordination", false,
+                                                 {"etcd", "lease_seconds"}));
+    return ParseCoordinationSection(r_, n, &c->coordination);
   }
 
   absl::Status ParseMetrics(const YAML::Node& root, JobConfig* c) {

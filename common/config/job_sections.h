@@ -159,6 +159,9 @@ absl::Status ParseReplicationSection(YamlReader& reader, const YAML::Node& node,
                                      ReplicationConfig* out);
 absl::Status ParseRestartSection(YamlReader& reader, const YAML::Node& node,
                                  RestartConfig* out);
+absl::Status ParseCoordinationSection(YamlReader& reader,
+                                      const YAML::Node& node,
+                                      CoordinationConfig* out);
 // `num_workers` bounds testing.slow_rank.
 absl::Status ParseTestingSection(YamlReader& reader, const YAML::Node& node,
                                  int num_workers, TestingConfig* out);

@@ -7,6 +7,7 @@
 
 #include <set>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "common/base/status_macros.h"
 #include "common/config/job_sections.h"
@@ -209,6 +210,49 @@ absl::Status ParseRestartSection(YamlReader& reader, const YAML::Node& r,
   if (!(out->backoff_seconds >= 0) || out->backoff_seconds > 3600) {
     return reader.Error(r["backoff_seconds"], "restart.backoff_seconds",
                         "must be between 0 and 3600");
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ParseCoordinationSection(YamlReader& reader, const YAML::Node& c,
+                                      CoordinationConfig* out) {
+  if (!c.IsDefined() || c.IsNull()) return absl::OkStatus();  // None.
+  const YAML::Node etcd = c["etcd"];
+  if (!etcd.IsDefined() || !etcd.IsSequence() || etcd.size() == 0) {
+    return reader.Error(etcd.IsDefined() ? etcd : c, "coordination.etcd",
+                        "expected a non-empty list of etcd client endpoints "
+                        "(\"host:port\" or \"unix:PATH\")");
+  }
+  for (size_t i = 0; i < etcd.size(); ++i) {
+    const std::string field = absl::StrCat("coordination.etcd[", i, "]");
+    if (!etcd[i].IsScalar() || etcd[i].Scalar().empty()) {
+      return reader.Error(etcd[i], field,
+                          "expected \"host:port\" or \"unix:PATH\"");
+    }
+    const std::string endpoint = etcd[i].Scalar();
+    if (absl::StartsWith(endpoint, "unix:")) {
+      if (endpoint.size() == 5) {
+        return reader.Error(etcd[i], field, "unix: names no socket");
+      }
+    } else {
+      std::string host;
+      int port = 0;
+      if (absl::Status s = ParseHostPort(endpoint, &host, &port); !s.ok()) {
+        return reader.Error(etcd[i], field, std::string(s.message()));
+      }
+      if (port == 0) {
+        return reader.Error(etcd[i], field,
+                            "an etcd endpoint needs its port (etcd's "
+                            "default is 2379)");
+      }
+    }
+    out->etcd.push_back(endpoint);
+  }
+  RETURN_IF_ERROR(reader.Get(c, "coordination", "lease_seconds", false,
+                             &out->lease_seconds));
+  if (out->lease_seconds < 2 || out->lease_seconds > 600) {
+    return reader.Error(c["lease_seconds"], "coordination.lease_seconds",
+                        "must be between 2 (etcd's shortest lease) and 600");
   }
   return absl::OkStatus();
 }

@@ -476,6 +476,65 @@ TEST_CASE("the replication section gives each shard a backup", "[config]") {
   CHECK(plain->replication.backups.empty());
 }
 
+TEST_CASE("the coordination section names etcd and a lease; bad ones named",
+          "[config][coord]") {
+  const std::string good = JobYaml(JobOptions{});
+  const std::string dir = NewTempDir();
+  absl::StatusOr<JobConfig> c = LoadJobConfig(WriteFile(
+      dir + "/job.yaml", good +
+                             "coordination:\n  etcd: [\"10.0.0.5:2379\", "
+                             "\"unix:/run/etcd.sock\"]\n  lease_seconds: 4\n"));
+  INFO(c.status().ToString());
+  REQUIRE(c.ok());
+  CHECK(c->coordination.enabled());
+  CHECK(c->coordination.etcd ==
+        std::vector<std::string>{"10.0.0.5:2379", "unix:/run/etcd.sock"});
+  CHECK(c->coordination.lease_seconds == 4);
+  absl::StatusOr<JobConfig> defaults = LoadJobConfig(WriteFile(
+      dir + "/defaults.yaml", good + "coordination:\n  etcd: [\"h:2379\"]\n"));
+  REQUIRE(defaults.ok());
+  CHECK(defaults->coordination.lease_seconds == 10);
+  absl::StatusOr<JobConfig> none =
+      LoadJobConfig(WriteFile(dir + "/none.yaml", good));
+  REQUIRE(none.ok());
+  CHECK_FALSE(none->coordination.enabled());
+
+  struct Case {
+    std::string section;
+    std::string field;
+    std::string message;
+  };
+  const std::vector<Case> cases = {
+      {"coordination:\n  lease_seconds: 5\n", "coordination.etcd",
+       "expected a non-empty list of etcd client endpoints"},
+      {"coordination:\n  etcd: []\n", "coordination.etcd",
+       "expected a non-empty list"},
+      {"coordination:\n  etcd: \"h:2379\"\n", "coordination.etcd",
+       "expected a non-empty list"},
+      {"coordination:\n  etcd: [\"h:2379\", \"h\"]\n", "coordination.etcd[1]",
+       "h"},
+      {"coordination:\n  etcd: [\"h:0\"]\n", "coordination.etcd[0]",
+       "needs its port"},
+      {"coordination:\n  etcd: [\"unix:\"]\n", "coordination.etcd[0]",
+       "names no socket"},
+      {"coordination:\n  etcd: [[1]]\n", "coordination.etcd[0]",
+       "expected \"host:port\""},
+      {"coordination:\n  etcd: [\"h:2379\"]\n  lease_seconds: 1\n",
+       "coordination.lease_seconds", "between 2"},
+      {"coordination:\n  etcd: [\"h:2379\"]\n  lease_seconds: 601\n",
+       "coordination.lease_seconds", "and 600"},
+      {"coordination:\n  etcd: [\"h:2379\"]\n  leases: 3\n",
+       "coordination.leases", "unknown"},
+  };
+  for (const Case& k : cases) {
+    INFO(k.section);
+    const std::string error = JobYamlError(good + k.section);
+    INFO("error: " << error);
+    CHECK(error.find(": " + k.field + ": ") != std::string::npos);
+    CHECK(error.find(k.message) != std::string::npos);
+  }
+}
+
 TEST_CASE("the security section resolves its paths and fills defaults",
           "[config]") {
   const std::string dir = NewTempDir();

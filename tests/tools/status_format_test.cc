@@ -330,5 +330,19 @@ TEST_CASE(
                           "holds version 41, primary heard 0.2s ago"));
 }
 
+TEST_CASE("the members of a coordinated job are a table of their own",
+          "[status][coord]") {
+  const std::string none = MemberLines({});
+  CHECK(none == "\nMEMBERS (coordination.etcd)\n  none registered\n");
+  const std::string two =
+      MemberLines({JobMember{"server", 0, "10.0.0.1:47320", "node-a", 4117},
+                   JobMember{"worker", 12, "-", "node-c", 4230}});
+  CHECK(two ==
+        "\nMEMBERS (coordination.etcd)\n"
+        "  KIND       ID  ADDRESS                HOST             PID\n"
+        "  server      0  10.0.0.1:47320         node-a           4117\n"
+        "  worker     12  -                      node-c           4230\n");
+}
+
 }  // namespace
 }  // namespace paramd

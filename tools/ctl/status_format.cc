@@ -310,6 +310,18 @@ std::vector<ServerStatus> ServingReplicas(
   return out;
 }
 
+std::string MemberLines(const std::vector<JobMember>& members) {
+  std::string out = "\nMEMBERS (coordination.etcd)\n";
+  if (members.empty()) return out + "  none registered\n";
+  absl::StrAppendFormat(&out, "  %-7s %5s  %-22s %-16s %s\n", "KIND", "ID",
+                        "ADDRESS", "HOST", "PID");
+  for (const JobMember& m : members) {
+    absl::StrAppendFormat(&out, "  %-7s %5d  %-22s %-16s %d\n", m.kind, m.id,
+                          m.address, m.host, m.pid);
+  }
+  return out;
+}
+
 std::string ReplicaLines(const std::vector<ServerStatus>& by_slot,
                          int num_shards) {
   std::string out = "\nREPLICAS\n";

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "common/coord/members.h"
 #include "proto/paramd.pb.h"
 
 namespace paramd {
@@ -32,6 +33,10 @@ std::vector<ServerStatus> ServingReplicas(
     const std::vector<ServerStatus>& by_slot, int num_shards);
 std::string ReplicaLines(const std::vector<ServerStatus>& by_slot,
                          int num_shards);
+
+// coordination.etcd: the job's members as its coordinator lists them
+// ("MEMBERS": kind, shard or rank, address, host, pid).
+std::string MemberLines(const std::vector<JobMember>& members);
 
 // {"servers": [{"address": ..., "ok": true, "status": {ShardStatus as
 // proto3 JSON}} | {"address": ..., "ok": false, "error": ...}]}

@@ -1,0 +1,67 @@
+// MemberRegistration: this process's key in its job's coordinator
+// (coordination.etcd; common/coord/members.h says the keys), held by a
+// lease that a thread of its own keeps alive (LeaseKeeper). Destroyed, it
+// revokes the lease, so the key goes at once; a process that dies is gone
+// from the members within coordination.lease_seconds. A lease lost while
+// etcd was out of reach is taken again, and the key written again, once
+// etcd answers. ListJobMembers reads who is registered.
+#ifndef PARAMD_COMMON_COORD_RPC_MEMBER_REGISTRATION_H_
+#define PARAMD_COMMON_COORD_RPC_MEMBER_REGISTRATION_H_
+
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "common/config/job_config.h"
+#include "common/coord/lease_keeper.h"
+#include "common/coord/members.h"
+#include "common/coord/rpc/etcd_client.h"
+
+namespace paramd {
+
+class MemberRegistration {
+ public:
+  // Registers `member` of the job `config` (which has a coordinator) and
+  // keeps it registered; an error naming coordination.etcd when etcd does
+  // not take it.
+  static absl::StatusOr<std::unique_ptr<MemberRegistration>> Start(
+      const JobConfig& config, const JobMember& member);
+  ~MemberRegistration();
+  MemberRegistration(const MemberRegistration&) = delete;
+  MemberRegistration& operator=(const MemberRegistration&) = delete;
+
+  const std::string& key() const { return key_; }
+  // The lease that holds the key now.
+  int64_t lease() const ABSL_LOCKS_EXCLUDED(mu_);
+
+ private:
+  MemberRegistration(std::unique_ptr<EtcdClient> client, std::string key,
+                     std::string value, absl::Duration ttl);
+  // A new lease, and the key written with it.
+  absl::Status Register() ABSL_LOCKS_EXCLUDED(mu_);
+  void Run();  // The keeper's thread.
+
+  const std::unique_ptr<EtcdClient> client_;
+  const std::string key_;
+  const std::string value_;
+  const absl::Duration ttl_;
+  // Touched by Register (the starting thread, then the keeper's thread).
+  std::unique_ptr<LeaseKeeper> keeper_;
+  mutable absl::Mutex mu_;
+  int64_t lease_ ABSL_GUARDED_BY(mu_) = 0;
+  bool stop_ ABSL_GUARDED_BY(mu_) = false;
+  std::thread thread_;
+};
+
+// The members registered for the job `config` (which has a coordinator),
+// in key order; a key under the prefix that is not a registration is
+// refused, naming it.
+absl::StatusOr<std::vector<JobMember>> ListJobMembers(const JobConfig& config);
+
+}  // namespace paramd
+
+#endif  // PARAMD_COMMON_COORD_RPC_MEMBER_REGISTRATION_H_

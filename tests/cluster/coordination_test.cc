@@ -1,0 +1,136 @@
+// A job with coordination.etcd, with the real binaries and a real etcd
+// (tests/local_etcd.h): a server registers once it listens and a worker
+// while it trains, each under the job's prefix with its address; paramctl
+// status lists them from etcd; a worker that finishes and a server stopped
+// by SIGTERM revoke their lease (their keys go at once); a SIGKILLed server's
+// key goes when its lease runs out. Skips where etcd is not installed.
+#include <signal.h>
+
+#include <catch2/catch.hpp>
+
+#include "absl/strings/match.h"
+#include "absl/time/clock.h"
+#include "common/coord/rpc/etcd_client.h"
+#include "tests/local_etcd.h"
+#include "tests/skip_main.h"
+#include "tests/subprocess.h"
+#include "tests/test_files.h"
+
+namespace paramd::testing {
+
+std::string SkipReason() { return MissingPrograms({"etcd"}); }
+
+namespace {
+
+constexpr absl::Duration kTimeout = absl::Seconds(90);
+const char kPrefix[] = "/paramd/test-job/members/";
+
+// The next event of `watch`, waiting up to kTimeout.
+EtcdEvent NextEvent(EtcdWatch* watch, std::vector<EtcdEvent>* pending) {
+  const absl::Time deadline = absl::Now() + kTimeout;
+  while (pending->empty() && absl::Now() < deadline) {
+    auto more = watch->Next(deadline);
+    REQUIRE(more.ok());
+    pending->insert(pending->end(), more->begin(), more->end());
+  }
+  REQUIRE_FALSE(pending->empty());
+  EtcdEvent e = pending->front();
+  pending->erase(pending->begin());
+  return e;
+}
+
+// A job file of one server and one worker (an epoch of 256 samples)
+// coordinated by the etcd at `endpoint`, with leases of 2 s.
+std::string CoordinatedJob(const std::string& endpoint) {
+  JobOptions o;
+  o.servers = {"127.0.0.1:0"};
+  o.workers = 1;
+  o.epochs = 1;
+  o.train_limit = 256;
+  o.test_limit = 64;
+  return WriteFile(NewTempDir() + "/job.yaml",
+                   JobYaml(o) + "coordination:\n  etcd: [\"" + endpoint +
+                       "\"]\n  lease_seconds: 2\n");
+}
+
+TEST_CASE("servers and workers register in etcd, and go when they stop",
+          "[coord][e2e]") {
+  LocalEtcd etcd;
+  const std::string job = CoordinatedJob(etcd.endpoint());
+  auto client = EtcdClient::Connect({etcd.endpoint()});
+  REQUIRE(client.ok());
+  auto watch = (*client)->Watch(kPrefix, 0);
+  REQUIRE(watch.ok());
+  std::vector<EtcdEvent> pending;
+
+  std::string address;
+  std::unique_ptr<Subprocess> server = StartServer(job, &address, {}, kTimeout);
+  EtcdEvent e = NextEvent(watch->get(), &pending);
+  CHECK(e.type == EtcdEvent::Type::kPut);
+  CHECK(e.kv.key == std::string(kPrefix) + "server/0");
+  CHECK(absl::StartsWith(e.kv.value, address + " "));
+  CHECK(absl::EndsWith(e.kv.value, " " + std::to_string(server->pid())));
+  const int64_t server_lease = e.kv.lease;
+  CHECK(server_lease != 0);
+
+  std::string said;
+  REQUIRE(RunCommand(
+              {"tools/paramctl", "status", "--job", job, "--servers", address},
+              &said, kTimeout) == 0);
+  INFO(said);
+  CHECK(said.find("MEMBERS (coordination.etcd)") != std::string::npos);
+  CHECK(said.find(address) != std::string::npos);
+
+  // A worker is a member while it trains; done, it revokes its lease.
+  std::unique_ptr<Subprocess> worker = StartWorker(job, 0, address);
+  e = NextEvent(watch->get(), &pending);
+  CHECK(e.type == EtcdEvent::Type::kPut);
+  CHECK(e.kv.key == std::string(kPrefix) + "worker/0");
+  CHECK(absl::StartsWith(e.kv.value, "- "));
+  const int64_t worker_lease = e.kv.lease;
+  REQUIRE(worker->Wait(kTimeout) == 0);
+  e = NextEvent(watch->get(), &pending);
+  CHECK(e.type == EtcdEvent::Type::kDelete);
+  CHECK(e.kv.key == std::string(kPrefix) + "worker/0");
+  CHECK((*client)->KeepAlive(worker_lease).status().code() ==
+        absl::StatusCode::kNotFound);  // Revoked, not run out.
+
+  // SIGTERM: the server revokes its lease as it stops.
+  server->Signal(SIGTERM);
+  REQUIRE(server->Wait(kTimeout) == 0);
+  e = NextEvent(watch->get(), &pending);
+  CHECK(e.type == EtcdEvent::Type::kDelete);
+  CHECK(e.kv.key == std::string(kPrefix) + "server/0");
+  CHECK((*client)->KeepAlive(server_lease).status().code() ==
+        absl::StatusCode::kNotFound);
+
+  // SIGKILL: nothing revokes; the key goes when the lease runs out.
+  server = StartServer(job, &address, {}, kTimeout);
+  e = NextEvent(watch->get(), &pending);
+  REQUIRE(e.type == EtcdEvent::Type::kPut);
+  CHECK(e.kv.key == std::string(kPrefix) + "server/0");
+  server->Signal(SIGKILL);
+  REQUIRE(ProcessGone(server->pid()));
+  e = NextEvent(watch->get(), &pending);
+  CHECK(e.type == EtcdEvent::Type::kDelete);
+  CHECK(e.kv.key == std::string(kPrefix) + "server/0");
+  auto listed = (*client)->List(kPrefix);
+  REQUIRE(listed.ok());
+  CHECK(listed->kvs.empty());
+}
+
+TEST_CASE("a server whose etcd cannot be reached says so and exits",
+          "[coord][e2e]") {
+  LocalEtcd etcd;
+  const std::string job = CoordinatedJob(etcd.DeadEndpoint());
+  Subprocess server({"server/paramd-server", "--job", job, "--shard", "0"});
+  CHECK(server.Wait(kTimeout) == 1);
+  INFO(server.output());
+  CHECK(server.output().find("coordination.etcd [" + etcd.DeadEndpoint() +
+                             "]: could not register "
+                             "/paramd/test-job/members/server/0") !=
+        std::string::npos);
+}
+
+}  // namespace
+}  // namespace paramd::testing
