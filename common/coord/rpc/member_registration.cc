@@ -90,9 +90,12 @@ void MemberRegistration::Run() {
   bool failing = false;
   while (true) {
     // A lost lease is taken again every third of a lease until etcd takes
-    // it; a live one is renewed when due.
-    const absl::Time due =
+    // it; a live one is renewed when due, and after a failed renewal
+    // (NextDue: at once) no sooner than a twentieth of a lease later, so
+    // that an etcd out of reach is not asked in a busy loop.
+    absl::Time due =
         keeper_->lost().ok() ? keeper_->NextDue() : clock->Now() + ttl_ / 3;
+    if (failing) due = std::max(due, clock->Now() + ttl_ / 20);
     {
       absl::MutexLock lock(&mu_);
       mu_.AwaitWithDeadline(absl::Condition(&stop_), due);

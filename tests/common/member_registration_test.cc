@@ -1,0 +1,106 @@
+// MemberRegistration (common/coord/rpc/member_registration.h) against a real
+// etcd: the key and its lease while registered, the key gone at once when
+// the registration ends, and a lease lost under it (revoked by another
+// client, as etcd does to a lease it stopped hearing about) taken again
+// with the key written again; ListJobMembers reads what is registered.
+#include "common/coord/rpc/member_registration.h"
+
+#include <catch2/catch.hpp>
+
+#include "absl/time/clock.h"
+#include "tests/local_etcd.h"
+#include "tests/skip_main.h"
+
+namespace paramd {
+namespace testing {
+
+std::string SkipReason() { return MissingPrograms({"etcd"}); }
+
+namespace {
+
+JobConfig Coordinated(const std::string& endpoint) {
+  JobConfig c;
+  c.job_id = "reg-job";
+  c.coordination.etcd = {endpoint};
+  c.coordination.lease_seconds = 2;
+  return c;
+}
+
+// The next event of `watch` within 30 s.
+EtcdEvent Next(EtcdWatch* watch, std::vector<EtcdEvent>* pending) {
+  const absl::Time deadline = absl::Now() + absl::Seconds(30);
+  while (pending->empty() && absl::Now() < deadline) {
+    auto more = watch->Next(deadline);
+    REQUIRE(more.ok());
+    pending->insert(pending->end(), more->begin(), more->end());
+  }
+  REQUIRE_FALSE(pending->empty());
+  EtcdEvent e = pending->front();
+  pending->erase(pending->begin());
+  return e;
+}
+
+TEST_CASE("a member's key lives with its registration and comes back",
+          "[coord][members]") {
+  LocalEtcd etcd;
+  const JobConfig config = Coordinated(etcd.endpoint());
+  auto client = EtcdClient::Connect({etcd.endpoint()});
+  REQUIRE(client.ok());
+  auto watch = (*client)->Watch(MembersPrefix("reg-job"), 0);
+  REQUIRE(watch.ok());
+  std::vector<EtcdEvent> pending;
+
+  auto reg = MemberRegistration::Start(
+      config, JobMember{"server", 1, "10.0.0.2:47321", "node-a", 99});
+  REQUIRE(reg.ok());
+  CHECK((*reg)->key() == "/paramd/reg-job/members/server/1");
+  EtcdEvent e = Next(watch->get(), &pending);
+  CHECK(e.type == EtcdEvent::Type::kPut);
+  CHECK(e.kv.value == "10.0.0.2:47321 node-a 99");
+  CHECK(e.kv.lease == (*reg)->lease());
+  auto members = ListJobMembers(config);
+  REQUIRE(members.ok());
+  REQUIRE(members->size() == 1);
+  CHECK((*members)[0].kind == "server");
+  CHECK((*members)[0].id == 1);
+  CHECK((*members)[0].pid == 99);
+
+  // The lease ends under it: the key goes, and the registration takes a
+  // new lease and writes the key again.
+  const int64_t first = (*reg)->lease();
+  REQUIRE((*client)->Revoke(first).ok());
+  e = Next(watch->get(), &pending);
+  CHECK(e.type == EtcdEvent::Type::kDelete);
+  e = Next(watch->get(), &pending);
+  CHECK(e.type == EtcdEvent::Type::kPut);
+  CHECK(e.kv.key == "/paramd/reg-job/members/server/1");
+  CHECK(e.kv.lease != first);
+
+  // Ended: its lease is revoked and the key gone at once.
+  const int64_t second = e.kv.lease;
+  reg->reset();
+  e = Next(watch->get(), &pending);
+  CHECK(e.type == EtcdEvent::Type::kDelete);
+  CHECK((*client)->KeepAlive(second).status().code() ==
+        absl::StatusCode::kNotFound);
+  members = ListJobMembers(config);
+  REQUIRE(members.ok());
+  CHECK(members->empty());
+}
+
+TEST_CASE("a key under the prefix that is not a member is named",
+          "[coord][members]") {
+  LocalEtcd etcd;
+  const JobConfig config = Coordinated(etcd.endpoint());
+  auto client = EtcdClient::Connect({etcd.endpoint()});
+  REQUIRE(client.ok());
+  REQUIRE((*client)->Put("/paramd/reg-job/members/chief/0", "x y 1").ok());
+  auto members = ListJobMembers(config);
+  REQUIRE_FALSE(members.ok());
+  CHECK_THAT(std::string(members.status().message()),
+             Catch::Contains("/paramd/reg-job/members/chief/0"));
+}
+
+}  // namespace
+}  // namespace testing
+}  // namespace paramd
