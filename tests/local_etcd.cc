@@ -6,6 +6,7 @@
 #include <catch2/catch.hpp>
 #include <filesystem>
 
+#include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "tests/skip_main.h"
 #include "tests/test_files.h"
@@ -53,6 +54,20 @@ void LocalEtcd::Kill() {
   process_.reset();
   std::error_code e;  // The sockets' folder; the data stays with the test's.
   std::filesystem::remove_all(dir_, e);
+}
+
+EtcdEvent NextEvent(EtcdWatch* watch, std::vector<EtcdEvent>* pending,
+                    absl::Duration timeout) {
+  const absl::Time deadline = absl::Now() + timeout;
+  while (pending->empty() && absl::Now() < deadline) {
+    absl::StatusOr<std::vector<EtcdEvent>> more = watch->Next(deadline);
+    REQUIRE(more.ok());
+    pending->insert(pending->end(), more->begin(), more->end());
+  }
+  REQUIRE_FALSE(pending->empty());
+  EtcdEvent e = pending->front();
+  pending->erase(pending->begin());
+  return e;
 }
 
 }  // namespace paramd::testing

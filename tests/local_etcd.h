@@ -8,7 +8,10 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 
+#include "absl/time/time.h"
+#include "common/coord/rpc/etcd_client.h"
 #include "tests/subprocess.h"
 
 namespace paramd::testing {
@@ -35,6 +38,12 @@ class LocalEtcd {
   std::string endpoint_;
   std::unique_ptr<Subprocess> process_;
 };
+
+// The next event of `watch` (those read and not yet taken wait in
+// `pending`), waiting for it up to `timeout`; fails the test when none
+// comes.
+EtcdEvent NextEvent(EtcdWatch* watch, std::vector<EtcdEvent>* pending,
+                    absl::Duration timeout = absl::Seconds(90));
 
 }  // namespace paramd::testing
 

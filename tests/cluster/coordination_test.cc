@@ -25,20 +25,6 @@ namespace {
 constexpr absl::Duration kTimeout = absl::Seconds(90);
 const char kPrefix[] = "/paramd/test-job/members/";
 
-// The next event of `watch`, waiting up to kTimeout.
-EtcdEvent NextEvent(EtcdWatch* watch, std::vector<EtcdEvent>* pending) {
-  const absl::Time deadline = absl::Now() + kTimeout;
-  while (pending->empty() && absl::Now() < deadline) {
-    auto more = watch->Next(deadline);
-    REQUIRE(more.ok());
-    pending->insert(pending->end(), more->begin(), more->end());
-  }
-  REQUIRE_FALSE(pending->empty());
-  EtcdEvent e = pending->front();
-  pending->erase(pending->begin());
-  return e;
-}
-
 // A job file of one server and one worker (an epoch of 256 samples)
 // coordinated by the etcd at `endpoint`, with leases of 2 s.
 std::string CoordinatedJob(const std::string& endpoint) {

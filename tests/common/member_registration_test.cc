@@ -26,20 +26,6 @@ JobConfig Coordinated(const std::string& endpoint) {
   return c;
 }
 
-// The next event of `watch` within 30 s.
-EtcdEvent Next(EtcdWatch* watch, std::vector<EtcdEvent>* pending) {
-  const absl::Time deadline = absl::Now() + absl::Seconds(30);
-  while (pending->empty() && absl::Now() < deadline) {
-    auto more = watch->Next(deadline);
-    REQUIRE(more.ok());
-    pending->insert(pending->end(), more->begin(), more->end());
-  }
-  REQUIRE_FALSE(pending->empty());
-  EtcdEvent e = pending->front();
-  pending->erase(pending->begin());
-  return e;
-}
-
 TEST_CASE("a member's key lives with its registration and comes back",
           "[coord][members]") {
   LocalEtcd etcd;
@@ -54,7 +40,7 @@ TEST_CASE("a member's key lives with its registration and comes back",
       config, JobMember{"server", 1, "10.0.0.2:47321", "node-a", 99});
   REQUIRE(reg.ok());
   CHECK((*reg)->key() == "/paramd/reg-job/members/server/1");
-  EtcdEvent e = Next(watch->get(), &pending);
+  EtcdEvent e = NextEvent(watch->get(), &pending);
   CHECK(e.type == EtcdEvent::Type::kPut);
   CHECK(e.kv.value == "10.0.0.2:47321 node-a 99");
   CHECK(e.kv.lease == (*reg)->lease());
@@ -69,9 +55,9 @@ TEST_CASE("a member's key lives with its registration and comes back",
   // new lease and writes the key again.
   const int64_t first = (*reg)->lease();
   REQUIRE((*client)->Revoke(first).ok());
-  e = Next(watch->get(), &pending);
+  e = NextEvent(watch->get(), &pending);
   CHECK(e.type == EtcdEvent::Type::kDelete);
-  e = Next(watch->get(), &pending);
+  e = NextEvent(watch->get(), &pending);
   CHECK(e.type == EtcdEvent::Type::kPut);
   CHECK(e.kv.key == "/paramd/reg-job/members/server/1");
   CHECK(e.kv.lease != first);
@@ -79,7 +65,7 @@ TEST_CASE("a member's key lives with its registration and comes back",
   // Ended: its lease is revoked and the key gone at once.
   const int64_t second = e.kv.lease;
   reg->reset();
-  e = Next(watch->get(), &pending);
+  e = NextEvent(watch->get(), &pending);
   CHECK(e.type == EtcdEvent::Type::kDelete);
   CHECK((*client)->KeepAlive(second).status().code() ==
         absl::StatusCode::kNotFound);
