@@ -165,7 +165,8 @@ int PortOf(const std::string& address) {
 
 // This process as a member of the job (coordination.etcd): shard K's
 // server or backup, where workers reach it — the address it listens at
-// (--listen) or its address in the job, with the bound `port`.
+// (--listen) or its address in the job, with the bound `port`; a wildcard
+// host (every interface) is registered as this host's name.
 JobMember ServerMember(const DaemonStart& start, const std::string& listen,
                        int port) {
   const bool backup = start.flags.Has("backup");
@@ -173,13 +174,19 @@ JobMember ServerMember(const DaemonStart& start, const std::string& listen,
   JobMember m;
   m.kind = backup ? "backup" : "server";
   m.id = start.id;
-  m.address = WithPort(start.flags.Has("listen")
-                           ? listen
-                           : (backup ? config.replication.backups[start.id]
-                                     : config.servers[start.id]),
-                       port);
+  const std::string& address =
+      start.flags.Has("listen") ? listen
+                                : (backup ? config.replication.backups[start.id]
+                                          : config.servers[start.id]);
   char host[256] = {};
   if (gethostname(host, sizeof(host) - 1) == 0) m.host = host;
+  std::string listen_host;
+  int ignored = 0;
+  (void)ParseHostPort(address, &listen_host, &ignored);
+  const bool wildcard = listen_host.empty() || listen_host == "0.0.0.0" ||
+                        listen_host == "::" || listen_host == "[::]";
+  m.address = wildcard && !m.host.empty() ? absl::StrCat(m.host, ":", port)
+                                          : WithPort(address, port);
   m.pid = getpid();
   return m;
 }

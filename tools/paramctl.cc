@@ -25,6 +25,7 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
@@ -236,17 +237,32 @@ int Status(const ParsedFlags& flags) {
   const int shards = static_cast<int>(target->addresses.size());
   const JobSecurity* security = &target->security;
   const bool json = flags.Has("json");
-  auto format = [&](const std::vector<ServerStatus>& all) {
-    if (json) return FormatStatusJson(all);
-    if (target->backups.empty()) return FormatStatusTable(all);
-    return FormatStatusTable(ServingReplicas(all, shards)) +
-           ReplicaLines(all, shards);
+  // coordination.etcd: the members, as etcd lists them now.
+  using Members = absl::StatusOr<std::vector<JobMember>>;
+  auto members = [&target]() -> std::optional<Members> {
+    if (!target->config.coordination.enabled()) return std::nullopt;
+    return ListJobMembers(target->config);
+  };
+  auto format = [&](const std::vector<ServerStatus>& all,
+                    const std::optional<Members>& m) {
+    if (json) return FormatStatusJson(all, m ? &*m : nullptr);
+    std::string out = target->backups.empty()
+                          ? FormatStatusTable(all)
+                          : FormatStatusTable(ServingReplicas(all, shards)) +
+                                ReplicaLines(all, shards);
+    if (m && m->ok()) out += MemberLines(**m);
+    if (m && !m->ok()) {
+      out += absl::StrCat("\nMEMBERS (coordination.etcd)\n  ",
+                          m->status().message(), "\n");
+    }
+    return out;
   };
   if (flags.Has("watch")) {
     // Refreshes in place every second until interrupted.
     while (true) {
       std::printf("\033[H\033[2J%s",
-                  format(QueryAllStatus(addresses, *security, absl::Seconds(1)))
+                  format(QueryAllStatus(addresses, *security, absl::Seconds(1)),
+                         members())
                       .c_str());
       std::fflush(stdout);
       absl::SleepFor(absl::Seconds(1));
@@ -254,23 +270,12 @@ int Status(const ParsedFlags& flags) {
   }
   const std::vector<ServerStatus> servers =
       QueryAllStatus(addresses, *security, absl::Seconds(3));
-  std::fputs(format(servers).c_str(), stdout);
-  int status = 0;
-  if (target->config.coordination.enabled() && !json) {
-    absl::StatusOr<std::vector<JobMember>> members =
-        ListJobMembers(target->config);
-    if (members.ok()) {
-      std::fputs(MemberLines(*members).c_str(), stdout);
-    } else {
-      std::printf("\nMEMBERS (coordination.etcd)\n  %s\n",
-                  std::string(members.status().message()).c_str());
-      status = 1;
-    }
-  }
+  const std::optional<Members> listed = members();
+  std::fputs(format(servers, listed).c_str(), stdout);
   for (const ServerStatus& s : ServingReplicas(servers, shards)) {
     if (!s.status.ok()) return 1;
   }
-  return status;
+  return listed && !listed->ok() ? 1 : 0;
 }
 
 // Writes `text` to --output (saying so) or to stdout.

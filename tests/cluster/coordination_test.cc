@@ -5,6 +5,7 @@
 // by SIGTERM revoke their lease (their keys go at once); a SIGKILLed server's
 // key goes when its lease runs out. Skips where etcd is not installed.
 #include <signal.h>
+#include <unistd.h>
 
 #include <catch2/catch.hpp>
 
@@ -103,6 +104,27 @@ TEST_CASE("servers and workers register in etcd, and go when they stop",
   auto listed = (*client)->List(kPrefix);
   REQUIRE(listed.ok());
   CHECK(listed->kvs.empty());
+}
+
+TEST_CASE("a server listening on every interface registers its host's name",
+          "[coord][e2e]") {
+  LocalEtcd etcd;
+  const std::string job = CoordinatedJob(etcd.endpoint());
+  auto client = EtcdClient::Connect({etcd.endpoint()});
+  REQUIRE(client.ok());
+  auto watch = (*client)->Watch(kPrefix, 0);
+  REQUIRE(watch.ok());
+  std::vector<EtcdEvent> pending;
+  Subprocess server({"server/paramd-server", "--job", job, "--shard", "0",
+                     "--listen", "0.0.0.0:0"});
+  const EtcdEvent e = NextEvent(watch->get(), &pending);
+  REQUIRE(e.type == EtcdEvent::Type::kPut);
+  char host[256] = {};
+  REQUIRE(gethostname(host, sizeof(host) - 1) == 0);
+  // "HOST:PORT HOST PID", the port the one it bound.
+  CHECK(absl::StartsWith(e.kv.value, std::string(host) + ":"));
+  CHECK_FALSE(absl::StartsWith(e.kv.value, "0.0.0.0:"));
+  CHECK(e.kv.value.find(" " + std::string(host) + " ") != std::string::npos);
 }
 
 TEST_CASE("a server whose etcd cannot be reached says so and exits",

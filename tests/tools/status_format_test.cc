@@ -202,6 +202,23 @@ TEST_CASE("the JSON form carries each status or its error", "[status_format]") {
       {{"a", absl::UnavailableError(std::string("q\"\n\x01", 4))}});
   CHECK(escaped.find("\"error\": \"q\\\"\\u000a\\u0001\"") !=
         std::string::npos);
+  // A coordinated job's members, or why they could not be read.
+  const absl::StatusOr<std::vector<JobMember>> members =
+      std::vector<JobMember>{{"server", 0, "10.0.0.1:47320", "node-a", 4117},
+                             {"worker", 1, "-", "node-\"c", 4230}};
+  const std::string with = FormatStatusJson({}, &members);
+  CHECK(
+      with ==
+      "{\"servers\": [], \"members\": [{\"kind\": \"server\", \"id\": 0, "
+      "\"address\": \"10.0.0.1:47320\", \"host\": \"node-a\", \"pid\": 4117}, "
+      "{\"kind\": \"worker\", \"id\": 1, \"address\": \"-\", \"host\": "
+      "\"node-\\\"c\", \"pid\": 4230}]}\n");
+  const absl::StatusOr<std::vector<JobMember>> unread =
+      absl::UnavailableError("etcd Range at h:2379: down");
+  CHECK(FormatStatusJson({}, &unread) ==
+        "{\"servers\": [], \"members_error\": \"etcd Range at h:2379: "
+        "down\"}\n");
+  CHECK(FormatStatusJson({}) == "{\"servers\": []}\n");
 }
 
 }  // namespace

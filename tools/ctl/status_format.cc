@@ -353,7 +353,9 @@ std::string ReplicaLines(const std::vector<ServerStatus>& by_slot,
   return out;
 }
 
-std::string FormatStatusJson(const std::vector<ServerStatus>& servers) {
+std::string FormatStatusJson(
+    const std::vector<ServerStatus>& servers,
+    const absl::StatusOr<std::vector<JobMember>>* members) {
   std::string out = "{\"servers\": [";
   for (size_t i = 0; i < servers.size(); ++i) {
     const ServerStatus& s = servers[i];
@@ -372,7 +374,22 @@ std::string FormatStatusJson(const std::vector<ServerStatus>& servers) {
                       JsonQuote(std::string(s.status.status().message())), "}");
     }
   }
-  return out + "]}\n";
+  out += "]";
+  if (members != nullptr && !members->ok()) {
+    absl::StrAppend(&out, ", \"members_error\": ",
+                    JsonQuote(std::string(members->status().message())));
+  } else if (members != nullptr) {
+    out += ", \"members\": [";
+    for (size_t i = 0; i < (*members)->size(); ++i) {
+      const JobMember& m = (**members)[i];
+      absl::StrAppend(
+          &out, i > 0 ? ", " : "", "{\"kind\": ", JsonQuote(m.kind),
+          ", \"id\": ", m.id, ", \"address\": ", JsonQuote(m.address),
+          ", \"host\": ", JsonQuote(m.host), ", \"pid\": ", m.pid, "}");
+    }
+    out += "]";
+  }
+  return out + "}\n";
 }
 
 }  // namespace paramd

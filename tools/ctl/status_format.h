@@ -39,8 +39,12 @@ std::string ReplicaLines(const std::vector<ServerStatus>& by_slot,
 std::string MemberLines(const std::vector<JobMember>& members);
 
 // {"servers": [{"address": ..., "ok": true, "status": {ShardStatus as
-// proto3 JSON}} | {"address": ..., "ok": false, "error": ...}]}
-std::string FormatStatusJson(const std::vector<ServerStatus>& servers);
+// proto3 JSON}} | {"address": ..., "ok": false, "error": ...}]}, and with
+// `members` (coordination.etcd) "members": [{"kind", "id", "address",
+// "host", "pid"}], or "members_error" when they could not be read.
+std::string FormatStatusJson(
+    const std::vector<ServerStatus>& servers,
+    const absl::StatusOr<std::vector<JobMember>>* members = nullptr);
 
 }  // namespace paramd
 
