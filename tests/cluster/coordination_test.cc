@@ -40,19 +40,33 @@ std::string CoordinatedJob(const std::string& endpoint) {
                        "\"]\n  lease_seconds: 2\n");
 }
 
+// A client of the etcd at `endpoint` watching the job's members from now,
+// and the events read and not yet taken.
+struct MembersWatch {
+  explicit MembersWatch(const std::string& endpoint) {
+    auto made = EtcdClient::Connect({endpoint});
+    REQUIRE(made.ok());
+    client = std::move(*made);
+    auto w = client->Watch(kPrefix, 0);
+    REQUIRE(w.ok());
+    watch = std::move(*w);
+  }
+  EtcdEvent Next() { return NextEvent(watch.get(), &pending, kTimeout); }
+
+  std::unique_ptr<EtcdClient> client;
+  std::unique_ptr<EtcdWatch> watch;
+  std::vector<EtcdEvent> pending;
+};
+
 TEST_CASE("servers and workers register in etcd, and go when they stop",
           "[coord][e2e]") {
   LocalEtcd etcd;
   const std::string job = CoordinatedJob(etcd.endpoint());
-  auto client = EtcdClient::Connect({etcd.endpoint()});
-  REQUIRE(client.ok());
-  auto watch = (*client)->Watch(kPrefix, 0);
-  REQUIRE(watch.ok());
-  std::vector<EtcdEvent> pending;
+  MembersWatch members(etcd.endpoint());
 
   std::string address;
   std::unique_ptr<Subprocess> server = StartServer(job, &address, {}, kTimeout);
-  EtcdEvent e = NextEvent(watch->get(), &pending);
+  EtcdEvent e = members.Next();
   CHECK(e.type == EtcdEvent::Type::kPut);
   CHECK(e.kv.key == std::string(kPrefix) + "server/0");
   CHECK(absl::StartsWith(e.kv.value, address + " "));
@@ -70,38 +84,38 @@ TEST_CASE("servers and workers register in etcd, and go when they stop",
 
   // A worker is a member while it trains; done, it revokes its lease.
   std::unique_ptr<Subprocess> worker = StartWorker(job, 0, address);
-  e = NextEvent(watch->get(), &pending);
+  e = members.Next();
   CHECK(e.type == EtcdEvent::Type::kPut);
   CHECK(e.kv.key == std::string(kPrefix) + "worker/0");
   CHECK(absl::StartsWith(e.kv.value, "- "));
   const int64_t worker_lease = e.kv.lease;
   REQUIRE(worker->Wait(kTimeout) == 0);
-  e = NextEvent(watch->get(), &pending);
+  e = members.Next();
   CHECK(e.type == EtcdEvent::Type::kDelete);
   CHECK(e.kv.key == std::string(kPrefix) + "worker/0");
-  CHECK((*client)->KeepAlive(worker_lease).status().code() ==
+  CHECK(members.client->KeepAlive(worker_lease).status().code() ==
         absl::StatusCode::kNotFound);  // Revoked, not run out.
 
   // SIGTERM: the server revokes its lease as it stops.
   server->Signal(SIGTERM);
   REQUIRE(server->Wait(kTimeout) == 0);
-  e = NextEvent(watch->get(), &pending);
+  e = members.Next();
   CHECK(e.type == EtcdEvent::Type::kDelete);
   CHECK(e.kv.key == std::string(kPrefix) + "server/0");
-  CHECK((*client)->KeepAlive(server_lease).status().code() ==
+  CHECK(members.client->KeepAlive(server_lease).status().code() ==
         absl::StatusCode::kNotFound);
 
   // SIGKILL: nothing revokes; the key goes when the lease runs out.
   server = StartServer(job, &address, {}, kTimeout);
-  e = NextEvent(watch->get(), &pending);
+  e = members.Next();
   REQUIRE(e.type == EtcdEvent::Type::kPut);
   CHECK(e.kv.key == std::string(kPrefix) + "server/0");
   server->Signal(SIGKILL);
   REQUIRE(ProcessGone(server->pid()));
-  e = NextEvent(watch->get(), &pending);
+  e = members.Next();
   CHECK(e.type == EtcdEvent::Type::kDelete);
   CHECK(e.kv.key == std::string(kPrefix) + "server/0");
-  auto listed = (*client)->List(kPrefix);
+  auto listed = members.client->List(kPrefix);
   REQUIRE(listed.ok());
   CHECK(listed->kvs.empty());
 }
@@ -110,14 +124,10 @@ TEST_CASE("a server listening on every interface registers its host's name",
           "[coord][e2e]") {
   LocalEtcd etcd;
   const std::string job = CoordinatedJob(etcd.endpoint());
-  auto client = EtcdClient::Connect({etcd.endpoint()});
-  REQUIRE(client.ok());
-  auto watch = (*client)->Watch(kPrefix, 0);
-  REQUIRE(watch.ok());
-  std::vector<EtcdEvent> pending;
+  MembersWatch members(etcd.endpoint());
   Subprocess server({"server/paramd-server", "--job", job, "--shard", "0",
                      "--listen", "0.0.0.0:0"});
-  const EtcdEvent e = NextEvent(watch->get(), &pending);
+  const EtcdEvent e = members.Next();
   REQUIRE(e.type == EtcdEvent::Type::kPut);
   char host[256] = {};
   REQUIRE(gethostname(host, sizeof(host) - 1) == 0);
