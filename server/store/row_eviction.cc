@@ -35,6 +35,25 @@ uint64_t CapacityTarget(uint64_t capacity_rows) {
   return capacity_rows - capacity_rows / 16;
 }
 
+void LeastRows::Offer(const RowVictim& row) {
+  if (most_ == 0) return;
+  if (kept_.size() < most_) {
+    kept_.push_back(row);
+    std::push_heap(kept_.begin(), kept_.end(), First);
+  } else if (First(row, kept_.front())) {
+    std::pop_heap(kept_.begin(), kept_.end(), First);
+    kept_.back() = row;
+    std::push_heap(kept_.begin(), kept_.end(), First);
+  }
+}
+
+std::vector<RowVictim> LeastRows::Take(size_t k) && {
+  k = std::min(k, kept_.size());
+  std::nth_element(kept_.begin(), kept_.begin() + k, kept_.end(), First);
+  kept_.resize(k);
+  return std::move(kept_);
+}
+
 RowEvictor::RowEvictor(std::vector<RowTable*> tables)
     : tables_(std::move(tables)), thread_([this] { Run(); }) {}
 

@@ -53,6 +53,33 @@ uint64_t EvictionKey(const EvictionConfig& config, const RowMeta& row);
 // The rows a capacity sweep leaves.
 uint64_t CapacityTarget(uint64_t capacity_rows);
 
+// A row a sweep may drop: its key at the scan (EvictionKey, or its last
+// update when it expired) and id.
+struct RowVictim {
+  uint64_t key;
+  uint64_t id;
+  bool expired;
+};
+
+// The `most` rows first in a capacity's order (smaller key, then smaller
+// id) among those offered, kept in a heap of at most `most` (the largest
+// on top): a sweep of a table of millions of rows holds the keys of the
+// rows it may drop, not every row's.
+class LeastRows {
+ public:
+  explicit LeastRows(size_t most) : most_(most) { kept_.reserve(most); }
+  void Offer(const RowVictim& row);
+  // The first `k` of the rows kept (all of them when fewer), in no order.
+  std::vector<RowVictim> Take(size_t k) &&;
+
+ private:
+  static bool First(const RowVictim& a, const RowVictim& b) {
+    return a.key != b.key ? a.key < b.key : a.id < b.id;
+  }
+  const size_t most_;
+  std::vector<RowVictim> kept_;
+};
+
 // One thread that sweeps the tables that ask for it, woken by the pushes
 // (ShardStore calls Wake after a step whose tables are due). Sweeps take
 // the table's lock in short pieces (RowTable::Sweep), never a push's.

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cstring>
+#include <optional>
+#include <utility>
 
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
@@ -79,16 +81,11 @@ uint32_t RowTable::AddRow(uint64_t id) {
   return slot;
 }
 
-std::vector<RowTable::Victim> RowTable::ChooseVictims(const EvictionConfig& e) {
-  // The rows over the capacity's target, least first: `ranked` is a heap
-  // of the `most` least seen so far (the largest on top), not every row's
-  // key — a table of millions of rows sweeps a sixteenth of them.
-  std::vector<Victim> expired, ranked;
-  auto first = [](const Victim& a, const Victim& b) {
-    return a.key != b.key ? a.key < b.key : a.id < b.id;
-  };
+std::vector<RowVictim> RowTable::ChooseVictims(const EvictionConfig& e) {
+  // The expired rows, then those over the capacity's target, least first.
+  std::vector<RowVictim> expired;
+  std::optional<LeastRows> ranked;
   int64_t clock = 0;
-  size_t most = 0;
   uint64_t seen = 0;
   for (uint32_t begin = 0;; begin += kSweepRows) {
     absl::ReaderMutexLock lock(&mu_);
@@ -96,8 +93,7 @@ std::vector<RowTable::Victim> RowTable::ChooseVictims(const EvictionConfig& e) {
     if (begin == 0) {
       clock = clock_;
       if (e.capacity_rows > 0 && size > e.capacity_rows) {
-        most = size - CapacityTarget(e.capacity_rows);
-        ranked.reserve(most);
+        ranked.emplace(size - CapacityTarget(e.capacity_rows));
       } else if (e.ttl_steps == 0) {
         return {};  // Nothing expires and the table is within capacity.
       }
@@ -106,18 +102,9 @@ std::vector<RowTable::Victim> RowTable::ChooseVictims(const EvictionConfig& e) {
     for (uint32_t slot = begin; slot < end; ++slot) {
       const RowMeta& m = held_.meta(slot);
       if (Expired(e, clock, m)) {
-        expired.push_back(Victim{static_cast<uint64_t>(m.last), m.id, true});
-        continue;
-      }
-      if (most == 0) continue;
-      const Victim v{EvictionKey(e, m), m.id, false};
-      if (ranked.size() < most) {
-        ranked.push_back(v);
-        std::push_heap(ranked.begin(), ranked.end(), first);
-      } else if (first(v, ranked.front())) {
-        std::pop_heap(ranked.begin(), ranked.end(), first);
-        ranked.back() = v;
-        std::push_heap(ranked.begin(), ranked.end(), first);
+        expired.push_back(RowVictim{static_cast<uint64_t>(m.last), m.id, true});
+      } else if (ranked) {
+        ranked->Offer(RowVictim{EvictionKey(e, m), m.id, false});
       }
     }
     if (end >= size) {
@@ -126,12 +113,10 @@ std::vector<RowTable::Victim> RowTable::ChooseVictims(const EvictionConfig& e) {
     }
   }
   const uint64_t left = seen > expired.size() ? seen - expired.size() : 0;
-  if (most > 0 && left > CapacityTarget(e.capacity_rows)) {
-    const size_t k =
-        std::min<size_t>(ranked.size(), left - CapacityTarget(e.capacity_rows));
-    std::nth_element(ranked.begin(), ranked.begin() + k, ranked.end(), first);
-    ranked.resize(k);
-    expired.insert(expired.end(), ranked.begin(), ranked.end());
+  if (ranked && left > CapacityTarget(e.capacity_rows)) {
+    const std::vector<RowVictim> over =
+        std::move(*ranked).Take(left - CapacityTarget(e.capacity_rows));
+    expired.insert(expired.end(), over.begin(), over.end());
   }
   return expired;
 }
@@ -144,7 +129,7 @@ uint64_t RowTable::Sweep() {
     sweep_due_ = false;
     last_sweep_ = clock_;
   }
-  const std::vector<Victim> victims = ChooseVictims(config_.eviction);
+  const std::vector<RowVictim> victims = ChooseVictims(config_.eviction);
   uint64_t removed = 0;
   for (size_t begin = 0; begin < victims.size(); begin += kSweepRows) {
     absl::MutexLock lock(&mu_);
@@ -411,7 +396,7 @@ uint64_t RowTable::MoveOut() {
     tier = tier_;
   }
   if (tier == nullptr) return 0;
-  const std::vector<Victim> victims = ChooseVictims(memory_order_);
+  const std::vector<RowVictim> victims = ChooseVictims(memory_order_);
   uint64_t moved = 0;
   RowTier::Piece piece;
   for (size_t begin = 0; begin < victims.size(); begin += kSweepRows) {

@@ -223,13 +223,8 @@ class RowTable {
     return RowFormat{&config_, table_, stride_, held_.keeps_meta()};
   }
 
-  // The sweep's victims: (key at the scan, id), expired rows first.
-  struct Victim {
-    uint64_t key;
-    uint64_t id;
-    bool expired;
-  };
-  std::vector<Victim> ChooseVictims(const EvictionConfig& e)
+  // The sweep's victims, expired rows first.
+  std::vector<RowVictim> ChooseVictims(const EvictionConfig& e)
       ABSL_LOCKS_EXCLUDED(mu_);
   // What a sweep follows: the table's eviction, or with storage the
   // memory's rows in lru order.

@@ -172,6 +172,33 @@ void RunAgainstReference(const EmbeddingTableConfig& config, int steps) {
   CHECK(reference.evicted() > 0);
 }
 
+TEST_CASE("LeastRows keeps the rows first by key, then id, of all offered",
+          "[row_eviction]") {
+  std::mt19937_64 random(11);
+  for (size_t most : {size_t{0}, size_t{1}, size_t{7}, size_t{300}}) {
+    INFO(most << " kept");
+    LeastRows least(most);
+    std::vector<RowVictim> all;
+    for (uint64_t id = 0; id < 1000; ++id) {
+      const RowVictim v{random() % 50, id, false};  // Many equal keys.
+      all.push_back(v);
+      least.Offer(v);
+    }
+    std::sort(all.begin(), all.end(),
+              [](const RowVictim& a, const RowVictim& b) {
+                return a.key != b.key ? a.key < b.key : a.id < b.id;
+              });
+    const size_t k = most / 2 + 1;
+    std::vector<RowVictim> taken = std::move(least).Take(k);
+    CHECK(taken.size() == std::min(k, most));
+    std::set<uint64_t> ids;
+    for (const RowVictim& v : taken) ids.insert(v.id);
+    std::set<uint64_t> expected;
+    for (size_t i = 0; i < taken.size(); ++i) expected.insert(all[i].id);
+    CHECK(ids == expected);
+  }
+}
+
 TEST_CASE("rows not pushed for ttl_steps updates are evicted",
           "[row_eviction]") {
   EvictionConfig e;
