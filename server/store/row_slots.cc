@@ -64,12 +64,8 @@ void RowSlots::Shrink() {
 }
 
 uint64_t RowSlots::bytes() const {
-  const uint64_t slab = kRowSlabRows * (stride_ * sizeof(float) +
-                                        (keeps_meta_ ? sizeof(RowMeta) : 0));
-  // A Swiss table entry is its value plus one control byte.
-  const uint64_t index =
-      index_.capacity() * (sizeof(std::pair<const uint64_t, uint32_t>) + 1);
-  return slabs_.size() * slab + index;
+  return slabs_.size() * SlabBytes(stride_, keeps_meta_) +
+         index_.capacity() * kIndexEntryBytes;
 }
 
 uint64_t RowSlots::IndexBytes(uint64_t rows) {
@@ -80,7 +76,7 @@ uint64_t RowSlots::IndexBytes(uint64_t rows) {
   const uint64_t least = rows + (rows - 1) / 7;
   uint64_t capacity = 1;
   while (capacity < least) capacity = capacity * 2 + 1;
-  return capacity * (sizeof(std::pair<const uint64_t, uint32_t>) + 1);
+  return capacity * kIndexEntryBytes;
 }
 
 }  // namespace paramd

@@ -16,6 +16,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <utility>
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
@@ -83,8 +84,17 @@ class RowSlots {
   // capacity for them (a power of two less one, at most 7/8 full) times
   // an entry and its control byte.
   static uint64_t IndexBytes(uint64_t rows);
+  // The bytes of one slab of rows of `stride` floats, with their RowMeta
+  // when `meta`.
+  static uint64_t SlabBytes(size_t stride, bool meta) {
+    return kRowSlabRows *
+           (stride * sizeof(float) + (meta ? sizeof(RowMeta) : 0));
+  }
 
  private:
+  // A Swiss table entry: its value and one control byte.
+  static constexpr uint64_t kIndexEntryBytes =
+      sizeof(std::pair<const uint64_t, uint32_t>) + 1;
   struct Slab {
     std::unique_ptr<float[]> rows;
     std::unique_ptr<RowMeta[]> meta;  // With keeps_meta_.

@@ -121,8 +121,8 @@ class RowTable {
   // storage moves the least recently pushed out to disk until a sixteenth
   // below its memory rows are left, then writes every changed row back
   // (due also once a sixteenth of the memory's rows changed); returns how
-  // many moved. Scans under the
-  // shared lock and removes under the exclusive one, each in pieces of
+  // many moved. Scans under the shared lock and removes under the
+  // exclusive one, each in pieces of
   // kSweepRows rows (a move's disk write between the two, under neither),
   // so pushes and pulls go on in between; a row pushed since the scan
   // stays. Without eviction or storage: 0.

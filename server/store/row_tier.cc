@@ -48,8 +48,7 @@ uint64_t RowTier::MemoryRows(uint64_t memory_bytes, size_t stride) {
   const uint64_t caches = o.cache_bytes + 2 * o.write_buffer_bytes;
   if (memory_bytes <= caches) return 64;
   const uint64_t budget = memory_bytes - caches;
-  const uint64_t slab =
-      kRowSlabRows * (stride * sizeof(float) + sizeof(RowMeta));
+  const uint64_t slab = RowSlots::SlabBytes(stride, /*meta=*/true);
   auto fits = [&](uint64_t rows) {
     const uint64_t slabs = (rows + kRowSlabRows - 1) / kRowSlabRows + 1;
     return slabs * slab + RowSlots::IndexBytes(IndexRows(rows)) <= budget;
