@@ -171,15 +171,11 @@ JobMember ServerMember(const DaemonStart& start, const std::string& listen,
                        int port) {
   const bool backup = start.flags.Has("backup");
   const JobConfig& config = start.config;
-  JobMember m;
-  m.kind = backup ? "backup" : "server";
-  m.id = start.id;
+  JobMember m = ThisProcess(backup ? "backup" : "server", start.id);
   const std::string& address =
       start.flags.Has("listen") ? listen
                                 : (backup ? config.replication.backups[start.id]
                                           : config.servers[start.id]);
-  char host[256] = {};
-  if (gethostname(host, sizeof(host) - 1) == 0) m.host = host;
   std::string listen_host;
   int ignored = 0;
   (void)ParseHostPort(address, &listen_host, &ignored);
@@ -187,7 +183,6 @@ JobMember ServerMember(const DaemonStart& start, const std::string& listen,
                         listen_host == "::" || listen_host == "[::]";
   m.address = wildcard && !m.host.empty() ? absl::StrCat(m.host, ":", port)
                                           : WithPort(address, port);
-  m.pid = getpid();
   return m;
 }
 

@@ -6,8 +6,6 @@
 // is the start of the job it belongs to (see paramd-server). With
 // metrics.port (or --metrics_listen HOST:PORT) it serves Prometheus metrics
 // at /metrics (see paramd-server).
-#include <unistd.h>
-
 #include <cstdio>
 #include <memory>
 #include <string>
@@ -80,14 +78,8 @@ int Run(int argc, char** argv) {
   // A member of the job in its coordinator while it trains.
   std::unique_ptr<MemberRegistration> member;
   if (start->config.coordination.enabled()) {
-    JobMember me;
-    me.kind = "worker";
-    me.id = rank;
-    char host[256] = {};
-    if (gethostname(host, sizeof(host) - 1) == 0) me.host = host;
-    me.pid = getpid();
     absl::StatusOr<std::unique_ptr<MemberRegistration>> registered =
-        MemberRegistration::Start(start->config, me);
+        MemberRegistration::Start(start->config, ThisProcess("worker", rank));
     if (!registered.ok()) {
       std::fprintf(stderr, "paramd-worker: rank %d: %s\n", rank,
                    std::string(registered.status().message()).c_str());

@@ -216,7 +216,6 @@ absl::Status ParseRestartSection(YamlReader& reader, const YAML::Node& r,
 
 absl::Status ParseCoordinationSection(YamlReader& reader, const YAML::Node& c,
                                       CoordinationConfig* out) {
-  if (!c.IsDefined() || c.IsNull()) return absl::OkStatus();  // None.
   const YAML::Node etcd = c["etcd"];
   if (!etcd.IsDefined() || !etcd.IsSequence() || etcd.size() == 0) {
     return reader.Error(etcd.IsDefined() ? etcd : c, "coordination.etcd",

@@ -1,5 +1,7 @@
 #include "common/coord/members.h"
 
+#include <unistd.h>
+
 #include <vector>
 
 #include "absl/strings/numbers.h"
@@ -8,6 +10,17 @@
 #include "absl/strings/strip.h"
 
 namespace paramd {
+
+JobMember ThisProcess(const std::string& kind, int id) {
+  JobMember m;
+  m.kind = kind;
+  m.id = id;
+  m.address = "-";
+  char host[256] = {};
+  if (gethostname(host, sizeof(host) - 1) == 0) m.host = host;
+  m.pid = getpid();
+  return m;
+}
 
 std::string MembersPrefix(const std::string& job_id) {
   return absl::StrCat("/paramd/", job_id, "/members/");

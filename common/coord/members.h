@@ -22,6 +22,10 @@ struct JobMember {
   int64_t pid = 0;
 };
 
+// This process as member `kind` `id`: its host's name and its pid, its
+// address "-" (a server sets where it serves).
+JobMember ThisProcess(const std::string& kind, int id);
+
 // The prefix every member of job `job_id` registers under.
 std::string MembersPrefix(const std::string& job_id);
 // The key of `member` in job `job_id`.

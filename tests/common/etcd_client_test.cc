@@ -28,15 +28,12 @@ std::unique_ptr<EtcdClient> Client(const std::vector<std::string>& endpoints,
   return std::move(*client);
 }
 
-// The next events of `watch` until there are `n` (each wait bounded).
+// The next `n` events of `watch` (NextEvent, each wait bounded), and no
+// more read with them.
 std::vector<EtcdEvent> Events(EtcdWatch* watch, size_t n) {
-  std::vector<EtcdEvent> out;
-  const absl::Time deadline = absl::Now() + absl::Seconds(30);
-  while (out.size() < n && absl::Now() < deadline) {
-    auto more = watch->Next(deadline);
-    REQUIRE(more.ok());
-    for (EtcdEvent& e : *more) out.push_back(std::move(e));
-  }
+  std::vector<EtcdEvent> pending, out;
+  while (out.size() < n) out.push_back(NextEvent(watch, &pending));
+  CHECK(pending.empty());
   return out;
 }
 

@@ -2,6 +2,8 @@
 // written and read back, and what is not a registration refused by key.
 #include "common/coord/members.h"
 
+#include <unistd.h>
+
 #include <catch2/catch.hpp>
 
 namespace paramd {
@@ -29,6 +31,18 @@ TEST_CASE("a member's key and value read back as the member",
   CHECK(back->kind == "worker");
   CHECK(back->id == 3);
   CHECK(back->address == "-");
+}
+
+TEST_CASE("this process as a member: its host's name and pid",
+          "[coord][members]") {
+  const JobMember me = ThisProcess("worker", 2);
+  CHECK(me.kind == "worker");
+  CHECK(me.id == 2);
+  CHECK(me.address == "-");
+  CHECK(me.pid == getpid());
+  char host[256] = {};
+  REQUIRE(gethostname(host, sizeof(host) - 1) == 0);
+  CHECK(me.host == host);
 }
 
 TEST_CASE("keys and values that are not a registration are named",

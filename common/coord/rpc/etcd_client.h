@@ -6,9 +6,10 @@
 //
 // Every call has a deadline (Options::timeout) and names, when it fails,
 // the call, its key and the member it last tried; a call a member could
-// not serve (UNAVAILABLE: down, unreachable, or without a leader) is tried
-// on the next member, each member once. Reads are linearizable (etcd's
-// default): a member cut off from its cluster's majority answers none.
+// not serve (UNAVAILABLE: down, unreachable, or without a leader; or no
+// answer within the deadline) is tried on the next member, each member
+// once. Reads are linearizable (etcd's default): a member cut off from its
+// cluster's majority answers none.
 // A write tried again on another member may have been applied by the
 // first (its answer lost with the member): a Create or ReplaceAt then
 // finds its own write as the holder, which the caller can tell by the
