@@ -56,6 +56,15 @@ void LocalEtcd::Kill() {
   std::filesystem::remove_all(dir_, e);
 }
 
+JobConfig CoordinatedConfig(const std::string& endpoint,
+                            const std::string& job_id) {
+  JobConfig c;
+  c.job_id = job_id;
+  c.coordination.etcd = {endpoint};
+  c.coordination.lease_seconds = 2;
+  return c;
+}
+
 EtcdEvent NextEvent(EtcdWatch* watch, std::vector<EtcdEvent>* pending,
                     absl::Duration timeout) {
   const absl::Time deadline = absl::Now() + timeout;

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "absl/time/time.h"
+#include "common/config/job_config.h"
 #include "common/coord/rpc/etcd_client.h"
 #include "tests/subprocess.h"
 
@@ -38,6 +39,11 @@ class LocalEtcd {
   std::string endpoint_;
   std::unique_ptr<Subprocess> process_;
 };
+
+// A job `job_id` coordinated by the etcd at `endpoint`, with leases of
+// 2 s (and nothing else set).
+JobConfig CoordinatedConfig(const std::string& endpoint,
+                            const std::string& job_id);
 
 // The next event of `watch` (those read and not yet taken wait in
 // `pending`), waiting for it up to `timeout`; fails the test when none

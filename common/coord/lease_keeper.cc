@@ -31,14 +31,16 @@ absl::Time LeaseKeeper::NextDue() const {
   return last_sent_ + ttl_ / 3;
 }
 
-absl::Status LeaseKeeper::Tick() {
+absl::Status LeaseKeeper::Tick(bool now) {
   absl::Time sent;
   {
     absl::MutexLock lock(&mu_);
     sent = clock_->Now();
     CheckExpired(sent);
     if (!lost_.ok()) return lost_;
-    if (!retry_now_ && sent < last_sent_ + ttl_ / 3) return absl::OkStatus();
+    if (!now && !retry_now_ && sent < last_sent_ + ttl_ / 3) {
+      return absl::OkStatus();
+    }
     last_sent_ = sent;
   }
   // Not under mu_: Live() answers while the renewal is on its way.

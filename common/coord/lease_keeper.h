@@ -48,10 +48,10 @@ class LeaseKeeper {
   LeaseKeeper(int64_t lease, absl::Duration ttl, absl::Time sent, Renew renew,
               Clock* clock);
 
-  // Renews the lease when due (OK when nothing was due): the renewal's
-  // error when it failed; FAILED_PRECONDITION saying why once the lease is
-  // lost.
-  absl::Status Tick() ABSL_LOCKS_EXCLUDED(mu_);
+  // Renews the lease when due, or at once when `now` (OK when nothing was
+  // due): the renewal's error when it failed; FAILED_PRECONDITION saying
+  // why once the lease is lost.
+  absl::Status Tick(bool now = false) ABSL_LOCKS_EXCLUDED(mu_);
   // When Tick next has a renewal to send.
   absl::Time NextDue() const ABSL_LOCKS_EXCLUDED(mu_);
 

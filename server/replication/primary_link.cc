@@ -55,7 +55,7 @@ PrimaryLink::Sent PrimaryLink::Send(
     }
     return Sent::kAnswered;
   }
-  if (in_sync_ && now - contact_ >= lease_) {
+  if (fence_ == nullptr && in_sync_ && now - contact_ >= lease_) {
     // This process was silent for a lease (paused, or starved) while its
     // backup was alive and held every step: the backup may have taken
     // over without the step in hand. Going on alone would acknowledge
@@ -115,6 +115,35 @@ absl::Status PrimaryLink::SendSettled(
                      peer_->Address(), "; ask it"));
   }
   return absl::OkStatus();
+}
+
+absl::Status PrimaryLink::SyncFence() {
+  if (fence_ == nullptr) return absl::OkStatus();
+  absl::MutexLock mark(&mark_mu_);
+  bool in_sync = false;
+  {
+    absl::MutexLock lock(&mu_);
+    in_sync = in_sync_;
+  }
+  if (in_sync == marked_in_sync_) return absl::OkStatus();
+  const absl::Status s = fence_->MarkBackup(in_sync);
+  if (s.ok()) {
+    marked_in_sync_ = in_sync;
+    spdlog::info("shard {}: {} says the backup at {} is {}", shard_,
+                 fence_->Describe(), peer_->Address(),
+                 in_sync ? "in sync (it may take over)" : "behind");
+    return s;
+  }
+  if (in_sync) {
+    spdlog::warn(
+        "shard {}: the backup at {} is in sync but {} could not be told ({}); "
+        "until it is, the backup does not take over",
+        shard_, peer_->Address(), fence_->Describe(), std::string(s.message()));
+    return absl::OkStatus();
+  }
+  return absl::UnavailableError(
+      absl::StrCat("the backup at ", peer_->Address(), " is behind and ",
+                   fence_->Describe(), " could not be told: ", s.message()));
 }
 
 bool PrimaryLink::StepSends(uint64_t version) {

@@ -20,6 +20,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "common/base/clock.h"
+#include "common/coord/shard_fence.h"
 #include "proto/paramd.pb.h"
 #include "server/replication/replica_peer.h"
 
@@ -57,6 +58,18 @@ class PrimaryLink {
         clock_(clock),
         peer_(peer),
         replaced_(std::move(replaced)) {}
+
+  // Before serving, with coordination.etcd: the shard's fence (outlives
+  // the link). A backup out of touch is then never in doubt — it takes
+  // over only when the fence says it holds every acknowledged step — so
+  // the primary goes on without it, once the fence records it behind
+  // (SyncFence).
+  void set_fence(ShardFence* fence) { fence_ = fence; }
+  // Brings the fence's mark of the backup to whether it is in sync now.
+  // OK when a step may be acknowledged: the fence does not say "in sync"
+  // of a backup that is behind (a failed mark of one in sync is only
+  // logged: the fence then still says "behind", which takes nothing).
+  absl::Status SyncFence() ABSL_LOCKS_EXCLUDED(mu_, mark_mu_);
 
   // Sends `request` (`version`: the state's, 0 for a keep-alive).
   Sent Send(std::shared_ptr<const proto::ReplicateRequest> request,
@@ -102,6 +115,12 @@ class PrimaryLink {
   Clock* const clock_;
   PeerSlot* const peer_;
   const std::function<void()> replaced_;
+  ShardFence* fence_ = nullptr;  // Set before serving.
+
+  // Held across a mark's call to the fence, so that marks are written in
+  // the order of the states they read.
+  absl::Mutex mark_mu_ ABSL_ACQUIRED_BEFORE(mu_);
+  bool marked_in_sync_ ABSL_GUARDED_BY(mark_mu_) = false;
 
   mutable absl::Mutex mu_;
   // Whether the backup holds every acknowledged step, when it last

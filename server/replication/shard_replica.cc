@@ -73,7 +73,43 @@ void ShardReplica::SetPeer(Connect connect, std::string own_address,
   peer_.Set(std::move(connect), std::move(peer_address));
 }
 
+void ShardReplica::set_fence(std::unique_ptr<ShardFence> fence) {
+  link_.set_fence(fence.get());
+  fence_ = std::make_unique<ReplicaFence>(
+      shard_, std::move(fence),
+      absl::Seconds(config_.coordination.lease_seconds), clock_);
+}
+
+absl::StatusOr<bool> ShardReplica::ClaimAtStart() {
+  ASSIGN_OR_RETURN(const ShardFence::Claim claim,
+                   fence_->ClaimAtStart(own_address_));
+  absl::MutexLock lock(&mu_);
+  if (claim.won) {
+    term_ = static_cast<uint64_t>(claim.term);
+    spdlog::info("shard {}: holds the shard at term {} ({})", shard_, term_,
+                 fence_->fence()->Describe());
+    return true;
+  }
+  term_ = std::max(term_, static_cast<uint64_t>(claim.term));
+  heard_ = clock_->Now();
+  spdlog::info("shard {}: {}; this process is its backup", shard_, claim.why);
+  return false;
+}
+
 absl::Status ShardReplica::Start() {
+  RETURN_IF_ERROR(TakeRole());
+  started_.store(true, std::memory_order_release);
+  return absl::OkStatus();
+}
+
+absl::Status ShardReplica::TakeRole() {
+  if (fence_ != nullptr && role() == Role::kPrimary) {
+    ASSIGN_OR_RETURN(const bool won, ClaimAtStart());
+    if (!won) role_.store(Role::kBackup, std::memory_order_release);
+  }
+  // Fenced, a claim won is the answer: a peer saying it serves was cut off
+  // from etcd for a lease and acknowledges nothing more.
+  const bool claimed = fence_ != nullptr && role() == Role::kPrimary;
   proto::HandoverRequest ask;
   ask.set_job_id(config_.job_id);
   ask.set_shard(shard_);
@@ -85,8 +121,9 @@ absl::Status ShardReplica::Start() {
       peer == nullptr
           ? absl::UnavailableError("its address is not known yet")
           : peer->Handover(ask, ReplicaCallTimeout(lease_), &answer);
-  if (s.ok() && (answer.role() == RoleName(Role::kPrimary) ||
-                 answer.role() == RoleName(Role::kTakingOver))) {
+  if (s.ok() && !claimed &&
+      (answer.role() == RoleName(Role::kPrimary) ||
+       answer.role() == RoleName(Role::kTakingOver))) {
     // The peer took over while this process was away: back it up.
     absl::MutexLock lock(&mu_);
     term_ = std::max(term_, answer.term());
@@ -148,9 +185,25 @@ absl::Status ShardReplica::OnStep(PolicyState state) {
     return Named(absl::StatusCode::kUnavailable,
                  "this server no longer serves the shard");
   }
-  if (!link_.StepSends(state.version)) return absl::OkStatus();
-  const uint64_t version = state.version;
-  return Named(link_.SendSettled(Shared(MakeRequest(&state)), version));
+  if (link_.StepSends(state.version)) {
+    const uint64_t version = state.version;
+    RETURN_IF_ERROR(
+        Named(link_.SendSettled(Shared(MakeRequest(&state)), version)));
+  }
+  return fence_ == nullptr ? absl::OkStatus() : CheckFence();
+}
+
+absl::Status ShardReplica::CheckFence() {
+  const absl::Status s = fence_->VouchForStep(link_);
+  if (s.ok()) return s;
+  // Applied here but not acknowledged: a worker's retry must not find it
+  // done on a server that can no longer vouch for it.
+  BecomeReplaced();
+  spdlog::error("shard {}: gives the shard up: {}", shard_,
+                std::string(s.message()));
+  return Named(absl::StatusCode::kUnavailable,
+               absl::StrCat("this server gave the shard up (", s.message(),
+                            "); its backup at ", PeerAddress(), " takes over"));
 }
 
 void ShardReplica::Tick() {
@@ -158,7 +211,22 @@ void ShardReplica::Tick() {
     // Its waiting pulls end with UNAVAILABLE; the workers move on.
     policy_->Shutdown();
   }
-  if (role() != Role::kPrimary) return;
+  // Until Start settled the role, nothing is owed to the peer: a keep-alive
+  // at the first term would be refused as stale.
+  if (!started_.load(std::memory_order_acquire) || role() != Role::kPrimary) {
+    return;
+  }
+  if (fence_ != nullptr) {
+    if (absl::Status lost = fence_->fence()->Lost(); !lost.ok()) {
+      BecomeReplaced();
+      spdlog::error(
+          "shard {}: gives the shard up: its lease in {} was lost: {}", shard_,
+          fence_->fence()->Describe(), std::string(lost.message()));
+      return;
+    }
+    // A backup left behind by a keep-alive is recorded before any step.
+    (void)link_.SyncFence();
+  }
   switch (link_.DueAt(clock_->Now())) {
     case PrimaryLink::Due::kCatchUp: {
       // A keep-alive first, with no lock held: a backup that is down or
@@ -261,6 +329,15 @@ absl::Status ShardReplica::Handover(const proto::HandoverRequest& request,
 }
 
 absl::Status ShardReplica::Admit(const char* rpc) {
+  if (!started_.load(std::memory_order_acquire)) {
+    // Before its role is settled a primary could serve a state its backup
+    // is about to replace.
+    return Named(
+        absl::StatusCode::kUnavailable,
+        absl::StrCat(
+            rpc, ": this server is starting (",
+            fence_ != nullptr ? "claiming the shard" : "asking its peer", ")"));
+  }
   const Role now_role = role();
   if (now_role == Role::kPrimary) return absl::OkStatus();
   if (now_role == Role::kReplaced) {
@@ -272,6 +349,7 @@ absl::Status ShardReplica::Admit(const char* rpc) {
   }
   absl::MutexLock take_over(&take_over_mu_);
   if (role() == Role::kPrimary) return absl::OkStatus();
+  if (fence_ != nullptr) return AdmitFenced(rpc);
   {
     absl::MutexLock lock(&mu_);
     const absl::Duration silent = clock_->Now() - heard_;
@@ -286,19 +364,45 @@ absl::Status ShardReplica::Admit(const char* rpc) {
                                 "liveness.lease_seconds of silence)"));
     }
     if (!held_.has_value()) {
-      return Named(absl::StatusCode::kUnavailable,
-                   absl::StrCat(rpc,
-                                ": this is the shard's backup and it "
-                                "holds no state of the primary at ",
-                                PeerAddress(), " yet"));
+      return NoStateYet(rpc);
     }
     // From here a Replicate of the old primary is refused as stale.
     role_.store(Role::kTakingOver, std::memory_order_release);
   }
-  return TakeOver();
+  return TakeOver(0);
 }
 
-absl::Status ShardReplica::TakeOver() {
+absl::Status ShardReplica::NoStateYet(const char* rpc) const {
+  return Named(absl::StatusCode::kUnavailable,
+               absl::StrCat(rpc,
+                            ": this is the shard's backup and it holds no "
+                            "state of the primary at ",
+                            PeerAddress(), " yet"));
+}
+
+absl::Status ShardReplica::AdmitFenced(const char* rpc) {
+  {
+    absl::MutexLock lock(&mu_);
+    if (!held_.has_value()) {
+      return NoStateYet(rpc);
+    }
+  }
+  absl::StatusOr<int64_t> term = fence_->TakeOver();
+  if (!term.ok()) {
+    return Named(term.status().code(),
+                 absl::StrCat(rpc, ": ", term.status().message()));
+  }
+  role_.store(Role::kTakingOver, std::memory_order_release);
+  if (absl::Status s = TakeOver(*term); !s.ok()) {
+    // The claim is won and cannot be given back but by the lease: this
+    // process ends, and the lease with it.
+    BecomeReplaced();
+    return s;
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ShardReplica::TakeOver(int64_t fenced_term) {
   proto::ReplicaState held;
   absl::Duration silent;
   {
@@ -313,7 +417,8 @@ absl::Status ShardReplica::TakeOver() {
   uint64_t term = 0;
   {
     absl::MutexLock lock(&mu_);
-    term = ++term_;
+    term_ = fenced_term > 0 ? static_cast<uint64_t>(fenced_term) : term_ + 1;
+    term = term_;
     ++takeovers_;
     held_.reset();
   }

@@ -25,6 +25,17 @@
 // more (replaced(): paramd-server exits, and a restart rejoins as the
 // backup: Start asks the peer first).
 //
+// With coordination.etcd, a ShardFence (common/coord/shard_fence.h)
+// decides instead of silence: the starting primary claims the shard (a
+// previous run's claim at the same address is waited out; another's makes
+// this process the backup), the backup takes over only by the fence's
+// claim (no one holds the shard, and its holder marked the backup in
+// sync), and the term is the claim's. The primary acknowledges a step only
+// after the fence says whether the backup is in sync and only while its
+// lease is live; a step it cannot so acknowledge, or a lost lease, gives
+// the shard up (replaced). A backup out of touch is then never in doubt:
+// the primary goes on without it once the fence records it behind.
+//
 // Lock order: take_over_mu_ (taking over), then the policy's lock, then
 // mu_ or the primary link's (server/replication/primary_link.h), each a
 // leaf: the policy calls OnStep with its lock held, the peer's Replicate
@@ -47,10 +58,12 @@
 #include "absl/time/time.h"
 #include "common/base/clock.h"
 #include "common/config/job_config.h"
+#include "common/coord/shard_fence.h"
 #include "proto/paramd.pb.h"
 #include "server/policy/update_policy.h"
 #include "server/policy/worker_registry.h"
 #include "server/replication/primary_link.h"
+#include "server/replication/replica_fence.h"
 #include "server/replication/replica_peer.h"
 #include "server/stats/job_metrics.h"
 
@@ -83,7 +96,10 @@ class ShardReplica {
   // The launch both replicas serve (RegisterRequest.launch); set before
   // serving.
   void set_launch(std::string launch) { launch_ = std::move(launch); }
+  // Until it returns OK, every worker's call is refused (Admit).
   absl::Status Start();
+  // Set before Start, with coordination.etcd: the shard's fence.
+  void set_fence(std::unique_ptr<ShardFence> fence);
   // Set before Start: runs once, on the thread that learnt it (under the
   // replica's locks: it must only signal), when this process gives up the
   // shard (replaced() turns true).
@@ -120,7 +136,23 @@ class ShardReplica {
   // INVALID_ARGUMENT naming what a Replicate's (or a Handover answer's)
   // state has that this shard's has not.
   absl::Status Check(const proto::ReplicaState& state) const;
-  absl::Status TakeOver() ABSL_EXCLUSIVE_LOCKS_REQUIRED(take_over_mu_);
+  // Serves the shard from the held state, at `fenced_term` (the fence's
+  // claim) or, unfenced, at the next term.
+  absl::Status TakeOver(int64_t fenced_term)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(take_over_mu_);
+  // Start's work: the role this process starts in.
+  absl::Status TakeRole();
+  // Fenced: the starting primary's claim; whether it won (else this
+  // process is the backup).
+  absl::StatusOr<bool> ClaimAtStart();
+  // UNAVAILABLE: the backup cannot serve `rpc`, holding no state yet.
+  absl::Status NoStateYet(const char* rpc) const;
+  // Fenced: the backup's takeover by the fence's claim.
+  absl::Status AdmitFenced(const char* rpc)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(take_over_mu_);
+  // Fenced: OK when a step may be acknowledged now; else the shard is
+  // given up.
+  absl::Status CheckFence();
   // The role becomes kReplaced; tells on_replaced_ the first time.
   void BecomeReplaced();
   // Makes `held` the shard's state: the policy's, the epoch reports, the
@@ -152,9 +184,11 @@ class ShardReplica {
   std::string launch_;
 
   std::atomic<Role> role_;
+  std::atomic<bool> started_{false};
   std::atomic<bool> stopped_{false};  // Replaced, and the policy shut down.
   std::function<void()> on_replaced_;
   std::atomic<bool> told_replaced_{false};
+  std::unique_ptr<ReplicaFence> fence_;  // Set before Start.
   absl::Mutex take_over_mu_;
   mutable absl::Mutex mu_;
   uint64_t term_ ABSL_GUARDED_BY(mu_) = 1;

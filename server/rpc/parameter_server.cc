@@ -8,6 +8,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/base/status_macros.h"
+#include "common/coord/rpc/etcd_shard_fence.h"
 
 namespace paramd {
 namespace {
@@ -123,6 +124,13 @@ absl::Status ParameterServer::StartReplica(const std::string& own_address,
       },
       own_address, peer);
   replica->set_on_replaced(std::move(on_replaced));
+  const JobConfig& config = shard_->config();
+  if (config.coordination.enabled()) {
+    ASSIGN_OR_RETURN(
+        std::unique_ptr<EtcdShardFence> fence,
+        EtcdShardFence::Open(config, shard_->shard_id(), own_address));
+    replica->set_fence(std::move(fence));
+  }
   return replica->Start();
 }
 

@@ -42,6 +42,9 @@ class ParameterServer {
   // when it calls); asks the peer what it is and takes this process's
   // part (ShardReplica::Start). `on_replaced` runs once, on any thread,
   // when this process gives the shard up (ShardReplica::set_on_replaced).
+  // With coordination.etcd the shard's fence is in etcd
+  // (EtcdShardFence): an error naming coordination.etcd when it grants no
+  // lease, or the claim cannot be asked.
   absl::Status StartReplica(const std::string& own_address,
                             const std::string& peer,
                             std::function<void()> on_replaced = nullptr);

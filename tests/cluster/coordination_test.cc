@@ -3,15 +3,22 @@
 // while it trains, each under the job's prefix with its address; paramctl
 // status lists them from etcd; a worker that finishes and a server stopped
 // by SIGTERM revoke their lease (their keys go at once); a SIGKILLed server's
-// key goes when its lease runs out. Skips where etcd is not installed.
+// key goes when its lease runs out. A replicated job fenced by etcd: its
+// primaries hold their shards at the claims' terms, and one SIGKILLed at a
+// random step is replaced (by its restart, or by its backup once its lease
+// ended) with the job ending as undisturbed. Skips where etcd is not
+// installed.
 #include <signal.h>
 #include <unistd.h>
 
 #include <catch2/catch.hpp>
+#include <regex>
 
 #include "absl/strings/match.h"
 #include "absl/time/clock.h"
 #include "common/coord/rpc/etcd_client.h"
+#include "common/coord/rpc/etcd_shard_fence.h"
+#include "tests/disturbed_runs.h"
 #include "tests/local_etcd.h"
 #include "tests/skip_main.h"
 #include "tests/subprocess.h"
@@ -148,6 +155,67 @@ TEST_CASE("a server whose etcd cannot be reached says so and exits",
                              "]: could not register "
                              "/paramd/test-job/members/server/0") !=
         std::string::npos);
+}
+
+// A sync job of two replicated shards fenced by the etcd at `endpoint`
+// (as tests/cluster/replica_process_test.cc's: 3 epochs of 32 steps, rank
+// 1 slowed, no checkpoint).
+std::string FencedJob(const std::string& endpoint) {
+  JobOptions o;
+  o.policy = "sync";
+  o.epochs = 3;
+  o.train_limit = 2048;
+  o.test_limit = 500;
+  o.lease_seconds = 4;
+  return WriteFile(NewTempDir() + "/job.yaml",
+                   JobYaml(o) +
+                       "replication:\n  factor: 2\n"
+                       "  backups: [\"127.0.0.1:0\", \"127.0.0.1:0\"]\n"
+                       "checkpoint:\n  enabled: false\n"
+                       "restart:\n  max: 3\n  backoff_seconds: 0.2\n"
+                       "testing:\n  slow_rank: 1\n  slow_step_ms: 25\n"
+                       "coordination:\n  etcd: [\"" +
+                       endpoint + "\"]\n  lease_seconds: 2\n");
+}
+
+TEST_CASE(
+    "fenced by etcd, a primary SIGKILLed at a random step loses its shard "
+    "to a new claim and the job ends as undisturbed",
+    "[coord][fence][e2e]") {
+  LocalEtcd etcd;
+  const std::string job = FencedJob(etcd.endpoint());
+  const std::string calm = Undisturbed(job);
+  {
+    INFO(calm);
+    CHECK(absl::StrContains(calm, "shard 0: holds the shard at term"));
+    CHECK(absl::StrContains(calm, "shard 1: holds the shard at term"));
+    CHECK(absl::StrContains(calm, "is in sync (it may take over)"));
+  }
+  const std::vector<std::string> expected = EpochFigures(calm);
+  REQUIRE(expected.size() == 3);
+
+  const std::string victim = GENERATE("server 0", "server 1");
+  const std::string out = Disturbed(job, victim, SIGKILL, 1);
+  INFO(out);
+  CHECK(absl::StrContains(out, "killed by signal 9"));
+  // The restart claimed the shard once the old lease ended (and took the
+  // backup's state), or the backup took it over first.
+  CHECK(std::regex_search(
+      out, std::regex(R"(took the state of version \d+ from the backup|)"
+                      R"(took over from the primary)")));
+  CHECK(EpochFigures(out) == expected);
+  // Every server stopped and revoked its lease: no shard is held; each
+  // shard's last mark stays.
+  auto client = EtcdClient::Connect({etcd.endpoint()});
+  REQUIRE(client.ok());
+  for (int shard = 0; shard < 2; ++shard) {
+    auto held = (*client)->Get(EtcdShardFence::PrimaryKey("test-job", shard));
+    REQUIRE(held.ok());
+    CHECK_FALSE(held->has_value());
+    auto mark = (*client)->Get(EtcdShardFence::BackupKey("test-job", shard));
+    REQUIRE(mark.ok());
+    CHECK(mark->has_value());
+  }
 }
 
 }  // namespace

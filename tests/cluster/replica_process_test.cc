@@ -13,18 +13,16 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
-#include "tests/paramctl_runs.h"
-#include "tests/subprocess.h"
+#include "tests/disturbed_runs.h"
 #include "tests/test_files.h"
 
 namespace paramd {
 namespace {
 
+using testing::Disturbed;
+using testing::EpochFigures;
 using testing::JobOptions;
-using testing::PidOf;
-using testing::Subprocess;
-
-constexpr absl::Duration kJobTimeout = absl::Minutes(4);
+using testing::Undisturbed;
 
 // A job of `epochs` epochs (32 steps each) whose shards are replicated and
 // which keeps no checkpoint; rank 1 takes 25 ms a step, so that there is
@@ -45,52 +43,6 @@ std::string Job(const std::string& policy, int epochs = 3) {
           "checkpoint:\n  enabled: false\n"
           "restart:\n  max: 3\n  backoff_seconds: 0.2\n"
           "testing:\n  slow_rank: 1\n  slow_step_ms: 25\n");
-}
-
-// Every "epoch E/N  train loss L  test accuracy A" line paramctl printed.
-std::vector<std::string> EpochFigures(const std::string& output) {
-  std::vector<std::string> out;
-  const std::regex line(
-      R"(paramctl: (epoch \d+/\d+  train loss [0-9.]+  test accuracy [0-9.]+))");
-  for (std::sregex_iterator it(output.begin(), output.end(), line), end;
-       it != end; ++it) {
-    out.push_back((*it)[1]);
-  }
-  return out;
-}
-
-// Runs `job`; once rank 1 reported `epoch`/3 and then `extra` more
-// messages (a random point of the next epoch), sends `signal` to `victim`.
-// Returns paramctl's output after a clean end.
-std::string Disturbed(const std::string& job, const std::string& victim,
-                      int signal, int epoch) {
-  Subprocess run(testing::ParamctlRunArgs(job));
-  REQUIRE(
-      run.ReadUntil(absl::StrCat("rank 1: epoch ", epoch, "/"), kJobTimeout));
-  std::mt19937 random(std::random_device{}());
-  // Rank 1 takes 25 ms a step: up to ~0.5 s into the next epoch.
-  const absl::Time until =
-      absl::Now() + absl::Milliseconds(static_cast<int>(random() % 500));
-  while (absl::Now() < until) {
-  }
-  const pid_t pid = PidOf(run.output(), victim);
-  REQUIRE(pid > 0);
-  REQUIRE(kill(pid, signal) == 0);
-  const int code = run.Wait(kJobTimeout);
-  INFO(run.output());
-  REQUIRE(code == 0);
-  for (pid_t p : testing::StartedPids(run.output())) {
-    CHECK(testing::ProcessGone(p));
-  }
-  return run.output();
-}
-
-std::string Undisturbed(const std::string& job) {
-  Subprocess run(testing::ParamctlRunArgs(job));
-  const int code = run.Wait(kJobTimeout);
-  INFO(run.output());
-  REQUIRE(code == 0);
-  return run.output();
 }
 
 TEST_CASE(

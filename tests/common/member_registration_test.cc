@@ -19,11 +19,7 @@ std::string SkipReason() { return MissingPrograms({"etcd"}); }
 namespace {
 
 JobConfig Coordinated(const std::string& endpoint) {
-  JobConfig c;
-  c.job_id = "reg-job";
-  c.coordination.etcd = {endpoint};
-  c.coordination.lease_seconds = 2;
-  return c;
+  return CoordinatedConfig(endpoint, "reg-job");
 }
 
 TEST_CASE("a member's key lives with its registration and comes back",

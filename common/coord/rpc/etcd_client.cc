@@ -208,36 +208,99 @@ absl::StatusOr<EtcdClaim> EtcdClient::WriteIf(const std::string& key,
                                               bool exists, int64_t mod_revision,
                                               const std::string& value,
                                               int64_t lease) {
-  pb::TxnRequest request;
-  pb::Compare* compare = request.add_compare();
-  compare->set_key(key);
-  compare->set_result(pb::Compare::EQUAL);
-  if (exists) {
-    compare->set_target(pb::Compare::MOD);
-    compare->set_mod_revision(mod_revision);
-  } else {
-    // A key that does not exist has create revision 0.
-    compare->set_target(pb::Compare::CREATE);
-    compare->set_create_revision(0);
+  ASSIGN_OR_RETURN(EtcdTxnResult result,
+                   Txn({exists ? EtcdCondition::ModifiedAt(key, mod_revision)
+                               : EtcdCondition::Absent(key)},
+                       {EtcdWrite{key, value, lease}}));
+  EtcdClaim claim;
+  claim.written = result.written;
+  claim.revision = result.revision;
+  if (!result.written) claim.holder = std::move(result.found[0]);
+  return claim;
+}
+
+EtcdCondition EtcdCondition::Absent(std::string key) {
+  EtcdCondition c;
+  c.key = std::move(key);
+  return c;
+}
+
+EtcdCondition EtcdCondition::CreatedAt(std::string key,
+                                       int64_t create_revision) {
+  EtcdCondition c;
+  c.key = std::move(key);
+  c.revision = create_revision;
+  return c;
+}
+
+EtcdCondition EtcdCondition::ModifiedAt(std::string key, int64_t mod_revision) {
+  EtcdCondition c;
+  c.key = std::move(key);
+  c.on = On::kModRevision;
+  c.revision = mod_revision;
+  return c;
+}
+
+EtcdCondition EtcdCondition::ValueIs(std::string key, std::string value) {
+  EtcdCondition c;
+  c.key = std::move(key);
+  c.on = On::kValue;
+  c.value = std::move(value);
+  return c;
+}
+
+absl::StatusOr<EtcdTxnResult> EtcdClient::Txn(
+    const std::vector<EtcdCondition>& conditions,
+    const std::vector<EtcdWrite>& writes) {
+  if (conditions.empty()) {
+    return absl::InvalidArgumentError("etcd Txn: no condition");
   }
-  pb::PutRequest* put = request.add_success()->mutable_request_put();
-  put->set_key(key);
-  put->set_value(value);
-  put->set_lease(lease);
-  request.add_failure()->mutable_request_range()->set_key(key);
+  pb::TxnRequest request;
+  for (const EtcdCondition& c : conditions) {
+    pb::Compare* compare = request.add_compare();
+    compare->set_key(c.key);
+    compare->set_result(pb::Compare::EQUAL);
+    switch (c.on) {
+      case EtcdCondition::On::kValue:
+        compare->set_target(pb::Compare::VALUE);
+        compare->set_value(c.value);
+        break;
+      case EtcdCondition::On::kModRevision:
+        compare->set_target(pb::Compare::MOD);
+        compare->set_mod_revision(c.revision);
+        break;
+      case EtcdCondition::On::kCreateRevision:
+        // A key that does not exist has create revision 0.
+        compare->set_target(pb::Compare::CREATE);
+        compare->set_create_revision(c.revision);
+        break;
+    }
+    request.add_failure()->mutable_request_range()->set_key(c.key);
+  }
+  for (const EtcdWrite& w : writes) {
+    pb::PutRequest* put = request.add_success()->mutable_request_put();
+    put->set_key(w.key);
+    put->set_value(w.value);
+    put->set_lease(w.lease);
+  }
   pb::TxnResponse response;
-  RETURN_IF_ERROR(OnMembers(absl::StrCat("Txn on ", Quoted(key)),
+  RETURN_IF_ERROR(OnMembers(absl::StrCat("Txn on ", Quoted(conditions[0].key)),
                             [&](Member& m, grpc::ClientContext* c) {
                               return m.kv->Txn(c, request, &response);
                             }));
-  EtcdClaim claim;
-  claim.written = response.succeeded();
-  claim.revision = response.header().revision();
-  if (!claim.written && response.responses_size() == 1 &&
-      response.responses(0).response_range().kvs_size() > 0) {
-    claim.holder = FromProto(response.responses(0).response_range().kvs(0));
+  EtcdTxnResult result;
+  result.written = response.succeeded();
+  result.revision = response.header().revision();
+  if (!result.written) {
+    for (const pb::ResponseOp& op : response.responses()) {
+      const pb::RangeResponse& range = op.response_range();
+      result.found.push_back(range.kvs_size() > 0
+                                 ? std::optional(FromProto(range.kvs(0)))
+                                 : std::nullopt);
+    }
+    result.found.resize(conditions.size());
   }
-  return claim;
+  return result;
 }
 
 absl::StatusOr<int64_t> EtcdClient::Grant(absl::Duration ttl,

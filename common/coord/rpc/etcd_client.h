@@ -67,6 +67,40 @@ struct EtcdRange {
   int64_t revision = 0;
 };
 
+// One condition of a transaction (EtcdClient::Txn) on a key.
+struct EtcdCondition {
+  // The key does not exist.
+  static EtcdCondition Absent(std::string key);
+  // The key exists, created at `create_revision` (its writer's claim).
+  static EtcdCondition CreatedAt(std::string key, int64_t create_revision);
+  // The key's last write is `mod_revision`.
+  static EtcdCondition ModifiedAt(std::string key, int64_t mod_revision);
+  // The key's value is `value` (false when the key does not exist).
+  static EtcdCondition ValueIs(std::string key, std::string value);
+
+  enum class On { kCreateRevision, kModRevision, kValue };
+  std::string key;
+  On on = On::kCreateRevision;
+  int64_t revision = 0;
+  std::string value;
+};
+
+// A write of a transaction: the key, its value, its lease (0: none).
+struct EtcdWrite {
+  std::string key;
+  std::string value;
+  int64_t lease = 0;
+};
+
+// What a transaction found: whether its conditions held (and it wrote),
+// the store's revision after it, and when they did not, each condition's
+// key as it is (nullopt where there is none), in the conditions' order.
+struct EtcdTxnResult {
+  bool written = false;
+  int64_t revision = 0;
+  std::vector<std::optional<EtcdKeyValue>> found;
+};
+
 // A change to a watched key.
 struct EtcdEvent {
   enum class Type { kPut, kDelete };
@@ -135,6 +169,12 @@ class EtcdClient {
   absl::StatusOr<EtcdClaim> ReplaceAt(const std::string& key,
                                       int64_t mod_revision,
                                       const std::string& value, int64_t lease);
+
+  // Writes `writes` if every one of `conditions` holds, as one
+  // transaction; else reads each condition's key.
+  absl::StatusOr<EtcdTxnResult> Txn(
+      const std::vector<EtcdCondition>& conditions,
+      const std::vector<EtcdWrite>& writes);
 
   // A lease of `ttl` (etcd may grant a longer one: its minimum); its id.
   absl::StatusOr<int64_t> Grant(absl::Duration ttl, absl::Duration* granted);

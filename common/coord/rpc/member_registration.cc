@@ -7,6 +7,7 @@
 #include "absl/strings/str_join.h"
 #include "common/base/clock.h"
 #include "common/base/status_macros.h"
+#include "common/coord/rpc/coordinator.h"
 #include "spdlog/spdlog.h"
 
 namespace paramd {
@@ -22,19 +23,10 @@ MemberRegistration::MemberRegistration(std::unique_ptr<EtcdClient> client,
 absl::StatusOr<std::unique_ptr<MemberRegistration>> MemberRegistration::Start(
     const JobConfig& config, const JobMember& member) {
   const CoordinationConfig& c = config.coordination;
-  const absl::Duration ttl = absl::Seconds(c.lease_seconds);
-  EtcdClient::Options options;
-  // A renewal must be answered well within the lease.
-  options.timeout = std::min(absl::Seconds(5), ttl / 3);
-  absl::StatusOr<std::unique_ptr<EtcdClient>> client =
-      EtcdClient::Connect(c.etcd, options);
-  if (!client.ok()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("coordination.etcd: ", client.status().message()));
-  }
+  ASSIGN_OR_RETURN(std::unique_ptr<EtcdClient> client, ConnectCoordinator(c));
   std::unique_ptr<MemberRegistration> r(new MemberRegistration(
-      std::move(*client), MemberKey(config.job_id, member), MemberValue(member),
-      ttl));
+      std::move(client), MemberKey(config.job_id, member), MemberValue(member),
+      absl::Seconds(c.lease_seconds)));
   if (absl::Status s = r->Register(); !s.ok()) {
     return absl::Status(
         s.code(),
@@ -118,14 +110,10 @@ void MemberRegistration::Run() {
 }
 
 absl::StatusOr<std::vector<JobMember>> ListJobMembers(const JobConfig& config) {
-  absl::StatusOr<std::unique_ptr<EtcdClient>> client =
-      EtcdClient::Connect(config.coordination.etcd);
-  if (!client.ok()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("coordination.etcd: ", client.status().message()));
-  }
+  ASSIGN_OR_RETURN(std::unique_ptr<EtcdClient> client,
+                   ConnectCoordinator(config.coordination));
   ASSIGN_OR_RETURN(const EtcdRange range,
-                   (*client)->List(MembersPrefix(config.job_id)));
+                   client->List(MembersPrefix(config.job_id)));
   std::vector<JobMember> members;
   for (const EtcdKeyValue& kv : range.kvs) {
     ASSIGN_OR_RETURN(JobMember m, ParseMember(config.job_id, kv.key, kv.value));
