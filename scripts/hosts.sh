@@ -14,6 +14,12 @@
 #   scripts/hosts.sh kill NAME K         host K dies: its link goes down,
 #                                        then every process on it is
 #                                        SIGKILLed (no FIN, no RST leaves)
+#   scripts/hosts.sh cut NAME J K        a partition between hosts J and
+#                                        K: neither reaches the other (each
+#                                        has a blackhole route to the other:
+#                                        sends fail, nothing arrives); every
+#                                        other path stays
+#   scripts/hosts.sh heal NAME J K       ends that partition
 #   scripts/hosts.sh down NAME           ends every process on the set's
 #                                        hosts and removes them
 #
@@ -43,7 +49,7 @@
 set -euo pipefail
 
 usage() {
-  sed -n '7,18p' "$0" | sed 's/^# \{0,1\}//' >&2
+  sed -n '7,24p' "$0" | sed 's/^# \{0,1\}//' >&2
   exit 2
 }
 
@@ -126,6 +132,21 @@ kill_host() {
   }
   ip link set "pd${name}v$k" down
   kill_processes "$name" "$k"
+}
+
+# The route between hosts J and K, both ways: "add" cuts, "del" heals.
+partition() {
+  local verb=$1 name=$2 j=$3 k=$4 h
+  for h in "$j" "$k"; do
+    [[ -d "$STATE_ROOT/$name/shm$h" ]] || {
+      echo "hosts.sh: no host $h in the set '$name'" >&2
+      exit 1
+    }
+  done
+  ip -n "$(netns "$name" "$j")" route "$verb" blackhole \
+    "$(addr_of "$name" "$k")/32"
+  ip -n "$(netns "$name" "$k")" route "$verb" blackhole \
+    "$(addr_of "$name" "$j")/32"
 }
 
 down() {
@@ -211,6 +232,8 @@ case $command in
   addr) (($# == 3)) || usage; addr_of "$name" "$3" ;;
   shape) (($# == 3)) || usage; shape "$name" "$3" ;;
   kill) (($# == 3)) || usage; kill_host "$name" "$3" ;;
+  cut) (($# == 4)) || usage; partition add "$name" "$3" "$4" ;;
+  heal) (($# == 4)) || usage; partition del "$name" "$3" "$4" ;;
   down) down "$name" ;;
   *) usage ;;
 esac

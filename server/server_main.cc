@@ -19,7 +19,8 @@
 // (listening at replication.backups[K] unless --listen says otherwise);
 // --peer HOST:PORT is the other replica (default: the job file's). A
 // primary that learns its backup took over exits with status 3; started
-// again, it rejoins as the backup.
+// again, it rejoins as the backup. --ack_log PATH appends every step it
+// acknowledges as primary, with its term (server/replication/ack_journal.h).
 // A framework job whose file leaves the model to its workers (no tensor
 // list, or no optimizer section) listens first for their declaration
 // (server/declare/rpc/declaration_server.h), then serves the shard on the same
@@ -59,7 +60,7 @@ namespace {
 constexpr char kUsage[] =
     "usage: paramd-server --job J.yaml --shard K [--listen HOST:PORT] "
     "[--port_file PATH] [--launch ID] [--fresh] [--checkpoint_dir DIR] "
-    "[--backup] [--peer HOST:PORT] "
+    "[--backup] [--peer HOST:PORT] [--ack_log PATH] "
     "[--metrics_listen HOST:PORT] "
     "[--metrics_port_file PATH] [--log_level LEVEL]";
 
@@ -199,6 +200,16 @@ bool StartReplication(const DaemonStart& start, int port,
   std::string peer =
       backup ? config.servers[shard_id] : config.replication.backups[shard_id];
   if (start.flags.Has("peer")) peer = start.flags.Get("peer", "");
+  if (start.flags.Has("ack_log")) {
+    absl::StatusOr<std::unique_ptr<AckJournal>> journal =
+        AckJournal::Open(start.flags.Get("ack_log", ""), shard_id);
+    if (!journal.ok()) {
+      spdlog::error("shard {}: {}", shard_id,
+                    std::string(journal.status().message()));
+      return false;
+    }
+    server.shard()->replica()->set_ack_journal(std::move(*journal));
+  }
   // A replaced primary serves nothing: it stops (status 3).
   if (absl::Status s = server.StartReplica(WithPort(own, port),
                                            PortOf(peer) == 0 ? "" : peer,
@@ -386,13 +397,13 @@ std::optional<int> AwaitModel(DaemonStart* start) {
 int Run(int argc, char** argv) {
   StopEvents::BlockSignals();
   int exit_code = 0;
-  std::optional<DaemonStart> start =
-      StartDaemon({"paramd-server",
-                   kUsage,
-                   "shard",
-                   {"listen", "port_file", "launch", "checkpoint_dir", "peer"},
-                   {"fresh", "backup"}},
-                  argc, argv, &exit_code);
+  std::optional<DaemonStart> start = StartDaemon(
+      {"paramd-server",
+       kUsage,
+       "shard",
+       {"listen", "port_file", "launch", "checkpoint_dir", "peer", "ack_log"},
+       {"fresh", "backup"}},
+      argc, argv, &exit_code);
   if (!start) return exit_code;
   if (start->flags.Has("checkpoint_dir")) {
     // Where checkpoints go on this node (a volume in a container, say),

@@ -24,6 +24,17 @@ std::vector<std::string> EpochFigures(const std::string& output) {
   return out;
 }
 
+std::string RankEpochFigures(const std::string& log) {
+  static const std::regex kEpoch(
+      R"(epoch \d+/\d+: train loss [0-9.]+, test accuracy [0-9.]+)");
+  std::string figures;
+  for (auto it = std::sregex_iterator(log.begin(), log.end(), kEpoch);
+       it != std::sregex_iterator(); ++it) {
+    absl::StrAppend(&figures, it->str(), "\n");
+  }
+  return figures;
+}
+
 std::string Disturbed(const std::string& job, const std::string& victim,
                       int signal, int epoch) {
   Subprocess run(ParamctlRunArgs(job));

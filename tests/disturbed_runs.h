@@ -17,6 +17,10 @@ constexpr absl::Duration kJobTimeout = absl::Minutes(4);
 // Every "epoch E/N  train loss L  test accuracy A" line paramctl printed.
 std::vector<std::string> EpochFigures(const std::string& output);
 
+// A rank's per-epoch figures from its own log, without the rates: "epoch
+// 1/2: train loss 1.2345, test accuracy 0.6789", one a line.
+std::string RankEpochFigures(const std::string& log);
+
 // Runs `job` (whose rank 1 is slowed, testing.slow_rank); once rank 1
 // reported epoch `epoch`, and up to ~0.5 s more (a random point of the
 // next epoch), sends `signal` to `victim` ("server 0", "backup 1").

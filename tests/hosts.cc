@@ -63,6 +63,18 @@ std::vector<std::string> TestHosts::On(
   return on;
 }
 
+void TestHosts::Cut(int j, int k) const { Partition("cut", j, k); }
+
+void TestHosts::Heal(int j, int k) const { Partition("heal", j, k); }
+
+void TestHosts::Partition(const char* verb, int j, int k) const {
+  std::string output;
+  const int code = RunCommand(
+      {kScript, verb, name_, absl::StrCat(j), absl::StrCat(k)}, &output);
+  INFO(output);
+  REQUIRE(code == 0);
+}
+
 std::string TestHosts::Launch() const {
   return absl::StrCat(kScript, " run ", name_, " {host}");
 }

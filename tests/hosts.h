@@ -34,8 +34,15 @@ class TestHosts {
   // On's prefix with "{host}" for the host's index: paramd-bench's
   // --server_launch.
   std::string Launch() const;
+  // A partition between hosts `j` and `k` (scripts/hosts.sh cut), and its
+  // end; each fails the test when hosts.sh does.
+  void Cut(int j, int k) const;
+  void Heal(int j, int k) const;
 
  private:
+  // hosts.sh `verb` ("cut", "heal") between hosts `j` and `k`.
+  void Partition(const char* verb, int j, int k) const;
+
   std::string name_;
   std::vector<std::string> addresses_;
 };

@@ -185,12 +185,21 @@ absl::Status ShardReplica::OnStep(PolicyState state) {
     return Named(absl::StatusCode::kUnavailable,
                  "this server no longer serves the shard");
   }
-  if (link_.StepSends(state.version)) {
-    const uint64_t version = state.version;
+  const uint64_t version = state.version;
+  if (link_.StepSends(version)) {
     RETURN_IF_ERROR(
         Named(link_.SendSettled(Shared(MakeRequest(&state)), version)));
   }
-  return fence_ == nullptr ? absl::OkStatus() : CheckFence();
+  if (fence_ != nullptr) RETURN_IF_ERROR(CheckFence());
+  if (journal_ != nullptr) {
+    uint64_t term = 0;
+    {
+      absl::MutexLock lock(&mu_);
+      term = term_;
+    }
+    journal_->Record(term, version);
+  }
+  return absl::OkStatus();
 }
 
 absl::Status ShardReplica::CheckFence() {

@@ -62,6 +62,7 @@
 #include "proto/paramd.pb.h"
 #include "server/policy/update_policy.h"
 #include "server/policy/worker_registry.h"
+#include "server/replication/ack_journal.h"
 #include "server/replication/primary_link.h"
 #include "server/replication/replica_fence.h"
 #include "server/replication/replica_peer.h"
@@ -98,6 +99,10 @@ class ShardReplica {
   void set_launch(std::string launch) { launch_ = std::move(launch); }
   // Until it returns OK, every worker's call is refused (Admit).
   absl::Status Start();
+  // Set before Start: every step acknowledged is written to `journal`.
+  void set_ack_journal(std::unique_ptr<AckJournal> journal) {
+    journal_ = std::move(journal);
+  }
   // Set before Start, with coordination.etcd: the shard's fence.
   void set_fence(std::unique_ptr<ShardFence> fence);
   // Set before Start: runs once, on the thread that learnt it (under the
@@ -189,6 +194,7 @@ class ShardReplica {
   std::function<void()> on_replaced_;
   std::atomic<bool> told_replaced_{false};
   std::unique_ptr<ReplicaFence> fence_;  // Set before Start.
+  std::unique_ptr<AckJournal> journal_;  // Set before Start.
   absl::Mutex take_over_mu_;
   mutable absl::Mutex mu_;
   uint64_t term_ ABSL_GUARDED_BY(mu_) = 1;

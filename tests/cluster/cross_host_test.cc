@@ -15,6 +15,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
+#include "tests/disturbed_runs.h"
 #include "tests/hosts.h"
 #include "tests/skip_main.h"
 #include "tests/subprocess.h"
@@ -27,19 +28,6 @@ std::string SkipReason() { return TestHosts::SkipReason(); }
 namespace {
 
 constexpr absl::Duration kTimeout = absl::Seconds(120);
-
-// A rank's per-epoch figures from its log, without the rates: "epoch 1/2:
-// train loss 1.2345, test accuracy 0.6789", one a line.
-std::string EpochFigures(const std::string& log) {
-  static const std::regex kEpoch(
-      R"(epoch \d+/\d+: train loss [0-9.]+, test accuracy [0-9.]+)");
-  std::string figures;
-  for (auto it = std::sregex_iterator(log.begin(), log.end(), kEpoch);
-       it != std::sregex_iterator(); ++it) {
-    absl::StrAppend(&figures, it->str(), "\n");
-  }
-  return figures;
-}
 
 // The job run with its server and two workers each as `on(k, argv)` says,
 // the server listening at `host`; each rank's log.
@@ -93,9 +81,9 @@ TEST_CASE(
 
   for (int rank = 0; rank < 2; ++rank) {
     INFO("rank " << rank << "\n" << three_hosts[rank]);
-    const std::string expected = EpochFigures(one_host[rank]);
+    const std::string expected = RankEpochFigures(one_host[rank]);
     CHECK(!expected.empty());
-    CHECK(EpochFigures(three_hosts[rank]) == expected);
+    CHECK(RankEpochFigures(three_hosts[rank]) == expected);
     // Shared memory on one host; by the socket across hosts.
     CHECK(one_host[rank].find("cannot map this worker's shared") ==
           std::string::npos);
