@@ -3,6 +3,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include <fstream>
+#include <map>
 #include <set>
 #include <sstream>
 
@@ -395,6 +396,36 @@ class JobParser {
   JobFileChecks checks_;
 };
 
+// INVALID_ARGUMENT naming the key when a mapping in `node` (at `field`,
+// dotted; "" at the top) has a key twice: YAML leaves such a file's meaning
+// undefined, and yaml-cpp would read the first and drop the second.
+absl::Status CheckNoDuplicateKeys(const YAML::Node& node,
+                                  const std::string& path,
+                                  const std::string& field) {
+  if (node.IsSequence()) {
+    for (size_t i = 0; i < node.size(); ++i) {
+      RETURN_IF_ERROR(CheckNoDuplicateKeys(
+          node[i], path, absl::StrCat(field, "[", i, "]")));
+    }
+    return absl::OkStatus();
+  }
+  if (!node.IsMap()) return absl::OkStatus();
+  std::map<std::string, int> first_line;
+  for (const auto& entry : node) {
+    if (!entry.first.IsScalar()) continue;
+    const std::string key = entry.first.Scalar();
+    const std::string at = field.empty() ? key : absl::StrCat(field, ".", key);
+    const int line = entry.first.Mark().line + 1;
+    if (auto [it, fresh] = first_line.emplace(key, line); !fresh) {
+      return absl::InvalidArgumentError(absl::StrFormat(
+          "%s:%d: %s: given twice (first at line %d); give each key once",
+          path, line, at, it->second));
+    }
+    RETURN_IF_ERROR(CheckNoDuplicateKeys(entry.second, path, at));
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 absl::StatusOr<JobConfig> ParseJobConfig(const std::string& yaml_text,
@@ -409,6 +440,7 @@ absl::StatusOr<JobConfig> ParseJobConfig(const std::string& yaml_text,
                         e.mark.is_null() ? 1 : e.mark.line + 1, e.msg));
   }
   try {
+    RETURN_IF_ERROR(CheckNoDuplicateKeys(root, path, ""));
     return JobParser(path, checks).Parse(root);
   } catch (const YAML::Exception& e) {
     // Defensive: yaml-cpp reports misuse (e.g. indexing a scalar) by

@@ -74,6 +74,30 @@ TEST_CASE("a good job file loads with every field typed", "[config]") {
   CHECK(c->limits.stream_window_kb == 0);  // gRPC's adaptive windows
 }
 
+TEST_CASE("a key given twice is refused, naming it and both lines",
+          "[config]") {
+  JobOptions o;
+  const std::string yaml = JobYaml(o);
+  // A whole section twice: yaml-cpp would read the first and drop the
+  // second (here, more epochs) without a word.
+  const std::string twice = yaml + "training:\n  epochs: 9\n";
+  absl::StatusOr<JobConfig> c = ParseJobConfig(twice, "j.yaml");
+  REQUIRE_FALSE(c.ok());
+  CHECK(std::string(c.status().message()) ==
+        absl::StrCat("j.yaml:", LineOf(twice, "training:\n  epochs: 9"),
+                     ": training: given twice (first at line ",
+                     LineOf(twice, "training:"), "); give each key once"));
+  // A key twice inside a section.
+  const std::string inner = absl::StrReplaceAll(
+      yaml, {{"momentum: 0.9", "momentum: 0.9\n  momentum: 0.5"}});
+  c = ParseJobConfig(inner, "j.yaml");
+  REQUIRE_FALSE(c.ok());
+  CHECK_THAT(std::string(c.status().message()),
+             Catch::StartsWith(absl::StrCat(
+                 "j.yaml:", LineOf(inner, "momentum: 0.5"),
+                 ": optimizer.momentum: given twice")));
+}
+
 TEST_CASE("limits.stream_window_kb fixes the steps' stream window",
           "[config]") {
   JobOptions o;
