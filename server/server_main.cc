@@ -62,7 +62,7 @@ constexpr char kUsage[] =
     "[--port_file PATH] [--launch ID] [--fresh] [--checkpoint_dir DIR] "
     "[--backup] [--peer HOST:PORT] [--ack_log PATH] "
     "[--metrics_listen HOST:PORT] "
-    "[--metrics_port_file PATH] [--log_level LEVEL]";
+    "[--metrics_port_file PATH] [--etcd ENDPOINT,...] [--log_level LEVEL]";
 
 // What ends a wait: SIGINT or SIGTERM; this process giving its shard up to
 // its backup (replication); or, while it waits for its model, a worker's

@@ -26,7 +26,7 @@ namespace {
 constexpr char kUsage[] =
     "usage: paramd-worker --job J.yaml --rank R [--servers HOST:PORT,...] "
     "[--backups HOST:PORT,...] [--launch ID] [--metrics_listen HOST:PORT] "
-    "[--metrics_port_file PATH] "
+    "[--metrics_port_file PATH] [--etcd ENDPOINT,...] "
     "[--log_level LEVEL]";
 
 int Run(int argc, char** argv) {

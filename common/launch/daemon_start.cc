@@ -2,10 +2,13 @@
 
 #include <unistd.h>
 
+#include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <fstream>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 #include "common/base/logging.h"
 #include "common/base/process_setup.h"
 #include "common/base/status_macros.h"
@@ -75,7 +78,7 @@ std::optional<DaemonStart> StartDaemon(const DaemonSpec& spec, int argc,
   SetUpProcess();
   std::set<std::string> valued = spec.flags;
   valued.insert({"job", spec.id_flag, "log_level", "metrics_listen",
-                 "metrics_port_file"});
+                 "metrics_port_file", "etcd"});
   absl::StatusOr<ParsedFlags> flags =
       ParseFlags(argc, argv, valued, spec.switches);
   if (!flags.ok())
@@ -97,6 +100,24 @@ std::optional<DaemonStart> StartDaemon(const DaemonSpec& spec, int argc,
   absl::StatusOr<JobConfig> config = LoadJobConfig(flags->Get("job", ""));
   if (!config.ok()) {
     return Fail(spec.program, config.status(), nullptr, 1, exit_code);
+  }
+  if (flags->Has("etcd")) {
+    const bool had = config->coordination.enabled();
+    config->coordination.etcd =
+        absl::StrSplit(flags->Get("etcd", ""), ',', absl::SkipEmpty());
+    if (config->coordination.etcd.empty()) {
+      return Fail(spec.program,
+                  absl::InvalidArgumentError(
+                      "--etcd: no endpoint (HOST:PORT or unix:PATH, "
+                      "comma-separated)"),
+                  spec.usage, 2, exit_code);
+    }
+    // A file without a coordinator: the leases last what the replicas'
+    // silence did (liveness.lease_seconds), within the coordinator's range.
+    if (!had) {
+      config->coordination.lease_seconds = std::clamp(
+          static_cast<int>(std::ceil(config->liveness.lease_seconds)), 2, 600);
+    }
   }
   if (config->servers_from_slurm && !flags->Has("servers") &&
       !flags->Has("listen")) {

@@ -36,7 +36,9 @@ struct DaemonStart {
 // unless
 // --servers or --listen gives them. Every daemon also takes
 // --metrics_listen HOST:PORT and --metrics_port_file PATH (see
-// StartMetricsEndpoint). On failure prints
+// StartMetricsEndpoint), and --etcd ENDPOINT,... : coordination.etcd (with
+// leases of liveness.lease_seconds when the file has no coordination
+// section; paramctl run passes its local etcd so). On failure prints
 // the reason to stderr, sets `*exit_code` (2: usage, 1: the job file) and
 // returns nothing.
 std::optional<DaemonStart> StartDaemon(const DaemonSpec& spec, int argc,

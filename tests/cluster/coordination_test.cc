@@ -6,8 +6,9 @@
 // key goes when its lease runs out. A replicated job fenced by etcd: its
 // primaries hold their shards at the claims' terms, and one SIGKILLed at a
 // random step is replaced (by its restart, or by its backup once its lease
-// ended) with the job ending as undisturbed. Skips where etcd is not
-// installed.
+// ended) with the job ending as undisturbed — also when the job names no
+// coordinator and paramctl run starts an etcd of its own. Skips where etcd
+// is not installed.
 #include <signal.h>
 #include <unistd.h>
 
@@ -158,8 +159,8 @@ TEST_CASE("a server whose etcd cannot be reached says so and exits",
 }
 
 // A sync job of two replicated shards fenced by the etcd at `endpoint`
-// (as tests/cluster/replica_process_test.cc's: 3 epochs of 32 steps, rank
-// 1 slowed, no checkpoint).
+// (none: paramctl run's own), as tests/cluster/replica_process_test.cc's:
+// 3 epochs of 32 steps, rank 1 slowed, no checkpoint.
 std::string FencedJob(const std::string& endpoint) {
   JobOptions o;
   o.policy = "sync";
@@ -167,15 +168,17 @@ std::string FencedJob(const std::string& endpoint) {
   o.train_limit = 2048;
   o.test_limit = 500;
   o.lease_seconds = 4;
-  return WriteFile(NewTempDir() + "/job.yaml",
-                   JobYaml(o) +
-                       "replication:\n  factor: 2\n"
-                       "  backups: [\"127.0.0.1:0\", \"127.0.0.1:0\"]\n"
-                       "checkpoint:\n  enabled: false\n"
-                       "restart:\n  max: 3\n  backoff_seconds: 0.2\n"
-                       "testing:\n  slow_rank: 1\n  slow_step_ms: 25\n"
-                       "coordination:\n  etcd: [\"" +
-                       endpoint + "\"]\n  lease_seconds: 2\n");
+  return WriteFile(
+      NewTempDir() + "/job.yaml",
+      JobYaml(o) +
+          "replication:\n  factor: 2\n"
+          "  backups: [\"127.0.0.1:0\", \"127.0.0.1:0\"]\n"
+          "checkpoint:\n  enabled: false\n"
+          "restart:\n  max: 3\n  backoff_seconds: 0.2\n"
+          "testing:\n  slow_rank: 1\n  slow_step_ms: 25\n" +
+          (endpoint.empty() ? std::string()
+                            : "coordination:\n  etcd: [\"" + endpoint +
+                                  "\"]\n  lease_seconds: 2\n"));
 }
 
 TEST_CASE(
@@ -216,6 +219,28 @@ TEST_CASE(
     REQUIRE(mark.ok());
     CHECK(mark->has_value());
   }
+}
+
+TEST_CASE(
+    "paramctl run fences a replicated job without a coordinator by an etcd "
+    "of its own, and a primary SIGKILLed at a random step loses nothing",
+    "[coord][fence][e2e]") {
+  const std::string job = FencedJob("");
+  const std::string calm = Undisturbed(job);
+  {
+    INFO(calm);
+    CHECK(absl::StrContains(calm, "paramctl: started etcd (pid "));
+    CHECK(absl::StrContains(calm, "shard 0: holds the shard at term"));
+    CHECK(absl::StrContains(calm, "shard 1: holds the shard at term"));
+  }
+  const std::vector<std::string> expected = EpochFigures(calm);
+  REQUIRE(expected.size() == 3);
+  const std::string out = Disturbed(job, "server 1", SIGKILL, 1);
+  INFO(out);
+  CHECK(std::regex_search(
+      out, std::regex(R"(took the state of version \d+ from the backup|)"
+                      R"(took over from the primary)")));
+  CHECK(EpochFigures(out) == expected);
 }
 
 }  // namespace

@@ -20,6 +20,7 @@
 #include "absl/time/clock.h"
 #include "common/config/job_config.h"
 #include "common/config/job_file.h"
+#include "tools/ctl/local_coordinator.h"
 #include "tools/ctl/local_secrets.h"
 #include "tools/ctl/rpc/status_client.h"
 #include "tools/ctl/run_folder.h"
@@ -90,16 +91,30 @@ class JobRun {
       run_checkpoints_ = true;
       checkpoint_dir_ = folder_->CheckpointDir();
     }
+    if (config_.replication.enabled() && !config_.coordination.enabled()) {
+      if (int code = StartCoordinator(); code >= 0) return code;
+    }
     fleet_ = std::make_unique<ServerFleet>(
         config_, folder_.get(),
         ServerFleet::Launch{options_.job_path, options_.server_binary, launch_,
-                            options_.log_level, checkpoint_dir_});
+                            options_.log_level, checkpoint_dir_, etcd_});
     const int code = RunInDir();
     folder_.reset();
     return code;
   }
 
  private:
+  // A replicated job without a coordinator: a local etcd fences its shards
+  // when etcd is installed. Returns -1 to go on, else the exit code.
+  int StartCoordinator() {
+    absl::StatusOr<std::string> etcd =
+        StartLocalFence(sup_, folder_->path(), kStartupTimeout,
+                        [this](const std::string& line) { Say(line); });
+    if (!etcd.ok()) return Fail(std::string(etcd.status().message()));
+    etcd_ = *etcd;
+    return -1;
+  }
+
   int RunInDir() {
     Say(absl::StrFormat(
         "job '%s': %d server(s), %d worker(s), policy %s, %d epoch(s)",
@@ -156,7 +171,7 @@ class JobRun {
       argv = WorkerArgv(config_,
                         {options_.job_path, p.id, fleet_->primaries(), launch_,
                          options_.log_level, options_.worker_binary,
-                         options_.python_path, fleet_->backups()});
+                         options_.python_path, fleet_->backups(), etcd_});
     }
     auto index = sup_.Spawn(p.name, argv);
     if (!index.ok()) {
@@ -400,6 +415,7 @@ class JobRun {
   ServerWatch watch_;
   absl::Time workers_started_ = absl::InfinitePast();
   std::unique_ptr<RunFolder> folder_;
+  std::string etcd_;  // The local coordinator's endpoint; empty: none.
   // Where the servers checkpoint: checkpoint.dir, or when the job names
   // none (run_checkpoints_) a folder in the run's, passed to each server;
   // empty: nowhere (checkpoint.enabled: false).

@@ -40,6 +40,10 @@ std::vector<std::string> ServerFleet::Argv(int slot, bool fresh) const {
     argv.push_back("--checkpoint_dir");
     argv.push_back(launch_.checkpoint_dir);
   }
+  if (!launch_.etcd.empty()) {
+    argv.push_back("--etcd");
+    argv.push_back(launch_.etcd);
+  }
   if (config_.replication.enabled()) {
     if (is_backup(slot)) argv.push_back("--backup");
     const int peer = is_backup(slot) ? shard : shard + num_shards();

@@ -26,6 +26,8 @@ class ServerFleet {
     std::string log_level;
     // Passed as --checkpoint_dir when not empty.
     std::string checkpoint_dir;
+    // Passed as --etcd when not empty (a local coordinator's endpoint).
+    std::string etcd;
   };
 
   // `config` and `folder` outlive this.

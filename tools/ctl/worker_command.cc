@@ -20,6 +20,10 @@ std::vector<std::string> WorkerArgv(const JobConfig& config,
       argv.push_back("--backups");
       argv.push_back(absl::StrJoin(w.backups, ","));
     }
+    if (!w.etcd.empty()) {
+      argv.push_back("--etcd");
+      argv.push_back(w.etcd);
+    }
     return argv;
   }
   const std::filesystem::path job =

@@ -25,6 +25,9 @@ struct WorkerLaunch {
   std::string python_path;
   // replication.factor 2: each shard's backup (--backups); empty: none.
   std::vector<std::string> backups;
+  // A local coordinator's endpoint (--etcd; paramd-worker only); empty:
+  // the job file's.
+  std::string etcd;
 };
 
 // argv of rank `w.rank`. For worker.command: /usr/bin/env -C <job folder>
