@@ -13,7 +13,7 @@
 
 namespace paramd::testing {
 
-LocalEtcd::LocalEtcd() {
+LocalEtcd::LocalEtcd(const Tls* tls) {
   const std::string etcd = FindProgram("etcd");
   REQUIRE_FALSE(etcd.empty());
   // etcd names a unix socket HOST:PORT, relative to its working folder:
@@ -24,19 +24,30 @@ LocalEtcd::LocalEtcd() {
   REQUIRE(mkdtemp(short_dir.data()) != nullptr);
   dir_ = short_dir;
   const std::string data = NewTempDir() + "/etcd";
-  const std::string command = "cd '" + dir_ + "' && exec '" + etcd +
-                              "' --name local --data-dir '" + data +
-                              "' --listen-client-urls unix://client:0"
-                              " --advertise-client-urls unix://client:0"
-                              " --listen-peer-urls unix://peer:0"
-                              " --initial-advertise-peer-urls unix://peer:0"
-                              " --initial-cluster local=unix://peer:0"
-                              " --log-outputs stderr";
+  // A TLS socket is "unixs://".
+  const std::string client =
+      tls != nullptr ? "unixs://client:0" : "unix://client:0";
+  std::string command = "cd '" + dir_ + "' && exec '" + etcd +
+                        "' --name local --data-dir '" + data +
+                        "' --listen-client-urls " + client +
+                        " --advertise-client-urls " + client +
+                        " --listen-peer-urls unix://peer:0"
+                        " --initial-advertise-peer-urls unix://peer:0"
+                        " --initial-cluster local=unix://peer:0"
+                        " --log-outputs stderr";
+  if (tls != nullptr) {
+    command += " --cert-file '" + tls->cert + "' --key-file '" + tls->key + "'";
+    if (tls->client_auth) {
+      command += " --client-cert-auth --trusted-ca-file '" + tls->cert + "'";
+    }
+  }
   process_ = std::make_unique<Subprocess>(
       std::vector<std::string>{"/bin/sh", "-c", command});
   endpoint_ = "unix:" + dir_ + "/client:0";
-  const bool ready = process_->ReadUntil("serving insecure client requests",
-                                         absl::Seconds(60));
+  const bool ready =
+      process_->ReadUntil(tls != nullptr ? "serving client requests"
+                                         : "serving insecure client requests",
+                          absl::Seconds(60));
   INFO(process_->output());
   REQUIRE(ready);
 }

@@ -19,9 +19,18 @@ namespace paramd::testing {
 
 class LocalEtcd {
  public:
-  // Starts it and returns once it serves clients; fails the test when it
-  // does not within 60 s.
-  LocalEtcd();
+  // TLS for its clients: its certificate and key (PEM), and whether it
+  // asks clients for a certificate signed by that one (--client-cert-auth).
+  struct Tls {
+    std::string cert;
+    std::string key;
+    bool client_auth = false;
+  };
+
+  // Starts it (serving TLS with `tls`) and returns once it serves clients;
+  // fails the test when it does not within 60 s.
+  LocalEtcd() : LocalEtcd(nullptr) {}
+  explicit LocalEtcd(const Tls* tls);
   // Kills it and removes its sockets' folder.
   ~LocalEtcd();
   LocalEtcd(const LocalEtcd&) = delete;

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "common/config/coordination_config.h"
 #include "common/config/schedule_config.h"
 #include "common/config/table_config.h"
 
@@ -260,19 +261,6 @@ struct ReplicationConfig {
   // shard, in shard order.
   std::vector<std::string> backups;
   bool enabled() const { return factor > 1; }
-};
-
-// The job's coordinator (`coordination`; docs/operations.md, "Coordination
-// on etcd"): an etcd cluster under whose prefix /paramd/JOB/members/ every
-// server and worker of the job registers itself with a lease, so that
-// `paramctl status` lists who is in the job from one place.
-struct CoordinationConfig {
-  // Its members' client endpoints: "host:port" or "unix:PATH".
-  std::vector<std::string> etcd;
-  // The lease of each registration: a process that dies is gone from the
-  // list after at most this long (etcd grants at least 2 s).
-  int lease_seconds = 10;
-  bool enabled() const { return !etcd.empty(); }
 };
 
 // What `paramctl run` does when a process of the job dies.

@@ -319,9 +319,11 @@ class JobParser {
 
   absl::Status ParseCoordination(const YAML::Node& root, JobConfig* c) {
     if (!root["coordination"].IsDefined()) return absl::OkStatus();
-    ASSIGN_OR_RETURN(const YAML::Node n, Section(root, "coordination", false,
-                                                 {"etcd", "lease_seconds"}));
-    return ParseCoordinationSection(r_, n, &c->coordination);
+    ASSIGN_OR_RETURN(const YAML::Node n,
+                     Section(root, "coordination", false,
+                             {"etcd", "lease_seconds", "tls_ca", "tls_cert",
+                              "tls_key", "tls_server_name"}));
+    return ParseCoordinationSection(r_, n, Resolver(), &c->coordination);
   }
 
   absl::Status ParseMetrics(const YAML::Node& root, JobConfig* c) {
@@ -404,8 +406,8 @@ absl::Status CheckNoDuplicateKeys(const YAML::Node& node,
                                   const std::string& field) {
   if (node.IsSequence()) {
     for (size_t i = 0; i < node.size(); ++i) {
-      RETURN_IF_ERROR(CheckNoDuplicateKeys(
-          node[i], path, absl::StrCat(field, "[", i, "]")));
+      RETURN_IF_ERROR(CheckNoDuplicateKeys(node[i], path,
+                                           absl::StrCat(field, "[", i, "]")));
     }
     return absl::OkStatus();
   }
@@ -418,8 +420,8 @@ absl::Status CheckNoDuplicateKeys(const YAML::Node& node,
     const int line = entry.first.Mark().line + 1;
     if (auto [it, fresh] = first_line.emplace(key, line); !fresh) {
       return absl::InvalidArgumentError(absl::StrFormat(
-          "%s:%d: %s: given twice (first at line %d); give each key once",
-          path, line, at, it->second));
+          "%s:%d: %s: given twice (first at line %d); give each key once", path,
+          line, at, it->second));
     }
     RETURN_IF_ERROR(CheckNoDuplicateKeys(entry.second, path, at));
   }

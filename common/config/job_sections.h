@@ -161,6 +161,7 @@ absl::Status ParseRestartSection(YamlReader& reader, const YAML::Node& node,
                                  RestartConfig* out);
 absl::Status ParseCoordinationSection(YamlReader& reader,
                                       const YAML::Node& node,
+                                      const PathResolver& resolve,
                                       CoordinationConfig* out);
 // `num_workers` bounds testing.slow_rank.
 absl::Status ParseTestingSection(YamlReader& reader, const YAML::Node& node,

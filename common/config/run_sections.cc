@@ -215,6 +215,7 @@ absl::Status ParseRestartSection(YamlReader& reader, const YAML::Node& r,
 }
 
 absl::Status ParseCoordinationSection(YamlReader& reader, const YAML::Node& c,
+                                      const PathResolver& resolve,
                                       CoordinationConfig* out) {
   const YAML::Node etcd = c["etcd"];
   if (!etcd.IsDefined() || !etcd.IsSequence() || etcd.size() == 0) {
@@ -252,6 +253,29 @@ absl::Status ParseCoordinationSection(YamlReader& reader, const YAML::Node& c,
   if (out->lease_seconds < 2 || out->lease_seconds > 600) {
     return reader.Error(c["lease_seconds"], "coordination.lease_seconds",
                         "must be between 2 (etcd's shortest lease) and 600");
+  }
+  for (auto [key, path] : {std::pair{"tls_ca", &out->tls_ca},
+                           std::pair{"tls_cert", &out->tls_cert},
+                           std::pair{"tls_key", &out->tls_key}}) {
+    RETURN_IF_ERROR(reader.Get(c, "coordination", key, false, path));
+    *path = resolve(*path);
+  }
+  RETURN_IF_ERROR(reader.Get(c, "coordination", "tls_server_name", false,
+                             &out->tls_server_name));
+  if (!out->tls()) {
+    for (const char* key : {"tls_cert", "tls_key", "tls_server_name"}) {
+      if (c[key].IsDefined()) {
+        return reader.Error(c[key], absl::StrCat("coordination.", key),
+                            "only applies with coordination.tls_ca (TLS to "
+                            "etcd)");
+      }
+    }
+  }
+  if (out->tls_cert.empty() != out->tls_key.empty()) {
+    const bool cert = !out->tls_cert.empty();
+    return reader.Error(c[cert ? "tls_cert" : "tls_key"],
+                        cert ? "coordination.tls_key" : "coordination.tls_cert",
+                        "missing: tls_cert and tls_key come together");
   }
   return absl::OkStatus();
 }

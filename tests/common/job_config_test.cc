@@ -92,10 +92,10 @@ TEST_CASE("a key given twice is refused, naming it and both lines",
       yaml, {{"momentum: 0.9", "momentum: 0.9\n  momentum: 0.5"}});
   c = ParseJobConfig(inner, "j.yaml");
   REQUIRE_FALSE(c.ok());
-  CHECK_THAT(std::string(c.status().message()),
-             Catch::StartsWith(absl::StrCat(
-                 "j.yaml:", LineOf(inner, "momentum: 0.5"),
-                 ": optimizer.momentum: given twice")));
+  CHECK_THAT(
+      std::string(c.status().message()),
+      Catch::StartsWith(absl::StrCat("j.yaml:", LineOf(inner, "momentum: 0.5"),
+                                     ": optimizer.momentum: given twice")));
 }
 
 TEST_CASE("limits.stream_window_kb fixes the steps' stream window",
@@ -522,6 +522,20 @@ TEST_CASE("the coordination section names etcd and a lease; bad ones named",
       LoadJobConfig(WriteFile(dir + "/none.yaml", good));
   REQUIRE(none.ok());
   CHECK_FALSE(none->coordination.enabled());
+  // TLS to etcd: paths resolve against the job file's folder.
+  absl::StatusOr<JobConfig> tls = LoadJobConfig(WriteFile(
+      dir + "/tls.yaml", good + "coordination:\n  etcd: [\"h:2379\"]\n"
+                                "  tls_ca: pki/ca.pem\n  tls_cert: /pki/c.pem\n"
+                                "  tls_key: /pki/c.key\n"
+                                "  tls_server_name: etcd.internal\n"));
+  INFO(tls.status().ToString());
+  REQUIRE(tls.ok());
+  CHECK(tls->coordination.tls());
+  CHECK(tls->coordination.tls_ca == dir + "/pki/ca.pem");
+  CHECK(tls->coordination.tls_cert == "/pki/c.pem");
+  CHECK(tls->coordination.tls_key == "/pki/c.key");
+  CHECK(tls->coordination.tls_server_name == "etcd.internal");
+  CHECK_FALSE(defaults->coordination.tls());
 
   struct Case {
     std::string section;
@@ -549,6 +563,12 @@ TEST_CASE("the coordination section names etcd and a lease; bad ones named",
        "coordination.lease_seconds", "and 600"},
       {"coordination:\n  etcd: [\"h:2379\"]\n  leases: 3\n",
        "coordination.leases", "unknown"},
+      {"coordination:\n  etcd: [\"h:2379\"]\n  tls_cert: c.pem\n"
+       "  tls_key: c.key\n",
+       "coordination.tls_cert", "only applies with coordination.tls_ca"},
+      {"coordination:\n  etcd: [\"h:2379\"]\n  tls_ca: ca.pem\n"
+       "  tls_cert: c.pem\n",
+       "coordination.tls_key", "tls_cert and tls_key come together"},
   };
   for (const Case& k : cases) {
     INFO(k.section);

@@ -10,6 +10,8 @@
 #include "absl/time/clock.h"
 #include "tests/local_etcd.h"
 #include "tests/skip_main.h"
+#include "tests/test_files.h"
+#include "tools/ctl/local_secrets.h"
 
 namespace paramd {
 namespace testing {
@@ -81,6 +83,52 @@ TEST_CASE("a key under the prefix that is not a member is named",
   REQUIRE_FALSE(members.ok());
   CHECK_THAT(std::string(members.status().message()),
              Catch::Contains("/paramd/reg-job/members/chief/0"));
+}
+
+TEST_CASE(
+    "over TLS to etcd, with a client certificate, members register and are "
+    "listed; plain text, no client certificate or no CA file are refused",
+    "[coord][members][tls]") {
+  const std::string dir = NewTempDir();
+  JobConfig secrets;
+  secrets.job_id = "tls-job";
+  secrets.security.tls_cert = dir + "/etcd.crt";
+  secrets.security.tls_key = dir + "/etcd.key";
+  secrets.security.tls_ca = secrets.security.tls_cert;
+  auto made = MakeLocalSecrets(secrets);
+  INFO(made.status().ToString());
+  REQUIRE(made.ok());
+  const LocalEtcd::Tls tls{secrets.security.tls_cert, secrets.security.tls_key,
+                           /*client_auth=*/true};
+  LocalEtcd etcd(&tls);
+  JobConfig config = CoordinatedConfig(etcd.endpoint(), "tls-job");
+  config.coordination.tls_ca = tls.cert;
+  config.coordination.tls_cert = tls.cert;
+  config.coordination.tls_key = tls.key;
+
+  auto reg = MemberRegistration::Start(
+      config, JobMember{"server", 0, "10.0.0.1:5000", "node-a", 7});
+  INFO(reg.status().ToString());
+  REQUIRE(reg.ok());
+  auto members = ListJobMembers(config);
+  INFO(members.status().ToString());
+  REQUIRE(members.ok());
+  REQUIRE(members->size() == 1);
+  CHECK((*members)[0].address == "10.0.0.1:5000");
+
+  JobConfig no_client_cert = config;
+  no_client_cert.coordination.tls_cert.clear();
+  no_client_cert.coordination.tls_key.clear();
+  CHECK_FALSE(ListJobMembers(no_client_cert).ok());
+  JobConfig plain = no_client_cert;
+  plain.coordination.tls_ca.clear();
+  CHECK_FALSE(ListJobMembers(plain).ok());
+  JobConfig no_ca = config;
+  no_ca.coordination.tls_ca = dir + "/nothing.pem";
+  const absl::Status s = ListJobMembers(no_ca).status();
+  CHECK(s.code() == absl::StatusCode::kInvalidArgument);
+  CHECK(std::string(s.message()) ==
+        "coordination.tls_ca: cannot read " + dir + "/nothing.pem");
 }
 
 }  // namespace

@@ -6,10 +6,12 @@
 #include <utility>
 
 #include "absl/base/thread_annotations.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
 #include "absl/synchronization/mutex.h"
 #include "common/base/status_macros.h"
+#include "common/coord/rpc/etcd_watch_stream.h"
 #include "common/rpc/grpc_status.h"
 #include "etcd/etcdserver/etcdserverpb/rpc.grpc.pb.h"
 #include "etcd/mvcc/mvccpb/kv.pb.h"
@@ -18,17 +20,6 @@ namespace paramd {
 namespace {
 
 namespace pb = ::etcdserverpb;
-
-EtcdKeyValue FromProto(const ::mvccpb::KeyValue& kv) {
-  EtcdKeyValue out;
-  out.key = kv.key();
-  out.value = kv.value();
-  out.create_revision = kv.create_revision();
-  out.mod_revision = kv.mod_revision();
-  out.version = kv.version();
-  out.lease = kv.lease();
-  return out;
-}
 
 // The end of the range of keys that start with `prefix` (etcd's range_end:
 // the prefix with its last byte below 0xff incremented; "\0" — every key —
@@ -51,6 +42,21 @@ std::string Quoted(absl::string_view key) {
 }
 
 }  // namespace
+
+namespace etcd_internal {
+
+EtcdKeyValue FromProto(const ::mvccpb::KeyValue& kv) {
+  EtcdKeyValue out;
+  out.key = kv.key();
+  out.value = kv.value();
+  out.create_revision = kv.create_revision();
+  out.mod_revision = kv.mod_revision();
+  out.version = kv.version();
+  out.lease = kv.lease();
+  return out;
+}
+
+}  // namespace etcd_internal
 
 struct EtcdClient::Member {
   std::string endpoint;
@@ -75,8 +81,18 @@ EtcdClient::EtcdClient(std::vector<std::string> endpoints, Options options)
     // open).
     args.SetInt(GRPC_ARG_KEEPALIVE_TIME_MS, 10000);
     args.SetInt(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, 5000);
+    if (options_.credentials != nullptr) {
+      const std::string name =
+          !options_.server_name.empty()         ? options_.server_name
+          : absl::StartsWith(endpoint, "unix:") ? std::string("localhost")
+                                                : std::string();
+      if (!name.empty()) args.SetSslTargetNameOverride(name);
+    }
     m->channel = grpc::CreateCustomChannel(
-        endpoint, grpc::InsecureChannelCredentials(), args);
+        endpoint,
+        options_.credentials != nullptr ? options_.credentials
+                                        : grpc::InsecureChannelCredentials(),
+        args);
     m->kv = pb::KV::NewStub(m->channel);
     m->lease = pb::Lease::NewStub(m->channel);
     m->watch = pb::Watch::NewStub(m->channel);
@@ -141,7 +157,7 @@ absl::StatusOr<std::optional<EtcdKeyValue>> EtcdClient::Get(
                               return m.kv->Range(c, request, &response);
                             }));
   if (response.kvs_size() == 0) return std::optional<EtcdKeyValue>();
-  return std::optional<EtcdKeyValue>(FromProto(response.kvs(0)));
+  return std::optional<EtcdKeyValue>(etcd_internal::FromProto(response.kvs(0)));
 }
 
 absl::StatusOr<EtcdRange> EtcdClient::List(const std::string& prefix) {
@@ -156,7 +172,7 @@ absl::StatusOr<EtcdRange> EtcdClient::List(const std::string& prefix) {
   EtcdRange out;
   out.revision = response.header().revision();
   for (const ::mvccpb::KeyValue& kv : response.kvs()) {
-    out.kvs.push_back(FromProto(kv));
+    out.kvs.push_back(etcd_internal::FromProto(kv));
   }
   return out;
 }
@@ -294,9 +310,10 @@ absl::StatusOr<EtcdTxnResult> EtcdClient::Txn(
   if (!result.written) {
     for (const pb::ResponseOp& op : response.responses()) {
       const pb::RangeResponse& range = op.response_range();
-      result.found.push_back(range.kvs_size() > 0
-                                 ? std::optional(FromProto(range.kvs(0)))
-                                 : std::nullopt);
+      result.found.push_back(
+          range.kvs_size() > 0
+              ? std::optional(etcd_internal::FromProto(range.kvs(0)))
+              : std::nullopt);
     }
     result.found.resize(conditions.size());
   }
@@ -363,81 +380,6 @@ absl::Status EtcdClient::Revoke(int64_t lease) {
                    [&](Member& m, grpc::ClientContext* c) {
                      return m.lease->LeaseRevoke(c, request, &response);
                    });
-}
-
-// One Watch call: its stream, the reader thread, and what it read.
-struct EtcdWatch::Stream {
-  std::string what;  // For errors: "Watch of prefix ... at MEMBER".
-  grpc::ClientContext context;
-  std::unique_ptr<grpc::ClientReaderWriter<pb::WatchRequest, pb::WatchResponse>>
-      call;
-  std::thread reader;
-  absl::Mutex mu;
-  bool created ABSL_GUARDED_BY(mu) = false;  // etcd said it made the watch.
-  std::vector<EtcdEvent> events ABSL_GUARDED_BY(mu);
-  absl::Status ended ABSL_GUARDED_BY(mu);  // Not OK once the stream ended.
-};
-
-EtcdWatch::EtcdWatch(std::unique_ptr<Stream> stream)
-    : stream_(std::move(stream)) {
-  stream_->reader = std::thread([this] { Read(); });
-}
-
-EtcdWatch::~EtcdWatch() {
-  stream_->context.TryCancel();
-  if (stream_->reader.joinable()) stream_->reader.join();
-}
-
-void EtcdWatch::Read() {
-  Stream& s = *stream_;
-  pb::WatchResponse response;
-  absl::Status end;
-  while (s.call->Read(&response)) {
-    if (response.canceled()) {
-      end = absl::AbortedError(absl::StrCat(
-          "etcd ", s.what, ": cancelled by etcd",
-          response.compact_revision() > 0
-              ? absl::StrCat(" (revisions up to ", response.compact_revision(),
-                             " were compacted)")
-              : std::string(),
-          response.cancel_reason().empty() ? "" : ": ",
-          response.cancel_reason()));
-      break;
-    }
-    std::vector<EtcdEvent> events;
-    for (const ::mvccpb::Event& e : response.events()) {
-      EtcdEvent event;
-      event.type = e.type() == ::mvccpb::Event::DELETE
-                       ? EtcdEvent::Type::kDelete
-                       : EtcdEvent::Type::kPut;
-      event.kv = FromProto(e.kv());
-      events.push_back(std::move(event));
-    }
-    absl::MutexLock lock(&s.mu);
-    if (response.created()) s.created = true;
-    for (EtcdEvent& e : events) s.events.push_back(std::move(e));
-  }
-  s.context.TryCancel();  // Etcd's cancel: the call ends here too.
-  const grpc::Status st = s.call->Finish();
-  if (end.ok()) {
-    end = absl::UnavailableError(
-        absl::StrCat("etcd ", s.what, ": the stream ended",
-                     st.ok() ? std::string() : ": " + st.error_message()));
-  }
-  absl::MutexLock lock(&s.mu);
-  s.ended = end;
-}
-
-absl::StatusOr<std::vector<EtcdEvent>> EtcdWatch::Next(absl::Time deadline) {
-  Stream& s = *stream_;
-  absl::MutexLock lock(&s.mu);
-  auto ready = [&s]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(s.mu) {
-    return !s.events.empty() || !s.ended.ok();
-  };
-  s.mu.AwaitWithDeadline(absl::Condition(&ready), deadline);
-  if (!s.events.empty()) return std::exchange(s.events, {});
-  if (!s.ended.ok()) return s.ended;
-  return std::vector<EtcdEvent>();
 }
 
 absl::StatusOr<std::unique_ptr<EtcdWatch>> EtcdClient::Watch(

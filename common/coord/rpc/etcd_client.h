@@ -38,6 +38,7 @@ class Watch;
 
 namespace grpc {
 class Channel;
+class ChannelCredentials;
 }  // namespace grpc
 
 namespace paramd {
@@ -138,6 +139,11 @@ class EtcdClient {
   struct Options {
     // Each call's deadline.
     absl::Duration timeout = absl::Seconds(5);
+    // TLS (grpc::SslCredentials); null: plain text.
+    std::shared_ptr<grpc::ChannelCredentials> credentials;
+    // With TLS, the name expected in the members' certificates instead of
+    // each endpoint's host (a unix socket's: "localhost").
+    std::string server_name;
   };
 
   // A client of the members at `endpoints` ("HOST:PORT", or
