@@ -1,7 +1,7 @@
 // The job file's `cluster` section: the servers (a list of "host:port"
-// addresses, or {slurm: N, port: P} for servers placed by Slurm) and the
-// number of workers. Declared in common/config/job_sections.h, called by the
-// job-file parser.
+// addresses, {slurm: N, port: P} for servers placed by Slurm, or {etcd: N}
+// for servers found in the job's coordinator) and the number of workers.
+// Declared in common/config/job_sections.h, called by the job-file parser.
 
 #include <set>
 #include <string>
@@ -37,6 +37,21 @@ absl::Status ParseSlurmServers(YamlReader& r, const YAML::Node& servers,
   return absl::OkStatus();
 }
 
+// cluster.servers: {etcd: N}.
+absl::Status ParseEtcdServers(YamlReader& r, const YAML::Node& servers,
+                              JobConfig* c) {
+  RETURN_IF_ERROR(r.CheckMapping(servers, "cluster.servers", {"etcd"}));
+  int count = 0;
+  RETURN_IF_ERROR(r.Get(servers, "cluster.servers", "etcd", true, &count));
+  if (count < 1 || count > 1024) {
+    return r.Error(servers["etcd"], "cluster.servers.etcd",
+                   "must be between 1 and 1024 servers");
+  }
+  c->servers_from_etcd = true;
+  c->servers.assign(count, "0.0.0.0:0");
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 absl::Status ParseClusterSection(YamlReader& r, const YAML::Node& cluster,
@@ -47,11 +62,13 @@ absl::Status ParseClusterSection(YamlReader& r, const YAML::Node& cluster,
                           "missing required field");
   }
   if (servers.IsMap()) {
-    RETURN_IF_ERROR(ParseSlurmServers(r, servers, c));
+    RETURN_IF_ERROR(servers["etcd"].IsDefined()
+                        ? ParseEtcdServers(r, servers, c)
+                        : ParseSlurmServers(r, servers, c));
   } else if (!servers.IsSequence() || servers.size() == 0) {
     return r.Error(servers, "cluster.servers",
                    "expected a non-empty list of \"host:port\" addresses, "
-                   "or {slurm: N}");
+                   "{slurm: N} or {etcd: N}");
   }
   std::set<std::string> seen;
   for (size_t i = 0; servers.IsSequence() && i < servers.size(); ++i) {

@@ -433,6 +433,11 @@ struct JobConfig {
   // process runs in (common/launch/slurm.h); until resolved, `servers` holds N
   // empty strings.
   bool servers_from_slurm = false;
+  // cluster.servers: {etcd: N}: the N servers register in coordination.etcd
+  // and are found there (common/coord/rpc/member_registration.h); until
+  // resolved, `servers` holds N "0.0.0.0:0" (each listens on every
+  // interface at a port of its choosing unless --listen says otherwise).
+  bool servers_from_etcd = false;
   int slurm_port = 0;  // Port of server 0 (K: + K); 0: from the job id.
   int num_workers = 0;
   ModelConfig model;

@@ -318,7 +318,12 @@ class JobParser {
   }
 
   absl::Status ParseCoordination(const YAML::Node& root, JobConfig* c) {
-    if (!root["coordination"].IsDefined()) return absl::OkStatus();
+    if (!root["coordination"].IsDefined()) {
+      if (!c->servers_from_etcd) return absl::OkStatus();
+      return r_.Error(root["cluster"]["servers"], "cluster.servers",
+                      "{etcd: N} needs a coordination section naming etcd "
+                      "(coordination.etcd), where the servers register");
+    }
     ASSIGN_OR_RETURN(const YAML::Node n,
                      Section(root, "coordination", false,
                              {"etcd", "lease_seconds", "tls_ca", "tls_cert",

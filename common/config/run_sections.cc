@@ -147,6 +147,11 @@ absl::Status ParseReplicationSection(YamlReader& reader, const YAML::Node& r,
     }
     return absl::OkStatus();
   }
+  if (job.servers_from_etcd) {
+    return reader.Error(r["factor"], "replication.factor",
+                        "2 is not supported yet with cluster.servers "
+                        "{etcd: N}: list the servers and the backups");
+  }
   if (job.servers_from_slurm) {
     // The backups' addresses come from the Slurm job as the servers' do
     // (common/launch/slurm.h), at the ports after the servers'.

@@ -13,10 +13,15 @@
 #include "common/base/process_setup.h"
 #include "common/base/status_macros.h"
 #include "common/config/job_file.h"
+#include "common/coord/rpc/member_registration.h"
 #include "common/launch/slurm.h"
 
 namespace paramd {
 namespace {
+
+// How long a worker waits for servers to register in etcd
+// (cluster.servers: {etcd: N}): they may start after it.
+constexpr absl::Duration kFindServersFor = absl::Minutes(2);
 
 std::nullopt_t Fail(const char* program, const absl::Status& status,
                     const char* usage, int code, int* exit_code) {
@@ -117,6 +122,15 @@ std::optional<DaemonStart> StartDaemon(const DaemonSpec& spec, int argc,
     if (!had) {
       config->coordination.lease_seconds = std::clamp(
           static_cast<int>(std::ceil(config->liveness.lease_seconds)), 2, 600);
+    }
+  }
+  // A worker finds servers registered in etcd (a server listens where
+  // --listen says, or on every interface).
+  if (config->servers_from_etcd && !flags->Has("servers") &&
+      std::string(spec.id_flag) == "rank") {
+    if (absl::Status s = ResolveEtcdServers(&*config, kFindServersFor);
+        !s.ok()) {
+      return Fail(spec.program, s, nullptr, 1, exit_code);
     }
   }
   if (config->servers_from_slurm && !flags->Has("servers") &&

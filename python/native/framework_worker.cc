@@ -47,6 +47,12 @@ absl::StatusOr<std::unique_ptr<FrameworkWorker>> FrameworkWorker::Create(
         absl::StrCat("rank: ", options.rank, " is outside [0, ",
                      config.num_workers, ") for the job's cluster.workers"));
   }
+  if (config.servers_from_etcd && options.servers.empty()) {
+    return absl::InvalidArgumentError(
+        "cluster.servers {etcd: N}: a framework's worker does not read etcd "
+        "yet; pass the servers (pt.init(servers=...), or PARAMD_SERVERS as "
+        "paramctl run does)");
+  }
   if (config.servers_from_slurm && options.servers.empty()) {
     RETURN_IF_ERROR(ResolveSlurmServers(&config, ProcessEnv()));
   }

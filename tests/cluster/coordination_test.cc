@@ -243,5 +243,52 @@ TEST_CASE(
   CHECK(EpochFigures(out) == expected);
 }
 
+TEST_CASE(
+    "servers found in etcd: a job of {etcd: 2} servers trains with workers "
+    "given no addresses, and paramctl status finds them",
+    "[coord][members][e2e]") {
+  LocalEtcd etcd;
+  JobOptions o;
+  o.servers = {"127.0.0.1:0", "127.0.0.1:0"};
+  o.workers = 1;
+  o.epochs = 1;
+  o.train_limit = 256;
+  o.test_limit = 64;
+  std::string yaml = JobYaml(o) + "coordination:\n  etcd: [\"" +
+                     etcd.endpoint() + "\"]\n  lease_seconds: 2\n";
+  const std::string listed = "servers: [\"127.0.0.1:0\", \"127.0.0.1:0\"]";
+  REQUIRE(yaml.find(listed) != std::string::npos);
+  yaml.replace(yaml.find(listed), listed.size(), "servers: {etcd: 2}");
+  const std::string job = WriteFile(NewTempDir() + "/job.yaml", yaml);
+
+  // The worker starts first: it waits for the servers to register.
+  Subprocess worker({"worker/paramd-worker", "--job", job, "--rank", "0"});
+  REQUIRE(worker.ReadUntil("waiting for server(s) 0, 1 to register", kTimeout));
+  std::vector<std::unique_ptr<Subprocess>> servers;
+  std::vector<std::string> addresses;
+  for (int shard = 0; shard < 2; ++shard) {
+    servers.push_back(std::make_unique<Subprocess>(std::vector<std::string>{
+        "server/paramd-server", "--job", job, "--shard", std::to_string(shard),
+        "--listen", "127.0.0.1:0"}));
+    REQUIRE(servers.back()->ReadUntil("registered as", kTimeout));
+    addresses.push_back(ListeningAddress(*servers.back()));
+  }
+  std::string said;
+  REQUIRE(RunCommand({"tools/paramctl", "status", "--job", job}, &said,
+                     kTimeout) == 0);
+  {
+    INFO(said);
+    for (const std::string& a : addresses) {
+      CHECK(said.find(a) != std::string::npos);
+    }
+  }
+  const int code = worker.Wait(kTimeout);
+  INFO(worker.output());
+  CHECK(code == 0);
+  CHECK(absl::StrContains(worker.output(), "epoch 1/1"));
+  for (auto& s : servers) s->Signal(SIGTERM);
+  for (auto& s : servers) CHECK(s->Wait(kTimeout) == 0);
+}
+
 }  // namespace
 }  // namespace paramd::testing

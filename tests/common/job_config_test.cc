@@ -522,6 +522,30 @@ TEST_CASE("the coordination section names etcd and a lease; bad ones named",
       LoadJobConfig(WriteFile(dir + "/none.yaml", good));
   REQUIRE(none.ok());
   CHECK_FALSE(none->coordination.enabled());
+  // Servers found in etcd: N placeholders to listen on; a coordinator is
+  // needed, and replicas are not supported with them yet.
+  std::string found = good + "coordination:\n  etcd: [\"h:2379\"]\n";
+  const std::string listed = "servers: [\"127.0.0.1:0\", \"127.0.0.1:0\"]";
+  REQUIRE(found.find(listed) != std::string::npos);
+  found.replace(found.find(listed), listed.size(), "servers: {etcd: 3}");
+  absl::StatusOr<JobConfig> from_etcd =
+      LoadJobConfig(WriteFile(dir + "/found.yaml", found));
+  INFO(from_etcd.status().ToString());
+  REQUIRE(from_etcd.ok());
+  CHECK(from_etcd->servers_from_etcd);
+  CHECK(from_etcd->servers == std::vector<std::string>(3, "0.0.0.0:0"));
+  const std::string uncoordinated =
+      found.substr(0, found.find("coordination:"));
+  CHECK(
+      JobYamlError(uncoordinated)
+          .find(": cluster.servers: {etcd: N} needs a coordination section") !=
+      std::string::npos);
+  CHECK(JobYamlError(found + "replication:\n  factor: 2\n")
+            .find(": replication.factor: 2 is not supported yet with "
+                  "cluster.servers {etcd: N}") != std::string::npos);
+  CHECK(JobYamlError(absl::StrReplaceAll(found, {{"{etcd: 3}", "{etcd: 0}"}}))
+            .find(": cluster.servers.etcd: must be between 1 and 1024") !=
+        std::string::npos);
   // TLS to etcd: paths resolve against the job file's folder.
   absl::StatusOr<JobConfig> tls = LoadJobConfig(WriteFile(
       dir + "/tls.yaml", good + "coordination:\n  etcd: [\"h:2379\"]\n"

@@ -6,6 +6,7 @@
 #include "absl/strings/str_split.h"
 #include "common/base/process_setup.h"
 #include "common/config/job_file.h"
+#include "common/coord/rpc/member_registration.h"
 #include "common/launch/slurm.h"
 
 namespace paramd {
@@ -31,6 +32,12 @@ std::optional<Target> LoadTarget(const ParsedFlags& flags,
   } else if (absl::Status s = ResolveSlurmServers(&*config, ProcessEnv());
              !s.ok()) {
     std::fprintf(stderr, "paramctl: %s\n", std::string(s.message()).c_str());
+    return std::nullopt;
+  } else if (absl::Status e =
+                 ResolveEtcdServers(&*config, absl::ZeroDuration());
+             !e.ok()) {
+    // Servers found in etcd: those registered now, no waiting.
+    std::fprintf(stderr, "paramctl: %s\n", std::string(e.message()).c_str());
     return std::nullopt;
   } else {
     target.addresses = config->servers;

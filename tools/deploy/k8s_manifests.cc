@@ -117,6 +117,11 @@ std::vector<ServerRole> ServerRoles(const K8sJob& k) {
 // The options paramctl k8s takes, checked; the job without a security
 // section (its files would have to come from the user's Secret).
 absl::Status CheckK8sOptions(const JobConfig& config, const K8sOptions& o) {
+  if (config.servers_from_etcd) {
+    return absl::InvalidArgumentError(
+        "cluster.servers {etcd: N}: paramctl k8s names the servers by their "
+        "StatefulSet's DNS names; list N addresses instead");
+  }
   const SecurityConfig& sec = config.security;
   if (!sec.token_file.empty() || sec.tls()) {
     return absl::InvalidArgumentError(

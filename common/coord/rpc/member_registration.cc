@@ -122,4 +122,43 @@ absl::StatusOr<std::vector<JobMember>> ListJobMembers(const JobConfig& config) {
   return members;
 }
 
+absl::Status ResolveEtcdServers(JobConfig* config, absl::Duration timeout) {
+  if (!config->servers_from_etcd) return absl::OkStatus();
+  Clock* clock = RealClock();
+  const absl::Time deadline = clock->Now() + timeout;
+  bool said = false;
+  while (true) {
+    ASSIGN_OR_RETURN(const std::vector<JobMember> members,
+                     ListJobMembers(*config));
+    std::vector<std::string> found(config->num_shards());
+    for (const JobMember& m : members) {
+      if (m.kind == "server" && m.id >= 0 && m.id < config->num_shards()) {
+        found[m.id] = m.address;
+      }
+    }
+    std::vector<int> missing;
+    for (int k = 0; k < config->num_shards(); ++k) {
+      if (found[k].empty()) missing.push_back(k);
+    }
+    if (missing.empty()) {
+      config->servers = std::move(found);
+      return absl::OkStatus();
+    }
+    const std::string which = absl::StrJoin(missing, ", ");
+    if (clock->Now() >= deadline) {
+      return absl::UnavailableError(absl::StrCat(
+          "cluster.servers {etcd: ", config->num_shards(), "}: server(s) ",
+          which, " did not register in coordination.etcd [",
+          absl::StrJoin(config->coordination.etcd, ", "), "] within ",
+          absl::FormatDuration(timeout)));
+    }
+    if (!said) {
+      spdlog::info("waiting for server(s) {} to register in etcd ({})", which,
+                   MembersPrefix(config->job_id));
+      said = true;
+    }
+    clock->SleepUntil(clock->Now() + absl::Milliseconds(200));
+  }
+}
+
 }  // namespace paramd

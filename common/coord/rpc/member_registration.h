@@ -62,6 +62,12 @@ class MemberRegistration {
 // refused, naming it.
 absl::StatusOr<std::vector<JobMember>> ListJobMembers(const JobConfig& config);
 
+// For a job whose servers are found in etcd (cluster.servers: {etcd: N}):
+// fills config->servers with the addresses its servers registered,
+// waiting up to `timeout` for every shard's; UNAVAILABLE naming the shards
+// still missing after that (or etcd's error). Does nothing for other jobs.
+absl::Status ResolveEtcdServers(JobConfig* config, absl::Duration timeout);
+
 }  // namespace paramd
 
 #endif  // PARAMD_COMMON_COORD_RPC_MEMBER_REGISTRATION_H_
