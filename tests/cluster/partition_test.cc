@@ -18,7 +18,8 @@
 // and no term acknowledges a version older than one acknowledged before;
 // and in (a), (c) and (d) the sync job ends with the undisturbed run's
 // figures, digit for digit: nothing lost, nothing applied twice. Skips where
-// hosts cannot be made or etcd is not installed.
+// hosts cannot be made or etcd is not installed. Also: a job whose servers
+// are found in etcd (cluster.servers: {etcd: N}) trains across hosts.
 #include <signal.h>
 
 #include <catch2/catch.hpp>
@@ -368,6 +369,54 @@ TEST_CASE(
       if (k != cut_off) hosts.Heal(cut_off, k);
     }
   }
+}
+
+TEST_CASE(
+    "servers found in etcd across hosts: a job whose file lists no server "
+    "address trains with its servers and workers on hosts of their own",
+    "[hosts][coord][members][process]") {
+  TestHosts hosts(4);
+  EtcdCluster etcd = StartEtcd(hosts, kOneEtcd);
+  JobOptions o;
+  o.servers = {"127.0.0.1:0", "127.0.0.1:0"};
+  o.epochs = 1;
+  o.train_limit = 512;
+  o.test_limit = 128;
+  std::string yaml = JobYaml(o);
+  const std::string listed = "servers: [\"127.0.0.1:0\", \"127.0.0.1:0\"]";
+  REQUIRE(yaml.find(listed) != std::string::npos);
+  yaml.replace(yaml.find(listed), listed.size(), "servers: {etcd: 2}");
+  const std::string job = WriteFile(
+      NewTempDir() + "/job.yaml",
+      yaml + absl::StrCat("coordination:\n  etcd: [\"", hosts.address(kEtcd),
+                          ":", kEtcdPort, "\"]\n  lease_seconds: 2\n"));
+  // Shard K on host K + 1, each on its host's address at a free port.
+  std::vector<std::unique_ptr<Subprocess>> servers;
+  for (int shard = 0; shard < 2; ++shard) {
+    servers.push_back(std::make_unique<Subprocess>(hosts.On(
+        shard + 1,
+        {"server/paramd-server", "--job", job, "--shard", absl::StrCat(shard),
+         "--listen", absl::StrCat(hosts.address(shard + 1), ":0")})));
+    INFO(servers.back()->output());
+    REQUIRE(servers.back()->ReadUntil("registered as", kTimeout));
+  }
+  std::vector<std::unique_ptr<Subprocess>> workers;
+  for (int rank = 0; rank < 2; ++rank) {
+    workers.push_back(std::make_unique<Subprocess>(hosts.On(
+        kWorkers,
+        {"worker/paramd-worker", "--job", job, "--rank", absl::StrCat(rank)})));
+  }
+  for (auto& w : workers) {
+    const int code = w->Wait(kTimeout);
+    INFO(w->output());
+    CHECK(code == 0);
+    CHECK(absl::StrContains(w->output(), "epoch 1/1"));
+    // Found at their hosts' addresses, by the socket.
+    CHECK(absl::StrContains(w->output(),
+                            "shard 0's server at " + hosts.address(1)));
+  }
+  for (auto& s : servers) s->Signal(SIGTERM);
+  for (auto& s : servers) CHECK(s->Wait(kTimeout) == 0);
 }
 
 }  // namespace
