@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <atomic>
 #include <catch2/catch.hpp>
 
 #include "absl/strings/str_cat.h"
@@ -18,6 +19,17 @@ constexpr char kScript[] = "scripts/hosts.sh";
 // A set name of this process's own: parallel tests never share one.
 std::string SetName(const char* prefix) {
   return absl::StrCat(prefix, getpid() % 100000);
+}
+
+// The name of this process's next set: its letter changes with each, so
+// that a set made right after another is removed never meets what the
+// kernel has not finished removing of it (a veth of the old set's name:
+// "File exists").
+std::string NextSetName() {
+  static std::atomic<int> made{0};
+  static constexpr char kLetters[] = "tuvwxyz";
+  const char letter[2] = {kLetters[made++ % (sizeof(kLetters) - 1)], '\0'};
+  return SetName(letter);
 }
 
 }  // namespace
@@ -40,7 +52,7 @@ std::string TestHosts::SkipReason() {
   return "";
 }
 
-TestHosts::TestHosts(int n, const std::string& rate) : name_(SetName("t")) {
+TestHosts::TestHosts(int n, const std::string& rate) : name_(NextSetName()) {
   std::string output;
   RunCommand({kScript, "down", name_}, &output);  // A dead test's leftovers.
   const int up =
