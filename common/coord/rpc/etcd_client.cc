@@ -236,9 +236,8 @@ absl::StatusOr<EtcdClaim> EtcdClient::WriteIf(const std::string& key,
 }
 
 EtcdCondition EtcdCondition::Absent(std::string key) {
-  EtcdCondition c;
-  c.key = std::move(key);
-  return c;
+  // A key that does not exist has create revision 0.
+  return CreatedAt(std::move(key), 0);
 }
 
 EtcdCondition EtcdCondition::CreatedAt(std::string key,
@@ -286,7 +285,6 @@ absl::StatusOr<EtcdTxnResult> EtcdClient::Txn(
         compare->set_mod_revision(c.revision);
         break;
       case EtcdCondition::On::kCreateRevision:
-        // A key that does not exist has create revision 0.
         compare->set_target(pb::Compare::CREATE);
         compare->set_create_revision(c.revision);
         break;
