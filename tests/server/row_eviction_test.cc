@@ -364,6 +364,10 @@ TEST_CASE("sweeps beside concurrent pushes and reads keep the table whole",
   auto evictor =
       std::make_unique<RowEvictor>(std::vector<RowTable*>{table.get()});
   std::atomic<bool> done{false};
+  // Halfway the pusher waits for the thread's first sweep, so that one has
+  // run beside the reads and the later pushes however the two threads are
+  // scheduled (under load the thread may otherwise first run after both).
+  bool swept_halfway = false;
   std::thread pusher([&] {
     std::mt19937_64 random(5);
     for (int step = 0; step < 1500; ++step) {
@@ -373,6 +377,8 @@ TEST_CASE("sweeps beside concurrent pushes and reads keep the table whole",
       const std::vector<float> grads(ids.size() * kDim, 0.25f);
       table->Apply(ids, grads, 1.0f);
       if (table->sweep_due()) evictor->Wake();
+      if (step == 750)
+        swept_halfway = evictor->AwaitSweeps(1, absl::Seconds(30));
     }
     done = true;
   });
@@ -390,6 +396,7 @@ TEST_CASE("sweeps beside concurrent pushes and reads keep the table whole",
   evictor.reset();  // Finishes its sweep.
   table->Sweep();
   INFO(swept << " sweeps by the thread, " << reads << " reads beside");
+  CHECK(swept_halfway);
   CHECK(swept > 0);
   CHECK(table->rows() <= e.capacity_rows);
   CHECK(table->rows_evicted() > 0);
