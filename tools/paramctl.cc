@@ -44,6 +44,7 @@
 #include "tools/ctl/job_runner.h"
 #include "tools/ctl/job_target.h"
 #include "tools/ctl/live_trace.h"
+#include "tools/ctl/local_coordinator.h"
 #include "tools/ctl/rpc/status_client.h"
 #include "tools/ctl/status_command.h"
 #include "tools/deploy/k8s_manifests.h"
@@ -66,7 +67,8 @@ constexpr char kUsage[] =
     "  paramctl export --job J.yaml --out DIR [--since N|newest] "
     "[--servers HOST:PORT,...]\n"
     "  paramctl slurm J.yaml [--partition P] [--time T] [--gpus-per-worker G]\n"
-    "                 [--nodes N] [--logs DIR] [--output FILE]\n"
+    "                 [--nodes N] [--logs DIR] [--output FILE] "
+    "[--etcd_binary PATH]\n"
     "  paramctl k8s J.yaml [--image I] [--namespace N] [--output FILE]\n"
     "  paramctl trace DIR [--output FILE]\n"
     "  paramctl trace --job J.yaml [--steps N] [--from-step S] [--dir DIR]\n"
@@ -261,6 +263,11 @@ int Slurm(const std::string& path, const ParsedFlags& flags) {
   options.log_dir = absolute(flags.Get("logs", "."));
   options.partition = flags.Get("partition", "");
   options.time = flags.Get("time", "");
+  // A replicated job's own etcd, when the job names none (SlurmStartsEtcd).
+  options.etcd_binary = flags.Get("etcd_binary", FindEtcd());
+  if (!options.etcd_binary.empty()) {
+    options.etcd_binary = absolute(options.etcd_binary);
+  }
   for (auto [flag, out] :
        {std::pair{"nodes", &options.nodes},
         std::pair{"gpus-per-worker", &options.gpus_per_worker}}) {
@@ -273,6 +280,16 @@ int Slurm(const std::string& path, const ParsedFlags& flags) {
     std::fprintf(stderr, "paramctl: %s\n",
                  std::string(script.status().message()).c_str());
     return 1;
+  }
+  if (config->replication.enabled() && config->coordination.etcd.empty()) {
+    std::fprintf(stderr, "%s\n",
+                 SlurmStartsEtcd(*config, options)
+                     ? absl::StrCat("paramctl: the job's replicas are fenced "
+                                    "by an etcd of its own (",
+                                    options.etcd_binary, ", on its first node)")
+                           .c_str()
+                     : "paramctl: no etcd found (Debian's etcd-server, or "
+                       "--etcd_binary PATH): replicas without a fence");
   }
   const int code = WriteOutput(flags, *script, "submit it with sbatch");
   if (code == 0 && flags.Has("output")) {
@@ -397,6 +414,7 @@ int Main(int argc, char** argv) {
                   "time",
                   "gpus-per-worker",
                   "nodes",
+                  "etcd_binary",
                   "logs",
                   "output",
                   "image",

@@ -277,8 +277,15 @@ TEST_CASE(
   REQUIRE(slurm.up());
   const std::string dir =
       WriteJob(/*epochs=*/3, /*slow_step_ms=*/25, /*replicated=*/true);
-  CHECK(absl::StrContains(ReadFileOrEmpty(dir + "/job.sbatch"),
-                          "--job-name=paramd-backups"));
+  const std::string script = ReadFileOrEmpty(dir + "/job.sbatch");
+  CHECK(absl::StrContains(script, "--job-name=paramd-backups"));
+  // With etcd installed (Debian's etcd-server) the script runs one for the
+  // job, which fences the replicas; without, they run unfenced.
+  const bool fenced = MissingPrograms({"etcd"}).empty();
+  if (!fenced) {
+    std::printf("no etcd installed: the replicas run without a fence\n");
+  }
+  CHECK(absl::StrContains(script, "--job-name=paramd-etcd") == fenced);
   Submitted job = Submit(dir);
   const std::string& id = job.id;
   const std::string logs = dir + "/logs/paramd-" + id;
@@ -329,6 +336,22 @@ TEST_CASE(
       CHECK_FALSE(absl::StrContains(backup, "checkpoint of version"));
     }
     CHECK(absl::StrContains(backup, "signal 15 received"));
+    if (fenced) {
+      // The primary told etcd its backup holds every step (the one thing
+      // that lets the backup claim the shard), and shard 0's backup took
+      // over at the term its claim gave it.
+      CHECK(std::regex_search(
+          primary, std::regex(R"(coordination\.etcd \[\S+:\d+\] says the )"
+                              R"(backup at \S+ is in sync)")));
+    }
+  }
+  if (fenced) {
+    const std::string batch = ReadFileOrEmpty(logs + "-batch.log");
+    INFO(batch << "\n--- etcd:\n" << ReadFileOrEmpty(logs + "-etcd.log"));
+    CHECK(std::regex_search(
+        batch, std::regex(R"(paramd: etcd at \S+:\d+ fences the replicas)")));
+    // Stopped after the servers, and its data removed.
+    CHECK(SettledSteps(slurm, id).find("paramd-etcd") == std::string::npos);
   }
 }
 

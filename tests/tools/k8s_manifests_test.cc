@@ -149,8 +149,8 @@ TEST_CASE(
       "replication:\n  factor: 2\n  backups: [\"10.0.1.1:47400\", "
       "\"10.0.1.2:47400\", \"10.0.1.3:47400\"]\n");
   CHECK(absl::StrContains(
-      Str(replicated.Kind("Job")["spec"]["template"]["spec"]["containers"][0]
-                                ["command"][2]),
+      Str(replicated.Kind(
+          "Job")["spec"]["template"]["spec"]["containers"][0]["command"][2]),
       " PARAMD_BACKUPS=paramd-test-job-backup-0.paramd-test-job-backups.ml."
       "svc.cluster.local:47400,"));
 }
@@ -164,16 +164,17 @@ TEST_CASE(
       "\"10.0.1.2:47400\", \"10.0.1.3:47400\"]\n");
   std::vector<std::string> kinds;
   for (const YAML::Node& d : r.docs) kinds.push_back(Str(d["kind"]));
-  CHECK(kinds == std::vector<std::string>{"ConfigMap", "Service", "Service",
-                                          "StatefulSet", "StatefulSet", "Job",
-                                          "PodDisruptionBudget",
-                                          "PodDisruptionBudget"});
-  const YAML::Node& servers = r.docs[3];
-  const YAML::Node& backups = r.docs[4];
+  // The job's etcd (its own: the job names none) comes first.
+  CHECK(kinds == std::vector<std::string>{
+                     "ConfigMap", "Service", "StatefulSet", "Service",
+                     "Service", "StatefulSet", "StatefulSet", "Job",
+                     "PodDisruptionBudget", "PodDisruptionBudget"});
+  const YAML::Node& servers = r.docs[5];
+  const YAML::Node& backups = r.docs[6];
   CHECK(Str(servers["metadata"]["name"]) == "paramd-test-job-server");
   CHECK(Str(backups["metadata"]["name"]) == "paramd-test-job-backup");
   CHECK(Str(backups["spec"]["serviceName"]) ==
-        Str(r.docs[2]["metadata"]["name"]));
+        Str(r.docs[4]["metadata"]["name"]));
   CHECK(backups["spec"]["replicas"].as<int>() == 3);
   // The two sets' pods do not overlap.
   CHECK(Str(servers["spec"]["selector"]["matchLabels"]
@@ -202,7 +203,7 @@ TEST_CASE(
       "local:47400,paramd-test-job-backup-1.paramd-test-job-backups.ml.svc."
       "cluster."
       "local:47400,paramd-test-job-backup-2."));
-  CHECK(Str(r.docs[7]["spec"]["selector"]["matchLabels"]
+  CHECK(Str(r.docs[9]["spec"]["selector"]["matchLabels"]
                   ["app.kubernetes.io/component"]) == "backup");
   // Each set keeps off the other's nodes where it can.
   for (const auto& [sts, peer] :
@@ -217,6 +218,72 @@ TEST_CASE(
     CHECK(Str(term["podAffinityTerm"]["labelSelector"]["matchLabels"]
                   ["app.kubernetes.io/instance"]) == "paramd-test-job");
   }
+}
+
+TEST_CASE(
+    "k8s: replicas without coordination.etcd get an etcd of the job's own, "
+    "which every server and worker is given and waits for",
+    "[k8s][replication][coordination]") {
+  const std::string replicas =
+      "replication:\n  factor: 2\n  backups: [\"10.0.1.1:47400\", "
+      "\"10.0.1.2:47400\", \"10.0.1.3:47400\"]\n";
+  const Rendered r = Render(replicas);
+  const std::string endpoint = "paramd-test-job-etcd.ml.svc.cluster.local:2379";
+  const YAML::Node& svc = r.docs[1];
+  const YAML::Node& etcd = r.docs[2];
+  CHECK(Str(svc["metadata"]["name"]) == "paramd-test-job-etcd");
+  CHECK(svc["spec"]["ports"][0]["port"].as<int>() == 2379);
+  CHECK(Str(svc["spec"]["selector"]["app.kubernetes.io/component"]) == "etcd");
+  CHECK(Str(etcd["metadata"]["name"]) == "paramd-test-job-etcd");
+  CHECK(etcd["spec"]["replicas"].as<int>() == 1);
+  CHECK(Str(etcd["spec"]["selector"]["matchLabels"]
+                ["app.kubernetes.io/component"]) == "etcd");
+  const YAML::Node container =
+      etcd["spec"]["template"]["spec"]["containers"][0];
+  CHECK(Str(container["image"]) == "registry.example/paramd:1.0");
+  std::vector<std::string> words;
+  for (const YAML::Node& w : container["command"]) words.push_back(Str(w));
+  REQUIRE(!words.empty());
+  CHECK(words[0] == "etcd");
+  const auto after = [&words](const std::string& flag) {
+    for (size_t i = 0; i + 1 < words.size(); ++i) {
+      if (words[i] == flag) return words[i + 1];
+    }
+    return std::string("(none)");
+  };
+  CHECK(after("--advertise-client-urls") == "http://" + endpoint);
+  CHECK(after("--listen-client-urls") == "http://0.0.0.0:2379");
+  CHECK(after("--data-dir") == "/var/lib/etcd/data");
+  CHECK(Str(container["readinessProbe"]["httpGet"]["path"]) == "/health");
+  CHECK(etcd["spec"]["template"]["spec"]["volumes"][0]["emptyDir"].IsMap());
+  // Servers, backups and workers are given it and wait for it.
+  int given = 0;
+  for (const YAML::Node& d : r.docs) {
+    const std::string kind = Str(d["kind"]);
+    const std::string name = Str(d["metadata"]["name"]);
+    if ((kind != "StatefulSet" && kind != "Job") ||
+        name == "paramd-test-job-etcd") {
+      continue;
+    }
+    INFO(name);
+    const YAML::Node spec = d["spec"]["template"]["spec"];
+    CHECK(absl::StrContains(Str(spec["containers"][0]["command"][2]),
+                            " --etcd " + endpoint));
+    REQUIRE(spec["initContainers"].IsSequence());
+    CHECK(Str(spec["initContainers"][0]["name"]) == "await-etcd");
+    CHECK(absl::StrContains(Str(spec["initContainers"][0]["command"][2]),
+                            "etcdctl --endpoints=" + endpoint));
+    ++given;
+  }
+  CHECK(given == 3);
+  // A job that names its etcd uses it: nothing of the above.
+  const Rendered named =
+      Render(replicas + "coordination:\n  etcd: [\"etcd.infra:2379\"]\n");
+  CHECK_FALSE(absl::StrContains(named.text, "-etcd"));
+  CHECK_FALSE(absl::StrContains(named.text, "--etcd"));
+  CHECK_FALSE(absl::StrContains(named.text, "initContainers"));
+  // Nor does a job without replicas.
+  CHECK_FALSE(absl::StrContains(Render("").text, "etcd"));
 }
 
 TEST_CASE("k8s: checkpoints get a volume per server", "[k8s]") {

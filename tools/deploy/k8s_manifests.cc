@@ -10,6 +10,7 @@
 #include "absl/strings/str_replace.h"
 #include "common/model/model_spec.h"
 #include "common/model/partitioner.h"
+#include "tools/deploy/k8s_etcd.h"
 #include "tools/deploy/k8s_yaml.h"
 
 namespace paramd {
@@ -97,6 +98,8 @@ struct K8sJob {
   // replication.factor 2: the backups' headless Service and addresses.
   std::string backup_service;
   std::vector<std::string> backup_addresses;
+  // The job's own etcd (k8s::JobRunsEtcd), HOST:PORT; empty: none.
+  std::string etcd;
 };
 
 // The pods of one server role: the primaries ("server") or, with replicas,
@@ -184,6 +187,7 @@ absl::StatusOr<K8sJob> DescribeK8sJob(const JobConfig& config,
     }
   }
   k.checkpoints = !config.checkpoint.dir.empty();
+  if (k8s::JobRunsEtcd(config)) k.etcd = k8s::EtcdEndpoint(k.name, ns);
   return k;
 }
 
@@ -229,6 +233,7 @@ YAML::Node ServerContainer(const K8sJob& k, const ServerRole& r,
   if (k.checkpoints) {
     absl::StrAppend(&server_command, " --checkpoint_dir ", kCheckpointMount);
   }
+  if (!k.etcd.empty()) absl::StrAppend(&server_command, " --etcd ", k.etcd);
   if (!r.peer_role.empty()) {
     absl::StrAppend(&server_command, r.role == "backup" ? " --backup" : "",
                     " --peer ", k.name, "-", r.peer_role, "-${HOSTNAME##*-}.",
@@ -279,6 +284,10 @@ YAML::Node ServersStatefulSet(const JobConfig& config, const K8sJob& k,
   // The image runs as nobody (65534); the checkpoint volume is made its.
   sts["spec"]["template"]["spec"]["securityContext"]["fsGroup"] = 65534;
   sts["spec"]["template"]["spec"]["containers"].push_back(server);
+  if (!k.etcd.empty()) {
+    sts["spec"]["template"]["spec"]["initContainers"].push_back(
+        k8s::AwaitEtcd(k.etcd, image));
+  }
   sts["spec"]["template"]["spec"]["volumes"].push_back(JobVolume(k.name));
   if (!r.peer_role.empty()) {
     // Off the nodes of the other replicas where the scheduler can (soft: a
@@ -320,6 +329,7 @@ std::string WorkerShellCommand(const JobConfig& config, const K8sJob& k) {
             ? ""
             : absl::StrCat(" --backups ",
                            absl::StrJoin(k.backup_addresses, ",")),
+        k.etcd.empty() ? "" : absl::StrCat(" --etcd ", k.etcd),
         " --metrics_listen 0.0.0.0:", k.metrics);
   }
   auto quote = [](const std::string& w) {
@@ -366,6 +376,10 @@ YAML::Node WorkersJob(const JobConfig& config, const K8sJob& k,
       ScrapeAnnotations(k.metrics);
   job["spec"]["template"]["spec"]["restartPolicy"] = "OnFailure";
   job["spec"]["template"]["spec"]["containers"].push_back(worker);
+  if (!k.etcd.empty()) {
+    job["spec"]["template"]["spec"]["initContainers"].push_back(
+        k8s::AwaitEtcd(k.etcd, image));
+  }
   job["spec"]["template"]["spec"]["volumes"].push_back(JobVolume(k.name));
   return job;
 }
@@ -391,6 +405,10 @@ absl::StatusOr<std::string> K8sManifests(const JobConfig& config,
   absl::StatusOr<K8sJob> k = DescribeK8sJob(config, o.namespace_name);
   if (!k.ok()) return k.status();
   std::vector<YAML::Node> docs = {JobConfigMap(*k, o.job_text)};
+  if (!k->etcd.empty()) {
+    docs.push_back(k8s::EtcdService(k->name, k->ns));
+    docs.push_back(k8s::EtcdStatefulSet(k->name, k->ns, o.image));
+  }
   const std::vector<ServerRole> roles = ServerRoles(*k);
   for (const ServerRole& r : roles) docs.push_back(ServersService(*k, r));
   for (const ServerRole& r : roles) {

@@ -8,6 +8,9 @@
 //   - an Indexed Job for the workers (rank = the completion index),
 //   - a PodDisruptionBudget that keeps every server up through voluntary
 //     disruptions (a missing shard stalls the whole job),
+//   - with replication.factor 2 and no coordination.etcd, an etcd of the
+//     job's own that fences the replicas (tools/deploy/k8s_etcd.h), given
+//     to every paramd-server and paramd-worker with --etcd,
 // with resource requests and limits (nvidia.com/gpu for workers when the
 // job's worker.device is cuda) and Prometheus scrape annotations.
 #ifndef PARAMD_TOOLS_DEPLOY_K8S_MANIFESTS_H_
