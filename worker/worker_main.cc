@@ -47,6 +47,18 @@ int Run(int argc, char** argv) {
     client.backups =
         absl::StrSplit(start->flags.Get("backups", ""), ',', absl::SkipEmpty());
   }
+  if (start->config.servers_from_etcd && !start->flags.Has("servers")) {
+    // A server restarted elsewhere registers there: calls follow it.
+    client.find_servers =
+        [config = start->config]() -> absl::StatusOr<std::vector<std::string>> {
+      JobConfig now = config;
+      if (absl::Status s = ResolveEtcdServers(&now, absl::ZeroDuration());
+          !s.ok()) {
+        return s;
+      }
+      return now.servers;
+    };
+  }
   const absl::Time started = absl::Now();
   WorkerMetrics metrics(start->config.job_id, rank);
   TrainerOptions options;

@@ -9,13 +9,17 @@
 // ended) with the job ending as undisturbed — also when the job names no
 // coordinator and paramctl run starts an etcd of its own. Skips where etcd
 // is not installed.
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <signal.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <catch2/catch.hpp>
 #include <regex>
 
 #include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "common/coord/rpc/etcd_client.h"
 #include "common/coord/rpc/etcd_shard_fence.h"
@@ -243,23 +247,32 @@ TEST_CASE(
   CHECK(EpochFigures(out) == expected);
 }
 
+// A one-worker job whose two servers are found in etcd (cluster.servers
+// {etcd: 2}) at `endpoint`, with `extra` YAML appended; its file in `dir`.
+std::string EtcdServersJob(const std::string& dir, const std::string& endpoint,
+                           int epochs, int train_limit,
+                           const std::string& extra) {
+  JobOptions o;
+  o.servers = {"127.0.0.1:0", "127.0.0.1:0"};
+  o.workers = 1;
+  o.epochs = epochs;
+  o.train_limit = train_limit;
+  o.test_limit = 64;
+  std::string yaml = JobYaml(o) + "coordination:\n  etcd: [\"" + endpoint +
+                     "\"]\n  lease_seconds: 2\n" + extra;
+  const std::string listed = "servers: [\"127.0.0.1:0\", \"127.0.0.1:0\"]";
+  REQUIRE(yaml.find(listed) != std::string::npos);
+  yaml.replace(yaml.find(listed), listed.size(), "servers: {etcd: 2}");
+  return WriteFile(dir + "/job.yaml", yaml);
+}
+
 TEST_CASE(
     "servers found in etcd: a job of {etcd: 2} servers trains with workers "
     "given no addresses, and paramctl status finds them",
     "[coord][members][e2e]") {
   LocalEtcd etcd;
-  JobOptions o;
-  o.servers = {"127.0.0.1:0", "127.0.0.1:0"};
-  o.workers = 1;
-  o.epochs = 1;
-  o.train_limit = 256;
-  o.test_limit = 64;
-  std::string yaml = JobYaml(o) + "coordination:\n  etcd: [\"" +
-                     etcd.endpoint() + "\"]\n  lease_seconds: 2\n";
-  const std::string listed = "servers: [\"127.0.0.1:0\", \"127.0.0.1:0\"]";
-  REQUIRE(yaml.find(listed) != std::string::npos);
-  yaml.replace(yaml.find(listed), listed.size(), "servers: {etcd: 2}");
-  const std::string job = WriteFile(NewTempDir() + "/job.yaml", yaml);
+  const std::string job = EtcdServersJob(NewTempDir(), etcd.endpoint(),
+                                         /*epochs=*/1, /*train_limit=*/256, "");
 
   // The worker starts first: it waits for the servers to register.
   Subprocess worker({"worker/paramd-worker", "--job", job, "--rank", "0"});
@@ -286,6 +299,73 @@ TEST_CASE(
   INFO(worker.output());
   CHECK(code == 0);
   CHECK(absl::StrContains(worker.output(), "epoch 1/1"));
+  for (auto& s : servers) s->Signal(SIGTERM);
+  for (auto& s : servers) CHECK(s->Wait(kTimeout) == 0);
+}
+
+// A TCP port on 127.0.0.1 held bound (not listening) while this lives.
+class HeldPort {
+ public:
+  explicit HeldPort(int port) : fd_(socket(AF_INET, SOCK_STREAM, 0)) {
+    const int one = 1;
+    setsockopt(fd_, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_port = htons(static_cast<uint16_t>(port));
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    bound_ = bind(fd_, reinterpret_cast<sockaddr*>(&a), sizeof(a)) == 0;
+  }
+  ~HeldPort() { close(fd_); }
+  bool bound() const { return bound_; }
+
+ private:
+  const int fd_;
+  bool bound_ = false;
+};
+
+TEST_CASE(
+    "servers found in etcd: a server SIGKILLed and started again at another "
+    "address is found there by the running worker, and the job completes",
+    "[coord][members][e2e]") {
+  LocalEtcd etcd;
+  const std::string dir = NewTempDir();
+  const std::string job = EtcdServersJob(
+      dir, etcd.endpoint(), /*epochs=*/2, /*train_limit=*/2048,
+      "checkpoint:\n  dir: " + dir +
+          "/checkpoints\n  every_steps: 4\ntesting:\n  slow_rank: 0\n  "
+          "slow_step_ms: 10\n");
+  auto start_server = [&job](int shard) {
+    auto server = std::make_unique<Subprocess>(std::vector<std::string>{
+        "server/paramd-server", "--job", job, "--shard", std::to_string(shard),
+        "--listen", "127.0.0.1:0"});
+    REQUIRE(server->ReadUntil("registered as", kTimeout));
+    return server;
+  };
+  std::vector<std::unique_ptr<Subprocess>> servers;
+  for (int shard = 0; shard < 2; ++shard)
+    servers.push_back(start_server(shard));
+  const std::string old_address = ListeningAddress(*servers[0]);
+  Subprocess worker({"worker/paramd-worker", "--job", job, "--rank", "0"});
+  REQUIRE(servers[0]->ReadUntil("checkpoint of version", kTimeout));
+  servers[0]->Signal(SIGKILL);
+  servers[0]->Wait(kTimeout);
+  // Its port stays taken: the new server 0 listens at another address, as
+  // one started on another host would.
+  const HeldPort held(
+      std::stoi(old_address.substr(old_address.rfind(':') + 1)));
+  REQUIRE(held.bound());
+  servers[0] = start_server(0);
+  const std::string new_address = ListeningAddress(*servers[0]);
+  REQUIRE(new_address != old_address);
+
+  const int code = worker.Wait(kTimeout);
+  INFO(worker.output() << "\n--- new server 0:\n" << servers[0]->output());
+  CHECK(code == 0);
+  CHECK(absl::StrContains(worker.output(),
+                          absl::StrCat("shard 0: its server moved from ",
+                                       old_address, " to ", new_address)));
+  CHECK(absl::StrContains(worker.output(), "epoch 2/2"));
+  CHECK(absl::StrContains(servers[0]->output(), "restored version"));
   for (auto& s : servers) s->Signal(SIGTERM);
   for (auto& s : servers) CHECK(s->Wait(kTimeout) == 0);
 }

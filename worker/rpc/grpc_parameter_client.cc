@@ -27,6 +27,7 @@ ShardLinks::Options LinkOptions(const GrpcClientOptions& options,
   links.shared_memory = config.worker.shared_memory;
   links.clock = options.clock;
   links.backups = options.backups;
+  links.find_servers = options.find_servers;
   return links;
 }
 

@@ -56,6 +56,9 @@ struct GrpcClientOptions {
   Clock* clock = RealClock();
   // replication.factor 2: each shard's backup (ShardLinks::Options).
   std::vector<std::string> backups;
+  // cluster.servers {etcd: N}: where the servers are registered now
+  // (ShardLinks::Options).
+  std::function<absl::StatusOr<std::vector<std::string>>()> find_servers;
 };
 
 class GrpcParameterClient final : public ParameterClient {

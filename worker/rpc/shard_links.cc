@@ -63,7 +63,8 @@ ShardLinks::ShardLinks(const ClientSetup& setup,
       methods_(AllMethods()),
       choice_(
           std::vector<int>(addresses.size(), options.backups.empty() ? 1 : 2),
-          options.hung_after, options.clock) {
+          options.hung_after, options.clock),
+      security_(security) {
   const PartitionPlan& plan = *setup.plan;
   for (int s = 0; s < static_cast<int>(addresses.size()); ++s) {
     grpc::ChannelArguments args;
@@ -85,16 +86,12 @@ ShardLinks::ShardLinks(const ClientSetup& setup,
       args.SetInt(GRPC_ARG_HTTP2_STREAM_LOOKAHEAD_BYTES,
                   static_cast<int>(kb * 1024));
     }
+    channel_args_.push_back(args);
     Link link;
     std::vector<std::string> replicas = {addresses[s]};
     if (!options.backups.empty()) replicas.push_back(options.backups[s]);
     for (const std::string& address : replicas) {
-      Conn conn;
-      conn.address = address;
-      conn.channel = CreateJobChannel(address, security, args);
-      conn.stub = proto::ParameterService::NewStub(conn.channel);
-      conn.generic = std::make_unique<grpc::GenericStub>(conn.channel);
-      link.replicas.push_back(std::move(conn));
+      link.replicas.push_back(Connect(s, address));
     }
     // Pulls carry float32 (or halves) whatever pushes carry.
     std::vector<int64_t> pull_bytes;
@@ -114,6 +111,21 @@ ShardLinks::ShardLinks(const ClientSetup& setup,
     segment_bytes_.emplace_back(push_area, pull_area);
     shards_.push_back(std::move(link));
   }
+}
+
+std::unique_ptr<const ShardLinks::Conn> ShardLinks::Connect(
+    int shard, const std::string& address) const {
+  auto conn = std::make_unique<Conn>();
+  conn->address = address;
+  conn->channel = CreateJobChannel(address, security_, channel_args_[shard]);
+  conn->stub = proto::ParameterService::NewStub(conn->channel);
+  conn->generic = std::make_unique<grpc::GenericStub>(conn->channel);
+  return conn;
+}
+
+const ShardLinks::Conn& ShardLinks::Current(int shard) const {
+  absl::ReaderMutexLock lock(&conns_mu_);
+  return *shards_[shard].replicas[choice_.current(shard)];
 }
 
 proto::PullRequest ShardLinks::MakePullRequest(uint64_t clock,
@@ -231,10 +243,43 @@ bool ShardLinks::FailOver() {
     spdlog::warn(
         "rank {}: shard {}: {} did not serve the last call; trying "
         "its {} at {}",
-        rank_, s, link.replicas[1 - to].address, to == 1 ? "backup" : "primary",
-        link.replicas[to].address);
+        rank_, s, link.replicas[1 - to]->address,
+        to == 1 ? "backup" : "primary", link.replicas[to]->address);
   }
-  return !moved.empty();
+  const bool followed = options_.find_servers && FollowServers();
+  return !moved.empty() || followed;
+}
+
+bool ShardLinks::FollowServers() {
+  absl::StatusOr<std::vector<std::string>> found = options_.find_servers();
+  if (!found.ok() || found->size() != shards_.size()) {
+    // Not all registered (one is starting again), or etcd out of reach:
+    // the call is tried again where it was.
+    if (!found.ok()) {
+      spdlog::info("rank {}: where the servers are now: {}", rank_,
+                   std::string(found.status().message()));
+    }
+    return false;
+  }
+  bool moved = false;
+  for (int s = 0; s < size(); ++s) {
+    const std::string& now = (*found)[s];
+    Link& link = shards_[s];
+    if (now.empty() || now == link.replicas[0]->address) continue;
+    std::unique_ptr<const Conn> conn = Connect(s, now);
+    spdlog::warn(
+        "rank {}: shard {}: its server moved from {} to {} (registered in "
+        "coordination.etcd): calling it there",
+        rank_, s, link.replicas[0]->address, now);
+    {
+      absl::MutexLock lock(&conns_mu_);
+      retired_.push_back(std::move(link.replicas[0]));
+      link.replicas[0] = std::move(conn);
+    }
+    link.steps.reset();  // Its stream was to the old address.
+    moved = true;
+  }
+  return moved;
 }
 
 std::chrono::system_clock::time_point DeadlineIn(absl::Duration d) {

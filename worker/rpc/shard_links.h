@@ -13,7 +13,14 @@
 // Thread-compatible: one thread starts calls at a time. The StepStreams'
 // steps end on that thread, from PollSteps (the shards' StepQueue); the
 // other calls too, from the StepQueue of the wait that started them
-// (QueuedStreamsForAllShards).
+// (QueuedStreamsForAllShards). stub, generic and address may be called from
+// another thread too (the heartbeats'): a shard's connection replaced when
+// its server moved (FailOver) is kept open, unused, for the links' life.
+//
+// cluster.servers {etcd: N}: after a call found no server, FailOver asks
+// where the servers are registered now (Options::find_servers); a shard
+// whose server registered elsewhere (restarted on another host or port) is
+// called there from then on.
 #ifndef PARAMD_WORKER_RPC_SHARD_LINKS_H_
 #define PARAMD_WORKER_RPC_SHARD_LINKS_H_
 
@@ -31,7 +38,10 @@
 #include <utility>
 #include <vector>
 
+#include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "common/base/clock.h"
 #include "common/rpc/credentials.h"
@@ -66,6 +76,9 @@ class ShardLinks {
     // (common/wire/shared_segment.h) for its chunk bytes, until the
     // shard's server refuses one (RefuseSegment).
     bool shared_memory = false;
+    // cluster.servers {etcd: N}: where each shard's server is registered
+    // now, in shard order (unset: the addresses never change).
+    std::function<absl::StatusOr<std::vector<std::string>>()> find_servers;
   };
   // Full method names, as gRPC calls them.
   struct Methods {
@@ -95,14 +108,14 @@ class ShardLinks {
   std::function<void(absl::Status)> Noting(
       int shard, std::function<void(absl::Status)> done);
   // The address of the shard's replica called now.
-  const std::string& address(int shard) const {
-    return shards_[shard].replicas[choice_.current(shard)].address;
-  }
+  std::string address(int shard) const { return Current(shard).address; }
   // After a failed call: ReplicaChoice::FailOver, and each shard moved
-  // gets a new StepStream (its old one was to the other replica); returns
-  // whether one was. Called by the thread that starts the calls, none in
+  // gets a new StepStream (its old one was to the other replica); with
+  // options.find_servers, each shard whose server registered at another
+  // address is called there (a new channel and StepStream). Returns whether
+  // a shard was moved. Called by the thread that starts the calls, none in
   // flight.
-  bool FailOver();
+  bool FailOver() ABSL_LOCKS_EXCLUDED(conns_mu_);
   // Whether the shard's pulls use PullStream: its chunks fill several
   // messages (float32, or halves under compression.pull: fp16).
   bool pull_streams(int shard) const { return shards_[shard].pull_streams; }
@@ -173,7 +186,7 @@ class ShardLinks {
   void OpenStepStream(int shard);
 
   // One replica's channel; both stay open for the links' life (a
-  // heartbeat may be on the other).
+  // heartbeat may be on the other). Never changed once made.
   struct Conn {
     std::string address;
     std::shared_ptr<grpc::Channel> channel;
@@ -181,7 +194,9 @@ class ShardLinks {
     std::unique_ptr<grpc::GenericStub> generic;
   };
   struct Link {
-    std::vector<Conn> replicas;  // The primary's, then the backup's.
+    // The primary's, then the backup's (conns_mu_: replaced by
+    // FollowServers).
+    std::vector<std::unique_ptr<const Conn>> replicas;
     bool pull_streams = false;
     // Opened by the first PushPull that needs it and again after it ended;
     // its segment (options.shared_memory), freed after it.
@@ -191,9 +206,13 @@ class ShardLinks {
     std::unique_ptr<std::atomic<bool>> no_segments;
   };
 
-  Conn& Current(int shard) {
-    return shards_[shard].replicas[choice_.current(shard)];
-  }
+  // The connection to `address` of shard `shard`.
+  std::unique_ptr<const Conn> Connect(int shard,
+                                      const std::string& address) const;
+  const Conn& Current(int shard) const ABSL_LOCKS_EXCLUDED(conns_mu_);
+  // options.find_servers: moves each shard whose server registered at
+  // another address there; whether one moved.
+  bool FollowServers() ABSL_LOCKS_EXCLUDED(conns_mu_);
 
   const std::string job_id_;
   const int rank_;
@@ -203,7 +222,12 @@ class ShardLinks {
   ReplicaChoice choice_;
   // The StepStreams' events; it outlives them (declared before shards_).
   StepQueue queue_;
+  const JobSecurity security_;
+  std::vector<grpc::ChannelArguments> channel_args_;  // By shard.
+  mutable absl::Mutex conns_mu_;
   std::vector<Link> shards_;
+  // Connections replaced by FollowServers (a heartbeat may still use one).
+  std::vector<std::unique_ptr<const Conn>> retired_ ABSL_GUARDED_BY(conns_mu_);
   // Bytes of each shard's push and pull areas.
   std::vector<std::pair<size_t, size_t>> segment_bytes_;
   std::atomic<bool> refused_{false};
