@@ -204,12 +204,7 @@ absl::Status Shard::Push(const PushView& request,
     }
     Pushed(rank, bytes, float32_bytes, request.loss, now);
   }
-  if (checkpoints_ != nullptr) {
-    // Written by the checkpoints' own thread: this push is answered now.
-    if (std::optional<PolicyState> state = policy_->TakeCaptured()) {
-      checkpoints_->Submit(*std::move(state));
-    }
-  }
+  SubmitCaptured();
   response->set_version(store_.version());
   response->set_duplicate(duplicate);
   return absl::OkStatus();
@@ -250,7 +245,16 @@ absl::Status Shard::PushSlice(const PushView& header,
     Pushed(rank, slice.bytes, slice.float32_bytes, header.loss, clock_->Now(),
            *complete);
   }
+  SubmitCaptured();
   return absl::OkStatus();
+}
+
+void Shard::SubmitCaptured() {
+  if (checkpoints_ == nullptr) return;
+  // Written by the checkpoints' own thread: the push is answered now.
+  if (std::optional<PolicyState> state = policy_->TakeCaptured()) {
+    checkpoints_->Submit(*std::move(state));
+  }
 }
 
 absl::Status Shard::Pull(const proto::PullRequest& request, absl::Time deadline,

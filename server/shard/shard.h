@@ -199,6 +199,9 @@ class Shard {
   int64_t transport_memory_bytes() const;
 
  private:
+  // A checkpoint the last push captured (checkpoint.every_steps), handed
+  // to the checkpoints' thread; whole pushes and slices both.
+  void SubmitCaptured();
   Shard(const JobConfig& config, int shard_id, ModelSpec spec,
         PartitionPlan plan, std::unique_ptr<Optimizer> optimizer,
         std::vector<std::unique_ptr<RowTable>> tables, Clock* clock);

@@ -12,6 +12,7 @@
 #include "absl/synchronization/mutex.h"
 #include "common/base/half.h"
 #include "server/checkpoint/file_system.h"
+#include "server/shard/proto_convert.h"
 #include "server/shard/shard.h"
 #include "tests/test_files.h"
 #include "tests/whole_push.h"
@@ -188,6 +189,40 @@ TEST_CASE(
   st = f.StatusNow();
   CHECK(st.version() == 8);
   CHECK(f.Params() == at_8);
+}
+
+TEST_CASE(
+    "pushes taken as slices (a StepStream's full-duplex step) are "
+    "checkpointed every checkpoint.every_steps as whole ones are",
+    "[shard][checkpoint][slices]") {
+  CheckpointFixture f("sync");
+  REQUIRE(ServersTakeSlices(f.config));
+  f.Register(0);
+  f.Register(1);
+  for (uint64_t clock = 0; clock < 4; ++clock) {
+    for (uint32_t rank = 0; rank < 2; ++rank) {
+      const proto::PushRequest whole = testing::WholePush(
+          *f.shard, f.config.job_id, rank, clock, 0.5f + rank);
+      PushView view = ToPushView(whole);
+      REQUIRE(view.chunks.size() >= 2);
+      // Two slices: the first chunk, then the rest.
+      const absl::Span<const ChunkView> chunks(view.chunks);
+      bool complete = true;
+      REQUIRE(f.shard->PushSlice(view, chunks.subspan(0, 1), &complete).ok());
+      CHECK_FALSE(complete);
+      REQUIRE(f.shard->PushSlice(view, chunks.subspan(1), &complete).ok());
+      CHECK(complete);
+    }
+  }
+  // Versions 2 and 4 were captured and written (before 2026-12-07 a slice
+  // never handed its capture over: no checkpoint until the shard stopped).
+  const proto::ShardStatus st = f.Status();
+  CHECK(st.version() == 4);
+  CHECK(st.checkpoint_version() == 4);
+  const std::vector<float> at_4 = f.Params();
+  f.Restart();
+  CHECK(f.StatusNow().version() == 4);
+  CHECK(f.Params() == at_4);
 }
 
 TEST_CASE(
