@@ -26,6 +26,7 @@
 #include <fstream>
 #include <map>
 #include <random>
+#include <regex>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -373,32 +374,42 @@ TEST_CASE(
 
 TEST_CASE(
     "servers found in etcd across hosts: a job whose file lists no server "
-    "address trains with its servers and workers on hosts of their own",
+    "address trains with its servers and workers on hosts of their own, and "
+    "its workers find a server SIGKILLed and started on another host",
     "[hosts][coord][members][process]") {
-  TestHosts hosts(4);
+  TestHosts hosts(5);
   EtcdCluster etcd = StartEtcd(hosts, kOneEtcd);
+  const int kNewHost = 4;
   JobOptions o;
   o.servers = {"127.0.0.1:0", "127.0.0.1:0"};
-  o.epochs = 1;
-  o.train_limit = 512;
+  o.epochs = 2;
+  o.train_limit = 1024;
   o.test_limit = 128;
-  std::string yaml = JobYaml(o);
+  const std::string dir = NewTempDir();
+  std::string yaml =
+      JobYaml(o) + "checkpoint:\n  dir: " + dir +
+      "/checkpoints\n  every_steps: 4\ntesting:\n  slow_rank: 0\n  "
+      "slow_step_ms: 20\n";
   const std::string listed = "servers: [\"127.0.0.1:0\", \"127.0.0.1:0\"]";
   REQUIRE(yaml.find(listed) != std::string::npos);
   yaml.replace(yaml.find(listed), listed.size(), "servers: {etcd: 2}");
   const std::string job = WriteFile(
-      NewTempDir() + "/job.yaml",
+      dir + "/job.yaml",
       yaml + absl::StrCat("coordination:\n  etcd: [\"", hosts.address(kEtcd),
                           ":", kEtcdPort, "\"]\n  lease_seconds: 2\n"));
   // Shard K on host K + 1, each on its host's address at a free port.
+  auto start_server = [&](int shard, int host) {
+    auto server = std::make_unique<Subprocess>(hosts.On(
+        host,
+        {"server/paramd-server", "--job", job, "--shard", absl::StrCat(shard),
+         "--listen", absl::StrCat(hosts.address(host), ":0")}));
+    INFO(server->output());
+    REQUIRE(server->ReadUntil("registered as", kTimeout));
+    return server;
+  };
   std::vector<std::unique_ptr<Subprocess>> servers;
   for (int shard = 0; shard < 2; ++shard) {
-    servers.push_back(std::make_unique<Subprocess>(hosts.On(
-        shard + 1,
-        {"server/paramd-server", "--job", job, "--shard", absl::StrCat(shard),
-         "--listen", absl::StrCat(hosts.address(shard + 1), ":0")})));
-    INFO(servers.back()->output());
-    REQUIRE(servers.back()->ReadUntil("registered as", kTimeout));
+    servers.push_back(start_server(shard, shard + 1));
   }
   std::vector<std::unique_ptr<Subprocess>> workers;
   for (int rank = 0; rank < 2; ++rank) {
@@ -406,15 +417,32 @@ TEST_CASE(
         kWorkers,
         {"worker/paramd-worker", "--job", job, "--rank", absl::StrCat(rank)})));
   }
+  // Server 0's host loses it mid-job; it starts again on another host,
+  // from its checkpoint, and registers there.
+  {
+    const bool checkpointed =
+        servers[0]->ReadUntil("checkpoint of version", kTimeout);
+    INFO(servers[0]->output() << "\n--- rank 0:\n" << workers[0]->output());
+    REQUIRE(checkpointed);
+  }
+  servers[0]->Signal(SIGKILL);
+  servers[0]->Wait(kTimeout);
+  servers[0] = start_server(0, kNewHost);
   for (auto& w : workers) {
     const int code = w->Wait(kTimeout);
     INFO(w->output());
     CHECK(code == 0);
-    CHECK(absl::StrContains(w->output(), "epoch 1/1"));
-    // Found at their hosts' addresses, by the socket.
+    CHECK(absl::StrContains(w->output(), "epoch 2/2"));
+    // Found at their hosts' addresses, by the socket, and server 0 again
+    // at its new host's.
     CHECK(absl::StrContains(w->output(),
                             "shard 0's server at " + hosts.address(1)));
+    CHECK(std::regex_search(
+        w->output(),
+        std::regex("shard 0: its server moved from " + hosts.address(1) +
+                   R"(:\d+ to )" + hosts.address(kNewHost) + R"(:\d+)")));
   }
+  CHECK(absl::StrContains(servers[0]->output(), "restored version"));
   for (auto& s : servers) s->Signal(SIGTERM);
   for (auto& s : servers) CHECK(s->Wait(kTimeout) == 0);
 }
