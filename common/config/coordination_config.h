@@ -27,6 +27,12 @@ struct CoordinationConfig {
   std::string tls_cert;
   std::string tls_key;
   std::string tls_server_name;
+  // etcd's authentication (an etcd with `auth enable`): the user every
+  // call is made as, and the file holding its password (path absolute
+  // after loading; read when a process connects, its trailing newline
+  // dropped). Both or neither.
+  std::string user;
+  std::string password_file;
   bool enabled() const { return !etcd.empty(); }
   bool tls() const { return !tls_ca.empty(); }
 };

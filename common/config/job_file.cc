@@ -324,10 +324,11 @@ class JobParser {
                       "{etcd: N} needs a coordination section naming etcd "
                       "(coordination.etcd), where the servers register");
     }
-    ASSIGN_OR_RETURN(const YAML::Node n,
-                     Section(root, "coordination", false,
-                             {"etcd", "lease_seconds", "tls_ca", "tls_cert",
-                              "tls_key", "tls_server_name"}));
+    ASSIGN_OR_RETURN(
+        const YAML::Node n,
+        Section(root, "coordination", false,
+                {"etcd", "lease_seconds", "tls_ca", "tls_cert", "tls_key",
+                 "tls_server_name", "user", "password_file"}));
     return ParseCoordinationSection(r_, n, Resolver(), &c->coordination);
   }
 

@@ -261,9 +261,19 @@ absl::Status ParseCoordinationSection(YamlReader& reader, const YAML::Node& c,
   }
   for (auto [key, path] : {std::pair{"tls_ca", &out->tls_ca},
                            std::pair{"tls_cert", &out->tls_cert},
-                           std::pair{"tls_key", &out->tls_key}}) {
+                           std::pair{"tls_key", &out->tls_key},
+                           std::pair{"password_file", &out->password_file}}) {
     RETURN_IF_ERROR(reader.Get(c, "coordination", key, false, path));
     *path = resolve(*path);
+  }
+  RETURN_IF_ERROR(reader.Get(c, "coordination", "user", false, &out->user));
+  if (out->user.empty() != out->password_file.empty()) {
+    const bool user = !out->user.empty();
+    return reader.Error(
+        c[user ? "user" : "password_file"],
+        user ? "coordination.password_file" : "coordination.user",
+        "missing: user and password_file come together (etcd's "
+        "authentication)");
   }
   RETURN_IF_ERROR(reader.Get(c, "coordination", "tls_server_name", false,
                              &out->tls_server_name));

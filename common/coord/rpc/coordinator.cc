@@ -12,9 +12,9 @@
 namespace paramd {
 namespace {
 
-// The file at `path` (named `field` in errors), which must be PEM text.
-absl::StatusOr<std::string> ReadPem(const std::string& field,
-                                    const std::string& path) {
+// The file at `path` (named `field` in errors).
+absl::StatusOr<std::string> ReadText(const std::string& field,
+                                     const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in.good()) {
     return absl::InvalidArgumentError(
@@ -22,11 +22,31 @@ absl::StatusOr<std::string> ReadPem(const std::string& field,
   }
   std::stringstream text;
   text << in.rdbuf();
-  if (text.str().find("-----BEGIN ") == std::string::npos) {
+  return text.str();
+}
+
+// The file at `path` (named `field` in errors), which must be PEM text.
+absl::StatusOr<std::string> ReadPem(const std::string& field,
+                                    const std::string& path) {
+  ASSIGN_OR_RETURN(const std::string text, ReadText(field, path));
+  if (text.find("-----BEGIN ") == std::string::npos) {
     return absl::InvalidArgumentError(
         absl::StrCat(field, ": ", path, " holds no PEM block"));
   }
-  return text.str();
+  return text;
+}
+
+// The password in `path`: its first line.
+absl::StatusOr<std::string> ReadPassword(const std::string& path) {
+  ASSIGN_OR_RETURN(std::string text,
+                   ReadText("coordination.password_file", path));
+  text = text.substr(0, text.find('\n'));
+  if (!text.empty() && text.back() == '\r') text.pop_back();
+  if (text.empty()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("coordination.password_file: ", path, " is empty"));
+  }
+  return text;
 }
 
 }  // namespace
@@ -48,6 +68,11 @@ absl::StatusOr<std::unique_ptr<EtcdClient>> ConnectCoordinator(
     }
     options.credentials = grpc::SslCredentials(ssl);
     options.server_name = coordination.tls_server_name;
+  }
+  if (!coordination.user.empty()) {
+    options.user = coordination.user;
+    ASSIGN_OR_RETURN(options.password,
+                     ReadPassword(coordination.password_file));
   }
   absl::StatusOr<std::unique_ptr<EtcdClient>> client =
       EtcdClient::Connect(coordination.etcd, options);

@@ -64,6 +64,7 @@ struct EtcdClient::Member {
   std::unique_ptr<pb::KV::Stub> kv;
   std::unique_ptr<pb::Lease::Stub> lease;
   std::unique_ptr<pb::Watch::Stub> watch;
+  std::unique_ptr<pb::Auth::Stub> auth;
 };
 
 EtcdClient::EtcdClient(std::vector<std::string> endpoints, Options options)
@@ -96,6 +97,7 @@ EtcdClient::EtcdClient(std::vector<std::string> endpoints, Options options)
     m->kv = pb::KV::NewStub(m->channel);
     m->lease = pb::Lease::NewStub(m->channel);
     m->watch = pb::Watch::NewStub(m->channel);
+    m->auth = pb::Auth::NewStub(m->channel);
     members_.push_back(std::move(m));
   }
 }
@@ -120,6 +122,38 @@ absl::StatusOr<std::unique_ptr<EtcdClient>> EtcdClient::Connect(
   return std::unique_ptr<EtcdClient>(new EtcdClient(endpoints, options));
 }
 
+namespace {
+
+// etcd's answer to a call whose token is no longer valid (it expired, or
+// the member restarted and forgot it).
+bool TokenRefused(const grpc::Status& s) {
+  return s.error_code() == grpc::StatusCode::UNAUTHENTICATED ||
+         absl::StrContains(s.error_message(), "invalid auth token");
+}
+
+}  // namespace
+
+absl::StatusOr<std::string> EtcdClient::Token(Member& m, bool fresh) {
+  if (options_.user.empty()) return std::string();
+  absl::MutexLock lock(&token_mu_);
+  if (!token_.empty() && !fresh) return token_;
+  pb::AuthenticateRequest request;
+  request.set_name(options_.user);
+  request.set_password(options_.password);
+  pb::AuthenticateResponse response;
+  grpc::ClientContext context;
+  context.set_deadline(absl::ToChronoTime(absl::Now() + options_.timeout));
+  const grpc::Status s = m.auth->Authenticate(&context, request, &response);
+  if (!s.ok()) {
+    return absl::Status(
+        FromGrpcStatus(s).code(),
+        absl::StrCat("etcd Authenticate as user '", options_.user, "' at ",
+                     m.endpoint, ": ", s.error_message()));
+  }
+  token_ = response.token();
+  return token_;
+}
+
 template <typename Call>
 absl::Status EtcdClient::OnMembers(const std::string& what, const Call& call) {
   const size_t first = current_.load(std::memory_order_relaxed);
@@ -127,9 +161,21 @@ absl::Status EtcdClient::OnMembers(const std::string& what, const Call& call) {
   for (size_t n = 0; n < members_.size(); ++n) {
     const size_t i = (first + n) % members_.size();
     Member& m = *members_[i];
-    grpc::ClientContext context;
-    context.set_deadline(absl::ToChronoTime(absl::Now() + options_.timeout));
-    const grpc::Status s = call(m, &context);
+    grpc::Status s;
+    // With authentication, a refused token is renewed once.
+    for (bool fresh : {false, true}) {
+      absl::StatusOr<std::string> token = Token(m, fresh);
+      if (!token.ok()) {
+        s = grpc::Status(static_cast<grpc::StatusCode>(token.status().code()),
+                         std::string(token.status().message()));
+        break;
+      }
+      grpc::ClientContext context;
+      context.set_deadline(absl::ToChronoTime(absl::Now() + options_.timeout));
+      if (!token->empty()) context.AddMetadata("token", *token);
+      s = call(m, &context);
+      if (token->empty() || !TokenRefused(s)) break;
+    }
     if (s.ok()) {
       current_.store(i, std::memory_order_relaxed);
       return absl::OkStatus();
@@ -397,6 +443,12 @@ absl::StatusOr<std::unique_ptr<EtcdWatch>> EtcdClient::Watch(
     auto stream = std::make_unique<EtcdWatch::Stream>();
     stream->what =
         absl::StrCat("Watch of prefix ", Quoted(prefix), " at ", m.endpoint);
+    absl::StatusOr<std::string> token = Token(m, /*fresh=*/false);
+    if (!token.ok()) {
+      last = token.status();
+      continue;
+    }
+    if (!token->empty()) stream->context.AddMetadata("token", *token);
     stream->call = m.watch->Watch(&stream->context);
     // A member that is down fails the write, and the reader's first read
     // ends the stream at once.

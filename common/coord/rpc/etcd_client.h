@@ -15,6 +15,12 @@
 // finds its own write as the holder, which the caller can tell by the
 // value or the lease it wrote.
 //
+// With Options::user, every call is made as that user of etcd's
+// authentication: the client asks etcd for a token (Auth.Authenticate)
+// before its first call, sends it with each, and asks for a new one once
+// when etcd says a token is no longer valid (it expired, or etcd
+// restarted).
+//
 // Thread-safe: calls may be made from any thread at once.
 #ifndef PARAMD_COMMON_COORD_RPC_ETCD_CLIENT_H_
 #define PARAMD_COMMON_COORD_RPC_ETCD_CLIENT_H_
@@ -26,8 +32,10 @@
 #include <string>
 #include <vector>
 
+#include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 
 namespace etcdserverpb {
@@ -144,6 +152,9 @@ class EtcdClient {
     // With TLS, the name expected in the members' certificates instead of
     // each endpoint's host (a unix socket's: "localhost").
     std::string server_name;
+    // etcd's authentication: the user and its password (empty user: none).
+    std::string user;
+    std::string password;
   };
 
   // A client of the members at `endpoints` ("HOST:PORT", or
@@ -205,6 +216,10 @@ class EtcdClient {
   // until one does not fail UNAVAILABLE; the error names `what`.
   template <typename Call>
   absl::Status OnMembers(const std::string& what, const Call& call);
+  // With options_.user, the token calls carry ("": none yet); asks member
+  // `m` for a new one when `fresh` or none is held.
+  absl::StatusOr<std::string> Token(Member& m, bool fresh)
+      ABSL_LOCKS_EXCLUDED(token_mu_);
   absl::StatusOr<EtcdClaim> WriteIf(const std::string& key, bool exists,
                                     int64_t mod_revision,
                                     const std::string& value, int64_t lease);
@@ -213,6 +228,8 @@ class EtcdClient {
   const Options options_;
   std::vector<std::unique_ptr<Member>> members_;
   std::atomic<size_t> current_{0};  // The member that last answered.
+  absl::Mutex token_mu_;
+  std::string token_ ABSL_GUARDED_BY(token_mu_);
 };
 
 }  // namespace paramd
