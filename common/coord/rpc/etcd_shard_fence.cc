@@ -2,12 +2,10 @@
 
 #include <unistd.h>
 
-#include <algorithm>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "common/base/clock.h"
 #include "common/base/status_macros.h"
 #include "common/coord/rpc/coordinator.h"
 #include "spdlog/spdlog.h"
@@ -35,12 +33,11 @@ std::string EtcdShardFence::BackupKey(const std::string& job_id, int shard) {
 
 EtcdShardFence::EtcdShardFence(std::unique_ptr<EtcdClient> client,
                                std::string primary_key, std::string backup_key,
-                               std::string value, absl::Duration ttl)
+                               std::string value)
     : client_(std::move(client)),
       primary_key_(std::move(primary_key)),
       backup_key_(std::move(backup_key)),
-      value_(std::move(value)),
-      ttl_(ttl) {}
+      value_(std::move(value)) {}
 
 absl::StatusOr<std::unique_ptr<EtcdShardFence>> EtcdShardFence::Open(
     const JobConfig& config, int shard, const std::string& address) {
@@ -50,24 +47,32 @@ absl::StatusOr<std::unique_ptr<EtcdShardFence>> EtcdShardFence::Open(
   std::unique_ptr<EtcdShardFence> f(new EtcdShardFence(
       std::move(client), PrimaryKey(config.job_id, shard),
       BackupKey(config.job_id, shard),
-      absl::StrCat(address, " ", static_cast<int64_t>(getpid())), ttl));
-  if (absl::Status s = f->Grant(); !s.ok()) {
+      absl::StrCat(address, " ", static_cast<int64_t>(getpid()))));
+  HeldLease::Hooks hooks;
+  // Nothing was held under a lease lost before a claim: a new one serves
+  // as well. Once the shard was claimed, a lost lease is lost for good.
+  hooks.may_replace = [p = f.get()] {
+    absl::MutexLock lock(&p->mu_);
+    return p->term_ == 0;
+  };
+  hooks.what = f->primary_key_;
+  absl::StatusOr<std::unique_ptr<HeldLease>> held =
+      HeldLease::Start(f->client_.get(), ttl, std::move(hooks));
+  if (!held.ok()) {
     return absl::Status(
-        s.code(), absl::StrCat(f->Describe(), ": no lease for shard ", shard,
-                               "'s fence: ", s.message()));
+        held.status().code(),
+        absl::StrCat(f->Describe(), ": no lease for shard ", shard,
+                     "'s fence: ", held.status().message()));
   }
-  f->thread_ = std::thread([p = f.get()] { p->Run(); });
+  f->held_ = *std::move(held);
   return f;
 }
 
 EtcdShardFence::~EtcdShardFence() {
-  {
-    absl::MutexLock lock(&mu_);
-    stop_ = true;
-  }
-  if (thread_.joinable()) thread_.join();
-  std::shared_ptr<LeaseKeeper> k = keeper();
-  if (k == nullptr || !k->lost().ok()) return;  // No lease to end.
+  if (held_ == nullptr) return;
+  std::shared_ptr<LeaseKeeper> k = held_->keeper();
+  held_.reset();                // Its thread stops.
+  if (!k->lost().ok()) return;  // No lease to end.
   // The shard's key goes now, not a lease later (best effort).
   if (absl::Status s = client_->Revoke(k->lease()); !s.ok()) {
     spdlog::warn("coordination: {} stays until its lease runs out: {}",
@@ -81,65 +86,12 @@ std::string EtcdShardFence::Describe() const {
 }
 
 std::shared_ptr<LeaseKeeper> EtcdShardFence::keeper() const {
-  absl::MutexLock lock(&mu_);
-  return keeper_;
+  return held_->keeper();
 }
 
-int64_t EtcdShardFence::lease() const { return keeper()->lease(); }
+int64_t EtcdShardFence::lease() const { return held_->lease(); }
 
-absl::Status EtcdShardFence::Grant() {
-  Clock* clock = RealClock();
-  const absl::Time sent = clock->Now();
-  absl::Duration granted;
-  ASSIGN_OR_RETURN(const int64_t lease, client_->Grant(ttl_, &granted));
-  EtcdClient* client = client_.get();
-  auto keeper = std::make_shared<LeaseKeeper>(
-      lease, granted, sent,
-      [client](int64_t id) { return client->KeepAlive(id); }, clock);
-  absl::MutexLock lock(&mu_);
-  keeper_ = std::move(keeper);
-  return absl::OkStatus();
-}
-
-absl::Status EtcdShardFence::Renew(bool now) {
-  std::shared_ptr<LeaseKeeper> k = keeper();
-  absl::Status s = k->Tick(now);
-  bool claimed = false;
-  {
-    absl::MutexLock lock(&mu_);
-    claimed = term_ != 0;
-  }
-  if (!k->lost().ok() && !claimed) {
-    // Nothing was held under it: a new lease serves as well.
-    s = Grant();
-  }
-  return s;
-}
-
-void EtcdShardFence::Run() {
-  Clock* clock = RealClock();
-  bool failing = false;
-  while (true) {
-    std::shared_ptr<LeaseKeeper> k = keeper();
-    absl::Time due = k->lost().ok() ? k->NextDue() : clock->Now() + ttl_ / 3;
-    // After a failed renewal, no sooner than a twentieth of a lease later:
-    // an etcd out of reach is not asked in a busy loop.
-    if (failing) due = std::max(due, clock->Now() + ttl_ / 20);
-    {
-      absl::MutexLock lock(&mu_);
-      mu_.AwaitWithDeadline(absl::Condition(&stop_), due);
-      if (stop_) return;
-      // Lost after a claim: nothing to renew any more.
-      if (term_ != 0 && !keeper_->lost().ok()) return;
-    }
-    const absl::Status s = Renew();
-    if (!s.ok() && !failing) {
-      spdlog::warn("coordination: keeping the lease of {}: {}", primary_key_,
-                   std::string(s.message()));
-    }
-    failing = !s.ok();
-  }
-}
+absl::Status EtcdShardFence::Renew(bool now) { return held_->Renew(now); }
 
 absl::StatusOr<ShardFence::Claim> EtcdShardFence::ClaimIf(
     std::vector<EtcdCondition> conditions, const char* what) {

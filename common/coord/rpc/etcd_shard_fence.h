@@ -5,7 +5,7 @@
 //   backup   "in-sync" or "behind": whether the holder's backup holds
 //            every step it acknowledged; no lease (it outlives the holder,
 //            so that its backup knows whether it may take over).
-// A thread of its own keeps the lease alive (LeaseKeeper). A lease lost
+// A HeldLease keeps the lease alive (LeaseKeeper). A lease lost
 // before any claim is taken anew; once this process held the shard, a
 // lost lease is lost for good. Destroyed, it revokes the lease, so a
 // stopped holder's key goes at once.
@@ -15,7 +15,6 @@
 #include <cstdint>
 #include <memory>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
@@ -26,6 +25,7 @@
 #include "common/config/job_config.h"
 #include "common/coord/lease_keeper.h"
 #include "common/coord/rpc/etcd_client.h"
+#include "common/coord/rpc/held_lease.h"
 #include "common/coord/shard_fence.h"
 
 namespace paramd {
@@ -55,32 +55,27 @@ class EtcdShardFence : public ShardFence {
   // Renews the lease when due, or at once when `now` (the keeper's thread
   // does when due); its Tick's answer. A lease lost before any claim is
   // taken anew.
-  absl::Status Renew(bool now = false) ABSL_LOCKS_EXCLUDED(mu_);
+  absl::Status Renew(bool now = false);
   // The lease this process holds now.
   int64_t lease() const ABSL_LOCKS_EXCLUDED(mu_);
 
  private:
   EtcdShardFence(std::unique_ptr<EtcdClient> client, std::string primary_key,
-                 std::string backup_key, std::string value, absl::Duration ttl);
-  // A new lease and its keeper.
-  absl::Status Grant() ABSL_LOCKS_EXCLUDED(mu_);
+                 std::string backup_key, std::string value);
   // A claim of the shard when `conditions` hold.
   absl::StatusOr<Claim> ClaimIf(std::vector<EtcdCondition> conditions,
                                 const char* what) ABSL_LOCKS_EXCLUDED(mu_);
-  std::shared_ptr<LeaseKeeper> keeper() const ABSL_LOCKS_EXCLUDED(mu_);
-  void Run();  // The keeper's thread.
+  std::shared_ptr<LeaseKeeper> keeper() const;
 
   const std::unique_ptr<EtcdClient> client_;
   const std::string primary_key_;
   const std::string backup_key_;
   const std::string value_;
-  const absl::Duration ttl_;
   mutable absl::Mutex mu_;
-  // Replaced only while no claim was won (a lost lease taken anew).
-  std::shared_ptr<LeaseKeeper> keeper_ ABSL_GUARDED_BY(mu_);
   int64_t term_ ABSL_GUARDED_BY(mu_) = 0;  // The claim won; 0: none.
-  bool stop_ ABSL_GUARDED_BY(mu_) = false;
-  std::thread thread_;
+  // The lease; its keeper is replaced only while no claim was won (a lost
+  // lease taken anew). Set by Open; its hooks read term_.
+  std::unique_ptr<HeldLease> held_;
 };
 
 }  // namespace paramd

@@ -1,6 +1,5 @@
 #include "common/coord/rpc/member_registration.h"
 
-#include <algorithm>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -13,101 +12,54 @@
 namespace paramd {
 
 MemberRegistration::MemberRegistration(std::unique_ptr<EtcdClient> client,
-                                       std::string key, std::string value,
-                                       absl::Duration ttl)
+                                       std::string key, std::string value)
     : client_(std::move(client)),
       key_(std::move(key)),
-      value_(std::move(value)),
-      ttl_(ttl) {}
+      value_(std::move(value)) {}
 
 absl::StatusOr<std::unique_ptr<MemberRegistration>> MemberRegistration::Start(
     const JobConfig& config, const JobMember& member) {
   const CoordinationConfig& c = config.coordination;
   ASSIGN_OR_RETURN(std::unique_ptr<EtcdClient> client, ConnectCoordinator(c));
   std::unique_ptr<MemberRegistration> r(new MemberRegistration(
-      std::move(client), MemberKey(config.job_id, member), MemberValue(member),
-      absl::Seconds(c.lease_seconds)));
-  if (absl::Status s = r->Register(); !s.ok()) {
+      std::move(client), MemberKey(config.job_id, member),
+      MemberValue(member)));
+  HeldLease::Hooks hooks;
+  // The key is written under each lease: a lease lost while etcd was out
+  // of reach is taken again, and the key with it, once etcd answers.
+  hooks.granted = [p = r.get()](int64_t lease) {
+    return p->client_->Put(p->key_, p->value_, lease).status();
+  };
+  hooks.replaced = [p = r.get()] {
+    spdlog::warn("coordination: {} registered again (its lease was lost)",
+                 p->key_);
+  };
+  hooks.what = r->key_;
+  absl::StatusOr<std::unique_ptr<HeldLease>> held = HeldLease::Start(
+      r->client_.get(), absl::Seconds(c.lease_seconds), std::move(hooks));
+  if (!held.ok()) {
     return absl::Status(
-        s.code(),
+        held.status().code(),
         absl::StrCat("coordination.etcd [", absl::StrJoin(c.etcd, ", "),
-                     "]: could not register ", r->key_, ": ", s.message()));
+                     "]: could not register ", r->key_, ": ",
+                     held.status().message()));
   }
-  r->thread_ = std::thread([p = r.get()] { p->Run(); });
+  r->held_ = *std::move(held);
   return r;
 }
 
 MemberRegistration::~MemberRegistration() {
-  {
-    absl::MutexLock lock(&mu_);
-    stop_ = true;
-  }
-  if (thread_.joinable()) thread_.join();
-  // The key goes now, not a lease later (best effort: etcd may be gone).
+  if (held_ == nullptr) return;  // Never registered.
   const int64_t lease = this->lease();
-  if (lease != 0) {
-    if (absl::Status s = client_->Revoke(lease); !s.ok()) {
-      spdlog::warn("coordination: {} stays until its lease runs out: {}", key_,
-                   std::string(s.message()));
-    }
+  held_.reset();  // Its thread stops.
+  // The key goes now, not a lease later (best effort: etcd may be gone).
+  if (absl::Status s = client_->Revoke(lease); !s.ok()) {
+    spdlog::warn("coordination: {} stays until its lease runs out: {}", key_,
+                 std::string(s.message()));
   }
 }
 
-int64_t MemberRegistration::lease() const {
-  absl::MutexLock lock(&mu_);
-  return lease_;
-}
-
-absl::Status MemberRegistration::Register() {
-  Clock* clock = RealClock();
-  const absl::Time sent = clock->Now();
-  absl::Duration granted;
-  ASSIGN_OR_RETURN(const int64_t lease, client_->Grant(ttl_, &granted));
-  if (absl::StatusOr<int64_t> put = client_->Put(key_, value_, lease);
-      !put.ok()) {
-    (void)client_->Revoke(lease);
-    return put.status();
-  }
-  EtcdClient* client = client_.get();
-  keeper_ = std::make_unique<LeaseKeeper>(
-      lease, granted, sent,
-      [client](int64_t id) { return client->KeepAlive(id); }, clock);
-  absl::MutexLock lock(&mu_);
-  lease_ = lease;
-  return absl::OkStatus();
-}
-
-void MemberRegistration::Run() {
-  Clock* clock = RealClock();
-  bool failing = false;
-  while (true) {
-    // A lost lease is taken again every third of a lease until etcd takes
-    // it; a live one is renewed when due, and after a failed renewal
-    // (NextDue: at once) no sooner than a twentieth of a lease later, so
-    // that an etcd out of reach is not asked in a busy loop.
-    absl::Time due =
-        keeper_->lost().ok() ? keeper_->NextDue() : clock->Now() + ttl_ / 3;
-    if (failing) due = std::max(due, clock->Now() + ttl_ / 20);
-    {
-      absl::MutexLock lock(&mu_);
-      mu_.AwaitWithDeadline(absl::Condition(&stop_), due);
-      if (stop_) return;
-    }
-    absl::Status s = keeper_->Tick();
-    if (!keeper_->lost().ok()) {
-      s = Register();
-      if (s.ok()) {
-        spdlog::warn("coordination: {} registered again (its lease was lost)",
-                     key_);
-      }
-    }
-    if (!s.ok() && !failing) {
-      spdlog::warn("coordination: keeping {} registered: {}", key_,
-                   std::string(s.message()));
-    }
-    failing = !s.ok();
-  }
-}
+int64_t MemberRegistration::lease() const { return held_->lease(); }
 
 absl::StatusOr<std::vector<JobMember>> ListJobMembers(const JobConfig& config) {
   ASSIGN_OR_RETURN(std::unique_ptr<EtcdClient> client,

@@ -1,6 +1,6 @@
 // MemberRegistration: this process's key in its job's coordinator
 // (coordination.etcd; common/coord/members.h says the keys), held by a
-// lease that a thread of its own keeps alive (LeaseKeeper). Destroyed, it
+// lease that a thread of its own keeps alive (HeldLease). Destroyed, it
 // revokes the lease, so the key goes at once; a process that dies is gone
 // from the members within coordination.lease_seconds. A lease lost while
 // etcd was out of reach is taken again, and the key written again, once
@@ -10,16 +10,13 @@
 
 #include <memory>
 #include <string>
-#include <thread>
 #include <vector>
 
-#include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
-#include "absl/synchronization/mutex.h"
 #include "common/config/job_config.h"
-#include "common/coord/lease_keeper.h"
 #include "common/coord/members.h"
 #include "common/coord/rpc/etcd_client.h"
+#include "common/coord/rpc/held_lease.h"
 
 namespace paramd {
 
@@ -36,25 +33,17 @@ class MemberRegistration {
 
   const std::string& key() const { return key_; }
   // The lease that holds the key now.
-  int64_t lease() const ABSL_LOCKS_EXCLUDED(mu_);
+  int64_t lease() const;
 
  private:
   MemberRegistration(std::unique_ptr<EtcdClient> client, std::string key,
-                     std::string value, absl::Duration ttl);
-  // A new lease, and the key written with it.
-  absl::Status Register() ABSL_LOCKS_EXCLUDED(mu_);
-  void Run();  // The keeper's thread.
+                     std::string value);
 
   const std::unique_ptr<EtcdClient> client_;
   const std::string key_;
   const std::string value_;
-  const absl::Duration ttl_;
-  // Touched by Register (the starting thread, then the keeper's thread).
-  std::unique_ptr<LeaseKeeper> keeper_;
-  mutable absl::Mutex mu_;
-  int64_t lease_ ABSL_GUARDED_BY(mu_) = 0;
-  bool stop_ ABSL_GUARDED_BY(mu_) = false;
-  std::thread thread_;
+  // The lease, the key written under each (set by Start).
+  std::unique_ptr<HeldLease> held_;
 };
 
 // The members registered for the job `config` (which has a coordinator),
